@@ -1,0 +1,1 @@
+//! NFS version 3 (RFC 1813).

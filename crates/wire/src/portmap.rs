@@ -1,0 +1,1 @@
+//! PORTMAP version 2 (RFC 1833 §3): GETPORT.

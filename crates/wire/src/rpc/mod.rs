@@ -1,0 +1,13 @@
+//! ONC RPC version 2 (RFC 5531): call and reply messages, authentication
+//! flavors, and TCP record marking.
+
+pub mod auth;
+pub mod msg;
+pub mod record;
+
+pub use auth::{AuthSys, OpaqueAuth};
+pub use msg::{
+    encode_call_header, AcceptStat, AcceptedReply, AuthStat, CallHeader, RejectedReply, ReplyBody,
+    ReplyHeader, RPC_VERSION,
+};
+pub use record::{RecordError, RecordReader, RecordWriter, MAX_FRAGMENT_LEN};
