@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# nfs-server.sh — one NFS-Ganesha (NFSv3 only) on loopback for directnfs tests.
+#
+#   nfs-server.sh start [DIR]      start (or find running) and print the URL
+#   nfs-server.sh stop             stop exactly the server we started
+#   nfs-server.sh status           key=value lines, the URL last; exit 3 if down
+#   nfs-server.sh url              the URL only; exit 3 if down
+#   nfs-server.sh restart [--kill] [--down SECS]
+#                                  stop (SIGTERM, or SIGKILL with --kill), stay
+#                                  down SECS (default 2), start the same export
+#                                  on the same ports
+#
+# The last line on stdout of start/status/url is the URL:
+#   nfs://127.0.0.1/<export path>?nfsport=N&mountport=M
+#
+# Environment:
+#   DNFS_STATE_DIR     state directory (default /tmp/directnfs-server)
+#   DNFS_EXPORT_PATH   path clients mount, Ganesha's Pseudo (default: DIR)
+#   DNFS_NFS_PORT      NFS port (default 2049, or the next free one)
+#   DNFS_MNT_PORT      MOUNT port (default 20048, or the next free one)
+#   DNFS_BIND_ADDR     address to listen on (default 127.0.0.1)
+#   DNFS_START_TIMEOUT seconds to wait for the server to answer (default 30)
+#
+# Ganesha needs rpcbind: we use a running one, or start our own and stop it
+# again on `stop`. Only one Ganesha may register with one rpcbind (see
+# shared/SERVER-NOTES.md); clients given nfsport/mountport never need it.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LOG_TAG=nfs-server
+# shellcheck source=lib/ganesha.sh
+source "$SCRIPT_DIR/lib/ganesha.sh"
+
+STATE_DIR=${DNFS_STATE_DIR:-/tmp/directnfs-server}
+START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
+GANESHA_WRAPPER=()
+# State variables come only from the state file, never from the caller.
+unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID
+
+STATE_FILE=$STATE_DIR/state.env
+CONF=$STATE_DIR/ganesha.conf
+GANESHA_LOG=$STATE_DIR/ganesha.log
+GANESHA_OUT=$STATE_DIR/ganesha.out
+GANESHA_PIDFILE=$STATE_DIR/ganesha.pid
+
+usage() {
+    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
+    exit 2
+}
+
+# One command at a time per state directory. Children close fd 9.
+take_lock() {
+    mkdir -p "$STATE_DIR"
+    exec 9>"$STATE_DIR/lock"
+    flock -w 120 9 || die "state dir $STATE_DIR is locked by another command"
+}
+
+# --- state ---------------------------------------------------------------
+
+load_state() {
+    [[ -f $STATE_FILE ]] || return 1
+    # shellcheck disable=SC1090
+    source "$STATE_FILE"
+}
+
+save_state() {
+    cat >"$STATE_FILE" <<EOF
+BIND_ADDR=$BIND_ADDR
+NFS_PORT=$NFS_PORT
+MNT_PORT=$MNT_PORT
+EXPORT_DIR=$EXPORT_DIR
+EXPORT_PATH=$EXPORT_PATH
+EXPORT_CREATED=$EXPORT_CREATED
+RPCBIND_STARTED=$RPCBIND_STARTED
+RPCBIND_PID=$RPCBIND_PID
+EOF
+}
+
+server_url() {
+    echo "nfs://$BIND_ADDR$EXPORT_PATH?nfsport=$NFS_PORT&mountport=$MNT_PORT"
+}
+
+ganesha_pid() {
+    cat "$GANESHA_PIDFILE" 2>/dev/null || true
+}
+
+# Running means: our pid file names a live ganesha.nfsd using our config.
+ganesha_running() {
+    pid_is "$(ganesha_pid)" "$CONF"
+}
+
+# --- rpcbind -------------------------------------------------------------
+
+# Uses a responding rpcbind, else starts one in the foreground mode (-f) in
+# its own session so that $! is its PID. Without -w: a warm start would
+# bring back stale registrations of a previous server. (-h ADDR crashes
+# rpcbind 1.2.6 with a double free, so it listens on all addresses.)
+ensure_rpcbind() {
+    if pid_is "${RPCBIND_PID:-}" rpcbind && [[ ${RPCBIND_STARTED:-0} == 1 ]]; then
+        return 0
+    fi
+    RPCBIND_STARTED=0
+    RPCBIND_PID=
+    if timeout 5 rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+        log "using the rpcbind already running"
+        return 0
+    fi
+    log "starting rpcbind"
+    setsid rpcbind -f </dev/null >>"$STATE_DIR/rpcbind.log" 2>&1 9>&- &
+    RPCBIND_PID=$!
+    RPCBIND_STARTED=1
+    save_state
+    if ! wait_until 10 timeout 5 rpcinfo -p 127.0.0.1; then
+        show_log_tail "$STATE_DIR/rpcbind.log"
+        die "rpcbind did not come up"
+    fi
+}
+
+stop_rpcbind_if_ours() {
+    [[ ${RPCBIND_STARTED:-0} == 1 ]] || return 0
+    log "stopping our rpcbind (pid $RPCBIND_PID)"
+    stop_pid "$RPCBIND_PID" rpcbind TERM 10
+    RPCBIND_STARTED=0
+    RPCBIND_PID=
+}
+
+# --- ganesha -------------------------------------------------------------
+
+# Starts Ganesha from the saved state and waits until NFS and MOUNT answer
+# NULL calls on their ports, rpcbind lists them, and (when libnfs-utils is
+# there) nfs-ls of the URL works. Fails loudly with the log tail.
+launch_and_wait() {
+    write_ganesha_conf "$CONF" "$BIND_ADDR" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH"
+    log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH"
+    start_ganesha "$CONF" "$GANESHA_LOG" "$GANESHA_PIDFILE" "$GANESHA_OUT"
+    local deadline=$((SECONDS + START_TIMEOUT))
+    local step
+    for step in pidfile nfs mount rpcbind nfsls; do
+        until check_step "$step"; do
+            if ((SECONDS >= deadline)) || { [[ $step != pidfile ]] && ! ganesha_running; }; then
+                show_log_tail "$GANESHA_LOG"
+                die "ganesha did not come up (waiting for: $step); log: $GANESHA_LOG"
+            fi
+            sleep 0.2
+        done
+    done
+    log "ganesha is up (pid $(ganesha_pid))"
+}
+
+check_step() {
+    case $1 in
+        pidfile) ganesha_running ;;
+        nfs) rpc_null_ok "$BIND_ADDR" "$NFS_PORT" 100003 3 >/dev/null 2>&1 ;;
+        mount) rpc_null_ok "$BIND_ADDR" "$MNT_PORT" 100005 3 >/dev/null 2>&1 ;;
+        rpcbind) rpcbind_lists 127.0.0.1 100003 && rpcbind_lists 127.0.0.1 100005 ;;
+        nfsls) ! command -v nfs-ls >/dev/null || timeout 10 nfs-ls "$(server_url)" >/dev/null 2>&1 ;;
+    esac
+}
+
+# SIGNAL is TERM for a clean stop (Ganesha unregisters from rpcbind, ~2 s)
+# or KILL for a crash.
+stop_ganesha() {
+    local signal=${1:-TERM}
+    local pid
+    pid=$(ganesha_pid)
+    if ganesha_running; then
+        log "stopping ganesha (pid $pid, SIG$signal)"
+        stop_pid "$pid" "$CONF" "$signal" 20
+    fi
+    rm -f "$GANESHA_PIDFILE"
+}
+
+# --- commands ------------------------------------------------------------
+
+cmd_start() {
+    local dir=${1:-}
+    ensure_packages
+    take_lock
+    if load_state && ganesha_running; then
+        if [[ -n $dir && $(realpath -m "$dir") != "$EXPORT_DIR" ]]; then
+            die "already running with export $EXPORT_DIR; stop it first"
+        fi
+        log "already running (pid $(ganesha_pid))"
+        server_url
+        return 0
+    fi
+    # A state left by a crashed server: reuse its export and ports.
+    new_state "$dir"
+    save_state
+    ensure_rpcbind
+    save_state
+    launch_and_wait
+    server_url
+}
+
+# Chooses ports and the export directory for a fresh start.
+new_state() {
+    local dir=$1
+    BIND_ADDR=${DNFS_BIND_ADDR:-127.0.0.1}
+    RPCBIND_STARTED=${RPCBIND_STARTED:-0}
+    RPCBIND_PID=${RPCBIND_PID:-}
+    if [[ -z $dir && -n ${EXPORT_DIR:-} && -d ${EXPORT_DIR:-} ]]; then
+        log "reusing export $EXPORT_DIR of a previous start"
+    elif [[ -n $dir ]]; then
+        mkdir -p "$dir"
+        EXPORT_DIR=$(realpath "$dir")
+        EXPORT_CREATED=0
+    else
+        EXPORT_DIR=$(mktemp -d /tmp/directnfs-export.XXXXXX)
+        # Tests may mount with uid=/gid= of an unprivileged user.
+        chmod 0777 "$EXPORT_DIR"
+        EXPORT_CREATED=1
+    fi
+    EXPORT_PATH=${DNFS_EXPORT_PATH:-$EXPORT_DIR}
+    [[ $EXPORT_PATH == /* ]] || die "DNFS_EXPORT_PATH must start with /"
+    NFS_PORT=$(pick_port "${DNFS_NFS_PORT:-${NFS_PORT:-2049}}")
+    MNT_PORT=$(pick_port "${DNFS_MNT_PORT:-${MNT_PORT:-20048}}" "$NFS_PORT")
+}
+
+cmd_stop() {
+    take_lock
+    if ! load_state; then
+        log "not running (no state in $STATE_DIR)"
+        return 0
+    fi
+    stop_ganesha TERM
+    stop_rpcbind_if_ours
+    if [[ ${EXPORT_CREATED:-0} == 1 && ${DNFS_KEEP_EXPORT:-0} != 1 ]]; then
+        rm -rf -- "$EXPORT_DIR"
+    fi
+    rm -f "$STATE_FILE"
+    log "stopped"
+}
+
+cmd_restart() {
+    local signal=TERM down=2
+    while (($#)); do
+        case $1 in
+            --kill) signal=KILL ;;
+            --down) down=${2:?--down needs seconds}; shift ;;
+            *) usage ;;
+        esac
+        shift
+    done
+    take_lock
+    load_state || die "nothing to restart: no state in $STATE_DIR (run start first)"
+    stop_ganesha "$signal"
+    # Ganesha's write verifier is its start time in seconds: a downtime of
+    # 1 s or more guarantees the verifier changes.
+    sleep "$down"
+    ensure_rpcbind
+    save_state
+    launch_and_wait
+    server_url
+}
+
+cmd_status() {
+    if ! load_state || ! ganesha_running; then
+        log "not running"
+        exit 3
+    fi
+    cat <<EOF
+pid=$(ganesha_pid)
+bind_addr=$BIND_ADDR
+nfs_port=$NFS_PORT
+mnt_port=$MNT_PORT
+export_dir=$EXPORT_DIR
+export_path=$EXPORT_PATH
+rpcbind_ours=$RPCBIND_STARTED
+rpcbind_pid=$RPCBIND_PID
+state_dir=$STATE_DIR
+log=$GANESHA_LOG
+EOF
+    server_url
+}
+
+cmd_url() {
+    if ! load_state || ! ganesha_running; then
+        log "not running"
+        exit 3
+    fi
+    server_url
+}
+
+main() {
+    local cmd=${1:-}
+    shift || true
+    case $cmd in
+        start) cmd_start "$@" ;;
+        stop) cmd_stop ;;
+        restart) cmd_restart "$@" ;;
+        status) cmd_status ;;
+        url) cmd_url ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"
