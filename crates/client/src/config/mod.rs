@@ -1,0 +1,66 @@
+//! Configuration: the dnfstab file, `nfs://` URLs and the mount options both
+//! share. Pure parsers: no sockets and no DNS (host names stay strings); only
+//! [`load`] and [`find_config`] touch the file system.
+//!
+//! # dnfstab
+//!
+//! Oracle's oranfstab syntax, unchanged, plus a few directnfs keys. Looked up
+//! by [`find_config`] in the order `--config FILE`, `$DIRECTNFS_TAB`,
+//! `./dnfstab`, `/etc/dnfstab`.
+//!
+//! ```text
+//! server: filer1
+//! local: 10.231.1.1
+//! path: 10.231.1.2
+//! local: 10.231.2.1
+//! path: 10.231.2.2
+//! export: /vol/oradata  mount: /db/oradata
+//! export: /vol/redo     mount: /db/redo
+//! nfs_version: nfsv3
+//! # directnfs keys
+//! port: 2049
+//! mount_port: 20048
+//! connections: 4        # channels per path
+//! stable: file_sync     # or unstable
+//! ```
+//!
+//! * Lines are `key: value` (`key:value` too); flags (`dontroute`, `hard`,
+//!   `soft`, `resvport`) stand alone. Keys are case-insensitive. `#` starts a
+//!   comment; blank lines and surrounding whitespace are ignored.
+//! * `server: NAME` opens a block; every other key belongs to the block above
+//!   it (a key before the first `server:` is an error). Several blocks may
+//!   follow each other, each with several paths and exports.
+//! * `path: ADDR` is one network path to the server; a `local: ADDR` just
+//!   before it names the local address to send from. A block without `path:`
+//!   reaches the server at its `server:` name.
+//! * `export: /vol/x  mount: /db/x` (one line) says that local paths under
+//!   `/db/x` are files of the server's export `/vol/x`; the longest matching
+//!   prefix wins, on whole path components ([`DnfsTab::resolve`]). A mount
+//!   prefix may appear only once in the file.
+//! * `nfs_version:` must be `nfsv3`; `security_default:`/`security:` must be
+//!   `sys`. `management:` and `community:` are accepted and ignored (listed in
+//!   [`DnfsTab::ignored`]). `mnt_timeout:` (seconds) and `dontroute` work as
+//!   in oranfstab.
+//! * directnfs keys are those of [`MountOptions`] (table in its module):
+//!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
+//!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
+//!   `rsize`, `wsize`, `resvport`. They apply to the whole server block.
+//!
+//! Errors name the file, line and token, and suggest a key for a typo:
+//! `dnfstab:12: unknown key "conections" (did you mean "connections"?)`.
+//!
+//! # URLs
+//!
+//! `nfs://host[:port]/export/path?key=value&...` in the libnfs style, with the
+//! same option keys: see [`NfsUrl`].
+
+mod dnfstab;
+mod options;
+mod url;
+
+pub use dnfstab::{
+    find_config, load, parse_str, ConfigError, ConfigWarning, DnfsTab, ExportEntry, PathEntry,
+    Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
+};
+pub use options::{MountOptions, NfsVersion, OptionError, StableMode};
+pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

@@ -1,0 +1,942 @@
+//! Mount options: every tunable of a mount, with its default, its bounds and
+//! the one parser ([`MountOptions::set`]) shared by `nfs://` URL queries and
+//! dnfstab lines, so both accept the same keys with the same validation.
+//!
+//! Keys are case-insensitive and `-` is the same as `_` (`tcp-syncnt` ==
+//! `tcp_syncnt`, `Max-Inflight` == `max_inflight`).
+//!
+//! | key (aliases) | value | default |
+//! |---|---|---|
+//! | `port` (`nfsport`, `nfs_port`) | NFS port; `0` = ask the portmapper | portmapper |
+//! | `mount_port` (`mountport`) | MOUNT port; `0` = ask the portmapper | portmapper |
+//! | `connections` | channels (TCP connections) per path, 1..=64 | 4 |
+//! | `stable` | `file_sync` (`filesync`, `sync`) or `unstable` | `file_sync` |
+//! | `timeo` | RPC timeout, **deciseconds** like Linux `timeo=` (`timeo=600` = 60 s); `ms`/`s` suffixes accepted; 100 ms..=600 s | 10 s |
+//! | `retrans` | retransmissions before a soft mount fails / a hard mount reports, 0..=1000 | 3 |
+//! | `hard` / `soft` | flag, or `=true/false` | hard |
+//! | `uid`, `gid` | AUTH_SYS identity | the calling process's effective ids |
+//! | `gids` | supplementary groups `1,2,3`, at most 16; empty = none | the calling process's groups |
+//! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
+//! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
+//! | `dontroute` | flag: send from the path's `local:` address without routing | off |
+//! | `mnt_timeout` | seconds to wait for MOUNT to succeed (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
+//! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
+//! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`; anything else is an error | 3 |
+//! | `security` (`security_default`, `sec`) | `sys` only; anything else is an error | sys |
+//! | `readahead`, `autoreconnect`, `tcp_syncnt` | libnfs URL keys: accepted and **ignored** (see [`MountOptions::is_ignored_key`]) | |
+//!
+//! Why these defaults: FILE_SYNC and hard mounts are what a database needs
+//! (durable when acknowledged; never a spurious I/O error because a filer
+//! failed over). A 10 s RPC timeout with 3 retransmissions notices a dead path
+//! in seconds and fails over, where the Linux TCP default (60 s) would stall a
+//! database for minutes. 4 channels x 256 in flight per path is far above what
+//! one 10/25 GbE link needs for 8 KiB random I/O, yet bounded. 1 MiB is the
+//! largest transfer common servers offer (FSINFO rtmax/wtmax). `mnt_timeout`
+//! keeps Oracle's 600 s so that a database starting during a filer takeover
+//! waits for it rather than failing, and so that an oranfstab behaves as it
+//! did; interactive tools should pass a smaller value.
+
+use std::fmt;
+use std::time::Duration;
+
+/// How WRITEs are made durable (RFC 1813 §3.3.7 `stable_how`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StableMode {
+    /// Every WRITE is FILE_SYNC: durable when acknowledged, nothing to COMMIT.
+    #[default]
+    FileSync,
+    /// WRITE UNSTABLE, then COMMIT on fsync; data is kept by the client and
+    /// resent if the server's write verifier changes.
+    Unstable,
+}
+
+impl fmt::Display for StableMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StableMode::FileSync => "file_sync",
+            StableMode::Unstable => "unstable",
+        })
+    }
+}
+
+/// NFS protocol version. Only NFSv3 exists in directnfs; the type is there so
+/// a configuration states it and so a future version is an extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum NfsVersion {
+    /// NFS version 3 (RFC 1813).
+    #[default]
+    V3,
+}
+
+/// Every tunable of a mount. Build one with [`MountOptions::default`], then
+/// change it with [`MountOptions::set`] (validated, the same keys as URLs and
+/// dnfstab) or by assigning fields and calling [`MountOptions::validate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct MountOptions {
+    /// NFS server port; `None` asks the server's portmapper.
+    pub nfs_port: Option<u16>,
+    /// MOUNT server port; `None` asks the server's portmapper.
+    pub mount_port: Option<u16>,
+    /// Channels (TCP connections) per network path, 1..=64. Default 4.
+    pub connections: usize,
+    /// FILE_SYNC writes (default) or UNSTABLE + COMMIT.
+    pub stable: StableMode,
+    /// Time to wait for one RPC reply before retransmitting or failing over.
+    /// Written `timeo=N` in deciseconds, as in Linux and oranfstab. Default 10 s.
+    pub timeo: Duration,
+    /// Retransmissions before a soft mount returns an error (and a hard mount
+    /// logs that the server is not responding). Default 3.
+    pub retrans: u32,
+    /// Hard mount (default): I/O waits and retries for as long as it takes.
+    /// `soft` sets this to false: I/O fails after `retrans` timeouts.
+    pub hard: bool,
+    /// AUTH_SYS uid; `None` = the calling process's effective uid.
+    pub uid: Option<u32>,
+    /// AUTH_SYS gid; `None` = the calling process's effective gid.
+    pub gid: Option<u32>,
+    /// AUTH_SYS supplementary groups (at most 16, RFC 5531 appendix A);
+    /// `None` = the calling process's own.
+    pub gids: Option<Vec<u32>>,
+    /// RPCs in flight per channel, 1..=65536. Default 256.
+    pub max_inflight: usize,
+    /// Cap on READ size in bytes, 4 KiB..=16 MiB; the effective size is also
+    /// capped by the server's FSINFO rtmax. Default 1 MiB.
+    pub rsize: u32,
+    /// Cap on WRITE size in bytes, 4 KiB..=16 MiB; the effective size is also
+    /// capped by the server's FSINFO wtmax. Default 1 MiB.
+    pub wsize: u32,
+    /// Send from each path's `local:` address with SO_DONTROUTE (oranfstab
+    /// `dontroute`). Default off.
+    pub dontroute: bool,
+    /// How long to keep trying to MOUNT an export before giving up (oranfstab
+    /// `mnt_timeout:`, in seconds). Default 600 s, as Oracle.
+    pub mnt_timeout: Duration,
+    /// Bind a privileged source port (< 1024), for servers that demand one
+    /// (`secure` exports). Needs CAP_NET_BIND_SERVICE. Default off.
+    pub resvport: bool,
+    /// Protocol version; only NFSv3.
+    pub nfs_version: NfsVersion,
+}
+
+impl Default for MountOptions {
+    fn default() -> Self {
+        MountOptions {
+            nfs_port: None,
+            mount_port: None,
+            connections: 4,
+            stable: StableMode::FileSync,
+            timeo: Duration::from_secs(10),
+            retrans: 3,
+            hard: true,
+            uid: None,
+            gid: None,
+            gids: None,
+            max_inflight: 256,
+            rsize: 1 << 20,
+            wsize: 1 << 20,
+            dontroute: false,
+            mnt_timeout: Duration::from_secs(600),
+            resvport: false,
+            nfs_version: NfsVersion::V3,
+        }
+    }
+}
+
+/// An option key or value that was not accepted. The message names the key
+/// and the value as the user wrote them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptionError {
+    /// Not an option directnfs knows; `suggestion` is the closest known key.
+    #[error("unknown key \"{key}\"{}", did_you_mean(*.suggestion))]
+    UnknownKey {
+        /// The key as written.
+        key: String,
+        /// The closest known key, if one is close enough to be a typo.
+        suggestion: Option<&'static str>,
+    },
+    /// The key takes a value and none was given.
+    #[error("key \"{key}\" needs a value")]
+    MissingValue {
+        /// The key as written.
+        key: String,
+    },
+    /// The value does not parse or is out of range.
+    #[error("invalid value \"{value}\" for key \"{key}\": {reason}")]
+    InvalidValue {
+        /// The key as written.
+        key: String,
+        /// The value as written.
+        value: String,
+        /// What was expected.
+        reason: String,
+    },
+    /// An NFS version other than 3 was asked for.
+    #[error("unsupported NFS version \"{value}\" for key \"{key}\": only nfsv3 is supported")]
+    UnsupportedVersion {
+        /// The key as written.
+        key: String,
+        /// The version as written.
+        value: String,
+    },
+    /// A security flavor other than AUTH_SYS was asked for.
+    #[error(
+        "unsupported security flavor \"{value}\" for key \"{key}\": only sys (AUTH_SYS) is supported"
+    )]
+    UnsupportedSecurity {
+        /// The key as written.
+        key: String,
+        /// The flavor as written.
+        value: String,
+    },
+}
+
+/// `" (did you mean "x"?)"` or nothing.
+pub(crate) fn did_you_mean(suggestion: Option<&str>) -> String {
+    match suggestion {
+        Some(s) => format!(" (did you mean \"{s}\"?)"),
+        None => String::new(),
+    }
+}
+
+/// What a key does once its name has been normalised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    NfsPort,
+    MountPort,
+    Connections,
+    Stable,
+    Timeo,
+    Retrans,
+    Hard,
+    Soft,
+    Uid,
+    Gid,
+    Gids,
+    MaxInflight,
+    Rsize,
+    Wsize,
+    Dontroute,
+    MntTimeout,
+    Resvport,
+    NoResvport,
+    Version,
+    Security,
+    Ignored,
+}
+
+/// Every accepted key (normalised: lower case, `_` not `-`) and its meaning.
+const KEYS: &[(&str, Key)] = &[
+    ("port", Key::NfsPort),
+    ("nfsport", Key::NfsPort),
+    ("nfs_port", Key::NfsPort),
+    ("mount_port", Key::MountPort),
+    ("mountport", Key::MountPort),
+    ("connections", Key::Connections),
+    ("stable", Key::Stable),
+    ("timeo", Key::Timeo),
+    ("retrans", Key::Retrans),
+    ("hard", Key::Hard),
+    ("soft", Key::Soft),
+    ("uid", Key::Uid),
+    ("gid", Key::Gid),
+    ("gids", Key::Gids),
+    ("max_inflight", Key::MaxInflight),
+    ("rsize", Key::Rsize),
+    ("wsize", Key::Wsize),
+    ("dontroute", Key::Dontroute),
+    ("mnt_timeout", Key::MntTimeout),
+    ("resvport", Key::Resvport),
+    ("noresvport", Key::NoResvport),
+    ("nfs_version", Key::Version),
+    ("version", Key::Version),
+    ("vers", Key::Version),
+    ("nfsvers", Key::Version),
+    ("security", Key::Security),
+    ("security_default", Key::Security),
+    ("sec", Key::Security),
+    // libnfs URL keys that mean nothing here: the driver always reconnects
+    // and fails over, never reads ahead (no cache), and connects without a
+    // SYN-count knob.
+    ("readahead", Key::Ignored),
+    ("autoreconnect", Key::Ignored),
+    ("tcp_syncnt", Key::Ignored),
+];
+
+fn normalise_key(key: &str) -> String {
+    key.trim().to_ascii_lowercase().replace('-', "_")
+}
+
+fn lookup(key: &str) -> Option<Key> {
+    let norm = normalise_key(key);
+    KEYS.iter().find(|(name, _)| *name == norm).map(|&(_, k)| k)
+}
+
+impl MountOptions {
+    /// Most channels per path.
+    pub const MAX_CONNECTIONS: usize = 64;
+    /// Most RPCs in flight per channel.
+    pub const MAX_INFLIGHT: usize = 65536;
+    /// Most supplementary groups AUTH_SYS can carry (RFC 5531 appendix A).
+    pub const MAX_GIDS: usize = 16;
+    /// Smallest `rsize`/`wsize`.
+    pub const MIN_IO_SIZE: u32 = 4096;
+    /// Largest `rsize`/`wsize`.
+    pub const MAX_IO_SIZE: u32 = 16 << 20;
+    /// Shortest `timeo`.
+    pub const MIN_TIMEO: Duration = Duration::from_millis(100);
+    /// Longest `timeo` (as Linux: 600 s).
+    pub const MAX_TIMEO: Duration = Duration::from_secs(600);
+    /// Most `retrans`.
+    pub const MAX_RETRANS: u32 = 1000;
+    /// Shortest `mnt_timeout`.
+    pub const MIN_MNT_TIMEOUT: Duration = Duration::from_secs(1);
+    /// Longest `mnt_timeout` (a day).
+    pub const MAX_MNT_TIMEOUT: Duration = Duration::from_secs(86400);
+
+    /// Every key [`set`](Self::set) accepts, aliases included, in normalised
+    /// form (lower case, `_`).
+    pub fn known_keys() -> impl Iterator<Item = &'static str> {
+        KEYS.iter().map(|&(name, _)| name)
+    }
+
+    /// True for keys that are accepted for compatibility (libnfs URL keys
+    /// `readahead`, `autoreconnect`, `tcp-syncnt`) but have no effect, so a
+    /// verbose caller can say so.
+    pub fn is_ignored_key(key: &str) -> bool {
+        lookup(key) == Some(Key::Ignored)
+    }
+
+    /// Sets one option from its textual form, validating it. `value` is `""`
+    /// for a bare flag (`hard`, `soft`, `dontroute`, `resvport`); flags also
+    /// take `true/false`, `yes/no`, `on/off`, `1/0`. Unknown keys and
+    /// out-of-range values are errors naming the key and the value; on error
+    /// `self` is unchanged.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
+        let Some(k) = lookup(key) else {
+            return Err(OptionError::UnknownKey {
+                key: key.to_owned(),
+                suggestion: closest(&normalise_key(key), Self::known_keys()),
+            });
+        };
+        let v = value.trim();
+        let p = ValueParser { key, value: v };
+        match k {
+            Key::NfsPort => self.nfs_port = p.port()?,
+            Key::MountPort => self.mount_port = p.port()?,
+            Key::Connections => {
+                self.connections = p.ranged(1, Self::MAX_CONNECTIONS as u64)? as usize
+            }
+            Key::Stable => self.stable = p.stable()?,
+            Key::Timeo => {
+                self.timeo = p.duration(Unit::Deciseconds, Self::MIN_TIMEO, Self::MAX_TIMEO)?
+            }
+            Key::Retrans => self.retrans = p.ranged(0, Self::MAX_RETRANS.into())? as u32,
+            Key::Hard => self.hard = p.flag()?,
+            Key::Soft => self.hard = !p.flag()?,
+            Key::Uid => self.uid = Some(p.ranged(0, u32::MAX.into())? as u32),
+            Key::Gid => self.gid = Some(p.ranged(0, u32::MAX.into())? as u32),
+            Key::Gids => self.gids = Some(p.gids()?),
+            Key::MaxInflight => {
+                self.max_inflight = p.ranged(1, Self::MAX_INFLIGHT as u64)? as usize
+            }
+            Key::Rsize => self.rsize = p.io_size()?,
+            Key::Wsize => self.wsize = p.io_size()?,
+            Key::Dontroute => self.dontroute = p.flag()?,
+            Key::MntTimeout => {
+                self.mnt_timeout =
+                    p.duration(Unit::Seconds, Self::MIN_MNT_TIMEOUT, Self::MAX_MNT_TIMEOUT)?
+            }
+            Key::Resvport => self.resvport = p.flag()?,
+            Key::NoResvport => self.resvport = !p.flag()?,
+            Key::Version => self.nfs_version = p.version()?,
+            Key::Security => p.security()?,
+            Key::Ignored => {}
+        }
+        Ok(())
+    }
+
+    /// Checks fields that were assigned directly against the bounds
+    /// [`set`](Self::set) enforces.
+    pub fn validate(&self) -> Result<(), OptionError> {
+        let bad = |key: &str, value: String, reason: String| {
+            Err(OptionError::InvalidValue {
+                key: key.to_owned(),
+                value,
+                reason,
+            })
+        };
+        if !(1..=Self::MAX_CONNECTIONS).contains(&self.connections) {
+            return bad(
+                "connections",
+                self.connections.to_string(),
+                format!("must be between 1 and {}", Self::MAX_CONNECTIONS),
+            );
+        }
+        if !(1..=Self::MAX_INFLIGHT).contains(&self.max_inflight) {
+            return bad(
+                "max_inflight",
+                self.max_inflight.to_string(),
+                format!("must be between 1 and {}", Self::MAX_INFLIGHT),
+            );
+        }
+        let durations = [
+            ("timeo", self.timeo, Self::MIN_TIMEO, Self::MAX_TIMEO),
+            (
+                "mnt_timeout",
+                self.mnt_timeout,
+                Self::MIN_MNT_TIMEOUT,
+                Self::MAX_MNT_TIMEOUT,
+            ),
+        ];
+        for (key, d, min, max) in durations {
+            if d < min || d > max {
+                return bad(
+                    key,
+                    format!("{d:?}"),
+                    format!("must be between {min:?} and {max:?}"),
+                );
+            }
+        }
+        if self.retrans > Self::MAX_RETRANS {
+            return bad(
+                "retrans",
+                self.retrans.to_string(),
+                format!("must be between 0 and {}", Self::MAX_RETRANS),
+            );
+        }
+        for (key, size) in [("rsize", self.rsize), ("wsize", self.wsize)] {
+            if !(Self::MIN_IO_SIZE..=Self::MAX_IO_SIZE).contains(&size) {
+                return bad(key, size.to_string(), io_size_range());
+            }
+        }
+        if let Some(gids) = &self.gids {
+            if gids.len() > Self::MAX_GIDS {
+                return bad(
+                    "gids",
+                    format!("{} groups", gids.len()),
+                    format!("AUTH_SYS carries at most {} groups", Self::MAX_GIDS),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+fn io_size_range() -> String {
+    format!(
+        "must be between {} (4k) and {} (16m) bytes",
+        MountOptions::MIN_IO_SIZE,
+        MountOptions::MAX_IO_SIZE
+    )
+}
+
+/// The unit of a bare number in a duration option.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Deciseconds,
+    Seconds,
+}
+
+/// Parses one value, producing errors that name the key and the value.
+struct ValueParser<'a> {
+    key: &'a str,
+    value: &'a str,
+}
+
+impl ValueParser<'_> {
+    fn invalid(&self, reason: impl Into<String>) -> OptionError {
+        OptionError::InvalidValue {
+            key: self.key.to_owned(),
+            value: self.value.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    fn required(&self) -> Result<&str, OptionError> {
+        if self.value.is_empty() {
+            return Err(OptionError::MissingValue {
+                key: self.key.to_owned(),
+            });
+        }
+        Ok(self.value)
+    }
+
+    /// A decimal number, digits only.
+    fn number(&self, text: &str) -> Result<u64, OptionError> {
+        if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.invalid("not a number"));
+        }
+        text.parse::<u64>()
+            .map_err(|_| self.invalid("number too large"))
+    }
+
+    fn ranged(&self, min: u64, max: u64) -> Result<u64, OptionError> {
+        let n = self.number(self.required()?)?;
+        if n < min || n > max {
+            return Err(self.invalid(format!("must be between {min} and {max}")));
+        }
+        Ok(n)
+    }
+
+    /// A port; 0 means "ask the portmapper", as in Linux `port=0`.
+    fn port(&self) -> Result<Option<u16>, OptionError> {
+        let n = self.ranged(0, u16::MAX.into())? as u16;
+        Ok((n != 0).then_some(n))
+    }
+
+    fn flag(&self) -> Result<bool, OptionError> {
+        match self.value.to_ascii_lowercase().as_str() {
+            "" | "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(self.invalid("expected no value or one of true/false, yes/no, on/off, 1/0")),
+        }
+    }
+
+    fn stable(&self) -> Result<StableMode, OptionError> {
+        match self.required()?.to_ascii_lowercase().as_str() {
+            "file_sync" | "filesync" | "file-sync" | "sync" => Ok(StableMode::FileSync),
+            "unstable" => Ok(StableMode::Unstable),
+            _ => Err(self.invalid("expected file_sync or unstable")),
+        }
+    }
+
+    /// A bare number in `unit`, or a number with an explicit `ms` or `s`.
+    fn duration(&self, unit: Unit, min: Duration, max: Duration) -> Result<Duration, OptionError> {
+        let text = self.required()?.to_ascii_lowercase();
+        let (digits, millis_per) = if let Some(d) = text.strip_suffix("ms") {
+            (d, 1)
+        } else if let Some(d) = text.strip_suffix('s') {
+            (d, 1000)
+        } else {
+            match unit {
+                Unit::Deciseconds => (text.as_str(), 100),
+                Unit::Seconds => (text.as_str(), 1000),
+            }
+        };
+        let n = self.number(digits.trim_end())?;
+        let d = n
+            .checked_mul(millis_per)
+            .map(Duration::from_millis)
+            .ok_or_else(|| self.invalid("number too large"))?;
+        if d < min || d > max {
+            let unit_note = match unit {
+                Unit::Deciseconds => " (a bare number is in deciseconds)",
+                Unit::Seconds => " (a bare number is in seconds)",
+            };
+            return Err(self.invalid(format!("must be between {min:?} and {max:?}{unit_note}")));
+        }
+        Ok(d)
+    }
+
+    /// A byte count, optionally with a `k` (KiB) or `m` (MiB) suffix.
+    fn io_size(&self) -> Result<u32, OptionError> {
+        let text = self.required()?.to_ascii_lowercase();
+        let (digits, mult) = if let Some(d) = text.strip_suffix('k') {
+            (d, 1u64 << 10)
+        } else if let Some(d) = text.strip_suffix('m') {
+            (d, 1u64 << 20)
+        } else {
+            (text.as_str(), 1)
+        };
+        let n = self
+            .number(digits)?
+            .checked_mul(mult)
+            .ok_or_else(|| self.invalid("number too large"))?;
+        let range = u64::from(MountOptions::MIN_IO_SIZE)..=u64::from(MountOptions::MAX_IO_SIZE);
+        if !range.contains(&n) {
+            return Err(self.invalid(io_size_range()));
+        }
+        Ok(n as u32)
+    }
+
+    /// `1,2,3`; empty means "no supplementary groups".
+    fn gids(&self) -> Result<Vec<u32>, OptionError> {
+        if self.value.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut gids = Vec::new();
+        for part in self.value.split(',') {
+            let part = part.trim();
+            if gids.len() == MountOptions::MAX_GIDS {
+                return Err(self.invalid(format!(
+                    "AUTH_SYS carries at most {} groups",
+                    MountOptions::MAX_GIDS
+                )));
+            }
+            let n = self
+                .number(part)
+                .map_err(|_| self.invalid(format!("\"{part}\" is not a group id")))?;
+            let gid = u32::try_from(n)
+                .map_err(|_| self.invalid(format!("\"{part}\" is not a group id")))?;
+            gids.push(gid);
+        }
+        Ok(gids)
+    }
+
+    fn version(&self) -> Result<NfsVersion, OptionError> {
+        match self.required()?.to_ascii_lowercase().as_str() {
+            "3" | "v3" | "nfsv3" | "nfs3" => Ok(NfsVersion::V3),
+            _ => Err(OptionError::UnsupportedVersion {
+                key: self.key.to_owned(),
+                value: self.value.to_owned(),
+            }),
+        }
+    }
+
+    fn security(&self) -> Result<(), OptionError> {
+        match self.required()?.to_ascii_lowercase().as_str() {
+            "sys" | "auth_sys" => Ok(()),
+            _ => Err(OptionError::UnsupportedSecurity {
+                key: self.key.to_owned(),
+                value: self.value.to_owned(),
+            }),
+        }
+    }
+}
+
+/// The candidate closest to `key` by edit distance, if it is close enough to
+/// be a typo (one edit for short keys, up to three for long ones).
+pub(crate) fn closest<'c>(
+    key: &str,
+    candidates: impl IntoIterator<Item = &'c str>,
+) -> Option<&'c str> {
+    let key = normalise_key(key);
+    let len = key.chars().count();
+    // Long garbage is never a typo of a short key; skip the quadratic work.
+    if len == 0 || len > 64 {
+        return None;
+    }
+    let limit = match len {
+        0..=3 => 1,
+        4..=7 => 2,
+        _ => 3,
+    };
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(&key, c), c))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions
+/// and transpositions of adjacent characters each cost one.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let width = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * width];
+    for (i, row) in d.chunks_mut(width).enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d.iter_mut().take(width).enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * width + j] + 1)
+                .min(d[i * width + j - 1] + 1)
+                .min(d[(i - 1) * width + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * width + j - 2] + 1);
+            }
+            d[i * width + j] = best;
+        }
+    }
+    d[a.len() * width + b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(pairs: &[(&str, &str)]) -> Result<MountOptions, OptionError> {
+        let mut o = MountOptions::default();
+        for (k, v) in pairs {
+            o.set(k, v)?;
+        }
+        Ok(o)
+    }
+
+    #[test]
+    fn defaults_match_documentation() {
+        let o = MountOptions::default();
+        assert_eq!(o.nfs_port, None);
+        assert_eq!(o.mount_port, None);
+        assert_eq!(o.connections, 4);
+        assert_eq!(o.stable, StableMode::FileSync);
+        assert_eq!(o.timeo, Duration::from_secs(10));
+        assert_eq!(o.retrans, 3);
+        assert!(o.hard);
+        assert_eq!((o.uid, o.gid, o.gids.clone()), (None, None, None));
+        assert_eq!(o.max_inflight, 256);
+        assert_eq!((o.rsize, o.wsize), (1 << 20, 1 << 20));
+        assert!(!o.dontroute);
+        assert_eq!(o.mnt_timeout, Duration::from_secs(600));
+        assert!(!o.resvport);
+        assert_eq!(o.nfs_version, NfsVersion::V3);
+        assert_eq!(o.validate(), Ok(()));
+    }
+
+    #[test]
+    fn every_known_key_accepts_a_sane_value() {
+        for key in MountOptions::known_keys() {
+            let value = match key {
+                "hard" | "soft" | "dontroute" | "resvport" | "noresvport" => "",
+                "stable" => "unstable",
+                "nfs_version" | "version" | "vers" | "nfsvers" => "3",
+                "security" | "security_default" | "sec" => "sys",
+                "gids" => "1,2",
+                "rsize" | "wsize" => "65536",
+                _ => "7",
+            };
+            let mut o = MountOptions::default();
+            assert_eq!(o.set(key, value), Ok(()), "{key}={value}");
+            assert_eq!(o.validate(), Ok(()), "{key}={value}");
+        }
+    }
+
+    #[test]
+    fn ports_are_set_and_zero_means_portmapper() {
+        let o = set(&[("nfsport", "2049"), ("mountport", "20048")]).unwrap();
+        assert_eq!((o.nfs_port, o.mount_port), (Some(2049), Some(20048)));
+        let o = set(&[("port", "2049"), ("port", "0")]).unwrap();
+        assert_eq!(o.nfs_port, None);
+        assert!(matches!(
+            set(&[("port", "65536")]),
+            Err(OptionError::InvalidValue { .. })
+        ));
+    }
+
+    #[test]
+    fn connections_accepts_one_to_sixty_four() {
+        assert_eq!(set(&[("connections", "1")]).unwrap().connections, 1);
+        assert_eq!(set(&[("connections", "64")]).unwrap().connections, 64);
+        for bad in ["0", "65", "-1", "four", "", "1e3"] {
+            assert!(set(&[("connections", bad)]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn out_of_range_error_names_key_value_and_range() {
+        let err = set(&[("connections", "65")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"65\" for key \"connections\": must be between 1 and 64"
+        );
+    }
+
+    #[test]
+    fn missing_value_is_reported() {
+        let err = set(&[("retrans", "")]).unwrap_err();
+        assert_eq!(err.to_string(), "key \"retrans\" needs a value");
+    }
+
+    #[test]
+    fn stable_accepts_file_sync_and_unstable() {
+        for v in ["file_sync", "FILE_SYNC", "filesync", "sync"] {
+            assert_eq!(set(&[("stable", v)]).unwrap().stable, StableMode::FileSync);
+        }
+        assert_eq!(
+            set(&[("stable", "unstable")]).unwrap().stable,
+            StableMode::Unstable
+        );
+        assert!(set(&[("stable", "data_sync")]).is_err());
+    }
+
+    #[test]
+    fn timeo_is_in_deciseconds() {
+        assert_eq!(
+            set(&[("timeo", "600")]).unwrap().timeo,
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            set(&[("timeo", "5")]).unwrap().timeo,
+            Duration::from_millis(500)
+        );
+        assert!(set(&[("timeo", "0")]).is_err());
+        assert!(set(&[("timeo", "6001")]).is_err());
+    }
+
+    #[test]
+    fn durations_accept_explicit_units() {
+        assert_eq!(
+            set(&[("timeo", "2s")]).unwrap().timeo,
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            set(&[("timeo", "250ms")]).unwrap().timeo,
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            set(&[("mnt_timeout", "30")]).unwrap().mnt_timeout,
+            Duration::from_secs(30)
+        );
+        assert!(set(&[("timeo", "50ms")]).is_err());
+        assert!(set(&[("timeo", "18446744073709551615s")]).is_err());
+    }
+
+    #[test]
+    fn soft_clears_hard_and_last_flag_wins() {
+        assert!(!set(&[("soft", "")]).unwrap().hard);
+        assert!(set(&[("soft", ""), ("hard", "")]).unwrap().hard);
+        assert!(!set(&[("hard", "false")]).unwrap().hard);
+        assert!(set(&[("soft", "no")]).unwrap().hard);
+    }
+
+    #[test]
+    fn flags_reject_other_values() {
+        assert!(matches!(
+            set(&[("dontroute", "maybe")]),
+            Err(OptionError::InvalidValue { .. })
+        ));
+        let o = set(&[("dontroute", ""), ("resvport", "on")]).unwrap();
+        assert!(o.dontroute && o.resvport);
+        assert!(
+            !set(&[("resvport", ""), ("noresvport", "")])
+                .unwrap()
+                .resvport
+        );
+    }
+
+    #[test]
+    fn uid_gid_and_gids_are_parsed() {
+        let o = set(&[("uid", "0"), ("gid", "4294967295"), ("gids", "1, 2,3")]).unwrap();
+        assert_eq!(o.uid, Some(0));
+        assert_eq!(o.gid, Some(u32::MAX));
+        assert_eq!(o.gids, Some(vec![1, 2, 3]));
+        assert_eq!(set(&[("gids", "")]).unwrap().gids, Some(vec![]));
+        assert!(set(&[("uid", "4294967296")]).is_err());
+        assert!(set(&[("gids", "1,,2")]).is_err());
+        assert!(set(&[("gids", "1,x")]).is_err());
+    }
+
+    #[test]
+    fn rejects_more_than_16_gids() {
+        let sixteen: Vec<String> = (0..16).map(|g| g.to_string()).collect();
+        assert!(set(&[("gids", &sixteen.join(","))]).is_ok());
+        let seventeen: Vec<String> = (0..17).map(|g| g.to_string()).collect();
+        let err = set(&[("gids", &seventeen.join(","))]).unwrap_err();
+        assert!(err.to_string().contains("at most 16 groups"), "{err}");
+    }
+
+    #[test]
+    fn max_inflight_is_bounded() {
+        assert_eq!(
+            set(&[("max_inflight", "65536")]).unwrap().max_inflight,
+            65536
+        );
+        assert!(set(&[("max_inflight", "0")]).is_err());
+        assert!(set(&[("max_inflight", "65537")]).is_err());
+    }
+
+    #[test]
+    fn io_sizes_accept_suffixes_and_are_bounded() {
+        let o = set(&[("rsize", "64k"), ("wsize", "2M")]).unwrap();
+        assert_eq!((o.rsize, o.wsize), (65536, 2 << 20));
+        assert_eq!(set(&[("rsize", "4096")]).unwrap().rsize, 4096);
+        assert_eq!(set(&[("wsize", "16m")]).unwrap().wsize, 16 << 20);
+        assert!(set(&[("rsize", "4095")]).is_err());
+        assert!(set(&[("wsize", "17m")]).is_err());
+        assert!(set(&[("wsize", "99999999999999999m")]).is_err());
+    }
+
+    #[test]
+    fn rejects_nfs_version_4() {
+        for v in ["4", "nfsv4", "4.1", "nfsv41", "pNFS", "2"] {
+            let err = set(&[("nfs_version", v)]).unwrap_err();
+            assert!(matches!(err, OptionError::UnsupportedVersion { .. }), "{v}");
+            assert!(err.to_string().contains("only nfsv3 is supported"));
+        }
+        for v in ["3", "nfsv3", "NFSv3", "v3"] {
+            assert!(set(&[("version", v)]).is_ok(), "{v}");
+        }
+    }
+
+    #[test]
+    fn rejects_security_krb5() {
+        let err = set(&[("security", "krb5")]).unwrap_err();
+        assert!(matches!(err, OptionError::UnsupportedSecurity { .. }));
+        assert!(set(&[("sec", "sys")]).is_ok());
+    }
+
+    #[test]
+    fn libnfs_keys_are_accepted_and_ignored() {
+        let o = set(&[
+            ("readahead", "131072"),
+            ("autoreconnect", "-1"),
+            ("tcp-syncnt", "3"),
+        ])
+        .unwrap();
+        assert_eq!(o, MountOptions::default());
+        assert!(MountOptions::is_ignored_key("TCP-SYNCNT"));
+        assert!(!MountOptions::is_ignored_key("connections"));
+    }
+
+    #[test]
+    fn keys_are_case_insensitive_and_dash_equals_underscore() {
+        let o = set(&[("Max-Inflight", "8"), ("CONNECTIONS", "2")]).unwrap();
+        assert_eq!((o.max_inflight, o.connections), (8, 2));
+    }
+
+    #[test]
+    fn unknown_key_suggests_closest() {
+        let err = set(&[("conections", "4")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown key \"conections\" (did you mean \"connections\"?)"
+        );
+        let err = set(&[("retarns", "4")]).unwrap_err();
+        assert!(err.to_string().contains("\"retrans\""), "{err}");
+    }
+
+    #[test]
+    fn unknown_key_without_close_match_has_no_suggestion() {
+        let err = set(&[("frobnicate", "1")]).unwrap_err();
+        assert_eq!(err.to_string(), "unknown key \"frobnicate\"");
+    }
+
+    #[test]
+    fn failed_set_leaves_options_unchanged() {
+        let mut o = MountOptions::default();
+        assert!(o.set("gids", "1,2,x").is_err());
+        assert_eq!(o, MountOptions::default());
+    }
+
+    #[test]
+    fn validate_catches_directly_assigned_out_of_range_fields() {
+        let bad = [
+            MountOptions {
+                connections: 0,
+                ..MountOptions::default()
+            },
+            MountOptions {
+                rsize: 1,
+                ..MountOptions::default()
+            },
+            MountOptions {
+                gids: Some(vec![0; 17]),
+                ..MountOptions::default()
+            },
+            MountOptions {
+                timeo: Duration::ZERO,
+                ..MountOptions::default()
+            },
+        ];
+        for o in bad {
+            assert!(o.validate().is_err(), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn edit_distance_counts_transpositions_as_one() {
+        assert_eq!(edit_distance("connections", "conenctions"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}
