@@ -1,0 +1,603 @@
+//! Live I/O counters: per-procedure calls, bytes, errors, recovery events,
+//! in-flight depth and one latency histogram per [`ProcClass`].
+//!
+//! Everything is a relaxed atomic: the counters are statistics, not
+//! synchronisation, and a snapshot taken while I/O runs is allowed to see one
+//! call's effects partly. Nothing here locks or allocates on the record path.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+
+use super::histogram::{Histogram, HistogramSnapshot};
+use super::snapshot::IoSnapshot;
+
+/// Number of NFSv3 procedures (RFC 1813 §3.3: NULL = 0 .. COMMIT = 21).
+pub const NFS3_PROC_COUNT: usize = 22;
+
+/// NFSv3 procedure names indexed by procedure number (RFC 1813 §3.3).
+pub const PROC_NAMES: [&str; NFS3_PROC_COUNT] = [
+    "NULL",
+    "GETATTR",
+    "SETATTR",
+    "LOOKUP",
+    "ACCESS",
+    "READLINK",
+    "READ",
+    "WRITE",
+    "CREATE",
+    "MKDIR",
+    "SYMLINK",
+    "MKNOD",
+    "REMOVE",
+    "RMDIR",
+    "RENAME",
+    "LINK",
+    "READDIR",
+    "READDIRPLUS",
+    "FSSTAT",
+    "FSINFO",
+    "PATHCONF",
+    "COMMIT",
+];
+
+/// Key under which calls with a procedure number above 21 are counted.
+pub const OTHER_PROC_NAME: &str = "OTHER";
+
+const NFSPROC3_READ: usize = 6;
+const NFSPROC3_WRITE: usize = 7;
+
+/// The name of an NFSv3 procedure number, `None` above 21.
+pub fn proc_name(proc_: u32) -> Option<&'static str> {
+    PROC_NAMES.get(proc_ as usize).copied()
+}
+
+/// Latency classes: procedures that cost alike share one histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProcClass {
+    /// READ.
+    Read,
+    /// WRITE.
+    Write,
+    /// COMMIT.
+    Commit,
+    /// GETATTR, SETATTR, LOOKUP, ACCESS, READLINK, FSSTAT, FSINFO, PATHCONF.
+    Metadata,
+    /// CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK.
+    Namespace,
+    /// READDIR, READDIRPLUS.
+    Directory,
+    /// NULL (the ping used for path probing).
+    Null,
+}
+
+impl ProcClass {
+    /// Number of classes.
+    pub const COUNT: usize = 7;
+
+    /// Every class, in index order.
+    pub const ALL: [ProcClass; ProcClass::COUNT] = [
+        ProcClass::Read,
+        ProcClass::Write,
+        ProcClass::Commit,
+        ProcClass::Metadata,
+        ProcClass::Namespace,
+        ProcClass::Directory,
+        ProcClass::Null,
+    ];
+
+    /// The class of an NFSv3 procedure number, `None` above 21.
+    pub const fn of(proc_: u32) -> Option<ProcClass> {
+        Some(match proc_ {
+            0 => ProcClass::Null,
+            6 => ProcClass::Read,
+            7 => ProcClass::Write,
+            21 => ProcClass::Commit,
+            1..=5 | 18..=20 => ProcClass::Metadata,
+            8..=15 => ProcClass::Namespace,
+            16 | 17 => ProcClass::Directory,
+            _ => return None,
+        })
+    }
+
+    /// Position in [`ProcClass::ALL`].
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Lower-case name, used as JSON key and Prometheus `class` label.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProcClass::Read => "read",
+            ProcClass::Write => "write",
+            ProcClass::Commit => "commit",
+            ProcClass::Metadata => "metadata",
+            ProcClass::Namespace => "namespace",
+            ProcClass::Directory => "directory",
+            ProcClass::Null => "null",
+        }
+    }
+}
+
+impl fmt::Display for ProcClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Call counters indexed by NFSv3 procedure number, plus one for anything
+/// out of range (so a caller bug or a future procedure never panics).
+pub struct ProcCounters {
+    calls: [AtomicU64; NFS3_PROC_COUNT],
+    other: AtomicU64,
+}
+
+impl ProcCounters {
+    /// All zero.
+    pub const fn new() -> Self {
+        ProcCounters {
+            calls: [const { AtomicU64::new(0) }; NFS3_PROC_COUNT],
+            other: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    fn slot(&self, proc_: u32) -> &AtomicU64 {
+        self.calls.get(proc_ as usize).unwrap_or(&self.other)
+    }
+
+    /// Counts one call of `proc_`.
+    #[inline]
+    pub fn record(&self, proc_: u32) {
+        self.slot(proc_).fetch_add(1, Relaxed);
+    }
+
+    /// Calls of `proc_` so far (above 21: all out-of-range calls together).
+    pub fn get(&self, proc_: u32) -> u64 {
+        self.slot(proc_).load(Relaxed)
+    }
+
+    /// Current values: `[0..22]` by procedure number, then the out-of-range count.
+    pub fn load_all(&self) -> ([u64; NFS3_PROC_COUNT], u64) {
+        (
+            std::array::from_fn(|i| self.calls[i].load(Relaxed)),
+            self.other.load(Relaxed),
+        )
+    }
+}
+
+impl Default for ProcCounters {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for ProcCounters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (calls, other) = self.load_all();
+        f.debug_map().entries(calls_by_name(&calls, other)).finish()
+    }
+}
+
+/// Non-zero counts keyed by procedure name.
+fn calls_by_name(
+    calls: &[u64; NFS3_PROC_COUNT],
+    other: u64,
+) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+    PROC_NAMES
+        .iter()
+        .zip(calls)
+        .map(|(&n, &c)| (n, c))
+        .chain(std::iter::once((OTHER_PROC_NAME, other)))
+        .filter(|&(_, c)| c != 0)
+}
+
+/// Live statistics for one scope: a channel, a path, a server or a file.
+///
+/// The driver calls `on_submit` when a call goes on the wire for the first
+/// time and `on_complete` exactly once when it finishes (reply, or final
+/// error); `on_retransmit`, `on_timeout`, `on_reconnect` and `on_failover` as
+/// those events happen. A timed-out call is still in flight until its
+/// `on_complete` (hard semantics: it is retried, not dropped).
+///
+/// About 30 KiB (seven histograms); share it behind an `Arc` or embed it in a
+/// long-lived structure rather than creating one per I/O.
+pub struct IoStats {
+    calls: ProcCounters,
+    bytes_read: AtomicU64,
+    bytes_written: AtomicU64,
+    errors: AtomicU64,
+    retransmits: AtomicU64,
+    timeouts: AtomicU64,
+    reconnects: AtomicU64,
+    failovers: AtomicU64,
+    // Signed so an unmatched completion shows as 0, not as 2^64 - 1.
+    inflight: AtomicI64,
+    inflight_peak: AtomicU64,
+    latency: [Histogram; ProcClass::COUNT],
+}
+
+impl IoStats {
+    /// All zero.
+    pub const fn new() -> Self {
+        IoStats {
+            calls: ProcCounters::new(),
+            bytes_read: AtomicU64::new(0),
+            bytes_written: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+            retransmits: AtomicU64::new(0),
+            timeouts: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            failovers: AtomicU64::new(0),
+            inflight: AtomicI64::new(0),
+            inflight_peak: AtomicU64::new(0),
+            latency: [const { Histogram::new() }; ProcClass::COUNT],
+        }
+    }
+
+    /// A call of NFSv3 procedure `proc_` was sent: counts it and raises the
+    /// in-flight depth (and its peak).
+    #[inline]
+    pub fn on_submit(&self, proc_: u32) {
+        self.calls.record(proc_);
+        let now = self.inflight.fetch_add(1, Relaxed).saturating_add(1);
+        let now = u64::try_from(now).unwrap_or(0);
+        if now > self.inflight_peak.load(Relaxed) {
+            self.inflight_peak.fetch_max(now, Relaxed);
+        }
+    }
+
+    /// A call submitted with [`on_submit`](Self::on_submit) finished after
+    /// `latency_ns` (first send to final reply), moving the given payload
+    /// bytes; `ok == false` counts an error (NFS status other than NFS3_OK,
+    /// RPC failure, or giving up). The latency goes to the procedure's class
+    /// histogram; out-of-range procedure numbers have no class and no latency.
+    #[inline]
+    pub fn on_complete(
+        &self,
+        proc_: u32,
+        latency_ns: u64,
+        bytes_read: u64,
+        bytes_written: u64,
+        ok: bool,
+    ) {
+        self.inflight.fetch_sub(1, Relaxed);
+        if let Some(class) = ProcClass::of(proc_) {
+            self.latency[class.index()].record(latency_ns);
+        }
+        if bytes_read != 0 {
+            self.bytes_read.fetch_add(bytes_read, Relaxed);
+        }
+        if bytes_written != 0 {
+            self.bytes_written.fetch_add(bytes_written, Relaxed);
+        }
+        if !ok {
+            self.errors.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// A call was sent again (same XID or a new one) after a timeout or a
+    /// lost connection.
+    #[inline]
+    pub fn on_retransmit(&self) {
+        self.retransmits.fetch_add(1, Relaxed);
+    }
+
+    /// A call was moved to another path.
+    #[inline]
+    pub fn on_failover(&self) {
+        self.failovers.fetch_add(1, Relaxed);
+    }
+
+    /// A connection was re-established.
+    #[inline]
+    pub fn on_reconnect(&self) {
+        self.reconnects.fetch_add(1, Relaxed);
+    }
+
+    /// A call's timer expired without a reply.
+    #[inline]
+    pub fn on_timeout(&self) {
+        self.timeouts.fetch_add(1, Relaxed);
+    }
+
+    /// The latency histogram of one class (e.g. for a benchmark's own report).
+    pub fn latency(&self, class: ProcClass) -> &Histogram {
+        &self.latency[class.index()]
+    }
+
+    /// The per-procedure call counters.
+    pub fn calls(&self) -> &ProcCounters {
+        &self.calls
+    }
+
+    /// Calls in flight now.
+    pub fn inflight(&self) -> u64 {
+        u64::try_from(self.inflight.load(Relaxed)).unwrap_or(0)
+    }
+
+    /// A mergeable copy with full histograms (for summing channels into paths
+    /// and servers before summarising).
+    pub fn raw_snapshot(&self) -> RawIoSnapshot {
+        let (calls, other_calls) = self.calls.load_all();
+        RawIoSnapshot {
+            calls,
+            other_calls,
+            bytes_read: self.bytes_read.load(Relaxed),
+            bytes_written: self.bytes_written.load(Relaxed),
+            errors: self.errors.load(Relaxed),
+            retransmits: self.retransmits.load(Relaxed),
+            timeouts: self.timeouts.load(Relaxed),
+            reconnects: self.reconnects.load(Relaxed),
+            failovers: self.failovers.load(Relaxed),
+            inflight: self.inflight(),
+            inflight_peak: self.inflight_peak.load(Relaxed),
+            latency: std::array::from_fn(|i| self.latency[i].snapshot()),
+        }
+    }
+
+    /// The serialisable summary shown in reports.
+    pub fn snapshot(&self) -> IoSnapshot {
+        self.raw_snapshot().summarize()
+    }
+}
+
+impl Default for IoStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for IoStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IoStats")
+            .field("calls", &self.calls)
+            .field("bytes_read", &self.bytes_read.load(Relaxed))
+            .field("bytes_written", &self.bytes_written.load(Relaxed))
+            .field("errors", &self.errors.load(Relaxed))
+            .field("inflight", &self.inflight())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A copy of an [`IoStats`] with full histograms, so several scopes can be
+/// added up exactly (percentiles of a sum need the buckets, not summaries).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct RawIoSnapshot {
+    /// Calls by NFSv3 procedure number.
+    pub calls: [u64; NFS3_PROC_COUNT],
+    /// Calls with a procedure number above 21.
+    pub other_calls: u64,
+    /// READ payload bytes received.
+    pub bytes_read: u64,
+    /// WRITE payload bytes sent.
+    pub bytes_written: u64,
+    /// Calls that completed with an error.
+    pub errors: u64,
+    /// Calls sent again.
+    pub retransmits: u64,
+    /// Timer expiries.
+    pub timeouts: u64,
+    /// Connections re-established.
+    pub reconnects: u64,
+    /// Calls moved to another path.
+    pub failovers: u64,
+    /// Calls in flight when the copy was taken.
+    pub inflight: u64,
+    /// Highest in-flight depth seen. After a merge: the sum of the parts'
+    /// peaks, an upper bound (the parts may have peaked at different times).
+    pub inflight_peak: u64,
+    /// Latency per class, indexed by [`ProcClass::index`].
+    pub latency: [HistogramSnapshot; ProcClass::COUNT],
+}
+
+impl RawIoSnapshot {
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &RawIoSnapshot) {
+        for (a, b) in self.calls.iter_mut().zip(&other.calls) {
+            *a = a.wrapping_add(*b);
+        }
+        let add = |a: &mut u64, b: u64| *a = a.wrapping_add(b);
+        add(&mut self.other_calls, other.other_calls);
+        add(&mut self.bytes_read, other.bytes_read);
+        add(&mut self.bytes_written, other.bytes_written);
+        add(&mut self.errors, other.errors);
+        add(&mut self.retransmits, other.retransmits);
+        add(&mut self.timeouts, other.timeouts);
+        add(&mut self.reconnects, other.reconnects);
+        add(&mut self.failovers, other.failovers);
+        add(&mut self.inflight, other.inflight);
+        add(&mut self.inflight_peak, other.inflight_peak);
+        for (a, b) in self.latency.iter_mut().zip(&other.latency) {
+            a.merge(b);
+        }
+    }
+
+    /// The serialisable summary: non-zero calls by name, latency summaries
+    /// (µs) for the classes that saw a call.
+    pub fn summarize(&self) -> IoSnapshot {
+        IoSnapshot {
+            calls_by_proc: calls_by_name(&self.calls, self.other_calls)
+                .map(|(n, c)| (n.to_owned(), c))
+                .collect(),
+            reads: self.calls[NFSPROC3_READ],
+            writes: self.calls[NFSPROC3_WRITE],
+            bytes_read: self.bytes_read,
+            bytes_written: self.bytes_written,
+            errors: self.errors,
+            retransmits: self.retransmits,
+            timeouts: self.timeouts,
+            reconnects: self.reconnects,
+            failovers: self.failovers,
+            inflight: self.inflight,
+            inflight_peak: self.inflight_peak,
+            latency_us: ProcClass::ALL
+                .iter()
+                .zip(&self.latency)
+                .filter(|(_, h)| !h.is_empty())
+                .map(|(c, h)| (c.as_str().to_owned(), h.summary()))
+                .collect::<BTreeMap<_, _>>(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const READ: u32 = 6;
+    const WRITE: u32 = 7;
+    const GETATTR: u32 = 1;
+
+    #[test]
+    fn proc_names_follow_rfc_1813_numbering() {
+        assert_eq!(proc_name(0), Some("NULL"));
+        assert_eq!(proc_name(1), Some("GETATTR"));
+        assert_eq!(proc_name(6), Some("READ"));
+        assert_eq!(proc_name(7), Some("WRITE"));
+        assert_eq!(proc_name(17), Some("READDIRPLUS"));
+        assert_eq!(proc_name(21), Some("COMMIT"));
+        assert_eq!(proc_name(22), None);
+    }
+
+    #[test]
+    fn every_procedure_has_a_class_and_none_beyond_21() {
+        use ProcClass::*;
+        let want = [
+            Null, Metadata, Metadata, Metadata, Metadata, Metadata, Read, Write, Namespace,
+            Namespace, Namespace, Namespace, Namespace, Namespace, Namespace, Namespace, Directory,
+            Directory, Metadata, Metadata, Metadata, Commit,
+        ];
+        for (p, w) in want.iter().enumerate() {
+            assert_eq!(ProcClass::of(p as u32), Some(*w), "{}", PROC_NAMES[p]);
+        }
+        assert_eq!(ProcClass::of(22), None);
+        assert_eq!(ProcClass::of(u32::MAX), None);
+    }
+
+    #[test]
+    fn class_index_matches_position_in_all() {
+        for (i, c) in ProcClass::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+        }
+    }
+
+    #[test]
+    fn out_of_range_procedures_count_as_other_without_panicking() {
+        let s = IoStats::new();
+        s.on_submit(99);
+        s.on_complete(99, 1_000, 0, 0, false);
+        assert_eq!(s.calls().get(99), 1);
+        let snap = s.snapshot();
+        assert_eq!(snap.calls_by_proc.get("OTHER"), Some(&1));
+        assert_eq!(snap.errors, 1);
+        assert!(snap.latency_us.is_empty());
+    }
+
+    #[test]
+    fn submit_and_complete_track_calls_bytes_errors_and_latency() {
+        let s = IoStats::new();
+        s.on_submit(READ);
+        s.on_submit(WRITE);
+        s.on_submit(GETATTR);
+        s.on_complete(READ, 200_000, 8192, 0, true);
+        s.on_complete(WRITE, 500_000, 0, 8192, true);
+        s.on_complete(GETATTR, 50_000, 0, 0, false);
+        let snap = s.snapshot();
+        assert_eq!(snap.reads, 1);
+        assert_eq!(snap.writes, 1);
+        assert_eq!(snap.bytes_read, 8192);
+        assert_eq!(snap.bytes_written, 8192);
+        assert_eq!(snap.errors, 1);
+        assert_eq!(snap.inflight, 0);
+        assert_eq!(snap.inflight_peak, 3);
+        let keys: Vec<_> = snap.calls_by_proc.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["GETATTR", "READ", "WRITE"]);
+        let classes: Vec<_> = snap.latency_us.keys().map(String::as_str).collect();
+        assert_eq!(classes, ["metadata", "read", "write"]);
+        assert_eq!(snap.latency_us["read"].max, 200.0);
+        assert_eq!(snap.latency_us["write"].count, 1);
+    }
+
+    #[test]
+    fn recovery_events_are_counted() {
+        let s = IoStats::new();
+        s.on_retransmit();
+        s.on_retransmit();
+        s.on_timeout();
+        s.on_reconnect();
+        s.on_failover();
+        let snap = s.snapshot();
+        assert_eq!(
+            (
+                snap.retransmits,
+                snap.timeouts,
+                snap.reconnects,
+                snap.failovers
+            ),
+            (2, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn unmatched_completion_shows_zero_inflight_not_wraparound() {
+        let s = IoStats::new();
+        s.on_complete(READ, 1, 0, 0, true);
+        assert_eq!(s.inflight(), 0);
+        s.on_submit(READ);
+        assert_eq!(s.snapshot().inflight, 0);
+    }
+
+    #[test]
+    fn inflight_peak_survives_completions() {
+        let s = IoStats::new();
+        for _ in 0..5 {
+            s.on_submit(READ);
+        }
+        for _ in 0..4 {
+            s.on_complete(READ, 1_000, 1, 0, true);
+        }
+        let snap = s.snapshot();
+        assert_eq!((snap.inflight, snap.inflight_peak), (1, 5));
+    }
+
+    #[test]
+    fn merged_raw_snapshots_add_up_and_keep_exact_percentiles() {
+        let (a, b, both) = (IoStats::new(), IoStats::new(), IoStats::new());
+        for i in 0..100u64 {
+            let s = if i % 2 == 0 { &a } else { &b };
+            for t in [s, &both] {
+                t.on_submit(READ);
+                t.on_complete(READ, 10_000 + i * 1_000, 4096, 0, true);
+            }
+        }
+        let mut m = a.raw_snapshot();
+        m.merge(&b.raw_snapshot());
+        let mut want = both.raw_snapshot();
+        // Peaks are summed by merge (an upper bound); the rest is exact.
+        want.inflight_peak = 2;
+        assert_eq!(m, want);
+        assert_eq!(m.summarize().latency_us, both.snapshot().latency_us);
+    }
+
+    #[test]
+    fn concurrent_submit_complete_balances_to_zero_inflight() {
+        let s = IoStats::new();
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..5_000 {
+                        s.on_submit(WRITE);
+                        s.on_complete(WRITE, 30_000, 0, 512, true);
+                    }
+                });
+            }
+        });
+        let snap = s.snapshot();
+        assert_eq!(snap.writes, 20_000);
+        assert_eq!(snap.bytes_written, 20_000 * 512);
+        assert_eq!(snap.inflight, 0);
+        assert!((1..=4).contains(&snap.inflight_peak));
+        assert_eq!(snap.latency_us["write"].count, 20_000);
+    }
+}
