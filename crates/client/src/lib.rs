@@ -1,1 +1,45 @@
-//! placeholder
+//! # directnfs
+//!
+//! An NFSv3 client that runs inside the process that uses it, built for
+//! databases: reads and writes go straight to the server over many TCP
+//! connections, with no kernel client, no page cache and no per-mount
+//! queue in the way.
+//!
+//! * **Direct**: no data cache; an I/O is one RPC up to the negotiated
+//!   transfer size (FSINFO, clamped to 1 MiB), larger ones are split and
+//!   sent in parallel.
+//! * **Durable**: writes are FILE_SYNC by default — durable once
+//!   acknowledged. `stable=unstable` writes UNSTABLE and commits on
+//!   [`File::fsync`], re-sending anything a restarted server may have lost.
+//! * **Concurrent**: every method takes `&self`; any number of threads may
+//!   read and write one file at once. Hundreds of requests are in flight
+//!   per connection, matched to replies by XID in O(1).
+//! * **Resilient**: hard mount by default — a dead connection's requests
+//!   move to another; `soft` turns a stall into an error.
+//!
+//! ```no_run
+//! use directnfs::Client;
+//! let client = Client::connect("nfs://127.0.0.1/export?nfsport=2049&mountport=20048")?;
+//! let file = client.create("/redo01.log")?;
+//! file.write_at(b"hello", 0)?;            // durable when it returns
+//! let mut buf = [0u8; 5];
+//! assert_eq!(file.read_at(&mut buf, 0)?, 5);
+//! # Ok::<(), directnfs::Error>(())
+//! ```
+
+pub mod batch;
+pub mod client;
+pub mod config;
+pub mod errno;
+pub mod error;
+pub mod file;
+mod io;
+pub mod metadata;
+mod mount;
+
+pub use batch::{Batch, Completion};
+pub use client::{Client, Limits, PathSpec, Target};
+pub use config::{DnfsTab, MountOptions, NfsUrl, StableMode};
+pub use error::{Error, Result};
+pub use file::{File, OpenOptions};
+pub use metadata::{DirEntry, FileType, Metadata};

@@ -15,3 +15,4 @@ pub mod health;
 pub mod idempotency;
 pub mod inflight;
 pub mod retry;
+pub mod stats;

@@ -1,0 +1,347 @@
+//! The batch API: submit many reads and writes with caller-owned buffers,
+//! then reap completions — at least N of them, with a timeout — the
+//! `aio_waitn` model the Solaris report (seed 002) credits for database
+//! I/O rates.
+//!
+//! ```no_run
+//! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {
+//! let mut a = vec![0u8; 8192];
+//! let mut b = vec![0u8; 8192];
+//! let mut batch = directnfs::Batch::new(file.client());
+//! batch.read(file, 0, &mut a, 1)?;
+//! batch.read(file, 8192, &mut b, 2)?;
+//! for done in batch.wait(2, None) {
+//!     println!("token {} -> {:?} bytes", done.token, done.result);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Buffers are borrowed for the life of the batch (`'buf`): the borrow
+//! checker keeps the caller from touching them while the server may still
+//! write into them. Dropping a batch waits for everything it submitted.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::io::call::{BatchQueue, Call, Notify, ReadDest};
+
+/// One finished operation.
+#[derive(Debug)]
+pub struct Completion {
+    /// The token given at submission.
+    pub token: u64,
+    /// Bytes transferred, or the error.
+    pub result: Result<usize>,
+}
+
+#[derive(Debug)]
+enum Kind {
+    Read,
+    Write,
+}
+
+#[derive(Debug)]
+struct Piece {
+    op: usize,
+    call: Arc<Call>,
+    offset: u64,
+    len: usize,
+    /// Index of this piece within its operation (reads assemble in order).
+    seq: usize,
+    data: Option<Arc<[u8]>>,
+}
+
+#[derive(Debug)]
+struct Op {
+    token: u64,
+    kind: Kind,
+    file: File,
+    pending: usize,
+    /// Per piece, in order: bytes wanted and bytes got (reads).
+    got: Vec<(usize, Option<(usize, bool)>)>,
+    written: usize,
+    error: Option<Error>,
+}
+
+/// A set of asynchronous reads and writes; see the module docs.
+#[derive(Debug)]
+pub struct Batch<'buf> {
+    client: Client,
+    queue: Arc<BatchQueue>,
+    pieces: Vec<Option<Piece>>,
+    ops: Vec<Option<Op>>,
+    in_flight: usize,
+    ready: Vec<Completion>,
+    _buffers: PhantomData<&'buf mut [u8]>,
+}
+
+impl<'buf> Batch<'buf> {
+    /// An empty batch on `client`.
+    pub fn new(client: &Client) -> Self {
+        Self {
+            client: client.clone(),
+            queue: Arc::new(BatchQueue::default()),
+            pieces: Vec::new(),
+            ops: Vec::new(),
+            in_flight: 0,
+            ready: Vec::new(),
+            _buffers: PhantomData,
+        }
+    }
+
+    /// Operations submitted and not yet returned by [`wait`](Self::wait).
+    pub fn outstanding(&self) -> usize {
+        self.in_flight + self.ready.len()
+    }
+
+    fn new_op(&mut self, file: &File, token: u64, kind: Kind) -> usize {
+        let op = Op {
+            token,
+            kind,
+            file: file.clone(),
+            pending: 0,
+            got: Vec::new(),
+            written: 0,
+            error: None,
+        };
+        // Reuse a free op slot so long-lived batches do not grow.
+        if let Some(i) = self.ops.iter().position(Option::is_none) {
+            self.ops[i] = Some(op);
+            i
+        } else {
+            self.ops.push(Some(op));
+            self.ops.len() - 1
+        }
+    }
+
+    fn add_piece(&mut self, piece_for: impl FnOnce(Notify) -> Piece) {
+        let slot = self
+            .pieces
+            .iter()
+            .position(Option::is_none)
+            .unwrap_or_else(|| {
+                self.pieces.push(None);
+                self.pieces.len() - 1
+            });
+        let piece = piece_for(Notify::Batch(Arc::clone(&self.queue), slot));
+        if let Some(Some(op)) = self.ops.get_mut(piece.op) {
+            op.pending += 1;
+        }
+        let call = Arc::clone(&piece.call);
+        self.pieces[slot] = Some(piece);
+        self.client.inner.shared().submit(call);
+    }
+
+    /// Submits a read of `buf.len()` bytes at `offset` into `buf`.
+    pub fn read(
+        &mut self,
+        file: &File,
+        offset: u64,
+        buf: &'buf mut [u8],
+        token: u64,
+    ) -> Result<()> {
+        let op = self.new_op(file, token, Kind::Read);
+        let rtmax = self.client.inner.limits.rtmax as usize;
+        if buf.is_empty() {
+            self.ready.push(Completion {
+                token,
+                result: Ok(0),
+            });
+            self.ops[op] = None;
+            return Ok(());
+        }
+        for (seq, chunk) in buf.chunks_mut(rtmax).enumerate() {
+            let len = chunk.len();
+            if let Some(Some(o)) = self.ops.get_mut(op) {
+                o.got.push((len, None));
+            }
+            // SAFETY: the chunk is borrowed for 'buf, which outlives the
+            // batch; the batch does not release the borrow (Drop waits for
+            // every piece) before the call completes.
+            let dest = unsafe { ReadDest::new(chunk) };
+            let offset = offset + (seq * rtmax) as u64;
+            self.add_piece(|notify| Piece {
+                op,
+                call: file.read_call(offset, dest, notify),
+                offset,
+                len,
+                seq,
+                data: None,
+            });
+        }
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    /// Submits a write of `buf` at `offset`.
+    pub fn write(&mut self, file: &File, offset: u64, buf: &'buf [u8], token: u64) -> Result<()> {
+        let op = self.new_op(file, token, Kind::Write);
+        if buf.is_empty() {
+            self.ready.push(Completion {
+                token,
+                result: Ok(0),
+            });
+            self.ops[op] = None;
+            return Ok(());
+        }
+        let wtmax = self.client.inner.limits.wtmax as usize;
+        for (seq, chunk) in buf.chunks(wtmax).enumerate() {
+            self.write_piece(
+                file,
+                op,
+                offset + (seq * wtmax) as u64,
+                Arc::from(chunk),
+                seq,
+            );
+        }
+        self.in_flight += 1;
+        Ok(())
+    }
+
+    fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
+        let len = data.len();
+        self.add_piece(|notify| Piece {
+            op,
+            call: file.write_call(offset, Arc::clone(&data), notify),
+            offset,
+            len,
+            seq,
+            data: Some(data),
+        });
+    }
+
+    /// Waits until at least `min` operations have completed (or `timeout`
+    /// passed), and returns every completion available, possibly more than
+    /// `min`. `min` larger than the outstanding count waits for all.
+    pub fn wait(&mut self, min: usize, timeout: Option<Duration>) -> Vec<Completion> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let min = min.min(self.outstanding());
+        loop {
+            let ready: Vec<usize> = {
+                let mut q = self.queue.ready.lock().unwrap_or_else(|p| p.into_inner());
+                if q.is_empty() && self.ready.len() < min {
+                    let wait = match deadline {
+                        Some(d) => d.saturating_duration_since(Instant::now()),
+                        None => Duration::from_secs(3600),
+                    };
+                    if wait.is_zero() {
+                        Vec::new()
+                    } else {
+                        q = self
+                            .queue
+                            .cv
+                            .wait_timeout(q, wait)
+                            .map(|(g, _)| g)
+                            .unwrap_or_else(|p| p.into_inner().0);
+                        std::mem::take(&mut *q)
+                    }
+                } else {
+                    std::mem::take(&mut *q)
+                }
+            };
+            for slot in ready {
+                self.piece_done(slot);
+            }
+            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+            if self.ready.len() >= min || timed_out {
+                return std::mem::take(&mut self.ready);
+            }
+        }
+    }
+
+    fn piece_done(&mut self, slot: usize) {
+        let Some(piece) = self.pieces.get_mut(slot).and_then(Option::take) else {
+            return;
+        };
+        let Some(Some(op)) = self.ops.get_mut(piece.op) else {
+            return;
+        };
+        op.pending -= 1;
+        let file = op.file.clone();
+        match op.kind {
+            Kind::Read => match file.finish_read(&piece.call) {
+                Ok(p) => op.got[piece.seq].1 = Some((p.count, p.eof)),
+                Err(e) => {
+                    op.error.get_or_insert(e);
+                }
+            },
+            Kind::Write => {
+                let data = piece.data.clone().unwrap_or_else(|| Arc::from(&[][..]));
+                match file.finish_write(&piece.call, piece.offset, &data) {
+                    Ok(n) if n < piece.len && n > 0 => {
+                        // Short write: send the rest as another piece.
+                        op.written += n;
+                        let op_index = piece.op;
+                        self.write_piece(
+                            &file,
+                            op_index,
+                            piece.offset + n as u64,
+                            Arc::from(&data[n..]),
+                            piece.seq,
+                        );
+                        return;
+                    }
+                    Ok(0) => {
+                        op.error.get_or_insert(Error::Protocol {
+                            op: "WRITE",
+                            path: file.path().to_string(),
+                            detail: "server wrote 0 bytes".into(),
+                        });
+                    }
+                    Ok(n) => op.written += n,
+                    Err(e) => {
+                        op.error.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        let Some(Some(op)) = self.ops.get_mut(piece.op) else {
+            return;
+        };
+        if op.pending > 0 {
+            return;
+        }
+        let result = match op.error.take() {
+            Some(e) => Err(e),
+            None => Ok(match op.kind {
+                Kind::Write => op.written,
+                Kind::Read => contiguous(&op.got),
+            }),
+        };
+        self.ready.push(Completion {
+            token: op.token,
+            result,
+        });
+        self.ops[piece.op] = None;
+        self.in_flight -= 1;
+    }
+}
+
+/// Bytes read from the start of the operation up to the first short piece.
+fn contiguous(got: &[(usize, Option<(usize, bool)>)]) -> usize {
+    let mut total = 0;
+    for (want, got) in got {
+        let (n, eof) = got.unwrap_or((0, true));
+        total += n;
+        if n < *want || eof {
+            break;
+        }
+    }
+    total
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        // The server may still be writing into borrowed buffers: wait.
+        for piece in self.pieces.iter().flatten() {
+            while !piece.call.is_done() {
+                let q = self.queue.ready.lock().unwrap_or_else(|p| p.into_inner());
+                let _ = self.queue.cv.wait_timeout(q, Duration::from_millis(10));
+            }
+        }
+    }
+}

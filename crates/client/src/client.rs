@@ -1,0 +1,699 @@
+//! The client: one mounted export of one server, reached over one or more
+//! paths with several channels each.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
+use directnfs_engine::retry::{Backoff, RetryPolicy};
+use directnfs_wire::nfs3::{self, diropargs3, fattr3, filename3, nfs_fh3, nfsstat3, Nfs3Res};
+use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
+use directnfs_wire::xdr::XdrWrite;
+use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
+
+use crate::config::{MountOptions, NfsUrl};
+use crate::error::{Error, Result};
+use crate::io::call::{Call, Group, Notify, Reply, Sink};
+use crate::io::channel::Channel;
+use crate::io::socket::ConnectSpec;
+use crate::io::transport::{Shared, Transport, TransportConfig};
+use crate::metadata::{DirEntry, Metadata};
+use crate::mount::{self, COLD_TIMEOUT};
+
+/// Transfer size used when the server's FSINFO gives none.
+const FALLBACK_TRANSFER: u32 = 64 * 1024;
+/// Record limit: the largest transfer plus room for RPC and NFS headers.
+const RECORD_OVERHEAD: usize = 64 * 1024;
+
+/// One network path to the server: where to connect from and to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathSpec {
+    /// Local address to bind before connecting (`local:` in dnfstab).
+    pub local: Option<IpAddr>,
+    /// Server address or host name (`path:` in dnfstab).
+    pub server: String,
+}
+
+/// Everything needed to mount: paths, the path to open, options.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Display name of the server (dnfstab `server:`, or the URL host).
+    pub name: String,
+    /// One or more network paths to it.
+    pub paths: Vec<PathSpec>,
+    /// The export, when known (dnfstab `export:`); else discovered.
+    pub export: Option<String>,
+    /// The full server-side path the caller wants (export + file path).
+    pub path: String,
+    /// Mount options.
+    pub options: MountOptions,
+}
+
+impl Target {
+    /// A single-path target from an `nfs://` URL.
+    pub fn from_url(url: &NfsUrl) -> Self {
+        let mut options = url.options.clone();
+        if let Some(p) = url.port {
+            options.nfs_port = Some(p);
+        }
+        Self {
+            name: url.host.clone(),
+            paths: vec![PathSpec {
+                local: None,
+                server: url.host.clone(),
+            }],
+            export: None,
+            path: url.path.clone(),
+            options,
+        }
+    }
+}
+
+/// Transfer sizes and limits negotiated with FSINFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest READ sent (server rtmax clamped by `rsize`).
+    pub rtmax: u32,
+    /// Largest WRITE sent (server wtmax clamped by `wsize`).
+    pub wtmax: u32,
+    /// What the server advertised, before clamping.
+    pub server_rtmax: u32,
+    /// What the server advertised, before clamping.
+    pub server_wtmax: u32,
+}
+
+/// A mounted export. Cheap to clone; every clone shares the connections.
+/// `Send + Sync`: any number of threads may use it at once.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) transport: Transport,
+    pub(crate) name: String,
+    pub(crate) export: String,
+    pub(crate) root: nfs_fh3,
+    /// The part of the target path below the export.
+    pub(crate) target_rest: String,
+    pub(crate) limits: Limits,
+    pub(crate) options: MountOptions,
+    /// Encoded credential + verifier, prefixed to every call.
+    cred: Vec<u8>,
+    /// Path (inside the export) -> handle. Handles only, never data.
+    handles: RwLock<HashMap<String, nfs_fh3>>,
+}
+
+impl Client {
+    /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
+    /// The URL's path below the export is [`Client::target_path`].
+    ///
+    /// ```no_run
+    /// let client = directnfs::Client::connect("nfs://127.0.0.1/export/db?nfsport=2049&mountport=20048")?;
+    /// let file = client.open("/db/users01.dbf")?;
+    /// let mut block = vec![0u8; 8192];
+    /// file.read_at(&mut block, 0)?;
+    /// # Ok::<(), directnfs::Error>(())
+    /// ```
+    pub fn connect(url: &str) -> Result<Client> {
+        let url = NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        Self::mount(&Target::from_url(&url))
+    }
+
+    /// Mounts a target (one or more paths, options).
+    pub fn mount(target: &Target) -> Result<Client> {
+        let options = target.options.clone();
+        options
+            .validate()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let cred = credential(&options);
+        let first = target
+            .paths
+            .first()
+            .ok_or_else(|| Error::InvalidInput("a server needs at least one path".into()))?;
+        let first_ip = resolve(&first.server, 0)?.ip();
+        let cold = |port: u16| ConnectSpec {
+            remote: SocketAddr::new(first_ip, port),
+            local: first.local,
+            timeout: COLD_TIMEOUT.min(options.mnt_timeout.max(Duration::from_secs(1))),
+            dontroute: options.dontroute,
+            resvport: options.resvport,
+        };
+        let nfs_port = match options.nfs_port {
+            Some(p) => p,
+            None => mount::getport(&cold(0), &cred, nfs3::NFS_PROGRAM, nfs3::NFS_V3)?,
+        };
+        let mount_port = match options.mount_port {
+            Some(p) => p,
+            None => mount::getport(
+                &cold(0),
+                &cred,
+                directnfs_wire::mount::MOUNT_PROGRAM,
+                directnfs_wire::mount::MOUNT_V3,
+            )?,
+        };
+        let mounted = mount::mount_path(
+            &cold(mount_port),
+            &cred,
+            &target.path,
+            target.export.as_deref(),
+        )?;
+
+        // Channels: `connections` per path, all to the NFS port.
+        let mut channels = Vec::new();
+        for (pi, p) in target.paths.iter().enumerate() {
+            let remote = resolve(&p.server, nfs_port)?;
+            for _ in 0..options.connections {
+                let spec = ConnectSpec {
+                    remote,
+                    local: p.local,
+                    timeout: options
+                        .timeo
+                        .clamp(Duration::from_secs(1), Duration::from_secs(10)),
+                    dontroute: options.dontroute,
+                    resvport: options.resvport,
+                };
+                channels.push(Channel::new(channels.len(), pi, spec, options.max_inflight));
+            }
+        }
+        let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
+        let transport = Transport::start(
+            channels,
+            TransportConfig {
+                policy: RetryPolicy {
+                    timeo: options.timeo,
+                    retrans: options.retrans,
+                    hard: options.hard,
+                },
+                backoff: Backoff::default(),
+                max_record,
+                cred: cred.clone(),
+                prog: nfs3::NFS_PROGRAM,
+                vers: nfs3::NFS_V3,
+            },
+        )
+        .map_err(|e| Error::Connect {
+            server: format!("{}:{nfs_port}", target.name),
+            source: e,
+        })?;
+        let mut inner = Inner {
+            transport,
+            name: target.name.clone(),
+            export: mounted.export,
+            root: mounted.root,
+            target_rest: mounted.rest,
+            limits: Limits {
+                rtmax: FALLBACK_TRANSFER,
+                wtmax: FALLBACK_TRANSFER,
+                server_rtmax: 0,
+                server_wtmax: 0,
+            },
+            options,
+            cred,
+            handles: RwLock::new(HashMap::new()),
+        };
+        inner.limits = inner.fsinfo()?;
+        Ok(Client {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The export mounted.
+    pub fn export(&self) -> &str {
+        &self.inner.export
+    }
+
+    /// The target path below the export (from the URL or dnfstab path).
+    pub fn target_path(&self) -> &str {
+        &self.inner.target_rest
+    }
+
+    /// Negotiated transfer sizes.
+    pub fn limits(&self) -> Limits {
+        self.inner.limits
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &MountOptions {
+        &self.inner.options
+    }
+
+    /// Attributes of `path` (relative to the export root).
+    pub fn metadata(&self, path: &str) -> Result<Metadata> {
+        let fh = self.inner.lookup_path(path)?;
+        self.inner
+            .getattr(&fh, path)
+            .map(|a| Metadata::from_fattr(&a))
+    }
+
+    /// Removes a file.
+    pub fn remove(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.inner.parent_and_name(path)?;
+        let args = nfs3::REMOVE3args {
+            object: diropargs3 { dir, name },
+        };
+        let (res, attempts) = self.inner.call::<nfs3::Remove>(&args, path)?;
+        self.inner.forget(path);
+        self.inner.check_retried(
+            nfs3::NFSPROC3_REMOVE,
+            attempts,
+            res.status(),
+            "REMOVE",
+            path,
+        )
+    }
+
+    /// Removes an empty directory.
+    pub fn rmdir(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.inner.parent_and_name(path)?;
+        let args = nfs3::RMDIR3args {
+            object: diropargs3 { dir, name },
+        };
+        let (res, attempts) = self.inner.call::<nfs3::Rmdir>(&args, path)?;
+        self.inner.forget(path);
+        self.inner
+            .check_retried(nfs3::NFSPROC3_RMDIR, attempts, res.status(), "RMDIR", path)
+    }
+
+    /// Creates a directory (mode 0755).
+    pub fn mkdir(&self, path: &str) -> Result<()> {
+        let (dir, name) = self.inner.parent_and_name(path)?;
+        let args = nfs3::MKDIR3args {
+            where_: diropargs3 { dir, name },
+            attributes: nfs3::sattr3 {
+                mode: Some(0o755),
+                ..Default::default()
+            },
+        };
+        let (res, attempts) = self.inner.call::<nfs3::Mkdir>(&args, path)?;
+        match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status().0) {
+            RetriedStatus::ConfirmByLookup if self.metadata(path).is_ok_and(|m| m.is_dir()) => {
+                Ok(())
+            }
+            _ => nfs_result(res.status(), "MKDIR", path),
+        }
+    }
+
+    /// Renames `from` to `to` (both relative to the export root), replacing
+    /// `to` if it exists, atomically on the server.
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let (fdir, fname) = self.inner.parent_and_name(from)?;
+        let (tdir, tname) = self.inner.parent_and_name(to)?;
+        let args = nfs3::RENAME3args {
+            from: diropargs3 {
+                dir: fdir,
+                name: fname,
+            },
+            to: diropargs3 {
+                dir: tdir,
+                name: tname,
+            },
+        };
+        let (res, attempts) = self.inner.call::<nfs3::Rename>(&args, from)?;
+        self.inner.forget(from);
+        self.inner.forget(to);
+        self.inner.check_retried(
+            nfs3::NFSPROC3_RENAME,
+            attempts,
+            res.status(),
+            "RENAME",
+            from,
+        )
+    }
+
+    /// Lists a directory (without `.` and `..`), with attributes when the
+    /// server provides them.
+    pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        let dir = self.inner.lookup_path(path)?;
+        let mut out = Vec::new();
+        let mut cookie = 0u64;
+        let mut cookieverf = nfs3::cookieverf3::default();
+        loop {
+            let args = nfs3::READDIRPLUS3args {
+                dir: dir.clone(),
+                cookie,
+                cookieverf,
+                dircount: 32 * 1024,
+                maxcount: 256 * 1024,
+            };
+            let (res, _) = self.inner.call::<nfs3::Readdirplus>(&args, path)?;
+            let ok = match res {
+                Nfs3Res::Ok(ok) => ok,
+                Nfs3Res::Fail(status, _) => {
+                    return nfs_result(status, "READDIRPLUS", path).map(|_| Vec::new())
+                }
+            };
+            cookieverf = ok.cookieverf;
+            let n = ok.reply.entries.len();
+            for e in ok.reply.entries {
+                cookie = e.cookie;
+                let name = String::from_utf8_lossy(e.name.as_bytes()).into_owned();
+                if name == "." || name == ".." {
+                    continue;
+                }
+                out.push(DirEntry {
+                    name,
+                    fileid: e.fileid,
+                    metadata: e.name_attributes.as_ref().map(Metadata::from_fattr),
+                });
+            }
+            if ok.reply.eof || n == 0 {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// Server file system totals: (total bytes, free bytes, available bytes).
+    pub fn statfs(&self) -> Result<(u64, u64, u64)> {
+        let args = nfs3::FSSTAT3args {
+            fsroot: self.inner.root.clone(),
+        };
+        match self.inner.call::<nfs3::Fsstat>(&args, "/")?.0 {
+            Nfs3Res::Ok(ok) => Ok((ok.tbytes, ok.fbytes, ok.abytes)),
+            Nfs3Res::Fail(status, _) => nfs_result(status, "FSSTAT", "/").map(|_| (0, 0, 0)),
+        }
+    }
+}
+
+/// `Ok(())` for NFS3_OK, the matching error otherwise.
+pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Result<()> {
+    if status.is_ok() {
+        Ok(())
+    } else {
+        Err(Error::Nfs {
+            op,
+            path: path.to_string(),
+            status,
+        })
+    }
+}
+
+impl Inner {
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.transport.shared
+    }
+
+    /// The call message after the XID: CALL, RPC version, program, version,
+    /// procedure, credential and verifier; arguments are appended by the caller.
+    pub(crate) fn call_body(&self, proc_: u32, capacity: usize) -> Vec<u8> {
+        let mut b = Vec::with_capacity(20 + self.cred.len() + capacity);
+        b.put_u32(0); // CALL
+        b.put_u32(directnfs_wire::rpc::RPC_VERSION);
+        b.put_u32(nfs3::NFS_PROGRAM);
+        b.put_u32(nfs3::NFS_V3);
+        b.put_u32(proc_);
+        b.extend_from_slice(&self.cred);
+        b
+    }
+
+    /// Sends a prepared call and waits for it.
+    pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
+        self.shared().submit(call);
+        group.wait();
+    }
+
+    /// Calls NFS procedure `P` and waits. Returns the results and how many
+    /// times the call was sent. NFS3ERR_JUKEBOX ("try again later") is
+    /// retried here after a pause, as the Linux client does.
+    pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
+        let mut jukebox = 0u32;
+        loop {
+            let mut body = self.call_body(P::PROC, 128);
+            args.encode(&mut body);
+            let group = Group::new(1);
+            let call = Call::new(
+                P::PROG,
+                P::PROC,
+                body,
+                None,
+                256,
+                Sink::Record,
+                Notify::Group(Arc::clone(&group)),
+                self.shared().now_ns(),
+            );
+            self.run(Arc::clone(&call), &group);
+            let attempts = call.attempts();
+            let bytes = match call
+                .take_result()
+                .map_err(|e| Error::from_call(P::NAME, path, e))?
+            {
+                Reply::Results(b) => b,
+                Reply::Read { .. } => {
+                    return Err(Error::from_call(
+                        P::NAME,
+                        path,
+                        crate::io::error::CallError::Internal("READ sink on a record call"),
+                    ))
+                }
+            };
+            if is_jukebox(&bytes) && self.may_retry_jukebox(jukebox) {
+                jukebox += 1;
+                std::thread::sleep(jukebox_delay(jukebox));
+                continue;
+            }
+            let mut r = XdrReader::new(&bytes);
+            let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
+                op: P::NAME,
+                path: path.to_string(),
+                detail: e.to_string(),
+            })?;
+            return Ok((res, attempts + jukebox));
+        }
+    }
+
+    pub(crate) fn may_retry_jukebox(&self, tries: u32) -> bool {
+        self.options.hard || tries < self.options.retrans
+    }
+
+    /// Applies the retried-request rules to a namespace operation's status.
+    fn check_retried(
+        &self,
+        proc_: u32,
+        attempts: u32,
+        status: nfsstat3,
+        op: &'static str,
+        path: &str,
+    ) -> Result<()> {
+        match classify_retried(proc_, attempts, status.0) {
+            RetriedStatus::TreatAsSuccess => Ok(()),
+            _ => nfs_result(status, op, path),
+        }
+    }
+
+    fn fsinfo(&self) -> Result<Limits> {
+        let args = nfs3::FSINFO3args {
+            fsroot: self.root.clone(),
+        };
+        let ok = match self.call::<nfs3::Fsinfo>(&args, &self.export)?.0 {
+            Nfs3Res::Ok(ok) => ok,
+            Nfs3Res::Fail(status, _) => {
+                return nfs_result(status, "FSINFO", &self.export).map(|_| self.limits)
+            }
+        };
+        // Never trust the server's maximum as an allocation size: clamp to
+        // our own rsize/wsize (1 MiB by default), round down to 4 KiB.
+        let clamp = |server: u32, ours: u32| {
+            let v = if server == 0 {
+                FALLBACK_TRANSFER
+            } else {
+                server.min(ours)
+            };
+            if v >= 4096 {
+                v & !4095
+            } else {
+                v.max(512)
+            }
+        };
+        Ok(Limits {
+            rtmax: clamp(ok.rtmax, self.options.rsize),
+            wtmax: clamp(ok.wtmax, self.options.wsize),
+            server_rtmax: ok.rtmax,
+            server_wtmax: ok.wtmax,
+        })
+    }
+
+    pub(crate) fn getattr(&self, fh: &nfs_fh3, path: &str) -> Result<fattr3> {
+        let args = nfs3::GETATTR3args { object: fh.clone() };
+        match self.call::<nfs3::Getattr>(&args, path)?.0 {
+            Nfs3Res::Ok(ok) => Ok(ok.obj_attributes),
+            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
+                op: "GETATTR",
+                path: path.to_string(),
+                status,
+            }),
+        }
+    }
+
+    /// Splits a path into its components, rejecting what NFS cannot name.
+    pub(crate) fn components(path: &str) -> Result<Vec<&str>> {
+        let mut out: Vec<&str> = Vec::new();
+        for c in path.split('/') {
+            match c {
+                "" | "." => {}
+                ".." => {
+                    out.pop();
+                }
+                c if c.len() > filename3::MAX => {
+                    return Err(Error::InvalidInput(format!(
+                        "path component of {} bytes exceeds {} in {path}",
+                        c.len(),
+                        filename3::MAX
+                    )))
+                }
+                c => out.push(c),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Resolves a path below the export to a handle, one LOOKUP per
+    /// component not yet cached.
+    pub(crate) fn lookup_path(&self, path: &str) -> Result<nfs_fh3> {
+        let comps = Self::components(path)?;
+        let key = format!("/{}", comps.join("/"));
+        if let Some(fh) = self.handles.read().ok().and_then(|h| h.get(&key).cloned()) {
+            return Ok(fh);
+        }
+        let mut fh = self.root.clone();
+        let mut sofar = String::new();
+        for c in comps {
+            sofar.push('/');
+            sofar.push_str(c);
+            if let Some(cached) = self
+                .handles
+                .read()
+                .ok()
+                .and_then(|h| h.get(&sofar).cloned())
+            {
+                fh = cached;
+                continue;
+            }
+            fh = self.lookup_one(&fh, c, &sofar)?;
+            if let Ok(mut h) = self.handles.write() {
+                // Bounded: a runaway tree walk must not grow this forever.
+                if h.len() > 65536 {
+                    h.clear();
+                }
+                h.insert(sofar.clone(), fh.clone());
+            }
+        }
+        Ok(fh)
+    }
+
+    pub(crate) fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<nfs_fh3> {
+        let args = nfs3::LOOKUP3args {
+            what: diropargs3 {
+                dir: dir.clone(),
+                name: filename3(name.as_bytes().to_vec()),
+            },
+        };
+        match self.call::<nfs3::Lookup>(&args, full)?.0 {
+            Nfs3Res::Ok(ok) => Ok(ok.object),
+            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
+                op: "LOOKUP",
+                path: full.to_string(),
+                status,
+            }),
+        }
+    }
+
+    /// The handle of the parent directory and the last component's name.
+    pub(crate) fn parent_and_name(&self, path: &str) -> Result<(nfs_fh3, filename3)> {
+        let comps = Self::components(path)?;
+        let Some((last, parent)) = comps.split_last() else {
+            return Err(Error::InvalidInput(format!(
+                "{path:?} names the export root"
+            )));
+        };
+        let dir = self.lookup_path(&parent.join("/"))?;
+        Ok((dir, filename3(last.as_bytes().to_vec())))
+    }
+
+    /// Drops cached handles of `path` and everything below it.
+    pub(crate) fn forget(&self, path: &str) {
+        let Ok(comps) = Self::components(path) else {
+            return;
+        };
+        let key = format!("/{}", comps.join("/"));
+        let prefix = format!("{key}/");
+        if let Ok(mut h) = self.handles.write() {
+            h.retain(|k, _| k != &key && !k.starts_with(&prefix));
+        }
+    }
+
+    pub(crate) fn remember(&self, path: &str, fh: &nfs_fh3) {
+        if let Ok(comps) = Self::components(path) {
+            if let Ok(mut h) = self.handles.write() {
+                h.insert(format!("/{}", comps.join("/")), fh.clone());
+            }
+        }
+    }
+}
+
+/// NFS3ERR_JUKEBOX is the first word of the results of every procedure.
+pub(crate) fn is_jukebox(results: &[u8]) -> bool {
+    results.get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..])
+}
+
+pub(crate) fn jukebox_delay(tries: u32) -> Duration {
+    Duration::from_millis(100u64 << tries.min(4))
+}
+
+fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Error::Connect {
+            server: host.to_string(),
+            source: e,
+        })?
+        .next()
+        .ok_or_else(|| Error::Connect {
+            server: host.to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, "host name has no address"),
+        })
+}
+
+/// AUTH_SYS from the options, defaulting to the calling process's ids.
+fn credential(options: &MountOptions) -> Vec<u8> {
+    // SAFETY: these libc calls take no pointers and cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let gids = options.gids.clone().unwrap_or_else(process_groups);
+    let auth = AuthSys {
+        stamp: std::process::id(),
+        machine_name: hostname().into_bytes(),
+        uid: options.uid.unwrap_or(uid),
+        gid: options.gid.unwrap_or(gid),
+        gids,
+    };
+    let mut out = Vec::with_capacity(128);
+    auth.to_opaque_auth().encode(&mut out);
+    OpaqueAuth::none().encode(&mut out);
+    out
+}
+
+fn process_groups() -> Vec<u32> {
+    let mut groups = vec![0 as libc::gid_t; 64];
+    // SAFETY: the buffer holds `groups.len()` gid_t values, as passed.
+    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
+    if n < 0 {
+        return Vec::new();
+    }
+    groups.truncate(n as usize);
+    groups.truncate(16);
+    groups
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its full length, which is passed.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "directnfs".into();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}

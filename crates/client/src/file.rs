@@ -1,0 +1,652 @@
+//! Open files: positional reads and writes straight to the server.
+//!
+//! No data is cached. A read or write larger than the negotiated transfer
+//! size is split into pieces that are all sent at once (spread over the
+//! channels) and the caller waits for all of them. `&self` everywhere: any
+//! number of threads may read and write one `File` concurrently; the
+//! database orders its own I/O.
+
+use std::sync::{Arc, Mutex};
+
+use directnfs_wire::nfs3::{
+    self, createhow3, createverf3, decode_commit_reply, decode_write_reply, diropargs3,
+    encode_commit_args, encode_read_args, encode_write_args_header, nfs_fh3, nfsstat3, sattr3,
+    stable_how, writeverf3, Nfs3Res,
+};
+use directnfs_wire::XdrReader;
+
+use crate::client::{is_jukebox, jukebox_delay, nfs_result, Client, Inner};
+use crate::config::StableMode;
+use crate::error::{Error, Result};
+use crate::io::call::{Call, Group, Notify, ReadDest, Reply, Sink};
+use crate::io::error::CallError;
+use crate::metadata::Metadata;
+
+/// Uncommitted data kept in unstable mode is flushed (COMMIT) once it
+/// exceeds this, so memory stays bounded between two `fsync`s.
+const MAX_UNCOMMITTED_BYTES: usize = 64 << 20;
+
+/// How to open a file; see [`Client::open_with`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Create the file if it does not exist.
+    pub create: bool,
+    /// Fail if the file exists (exclusive create; safe to retry).
+    pub create_new: bool,
+    /// Truncate to zero length.
+    pub truncate: bool,
+    /// Mode bits for a created file (default 0644).
+    pub mode: Option<u32>,
+}
+
+/// An open file. Cheap to clone (shares the handle and the client).
+#[derive(Debug, Clone)]
+pub struct File {
+    pub(crate) shared: Arc<FileShared>,
+}
+
+#[derive(Debug)]
+pub(crate) struct FileShared {
+    pub(crate) client: Client,
+    pub(crate) fh: nfs_fh3,
+    pub(crate) path: String,
+    /// Unstable mode: writes acknowledged UNSTABLE and not yet committed.
+    uncommitted: Mutex<Uncommitted>,
+}
+
+#[derive(Debug, Default)]
+struct Uncommitted {
+    writes: Vec<(u64, Arc<[u8]>, writeverf3)>,
+    bytes: usize,
+}
+
+impl Client {
+    /// Opens an existing file.
+    pub fn open(&self, path: &str) -> Result<File> {
+        self.open_with(path, OpenOptions::default())
+    }
+
+    /// Creates a file, or truncates it if it exists.
+    pub fn create(&self, path: &str) -> Result<File> {
+        self.open_with(
+            path,
+            OpenOptions {
+                create: true,
+                truncate: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Opens a file as `opts` says.
+    pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
+        let inner = &self.inner;
+        let fh = if opts.create_new {
+            self.create_exclusive(path, opts.mode.unwrap_or(0o644))?
+        } else {
+            match inner.lookup_path(path) {
+                Ok(fh) => {
+                    if opts.truncate {
+                        self.setattr(
+                            &fh,
+                            path,
+                            sattr3 {
+                                size: Some(0),
+                                ..Default::default()
+                            },
+                        )?;
+                    }
+                    fh
+                }
+                Err(e) if opts.create && e.nfs_status() == Some(nfsstat3::NFS3ERR_NOENT) => {
+                    self.create_unchecked(path, opts.mode.unwrap_or(0o644))?
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        Ok(File {
+            shared: Arc::new(FileShared {
+                client: self.clone(),
+                fh,
+                path: path.to_string(),
+                uncommitted: Mutex::new(Uncommitted::default()),
+            }),
+        })
+    }
+
+    fn create_unchecked(&self, path: &str, mode: u32) -> Result<nfs_fh3> {
+        let (dir, name) = self.inner.parent_and_name(path)?;
+        let how = createhow3::Unchecked(sattr3 {
+            mode: Some(mode),
+            size: Some(0),
+            ..Default::default()
+        });
+        self.create_call(path, dir, name, how)
+    }
+
+    /// EXCLUSIVE create with a random verifier: a retransmission that reaches
+    /// the server after the first copy created the file gets NFS3_OK (same
+    /// verifier), while a file created by someone else gets NFS3ERR_EXIST.
+    /// Attributes cannot ride along (the verifier uses their space), so the
+    /// mode is set afterwards.
+    fn create_exclusive(&self, path: &str, mode: u32) -> Result<nfs_fh3> {
+        let (dir, name) = self.inner.parent_and_name(path)?;
+        let mut verf = [0u8; 8];
+        fill_random(&mut verf);
+        let fh = self.create_call(path, dir, name, createhow3::Exclusive(createverf3(verf)))?;
+        self.setattr(
+            &fh,
+            path,
+            sattr3 {
+                mode: Some(mode),
+                ..Default::default()
+            },
+        )?;
+        Ok(fh)
+    }
+
+    fn create_call(
+        &self,
+        path: &str,
+        dir: nfs_fh3,
+        name: nfs3::filename3,
+        how: createhow3,
+    ) -> Result<nfs_fh3> {
+        let args = nfs3::CREATE3args {
+            where_: diropargs3 { dir, name },
+            how,
+        };
+        match self.inner.call::<nfs3::Create>(&args, path)?.0 {
+            Nfs3Res::Ok(ok) => {
+                let fh = match ok.obj {
+                    Some(fh) => fh,
+                    // The server may omit the handle: look the name up.
+                    None => {
+                        self.inner.forget(path);
+                        self.inner.lookup_path(path)?
+                    }
+                };
+                self.inner.remember(path, &fh);
+                Ok(fh)
+            }
+            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
+                op: "CREATE",
+                path: path.to_string(),
+                status,
+            }),
+        }
+    }
+
+    pub(crate) fn setattr(&self, fh: &nfs_fh3, path: &str, attrs: sattr3) -> Result<()> {
+        let args = nfs3::SETATTR3args {
+            object: fh.clone(),
+            new_attributes: attrs,
+            guard: None,
+        };
+        let (res, _) = self.inner.call::<nfs3::Setattr>(&args, path)?;
+        nfs_result(res.status(), "SETATTR", path)
+    }
+}
+
+/// Outcome of one READ piece.
+pub(crate) struct ReadPiece {
+    pub count: usize,
+    pub eof: bool,
+}
+
+impl File {
+    /// The path this file was opened with.
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.shared.client.inner
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`. Returns the number of
+    /// bytes read: fewer than asked only at end of file (or when the server
+    /// returns a short read), 0 at or past EOF.
+    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        loop {
+            match self.read_at_once(buf, offset)? {
+                Some(n) => return Ok(n),
+                None => continue, // JUKEBOX: the server asked us to retry
+            }
+        }
+    }
+
+    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<Option<usize>> {
+        if buf.is_empty() {
+            return Ok(Some(0));
+        }
+        let rtmax = self.inner().limits.rtmax as usize;
+        let pieces = buf.len().div_ceil(rtmax);
+        let group = Group::new(pieces);
+        let mut calls = Vec::with_capacity(pieces);
+        for (i, chunk) in buf.chunks_mut(rtmax).enumerate() {
+            // SAFETY: `chunk` borrows the caller's buffer for this whole
+            // function, and we return only after `group.wait()` saw every
+            // piece complete; nothing here can unwind in between.
+            let dest = unsafe { ReadDest::new(chunk) };
+            let call = self.read_call(
+                offset + (i * rtmax) as u64,
+                dest,
+                Notify::Group(Arc::clone(&group)),
+            );
+            calls.push(Arc::clone(&call));
+            self.inner().shared().submit(call);
+        }
+        group.wait();
+        let mut total = 0usize;
+        let mut jukebox = false;
+        let mut short = false;
+        for (i, call) in calls.iter().enumerate() {
+            let want = rtmax.min(buf.len() - i * rtmax);
+            match self.finish_read(call) {
+                Ok(p) if !short => {
+                    total += p.count;
+                    short = p.count < want || p.eof;
+                }
+                Ok(_) => {}
+                Err(e) if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX) => jukebox = true,
+                Err(e) => return Err(e),
+            }
+        }
+        if jukebox {
+            std::thread::sleep(jukebox_delay(1));
+            return Ok(None);
+        }
+        Ok(Some(total))
+    }
+
+    /// Reads exactly `buf.len()` bytes at `offset`; hitting EOF first is an
+    /// `UnexpectedEof`-kind error (`Error::InvalidInput` naming the offset).
+    pub fn read_exact_at(&self, mut buf: &mut [u8], mut offset: u64) -> Result<()> {
+        while !buf.is_empty() {
+            let n = self.read_at(buf, offset)?;
+            if n == 0 {
+                return Err(Error::InvalidInput(format!(
+                    "{}: end of file at offset {offset} with {} bytes still to read",
+                    self.path(),
+                    buf.len()
+                )));
+            }
+            buf = &mut buf[n..];
+            offset += n as u64;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn read_call(&self, offset: u64, dest: ReadDest, notify: Notify) -> Arc<Call> {
+        let inner = self.inner();
+        let mut body = inner.call_body(nfs3::NFSPROC3_READ, 80);
+        encode_read_args(
+            &mut body,
+            self.shared.fh.as_bytes(),
+            offset,
+            dest.len() as u32,
+        );
+        let weight = dest.len() as u64;
+        Call::new(
+            nfs3::NFS_PROGRAM,
+            nfs3::NFSPROC3_READ,
+            body,
+            None,
+            weight,
+            Sink::Read(dest),
+            notify,
+            inner.shared().now_ns(),
+        )
+    }
+
+    pub(crate) fn finish_read(&self, call: &Call) -> Result<ReadPiece> {
+        match call.take_result().map_err(|e| self.call_error("READ", e))? {
+            Reply::Read {
+                status, count, eof, ..
+            } => {
+                nfs_result(nfsstat3(status), "READ", self.path())?;
+                Ok(ReadPiece {
+                    count: count as usize,
+                    eof,
+                })
+            }
+            Reply::Results(_) => {
+                Err(self.call_error("READ", CallError::Internal("record reply for a READ")))
+            }
+        }
+    }
+
+    fn call_error(&self, op: &'static str, e: CallError) -> Error {
+        Error::from_call(op, self.path(), e)
+    }
+
+    /// Writes all of `buf` at `offset`. Returns once the data is durable
+    /// (FILE_SYNC mode, the default) or acknowledged (unstable mode: durable
+    /// after the next [`fsync`](Self::fsync)).
+    pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
+        let wtmax = self.inner().limits.wtmax as usize;
+        let mut pending: Vec<(u64, Arc<[u8]>)> = buf
+            .chunks(wtmax)
+            .enumerate()
+            .map(|(i, c)| (offset + (i * wtmax) as u64, Arc::from(c)))
+            .collect();
+        let mut jukebox = 0;
+        while !pending.is_empty() {
+            let group = Group::new(pending.len());
+            let calls: Vec<_> = pending
+                .iter()
+                .map(|(off, data)| {
+                    let call =
+                        self.write_call(*off, Arc::clone(data), Notify::Group(Arc::clone(&group)));
+                    self.inner().shared().submit(Arc::clone(&call));
+                    call
+                })
+                .collect();
+            group.wait();
+            let mut again = Vec::new();
+            for ((off, data), call) in pending.into_iter().zip(calls) {
+                match self.finish_write(&call, off, &data) {
+                    Ok(n) if n < data.len() => again.push((off + n as u64, Arc::from(&data[n..]))),
+                    Ok(_) => {}
+                    Err(e)
+                        if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX)
+                            && self.inner().may_retry_jukebox(jukebox) =>
+                    {
+                        again.push((off, data))
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            if !again.is_empty() && again.iter().any(|(_, d)| d.is_empty()) {
+                return Err(Error::Protocol {
+                    op: "WRITE",
+                    path: self.path().to_string(),
+                    detail: "server wrote 0 bytes".into(),
+                });
+            }
+            pending = again;
+            if !pending.is_empty() {
+                jukebox += 1;
+            }
+        }
+        self.maybe_flush()?;
+        Ok(buf.len())
+    }
+
+    /// Same as [`write_at`](Self::write_at); named like `std`'s for symmetry.
+    pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.write_at(buf, offset).map(|_| ())
+    }
+
+    fn stable(&self) -> stable_how {
+        match self.inner().options.stable {
+            StableMode::Unstable => stable_how::UNSTABLE,
+            _ => stable_how::FILE_SYNC,
+        }
+    }
+
+    pub(crate) fn write_call(&self, offset: u64, data: Arc<[u8]>, notify: Notify) -> Arc<Call> {
+        self.write_call_with(offset, data, notify, self.stable())
+    }
+
+    fn write_call_with(
+        &self,
+        offset: u64,
+        data: Arc<[u8]>,
+        notify: Notify,
+        stable: stable_how,
+    ) -> Arc<Call> {
+        let inner = self.inner();
+        let mut body = inner.call_body(nfs3::NFSPROC3_WRITE, 96);
+        encode_write_args_header(
+            &mut body,
+            self.shared.fh.as_bytes(),
+            offset,
+            data.len() as u32,
+            stable,
+        );
+        let weight = data.len() as u64;
+        Call::new(
+            nfs3::NFS_PROGRAM,
+            nfs3::NFSPROC3_WRITE,
+            body,
+            Some(data),
+            weight,
+            Sink::Record,
+            notify,
+            inner.shared().now_ns(),
+        )
+    }
+
+    /// Checks a WRITE reply; returns the bytes the server took. Data the
+    /// server did not put on stable storage is remembered for COMMIT.
+    pub(crate) fn finish_write(&self, call: &Call, offset: u64, data: &Arc<[u8]>) -> Result<usize> {
+        let bytes = match call
+            .take_result()
+            .map_err(|e| self.call_error("WRITE", e))?
+        {
+            Reply::Results(b) => b,
+            Reply::Read { .. } => {
+                return Err(self.call_error("WRITE", CallError::Internal("READ reply for a WRITE")))
+            }
+        };
+        if is_jukebox(&bytes) {
+            return Err(Error::Nfs {
+                op: "WRITE",
+                path: self.path().to_string(),
+                status: nfsstat3::NFS3ERR_JUKEBOX,
+            });
+        }
+        let reply =
+            decode_write_reply(&mut XdrReader::new(&bytes)).map_err(|e| Error::Protocol {
+                op: "WRITE",
+                path: self.path().to_string(),
+                detail: e.to_string(),
+            })?;
+        nfs_result(reply.status, "WRITE", self.path())?;
+        let Some(ok) = reply.ok else {
+            return Err(self.call_error("WRITE", CallError::Internal("WRITE OK without body")));
+        };
+        let count = (ok.count as usize).min(data.len());
+        if ok.committed != stable_how::FILE_SYNC
+            && ok.committed != stable_how::DATA_SYNC
+            && count > 0
+        {
+            let kept: Arc<[u8]> = if count == data.len() {
+                Arc::clone(data)
+            } else {
+                Arc::from(&data[..count])
+            };
+            let mut u = self
+                .shared
+                .uncommitted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            u.bytes += count;
+            u.writes.push((offset, kept, ok.verf));
+        }
+        Ok(count)
+    }
+
+    fn maybe_flush(&self) -> Result<()> {
+        let over = self
+            .shared
+            .uncommitted
+            .lock()
+            .map(|u| u.bytes > MAX_UNCOMMITTED_BYTES)
+            .unwrap_or(false);
+        if over {
+            self.fsync()?;
+        }
+        Ok(())
+    }
+
+    /// Makes every write acknowledged so far durable. In FILE_SYNC mode
+    /// there is nothing to do. In unstable mode this sends COMMIT and
+    /// compares the server's write verifier with the one each WRITE
+    /// returned: writes whose verifier differs (the server restarted and
+    /// may have lost them) are sent again with FILE_SYNC before returning.
+    pub fn fsync(&self) -> Result<()> {
+        let batch = {
+            let mut u = self
+                .shared
+                .uncommitted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            u.bytes = 0;
+            std::mem::take(&mut u.writes)
+        };
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let result = self.commit_and_repair(&batch);
+        if result.is_err() {
+            // Keep the data: nothing acknowledged may be lost, and a later
+            // fsync must try again.
+            let mut u = self
+                .shared
+                .uncommitted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            u.bytes += batch.iter().map(|(_, d, _)| d.len()).sum::<usize>();
+            u.writes.extend(batch);
+        }
+        result
+    }
+
+    fn commit_and_repair(&self, batch: &[(u64, Arc<[u8]>, writeverf3)]) -> Result<()> {
+        let verf = self.commit()?;
+        for (off, data, wverf) in batch {
+            if *wverf != verf {
+                tracing::warn!(
+                    path = self.path(),
+                    offset = off,
+                    "write verifier changed (server restart?): re-sending {} bytes with FILE_SYNC",
+                    data.len()
+                );
+                self.write_sync(*off, data)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn write_sync(&self, mut off: u64, data: &Arc<[u8]>) -> Result<()> {
+        let mut rest = Arc::clone(data);
+        while !rest.is_empty() {
+            let group = Group::new(1);
+            let call = self.write_call_with(
+                off,
+                Arc::clone(&rest),
+                Notify::Group(Arc::clone(&group)),
+                stable_how::FILE_SYNC,
+            );
+            self.inner().run(Arc::clone(&call), &group);
+            let n = self.finish_write(&call, off, &rest)?;
+            if n == 0 {
+                return Err(Error::Protocol {
+                    op: "WRITE",
+                    path: self.path().to_string(),
+                    detail: "server wrote 0 bytes".into(),
+                });
+            }
+            off += n as u64;
+            rest = Arc::from(&rest[n..]);
+        }
+        Ok(())
+    }
+
+    /// COMMIT of the whole file; returns the server's write verifier.
+    fn commit(&self) -> Result<writeverf3> {
+        let inner = self.inner();
+        let mut jukebox = 0;
+        loop {
+            let mut body = inner.call_body(nfs3::NFSPROC3_COMMIT, 80);
+            encode_commit_args(&mut body, self.shared.fh.as_bytes(), 0, 0);
+            let group = Group::new(1);
+            let call = Call::new(
+                nfs3::NFS_PROGRAM,
+                nfs3::NFSPROC3_COMMIT,
+                body,
+                None,
+                256,
+                Sink::Record,
+                Notify::Group(Arc::clone(&group)),
+                inner.shared().now_ns(),
+            );
+            inner.run(Arc::clone(&call), &group);
+            let bytes = match call
+                .take_result()
+                .map_err(|e| self.call_error("COMMIT", e))?
+            {
+                Reply::Results(b) => b,
+                Reply::Read { .. } => {
+                    return Err(
+                        self.call_error("COMMIT", CallError::Internal("READ reply for COMMIT"))
+                    )
+                }
+            };
+            if is_jukebox(&bytes) && inner.may_retry_jukebox(jukebox) {
+                jukebox += 1;
+                std::thread::sleep(jukebox_delay(jukebox));
+                continue;
+            }
+            let reply =
+                decode_commit_reply(&mut XdrReader::new(&bytes)).map_err(|e| Error::Protocol {
+                    op: "COMMIT",
+                    path: self.path().to_string(),
+                    detail: e.to_string(),
+                })?;
+            nfs_result(reply.status, "COMMIT", self.path())?;
+            return reply.verf.ok_or_else(|| {
+                self.call_error("COMMIT", CallError::Internal("COMMIT OK without verifier"))
+            });
+        }
+    }
+
+    /// Bytes written in unstable mode and not yet committed.
+    pub fn uncommitted_bytes(&self) -> usize {
+        self.shared.uncommitted.lock().map(|u| u.bytes).unwrap_or(0)
+    }
+
+    /// Truncates or extends the file to `size` bytes.
+    pub fn set_len(&self, size: u64) -> Result<()> {
+        self.shared.client.setattr(
+            &self.shared.fh,
+            self.path(),
+            sattr3 {
+                size: Some(size),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// Current attributes, from the server.
+    pub fn metadata(&self) -> Result<Metadata> {
+        self.inner()
+            .getattr(&self.shared.fh, self.path())
+            .map(|a| Metadata::from_fattr(&a))
+    }
+
+    /// The client this file belongs to.
+    pub fn client(&self) -> &Client {
+        &self.shared.client
+    }
+}
+
+/// Random bytes for verifiers, from the kernel.
+pub(crate) fn fill_random(buf: &mut [u8]) {
+    // SAFETY: the pointer and length describe `buf`, valid for writes.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n != buf.len() as isize {
+        // Fall back to something unique per process and moment.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+            ^ (std::process::id() as u64) << 32;
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (t >> ((i % 8) * 8)) as u8;
+        }
+    }
+}

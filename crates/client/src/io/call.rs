@@ -1,0 +1,223 @@
+//! One RPC from submission to completion.
+//!
+//! Lifecycle (one state at a time, owned by exactly one party):
+//!
+//! ```text
+//! Queued --sent on channel c--> InFlight(c, attempt) --reply--> Done
+//!   ^                               | timeout / channel died
+//!   +------ Retrying(avoid c) <-----+--(soft, out of attempts)--> Done(error)
+//! ```
+//!
+//! While in flight a call lives in exactly one channel's in-flight table.
+//! Whoever *takes* it from that table (the receiver with the reply, the
+//! timer with a timeout, the failure handler with a dead channel) owns it
+//! and either completes it or re-submits it. Completion therefore happens
+//! exactly once, and only the owner touches the caller's READ buffer.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::Thread;
+
+use super::error::CallError;
+
+/// Where the result of a call goes.
+#[derive(Debug)]
+pub(crate) enum Sink {
+    /// Keep the whole reply record for the caller to decode.
+    Record,
+    /// A READ: data goes straight into the caller's buffer.
+    Read(ReadDest),
+}
+
+/// The caller's buffer for a READ.
+#[derive(Debug)]
+pub(crate) struct ReadDest {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a ReadDest is only dereferenced by the single owner of the call
+// (see the module doc), and the submitter keeps the buffer alive and
+// unaliased until the call completes (blocking calls wait; a Batch holds
+// the borrow and waits in Drop).
+unsafe impl Send for ReadDest {}
+// SAFETY: as above: no two threads dereference it at once.
+unsafe impl Sync for ReadDest {}
+
+impl ReadDest {
+    /// Wraps a caller buffer.
+    ///
+    /// # Safety
+    /// The buffer must stay valid and not be accessed by anyone else until
+    /// the call it is given to has completed.
+    pub(crate) unsafe fn new(buf: &mut [u8]) -> Self {
+        Self {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `data` to the start of the buffer.
+    ///
+    /// # Safety
+    /// Only the current owner of the call may call this, before completing it.
+    pub(crate) unsafe fn fill(&self, data: &[u8]) {
+        let n = data.len().min(self.len);
+        // SAFETY: the caller guarantees exclusive access and liveness
+        // (see `new`); `n` is within both buffers.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, n) };
+    }
+}
+
+/// A successful RPC outcome (the RPC layer accepted it; the NFS status
+/// inside is for the caller to check).
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// The reply record, from the start of the procedure results.
+    Results(Vec<u8>),
+    /// READ results: status, and on success the byte count and EOF flag
+    /// (the data is already in the caller's buffer).
+    Read { status: u32, count: u32, eof: bool },
+}
+
+/// Who is told when a call completes.
+#[derive(Debug, Clone)]
+pub(crate) enum Notify {
+    /// Unpark one thread when every call of a group has completed.
+    Group(Arc<Group>),
+    /// Queue the call's token on a batch.
+    Batch(Arc<BatchQueue>, usize),
+}
+
+/// A set of calls a single thread waits for together (one blocking
+/// request, or the pieces of one large split I/O).
+#[derive(Debug)]
+pub(crate) struct Group {
+    pending: AtomicUsize,
+    waiter: Thread,
+}
+
+impl Group {
+    pub(crate) fn new(pending: usize) -> Arc<Self> {
+        Arc::new(Self {
+            pending: AtomicUsize::new(pending),
+            waiter: std::thread::current(),
+        })
+    }
+
+    /// Blocks the creating thread until every call has completed.
+    pub(crate) fn wait(&self) {
+        while self.pending.load(Ordering::Acquire) != 0 {
+            std::thread::park();
+        }
+    }
+
+    fn one_done(&self) {
+        if self.pending.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.waiter.unpark();
+        }
+    }
+}
+
+/// Completions of a batch, in the order they happened.
+#[derive(Debug, Default)]
+pub(crate) struct BatchQueue {
+    pub(crate) ready: Mutex<Vec<usize>>,
+    pub(crate) cv: Condvar,
+}
+
+/// One RPC call.
+#[derive(Debug)]
+pub(crate) struct Call {
+    /// Procedure number, for statistics and the idempotency rules.
+    pub proc_: u32,
+    /// RPC program (NFS, or NULL probes).
+    pub prog: u32,
+    /// The call message after the XID: msg type, RPC header, credentials
+    /// and arguments. The 8 bytes in front of it (record mark and XID)
+    /// differ per attempt and are built when sending.
+    pub body: Vec<u8>,
+    /// Payload sent after `body` (WRITE data), then padded.
+    pub payload: Option<Arc<[u8]>>,
+    /// Size counted against channel load (payload or expected reply data).
+    pub weight: u64,
+    pub sink: Sink,
+    /// Attempts so far (1 after the first send).
+    pub attempts: AtomicU32,
+    /// Channel of the last attempt, to avoid it on the next.
+    pub last_channel: AtomicUsize,
+    /// Monotonic nanoseconds of the first submission (latency, soft deadline).
+    pub submitted_ns: u64,
+    notify: Notify,
+    done: AtomicBool,
+    result: Mutex<Option<Result<Reply, CallError>>>,
+}
+
+impl Call {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        prog: u32,
+        proc_: u32,
+        body: Vec<u8>,
+        payload: Option<Arc<[u8]>>,
+        weight: u64,
+        sink: Sink,
+        notify: Notify,
+        now_ns: u64,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            proc_,
+            prog,
+            body,
+            payload,
+            weight,
+            sink,
+            attempts: AtomicU32::new(0),
+            last_channel: AtomicUsize::new(usize::MAX),
+            submitted_ns: now_ns,
+            notify,
+            done: AtomicBool::new(false),
+            result: Mutex::new(None),
+        })
+    }
+
+    /// Records the outcome and tells the waiter. Called once, by the owner.
+    pub(crate) fn complete(&self, result: Result<Reply, CallError>) {
+        if let Ok(mut slot) = self.result.lock() {
+            *slot = Some(result);
+        }
+        self.done.store(true, Ordering::Release);
+        match &self.notify {
+            Notify::Group(g) => g.one_done(),
+            Notify::Batch(q, token) => {
+                if let Ok(mut ready) = q.ready.lock() {
+                    ready.push(*token);
+                }
+                q.cv.notify_all();
+            }
+        }
+    }
+
+    /// True once completed.
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Takes the outcome of a completed call.
+    pub(crate) fn take_result(&self) -> Result<Reply, CallError> {
+        self.result
+            .lock()
+            .ok()
+            .and_then(|mut r| r.take())
+            .unwrap_or(Err(CallError::Internal("call result taken twice")))
+    }
+
+    /// Number of times this call was sent.
+    pub(crate) fn attempts(&self) -> u32 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+}

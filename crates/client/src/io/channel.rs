@@ -1,0 +1,190 @@
+//! One channel: a TCP connection to one server address over one path, its
+//! in-flight table, and the thread that receives its replies.
+
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use directnfs_engine::health::Health;
+use directnfs_engine::inflight::InflightTable;
+use directnfs_wire::rpc::record::fragment_header;
+use directnfs_wire::xdr::pad_len;
+
+use super::call::Call;
+use super::socket::ConnectSpec;
+
+/// Mutable state of a channel, behind one short-held lock.
+#[derive(Debug)]
+pub(crate) struct ChannelState {
+    pub table: InflightTable<Arc<Call>>,
+    pub health: Health,
+    /// Bumped on every failure; a receiver thread or sender holding an older
+    /// epoch belongs to a dead connection and must not touch the table.
+    pub epoch: u64,
+    /// A handle on the live connection, kept to shut it down on failure.
+    pub sock: Option<TcpStream>,
+}
+
+/// A channel. See the module doc.
+#[derive(Debug)]
+pub(crate) struct Channel {
+    pub id: usize,
+    /// Index of the path this channel belongs to.
+    pub path: usize,
+    pub spec: ConnectSpec,
+    pub state: Mutex<ChannelState>,
+    /// The sending half; its lock orders whole records on the stream.
+    pub writer: Mutex<Option<TcpStream>>,
+    /// Lock-free copies of what the chooser reads.
+    pub up: AtomicBool,
+    pub outstanding_bytes: AtomicU64,
+    pub outstanding_requests: AtomicU64,
+    /// A reconnect thread is running.
+    pub reconnecting: AtomicBool,
+}
+
+impl Channel {
+    pub(crate) fn new(id: usize, path: usize, spec: ConnectSpec, max_inflight: usize) -> Self {
+        Self {
+            id,
+            path,
+            spec,
+            state: Mutex::new(ChannelState {
+                table: InflightTable::new(max_inflight, (id as u32).wrapping_mul(0x9e37_79b9)),
+                health: Health::Down {
+                    failures: 0,
+                    retry_at_ns: 0,
+                },
+                epoch: 0,
+                sock: None,
+            }),
+            writer: Mutex::new(None),
+            up: AtomicBool::new(false),
+            outstanding_bytes: AtomicU64::new(0),
+            outstanding_requests: AtomicU64::new(0),
+            reconnecting: AtomicBool::new(false),
+        }
+    }
+
+    /// Locks the state. A poisoned lock (a panic while holding it) still
+    /// hands out the state: every update to it is a few field writes that
+    /// leave it consistent.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ChannelState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn add_load(&self, weight: u64) {
+        self.outstanding_bytes.fetch_add(weight, Ordering::Relaxed);
+        self.outstanding_requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn remove_load(&self, weight: u64) {
+        // Saturating: a reset after failure may already have zeroed these.
+        let _ = self
+            .outstanding_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(weight))
+            });
+        let _ = self
+            .outstanding_requests
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(1))
+            });
+    }
+
+    /// Writes one call as one record: `[mark, xid] body payload pad`, with
+    /// a single vectored write in the common case (no copy of the payload).
+    pub(crate) fn send(&self, xid: u32, call: &Call) -> io::Result<()> {
+        let payload: &[u8] = call.payload.as_deref().unwrap_or(&[]);
+        let pad = [0u8; 3];
+        let pad = &pad[..pad_len(payload.len())];
+        let len = 4 + call.body.len() + payload.len() + pad.len();
+        let mut head = [0u8; 8];
+        head[..4].copy_from_slice(&fragment_header(len, true));
+        head[4..].copy_from_slice(&xid.to_be_bytes());
+        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let stream = writer
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "channel is down"))?;
+        let mut slices = [
+            IoSlice::new(&head),
+            IoSlice::new(&call.body),
+            IoSlice::new(payload),
+            IoSlice::new(pad),
+        ];
+        write_all_vectored(stream, &mut slices)
+    }
+
+    /// Sends a NULL call on a fresh connection and waits for its reply:
+    /// proof that the server answers on this path, not just that TCP connected.
+    pub(crate) fn probe(
+        stream: &mut TcpStream,
+        cred: &[u8],
+        prog: u32,
+        vers: u32,
+    ) -> io::Result<()> {
+        let mut body = Vec::with_capacity(64);
+        directnfs_wire::rpc::encode_call_header(&mut body, 0, prog, vers, 0, cred);
+        let xid = 0x5eed_0000 | (std::process::id() & 0xffff);
+        body[..4].copy_from_slice(&xid.to_be_bytes());
+        let mut msg = fragment_header(body.len(), true).to_vec();
+        msg.extend_from_slice(&body);
+        stream.write_all(&msg)?;
+        let mut reader = directnfs_wire::rpc::RecordReader::new(64 * 1024);
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let n = stream.read(&mut chunk)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "server closed the connection during the NULL probe",
+                ));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            let (records, _) = reader
+                .drain(&buf)
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            if let Some(rec) = records.first() {
+                let mut r = directnfs_wire::XdrReader::new(rec);
+                use directnfs_wire::Decode;
+                let h = directnfs_wire::rpc::ReplyHeader::decode(&mut r)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+                return if h.xid == xid && h.is_success() {
+                    Ok(())
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("unexpected NULL probe reply: {h:?}"),
+                    ))
+                };
+            }
+        }
+    }
+
+    /// Shuts the socket down so both the receiver and any blocked sender wake.
+    pub(crate) fn shutdown_socket(state: &mut ChannelState) {
+        if let Some(s) = state.sock.take() {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+/// `write_all` for vectored writes (std's is unstable).
+fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        match stream.write_vectored(slices) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => IoSlice::advance_slices(&mut slices, n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! Finding the server and the export: PORTMAP GETPORT, MOUNT EXPORT and
+//! MNT, each as a one-shot RPC over its own short-lived TCP connection
+//! (cold path: done once per client).
+//!
+//! The export of a path is the longest prefix the server lets us MOUNT
+//! (DESIGN.md "Configuration"): ask EXPORT for the list; where the server
+//! has no EXPORT procedure, or the list names nothing that fits, try MNT on
+//! every prefix from the longest down to `/`.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use directnfs_wire::mount::{self, dirpath, mountres3};
+use directnfs_wire::nfs3::nfs_fh3;
+use directnfs_wire::portmap::{self, Mapping};
+use directnfs_wire::rpc::record::fragment_header;
+use directnfs_wire::rpc::{
+    encode_call_header, AcceptedReply, RecordReader, ReplyBody, ReplyHeader,
+};
+use directnfs_wire::{Decode, Procedure, XdrReader};
+
+use crate::error::{Error, Result};
+use crate::io::socket::{connect, ConnectSpec};
+
+/// Largest reply accepted on the cold path (an EXPORT list can be long).
+const MAX_COLD_REPLY: usize = 4 << 20;
+
+/// Calls procedure `P` once on a fresh connection to `spec.remote`.
+pub(crate) fn rpc_once<P: Procedure>(
+    spec: &ConnectSpec,
+    cred: &[u8],
+    args: &P::Args,
+) -> Result<P::Res> {
+    let server = spec.remote.to_string();
+    let io_err = |e: io::Error| Error::Connect {
+        server: server.clone(),
+        source: e,
+    };
+    let mut stream = connect(spec).map_err(io_err)?;
+    stream
+        .set_read_timeout(Some(spec.timeout))
+        .map_err(io_err)?;
+    stream
+        .set_write_timeout(Some(spec.timeout))
+        .map_err(io_err)?;
+    let xid = 0x6d00_0000 ^ std::process::id().rotate_left(8) ^ P::PROC;
+    let mut body = Vec::with_capacity(256);
+    encode_call_header(&mut body, xid, P::PROG, P::VERS, P::PROC, cred);
+    directnfs_wire::Encode::encode(args, &mut body);
+    let mut msg = fragment_header(body.len(), true).to_vec();
+    msg.extend_from_slice(&body);
+    stream.write_all(&msg).map_err(io_err)?;
+
+    let mut reader = RecordReader::new(MAX_COLD_REPLY);
+    let mut buf = Vec::new();
+    let mut chunk = vec![0u8; 64 * 1024];
+    let record = loop {
+        let n = stream.read(&mut chunk).map_err(io_err)?;
+        if n == 0 {
+            return Err(io_err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("server closed the connection before answering {}", P::NAME),
+            )));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let (mut records, _) = reader.drain(&buf).map_err(|e| Error::Protocol {
+            op: P::NAME,
+            path: server.clone(),
+            detail: e.to_string(),
+        })?;
+        if !records.is_empty() {
+            break records.swap_remove(0);
+        }
+    };
+    let protocol = |detail: String| Error::Protocol {
+        op: P::NAME,
+        path: server.clone(),
+        detail,
+    };
+    let mut r = XdrReader::new(&record);
+    let header = ReplyHeader::decode(&mut r).map_err(|e| protocol(e.to_string()))?;
+    if header.xid != xid {
+        return Err(protocol(format!(
+            "reply XID {:#x} does not match call {xid:#x}",
+            header.xid
+        )));
+    }
+    match header.body {
+        ReplyBody::Accepted {
+            stat: AcceptedReply::Success,
+            ..
+        } => P::Res::decode(&mut r).map_err(|e| protocol(e.to_string())),
+        other => Err(Error::Rpc {
+            op: P::NAME,
+            path: server.clone(),
+            detail: format!("{other:?}"),
+        }),
+    }
+}
+
+/// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`.
+pub(crate) fn getport(base: &ConnectSpec, cred: &[u8], prog: u32, vers: u32) -> Result<u16> {
+    let mut spec = base.clone();
+    spec.remote = SocketAddr::new(base.remote.ip(), portmap::PMAP_PORT);
+    let port = rpc_once::<portmap::Getport>(&spec, cred, &Mapping::tcp(prog, vers))?;
+    match u16::try_from(port) {
+        Ok(0) | Err(_) => Err(Error::Connect {
+            server: spec.remote.to_string(),
+            source: io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("portmapper has no TCP registration for program {prog} version {vers} (port {port})"),
+            ),
+        }),
+        Ok(p) => Ok(p),
+    }
+}
+
+/// The export chosen for a path, its root handle, and the path's remainder
+/// inside the export.
+#[derive(Debug, Clone)]
+pub(crate) struct Mounted {
+    pub export: String,
+    pub root: nfs_fh3,
+    pub rest: String,
+}
+
+/// Finds the export holding `path` and MOUNTs it.
+pub(crate) fn mount_path(
+    spec: &ConnectSpec,
+    cred: &[u8],
+    path: &str,
+    known_export: Option<&str>,
+) -> Result<Mounted> {
+    if let Some(export) = known_export {
+        let root = mnt(spec, cred, export)?;
+        let rest = crate::config::split_by_export(path, export)
+            .unwrap_or("/")
+            .to_string();
+        return Ok(Mounted {
+            export: export.to_string(),
+            root,
+            rest,
+        });
+    }
+    let candidates = prefixes(path);
+    // Prefer what EXPORT lists; fall back to probing every prefix.
+    let listed: Vec<String> = match rpc_once::<mount::Export>(spec, cred, &()) {
+        Ok(list) => list
+            .0
+            .iter()
+            .map(|e| String::from_utf8_lossy(e.ex_dir.as_bytes()).into_owned())
+            .collect(),
+        Err(e) => {
+            tracing::debug!("MOUNT EXPORT unavailable ({e}); probing prefixes");
+            Vec::new()
+        }
+    };
+    let ordered: Vec<&String> = candidates
+        .iter()
+        .filter(|c| listed.iter().any(|l| normalize(l) == **c))
+        .chain(candidates.iter())
+        .collect();
+    let mut last_err = None;
+    for export in ordered {
+        match mnt(spec, cred, export) {
+            Ok(root) => {
+                let rest = crate::config::split_by_export(path, export)
+                    .unwrap_or("/")
+                    .to_string();
+                return Ok(Mounted {
+                    export: export.clone(),
+                    root,
+                    rest,
+                });
+            }
+            Err(e @ Error::Mount { .. }) => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_err
+        .unwrap_or_else(|| Error::InvalidInput(format!("no export of the server contains {path}"))))
+}
+
+fn mnt(spec: &ConnectSpec, cred: &[u8], export: &str) -> Result<nfs_fh3> {
+    match rpc_once::<mount::Mnt>(spec, cred, &dirpath(export.as_bytes().to_vec()))? {
+        mountres3::Ok(ok) => Ok(ok.fhandle),
+        mountres3::Err(status) => Err(Error::Mount {
+            export: export.to_string(),
+            status,
+        }),
+    }
+}
+
+/// Every prefix of `path` on component boundaries, longest first, ending with `/`.
+fn prefixes(path: &str) -> Vec<String> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let mut out: Vec<String> = (1..=parts.len())
+        .rev()
+        .map(|n| format!("/{}", parts[..n].join("/")))
+        .collect();
+    out.push("/".into());
+    out
+}
+
+fn normalize(p: &str) -> String {
+    let parts: Vec<&str> = p.split('/').filter(|p| !p.is_empty()).collect();
+    format!("/{}", parts.join("/"))
+}
+
+/// Default connect timeout for the cold path.
+pub(crate) const COLD_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_go_from_longest_to_root() {
+        assert_eq!(prefixes("/a/b/c"), vec!["/a/b/c", "/a/b", "/a", "/"]);
+        assert_eq!(prefixes("/"), vec!["/"]);
+    }
+}
