@@ -52,8 +52,10 @@ bounded_string!(
     MNTPATHLEN
 );
 bounded_string!(
-    /// RFC 1813 §5.1 `typedef string name<MNTNAMLEN>;`
-    name,
+    /// RFC 1813 §5.1 `typedef string name<MNTNAMLEN>;` — renamed: a type
+    /// called `name` turns every `name` binding in a module that imports it
+    /// into a pattern.
+    mntname,
     MNTNAMLEN
 );
 
@@ -191,7 +193,7 @@ impl Decode for mountres3 {
 ///      groups   gr_next;
 /// };
 /// ```
-pub type groups = Vec<name>;
+pub type groups = Vec<mntname>;
 
 /// RFC 1813 §5.2.5 (the `ex_next` link is the position in [`exports`])
 /// ```text
@@ -324,7 +326,7 @@ mod tests {
     fn group_list_longer_than_cap_is_too_long() {
         let node = exportnode {
             ex_dir: "/x".into(),
-            ex_groups: vec![name::from("g"); MAX_GROUPS + 1],
+            ex_groups: vec![mntname::from("g"); MAX_GROUPS + 1],
         };
         let err = decode_exact::<exports>(&to_bytes(&exports(vec![node])), "e").unwrap_err();
         assert!(matches!(
