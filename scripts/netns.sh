@@ -1,0 +1,454 @@
+#!/usr/bin/env bash
+# netns.sh — the multi-path test topology: a Ganesha in its own network
+# namespace, reached over 2-4 veth pairs, with per-path fault injection.
+#
+#   netns.sh up [N]                N paths (2-4, default 2); prints one URL per path
+#   netns.sh down                  kill our processes, delete veths and namespace
+#   netns.sh status                key=value lines, then one URL per path; exit 3 if down
+#   netns.sh urls                  one URL per path
+#   netns.sh rate PATH MBIT|off    tbf rate limit on both ends of path PATH
+#   netns.sh cut PATH              host end link down: connects fail at once
+#   netns.sh blackhole PATH        link up, every packet dropped: connects hang
+#   netns.sh restore PATH          undo cut/blackhole, re-apply the rate limit
+#   netns.sh restart-server [--kill] [--down SECS]
+#                                  SIGTERM (or SIGKILL) the server, stay down
+#                                  SECS (default 2), start it again
+#
+# Path K (1..N): host dnfs-hK 10.231.K.1/24 <-> dnfs-sK 10.231.K.2/24 in
+# namespace dnfs-srv. URL of path K:
+#   nfs://10.231.K.2<export path>?nfsport=2049&mountport=20048
+# The namespace has its own rpcbind (port 111 on every server address), so
+# URLs without nfsport/mountport work too.
+#
+# Environment:
+#   DNFS_NETNS_STATE_DIR  state directory (default /tmp/directnfs-netns)
+#   DNFS_NETNS_EXPORT_DIR export directory (default: a fresh temp dir)
+#   DNFS_EXPORT_PATH      path clients mount, Ganesha's Pseudo (default: the dir)
+#   DNFS_NETNS_NFS_PORT / DNFS_NETNS_MNT_PORT  ports (default 2049 / 20048)
+#   DNFS_START_TIMEOUT    seconds to wait for the server (default 30)
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LOG_TAG=netns
+# shellcheck source=lib/ganesha.sh
+source "$SCRIPT_DIR/lib/ganesha.sh"
+
+NS=dnfs-srv
+HOST_DEV=dnfs-h
+SRV_DEV=dnfs-s
+STATE_DIR=${DNFS_NETNS_STATE_DIR:-/tmp/directnfs-netns}
+START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
+STATE_FILE=$STATE_DIR/state.env
+CONF=$STATE_DIR/ganesha.conf
+GANESHA_LOG=$STATE_DIR/ganesha.log
+GANESHA_OUT=$STATE_DIR/ganesha.out
+GANESHA_PIDFILE=$STATE_DIR/ganesha.pid
+RPCBIND_LOG=$STATE_DIR/rpcbind.log
+# State variables come only from the state file, never from the caller.
+unset PATHS NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_PID
+for _k in 1 2 3 4; do unset "RATE_$_k" "FAULT_$_k"; done
+
+usage() {
+    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
+    exit 2
+}
+
+take_lock() {
+    mkdir -p "$STATE_DIR"
+    exec 9>"$STATE_DIR/lock"
+    flock -w 120 9 || die "state dir $STATE_DIR is locked by another command"
+}
+
+# --- state ---------------------------------------------------------------
+# FAULT_K is none, cut or blackhole; RATE_K is off or a rate in Mbit/s.
+
+load_state() {
+    [[ -f $STATE_FILE ]] || return 1
+    # shellcheck disable=SC1090
+    source "$STATE_FILE"
+}
+
+save_state() {
+    {
+        echo "PATHS=$PATHS"
+        echo "NFS_PORT=$NFS_PORT"
+        echo "MNT_PORT=$MNT_PORT"
+        echo "EXPORT_DIR=$EXPORT_DIR"
+        echo "EXPORT_PATH=$EXPORT_PATH"
+        echo "EXPORT_CREATED=$EXPORT_CREATED"
+        echo "RPCBIND_PID=${RPCBIND_PID:-}"
+        local k
+        for ((k = 1; k <= PATHS; k++)); do
+            echo "RATE_$k=$(path_var RATE "$k")"
+            echo "FAULT_$k=$(path_var FAULT "$k")"
+        done
+    } >"$STATE_FILE.tmp"
+    mv "$STATE_FILE.tmp" "$STATE_FILE"
+}
+
+path_var() {
+    local name="$1_$2" default=none
+    [[ $1 == RATE ]] && default=off
+    echo "${!name:-$default}"
+}
+
+set_path_var() {
+    printf -v "$1_$2" '%s' "$3"
+}
+
+host_addr() { echo "10.231.$1.1"; }
+server_addr() { echo "10.231.$1.2"; }
+
+path_url() {
+    echo "nfs://$(server_addr "$1")$EXPORT_PATH?nfsport=$NFS_PORT&mountport=$MNT_PORT"
+}
+
+print_urls() {
+    local k
+    for ((k = 1; k <= PATHS; k++)); do path_url "$k"; done
+}
+
+ganesha_pid() { cat "$GANESHA_PIDFILE" 2>/dev/null || true; }
+ganesha_running() { pid_is "$(ganesha_pid)" "$CONF"; }
+
+# Checks PATH is a number in 1..PATHS.
+check_path() {
+    [[ $1 =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= PATHS)) || die "no path '$1' (paths are 1..$PATHS)"
+}
+
+# Runs a command in the server's mount and network namespaces: those of our
+# rpcbind, so Ganesha finds that rpcbind's unix socket and no other.
+in_server_ns() {
+    nsenter -t "$RPCBIND_PID" -m -n -- "$@"
+}
+
+# --- topology ------------------------------------------------------------
+
+# Without this, a cut path's /24 route disappears and the host would send
+# 10.231.K.2 traffic to its default gateway. With it, connects over a cut
+# path fail at once (EHOSTUNREACH) and nothing for 10.231/16 ever leaves
+# the machine. Kept after `down` on purpose, for the same reason.
+guard_route() {
+    ip route replace unreachable 10.231.0.0/16
+}
+
+create_links() {
+    guard_route
+    ip netns add "$NS"
+    ip -n "$NS" link set lo up
+    local k
+    for ((k = 1; k <= PATHS; k++)); do
+        ip link add "$HOST_DEV$k" type veth peer name "$SRV_DEV$k" netns "$NS"
+        # No IPv6 on the paths: router solicitations and MLD would be the
+        # only other packets on them and would blur fault and rate tests.
+        sysctl -qw "net.ipv6.conf.$HOST_DEV$k.disable_ipv6=1" 2>/dev/null || true
+        ip netns exec "$NS" sysctl -qw "net.ipv6.conf.$SRV_DEV$k.disable_ipv6=1" 2>/dev/null || true
+        ip addr add "$(host_addr "$k")/24" dev "$HOST_DEV$k"
+        ip -n "$NS" addr add "$(server_addr "$k")/24" dev "$SRV_DEV$k"
+        ip link set "$HOST_DEV$k" up
+        ip -n "$NS" link set "$SRV_DEV$k" up
+    done
+}
+
+# A private rpcbind: in the namespace's network and in a mount namespace of
+# its own where /run is a fresh tmpfs, so its unix socket
+# (/run/rpcbind.sock) is not the host's and the two never meet. Every exec
+# replaces the previous process (ip netns exec, unshare and sh all exec), so
+# $! is rpcbind's PID.
+start_ns_rpcbind() {
+    setsid ip netns exec "$NS" unshare --mount --propagation private -- sh -c \
+        'mount -t tmpfs -o mode=0755 dnfs-run /run && mkdir -p /run/rpcbind && chown _rpc /run/rpcbind 2>/dev/null; exec rpcbind -f' \
+        </dev/null >>"$RPCBIND_LOG" 2>&1 9>&- &
+    RPCBIND_PID=$!
+    save_state
+    wait_until 10 in_server_ns timeout 5 rpcinfo -p 127.0.0.1 || {
+        show_log_tail "$RPCBIND_LOG"
+        die "rpcbind in $NS did not come up"
+    }
+    pid_is "$RPCBIND_PID" rpcbind || die "pid $RPCBIND_PID is not rpcbind: $(pid_cmdline "$RPCBIND_PID")"
+}
+
+# Starts Ganesha inside the namespace, bound to every server address.
+start_ns_ganesha() {
+    write_ganesha_conf "$CONF" 0.0.0.0 "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH"
+    log "starting ganesha in $NS: nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH"
+    GANESHA_WRAPPER=(nsenter -t "$RPCBIND_PID" -m -n --)
+    start_ganesha "$CONF" "$GANESHA_LOG" "$GANESHA_PIDFILE" "$GANESHA_OUT"
+    wait_for_ganesha
+}
+
+# Ready when NFS and MOUNT answer inside the namespace, its rpcbind lists
+# them, and nfs-ls works from the host over every path not faulted.
+wait_for_ganesha() {
+    local deadline=$((SECONDS + START_TIMEOUT)) step
+    local steps=(pidfile nfs mount rpcbind)
+    local k
+    for ((k = 1; k <= PATHS; k++)); do
+        [[ $(path_var FAULT "$k") == none ]] && steps+=("path$k")
+    done
+    for step in "${steps[@]}"; do
+        until check_step "$step"; do
+            if ((SECONDS >= deadline)) || { [[ $step != pidfile ]] && ! ganesha_running; }; then
+                show_log_tail "$GANESHA_LOG"
+                die "ganesha in $NS did not come up (waiting for: $step)"
+            fi
+            sleep 0.2
+        done
+    done
+    log "ganesha is up in $NS (pid $(ganesha_pid))"
+}
+
+check_step() {
+    case $1 in
+        pidfile) ganesha_running ;;
+        nfs) in_server_ns timeout 5 rpcinfo -n "$NFS_PORT" -t 127.0.0.1 100003 3 >/dev/null 2>&1 ;;
+        mount) in_server_ns timeout 5 rpcinfo -n "$MNT_PORT" -t 127.0.0.1 100005 3 >/dev/null 2>&1 ;;
+        rpcbind) in_server_ns timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | grep -q nfs ;;
+        path*)
+            local k=${1#path}
+            rpc_null_ok "$(server_addr "$k")" "$NFS_PORT" 100003 3 >/dev/null 2>&1 &&
+                { ! command -v nfs-ls >/dev/null || timeout 10 nfs-ls "$(path_url "$k")" >/dev/null 2>&1; }
+            ;;
+    esac
+}
+
+stop_ns_ganesha() {
+    local signal=${1:-TERM}
+    if ganesha_running; then
+        log "stopping ganesha (pid $(ganesha_pid), SIG$signal)"
+        stop_pid "$(ganesha_pid)" "$CONF" "$signal" 20
+    fi
+    rm -f "$GANESHA_PIDFILE"
+}
+
+# --- faults and rates ----------------------------------------------------
+
+# Burst of 10 ms at the rate, at least 64 KiB: veths hand tbf GSO packets
+# up to 64 KiB, and tbf needs a burst of at least one packet.
+tbf_rate_args() {
+    local mbit=$1
+    local burst=$((mbit * 1000000 / 8 / 100))
+    ((burst >= 65536)) || burst=65536
+    echo "rate ${mbit}mbit burst $burst latency 100ms"
+}
+
+# A tbf whose burst is smaller than any packet drops every packet, while
+# the link stays up: the kernel here has no netem (see SERVER-NOTES).
+BLACKHOLE_ARGS="rate 8bit burst 64 limit 64"
+
+# Sets the root qdisc of both ends of path K: ARGS of a tbf, or "" for none.
+set_root_qdisc() {
+    local k=$1 args=$2
+    if [[ -z $args ]]; then
+        tc qdisc del dev "$HOST_DEV$k" root 2>/dev/null || true
+        tc -n "$NS" qdisc del dev "$SRV_DEV$k" root 2>/dev/null || true
+        return 0
+    fi
+    # shellcheck disable=SC2086
+    tc qdisc replace dev "$HOST_DEV$k" root tbf $args
+    # shellcheck disable=SC2086
+    tc -n "$NS" qdisc replace dev "$SRV_DEV$k" root tbf $args
+}
+
+# Applies the recorded state of path K: fault first, else its rate.
+apply_path() {
+    local k=$1 fault rate
+    fault=$(path_var FAULT "$k")
+    rate=$(path_var RATE "$k")
+    if [[ $fault == cut ]]; then
+        ip link set "$HOST_DEV$k" down
+    else
+        ip link set "$HOST_DEV$k" up
+    fi
+    if [[ $fault == blackhole ]]; then
+        set_root_qdisc "$k" "$BLACKHOLE_ARGS"
+    elif [[ $rate != off ]]; then
+        set_root_qdisc "$k" "$(tbf_rate_args "$rate")"
+    else
+        set_root_qdisc "$k" ""
+    fi
+}
+
+# --- teardown ------------------------------------------------------------
+
+# Tears down whatever exists, from any partial state: our Ganesha and
+# rpcbind by PID, then the veths and the namespace. Never fails.
+teardown() {
+    set +e
+    if [[ -n ${RPCBIND_PID:-} ]] || [[ -f $GANESHA_PIDFILE ]]; then
+        stop_ns_ganesha TERM
+        [[ -n ${RPCBIND_PID:-} ]] && stop_pid "$RPCBIND_PID" rpcbind TERM 10
+    fi
+    kill_leftovers_in_ns
+    local k
+    for k in 1 2 3 4; do
+        ip link del "$HOST_DEV$k" 2>/dev/null
+    done
+    ip netns del "$NS" 2>/dev/null
+    if [[ ${EXPORT_CREATED:-0} == 1 && -n ${EXPORT_DIR:-} && ${DNFS_KEEP_EXPORT:-0} != 1 ]]; then
+        rm -rf -- "$EXPORT_DIR"
+    fi
+    rm -f "$STATE_FILE" "$GANESHA_PIDFILE"
+    set -e
+}
+
+# Processes still in the namespace when the state was lost: only ours can
+# be there, as we created the namespace. Ganesha first, then rpcbind.
+kill_leftovers_in_ns() {
+    ip netns list 2>/dev/null | grep -qw "$NS" || return 0
+    local pid
+    for pid in $(ip netns pids "$NS" 2>/dev/null); do
+        pid_is "$pid" ganesha.nfsd && { log "stopping leftover ganesha $pid"; stop_pid "$pid" ganesha.nfsd TERM 20; }
+    done
+    for pid in $(ip netns pids "$NS" 2>/dev/null); do
+        log "stopping leftover pid $pid ($(pid_cmdline "$pid"))"
+        stop_pid "$pid" "" TERM 10
+    done
+}
+
+# --- commands ------------------------------------------------------------
+
+cmd_up() {
+    local n=${1:-2}
+    [[ $n =~ ^[2-4]$ ]] || die "N must be 2, 3 or 4"
+    ensure_packages
+    take_lock
+    if load_state && ganesha_running; then
+        ((PATHS == n)) || die "already up with $PATHS paths; run down first"
+        log "already up (pid $(ganesha_pid))"
+        print_urls
+        return 0
+    fi
+    # Leftovers of a failed or interrupted run go first.
+    load_state || true
+    teardown
+    unset RPCBIND_PID EXPORT_DIR EXPORT_CREATED
+    new_state "$n"
+    trap 'log "up failed: tearing down"; teardown' EXIT
+    save_state
+    create_links
+    start_ns_rpcbind
+    start_ns_ganesha
+    trap - EXIT
+    print_urls
+}
+
+new_state() {
+    PATHS=$1
+    NFS_PORT=${DNFS_NETNS_NFS_PORT:-2049}
+    MNT_PORT=${DNFS_NETNS_MNT_PORT:-20048}
+    if [[ -n ${DNFS_NETNS_EXPORT_DIR:-} ]]; then
+        mkdir -p "$DNFS_NETNS_EXPORT_DIR"
+        EXPORT_DIR=$(realpath "$DNFS_NETNS_EXPORT_DIR")
+        EXPORT_CREATED=0
+    else
+        # The namespace shares the host's file system: a host temp dir.
+        EXPORT_DIR=$(mktemp -d /tmp/directnfs-netns-export.XXXXXX)
+        chmod 0777 "$EXPORT_DIR"
+        EXPORT_CREATED=1
+    fi
+    EXPORT_PATH=${DNFS_EXPORT_PATH:-$EXPORT_DIR}
+    [[ $EXPORT_PATH == /* ]] || die "DNFS_EXPORT_PATH must start with /"
+}
+
+cmd_down() {
+    take_lock
+    load_state || true
+    teardown
+    log "down"
+}
+
+require_up() {
+    load_state || die "topology is not up (no state in $STATE_DIR)"
+}
+
+cmd_rate() {
+    local k=${1:?rate PATH MBIT|off} mbit=${2:?rate PATH MBIT|off}
+    take_lock
+    require_up
+    check_path "$k"
+    [[ $mbit == off || $mbit =~ ^[1-9][0-9]*$ ]] || die "MBIT must be a positive integer or off"
+    set_path_var RATE "$k" "$mbit"
+    save_state
+    apply_path "$k"
+    log "path $k rate $mbit"
+}
+
+cmd_fault() {
+    local fault=$1 k=${2:?PATH needed}
+    take_lock
+    require_up
+    check_path "$k"
+    set_path_var FAULT "$k" "$fault"
+    save_state
+    apply_path "$k"
+    log "path $k: ${fault/none/restored}"
+}
+
+cmd_restart_server() {
+    local signal=TERM down=2
+    while (($#)); do
+        case $1 in
+            --kill) signal=KILL ;;
+            --down) down=${2:?--down needs seconds}; shift ;;
+            *) usage ;;
+        esac
+        shift
+    done
+    take_lock
+    require_up
+    pid_is "$RPCBIND_PID" rpcbind || die "rpcbind of $NS is gone; run down and up"
+    stop_ns_ganesha "$signal"
+    # Ganesha's write verifier is its start time in seconds.
+    sleep "$down"
+    start_ns_ganesha
+    print_urls
+}
+
+cmd_status() {
+    if ! load_state || ! ganesha_running; then
+        log "not up"
+        exit 3
+    fi
+    echo "pid=$(ganesha_pid)"
+    echo "rpcbind_pid=$RPCBIND_PID"
+    echo "namespace=$NS"
+    echo "nfs_port=$NFS_PORT"
+    echo "mnt_port=$MNT_PORT"
+    echo "export_dir=$EXPORT_DIR"
+    echo "export_path=$EXPORT_PATH"
+    echo "paths=$PATHS"
+    local k
+    for ((k = 1; k <= PATHS; k++)); do
+        echo "path${k}_host=$HOST_DEV$k/$(host_addr "$k")"
+        echo "path${k}_server=$SRV_DEV$k/$(server_addr "$k")"
+        echo "path${k}_fault=$(path_var FAULT "$k")"
+        echo "path${k}_rate=$(path_var RATE "$k")"
+    done
+    echo "log=$GANESHA_LOG"
+    print_urls
+}
+
+cmd_urls() {
+    require_up
+    print_urls
+}
+
+main() {
+    local cmd=${1:-}
+    shift || true
+    case $cmd in
+        up) cmd_up "$@" ;;
+        down) cmd_down ;;
+        status) cmd_status ;;
+        urls) cmd_urls ;;
+        rate) cmd_rate "$@" ;;
+        cut) cmd_fault cut "$@" ;;
+        blackhole) cmd_fault blackhole "$@" ;;
+        restore) cmd_fault none "$@" ;;
+        restart-server) cmd_restart_server "$@" ;;
+        *) usage ;;
+    esac
+}
+
+main "$@"
