@@ -150,22 +150,19 @@ create_links() {
     done
 }
 
-# A private rpcbind: in the namespace's network and in a mount namespace of
-# its own where /run is a fresh tmpfs, so its unix socket
-# (/run/rpcbind.sock) is not the host's and the two never meet. Every exec
-# replaces the previous process (ip netns exec, unshare and sh all exec), so
-# $! is rpcbind's PID.
+# A private rpcbind (lib/ganesha.sh) in the namespace's network: it listens
+# on port 111 of every server address, so portmapper clients on the host
+# can use it, and its unix socket is its own, so it never meets the host's.
 start_ns_rpcbind() {
-    setsid ip netns exec "$NS" unshare --mount --propagation private -- sh -c \
-        'mount -t tmpfs -o mode=0755 dnfs-run /run && mkdir -p /run/rpcbind && chown _rpc /run/rpcbind 2>/dev/null; exec rpcbind -f' \
-        </dev/null >>"$RPCBIND_LOG" 2>&1 9>&- &
-    RPCBIND_PID=$!
+    start_private_rpcbind "$RPCBIND_LOG" "" ip netns exec "$NS"
     save_state
-    wait_until 10 in_server_ns timeout 5 rpcinfo -p 127.0.0.1 || {
+    # First the exec chain must have reached rpcbind (else nsenter could
+    # still enter the host's namespaces), then it must answer.
+    if ! wait_until 10 pid_comm_is "$RPCBIND_PID" rpcbind ||
+        ! wait_until 10 in_server_ns timeout 5 rpcinfo -p 127.0.0.1; then
         show_log_tail "$RPCBIND_LOG"
         die "rpcbind in $NS did not come up"
-    }
-    pid_is "$RPCBIND_PID" rpcbind || die "pid $RPCBIND_PID is not rpcbind: $(pid_cmdline "$RPCBIND_PID")"
+    fi
 }
 
 # Starts Ganesha inside the namespace, bound to every server address.

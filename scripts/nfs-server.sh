@@ -20,6 +20,11 @@
 #   DNFS_MNT_PORT      MOUNT port (default 20048, or the next free one)
 #   DNFS_BIND_ADDR     address to listen on (default 127.0.0.1)
 #   DNFS_START_TIMEOUT seconds to wait for the server to answer (default 30)
+#   DNFS_PRIVATE_RPCBIND=1  give this server an rpcbind of its own (unix
+#                      socket only, private mount namespace): servers side
+#                      by side stop breaking each other, but portmapper
+#                      clients cannot reach it; use the ports in the URL
+#   DNFS_KEEP_EXPORT=1 `stop` keeps an export dir it created
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
@@ -35,7 +40,8 @@ STATE_DIR=${DNFS_STATE_DIR:-/tmp/directnfs-server}
 START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
 GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
-unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID
+unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
+RPCBIND_NS=()
 
 STATE_FILE=$STATE_DIR/state.env
 CONF=$STATE_DIR/ganesha.conf
@@ -61,6 +67,7 @@ load_state() {
     [[ -f $STATE_FILE ]] || return 1
     # shellcheck disable=SC1090
     source "$STATE_FILE"
+    RPCBIND_MODE=${RPCBIND_MODE:-shared}
 }
 
 save_state() {
@@ -73,6 +80,7 @@ EXPORT_PATH=$EXPORT_PATH
 EXPORT_CREATED=$EXPORT_CREATED
 RPCBIND_STARTED=$RPCBIND_STARTED
 RPCBIND_PID=$RPCBIND_PID
+RPCBIND_MODE=$RPCBIND_MODE
 EOF
 }
 
@@ -91,28 +99,87 @@ ganesha_running() {
 
 # --- rpcbind -------------------------------------------------------------
 
-# Uses a responding rpcbind, else starts one in the foreground mode (-f) in
-# its own session so that $! is its PID. Without -w: a warm start would
-# bring back stale registrations of a previous server. (-h ADDR crashes
-# rpcbind 1.2.6 with a double free, so it listens on all addresses.)
+# Shared mode (default): uses a responding rpcbind, else starts one in the
+# foreground mode (-f) in its own session so that $! is its PID. Without
+# -w: a warm start would bring back stale registrations of a previous
+# server. (-h ADDR crashes rpcbind 1.2.6 with a double free, so it listens
+# on all addresses.)
+# Private mode (DNFS_PRIVATE_RPCBIND=1): an rpcbind of our own that listens
+# only on a unix socket in a private mount namespace, where Ganesha is
+# started too; several servers can then run side by side without
+# unregistering each other, but only clients given the ports reach them.
 ensure_rpcbind() {
-    if pid_is "${RPCBIND_PID:-}" rpcbind && [[ ${RPCBIND_STARTED:-0} == 1 ]]; then
+    if [[ ${RPCBIND_STARTED:-0} == 1 ]] && pid_comm_is "${RPCBIND_PID:-}" rpcbind; then
+        use_rpcbind
         return 0
     fi
     RPCBIND_STARTED=0
     RPCBIND_PID=
-    if timeout 5 rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
+    if [[ $RPCBIND_MODE == private ]]; then
+        write_unix_only_netconfig "$STATE_DIR/netconfig"
+        start_private_rpcbind "$STATE_DIR/rpcbind.log" "$STATE_DIR/netconfig"
+    elif timeout 5 rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
         log "using the rpcbind already running"
+        warn_if_registered
+        use_rpcbind
         return 0
+    else
+        log "starting rpcbind"
+        setsid rpcbind -f </dev/null >>"$STATE_DIR/rpcbind.log" 2>&1 9>&- &
+        RPCBIND_PID=$!
     fi
-    log "starting rpcbind"
-    setsid rpcbind -f </dev/null >>"$STATE_DIR/rpcbind.log" 2>&1 9>&- &
-    RPCBIND_PID=$!
     RPCBIND_STARTED=1
     save_state
-    if ! wait_until 10 timeout 5 rpcinfo -p 127.0.0.1; then
+    use_rpcbind
+    if ! wait_until 10 pid_comm_is "$RPCBIND_PID" rpcbind || ! wait_until 10 rpcbind_answers; then
         show_log_tail "$STATE_DIR/rpcbind.log"
         die "rpcbind did not come up"
+    fi
+}
+
+# Private mode: Ganesha and our rpcinfo checks run in rpcbind's mount
+# namespace, where its unix socket is.
+use_rpcbind() {
+    if [[ $RPCBIND_MODE == private ]]; then
+        RPCBIND_NS=(nsenter -t "$RPCBIND_PID" -m --)
+    else
+        RPCBIND_NS=()
+    fi
+    GANESHA_WRAPPER=("${RPCBIND_NS[@]}")
+}
+
+rpcbind_answers() {
+    if [[ $RPCBIND_MODE == private ]]; then
+        "${RPCBIND_NS[@]}" timeout 5 rpcinfo | grep -q portmapper
+    else
+        timeout 5 rpcinfo -p 127.0.0.1
+    fi
+}
+
+# True when rpcbind lists NFS and MOUNT (TCP) at our ports. The private
+# one is asked over its unix socket (`rpcinfo` without a host), which
+# prints universal addresses: port 2049 is "...8.1".
+rpcbind_has_us() {
+    local listing
+    if [[ $RPCBIND_MODE == private ]]; then
+        listing=$("${RPCBIND_NS[@]}" timeout 5 rpcinfo 2>/dev/null) || return 1
+        grep -Eq "^ *100003 +3 +tcp +[0-9.]+\.$((NFS_PORT / 256))\.$((NFS_PORT % 256)) " <<<"$listing" &&
+            grep -Eq "^ *100005 +3 +tcp +[0-9.]+\.$((MNT_PORT / 256))\.$((MNT_PORT % 256)) " <<<"$listing"
+    else
+        listing=$(timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null) || return 1
+        awk -v p="$NFS_PORT" '$1 == 100003 && $3 == "tcp" && $4 == p {f=1} END {exit !f}' <<<"$listing" &&
+            awk -v p="$MNT_PORT" '$1 == 100005 && $3 == "tcp" && $4 == p {f=1} END {exit !f}' <<<"$listing"
+    fi
+}
+
+# Another Ganesha registered with the shared rpcbind loses its
+# registrations when we start (SERVER-NOTES): say so.
+warn_if_registered() {
+    local port
+    port=$(timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $4; exit}')
+    if [[ -n $port && $port != "$NFS_PORT" ]]; then
+        log "warning: another NFS server (port $port) is registered with rpcbind and loses that"
+        log "  registration now (its clients given explicit ports are unaffected); DNFS_PRIVATE_RPCBIND=1 avoids this"
     fi
 }
 
@@ -152,7 +219,7 @@ check_step() {
         pidfile) ganesha_running ;;
         nfs) rpc_null_ok "$BIND_ADDR" "$NFS_PORT" 100003 3 >/dev/null 2>&1 ;;
         mount) rpc_null_ok "$BIND_ADDR" "$MNT_PORT" 100005 3 >/dev/null 2>&1 ;;
-        rpcbind) rpcbind_lists 127.0.0.1 100003 && rpcbind_lists 127.0.0.1 100005 ;;
+        rpcbind) rpcbind_has_us ;;
         nfsls) ! command -v nfs-ls >/dev/null || timeout 10 nfs-ls "$(server_url)" >/dev/null 2>&1 ;;
     esac
 }
@@ -187,16 +254,29 @@ cmd_start() {
     # A state left by a crashed server: reuse its export and ports.
     new_state "$dir"
     save_state
+    trap start_failed EXIT
     ensure_rpcbind
     save_state
     launch_and_wait
+    trap - EXIT
     server_url
+}
+
+# A failed start leaves nothing running: no half-started Ganesha, no
+# rpcbind of ours. The state (export dir, ports, logs) stays for the next try.
+start_failed() {
+    log "start failed: cleaning up"
+    stop_ganesha TERM
+    stop_rpcbind_if_ours
+    save_state
 }
 
 # Chooses ports and the export directory for a fresh start.
 new_state() {
     local dir=$1
     BIND_ADDR=${DNFS_BIND_ADDR:-127.0.0.1}
+    RPCBIND_MODE=shared
+    [[ ${DNFS_PRIVATE_RPCBIND:-0} == 1 ]] && RPCBIND_MODE=private
     RPCBIND_STARTED=${RPCBIND_STARTED:-0}
     RPCBIND_PID=${RPCBIND_PID:-}
     if [[ -z $dir && -n ${EXPORT_DIR:-} && -d ${EXPORT_DIR:-} ]]; then
@@ -266,6 +346,7 @@ nfs_port=$NFS_PORT
 mnt_port=$MNT_PORT
 export_dir=$EXPORT_DIR
 export_path=$EXPORT_PATH
+rpcbind_mode=$RPCBIND_MODE
 rpcbind_ours=$RPCBIND_STARTED
 rpcbind_pid=$RPCBIND_PID
 state_dir=$STATE_DIR

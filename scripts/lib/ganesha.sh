@@ -62,6 +62,12 @@ pid_is() {
     [[ $(pid_cmdline "$pid") == *"$needle"* ]]
 }
 
+# True when PID is alive and runs the program NAME (its comm), e.g. after
+# the wrappers that started it have exec'd it.
+pid_comm_is() {
+    [[ -n $1 && $(cat "/proc/$1/comm" 2>/dev/null) == "$2" ]]
+}
+
 # Sends SIGNAL to PID (only if it still is NEEDLE) and waits up to TIMEOUT
 # seconds for it to exit; escalates to SIGKILL after that.
 stop_pid() {
@@ -157,10 +163,31 @@ rpc_null_ok() {
     timeout 5 rpcinfo -n "$port" -t "$addr" "$prog" "$vers"
 }
 
-# True when the portmapper at ADDR lists PROG registered for TCP.
-rpcbind_lists() {
-    local addr=$1 prog=$2
-    timeout 5 rpcinfo -p "$addr" 2>/dev/null | awk -v p="$prog" '$1 == p && $3 == "tcp" {f=1} END {exit !f}'
+# Starts an rpcbind of our own in a private mount namespace where /run is a
+# fresh tmpfs: its unix socket (/run/rpcbind.sock) is not the host's, so a
+# Ganesha started in the same mount namespace (nsenter -t PID -m) registers
+# there and nowhere else. Sets RPCBIND_PID (every exec replaces the previous
+# process: ip netns exec, unshare and sh all exec, so $! is rpcbind).
+#   start_private_rpcbind LOGFILE NETCONFIG [PREFIX...]
+# NETCONFIG: a netconfig file to bind over /etc/netconfig (used to make it
+# listen on its unix socket only), or "" for the system one. PREFIX: e.g.
+# `ip netns exec NS` to run it in a network namespace.
+start_private_rpcbind() {
+    local logfile=$1 netconfig=$2
+    shift 2
+    local setup='mount -t tmpfs -o mode=0755 dnfs-run /run && mkdir -p /run/rpcbind && { chown _rpc /run/rpcbind 2>/dev/null || true; }'
+    [[ -n $netconfig ]] && setup+=" && mount --bind '$netconfig' /etc/netconfig"
+    setsid "$@" unshare --mount --propagation private -- sh -c "$setup && exec rpcbind -f" \
+        </dev/null >>"$logfile" 2>&1 9>&- &
+    RPCBIND_PID=$!
+}
+
+# Writes a copy of /etc/netconfig whose inet entries are not visible ("v"
+# flag dropped): rpcbind then listens only on its unix socket and leaves
+# port 111 to the host's rpcbind, while Ganesha still finds the tcp/udp
+# entries it registers with.
+write_unix_only_netconfig() {
+    sed -E 's/^(udp6?|tcp6?)([[:space:]]+[a-z_]+[[:space:]]+)v([[:space:]])/\1\2-\3/' /etc/netconfig >"$1"
 }
 
 # Prints the last lines of LOGFILE to stderr, for failures.
