@@ -65,6 +65,8 @@ struct Op {
     got: Vec<(usize, Option<(usize, bool)>)>,
     written: usize,
     error: Option<Error>,
+    /// When the operation was submitted (file statistics).
+    start_ns: u64,
 }
 
 /// A set of asynchronous reads and writes; see the module docs.
@@ -99,7 +101,12 @@ impl<'buf> Batch<'buf> {
     }
 
     fn new_op(&mut self, file: &File, token: u64, kind: Kind) -> usize {
+        let proc_ = match kind {
+            Kind::Read => directnfs_wire::nfs3::NFSPROC3_READ,
+            Kind::Write => directnfs_wire::nfs3::NFSPROC3_WRITE,
+        };
         let op = Op {
+            start_ns: file.op_start(proc_),
             token,
             kind,
             file: file.clone(),
@@ -312,6 +319,11 @@ impl<'buf> Batch<'buf> {
                 Kind::Read => contiguous(&op.got),
             }),
         };
+        let (proc_, read) = match op.kind {
+            Kind::Read => (directnfs_wire::nfs3::NFSPROC3_READ, true),
+            Kind::Write => (directnfs_wire::nfs3::NFSPROC3_WRITE, false),
+        };
+        op.file.op_end(proc_, op.start_ns, &result, read);
         self.ready.push(Completion {
             token: op.token,
             result,

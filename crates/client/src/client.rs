@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
+use directnfs_engine::stats::{
+    ChannelStats, FileStats, IoStats, PathStats, RawIoSnapshot, ServerStats, StatsSnapshot,
+};
 use directnfs_wire::nfs3::{self, diropargs3, fattr3, filename3, nfs_fh3, nfsstat3, Nfs3Res};
 use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
@@ -105,6 +108,8 @@ pub(crate) struct Inner {
     cred: Vec<u8>,
     /// Path (inside the export) -> handle. Handles only, never data.
     handles: RwLock<HashMap<String, nfs_fh3>>,
+    /// Per-file statistics (v$dnfs_files), by path.
+    files: std::sync::Mutex<HashMap<String, Arc<IoStats>>>,
 }
 
 impl Client {
@@ -214,6 +219,7 @@ impl Client {
             options,
             cred,
             handles: RwLock::new(HashMap::new()),
+            files: std::sync::Mutex::new(HashMap::new()),
         };
         inner.limits = inner.fsinfo()?;
         Ok(Client {
@@ -333,7 +339,7 @@ impl Client {
         let mut cookieverf = nfs3::cookieverf3::default();
         loop {
             let args = nfs3::READDIRPLUS3args {
-                dir: dir.clone(),
+                dir,
                 cookie,
                 cookieverf,
                 dircount: 32 * 1024,
@@ -366,10 +372,87 @@ impl Client {
         }
     }
 
+    /// A snapshot of every counter: this server, each path, each channel,
+    /// each file opened through this client (Oracle's v$dnfs_servers,
+    /// v$dnfs_channels, v$dnfs_files and v$dnfs_stats, plus latency
+    /// histograms, retransmits, per-path bytes and queue depth).
+    pub fn stats(&self) -> StatsSnapshot {
+        let inner = &self.inner;
+        let channels = &inner.shared().channels;
+        let npaths = channels.iter().map(|c| c.path + 1).max().unwrap_or(0);
+        let mut server_raw: Option<RawIoSnapshot> = None;
+        let mut paths = Vec::with_capacity(npaths);
+        for p in 0..npaths {
+            let mut path_raw: Option<RawIoSnapshot> = None;
+            let mut chans = Vec::new();
+            let mut any_up = false;
+            let mut spec = None;
+            for ch in channels.iter().filter(|c| c.path == p) {
+                let raw = ch.stats.raw_snapshot();
+                match &mut path_raw {
+                    Some(r) => r.merge(&raw),
+                    None => path_raw = Some(raw.clone()),
+                }
+                any_up |= ch.is_up();
+                spec.get_or_insert_with(|| ch.spec.clone());
+                chans.push(ChannelStats {
+                    id: ch.id as u32,
+                    state: ch.lock().health.name().to_string(),
+                    totals: raw.summarize(),
+                    queue_depth: ch
+                        .outstanding_requests
+                        .load(std::sync::atomic::Ordering::Relaxed),
+                });
+            }
+            let raw = path_raw.unwrap_or_default();
+            match &mut server_raw {
+                Some(r) => r.merge(&raw),
+                None => server_raw = Some(raw.clone()),
+            }
+            paths.push(PathStats {
+                local: spec.as_ref().and_then(|s| s.local.map(|l| l.to_string())),
+                remote: spec
+                    .as_ref()
+                    .map(|s| s.remote.to_string())
+                    .unwrap_or_default(),
+                state: if any_up { "up" } else { "down" }.to_string(),
+                totals: raw.summarize(),
+                channels: chans,
+            });
+        }
+        let mut addresses: Vec<String> = paths.iter().map(|p| p.remote.clone()).collect();
+        addresses.dedup();
+        let files = inner
+            .files
+            .lock()
+            .map(|f| {
+                let mut v: Vec<FileStats> = f
+                    .iter()
+                    .map(|(path, s)| FileStats {
+                        path: path.clone(),
+                        server: inner.name.clone(),
+                        totals: s.snapshot(),
+                    })
+                    .collect();
+                v.sort_by(|a, b| a.path.cmp(&b.path));
+                v
+            })
+            .unwrap_or_default();
+        StatsSnapshot {
+            servers: vec![ServerStats {
+                name: inner.name.clone(),
+                addresses,
+                totals: server_raw.unwrap_or_default().summarize(),
+                paths,
+            }],
+            files,
+        }
+    }
+
     /// Server file system totals: (total bytes, free bytes, available bytes).
     pub fn statfs(&self) -> Result<(u64, u64, u64)> {
         let args = nfs3::FSSTAT3args {
-            fsroot: self.inner.root.clone(),
+            fsroot: self.inner.root,
         };
         match self.inner.call::<nfs3::Fsstat>(&args, "/")?.0 {
             Nfs3Res::Ok(ok) => Ok((ok.tbytes, ok.fbytes, ok.abytes)),
@@ -425,7 +508,6 @@ impl Inner {
             args.encode(&mut body);
             let group = Group::new(1);
             let call = Call::new(
-                P::PROG,
                 P::PROC,
                 body,
                 None,
@@ -484,9 +566,7 @@ impl Inner {
     }
 
     fn fsinfo(&self) -> Result<Limits> {
-        let args = nfs3::FSINFO3args {
-            fsroot: self.root.clone(),
-        };
+        let args = nfs3::FSINFO3args { fsroot: self.root };
         let ok = match self.call::<nfs3::Fsinfo>(&args, &self.export)?.0 {
             Nfs3Res::Ok(ok) => ok,
             Nfs3Res::Fail(status, _) => {
@@ -516,7 +596,7 @@ impl Inner {
     }
 
     pub(crate) fn getattr(&self, fh: &nfs_fh3, path: &str) -> Result<fattr3> {
-        let args = nfs3::GETATTR3args { object: fh.clone() };
+        let args = nfs3::GETATTR3args { object: *fh };
         match self.call::<nfs3::Getattr>(&args, path)?.0 {
             Nfs3Res::Ok(ok) => Ok(ok.obj_attributes),
             Nfs3Res::Fail(status, _) => Err(Error::Nfs {
@@ -557,7 +637,7 @@ impl Inner {
         if let Some(fh) = self.handles.read().ok().and_then(|h| h.get(&key).cloned()) {
             return Ok(fh);
         }
-        let mut fh = self.root.clone();
+        let mut fh = self.root;
         let mut sofar = String::new();
         for c in comps {
             sofar.push('/');
@@ -577,7 +657,7 @@ impl Inner {
                 if h.len() > 65536 {
                     h.clear();
                 }
-                h.insert(sofar.clone(), fh.clone());
+                h.insert(sofar.clone(), fh);
             }
         }
         Ok(fh)
@@ -586,7 +666,7 @@ impl Inner {
     pub(crate) fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<nfs_fh3> {
         let args = nfs3::LOOKUP3args {
             what: diropargs3 {
-                dir: dir.clone(),
+                dir: *dir,
                 name: filename3(name.as_bytes().to_vec()),
             },
         };
@@ -624,10 +704,20 @@ impl Inner {
         }
     }
 
+    /// The statistics record of a file path (created on first use).
+    pub(crate) fn file_stats(&self, path: &str) -> Arc<IoStats> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(
+            files
+                .entry(path.to_string())
+                .or_insert_with(|| Arc::new(IoStats::new())),
+        )
+    }
+
     pub(crate) fn remember(&self, path: &str, fh: &nfs_fh3) {
         if let Ok(comps) = Self::components(path) {
             if let Ok(mut h) = self.handles.write() {
-                h.insert(format!("/{}", comps.join("/")), fh.clone());
+                h.insert(format!("/{}", comps.join("/")), *fh);
             }
         }
     }

@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
     self, createhow3, createverf3, decode_commit_reply, decode_write_reply, diropargs3,
     encode_commit_args, encode_read_args, encode_write_args_header, nfs_fh3, nfsstat3, sattr3,
@@ -52,6 +53,8 @@ pub(crate) struct FileShared {
     pub(crate) path: String,
     /// Unstable mode: writes acknowledged UNSTABLE and not yet committed.
     uncommitted: Mutex<Uncommitted>,
+    /// This file's counters (v$dnfs_files).
+    pub(crate) stats: Arc<IoStats>,
 }
 
 #[derive(Debug, Default)]
@@ -110,6 +113,7 @@ impl Client {
                 fh,
                 path: path.to_string(),
                 uncommitted: Mutex::new(Uncommitted::default()),
+                stats: inner.file_stats(path),
             }),
         })
     }
@@ -179,7 +183,7 @@ impl Client {
 
     pub(crate) fn setattr(&self, fh: &nfs_fh3, path: &str, attrs: sattr3) -> Result<()> {
         let args = nfs3::SETATTR3args {
-            object: fh.clone(),
+            object: *fh,
             new_attributes: attrs,
             guard: None,
         };
@@ -208,12 +212,31 @@ impl File {
     /// bytes read: fewer than asked only at end of file (or when the server
     /// returns a short read), 0 at or past EOF.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        loop {
-            match self.read_at_once(buf, offset)? {
-                Some(n) => return Ok(n),
-                None => continue, // JUKEBOX: the server asked us to retry
+        let start = self.op_start(nfs3::NFSPROC3_READ);
+        let result = loop {
+            match self.read_at_once(buf, offset) {
+                Ok(None) => continue, // JUKEBOX: the server asked us to retry
+                Ok(Some(n)) => break Ok(n),
+                Err(e) => break Err(e),
             }
-        }
+        };
+        self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
+        result
+    }
+
+    /// Counts an operation on this file's statistics; returns its start time.
+    pub(crate) fn op_start(&self, proc_: u32) -> u64 {
+        self.shared.stats.on_submit(proc_);
+        self.inner().shared().now_ns()
+    }
+
+    pub(crate) fn op_end(&self, proc_: u32, start: u64, result: &Result<usize>, read: bool) {
+        let latency = self.inner().shared().now_ns().saturating_sub(start);
+        let n = *result.as_ref().unwrap_or(&0) as u64;
+        let (r, w) = if read { (n, 0) } else { (0, n) };
+        self.shared
+            .stats
+            .on_complete(proc_, latency, r, w, result.is_ok());
     }
 
     fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<Option<usize>> {
@@ -289,7 +312,6 @@ impl File {
         );
         let weight = dest.len() as u64;
         Call::new(
-            nfs3::NFS_PROGRAM,
             nfs3::NFSPROC3_READ,
             body,
             None,
@@ -325,6 +347,13 @@ impl File {
     /// (FILE_SYNC mode, the default) or acknowledged (unstable mode: durable
     /// after the next [`fsync`](Self::fsync)).
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
+        let start = self.op_start(nfs3::NFSPROC3_WRITE);
+        let result = self.write_at_inner(buf, offset);
+        self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
+        result
+    }
+
+    fn write_at_inner(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let wtmax = self.inner().limits.wtmax as usize;
         let mut pending: Vec<(u64, Arc<[u8]>)> = buf
             .chunks(wtmax)
@@ -408,7 +437,6 @@ impl File {
         );
         let weight = data.len() as u64;
         Call::new(
-            nfs3::NFS_PROGRAM,
             nfs3::NFSPROC3_WRITE,
             body,
             Some(data),
@@ -565,7 +593,6 @@ impl File {
             encode_commit_args(&mut body, self.shared.fh.as_bytes(), 0, 0);
             let group = Group::new(1);
             let call = Call::new(
-                nfs3::NFS_PROGRAM,
                 nfs3::NFSPROC3_COMMIT,
                 body,
                 None,

@@ -175,7 +175,7 @@ impl DnfsTab {
                 let Some(rest) = split_by_export(&path, &export.mount) else {
                     continue;
                 };
-                if best.map_or(true, |(_, b, _)| export.mount.len() > b.mount.len()) {
+                if best.is_none_or(|(_, b, _)| export.mount.len() > b.mount.len()) {
                     best = Some((server, export, rest));
                 }
             }

@@ -135,8 +135,6 @@ pub(crate) struct BatchQueue {
 pub(crate) struct Call {
     /// Procedure number, for statistics and the idempotency rules.
     pub proc_: u32,
-    /// RPC program (NFS, or NULL probes).
-    pub prog: u32,
     /// The call message after the XID: msg type, RPC header, credentials
     /// and arguments. The 8 bytes in front of it (record mark and XID)
     /// differ per attempt and are built when sending.
@@ -152,6 +150,8 @@ pub(crate) struct Call {
     pub last_channel: AtomicUsize,
     /// Monotonic nanoseconds of the first submission (latency, soft deadline).
     pub submitted_ns: u64,
+    /// Monotonic nanoseconds of the latest send (per-attempt latency).
+    pub sent_ns: std::sync::atomic::AtomicU64,
     notify: Notify,
     done: AtomicBool,
     result: Mutex<Option<Result<Reply, CallError>>>,
@@ -160,7 +160,6 @@ pub(crate) struct Call {
 impl Call {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        prog: u32,
         proc_: u32,
         body: Vec<u8>,
         payload: Option<Arc<[u8]>>,
@@ -171,7 +170,6 @@ impl Call {
     ) -> Arc<Self> {
         Arc::new(Self {
             proc_,
-            prog,
             body,
             payload,
             weight,
@@ -179,6 +177,7 @@ impl Call {
             attempts: AtomicU32::new(0),
             last_channel: AtomicUsize::new(usize::MAX),
             submitted_ns: now_ns,
+            sent_ns: std::sync::atomic::AtomicU64::new(now_ns),
             notify,
             done: AtomicBool::new(false),
             result: Mutex::new(None),

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use directnfs_engine::health::Health;
 use directnfs_engine::inflight::InflightTable;
+use directnfs_engine::stats::IoStats;
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::xdr::pad_len;
 
@@ -42,6 +43,8 @@ pub(crate) struct Channel {
     pub outstanding_requests: AtomicU64,
     /// A reconnect thread is running.
     pub reconnecting: AtomicBool,
+    /// Counters and latency of this channel (paths and servers add them up).
+    pub stats: IoStats,
 }
 
 impl Channel {
@@ -64,6 +67,7 @@ impl Channel {
             outstanding_bytes: AtomicU64::new(0),
             outstanding_requests: AtomicU64::new(0),
             reconnecting: AtomicBool::new(false),
+            stats: IoStats::new(),
         }
     }
 

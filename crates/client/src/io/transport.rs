@@ -180,8 +180,12 @@ impl Shared {
                     }
                 }
             };
-            call.attempts.fetch_add(1, Ordering::Relaxed);
+            if call.attempts.fetch_add(1, Ordering::Relaxed) > 0 {
+                ch.stats.on_retransmit();
+            }
             call.last_channel.store(idx, Ordering::Relaxed);
+            call.sent_ns.store(self.now_ns(), Ordering::Relaxed);
+            ch.stats.on_submit(call.proc_);
             ch.add_load(call.weight);
             if let Err(e) = ch.send(xid, &call) {
                 // The call sits in the table: failing the channel re-sends it.
@@ -257,7 +261,10 @@ impl Shared {
         *ch.writer.lock().unwrap_or_else(|p| p.into_inner()) = None;
         ch.outstanding_bytes.store(0, Ordering::Relaxed);
         ch.outstanding_requests.store(0, Ordering::Relaxed);
+        let now = self.now_ns();
         for call in calls {
+            self.account_lost(ch, &call, now);
+            ch.stats.on_failover();
             self.retry_or_fail(call);
         }
     }
@@ -304,6 +311,9 @@ impl Shared {
         std::thread::Builder::new()
             .name(format!("dnfs-rx{}", ch.id))
             .spawn(move || shared.receive_loop(&ch2, reader, epoch))?;
+        if epoch > 1 {
+            ch.stats.on_reconnect();
+        }
         ch.up.store(true, Ordering::Release);
         self.kick_parked();
         Ok(())
@@ -386,6 +396,17 @@ impl Shared {
             return;
         };
         ch.remove_load(call.weight);
+        let ok = header.as_ref().is_ok_and(|h| h.is_success());
+        let bytes_read = match (&call.sink, ok) {
+            (Sink::Read(d), true) => d.len() as u64,
+            _ => 0,
+        };
+        let bytes_written = call.payload.as_ref().map_or(0, |p| p.len() as u64);
+        let latency = self
+            .now_ns()
+            .saturating_sub(call.sent_ns.load(Ordering::Relaxed));
+        ch.stats
+            .on_complete(call.proc_, latency, bytes_read, bytes_written, ok);
         if self.room_waiters.load(Ordering::Acquire) > 0 {
             self.room.1.notify_all();
         }
@@ -406,6 +427,12 @@ impl Shared {
             },
         };
         call.complete(result);
+    }
+
+    /// Closes the statistics of an attempt that got no reply.
+    fn account_lost(&self, ch: &Channel, call: &Call, now: u64) {
+        let latency = now.saturating_sub(call.sent_ns.load(Ordering::Relaxed));
+        ch.stats.on_complete(call.proc_, latency, 0, 0, false);
     }
 
     fn maintenance_loop(self: Arc<Self>) {
@@ -431,6 +458,8 @@ impl Shared {
                     let n = expired.len();
                     self.fail_channel(ch, epoch, &format!("{n} call(s) got no reply within timeo"));
                     for (_, call) in expired.drain(..) {
+                        self.account_lost(ch, &call, now);
+                        ch.stats.on_timeout();
                         self.retry_or_fail(call);
                     }
                 }

@@ -1,0 +1,328 @@
+//! The core client against a real NFS-Ganesha server (see common/mod.rs).
+
+mod common;
+
+use std::io::ErrorKind;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{client, unique, url_with};
+use directnfs::{Batch, Client, OpenOptions};
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+#[test]
+fn write_then_read_back_large_file_split_into_parallel_pieces() {
+    let c = client();
+    let path = unique("large");
+    let f = c.create(&path).unwrap();
+    let data = pattern(5 * 1024 * 1024 + 123, 7);
+    assert_eq!(f.write_at(&data, 0).unwrap(), data.len());
+    let mut back = vec![0u8; data.len()];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), data.len());
+    assert!(back == data, "data read back differs");
+    assert_eq!(f.metadata().unwrap().size, data.len() as u64);
+    // More than one READ and WRITE went out: the I/O was split at rtmax.
+    let stats = c.stats();
+    let file = stats.files.iter().find(|s| s.path == path).unwrap();
+    assert!(file.totals.bytes_written >= data.len() as u64);
+    let server = &stats.servers[0].totals;
+    assert!(
+        server.calls_by_proc.get("READ").copied().unwrap_or(0) >= 6,
+        "{server:?}"
+    );
+    assert!(
+        server.calls_by_proc.get("WRITE").copied().unwrap_or(0) >= 6,
+        "{server:?}"
+    );
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn thirty_two_threads_write_disjoint_blocks_of_one_file_and_all_verify() {
+    const BLOCK: usize = 8192;
+    const THREADS: usize = 32;
+    const PER_THREAD: usize = 32;
+    let c = client();
+    let path = unique("concurrent");
+    let f = Arc::new(c.create(&path).unwrap());
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let f = Arc::clone(&f);
+            s.spawn(move || {
+                for i in 0..PER_THREAD {
+                    let block = i * THREADS + t; // interleaved: neighbours race
+                    let mut buf = pattern(BLOCK, block as u8);
+                    buf[..8].copy_from_slice(&(block as u64).to_be_bytes());
+                    f.write_at(&buf, (block * BLOCK) as u64).unwrap();
+                }
+            });
+        }
+    });
+    let total = THREADS * PER_THREAD;
+    let mut all = vec![0u8; total * BLOCK];
+    assert_eq!(f.read_at(&mut all, 0).unwrap(), all.len());
+    for block in 0..total {
+        let got = &all[block * BLOCK..(block + 1) * BLOCK];
+        let mut want = pattern(BLOCK, block as u8);
+        want[..8].copy_from_slice(&(block as u64).to_be_bytes());
+        assert!(got == &want[..], "block {block} is wrong");
+    }
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn reads_across_eof_return_exactly_the_bytes_that_exist() {
+    let c = client();
+    let path = unique("eof");
+    let f = c.create(&path).unwrap();
+    let data = pattern(10_000, 3);
+    f.write_at(&data, 0).unwrap();
+    let mut buf = vec![0xaau8; 8192];
+    assert_eq!(f.read_at(&mut buf, 8192).unwrap(), 10_000 - 8192);
+    assert_eq!(&buf[..10_000 - 8192], &data[8192..]);
+    assert_eq!(f.read_at(&mut buf, 10_000).unwrap(), 0, "read at EOF");
+    assert_eq!(f.read_at(&mut buf, 1 << 30).unwrap(), 0, "read past EOF");
+    // A read spanning several rtmax pieces that ends past EOF.
+    let mut big = vec![0u8; 3 << 20];
+    assert_eq!(f.read_at(&mut big, 0).unwrap(), 10_000);
+    let err = f.read_exact_at(&mut buf, 9_000).unwrap_err();
+    assert!(err.to_string().contains("end of file"), "{err}");
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn missing_file_is_not_found_with_op_and_path_in_message() {
+    let c = client();
+    let path = unique("missing");
+    let err = c.open(&path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(err.errno(), libc::ENOENT);
+    let msg = err.to_string();
+    assert!(
+        msg.contains("LOOKUP") && msg.contains(&path) && msg.contains("NFS3ERR_NOENT"),
+        "{msg}"
+    );
+    assert_eq!(c.remove(&path).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn exclusive_create_of_existing_file_is_already_exists() {
+    let c = client();
+    let path = unique("exists");
+    let opts = OpenOptions {
+        create_new: true,
+        ..Default::default()
+    };
+    let f = c.open_with(&path, opts).unwrap();
+    f.write_at(b"x", 0).unwrap();
+    let err = c.open_with(&path, opts).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::AlreadyExists, "{err}");
+    assert_eq!(err.errno(), libc::EEXIST);
+    // The file keeps its content: the failed create touched nothing.
+    assert_eq!(c.metadata(&path).unwrap().size, 1);
+    assert_eq!(c.metadata(&path).unwrap().mode, 0o644);
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn directory_errors_map_to_posix_errors() {
+    let c = client();
+    let dir = unique("dir");
+    c.mkdir(&dir).unwrap();
+    assert!(c.metadata(&dir).unwrap().is_dir());
+    // Not a directory: a file used as a path component.
+    let file = format!("{dir}/file");
+    c.create(&file).unwrap().write_at(b"abc", 0).unwrap();
+    let err = c.metadata(&format!("{file}/below")).unwrap_err();
+    assert_eq!(err.errno(), libc::ENOTDIR, "{err}");
+    // Directory not empty.
+    let err = c.rmdir(&dir).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::DirectoryNotEmpty, "{err}");
+    // Is a directory: writing to a directory handle.
+    let d = c.open(&dir).unwrap();
+    let err = d.write_at(b"x", 0).unwrap_err();
+    assert_eq!(err.errno(), libc::EISDIR, "{err}");
+    // Exists: mkdir twice.
+    assert_eq!(c.mkdir(&dir).unwrap_err().kind(), ErrorKind::AlreadyExists);
+    let names: Vec<String> = c
+        .read_dir(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names, vec!["file".to_string()]);
+    c.remove(&file).unwrap();
+    c.rmdir(&dir).unwrap();
+    assert_eq!(c.metadata(&dir).unwrap_err().kind(), ErrorKind::NotFound);
+}
+
+#[test]
+fn permission_denied_through_auth_sys_uid_and_gid() {
+    let root = client();
+    let path = unique("private");
+    let f = root
+        .open_with(
+            &path,
+            OpenOptions {
+                create: true,
+                mode: Some(0o600),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    f.write_at(b"secret", 0).unwrap();
+    let other = Client::connect(&url_with("uid=4321&gid=4321")).unwrap();
+    let g = other.open(&path).unwrap(); // LOOKUP needs only search permission
+    let mut buf = [0u8; 6];
+    let err = g.read_at(&mut buf, 0).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert_eq!(err.errno(), libc::EACCES);
+    root.remove(&path).unwrap();
+}
+
+#[test]
+fn rename_replaces_target_and_moves_content() {
+    let c = client();
+    let a = unique("mv-a");
+    let b = unique("mv-b");
+    c.create(&a).unwrap().write_at(b"new", 0).unwrap();
+    c.create(&b).unwrap().write_at(b"old content", 0).unwrap();
+    c.rename(&a, &b).unwrap();
+    assert_eq!(c.metadata(&a).unwrap_err().kind(), ErrorKind::NotFound);
+    let mut buf = [0u8; 16];
+    let n = c.open(&b).unwrap().read_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf[..n], b"new");
+    c.remove(&b).unwrap();
+}
+
+#[test]
+fn unstable_writes_are_kept_until_fsync_commits_them() {
+    let c = Client::connect(&url_with("stable=unstable")).unwrap();
+    let path = unique("unstable");
+    let f = c.create(&path).unwrap();
+    let data = pattern(3 << 20, 11);
+    f.write_at(&data, 0).unwrap();
+    assert_eq!(
+        f.uncommitted_bytes(),
+        data.len(),
+        "Ganesha answers UNSTABLE writes UNSTABLE"
+    );
+    f.fsync().unwrap();
+    assert_eq!(f.uncommitted_bytes(), 0);
+    let stats = c.stats();
+    assert!(
+        stats.servers[0]
+            .totals
+            .calls_by_proc
+            .get("COMMIT")
+            .copied()
+            .unwrap_or(0)
+            >= 1
+    );
+    // Another client sees the data.
+    let mut back = vec![0u8; data.len()];
+    let other = client();
+    assert_eq!(
+        other.open(&path).unwrap().read_at(&mut back, 0).unwrap(),
+        data.len()
+    );
+    assert!(back == data);
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn set_len_truncates_and_extends() {
+    let c = client();
+    let path = unique("len");
+    let f = c.create(&path).unwrap();
+    f.write_at(&pattern(100_000, 1), 0).unwrap();
+    f.set_len(10).unwrap();
+    assert_eq!(f.metadata().unwrap().size, 10);
+    f.set_len(1 << 20).unwrap();
+    let mut buf = vec![1u8; 100];
+    assert_eq!(f.read_at(&mut buf, 500_000).unwrap(), 100);
+    assert!(buf.iter().all(|&b| b == 0), "extension reads as zeros");
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn batch_completes_each_operation_with_its_own_result() {
+    let c = client();
+    let path = unique("batch");
+    let f = c.create(&path).unwrap();
+    let blocks: Vec<Vec<u8>> = (0..64).map(|i| pattern(8192, i as u8)).collect();
+    {
+        let mut batch = Batch::new(&c);
+        for (i, b) in blocks.iter().enumerate() {
+            batch.write(&f, (i * 8192) as u64, b, i as u64).unwrap();
+        }
+        let mut seen = vec![false; 64];
+        let mut done = 0;
+        while done < 64 {
+            for comp in batch.wait(8, Some(Duration::from_secs(30))) {
+                assert_eq!(comp.result.as_ref().unwrap(), &8192);
+                assert!(
+                    !seen[comp.token as usize],
+                    "token {} completed twice",
+                    comp.token
+                );
+                seen[comp.token as usize] = true;
+                done += 1;
+            }
+        }
+        assert_eq!(batch.outstanding(), 0);
+    }
+    let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8192]; 65];
+    let mut batch = Batch::new(&c);
+    let (last, rest) = bufs.split_last_mut().unwrap();
+    for (i, b) in rest.iter_mut().enumerate() {
+        batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
+    }
+    // One read entirely past EOF completes with 0 bytes, not an error.
+    batch.read(&f, 64 * 8192, last, 999).unwrap();
+    let mut results = std::collections::HashMap::new();
+    while results.len() < 65 {
+        for comp in batch.wait(65, Some(Duration::from_secs(30))) {
+            results.insert(comp.token, comp.result.unwrap());
+        }
+    }
+    drop(batch);
+    assert_eq!(results[&999], 0);
+    for (i, b) in bufs[..64].iter().enumerate() {
+        assert_eq!(results[&(i as u64)], 8192);
+        assert!(b == &blocks[i], "block {i}");
+    }
+    c.remove(&path).unwrap();
+}
+
+#[test]
+fn batch_wait_with_timeout_returns_what_is_ready() {
+    let c = client();
+    let mut batch = Batch::new(&c);
+    // Nothing submitted: returns at once, empty.
+    assert!(batch.wait(1, Some(Duration::from_millis(10))).is_empty());
+}
+
+#[test]
+fn transfer_sizes_come_from_fsinfo_clamped_to_one_mib() {
+    let c = client();
+    let l = c.limits();
+    assert!(l.rtmax <= 1 << 20 && l.wtmax <= 1 << 20, "{l:?}");
+    assert!(l.rtmax >= 4096 && l.wtmax >= 4096, "{l:?}");
+    let small = Client::connect(&url_with("rsize=65536&wsize=32768")).unwrap();
+    assert_eq!(small.limits().rtmax, 65536);
+    assert_eq!(small.limits().wtmax, 32768);
+}
+
+#[test]
+fn connect_to_a_closed_port_fails_with_a_clear_error() {
+    let err = Client::connect("nfs://127.0.0.1/nothing?nfsport=1&mountport=1").unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("127.0.0.1"), "{msg}");
+    assert_eq!(err.errno(), libc::ECONNREFUSED, "{msg}");
+}
