@@ -6,7 +6,7 @@
 //! for this test binary on its own ports and state directory, and stops it
 //! when the process exits.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 use std::path::PathBuf;
 use std::process::Command;
