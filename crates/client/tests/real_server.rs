@@ -261,7 +261,7 @@ fn batch_completes_each_operation_with_its_own_result() {
         for (i, b) in blocks.iter().enumerate() {
             batch.write(&f, (i * 8192) as u64, b, i as u64).unwrap();
         }
-        let mut seen = vec![false; 64];
+        let mut seen = [false; 64];
         let mut done = 0;
         while done < 64 {
             for comp in batch.wait(8, Some(Duration::from_secs(30))) {
