@@ -16,7 +16,7 @@ set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_DIR=$(cd "$SCRIPT_DIR/.." && pwd)
 LOG_TAG=capture-vectors
-# shellcheck source=lib/ganesha.sh
+# shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
 source "$SCRIPT_DIR/lib/ganesha.sh"
 
 OUTDIR=${1:-$REPO_DIR/crates/wire/testdata}
@@ -53,6 +53,8 @@ make_contents() {
 # Plain `-w FILE` only: on this kernel tcpdump 4.99.3 with -U or -s 0
 # counts packets "received by filter" but writes none.
 start_capture() {
+    # NFS_PORT, MNT_PORT: from the server's state.env, sourced in main.
+    # shellcheck disable=SC2153
     local filter="tcp and host 127.0.0.1 and (port 111 or port $NFS_PORT or port $MNT_PORT)"
     tcpdump -i lo -nn -w "$WORK/capture.pcap" "$filter" </dev/null >"$WORK/tcpdump.log" 2>&1 &
     TCPDUMP_PID=$!

@@ -30,7 +30,7 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=netns
-# shellcheck source=lib/ganesha.sh
+# shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
 source "$SCRIPT_DIR/lib/ganesha.sh"
 
 NS=dnfs-srv
@@ -113,7 +113,9 @@ ganesha_running() { pid_is "$(ganesha_pid)" "$CONF"; }
 
 # Checks PATH is a number in 1..PATHS.
 check_path() {
-    [[ $1 =~ ^[0-9]+$ ]] && (($1 >= 1 && $1 <= PATHS)) || die "no path '$1' (paths are 1..$PATHS)"
+    if ! [[ $1 =~ ^[0-9]+$ ]] || (($1 < 1 || $1 > PATHS)); then
+        die "no path '$1' (paths are 1..$PATHS)"
+    fi
 }
 
 # Runs a command in the server's mount and network namespaces: those of our

@@ -33,7 +33,7 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=nfs-server
-# shellcheck source=lib/ganesha.sh
+# shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
 source "$SCRIPT_DIR/lib/ganesha.sh"
 
 STATE_DIR=${DNFS_STATE_DIR:-/tmp/directnfs-server}

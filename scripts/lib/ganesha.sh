@@ -179,6 +179,7 @@ start_private_rpcbind() {
     [[ -n $netconfig ]] && setup+=" && mount --bind '$netconfig' /etc/netconfig"
     setsid "$@" unshare --mount --propagation private -- sh -c "$setup && exec rpcbind -f" \
         </dev/null >>"$logfile" 2>&1 9>&- &
+    # shellcheck disable=SC2034  # read by the caller
     RPCBIND_PID=$!
 }
 
