@@ -201,6 +201,7 @@ NFSSTAT = {0: "NFS3_OK", 2: "NFS3ERR_NOENT", 13: "NFS3ERR_ACCES", 17: "NFS3ERR_E
 MNTSTAT = {0: "MNT3_OK", 2: "MNT3ERR_NOENT", 13: "MNT3ERR_ACCES"}
 FTYPE = {1: "NF3REG", 2: "NF3DIR", 3: "NF3BLK", 4: "NF3CHR", 5: "NF3LNK", 6: "NF3SOCK", 7: "NF3FIFO"}
 STABLE = {0: "UNSTABLE", 1: "DATA_SYNC", 2: "FILE_SYNC"}
+CREATEMODE = {0: "UNCHECKED", 1: "GUARDED", 2: "EXCLUSIVE"}
 
 
 def proc_name(prog, proc):
@@ -331,7 +332,8 @@ def call_facts(m):
         if p in ("LOOKUP", "CREATE", "REMOVE"):
             f.append(f"name {x.string()!r}")
             if p == "CREATE":
-                f.append(f"createhow mode {x.u32()}")
+                mode = x.u32()
+                f.append(f"createhow mode {mode} ({CREATEMODE.get(mode, '?')})")
         elif p == "READ":
             f.append(f"offset {x.u64()} count {x.u32()}")
         elif p == "WRITE":
