@@ -26,6 +26,8 @@
 #   DNFS_EXPORT_PATH      path clients mount, Ganesha's Pseudo (default: the dir)
 #   DNFS_NETNS_NFS_PORT / DNFS_NETNS_MNT_PORT  ports (default 2049 / 20048)
 #   DNFS_START_TIMEOUT    seconds to wait for the server (default 30)
+#   DNFS_NETNS_FORCE=1    `up` replaces a namespace it has no state for
+#   DNFS_KEEP_EXPORT=1    `down` keeps an export dir it created
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -318,8 +320,11 @@ cmd_up() {
         print_urls
         return 0
     fi
-    # Leftovers of a failed or interrupted run go first.
-    load_state || true
+    # Leftovers of our own failed or interrupted run go first. A namespace
+    # we have no state for may belong to another state dir: refuse.
+    if ! load_state && ip netns list | grep -qw "$NS" && [[ ${DNFS_NETNS_FORCE:-0} != 1 ]]; then
+        die "namespace $NS exists but $STATE_DIR has no state for it (another DNFS_NETNS_STATE_DIR?); run down there, or DNFS_NETNS_FORCE=1"
+    fi
     teardown
     unset RPCBIND_PID EXPORT_DIR EXPORT_CREATED
     new_state "$n"
