@@ -1,1 +1,191 @@
-fn main() {}
+//! `dnfs`: file commands over directnfs, with no kernel NFS client.
+//!
+//! A PATH is an `nfs://host[:port]/export/path?options` URL or a path under
+//! a `mount:` prefix of the dnfstab (found with `--config FILE`,
+//! `$DIRECTNFS_TAB`, `./dnfstab`, `/etc/dnfstab`); `cp` also takes local
+//! paths. Errors are one line on stderr, `dnfs: <message>`, with exit code 1
+//! (2 for usage errors).
+
+mod commands;
+mod error;
+mod format;
+mod location;
+mod progress;
+mod transfer;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{CliError, Result};
+use crate::location::Resolver;
+use crate::transfer::Parallel;
+
+/// Default parallel workers of `cp`.
+const CP_JOBS: u16 = 8;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "dnfs",
+    version,
+    about = "NFSv3 file commands over directnfs (no kernel NFS client, no mount)",
+    after_help = "PATH is an nfs://host[:port]/export/path?nfsport=N&mountport=M URL, or a path \
+                  under a mount: prefix of the dnfstab (--config FILE, $DIRECTNFS_TAB, \
+                  ./dnfstab, /etc/dnfstab). cp also takes local paths."
+)]
+struct Cli {
+    /// dnfstab to use instead of the default lookup.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Say what is resolved and mounted, and how fast cp went (stderr).
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List a directory (names sorted, one per line), or name a file.
+    Ls {
+        /// Directory or file.
+        path: String,
+        /// Long format: type and mode, uid, gid, size in bytes, mtime (UTC), name.
+        #[arg(short = 'l')]
+        long: bool,
+    },
+    /// Show every attribute of a file or directory.
+    Stat {
+        /// File or directory.
+        path: String,
+    },
+    /// Write a file's content to stdout.
+    Cat {
+        /// File.
+        path: String,
+    },
+    /// Copy a file: local→NFS, NFS→local or NFS→NFS, in parallel.
+    ///
+    /// If DST is an existing directory the file is copied into it under its
+    /// own name. An NFS destination is written UNSTABLE and committed at the
+    /// end: cp returns once the data is durable.
+    Cp {
+        /// Source file.
+        src: String,
+        /// Destination file or directory.
+        dst: String,
+        /// Parallel workers (each moves one chunk at a time).
+        #[arg(short, long, default_value_t = CP_JOBS, value_parser = clap::value_parser!(u16).range(1..=256))]
+        jobs: u16,
+        /// Bytes per chunk (K/M suffixes); jobs x chunk is the data in flight.
+        #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = commands::cp::parse_size)]
+        chunk: usize,
+    },
+    /// Remove a file (or a directory tree with -r).
+    Rm {
+        /// File (or directory with -r).
+        path: String,
+        /// Remove directories and their contents.
+        #[arg(short, long)]
+        recursive: bool,
+        /// A missing PATH is not an error.
+        #[arg(short, long)]
+        force: bool,
+    },
+    /// Create a directory.
+    Mkdir {
+        /// Directory to create.
+        path: String,
+        /// Create missing parents; an existing directory is not an error.
+        #[arg(short, long)]
+        parents: bool,
+    },
+    /// Rename within one export of one server (an NFS RENAME).
+    Mv {
+        /// Existing file or directory.
+        src: String,
+        /// New name, or an existing directory to move into.
+        dst: String,
+    },
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("dnfs: internal error: {}{at}", one_line(&msg));
+    }));
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dnfs: {}", one_line(&e.to_string()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let resolver = Resolver::new(cli.config, cli.verbose);
+    match cli.command {
+        Command::Ls { path, long } => commands::ls::run(&resolver, &path, long),
+        Command::Stat { path } => commands::stat::run(&resolver, &path),
+        Command::Cat { path } => commands::cat::run(&resolver, &path),
+        Command::Cp {
+            src,
+            dst,
+            jobs,
+            chunk,
+        } => commands::cp::run(
+            &resolver,
+            &src,
+            &dst,
+            Parallel {
+                jobs: jobs.into(),
+                chunk,
+            },
+        ),
+        Command::Rm {
+            path,
+            recursive,
+            force,
+        } => commands::namespace::rm(&resolver, &path, recursive, force),
+        Command::Mkdir { path, parents } => commands::namespace::mkdir(&resolver, &path, parents),
+        Command::Mv { src, dst } => commands::namespace::mv(&resolver, &src, &dst),
+    }
+}
+
+/// Messages are one line: embedded newlines become `; `.
+fn one_line(s: &str) -> String {
+    s.trim_end()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn messages_are_folded_to_one_line() {
+        assert_eq!(one_line("a\n  b\n\nc\n"), "a; b; c");
+    }
+}

@@ -1,0 +1,184 @@
+//! `dnfs bench oltp | scan | redo | sweep`: a SLOB-style database I/O
+//! benchmark that runs the same workload through directnfs, libnfs (loaded
+//! at run time) and the local file system, side by side.
+//!
+//! The parent process parses the options, prepares the data file, then runs
+//! every engine in its own child process (`dnfs bench worker`, hidden), which
+//! reads a job as JSON on stdin and prints its result as JSON on stdout. So
+//! the CPU time billed to an engine (getrusage over the measured window) is
+//! that engine's work only. The parent prints the table, writes the JSON
+//! (DESIGN.md "Machine-readable output") and draws the plots.
+
+pub mod block;
+mod driver;
+mod engines;
+mod job;
+mod parent;
+mod plot;
+mod prepare;
+mod report;
+mod worker;
+
+use std::process::ExitCode;
+
+pub use job::{Engine, Workload};
+
+/// `dnfs bench ...`
+#[derive(Debug, clap::Args)]
+#[command(about = "Database I/O benchmark: directnfs vs libnfs vs the local file system")]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The workloads (and the hidden worker used for child processes).
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Random 8 KiB reads and writes by N sessions with Q I/Os in flight each.
+    Oltp(BenchOpts),
+    /// Parallel full scan: P workers read disjoint ranges with 1 MiB I/O.
+    Scan(BenchOpts),
+    /// Log writer: one writer, sequential synchronous writes.
+    Redo(BenchOpts),
+    /// oltp at 1, 2, 4 .. --max-sessions sessions: the IOPS/latency curve.
+    Sweep(BenchOpts),
+    /// Internal: runs one engine for the parent (job on stdin, JSON on stdout).
+    #[command(hide = true, name = "worker")]
+    Worker,
+}
+
+/// Options shared by every workload.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchOpts {
+    /// The data file: nfs://host[:port]/export/file?nfsport=..&mountport=..
+    /// (created and filled by the bench if missing).
+    #[arg(long, short = 't')]
+    pub target: Option<String>,
+    /// Data file size (k/m/g suffixes); default 1g.
+    #[arg(long, default_value = "1g", value_parser = parse_size)]
+    pub size: u64,
+    /// Sessions (database processes), each with its own connection(s).
+    /// Default 2 (oltp), 1 (redo). For sweep: see --max-sessions.
+    #[arg(long, short = 's')]
+    pub sessions: Option<usize>,
+    /// Asynchronous I/Os kept in flight per session (per worker for scan).
+    /// Default 16 (oltp), 8 (sweep), 4 (scan), 1 (redo).
+    #[arg(long, short = 'q')]
+    pub queue_depth: Option<usize>,
+    /// I/O size (k/m suffixes). Default 8k (oltp, sweep), 1m (scan), and for
+    /// redo a random mix of 8k..64k unless given.
+    #[arg(long, value_parser = parse_size)]
+    pub block: Option<u64>,
+    /// Percentage of writes (oltp, sweep).
+    #[arg(long, default_value_t = 25)]
+    pub write_pct: u32,
+    /// Measured seconds per run (scan: full passes are repeated until this
+    /// is reached; 0 = exactly one pass).
+    #[arg(long, short = 'd')]
+    pub duration: Option<f64>,
+    /// Seconds of unmeasured warm-up before each run.
+    #[arg(long, short = 'w')]
+    pub warmup: Option<f64>,
+    /// Engines to run one after the other: directnfs,libnfs,local.
+    #[arg(long, short = 'e', default_value = "directnfs,libnfs,local")]
+    pub engine: String,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub json: Option<std::path::PathBuf>,
+    /// Draw the results into this .svg or .png file.
+    #[arg(long)]
+    pub plot: Option<std::path::PathBuf>,
+    /// After each run, read the whole file back and prove every block holds
+    /// what was last written to it.
+    #[arg(long)]
+    pub verify: bool,
+    /// PID of the NFS server: adds server CPU per I/O (from /proc/PID/stat).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+    /// The same data file as the local file system sees it (for `local`).
+    #[arg(long)]
+    pub local_path: Option<std::path::PathBuf>,
+    /// Scan workers (parallel query slaves).
+    #[arg(long, short = 'p', default_value_t = 1)]
+    pub workers: usize,
+    /// Sweep: the largest number of sessions (1, 2, 4 .. this).
+    #[arg(long, default_value_t = 16)]
+    pub max_sessions: usize,
+    /// directnfs connections per session (default 2; scan 4; redo 1),
+    /// unless the URL says `connections=`.
+    #[arg(long)]
+    pub connections: Option<usize>,
+    /// Repeat each engine's run this many times (interleaved) and report the
+    /// run with the median IOPS (MB/s for scan).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// Quiet: no progress line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Parses `8192`, `8k`, `64m`, `1g`, `1GiB`, `512b`.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let mut t = s.trim().to_ascii_lowercase();
+    if let Some(r) = t.strip_suffix("ib") {
+        t = r.to_string();
+    } else if let Some(r) = t.strip_suffix('b') {
+        t = r.to_string();
+    }
+    let t = t.as_str();
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        Some('t') => (&t[..t.len() - 1], 1 << 40),
+        _ => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid size {s:?} (use e.g. 8192, 8k, 64m, 1g)"))?;
+    if !(n >= 0.0 && n.is_finite()) {
+        return Err(format!("invalid size {s:?}"));
+    }
+    Ok((n * mult as f64).round() as u64)
+}
+
+/// Runs `dnfs bench ...`; the exit code is non-zero when a run failed, had
+/// I/O errors or failed verification.
+pub fn run(args: BenchArgs) -> ExitCode {
+    let result = match args.command {
+        BenchCommand::Worker => return worker::main(),
+        BenchCommand::Oltp(o) => parent::run(Workload::Oltp, o),
+        BenchCommand::Scan(o) => parent::run(Workload::Scan, o),
+        BenchCommand::Redo(o) => parent::run(Workload::Redo, o),
+        BenchCommand::Sweep(o) => parent::run(Workload::Sweep, o),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("dnfs bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("8192"), Ok(8192));
+        assert_eq!(parse_size("8k"), Ok(8192));
+        assert_eq!(parse_size("8K"), Ok(8192));
+        assert_eq!(parse_size("64m"), Ok(64 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert_eq!(parse_size("1gb"), Ok(1 << 30));
+        assert_eq!(parse_size("512b"), Ok(512));
+        assert_eq!(parse_size("0.5k"), Ok(512));
+        assert!(parse_size("x").is_err());
+        assert!(parse_size("-1k").is_err());
+    }
+}
