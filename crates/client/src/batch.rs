@@ -21,6 +21,7 @@
 //! write into them. Dropping a batch waits for everything it submitted.
 
 use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,9 @@ pub struct Completion {
     pub token: u64,
     /// Bytes transferred, or the error.
     pub result: Result<usize>,
+    /// The buffer of a [`read_owned`](Batch::read_owned) or
+    /// [`write_owned`](Batch::write_owned), handed back for reuse.
+    pub buffer: Option<Vec<u8>>,
 }
 
 #[derive(Debug)]
@@ -67,6 +71,8 @@ struct Op {
     error: Option<Error>,
     /// When the operation was submitted (file statistics).
     start_ns: u64,
+    /// An owned buffer lent to the batch, returned with the completion.
+    owned: Option<Vec<u8>>,
 }
 
 /// A set of asynchronous reads and writes; see the module docs.
@@ -107,6 +113,7 @@ impl<'buf> Batch<'buf> {
         };
         let op = Op {
             start_ns: file.op_start(proc_),
+            owned: None,
             token,
             kind,
             file: file.clone(),
@@ -152,15 +159,40 @@ impl<'buf> Batch<'buf> {
         token: u64,
     ) -> Result<()> {
         let op = self.new_op(file, token, Kind::Read);
-        let rtmax = self.client.inner.limits.rtmax as usize;
-        if buf.is_empty() {
-            self.ready.push(Completion {
-                token,
-                result: Ok(0),
-            });
-            self.ops[op] = None;
-            return Ok(());
+        self.submit_read(file, op, offset, buf);
+        Ok(())
+    }
+
+    /// Submits a read into an owned buffer (`buf.len()` bytes at `offset`);
+    /// the buffer comes back in the [`Completion`], ready for reuse. This is
+    /// the form for long-lived batches that recycle their buffers.
+    pub fn read_owned(
+        &mut self,
+        file: &File,
+        offset: u64,
+        mut buf: Vec<u8>,
+        token: u64,
+    ) -> Result<()> {
+        let op = self.new_op(file, token, Kind::Read);
+        let len = buf.len();
+        // SAFETY: the Vec's heap block does not move when the Vec moves into
+        // the op below, and the op keeps it until every piece has completed
+        // (Drop of the batch waits for all pieces).
+        let slice: &'buf mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), len) };
+        if let Some(Some(o)) = self.ops.get_mut(op) {
+            o.owned = Some(buf);
         }
+        self.submit_read(file, op, offset, slice);
+        Ok(())
+    }
+
+    fn submit_read(&mut self, file: &File, op: usize, offset: u64, buf: &'buf mut [u8]) {
+        if buf.is_empty() {
+            self.finish_empty(op);
+            return;
+        }
+        let rtmax = self.client.inner.limits.rtmax as usize;
         for (seq, chunk) in buf.chunks_mut(rtmax).enumerate() {
             let len = chunk.len();
             if let Some(Some(o)) = self.ops.get_mut(op) {
@@ -181,19 +213,49 @@ impl<'buf> Batch<'buf> {
             });
         }
         self.in_flight += 1;
-        Ok(())
     }
 
     /// Submits a write of `buf` at `offset`.
     pub fn write(&mut self, file: &File, offset: u64, buf: &'buf [u8], token: u64) -> Result<()> {
         let op = self.new_op(file, token, Kind::Write);
-        if buf.is_empty() {
-            self.ready.push(Completion {
+        self.submit_write(file, op, offset, buf);
+        Ok(())
+    }
+
+    /// Submits a write of an owned buffer, handed back in the [`Completion`].
+    pub fn write_owned(
+        &mut self,
+        file: &File,
+        offset: u64,
+        buf: Vec<u8>,
+        token: u64,
+    ) -> Result<()> {
+        let op = self.new_op(file, token, Kind::Write);
+        // The pieces copy the data, so the buffer is only parked in the op.
+        if !buf.is_empty() {
+            self.submit_write(file, op, offset, &buf);
+        }
+        match self.ops.get_mut(op) {
+            Some(Some(o)) => o.owned = Some(buf),
+            // Empty: completes at once, buffer and all.
+            _ => self.ready.push(Completion {
                 token,
                 result: Ok(0),
-            });
-            self.ops[op] = None;
-            return Ok(());
+                buffer: Some(buf),
+            }),
+        }
+        if let Some(Some(o)) = self.ops.get(op) {
+            if o.pending == 0 {
+                self.finish_empty(op);
+            }
+        }
+        Ok(())
+    }
+
+    fn submit_write(&mut self, file: &File, op: usize, offset: u64, buf: &[u8]) {
+        if buf.is_empty() {
+            self.finish_empty(op);
+            return;
         }
         let wtmax = self.client.inner.limits.wtmax as usize;
         for (seq, chunk) in buf.chunks(wtmax).enumerate() {
@@ -206,7 +268,17 @@ impl<'buf> Batch<'buf> {
             );
         }
         self.in_flight += 1;
-        Ok(())
+    }
+
+    /// A zero-length operation completes at once with 0 bytes.
+    fn finish_empty(&mut self, op: usize) {
+        if let Some(o) = self.ops.get_mut(op).and_then(Option::take) {
+            self.ready.push(Completion {
+                token: o.token,
+                result: Ok(0),
+                buffer: o.owned,
+            });
+        }
     }
 
     fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
@@ -230,25 +302,26 @@ impl<'buf> Batch<'buf> {
         loop {
             let ready: Vec<usize> = {
                 let mut q = self.queue.ready.lock().unwrap_or_else(|p| p.into_inner());
-                if q.is_empty() && self.ready.len() < min {
+                let need = min.saturating_sub(self.ready.len());
+                if q.len() < need {
                     let wait = match deadline {
                         Some(d) => d.saturating_duration_since(Instant::now()),
                         None => Duration::from_secs(3600),
                     };
-                    if wait.is_zero() {
-                        Vec::new()
-                    } else {
+                    if !wait.is_zero() {
+                        // Pieces of split operations make this a lower
+                        // bound; the loop re-checks.
+                        self.queue.want.store(need, Ordering::Release);
                         q = self
                             .queue
                             .cv
-                            .wait_timeout(q, wait)
+                            .wait_timeout_while(q, wait, |q| q.len() < need)
                             .map(|(g, _)| g)
                             .unwrap_or_else(|p| p.into_inner().0);
-                        std::mem::take(&mut *q)
+                        self.queue.want.store(0, Ordering::Release);
                     }
-                } else {
-                    std::mem::take(&mut *q)
                 }
+                std::mem::take(&mut *q)
             };
             for slot in ready {
                 self.piece_done(slot);
@@ -324,9 +397,11 @@ impl<'buf> Batch<'buf> {
             Kind::Write => (directnfs_wire::nfs3::NFSPROC3_WRITE, false),
         };
         op.file.op_end(proc_, op.start_ns, &result, read);
+        let buffer = op.owned.take();
         self.ready.push(Completion {
             token: op.token,
             result,
+            buffer,
         });
         self.ops[piece.op] = None;
         self.in_flight -= 1;
@@ -352,6 +427,7 @@ impl Drop for Batch<'_> {
         for piece in self.pieces.iter().flatten() {
             while !piece.call.is_done() {
                 let q = self.queue.ready.lock().unwrap_or_else(|p| p.into_inner());
+                self.queue.want.store(1, Ordering::Release);
                 let _ = self.queue.cv.wait_timeout(q, Duration::from_millis(10));
             }
         }

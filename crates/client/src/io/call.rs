@@ -128,6 +128,10 @@ impl Group {
 pub(crate) struct BatchQueue {
     pub(crate) ready: Mutex<Vec<usize>>,
     pub(crate) cv: Condvar,
+    /// How many queued completions the waiter needs before it is worth
+    /// waking (0: nobody waits). Waking once per batch of replies instead of
+    /// once per reply is most of the CPU saved per I/O.
+    pub(crate) want: AtomicUsize,
 }
 
 /// One RPC call.
@@ -193,10 +197,17 @@ impl Call {
         match &self.notify {
             Notify::Group(g) => g.one_done(),
             Notify::Batch(q, token) => {
-                if let Ok(mut ready) = q.ready.lock() {
-                    ready.push(*token);
+                let len = match q.ready.lock() {
+                    Ok(mut ready) => {
+                        ready.push(*token);
+                        ready.len()
+                    }
+                    Err(_) => usize::MAX,
+                };
+                let want = q.want.load(Ordering::Acquire);
+                if want != 0 && len >= want {
+                    q.cv.notify_one();
                 }
-                q.cv.notify_all();
             }
         }
     }
