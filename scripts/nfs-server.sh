@@ -25,6 +25,8 @@
 #                      by side stop breaking each other, but portmapper
 #                      clients cannot reach it; use the ports in the URL
 #   DNFS_KEEP_EXPORT=1 `stop` keeps an export dir it created
+#   DNFS_MAX_IO        export MaxRead/MaxWrite (default 1048576; "server-default"
+#                      omits them: FSINFO then advertises 64 MiB)
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see

@@ -90,6 +90,16 @@ is_zombie() {
     [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]
 }
 
+# Transfer sizes of the export: 1 MiB unless DNFS_MAX_IO says otherwise.
+# DNFS_MAX_IO=server-default leaves them unset, so FSINFO advertises
+# Ganesha's own default (64 MiB): the case a client must clamp.
+transfer_size_lines() {
+    local size=${DNFS_MAX_IO:-1048576}
+    [[ $size == server-default ]] && return 0
+    printf '    MaxRead = %s;\n    MaxWrite = %s;\n    PrefRead = %s;\n    PrefWrite = %s;' \
+        "$size" "$size" "$size" "$size"
+}
+
 # Writes a Ganesha config: NFSv3 only (no NFSv4 grace period), no NLM or
 # RQUOTA, explicit ports, FSAL VFS, one export.
 #   write_ganesha_conf FILE BIND_ADDR NFS_PORT MNT_PORT DIR PSEUDO
@@ -117,10 +127,7 @@ EXPORT {
     Access_Type = RW;
     Squash = No_Root_Squash;
     SecType = sys;
-    MaxRead = 1048576;
-    MaxWrite = 1048576;
-    PrefRead = 1048576;
-    PrefWrite = 1048576;
+$(transfer_size_lines)
     FSAL {
         Name = VFS;
     }
