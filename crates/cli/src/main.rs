@@ -6,6 +6,7 @@
 //! paths. Errors are one line on stderr, `dnfs: <message>`, with exit code 1
 //! (2 for usage errors).
 
+mod bench;
 mod commands;
 mod error;
 mod format;
@@ -108,6 +109,8 @@ enum Command {
         /// New name, or an existing directory to move into.
         dst: String,
     },
+    /// Database I/O benchmark (oltp, scan, redo, sweep): directnfs vs libnfs vs local.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -125,6 +128,9 @@ fn main() -> ExitCode {
         eprintln!("dnfs: internal error: {}{at}", one_line(&msg));
     }));
     let cli = Cli::parse();
+    if let Command::Bench(args) = cli.command {
+        return bench::run(args);
+    }
     match run(cli) {
         Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(e) => {
@@ -161,6 +167,8 @@ fn run(cli: Cli) -> Result<()> {
         } => commands::namespace::rm(&resolver, &path, recursive, force),
         Command::Mkdir { path, parents } => commands::namespace::mkdir(&resolver, &path, parents),
         Command::Mv { src, dst } => commands::namespace::mv(&resolver, &src, &dst),
+        // Handled in main (it has its own exit codes).
+        Command::Bench(_) => Ok(()),
     }
 }
 

@@ -186,7 +186,8 @@ fn check_body(body: &[u8], seed: u64) -> Result<u64, usize> {
 }
 
 fn checksum(h: &BlockHeader, fold: u64) -> u64 {
-    mix(MAGIC ^ mix(h.block.wrapping_add(K) ^ mix(h.seq ^ mix(h.stamp ^ mix(u64::from(h.len) ^ fold)))))
+    mix(MAGIC
+        ^ mix(h.block.wrapping_add(K) ^ mix(h.seq ^ mix(h.stamp ^ mix(u64::from(h.len) ^ fold)))))
 }
 
 /// Writes a block with header `h` into all of `buf` (`h.len` is taken from
@@ -327,7 +328,10 @@ mod tests {
         encode(&mut b, 3, 1, 2);
         assert!(matches!(
             verify(&b, 4),
-            Err(BlockError::WrongBlock { expected: 4, found: 3 })
+            Err(BlockError::WrongBlock {
+                expected: 4,
+                found: 3
+            })
         ));
         let mut torn = b.clone();
         let mut other = vec![0u8; BLOCK_SIZE];
@@ -344,7 +348,10 @@ mod tests {
             verify(&[0u8; 100], 0),
             Err(BlockError::BadMagic { .. })
         ));
-        assert!(matches!(verify(&b[..8000], 3), Err(BlockError::WrongLength { .. })));
+        assert!(matches!(
+            verify(&b[..8000], 3),
+            Err(BlockError::WrongLength { .. })
+        ));
     }
 
     #[test]

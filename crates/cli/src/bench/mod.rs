@@ -21,7 +21,7 @@ mod worker;
 
 use std::process::ExitCode;
 
-pub use job::{Engine, Workload};
+pub use job::Workload;
 
 /// `dnfs bench ...`
 #[derive(Debug, clap::Args)]
@@ -35,13 +35,13 @@ pub struct BenchArgs {
 #[derive(Debug, clap::Subcommand)]
 pub enum BenchCommand {
     /// Random 8 KiB reads and writes by N sessions with Q I/Os in flight each.
-    Oltp(BenchOpts),
+    Oltp(Box<BenchOpts>),
     /// Parallel full scan: P workers read disjoint ranges with 1 MiB I/O.
-    Scan(BenchOpts),
+    Scan(Box<BenchOpts>),
     /// Log writer: one writer, sequential synchronous writes.
-    Redo(BenchOpts),
+    Redo(Box<BenchOpts>),
     /// oltp at 1, 2, 4 .. --max-sessions sessions: the IOPS/latency curve.
-    Sweep(BenchOpts),
+    Sweep(Box<BenchOpts>),
     /// Internal: runs one engine for the parent (job on stdin, JSON on stdout).
     #[command(hide = true, name = "worker")]
     Worker,
@@ -148,10 +148,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 pub fn run(args: BenchArgs) -> ExitCode {
     let result = match args.command {
         BenchCommand::Worker => return worker::main(),
-        BenchCommand::Oltp(o) => parent::run(Workload::Oltp, o),
-        BenchCommand::Scan(o) => parent::run(Workload::Scan, o),
-        BenchCommand::Redo(o) => parent::run(Workload::Redo, o),
-        BenchCommand::Sweep(o) => parent::run(Workload::Sweep, o),
+        BenchCommand::Oltp(o) => parent::run(Workload::Oltp, *o),
+        BenchCommand::Scan(o) => parent::run(Workload::Scan, *o),
+        BenchCommand::Redo(o) => parent::run(Workload::Redo, *o),
+        BenchCommand::Sweep(o) => parent::run(Workload::Sweep, *o),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -5,20 +5,27 @@ use std::time::Duration;
 
 use directnfs::{Batch, Client, File, NfsUrl, Target};
 
-use super::{alloc_buf, Done, Kind, Session};
+use super::{Done, Kind, Session};
 use crate::bench::job::Job;
 
 pub struct DnfsSession {
-    /// Declared (and dropped, see `Drop`) before the buffers it borrows.
-    batch: Option<Batch<'static>>,
+    batch: Batch<'static>,
     file: File,
     _client: Client,
-    bufs: Vec<Box<[u8]>>,
+    /// Slot buffers; `None` while lent to the batch (owned-buffer I/O: the
+    /// buffer comes back with its completion).
+    bufs: Vec<Option<Vec<u8>>>,
+    cap: usize,
+    /// Handed out by `buf()` for a slot whose buffer is in flight (never
+    /// happens with the driver; keeps `buf()` total).
+    spare: Vec<u8>,
 }
 
 impl std::fmt::Debug for DnfsSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DnfsSession").field("depth", &self.bufs.len()).finish()
+        f.debug_struct("DnfsSession")
+            .field("depth", &self.bufs.len())
+            .finish()
     }
 }
 
@@ -55,10 +62,14 @@ impl DnfsSession {
         let (client, file) = connect(job, job.connections)?;
         let batch = Batch::new(&client);
         Ok(Self {
-            batch: Some(batch),
+            batch,
             file,
             _client: client,
-            bufs: (0..depth).map(|_| alloc_buf(buf_len)).collect(),
+            bufs: (0..depth)
+                .map(|_| Some(vec![0u8; buf_len.max(1)]))
+                .collect(),
+            cap: buf_len.max(1),
+            spare: Vec::new(),
         })
     }
 }
@@ -69,45 +80,42 @@ impl Session for DnfsSession {
     }
 
     fn buf(&mut self, slot: usize) -> &mut [u8] {
-        &mut self.bufs[slot]
+        match self.bufs.get_mut(slot) {
+            Some(Some(b)) => {
+                if b.len() < self.cap {
+                    b.resize(self.cap, 0);
+                }
+                b
+            }
+            _ => &mut self.spare,
+        }
     }
 
     fn submit(&mut self, slot: usize, kind: Kind, offset: u64, len: usize) -> Result<(), String> {
-        let batch = self.batch.as_mut().ok_or("session closed")?;
-        let buf = &mut self.bufs[slot][..len];
-        let ptr = buf.as_mut_ptr();
+        let mut buf = self
+            .bufs
+            .get_mut(slot)
+            .and_then(Option::take)
+            .ok_or_else(|| format!("slot {slot} is busy"))?;
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        buf.truncate(len);
         let r = match kind {
-            Kind::Read => {
-                // SAFETY: the buffer is heap memory owned by this session that
-                // outlives the batch (Drop drops the batch first, which waits
-                // for every I/O); the driver does not touch a slot's buffer
-                // while its I/O is in flight. The 'static borrow only stands
-                // for "until this I/O completes", which Batch cannot express
-                // for buffers that are reused.
-                let b: &'static mut [u8] = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                batch.read(&self.file, offset, b, slot as u64)
-            }
-            Kind::Write => {
-                // SAFETY: as above; the batch only reads the buffer.
-                let b: &'static [u8] = unsafe { std::slice::from_raw_parts(ptr, len) };
-                batch.write(&self.file, offset, b, slot as u64)
-            }
+            Kind::Read => self.batch.read_owned(&self.file, offset, buf, slot as u64),
+            Kind::Write => self.batch.write_owned(&self.file, offset, buf, slot as u64),
         };
         r.map_err(|e| e.to_string())
     }
 
     fn reap(&mut self, out: &mut Vec<Done>, timeout: Duration) -> Result<(), String> {
-        let batch = self.batch.as_mut().ok_or("session closed")?;
-        for c in batch.wait(1, Some(timeout)) {
-            out.push((c.token as usize, c.result.map_err(|e| e.to_string())));
+        for c in self.batch.wait(1, Some(timeout)) {
+            let slot = c.token as usize;
+            if let (Some(b), Some(dst)) = (c.buffer, self.bufs.get_mut(slot)) {
+                *dst = Some(b);
+            }
+            out.push((slot, c.result.map_err(|e| e.to_string())));
         }
         Ok(())
-    }
-}
-
-impl Drop for DnfsSession {
-    fn drop(&mut self) {
-        // Waits for every outstanding I/O before the buffers go away.
-        drop(self.batch.take());
     }
 }

@@ -39,7 +39,8 @@ struct Api {
     mount: unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> c_int,
     open: unsafe extern "C" fn(*mut c_void, *const c_char, c_int, *mut *mut c_void) -> c_int,
     close: unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int,
-    pread_async: unsafe extern "C" fn(*mut c_void, *mut c_void, u64, u64, NfsCb, *mut c_void) -> c_int,
+    pread_async:
+        unsafe extern "C" fn(*mut c_void, *mut c_void, u64, u64, NfsCb, *mut c_void) -> c_int,
     pwrite_async: unsafe extern "C" fn(
         *mut c_void,
         *mut c_void,
@@ -260,7 +261,12 @@ impl LibnfsSession {
 
 /// The completion callback. `err` is the byte count (>= 0) or -errno;
 /// for reads `data` points at the bytes (libnfs 4.0 owns them: copy).
-unsafe extern "C" fn on_done(err: c_int, _nfs: *mut c_void, data: *mut c_void, private: *mut c_void) {
+unsafe extern "C" fn on_done(
+    err: c_int,
+    _nfs: *mut c_void,
+    data: *mut c_void,
+    private: *mut c_void,
+) {
     // SAFETY: `private` is the `Slot` given at submission, alive for the
     // session; only the session's thread runs callbacks (inside nfs_service).
     let slot = unsafe { &*(private as *const Slot) };
