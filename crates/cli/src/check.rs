@@ -1,0 +1,142 @@
+//! `dnfs check`: for every server, path and export of the dnfstab (or each
+//! URL given), connect over that path alone (binding its `local:` address),
+//! MOUNT, FSINFO, and time NULL round trips. Prints one row per
+//! (server, path, export); exits non-zero if any row failed.
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use directnfs::config::{find_config, NfsUrl};
+use directnfs::{Client, PathSpec, Target};
+
+use crate::error::{CliError, Result};
+
+/// NULL calls per path; the median is reported.
+const PINGS: usize = 5;
+
+/// One row of the report.
+struct Row {
+    server: String,
+    path: String,
+    export: String,
+    outcome: std::result::Result<Probe, String>,
+}
+
+struct Probe {
+    rtmax: u32,
+    wtmax: u32,
+    rtt: Duration,
+}
+
+/// Runs the check; `urls` empty means "everything in the dnfstab".
+pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
+    let mut targets: Vec<(String, String, Target)> = Vec::new();
+    if urls.is_empty() {
+        let tab = find_config(config)?.ok_or_else(|| {
+            CliError::msg(
+                "no dnfstab found (--config FILE, $DIRECTNFS_TAB, ./dnfstab, /etc/dnfstab); \
+                 or give nfs:// URLs to check",
+            )
+        })?;
+        for server in &tab.servers {
+            for p in &server.paths {
+                let local = match &p.local {
+                    None => None,
+                    Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
+                        CliError::msg(format!(
+                            "{}:{}: local address \"{l}\" is not an IP address",
+                            tab.source.display(),
+                            p.line
+                        ))
+                    })?),
+                };
+                let shown = match &p.local {
+                    Some(l) => format!("{l} -> {}", p.server),
+                    None => p.server.clone(),
+                };
+                for e in &server.exports {
+                    let mut options = server.options.clone();
+                    // One channel is enough to prove a path; keep it quick.
+                    options.connections = 1;
+                    targets.push((
+                        server.name.clone(),
+                        shown.clone(),
+                        Target {
+                            name: server.name.clone(),
+                            paths: vec![PathSpec {
+                                local,
+                                server: p.server.clone(),
+                            }],
+                            export: Some(e.export.clone()),
+                            path: e.export.clone(),
+                            options,
+                        },
+                    ));
+                }
+            }
+        }
+    } else {
+        for u in urls {
+            let url = NfsUrl::parse(u).map_err(|e| CliError::msg(e.to_string()))?;
+            let mut target = Target::from_url(&url);
+            target.options.connections = 1;
+            targets.push((url.host.clone(), url.host.clone(), target));
+        }
+    }
+    let rows: Vec<Row> = targets
+        .into_iter()
+        .map(|(server, path, target)| Row {
+            server,
+            path,
+            export: target.export.clone().unwrap_or_else(|| target.path.clone()),
+            outcome: probe(&target),
+        })
+        .collect();
+    print_table(&rows);
+    Ok(rows.iter().all(|r| r.outcome.is_ok()))
+}
+
+fn probe(target: &Target) -> std::result::Result<Probe, String> {
+    let client = Client::mount(target).map_err(|e| e.to_string())?;
+    let mut rtts = Vec::with_capacity(PINGS);
+    for _ in 0..PINGS {
+        rtts.push(client.ping().map_err(|e| e.to_string())?);
+    }
+    rtts.sort();
+    let limits = client.limits();
+    Ok(Probe {
+        rtmax: limits.rtmax,
+        wtmax: limits.wtmax,
+        rtt: rtts[rtts.len() / 2],
+    })
+}
+
+fn print_table(rows: &[Row]) {
+    let w = |f: &dyn Fn(&Row) -> usize, min: usize| rows.iter().map(f).max().unwrap_or(0).max(min);
+    let ws = w(&|r| r.server.len(), 6);
+    let wp = w(&|r| r.path.len(), 4);
+    let we = w(&|r| r.export.len(), 6);
+    println!(
+        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}",
+        "SERVER", "PATH", "EXPORT", "STATUS", "RTMAX", "WTMAX", "NULL RTT"
+    );
+    for r in rows {
+        match &r.outcome {
+            Ok(p) => println!(
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us",
+                r.server,
+                r.path,
+                r.export,
+                "ok",
+                p.rtmax,
+                p.wtmax,
+                p.rtt.as_secs_f64() * 1e6
+            ),
+            Err(e) => println!(
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {e}",
+                r.server, r.path, r.export, "FAILED"
+            ),
+        }
+    }
+}
