@@ -1,0 +1,118 @@
+//! Smoke test of `dnfs bench` against a real server.
+//!
+//! Needs `DNFS_TEST_URL` (the export URL printed by `scripts/nfs-server.sh
+//! start DIR`) and `DNFS_TEST_EXPORT_DIR` (DIR, for the local engine);
+//! without them the test says so loudly and passes as skipped.
+
+use std::process::Command;
+
+fn env_or_skip() -> Option<(String, String)> {
+    match (std::env::var("DNFS_TEST_URL"), std::env::var("DNFS_TEST_EXPORT_DIR")) {
+        (Ok(u), Ok(d)) if !u.is_empty() && !d.is_empty() => Some((u, d)),
+        _ => {
+            eprintln!(
+                "\n*** bench_smoke SKIPPED: set DNFS_TEST_URL (nfs://...export?nfsport=..&mountport=..) \
+                 and DNFS_TEST_EXPORT_DIR (the exported directory) to run it ***\n"
+            );
+            None
+        }
+    }
+}
+
+/// `nfs://host/export?q` + `/name` -> `nfs://host/export/name?q`.
+fn file_url(export_url: &str, name: &str) -> String {
+    match export_url.split_once('?') {
+        Some((base, q)) => format!("{}/{name}?{q}", base.trim_end_matches('/')),
+        None => format!("{}/{name}", export_url.trim_end_matches('/')),
+    }
+}
+
+#[test]
+fn oltp_directnfs_and_local_verify() {
+    let Some((url, dir)) = env_or_skip() else {
+        return;
+    };
+    let name = format!("bench-smoke-{}.dat", std::process::id());
+    let target = file_url(&url, &name);
+    let local = format!("{}/{name}", dir.trim_end_matches('/'));
+    let json = std::env::temp_dir().join(format!("bench-smoke-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+        .args([
+            "bench",
+            "oltp",
+            "--target",
+            &target,
+            "--local-path",
+            &local,
+            "--size",
+            "64m",
+            "--duration",
+            "2",
+            "--warmup",
+            "0",
+            "--engine",
+            "directnfs,local",
+            "--verify",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run dnfs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "dnfs bench failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("directnfs"), "table: {stdout}");
+    let text = std::fs::read_to_string(&json).expect("json written");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    assert_eq!(v["workload"], "oltp");
+    for k in [
+        "sessions",
+        "queue_depth",
+        "block",
+        "write_pct",
+        "duration_s",
+        "file_size",
+        "target",
+    ] {
+        assert!(v["params"].get(k).is_some(), "params.{k} missing: {text}");
+    }
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 2, "one run per engine: {text}");
+    for r in runs {
+        for k in [
+            "engine",
+            "sessions",
+            "queue_depth",
+            "ops",
+            "iops",
+            "mb_per_s",
+            "errors",
+            "latency_us",
+            "cpu_us_per_io",
+            "cpu_s_per_gb",
+            "server_cpu_us_per_io",
+            "verify",
+        ] {
+            assert!(r.get(k).is_some(), "runs[].{k} missing: {r}");
+        }
+        for k in ["mean", "p50", "p99", "p999", "max"] {
+            assert!(r["latency_us"][k].as_f64().is_some(), "latency_us.{k}: {r}");
+        }
+        assert_eq!(r["errors"], 0, "{r}");
+        assert_eq!(r["verify"], "ok", "{r}");
+        assert!(r["iops"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+        assert!(r["server_cpu_us_per_io"].is_null(), "{r}");
+    }
+    let engines: Vec<&str> = runs.iter().filter_map(|r| r["engine"].as_str()).collect();
+    assert_eq!(engines, ["directnfs", "local"]);
+    let _ = std::fs::remove_file(&json);
+    // Remove the data file through NFS (Ganesha caches directory entries).
+    let _ = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+        .args(["rm", &target])
+        .output();
+}
