@@ -63,6 +63,9 @@ captured = {
     "ganesha_readdirplus_reply.bin": "nfs3_readdirplus_res",
     "ganesha_fsinfo_reply.bin": "nfs3_fsinfo_res",
     "ganesha_commit_reply.bin": "nfs3_commit_res",
+    "ganesha_mnt_acces_reply.bin": "mount_mnt",
+    "ganesha_lookup_noent_reply.bin": "nfs3_lookup_res",
+    "ganesha_fsstat_reply.bin": "nfs3_fsstat_res",
 }
 for capture, target in captured.items():
     if not os.path.exists(os.path.join(TESTDATA, capture)):

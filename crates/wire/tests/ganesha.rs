@@ -284,3 +284,55 @@ fn ganesha_readdirplus() {
         assert_eq!(e.name_attributes.unwrap().fileid, e.fileid);
     }
 }
+
+#[test]
+fn ganesha_mnt_of_unknown_export_is_acces() {
+    // Ganesha answers ACCES, not NOENT, for an export it does not have.
+    let (_, r): (_, mountres3) = reply(include_bytes!("../testdata/ganesha_mnt_acces_reply.bin"));
+    assert_eq!(
+        r,
+        mountres3::Err(directnfs_wire::mount::mountstat3::MNT3ERR_ACCES)
+    );
+}
+
+#[test]
+fn ganesha_lookup_noent() {
+    let (_, r): (_, LOOKUP3res) =
+        reply(include_bytes!("../testdata/ganesha_lookup_noent_reply.bin"));
+    let Nfs3Res::Fail(status, fail) = r else {
+        panic!("{r:?}")
+    };
+    assert_eq!(status, nfsstat3::NFS3ERR_NOENT);
+    is_export_root(fail.dir_attributes.as_ref().unwrap());
+}
+
+#[test]
+fn ganesha_fsstat() {
+    let (_, r): (_, FSSTAT3res) = reply(include_bytes!("../testdata/ganesha_fsstat_reply.bin"));
+    let ok = r.ok().unwrap();
+    is_export_root(ok.obj_attributes.as_ref().unwrap());
+    assert!(ok.abytes <= ok.fbytes && ok.fbytes <= ok.tbytes && ok.tbytes > 0);
+    assert!(ok.afiles <= ok.tfiles && ok.ffiles <= ok.tfiles && ok.tfiles > 0);
+}
+
+#[test]
+fn ganesha_read_of_128k_borrows_all_of_it() {
+    let file = include_bytes!("../testdata/ganesha_read_big_reply.bin");
+    let rec = record(file);
+    let mut rd = XdrReader::new(&rec);
+    ReplyHeader::decode(&mut rd).unwrap();
+    let fast = decode_read_reply(&mut rd, 131072).unwrap();
+    assert_eq!(rd.remaining(), 0);
+    is_file(fast.file_attributes.as_ref().unwrap(), 131072);
+    let ok = fast.ok.unwrap();
+    assert!(ok.eof);
+    assert_eq!(ok.data.len(), 131072);
+    assert!(ok
+        .data
+        .iter()
+        .enumerate()
+        .all(|(i, b)| *b as usize == i % 251));
+
+    let (_, r): (_, READ3res) = reply(file);
+    assert_eq!(r.ok().unwrap().data, ok.data);
+}
