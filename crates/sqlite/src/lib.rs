@@ -1,0 +1,1 @@
+//! SQLite VFS `directnfs` (loadable extension) — work in progress.
