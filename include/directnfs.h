@@ -122,11 +122,12 @@ const char *dnfs_client_target(const dnfs_client *client);
  *    "server_wtmax":..,"connections":..,"stable":"file_sync",
  *    "ops":{"reads":..,"writes":..,"bytes_read":..,"bytes_written":..,
  *           "fsyncs":..,"metadata_ops":..,"batch_ops":..,"errors":..},
- *    "engine":null}
+ *    "engine":{"servers":[...],"files":[...]}}
  * "ops" counts calls made through this C library on this client (its files
- * and batches included). "engine" (per-channel RPC latency histograms) is
- * null: the directnfs Rust crate does not expose its engine statistics to
- * library users yet. Fields may be added, never removed. */
+ * and batches included). "engine" is the client's own statistics snapshot,
+ * the model `dnfs stats --json` prints: per server, path and channel the
+ * RPC counts, bytes, retransmissions, failovers and latency histograms, and
+ * per open file its I/O totals. Fields may be added, never removed. */
 ssize_t dnfs_stats_json(const dnfs_client *client, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------

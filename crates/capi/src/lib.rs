@@ -351,7 +351,7 @@ fn stats_json(c: &DnfsClient) -> String {
             "\"server_rtmax\":{},\"server_wtmax\":{},\"connections\":{},\"stable\":{},",
             "\"ops\":{{\"reads\":{},\"writes\":{},\"bytes_read\":{},\"bytes_written\":{},",
             "\"fsyncs\":{},\"metadata_ops\":{},\"batch_ops\":{},\"errors\":{}}},",
-            "\"engine\":null}}"
+            "\"engine\":{}}}"
         ),
         json_str(c.client.export()),
         json_str(c.client.target_path()),
@@ -369,6 +369,9 @@ fn stats_json(c: &DnfsClient) -> String {
         get(&s.metadata_ops),
         get(&s.batch_ops),
         get(&s.errors),
+        // The client's own counters (servers, paths, channels, files, with
+        // latency histograms): the `dnfs stats --json` model.
+        serde_json::to_string(&c.client.stats()).unwrap_or_else(|_| "null".to_string()),
     )
 }
 
