@@ -6,7 +6,7 @@
 //! turns the argument into a [`Spec`] (no network), and [`Spec::open`]
 //! mounts it, giving a [`Location`].
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 
@@ -54,6 +54,11 @@ pub struct Resolver {
     config: Option<PathBuf>,
     verbose: bool,
     tab: OnceCell<Option<DnfsTab>>,
+    /// Every client mounted, kept alive until the process exits: dropping a
+    /// `Client` joins its maintenance thread, which can take up to 100 ms
+    /// (its tick), a long time for a command that itself takes 10 ms.
+    /// `main` exits without dropping the resolver.
+    mounted: RefCell<Vec<Client>>,
 }
 
 impl Resolver {
@@ -63,6 +68,7 @@ impl Resolver {
             config,
             verbose,
             tab: OnceCell::new(),
+            mounted: RefCell::new(Vec::new()),
         }
     }
 
@@ -200,6 +206,7 @@ impl NfsSpec {
     /// Mounts the export and returns the location of the path in it.
     pub fn open(&self, resolver: &Resolver) -> Result<Location> {
         let client = Client::mount(&self.target)?;
+        resolver.mounted.borrow_mut().push(client.clone());
         let limits = client.limits();
         resolver.note(&format!(
             "{}: mounted {}:{} (rtmax {} wtmax {}, {} connection(s) per path, stable={})",

@@ -131,28 +131,31 @@ fn main() -> ExitCode {
     if let Command::Bench(args) = cli.command {
         return bench::run(args);
     }
-    match run(cli) {
-        Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+    let resolver = Resolver::new(cli.config, cli.verbose);
+    let code = match run(&resolver, cli.command) {
+        Ok(()) | Err(CliError::BrokenPipe) => 0,
         Err(e) => {
             eprintln!("dnfs: {}", one_line(&e.to_string()));
-            ExitCode::FAILURE
+            1
         }
-    }
+    };
+    // Exit without dropping the mounted clients (see `Resolver`): every
+    // command has already flushed its output and committed its writes.
+    std::process::exit(code)
 }
 
-fn run(cli: Cli) -> Result<()> {
-    let resolver = Resolver::new(cli.config, cli.verbose);
-    match cli.command {
-        Command::Ls { path, long } => commands::ls::run(&resolver, &path, long),
-        Command::Stat { path } => commands::stat::run(&resolver, &path),
-        Command::Cat { path } => commands::cat::run(&resolver, &path),
+fn run(resolver: &Resolver, command: Command) -> Result<()> {
+    match command {
+        Command::Ls { path, long } => commands::ls::run(resolver, &path, long),
+        Command::Stat { path } => commands::stat::run(resolver, &path),
+        Command::Cat { path } => commands::cat::run(resolver, &path),
         Command::Cp {
             src,
             dst,
             jobs,
             chunk,
         } => commands::cp::run(
-            &resolver,
+            resolver,
             &src,
             &dst,
             Parallel {
@@ -164,9 +167,9 @@ fn run(cli: Cli) -> Result<()> {
             path,
             recursive,
             force,
-        } => commands::namespace::rm(&resolver, &path, recursive, force),
-        Command::Mkdir { path, parents } => commands::namespace::mkdir(&resolver, &path, parents),
-        Command::Mv { src, dst } => commands::namespace::mv(&resolver, &src, &dst),
+        } => commands::namespace::rm(resolver, &path, recursive, force),
+        Command::Mkdir { path, parents } => commands::namespace::mkdir(resolver, &path, parents),
+        Command::Mv { src, dst } => commands::namespace::mv(resolver, &src, &dst),
         // Handled in main (it has its own exit codes).
         Command::Bench(_) => Ok(()),
     }

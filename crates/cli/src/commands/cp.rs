@@ -85,8 +85,13 @@ pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<(
             )?;
             copy_with_progress(&source, src, &file, par)?;
             // COMMIT: durable before we say it is done.
+            let commit = Instant::now();
             file.fsync()?;
-            format!("{}:{path}", client.export())
+            format!(
+                "{}:{path} (final COMMIT {:.3} s)",
+                client.export(),
+                commit.elapsed().as_secs_f64()
+            )
         }
         Location::Local(p) => {
             let p = if p.is_dir() { p.join(&source.name) } else { p };
