@@ -1,0 +1,923 @@
+//! A hostile NFSv3 server, for tests only.
+//!
+//! One TCP port on 127.0.0.1 serves both MOUNT (100005) and NFS (100003):
+//! the call's program number picks the program, and the client is given the
+//! port as both `nfsport` and `mountport`. The server answers just enough to
+//! be mounted and used — NULL, EXPORT, MNT, UMNT, FSINFO, GETATTR, LOOKUP,
+//! READ, WRITE, COMMIT, SETATTR, REMOVE — on one export ([`EXPORT`]) holding
+//! one file ([`FILE`]) whose byte at offset `o` is [`pattern`]`(o)`.
+//!
+//! On top of that it follows a [`Plan`]: one [`Fault`] applied to the first
+//! `times` calls of one procedure (counted over every connection), after
+//! which it answers correctly again. The state change of the call (a REMOVE
+//! removing the file) happens even when the reply is sabotaged, as with a
+//! real server that executed a call and then lost its reply.
+//!
+//! Every connection is served by its own thread; every call is logged
+//! ([`HostileServer::calls`]) so tests can count attempts and reconnects.
+//! Dropping the server shuts down the listener and every connection.
+//!
+//! [`watch`] holds what the tests measure the client with: a hard deadline
+//! around each client operation, a counter of panics on the client's own
+//! threads, the largest single allocation and the peak RSS.
+
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+
+pub mod watch;
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use directnfs_wire::mount::{
+    self, dirpath, exportnode, exports, mountres3, mountres3_ok, mountstat3,
+};
+use directnfs_wire::nfs3::{
+    self, fattr3, ftype3, nfs_fh3, nfsstat3, nfstime3, specdata3, FSINFO3resok, LOOKUP3args,
+    READ3args, WRITE3args,
+};
+use directnfs_wire::rpc::record::fragment_header;
+use directnfs_wire::rpc::{
+    AcceptStat, AcceptedReply, CallHeader, OpaqueAuth, RecordReader, RejectedReply, ReplyBody,
+    ReplyHeader,
+};
+use directnfs_wire::xdr::XdrWrite;
+use directnfs_wire::{Decode, Encode, XdrReader};
+
+/// The one export.
+pub const EXPORT: &str = "/export";
+/// The one file, below the export.
+pub const FILE: &str = "/data";
+/// Its name in the export's root directory.
+pub const FILE_NAME: &str = "data";
+/// Root handle returned by MNT.
+pub const ROOT_FH: &[u8] = b"hostile-root-fh!";
+/// Handle of [`FILE`].
+pub const FILE_FH: &[u8] = b"hostile-file-fh!";
+/// Write verifier of every WRITE and COMMIT.
+pub const VERF: [u8; 8] = *b"hostile!";
+/// XID of replies nobody asked for.
+pub const UNSOLICITED_XID: u32 = 0xdead_beef;
+
+/// The content of the file: the byte at `offset`.
+pub fn pattern(offset: u64) -> u8 {
+    ((offset % 251) as u8) ^ ((offset >> 12) as u8)
+}
+
+/// The content of the file from `offset`, `len` bytes.
+pub fn pattern_at(offset: u64, len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|i| pattern(offset.wrapping_add(i)))
+        .collect()
+}
+
+/// One procedure of one program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proc {
+    /// NFSv3 procedure number.
+    Nfs(u32),
+    /// MOUNT v3 procedure number.
+    Mount(u32),
+}
+
+impl Proc {
+    pub const NULL: Proc = Proc::Nfs(nfs3::NFSPROC3_NULL);
+    pub const GETATTR: Proc = Proc::Nfs(nfs3::NFSPROC3_GETATTR);
+    pub const LOOKUP: Proc = Proc::Nfs(nfs3::NFSPROC3_LOOKUP);
+    pub const READ: Proc = Proc::Nfs(nfs3::NFSPROC3_READ);
+    pub const WRITE: Proc = Proc::Nfs(nfs3::NFSPROC3_WRITE);
+    pub const REMOVE: Proc = Proc::Nfs(nfs3::NFSPROC3_REMOVE);
+    pub const FSINFO: Proc = Proc::Nfs(nfs3::NFSPROC3_FSINFO);
+    pub const MNT: Proc = Proc::Mount(mount::MOUNTPROC3_MNT);
+    pub const EXPORT: Proc = Proc::Mount(mount::MOUNTPROC3_EXPORT);
+
+    fn of(h: &CallHeader) -> Option<Proc> {
+        match h.prog {
+            nfs3::NFS_PROGRAM => Some(Proc::Nfs(h.proc_)),
+            mount::MOUNT_PROGRAM => Some(Proc::Mount(h.proc_)),
+            _ => None,
+        }
+    }
+}
+
+/// How a READ reply is bent (every `None` keeps the honest value).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadShape {
+    /// Bytes of data actually sent (the file's content from the offset).
+    pub data_len: Option<u32>,
+    /// The `count` field, when it should disagree with the data.
+    pub count: Option<u32>,
+    /// The `eof` flag.
+    pub eof: Option<bool>,
+}
+
+/// What the server does instead of answering a call properly.
+#[derive(Debug, Clone)]
+pub enum Fault {
+    /// Sends a complete record holding only the first half of the proper
+    /// reply, then closes the connection.
+    TruncatedRecordThenClose,
+    /// Sends the record-marking header and half of the reply, then closes.
+    CloseMidRecord,
+    /// Sends the reply as two fragments but only the first, then closes.
+    CloseAfterFirstFragment,
+    /// Closes the connection without answering (a server killed mid-call).
+    CloseWithoutReply,
+    /// Answers properly, then closes the connection (a server restart).
+    ReplyThenClose,
+    /// Sends a fragment header announcing 2^31 - 1 bytes and a few bytes,
+    /// then never answers on that connection again.
+    HugeFragment {
+        /// Set the last-fragment bit.
+        last: bool,
+    },
+    /// Sends non-last 64 KiB fragments without end (up to 64 MiB), never
+    /// finishing the record.
+    FragmentFlood,
+    /// Answers with an XID nobody used.
+    WrongXid,
+    /// Answers properly, and sends the same reply again after `gap`.
+    Duplicate {
+        /// Pause between the two copies.
+        gap: Duration,
+    },
+    /// Sends replies to XIDs never used (and records too short to have an
+    /// XID), then the proper reply.
+    Unsolicited,
+    /// Sends this many well-formed replies to an XID never used, then the
+    /// proper reply.
+    UnsolicitedFlood(usize),
+    /// Sends the proper reply as fragments of `size` bytes, one write each,
+    /// `gap` apart: legal record marking, just slow and split.
+    SplitFragments {
+        /// Fragment size.
+        size: usize,
+        /// Pause between fragments.
+        gap: Duration,
+    },
+    /// An accepted SUCCESS header followed by these bytes as the results.
+    Results(Vec<u8>),
+    /// A READ reply bent as described.
+    Read(ReadShape),
+    /// These attributes in GETATTR (and LOOKUP) replies.
+    Attrs(fattr3),
+    /// FSINFO with these rtmax and wtmax.
+    Fsinfo {
+        /// Largest READ.
+        rtmax: u32,
+        /// Largest WRITE.
+        wtmax: u32,
+    },
+    /// MSG_DENIED.
+    Denied(RejectedReply),
+    /// MSG_ACCEPTED with a status other than SUCCESS.
+    Accepted(AcceptedReply),
+    /// An NFS failure status (with empty failure bodies).
+    Status(nfsstat3),
+    /// A MOUNT failure status.
+    MountStatus(mountstat3),
+    /// A successful WRITE reply claiming this many bytes written.
+    WriteCount(u32),
+    /// Never answers (the connection stays open and keeps reading).
+    Silent,
+    /// Sends the proper reply one byte per period.
+    Trickle(Duration),
+}
+
+/// One fault on the first `times` calls of one procedure.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub fault: Option<Fault>,
+    pub on: Proc,
+    pub times: usize,
+}
+
+impl Plan {
+    /// No fault: a well-behaved server.
+    pub fn none() -> Self {
+        Self {
+            fault: None,
+            on: Proc::NULL,
+            times: 0,
+        }
+    }
+
+    /// `fault` on every call of `on`.
+    pub fn always(on: Proc, fault: Fault) -> Self {
+        Self::times(on, fault, usize::MAX)
+    }
+
+    /// `fault` on the first call of `on` only.
+    pub fn once(on: Proc, fault: Fault) -> Self {
+        Self::times(on, fault, 1)
+    }
+
+    /// `fault` on the first `times` calls of `on`.
+    pub fn times(on: Proc, fault: Fault, times: usize) -> Self {
+        Self {
+            fault: Some(fault),
+            on,
+            times,
+        }
+    }
+}
+
+/// A call the server received.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// Connection number (0 for the first accepted).
+    pub conn: usize,
+    pub proc_: Option<Proc>,
+    pub xid: u32,
+    /// READ and WRITE: the offset.
+    pub offset: Option<u64>,
+    /// True when the plan's fault was applied to it.
+    pub faulted: bool,
+}
+
+/// Settings of the well-behaved part.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Size of [`FILE`].
+    pub size: u64,
+    /// FSINFO rtmax.
+    pub rtmax: u32,
+    /// FSINFO wtmax.
+    pub wtmax: u32,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            size: 1 << 20,
+            rtmax: 64 * 1024,
+            wtmax: 64 * 1024,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    opts: Options,
+    plan: Mutex<Plan>,
+    hits: AtomicUsize,
+    calls: Mutex<Vec<Seen>>,
+    streams: Mutex<Vec<TcpStream>>,
+    accepted: AtomicUsize,
+    removed: AtomicBool,
+    stop: AtomicBool,
+}
+
+/// The server; see the module doc. Stops when dropped.
+#[derive(Debug)]
+pub struct HostileServer {
+    port: u16,
+    state: Arc<State>,
+}
+
+impl HostileServer {
+    /// Starts a server following `plan`, with default options.
+    pub fn start(plan: Plan) -> Self {
+        Self::with(Options::default(), plan)
+    }
+
+    /// Starts a server with `opts`, following `plan`.
+    pub fn with(opts: Options, plan: Plan) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("local addr").port();
+        let state = Arc::new(State {
+            opts,
+            plan: Mutex::new(plan),
+            hits: AtomicUsize::new(0),
+            calls: Mutex::new(Vec::new()),
+            streams: Mutex::new(Vec::new()),
+            accepted: AtomicUsize::new(0),
+            removed: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+        });
+        let st = Arc::clone(&state);
+        std::thread::Builder::new()
+            .name(format!("hostile-accept-{port}"))
+            .spawn(move || accept_loop(&st, &listener))
+            .expect("spawn");
+        Self { port, state }
+    }
+
+    /// The port serving both MOUNT and NFS.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The URL of [`FILE`] with `options` (a query string without `?`).
+    pub fn url(&self, options: &str) -> String {
+        let p = self.port;
+        format!("nfs://127.0.0.1{EXPORT}{FILE}?nfsport={p}&mountport={p}&{options}")
+    }
+
+    /// Replaces the plan (the hit counter starts again from zero).
+    pub fn set_plan(&self, plan: Plan) {
+        let mut p = self.state.plan.lock().unwrap();
+        self.state.hits.store(0, Ordering::SeqCst);
+        *p = plan;
+    }
+
+    /// Every call received so far.
+    pub fn calls(&self) -> Vec<Seen> {
+        self.state.calls.lock().unwrap().clone()
+    }
+
+    /// Calls of `proc_` received so far.
+    pub fn count(&self, proc_: Proc) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.proc_ == Some(proc_))
+            .count()
+    }
+
+    /// Calls the fault was applied to so far.
+    pub fn faulted(&self) -> usize {
+        self.calls().iter().filter(|c| c.faulted).count()
+    }
+
+    /// TCP connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.state.accepted.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for HostileServer {
+    fn drop(&mut self) {
+        self.state.stop.store(true, Ordering::SeqCst);
+        for s in self.state.streams.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+fn accept_loop(state: &Arc<State>, listener: &TcpListener) {
+    while !state.stop.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                let conn = state.accepted.fetch_add(1, Ordering::SeqCst);
+                if let Ok(clone) = stream.try_clone() {
+                    state.streams.lock().unwrap().push(clone);
+                }
+                let st = Arc::clone(state);
+                let _ = std::thread::Builder::new()
+                    .name(format!("hostile-conn-{conn}"))
+                    .spawn(move || serve(&st, stream, conn));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// What to put on the wire for one call.
+enum Output {
+    /// These bytes.
+    Send(Vec<u8>),
+    /// These bytes, then close.
+    SendThenClose(Vec<u8>),
+    /// These bytes, then never answer on this connection again.
+    SendThenMute(Vec<u8>),
+    /// Each piece in its own write, `gap` apart.
+    Paced(Vec<Vec<u8>>, Duration),
+    /// One byte per period.
+    Trickle(Vec<u8>, Duration),
+    /// Endless non-last fragments.
+    Flood,
+    /// Nothing.
+    Nothing,
+    /// Close at once.
+    Close,
+}
+
+fn serve(state: &Arc<State>, mut stream: TcpStream, conn: usize) {
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(100)));
+    let _ = stream.set_nodelay(true);
+    // WRITE calls carry up to 1 MiB of data.
+    let mut reader = RecordReader::new(8 << 20);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut chunk = vec![0u8; 256 * 1024];
+    let mut mute = false;
+    loop {
+        if state.stop.load(Ordering::SeqCst) {
+            return;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return,
+        }
+        let (records, used) = match reader.drain(&buf) {
+            Ok(x) => x,
+            Err(_) => return,
+        };
+        buf.drain(..used);
+        for rec in records {
+            let out = handle_call(state, conn, &rec);
+            if mute {
+                continue;
+            }
+            let keep_going = match out {
+                Output::Send(b) => stream.write_all(&b).is_ok(),
+                Output::SendThenClose(b) => {
+                    let _ = stream.write_all(&b);
+                    let _ = stream.shutdown(Shutdown::Both);
+                    false
+                }
+                Output::SendThenMute(b) => {
+                    mute = true;
+                    stream.write_all(&b).is_ok()
+                }
+                Output::Paced(pieces, gap) => {
+                    let mut ok = true;
+                    for (i, p) in pieces.iter().enumerate() {
+                        if i > 0 {
+                            std::thread::sleep(gap);
+                        }
+                        if stream.write_all(p).is_err() {
+                            ok = false;
+                            break;
+                        }
+                    }
+                    ok
+                }
+                Output::Trickle(b, period) => {
+                    let mut ok = true;
+                    for byte in b {
+                        if state.stop.load(Ordering::SeqCst) || stream.write_all(&[byte]).is_err() {
+                            ok = false;
+                            break;
+                        }
+                        std::thread::sleep(period);
+                    }
+                    ok
+                }
+                Output::Flood => {
+                    mute = true;
+                    let frag = {
+                        let mut f = fragment_header(64 * 1024, false).to_vec();
+                        f.resize(4 + 64 * 1024, 0x5a);
+                        f
+                    };
+                    for _ in 0..1024 {
+                        if state.stop.load(Ordering::SeqCst) || stream.write_all(&frag).is_err() {
+                            break;
+                        }
+                    }
+                    true
+                }
+                Output::Nothing => true,
+                Output::Close => {
+                    let _ = stream.shutdown(Shutdown::Both);
+                    false
+                }
+            };
+            if !keep_going {
+                return;
+            }
+        }
+    }
+}
+
+/// Decodes one call, works out the honest reply and applies the plan.
+fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
+    let mut r = XdrReader::new(rec);
+    let Ok(hdr) = CallHeader::decode(&mut r) else {
+        state.calls.lock().unwrap().push(Seen {
+            conn,
+            proc_: None,
+            xid: 0,
+            offset: None,
+            faulted: false,
+        });
+        return Output::Nothing;
+    };
+    let args = r.rest();
+    let proc_ = Proc::of(&hdr);
+    let fault = {
+        let plan = state.plan.lock().unwrap();
+        match &plan.fault {
+            Some(f) if Some(plan.on) == proc_ => {
+                let n = state.hits.fetch_add(1, Ordering::SeqCst);
+                (n < plan.times).then(|| f.clone())
+            }
+            _ => None,
+        }
+    };
+    let offset = match proc_ {
+        Some(Proc::READ | Proc::WRITE) => {
+            let mut a = XdrReader::new(args);
+            nfs_fh3::decode(&mut a)
+                .ok()
+                .and_then(|_| a.u64("offset").ok())
+        }
+        _ => None,
+    };
+    state.calls.lock().unwrap().push(Seen {
+        conn,
+        proc_,
+        xid: hdr.xid,
+        offset,
+        faulted: fault.is_some(),
+    });
+    let xid = hdr.xid;
+    let honest = match results(state, &hdr, args, fault.as_ref()) {
+        Ok(res) => success(xid, &res),
+        Err(stat) => reply_header(
+            xid,
+            ReplyBody::Accepted {
+                verf: OpaqueAuth::none(),
+                stat,
+            },
+        ),
+    };
+    let Some(fault) = fault else {
+        return Output::Send(frame(&honest));
+    };
+    match fault {
+        Fault::TruncatedRecordThenClose => {
+            let cut = (honest.len() / 2).max(12);
+            Output::SendThenClose(frame(&honest[..cut.min(honest.len())]))
+        }
+        Fault::CloseMidRecord => {
+            let whole = frame(&honest);
+            let cut = 4 + honest.len() / 2;
+            Output::SendThenClose(whole[..cut].to_vec())
+        }
+        Fault::CloseAfterFirstFragment => {
+            let half = honest.len() / 2;
+            let mut b = fragment_header(half, false).to_vec();
+            b.extend_from_slice(&honest[..half]);
+            Output::SendThenClose(b)
+        }
+        Fault::CloseWithoutReply => Output::Close,
+        Fault::ReplyThenClose => Output::SendThenClose(frame(&honest)),
+        Fault::HugeFragment { last } => {
+            let mut b = (0x7fff_ffffu32 | if last { 0x8000_0000 } else { 0 })
+                .to_be_bytes()
+                .to_vec();
+            b.extend_from_slice(&honest);
+            Output::SendThenMute(b)
+        }
+        Fault::FragmentFlood => Output::Flood,
+        Fault::WrongXid => {
+            // Another generation of the same slot: matches nothing in flight.
+            let mut b = honest.clone();
+            b[..4].copy_from_slice(&(xid ^ 0xffff_0000).to_be_bytes());
+            Output::Send(frame(&b))
+        }
+        Fault::Duplicate { gap } => Output::Paced(vec![frame(&honest), frame(&honest)], gap),
+        Fault::Unsolicited => {
+            let mut b = Vec::new();
+            // An empty record, one too short for an XID, one that is only an XID.
+            b.extend_from_slice(&frame(&[]));
+            b.extend_from_slice(&frame(&[1, 2, 3]));
+            b.extend_from_slice(&frame(&UNSOLICITED_XID.to_be_bytes()));
+            // A well-formed reply (with the honest results) to an XID never sent.
+            let mut other = honest.clone();
+            other[..4].copy_from_slice(&UNSOLICITED_XID.to_be_bytes());
+            b.extend_from_slice(&frame(&other));
+            // A CALL message where a reply should be.
+            let mut call = Vec::new();
+            directnfs_wire::rpc::encode_call_header(&mut call, xid ^ 0x8000_0000, 1, 1, 1, &[]);
+            b.extend_from_slice(&frame(&call));
+            b.extend_from_slice(&frame(&honest));
+            Output::Send(b)
+        }
+        Fault::UnsolicitedFlood(n) => {
+            let mut other = honest.clone();
+            other[..4].copy_from_slice(&UNSOLICITED_XID.to_be_bytes());
+            let one = frame(&other);
+            let mut b = Vec::with_capacity(one.len() * (n + 1));
+            for _ in 0..n {
+                b.extend_from_slice(&one);
+            }
+            b.extend_from_slice(&frame(&honest));
+            Output::Send(b)
+        }
+        Fault::SplitFragments { size, gap } => {
+            let pieces: Vec<Vec<u8>> = honest
+                .chunks(size.max(1))
+                .enumerate()
+                .map(|(i, c)| {
+                    let last = (i + 1) * size.max(1) >= honest.len();
+                    let mut p = fragment_header(c.len(), last).to_vec();
+                    p.extend_from_slice(c);
+                    p
+                })
+                .collect();
+            Output::Paced(pieces, gap)
+        }
+        Fault::Results(res) => Output::Send(frame(&success(xid, &res))),
+        Fault::Denied(rej) => Output::Send(frame(&reply_header(xid, ReplyBody::Denied(rej)))),
+        Fault::Accepted(stat) => Output::Send(frame(&reply_header(
+            xid,
+            ReplyBody::Accepted {
+                verf: OpaqueAuth::none(),
+                stat,
+            },
+        ))),
+        Fault::Silent => Output::Nothing,
+        Fault::Trickle(period) => Output::Trickle(frame(&honest), period),
+        // Built into the results already.
+        Fault::Read(_)
+        | Fault::Attrs(_)
+        | Fault::Fsinfo { .. }
+        | Fault::Status(_)
+        | Fault::MountStatus(_)
+        | Fault::WriteCount(_) => Output::Send(frame(&honest)),
+    }
+}
+
+/// The results of a call (after an accepted SUCCESS header), or the
+/// accept_stat to refuse it with. Faults that change results apply here.
+fn results(
+    state: &State,
+    hdr: &CallHeader,
+    args: &[u8],
+    fault: Option<&Fault>,
+) -> Result<Vec<u8>, AcceptedReply> {
+    let mut out = Vec::new();
+    match (Proc::of(hdr), hdr.vers) {
+        (Some(Proc::Nfs(_)), v) | (Some(Proc::Mount(_)), v) if v != 3 => {
+            return Err(AcceptedReply::ProgMismatch { low: 3, high: 3 })
+        }
+        (None, _) => return Err(AcceptedReply::Error(AcceptStat::PROG_UNAVAIL)),
+        _ => {}
+    }
+    if let Some(Fault::Status(s)) = fault {
+        out.put_u32(s.0);
+        // Empty failure bodies: no attributes, no wcc data.
+        out.put_u32(0);
+        out.put_u32(0);
+        return Ok(out);
+    }
+    if let Some(Fault::MountStatus(s)) = fault {
+        mountres3::Err(*s).encode(&mut out);
+        return Ok(out);
+    }
+    let garbage = || AcceptedReply::Error(AcceptStat::GARBAGE_ARGS);
+    let mut r = XdrReader::new(args);
+    match Proc::of(hdr) {
+        Some(Proc::Mount(p)) => match p {
+            mount::MOUNTPROC3_NULL | mount::MOUNTPROC3_UMNT => {}
+            mount::MOUNTPROC3_EXPORT => exports(vec![exportnode {
+                ex_dir: dirpath::from(EXPORT),
+                ex_groups: Vec::new(),
+            }])
+            .encode(&mut out),
+            mount::MOUNTPROC3_MNT => {
+                let path = dirpath::decode(&mut r).map_err(|_| garbage())?;
+                if path.as_bytes() == EXPORT.as_bytes() {
+                    mountres3::Ok(mountres3_ok {
+                        fhandle: nfs_fh3::new(ROOT_FH).unwrap(),
+                        auth_flavors: vec![1],
+                    })
+                    .encode(&mut out);
+                } else {
+                    mountres3::Err(mountstat3::MNT3ERR_NOENT).encode(&mut out);
+                }
+            }
+            _ => return Err(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL)),
+        },
+        Some(Proc::Nfs(p)) => match p {
+            nfs3::NFSPROC3_NULL => {}
+            nfs3::NFSPROC3_GETATTR => {
+                let fh = nfs_fh3::decode(&mut r).map_err(|_| garbage())?;
+                match attrs_of(state, &fh, fault) {
+                    Some(a) => {
+                        nfsstat3::NFS3_OK.encode(&mut out);
+                        a.encode(&mut out);
+                    }
+                    None => nfsstat3::NFS3ERR_STALE.encode(&mut out),
+                }
+            }
+            nfs3::NFSPROC3_LOOKUP => {
+                let a = LOOKUP3args::decode(&mut r).map_err(|_| garbage())?;
+                let found = a.what.dir.as_bytes() == ROOT_FH
+                    && a.what.name.as_bytes() == FILE_NAME.as_bytes()
+                    && !state.removed.load(Ordering::SeqCst);
+                if found {
+                    let fh = nfs_fh3::new(FILE_FH).unwrap();
+                    nfsstat3::NFS3_OK.encode(&mut out);
+                    fh.encode(&mut out);
+                    attrs_of(state, &fh, fault).encode(&mut out);
+                    Some(dir_attr()).encode(&mut out);
+                } else {
+                    nfsstat3::NFS3ERR_NOENT.encode(&mut out);
+                    Some(dir_attr()).encode(&mut out);
+                }
+            }
+            nfs3::NFSPROC3_READ => {
+                let a = READ3args::decode(&mut r).map_err(|_| garbage())?;
+                read_results(state, &a, fault, &mut out);
+            }
+            nfs3::NFSPROC3_WRITE => {
+                let a = WRITE3args::decode(&mut r).map_err(|_| garbage())?;
+                nfsstat3::NFS3_OK.encode(&mut out);
+                out.put_u32(0); // wcc before: none
+                out.put_u32(0); // wcc after: none
+                let count = match fault {
+                    Some(Fault::WriteCount(c)) => *c,
+                    _ => a.count,
+                };
+                out.put_u32(count);
+                out.put_u32(nfs3::stable_how::FILE_SYNC.0);
+                out.put_opaque_fixed(&VERF);
+            }
+            nfs3::NFSPROC3_COMMIT => {
+                nfsstat3::NFS3_OK.encode(&mut out);
+                out.put_u32(0);
+                out.put_u32(0);
+                out.put_opaque_fixed(&VERF);
+            }
+            nfs3::NFSPROC3_SETATTR => {
+                nfsstat3::NFS3_OK.encode(&mut out);
+                out.put_u32(0);
+                out.put_u32(0);
+            }
+            nfs3::NFSPROC3_REMOVE => {
+                let a = nfs3::REMOVE3args::decode(&mut r).map_err(|_| garbage())?;
+                let is_file = a.object.name.as_bytes() == FILE_NAME.as_bytes();
+                // Executed even if the reply is then lost (see the module doc).
+                if is_file && !state.removed.swap(true, Ordering::SeqCst) {
+                    nfsstat3::NFS3_OK.encode(&mut out);
+                } else {
+                    nfsstat3::NFS3ERR_NOENT.encode(&mut out);
+                }
+                out.put_u32(0);
+                out.put_u32(0);
+            }
+            nfs3::NFSPROC3_FSINFO => {
+                let (rtmax, wtmax) = match fault {
+                    Some(Fault::Fsinfo { rtmax, wtmax }) => (*rtmax, *wtmax),
+                    _ => (state.opts.rtmax, state.opts.wtmax),
+                };
+                nfsstat3::NFS3_OK.encode(&mut out);
+                FSINFO3resok {
+                    obj_attributes: Some(dir_attr()),
+                    rtmax,
+                    rtpref: rtmax,
+                    rtmult: 4096,
+                    wtmax,
+                    wtpref: wtmax,
+                    wtmult: 4096,
+                    dtpref: 64 * 1024,
+                    maxfilesize: u64::MAX,
+                    time_delta: nfstime3 {
+                        seconds: 0,
+                        nseconds: 1,
+                    },
+                    properties: nfs3::FSF3_HOMOGENEOUS | nfs3::FSF3_CANSETTIME,
+                }
+                .encode(&mut out);
+            }
+            _ => return Err(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL)),
+        },
+        None => return Err(AcceptedReply::Error(AcceptStat::PROG_UNAVAIL)),
+    }
+    Ok(out)
+}
+
+fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut Vec<u8>) {
+    if a.file.as_bytes() != FILE_FH {
+        nfsstat3::NFS3ERR_STALE.encode(out);
+        out.put_u32(0);
+        return;
+    }
+    let size = state.opts.size;
+    let avail = size.saturating_sub(a.offset).min(a.count as u64) as u32;
+    let shape = match fault {
+        Some(Fault::Read(s)) => *s,
+        _ => ReadShape::default(),
+    };
+    let data_len = shape.data_len.unwrap_or(avail);
+    let count = shape.count.unwrap_or(data_len);
+    let eof = shape
+        .eof
+        .unwrap_or(a.offset.saturating_add(data_len as u64) >= size);
+    nfsstat3::NFS3_OK.encode(out);
+    Some(file_attr(size)).encode(out);
+    out.put_u32(count);
+    out.put_bool(eof);
+    out.put_opaque(&pattern_at(a.offset, data_len as usize));
+}
+
+fn attrs_of(state: &State, fh: &nfs_fh3, fault: Option<&Fault>) -> Option<fattr3> {
+    if let Some(Fault::Attrs(a)) = fault {
+        return Some(*a);
+    }
+    match fh.as_bytes() {
+        b if b == ROOT_FH => Some(dir_attr()),
+        b if b == FILE_FH => Some(file_attr(state.opts.size)),
+        _ => None,
+    }
+}
+
+fn time() -> nfstime3 {
+    nfstime3 {
+        seconds: 1_700_000_000,
+        nseconds: 0,
+    }
+}
+
+/// Attributes of [`FILE`] with `size`.
+pub fn file_attr(size: u64) -> fattr3 {
+    fattr3 {
+        type_: ftype3::NF3REG,
+        mode: 0o644,
+        nlink: 1,
+        uid: 0,
+        gid: 0,
+        size,
+        used: size,
+        rdev: specdata3::default(),
+        fsid: 1,
+        fileid: 2,
+        atime: time(),
+        mtime: time(),
+        ctime: time(),
+    }
+}
+
+fn dir_attr() -> fattr3 {
+    fattr3 {
+        type_: ftype3::NF3DIR,
+        mode: 0o755,
+        nlink: 2,
+        size: 4096,
+        used: 4096,
+        fileid: 1,
+        ..file_attr(4096)
+    }
+}
+
+/// Attributes no sane server sends: every field at its maximum, an
+/// unknown file type, nanoseconds beyond a second.
+pub fn absurd_attr() -> fattr3 {
+    let t = nfstime3 {
+        seconds: u32::MAX,
+        nseconds: u32::MAX,
+    };
+    fattr3 {
+        type_: ftype3(0xffff),
+        mode: u32::MAX,
+        nlink: u32::MAX,
+        uid: u32::MAX,
+        gid: u32::MAX,
+        size: u64::MAX,
+        used: u64::MAX,
+        rdev: specdata3 {
+            specdata1: u32::MAX,
+            specdata2: u32::MAX,
+        },
+        fsid: u64::MAX,
+        fileid: u64::MAX,
+        atime: t,
+        mtime: t,
+        ctime: t,
+    }
+}
+
+fn reply_header(xid: u32, body: ReplyBody) -> Vec<u8> {
+    let mut out = Vec::new();
+    ReplyHeader { xid, body }.encode(&mut out);
+    out
+}
+
+fn success(xid: u32, results: &[u8]) -> Vec<u8> {
+    let mut out = reply_header(
+        xid,
+        ReplyBody::Accepted {
+            verf: OpaqueAuth::none(),
+            stat: AcceptedReply::Success,
+        },
+    );
+    out.extend_from_slice(results);
+    out
+}
+
+/// One record, one fragment.
+pub fn frame(body: &[u8]) -> Vec<u8> {
+    let mut out = fragment_header(body.len(), true).to_vec();
+    out.extend_from_slice(body);
+    out
+}
