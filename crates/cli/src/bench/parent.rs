@@ -224,7 +224,8 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
                     file_size: o.size,
                     workers: o.workers,
                     connections: p.connections,
-                    server_pid: o.server_pid,
+                    // the server does no work for the local engine
+                    server_pid: o.server_pid.filter(|_| e != Engine::Local),
                     verify: o.verify,
                     progress: show,
                 };
@@ -381,7 +382,14 @@ struct ProgressLine {
 
 /// Runs one job in a child process (`dnfs bench worker`).
 fn run_child(job: &Job, label: &str, show: bool) -> Result<WorkerReply, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    // /proc/self/exe names this very binary even if a rebuild replaced the
+    // file meanwhile: parent and workers always run the same code.
+    let proc_exe = std::path::PathBuf::from("/proc/self/exe");
+    let exe = if proc_exe.exists() {
+        proc_exe
+    } else {
+        std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?
+    };
     let mut child = Command::new(exe)
         .args(["bench", "worker"])
         .stdin(Stdio::piped())

@@ -127,12 +127,37 @@ where
             ("IOPS", per_engine(&|r| Some(r.iops)))
         };
         bars(&areas[0], label, &head)?;
-        bars(&areas[1], "client CPU per I/O (us, user+sys)", &cpu)?;
-        if panels == 3 {
-            bars(&areas[2], "server CPU per I/O (us)", &srv)?;
+        if rep.workload == "scan" {
+            // 1 MiB I/Os: CPU per GB is the figure that compares
+            let cpu_gb = per_engine(&|r| Some(r.cpu_s_per_gb));
+            bars(&areas[1], "client CPU seconds per GB (user+sys)", &cpu_gb)?;
+            if panels == 3 {
+                let srv_gb = per_engine(&|r| {
+                    r.server_cpu_s
+                        .filter(|_| r.bytes > 0 && r.server_cpu_us_per_io.is_some())
+                        .map(|s| s / (r.bytes as f64 / 1e9))
+                });
+                bars(&areas[2], "server CPU seconds per GB", &srv_gb)?;
+            }
+        } else {
+            bars(&areas[1], "client CPU per I/O (us, user+sys)", &cpu)?;
+            if panels == 3 {
+                bars(&areas[2], "server CPU per I/O (us)", &srv)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Axis labels: no decimals for large values.
+fn short(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 fn iops1ms(rep: &Report) -> Vec<(String, f64)> {
@@ -165,13 +190,14 @@ where
         return Ok(());
     }
     let n = vals.len() as i32;
+    // `a..b` segmented has a segment per value a..=b: stop at n - 1.
     let ymax = vals.iter().map(|v| v.1).fold(0.0f64, f64::max).max(1e-9) * 1.2;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 18))
         .margin(15)
         .x_label_area_size(30)
         .y_label_area_size(60)
-        .build_cartesian_2d((0..n).into_segmented(), 0f64..ymax)
+        .build_cartesian_2d((0..n - 1).into_segmented(), 0f64..ymax)
         .map_err(e2s)?;
     let names: Vec<String> = vals.iter().map(|v| v.0.clone()).collect();
     chart
@@ -182,6 +208,7 @@ where
             _ => String::new(),
         })
         .label_style(("sans-serif", 14))
+        .y_label_formatter(&|v| short(*v))
         .draw()
         .map_err(e2s)?;
     chart
@@ -236,6 +263,7 @@ where
         .x_desc("sessions")
         .y_desc("IOPS")
         .label_style(("sans-serif", 14))
+        .y_label_formatter(&|v| short(*v))
         .x_label_formatter(&|v| format!("{v:.0}"))
         .draw()
         .map_err(e2s)?;
@@ -294,6 +322,8 @@ where
         .x_desc("IOPS")
         .y_desc("mean latency (us)")
         .label_style(("sans-serif", 14))
+        .x_label_formatter(&|v| short(*v))
+        .y_label_formatter(&|v| short(*v))
         .draw()
         .map_err(e2s)?;
     chart
