@@ -35,13 +35,18 @@
 //! | NFS3ERR_ACCES / STALE / unknown status, MNT3ERR_ACCES | `Nfs`/`Mount` error with the POSIX errno | `*_is_eacces`, `*_is_estale`, `unknown_nfs_status_*`, `mnt_access_*` |
 //! | WRITE reply claiming 0 / fewer / more bytes than sent | 0: error; fewer: rest re-sent; more: clamped | `write_reply_*`, `short_write_*` |
 //! | retransmitted REMOVE whose first copy ran | NOENT on the retry reported as success | `retransmitted_remove_*` |
+//! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
+//! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
+//! | 8 threads of I/O while connections keep breaking | no error, no wrong data, every call completed once | `concurrent_io_through_*` |
 //! | offsets near u64::MAX from the caller | error, no panic, no wrap-around | `*_offset_near_u64_max_*` |
 
 #[path = "hostile/mod.rs"]
 mod harness;
 
 use std::io::ErrorKind;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use directnfs::{Client, Error, File, FileType};
@@ -993,6 +998,149 @@ fn remove_of_a_missing_file_sent_once_is_enoent() {
         .unwrap();
     let (r, _) = within("remove again", SOFT_LIMIT, move || client.remove(FILE));
     assert_eq!(r.unwrap_err().kind(), ErrorKind::NotFound);
+    assert_no_internal_panic();
+}
+
+// ---------------------------------------------------------------------------
+// Server restarts, lost unstable writes, concurrency through failures
+
+/// Reads (checked) and FILE_SYNC writes from `threads` threads until `stop`;
+/// returns the errors seen.
+fn load(file: &File, threads: usize, stop: &Arc<AtomicBool>) -> Vec<JoinHandle<Vec<String>>> {
+    (0..threads)
+        .map(|t| {
+            let (f, stop) = (file.clone(), Arc::clone(stop));
+            std::thread::spawn(move || {
+                let mut errors = Vec::new();
+                let mut n = 0u64;
+                while !stop.load(Ordering::SeqCst) {
+                    let off = (t as u64 * 7919 + n * 4099) % ((1 << 20) - 8192);
+                    let len = 512 + (n as usize * 97) % 7680;
+                    let r = if t % 2 == 0 {
+                        let mut b = vec![0u8; len];
+                        f.read_at(&mut b, off).map(|k| {
+                            if b[..k] != pattern_at(off, k)[..] {
+                                errors.push(format!("wrong data at {off}"));
+                            }
+                        })
+                    } else {
+                        f.write_at(&pattern_at(off, len), off).map(|_| ())
+                    };
+                    if let Err(e) = r {
+                        errors.push(e.to_string());
+                    }
+                    n += 1;
+                }
+                errors
+            })
+        })
+        .collect()
+}
+
+fn wait_for(what: &str, limit: Duration, cond: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn server_killed_and_restarted_mid_load_is_invisible_on_a_hard_mount() {
+    let server = HostileServer::start(Plan::none());
+    let (_client, file) = mount(&server, "timeo=10&retrans=1&hard&connections=2");
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers = load(&file, 4, &stop);
+    std::thread::sleep(Duration::from_millis(500));
+    server.restart(Duration::from_secs(2));
+    wait_for("restart", Duration::from_secs(10), || {
+        server.restarts() == 1
+    });
+    let (reads, writes) = (server.count(Proc::READ), server.count(Proc::WRITE));
+    // Reconnect backoff after 2 s of refused connects is at most 1.6 s.
+    wait_for("load to resume", Duration::from_secs(8), || {
+        server.count(Proc::READ) > reads + 10 && server.count(Proc::WRITE) > writes + 10
+    });
+    stop.store(true, Ordering::SeqCst);
+    let (errors, _) = within("join the load", Duration::from_secs(10), move || {
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(errors.is_empty(), "errors: {errors:?}");
+    assert_no_internal_panic();
+}
+
+#[test]
+fn server_down_longer_than_the_soft_deadline_fails_soft_io_then_recovers() {
+    let server = HostileServer::start(Plan::none());
+    let (_client, file) = mount(&server, SOFT);
+    server.restart(Duration::from_secs(6));
+    std::thread::sleep(Duration::from_millis(300));
+    let (r, t) = read(&file, OFF, LEN);
+    let e = r.unwrap_err();
+    assert!(is_timeout(&e), "{e:?}");
+    assert!(t < Duration::from_secs(4), "{t:?}");
+    wait_for("restart", Duration::from_secs(10), || {
+        server.restarts() == 1
+    });
+    // Back within the reconnect backoff cap (5 s) plus one soft deadline.
+    let f = file.clone();
+    let (data, _) = within("recovery", Duration::from_secs(12), move || loop {
+        let mut b = vec![0u8; LEN];
+        if let Ok(n) = f.read_at(&mut b, OFF) {
+            b.truncate(n);
+            return b;
+        }
+    });
+    assert!(data == pattern_at(OFF, LEN));
+    assert_no_internal_panic();
+}
+
+#[test]
+fn commit_with_a_new_verifier_resends_unstable_writes_with_file_sync() {
+    let plan = Plan::always(Proc::COMMIT, Fault::CommitVerifier(*b"rebooted"));
+    let server = HostileServer::start(plan);
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let len = 3 * 65536;
+    assert_eq!(write(&file, 0, len).0.unwrap(), len);
+    let f = file.clone();
+    within("fsync", SOFT_LIMIT, move || f.fsync()).0.unwrap();
+    let writes: Vec<(u64, u32)> = server
+        .calls()
+        .iter()
+        .filter(|c| c.proc_ == Some(Proc::WRITE))
+        .map(|c| (c.offset.unwrap(), c.stable.unwrap()))
+        .collect();
+    let unstable: Vec<u64> = writes.iter().filter(|w| w.1 == 0).map(|w| w.0).collect();
+    let mut resent: Vec<u64> = writes.iter().filter(|w| w.1 == 2).map(|w| w.0).collect();
+    resent.sort_unstable();
+    assert_eq!(unstable.len(), 3, "{writes:?}");
+    assert_eq!(resent, vec![0, 65536, 131072], "{writes:?}");
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn concurrent_io_through_repeated_connection_failures_sees_no_error_and_no_wrong_data() {
+    let server = HostileServer::start(Plan::times(Proc::READ, Fault::CloseMidRecord, 10));
+    let (_client, file) = mount(&server, "timeo=10&retrans=1&hard&connections=2");
+    let stop = Arc::new(AtomicBool::new(false));
+    let workers = load(&file, 8, &stop);
+    wait_for("every fault to be applied", Duration::from_secs(20), || {
+        server.faulted() >= 10
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    stop.store(true, Ordering::SeqCst);
+    let (errors, _) = within("join the load", Duration::from_secs(10), move || {
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    assert!(errors.is_empty(), "errors: {errors:?}");
+    assert!(server.connections() >= 10);
     assert_no_internal_panic();
 }
 

@@ -90,6 +90,7 @@ impl Proc {
     pub const WRITE: Proc = Proc::Nfs(nfs3::NFSPROC3_WRITE);
     pub const REMOVE: Proc = Proc::Nfs(nfs3::NFSPROC3_REMOVE);
     pub const FSINFO: Proc = Proc::Nfs(nfs3::NFSPROC3_FSINFO);
+    pub const COMMIT: Proc = Proc::Nfs(nfs3::NFSPROC3_COMMIT);
     pub const MNT: Proc = Proc::Mount(mount::MOUNTPROC3_MNT);
     pub const EXPORT: Proc = Proc::Mount(mount::MOUNTPROC3_EXPORT);
 
@@ -180,6 +181,9 @@ pub enum Fault {
     MountStatus(mountstat3),
     /// A successful WRITE reply claiming this many bytes written.
     WriteCount(u32),
+    /// A COMMIT reply with this write verifier (as after a server restart
+    /// that lost unstable data).
+    CommitVerifier([u8; 8]),
     /// Never answers (the connection stays open and keeps reading).
     Silent,
     /// Sends the proper reply one byte per period.
@@ -233,6 +237,8 @@ pub struct Seen {
     pub xid: u32,
     /// READ and WRITE: the offset.
     pub offset: Option<u64>,
+    /// WRITE: the stable_how asked for.
+    pub stable: Option<u32>,
     /// True when the plan's fault was applied to it.
     pub faulted: bool,
 }
@@ -268,6 +274,9 @@ struct State {
     accepted: AtomicUsize,
     removed: AtomicBool,
     stop: AtomicBool,
+    /// A requested restart: its downtime.
+    restart: Mutex<Option<Duration>>,
+    restarts: AtomicUsize,
 }
 
 /// The server; see the module doc. Stops when dropped.
@@ -297,11 +306,13 @@ impl HostileServer {
             accepted: AtomicUsize::new(0),
             removed: AtomicBool::new(false),
             stop: AtomicBool::new(false),
+            restart: Mutex::new(None),
+            restarts: AtomicUsize::new(0),
         });
         let st = Arc::clone(&state);
         std::thread::Builder::new()
             .name(format!("hostile-accept-{port}"))
-            .spawn(move || accept_loop(&st, &listener))
+            .spawn(move || accept_loop(&st, port, listener))
             .expect("spawn");
         Self { port, state }
     }
@@ -346,6 +357,26 @@ impl HostileServer {
     pub fn connections(&self) -> usize {
         self.state.accepted.load(Ordering::SeqCst)
     }
+
+    /// Kills the server as SIGKILL would (every connection reset, the port
+    /// closed: connects are refused) and starts it again on the same port
+    /// after `downtime`. Returns at once; see [`restarts`](Self::restarts).
+    pub fn restart(&self, downtime: Duration) {
+        *self.state.restart.lock().unwrap() = Some(downtime);
+    }
+
+    /// Restarts completed so far (the port is listening again).
+    pub fn restarts(&self) -> usize {
+        self.state.restarts.load(Ordering::SeqCst)
+    }
+}
+
+/// Closes every connection with a reset (SO_LINGER 0), as a killed process's.
+fn reset_all(state: &State) {
+    for s in state.streams.lock().unwrap().drain(..) {
+        let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
+        let _ = s.shutdown(Shutdown::Both);
+    }
 }
 
 impl Drop for HostileServer {
@@ -357,8 +388,22 @@ impl Drop for HostileServer {
     }
 }
 
-fn accept_loop(state: &Arc<State>, listener: &TcpListener) {
+fn accept_loop(state: &Arc<State>, port: u16, mut listener: TcpListener) {
     while !state.stop.load(Ordering::SeqCst) {
+        let restart = state.restart.lock().unwrap().take();
+        if let Some(downtime) = restart {
+            drop(listener);
+            reset_all(state);
+            std::thread::sleep(downtime);
+            listener = loop {
+                match TcpListener::bind(("127.0.0.1", port)) {
+                    Ok(l) => break l,
+                    Err(_) => std::thread::sleep(Duration::from_millis(10)),
+                }
+            };
+            listener.set_nonblocking(true).expect("nonblocking");
+            state.restarts.fetch_add(1, Ordering::SeqCst);
+        }
         match listener.accept() {
             Ok((stream, _)) => {
                 let conn = state.accepted.fetch_add(1, Ordering::SeqCst);
@@ -506,6 +551,7 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
             proc_: None,
             xid: 0,
             offset: None,
+            stable: None,
             faulted: false,
         });
         return Output::Nothing;
@@ -522,20 +568,26 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
             _ => None,
         }
     };
-    let offset = match proc_ {
+    let (offset, stable) = match proc_ {
         Some(Proc::READ | Proc::WRITE) => {
             let mut a = XdrReader::new(args);
-            nfs_fh3::decode(&mut a)
+            let offset = nfs_fh3::decode(&mut a)
                 .ok()
-                .and_then(|_| a.u64("offset").ok())
+                .and_then(|_| a.u64("offset").ok());
+            let _count = a.u32("count");
+            let stable = (proc_ == Some(Proc::WRITE))
+                .then(|| a.u32("stable").ok())
+                .flatten();
+            (offset, stable)
         }
-        _ => None,
+        _ => (None, None),
     };
     state.calls.lock().unwrap().push(Seen {
         conn,
         proc_,
         xid: hdr.xid,
         offset,
+        stable,
         faulted: fault.is_some(),
     });
     let xid = hdr.xid;
@@ -643,7 +695,8 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
         | Fault::Fsinfo { .. }
         | Fault::Status(_)
         | Fault::MountStatus(_)
-        | Fault::WriteCount(_) => Output::Send(frame(&honest)),
+        | Fault::WriteCount(_)
+        | Fault::CommitVerifier(_) => Output::Send(frame(&honest)),
     }
 }
 
@@ -740,14 +793,19 @@ fn results(
                     _ => a.count,
                 };
                 out.put_u32(count);
-                out.put_u32(nfs3::stable_how::FILE_SYNC.0);
+                // Committed exactly as asked.
+                out.put_u32(a.stable.0);
                 out.put_opaque_fixed(&VERF);
             }
             nfs3::NFSPROC3_COMMIT => {
+                let verf = match fault {
+                    Some(Fault::CommitVerifier(v)) => *v,
+                    _ => VERF,
+                };
                 nfsstat3::NFS3_OK.encode(&mut out);
                 out.put_u32(0);
                 out.put_u32(0);
-                out.put_opaque_fixed(&VERF);
+                out.put_opaque_fixed(&verf);
             }
             nfs3::NFSPROC3_SETATTR => {
                 nfsstat3::NFS3_OK.encode(&mut out);
