@@ -34,10 +34,11 @@
 //! | NFS3ERR_JUKEBOX | retried after a pause; soft gives up after `retrans` | `jukebox_*` |
 //! | NFS3ERR_ACCES / STALE / unknown status, MNT3ERR_ACCES | `Nfs`/`Mount` error with the POSIX errno | `*_is_eacces`, `*_is_estale`, `unknown_nfs_status_*`, `mnt_access_*` |
 //! | WRITE reply claiming 0 / fewer / more bytes than sent | 0: error; fewer: rest re-sent; more: clamped | `write_reply_*`, `short_write_*` |
-//! | retransmitted REMOVE whose first copy ran | NOENT on the retry reported as success | `retransmitted_remove_*` |
+//! | retransmitted REMOVE / MKDIR whose first copy ran | NOENT on the retry is success / EXIST is confirmed by LOOKUP | `retransmitted_remove_*`, `retransmitted_mkdir_*` |
 //! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
 //! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
 //! | 8 threads of I/O while connections keep breaking | no error, no wrong data, every call completed once | `concurrent_io_through_*` |
+//! | names over 255 bytes, removing the export root | `InvalidInput` before anything is sent | `names_longer_than_255_*` |
 //! | offsets near u64::MAX from the caller | error, no panic, no wrap-around | `*_offset_near_u64_max_*` |
 
 #[path = "hostile/mod.rs"]
@@ -1001,6 +1002,21 @@ fn remove_of_a_missing_file_sent_once_is_enoent() {
     assert_no_internal_panic();
 }
 
+#[test]
+fn retransmitted_mkdir_whose_first_copy_ran_is_confirmed_by_lookup() {
+    let server = HostileServer::start(Plan::once(Proc::MKDIR, Fault::Silent));
+    let client = connect(&server, SOFT).unwrap();
+    let c = client.clone();
+    within("mkdir", SOFT_LIMIT, move || c.mkdir("/newdir"))
+        .0
+        .unwrap();
+    assert_eq!(server.count(Proc::MKDIR), 2);
+    // Sent once, EXIST is EXIST.
+    let (r, _) = within("mkdir again", SOFT_LIMIT, move || client.mkdir("/newdir"));
+    assert_eq!(r.unwrap_err().kind(), ErrorKind::AlreadyExists);
+    assert_no_internal_panic();
+}
+
 // ---------------------------------------------------------------------------
 // Server restarts, lost unstable writes, concurrency through failures
 
@@ -1145,7 +1161,22 @@ fn concurrent_io_through_repeated_connection_failures_sees_no_error_and_no_wrong
 }
 
 // ---------------------------------------------------------------------------
-// Bad offsets from the caller
+// Bad names and offsets from the caller
+
+#[test]
+fn names_longer_than_255_bytes_are_refused_before_any_call() {
+    let server = HostileServer::start(Plan::none());
+    let client = connect(&server, SOFT).unwrap();
+    let before = server.calls().len();
+    let long = format!("/{}", "x".repeat(256));
+    let c = client.clone();
+    let (r, _) = within("open", SOFT_LIMIT, move || c.open(&long).map(|_| ()));
+    assert!(matches!(r.unwrap_err(), Error::InvalidInput(_)));
+    let (r, _) = within("remove root", SOFT_LIMIT, move || client.remove("/"));
+    assert!(matches!(r.unwrap_err(), Error::InvalidInput(_)));
+    assert_eq!(server.calls().len(), before, "a call was sent");
+    assert_no_internal_panic();
+}
 
 fn assert_no_wrapped_offset(server: &HostileServer) {
     let wrapped: Vec<u64> = server

@@ -56,6 +56,10 @@ pub const FILE_NAME: &str = "data";
 pub const ROOT_FH: &[u8] = b"hostile-root-fh!";
 /// Handle of [`FILE`].
 pub const FILE_FH: &[u8] = b"hostile-file-fh!";
+/// The directory MKDIR creates (once) in the export's root.
+pub const DIR_NAME: &str = "newdir";
+/// Its handle.
+pub const DIR_FH: &[u8] = b"hostile-dir-fh!!";
 /// Write verifier of every WRITE and COMMIT.
 pub const VERF: [u8; 8] = *b"hostile!";
 /// XID of replies nobody asked for.
@@ -89,6 +93,7 @@ impl Proc {
     pub const READ: Proc = Proc::Nfs(nfs3::NFSPROC3_READ);
     pub const WRITE: Proc = Proc::Nfs(nfs3::NFSPROC3_WRITE);
     pub const REMOVE: Proc = Proc::Nfs(nfs3::NFSPROC3_REMOVE);
+    pub const MKDIR: Proc = Proc::Nfs(nfs3::NFSPROC3_MKDIR);
     pub const FSINFO: Proc = Proc::Nfs(nfs3::NFSPROC3_FSINFO);
     pub const COMMIT: Proc = Proc::Nfs(nfs3::NFSPROC3_COMMIT);
     pub const MNT: Proc = Proc::Mount(mount::MOUNTPROC3_MNT);
@@ -273,6 +278,7 @@ struct State {
     streams: Mutex<Vec<TcpStream>>,
     accepted: AtomicUsize,
     removed: AtomicBool,
+    dir_made: AtomicBool,
     stop: AtomicBool,
     /// A requested restart: its downtime.
     restart: Mutex<Option<Duration>>,
@@ -305,6 +311,7 @@ impl HostileServer {
             streams: Mutex::new(Vec::new()),
             accepted: AtomicUsize::new(0),
             removed: AtomicBool::new(false),
+            dir_made: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             restart: Mutex::new(None),
             restarts: AtomicUsize::new(0),
@@ -765,11 +772,19 @@ fn results(
             }
             nfs3::NFSPROC3_LOOKUP => {
                 let a = LOOKUP3args::decode(&mut r).map_err(|_| garbage())?;
-                let found = a.what.dir.as_bytes() == ROOT_FH
-                    && a.what.name.as_bytes() == FILE_NAME.as_bytes()
-                    && !state.removed.load(Ordering::SeqCst);
-                if found {
-                    let fh = nfs_fh3::new(FILE_FH).unwrap();
+                let in_root = a.what.dir.as_bytes() == ROOT_FH;
+                let name = a.what.name.as_bytes();
+                let found = if !in_root {
+                    None
+                } else if name == FILE_NAME.as_bytes() && !state.removed.load(Ordering::SeqCst) {
+                    Some(FILE_FH)
+                } else if name == DIR_NAME.as_bytes() && state.dir_made.load(Ordering::SeqCst) {
+                    Some(DIR_FH)
+                } else {
+                    None
+                };
+                if let Some(fh) = found {
+                    let fh = nfs_fh3::new(fh).unwrap();
                     nfsstat3::NFS3_OK.encode(&mut out);
                     fh.encode(&mut out);
                     attrs_of(state, &fh, fault).encode(&mut out);
@@ -820,6 +835,22 @@ fn results(
                     nfsstat3::NFS3_OK.encode(&mut out);
                 } else {
                     nfsstat3::NFS3ERR_NOENT.encode(&mut out);
+                }
+                out.put_u32(0);
+                out.put_u32(0);
+            }
+            nfs3::NFSPROC3_MKDIR => {
+                let a = nfs3::MKDIR3args::decode(&mut r).map_err(|_| garbage())?;
+                let is_dir = a.where_.name.as_bytes() == DIR_NAME.as_bytes();
+                // Executed even if the reply is then lost (see the module doc).
+                if is_dir && !state.dir_made.swap(true, Ordering::SeqCst) {
+                    nfsstat3::NFS3_OK.encode(&mut out);
+                    out.put_u32(0); // no handle
+                    out.put_u32(0); // no attributes
+                } else if is_dir {
+                    nfsstat3::NFS3ERR_EXIST.encode(&mut out);
+                } else {
+                    nfsstat3::NFS3ERR_ACCES.encode(&mut out);
                 }
                 out.put_u32(0);
                 out.put_u32(0);
@@ -884,7 +915,7 @@ fn attrs_of(state: &State, fh: &nfs_fh3, fault: Option<&Fault>) -> Option<fattr3
         return Some(*a);
     }
     match fh.as_bytes() {
-        b if b == ROOT_FH => Some(dir_attr()),
+        b if b == ROOT_FH || b == DIR_FH => Some(dir_attr()),
         b if b == FILE_FH => Some(file_attr(state.opts.size)),
         _ => None,
     }
