@@ -27,6 +27,9 @@ use super::call::{Call, Reply, Sink};
 use super::channel::Channel;
 use super::error::CallError;
 
+/// How often the maintenance thread checks that each path still has a route.
+const ROUTE_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
 /// What a transport needs to know at creation.
 #[derive(Debug, Clone)]
 pub(crate) struct TransportConfig {
@@ -439,9 +442,14 @@ impl Shared {
         let tick = (self.config.policy.timeo / 20)
             .clamp(Duration::from_millis(5), Duration::from_millis(100));
         let mut expired = Vec::new();
+        let mut next_route_check = 0u64;
         while !self.shutdown.load(Ordering::Acquire) {
             std::thread::sleep(tick);
             let now = self.now_ns();
+            if now >= next_route_check {
+                next_route_check = now + ROUTE_CHECK_INTERVAL.as_nanos() as u64;
+                self.check_routes();
+            }
             for ch in &self.channels {
                 // Timeouts: a call without a reply for `timeo` means the
                 // connection (or path) is not delivering: fail the channel
@@ -477,6 +485,41 @@ impl Shared {
                 }
             }
             self.expire_parked(now);
+        }
+    }
+
+    /// Fails every channel of a path whose route is gone (see
+    /// `socket::route_lost`): a cut path (interface down) is then left
+    /// within ~0.1 s and its in-flight calls move to the other paths at
+    /// once, instead of after `timeo`. Silent paths (black-holed, or a
+    /// dead switch) still rely on `timeo`. The channels reconnect with
+    /// backoff as after any failure; connects fail at once while the route
+    /// is missing.
+    fn check_routes(self: &Arc<Self>) {
+        let mut checked: Vec<usize> = Vec::new();
+        for first in &self.channels {
+            if checked.contains(&first.path) {
+                continue;
+            }
+            checked.push(first.path);
+            let on_path = || self.channels.iter().filter(|c| c.path == first.path);
+            if !on_path().any(|c| c.is_up()) {
+                continue;
+            }
+            let Some(e) = super::socket::route_lost(&first.spec) else {
+                continue;
+            };
+            for ch in on_path() {
+                let epoch = ch.lock().epoch;
+                self.fail_channel(
+                    ch,
+                    epoch,
+                    &format!(
+                        "no route to {} from {:?}: {e}",
+                        ch.spec.remote, ch.spec.local
+                    ),
+                );
+            }
         }
     }
 
