@@ -171,6 +171,25 @@ impl Channel {
         }
     }
 
+    /// Shuts down the socket of a *failed* connection and makes its close
+    /// abortive (SO_LINGER 0: RST, send queue discarded).
+    ///
+    /// Its in-flight calls are about to be re-sent on other channels. A
+    /// plain close would leave the kernel retransmitting whatever the
+    /// socket still holds (calls not yet acknowledged by the server's TCP)
+    /// as an orphan, for minutes: once a cut or black-holed path comes back,
+    /// an old WRITE would reach the server *after* its re-sent copy, and
+    /// after newer writes to the same blocks, and silently overwrite them
+    /// (found by the multipath tests: an acknowledged write lost after a
+    /// cut). With linger 0 the final close (when the receiver thread and
+    /// the writer drop their handles, milliseconds later) discards it all.
+    pub(crate) fn abort_socket(state: &mut ChannelState) {
+        if let Some(s) = &state.sock {
+            let _ = socket2::SockRef::from(s).set_linger(Some(std::time::Duration::ZERO));
+        }
+        Self::shutdown_socket(state);
+    }
+
     /// Shuts the socket down so both the receiver and any blocked sender wake.
     pub(crate) fn shutdown_socket(state: &mut ChannelState) {
         if let Some(s) = state.sock.take() {

@@ -258,7 +258,9 @@ impl Shared {
             st.health.on_failure(self.now_ns(), &self.config.backoff);
             st.epoch += 1;
             ch.up.store(false, Ordering::Relaxed);
-            Channel::shutdown_socket(&mut st);
+            // Abortive: nothing of this connection may reach the server
+            // after its calls were re-sent elsewhere (see abort_socket).
+            Channel::abort_socket(&mut st);
             st.table.drain_into(&mut calls);
         }
         *ch.writer.lock().unwrap_or_else(|p| p.into_inner()) = None;
