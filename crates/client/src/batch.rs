@@ -158,6 +158,7 @@ impl<'buf> Batch<'buf> {
         buf: &'buf mut [u8],
         token: u64,
     ) -> Result<()> {
+        file.check_range(offset, buf.len(), "READ")?;
         let op = self.new_op(file, token, Kind::Read);
         self.submit_read(file, op, offset, buf);
         Ok(())
@@ -173,6 +174,7 @@ impl<'buf> Batch<'buf> {
         mut buf: Vec<u8>,
         token: u64,
     ) -> Result<()> {
+        file.check_range(offset, buf.len(), "READ")?;
         let op = self.new_op(file, token, Kind::Read);
         let len = buf.len();
         // SAFETY: the Vec's heap block does not move when the Vec moves into
@@ -217,6 +219,7 @@ impl<'buf> Batch<'buf> {
 
     /// Submits a write of `buf` at `offset`.
     pub fn write(&mut self, file: &File, offset: u64, buf: &'buf [u8], token: u64) -> Result<()> {
+        file.check_range(offset, buf.len(), "WRITE")?;
         let op = self.new_op(file, token, Kind::Write);
         self.submit_write(file, op, offset, buf);
         Ok(())
@@ -230,6 +233,7 @@ impl<'buf> Batch<'buf> {
         buf: Vec<u8>,
         token: u64,
     ) -> Result<()> {
+        file.check_range(offset, buf.len(), "WRITE")?;
         let op = self.new_op(file, token, Kind::Write);
         // The pieces copy the data, so the buffer is only parked in the op.
         if !buf.is_empty() {

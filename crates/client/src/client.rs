@@ -449,6 +449,15 @@ impl Client {
         }
     }
 
+    /// Round trip of one NFS NULL call (no work on the server): the
+    /// network and RPC latency of this client's paths, as `dnfs check`
+    /// reports it.
+    pub fn ping(&self) -> Result<Duration> {
+        let start = std::time::Instant::now();
+        self.inner.call::<nfs3::Null>(&(), "NULL")?;
+        Ok(start.elapsed())
+    }
+
     /// Server file system totals: (total bytes, free bytes, available bytes).
     pub fn statfs(&self) -> Result<(u64, u64, u64)> {
         let args = nfs3::FSSTAT3args {

@@ -213,15 +213,42 @@ impl File {
     /// returns a short read), 0 at or past EOF.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_READ);
+        let mut jukebox = 0;
         let result = loop {
+            if let Err(e) = self.check_range(offset, buf.len(), "READ") {
+                break Err(e);
+            }
             match self.read_at_once(buf, offset) {
-                Ok(None) => continue, // JUKEBOX: the server asked us to retry
+                // JUKEBOX: the server asked us to retry later.
+                Ok(None) if self.inner().may_retry_jukebox(jukebox) => {
+                    jukebox += 1;
+                    std::thread::sleep(jukebox_delay(jukebox));
+                }
+                Ok(None) => {
+                    break Err(Error::Nfs {
+                        op: "READ",
+                        path: self.path().to_string(),
+                        status: nfsstat3::NFS3ERR_JUKEBOX,
+                    })
+                }
                 Ok(Some(n)) => break Ok(n),
                 Err(e) => break Err(e),
             }
         };
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
+    }
+
+    /// Rejects a range whose end does not fit in a 64-bit offset (it would
+    /// wrap around to the start of the file).
+    pub(crate) fn check_range(&self, offset: u64, len: usize, op: &'static str) -> Result<()> {
+        match offset.checked_add(len as u64) {
+            Some(_) => Ok(()),
+            None => Err(Error::InvalidInput(format!(
+                "{op} {}: {len} bytes at offset {offset} run past the largest file offset",
+                self.path()
+            ))),
+        }
     }
 
     /// Counts an operation on this file's statistics; returns its start time.
@@ -277,7 +304,6 @@ impl File {
             }
         }
         if jukebox {
-            std::thread::sleep(jukebox_delay(1));
             return Ok(None);
         }
         Ok(Some(total))
@@ -354,6 +380,7 @@ impl File {
     }
 
     fn write_at_inner(&self, buf: &[u8], offset: u64) -> Result<usize> {
+        self.check_range(offset, buf.len(), "WRITE")?;
         let wtmax = self.inner().limits.wtmax as usize;
         let mut pending: Vec<(u64, Arc<[u8]>)> = buf
             .chunks(wtmax)
@@ -374,29 +401,36 @@ impl File {
                 .collect();
             group.wait();
             let mut again = Vec::new();
+            let mut saw_jukebox = false;
             for ((off, data), call) in pending.into_iter().zip(calls) {
                 match self.finish_write(&call, off, &data) {
+                    // A server that takes nothing would have us loop forever.
+                    Ok(0) => {
+                        return Err(Error::Protocol {
+                            op: "WRITE",
+                            path: self.path().to_string(),
+                            detail: format!(
+                                "server wrote 0 of {} bytes at offset {off}",
+                                data.len()
+                            ),
+                        })
+                    }
                     Ok(n) if n < data.len() => again.push((off + n as u64, Arc::from(&data[n..]))),
                     Ok(_) => {}
                     Err(e)
                         if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX)
                             && self.inner().may_retry_jukebox(jukebox) =>
                     {
+                        saw_jukebox = true;
                         again.push((off, data))
                     }
                     Err(e) => return Err(e),
                 }
             }
-            if !again.is_empty() && again.iter().any(|(_, d)| d.is_empty()) {
-                return Err(Error::Protocol {
-                    op: "WRITE",
-                    path: self.path().to_string(),
-                    detail: "server wrote 0 bytes".into(),
-                });
-            }
             pending = again;
-            if !pending.is_empty() {
+            if saw_jukebox {
                 jukebox += 1;
+                std::thread::sleep(jukebox_delay(jukebox));
             }
         }
         self.maybe_flush()?;

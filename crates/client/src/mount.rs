@@ -7,7 +7,7 @@
 //! has no EXPORT procedure, or the list names nothing that fits, try MNT on
 //! every prefix from the longest down to `/`.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -15,9 +15,7 @@ use directnfs_wire::mount::{self, dirpath, mountres3};
 use directnfs_wire::nfs3::nfs_fh3;
 use directnfs_wire::portmap::{self, Mapping};
 use directnfs_wire::rpc::record::fragment_header;
-use directnfs_wire::rpc::{
-    encode_call_header, AcceptedReply, RecordReader, ReplyBody, ReplyHeader,
-};
+use directnfs_wire::rpc::{encode_call_header, AcceptedReply, ReplyBody, ReplyHeader};
 use directnfs_wire::{Decode, Procedure, XdrReader};
 
 use crate::error::{Error, Result};
@@ -52,27 +50,17 @@ pub(crate) fn rpc_once<P: Procedure>(
     msg.extend_from_slice(&body);
     stream.write_all(&msg).map_err(io_err)?;
 
-    let mut reader = RecordReader::new(MAX_COLD_REPLY);
-    let mut buf = Vec::new();
-    let mut chunk = vec![0u8; 64 * 1024];
-    let record = loop {
-        let n = stream.read(&mut chunk).map_err(io_err)?;
-        if n == 0 {
-            return Err(io_err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("server closed the connection before answering {}", P::NAME),
-            )));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        let (mut records, _) = reader.drain(&buf).map_err(|e| Error::Protocol {
-            op: P::NAME,
-            path: server.clone(),
-            detail: e.to_string(),
-        })?;
-        if !records.is_empty() {
-            break records.swap_remove(0);
-        }
-    };
+    let deadline = std::time::Instant::now() + spec.timeout;
+    let record = crate::io::oneshot::read_record(&mut stream, MAX_COLD_REPLY, deadline).map_err(
+        |e| match e.kind() {
+            io::ErrorKind::InvalidData => Error::Protocol {
+                op: P::NAME,
+                path: server.clone(),
+                detail: e.to_string(),
+            },
+            _ => io_err(e),
+        },
+    )?;
     let protocol = |detail: String| Error::Protocol {
         op: P::NAME,
         path: server.clone(),

@@ -4,5 +4,6 @@
 pub(crate) mod call;
 pub(crate) mod channel;
 pub(crate) mod error;
+pub(crate) mod oneshot;
 pub(crate) mod socket;
 pub(crate) mod transport;
