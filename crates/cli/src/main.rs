@@ -6,6 +6,7 @@
 //! paths. Errors are one line on stderr, `dnfs: <message>`, with exit code 1
 //! (2 for usage errors).
 
+mod alloc;
 mod bench;
 mod commands;
 mod error;
@@ -130,6 +131,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Bench(args) = cli.command {
         return bench::run(args);
+    }
+    if matches!(cli.command, Command::Cp { .. } | Command::Cat { .. }) {
+        alloc::tune_for_bulk_io();
     }
     let resolver = Resolver::new(cli.config, cli.verbose);
     let code = match run(&resolver, cli.command) {

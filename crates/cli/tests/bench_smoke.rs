@@ -7,7 +7,10 @@
 use std::process::Command;
 
 fn env_or_skip() -> Option<(String, String)> {
-    match (std::env::var("DNFS_TEST_URL"), std::env::var("DNFS_TEST_EXPORT_DIR")) {
+    match (
+        std::env::var("DNFS_TEST_URL"),
+        std::env::var("DNFS_TEST_EXPORT_DIR"),
+    ) {
         (Ok(u), Ok(d)) if !u.is_empty() && !d.is_empty() => Some((u, d)),
         _ => {
             eprintln!(

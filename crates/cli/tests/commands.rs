@@ -11,11 +11,9 @@ use common::{
 /// A large file that is not a multiple of any chunk or transfer size.
 const BIG: usize = (256 << 20) + 4097;
 
-/// Creates a directory for one test on the server; returns its name.
-fn test_dir(s: &common::Server, tag: &str) -> String {
-    let dir = unique(tag);
-    ok(&["mkdir", &s.url(&dir)]);
-    dir
+/// Creates a directory for one test on the server, removed at the end.
+fn test_dir(s: &common::Server, tag: &str) -> common::RemoteDir {
+    common::RemoteDir::new(s, tag)
 }
 
 /// Uploads `data` as `rel` through a local file.

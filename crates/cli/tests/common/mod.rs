@@ -240,3 +240,40 @@ pub fn sha256_file(path: &Path) -> [u8; 32] {
     }
     hash.finalize().into()
 }
+
+/// A directory of one test on the server, removed (with `dnfs rm -r`) when
+/// the test ends, so runs do not fill the export. Derefs to its name.
+#[derive(Debug)]
+pub struct RemoteDir {
+    name: String,
+    url: String,
+}
+
+impl RemoteDir {
+    /// Creates a fresh directory `tag-...` at the export root.
+    pub fn new(s: &Server, tag: &str) -> Self {
+        let name = unique(tag);
+        let url = s.url(&name);
+        ok(&["mkdir", &url]);
+        RemoteDir { name, url }
+    }
+}
+
+impl std::ops::Deref for RemoteDir {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Display for RemoteDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+impl Drop for RemoteDir {
+    fn drop(&mut self) {
+        let _ = dnfs(&["rm", "-r", "-f", &self.url]);
+    }
+}
