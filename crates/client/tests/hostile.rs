@@ -502,12 +502,18 @@ fn read_reply_of_zero_bytes_without_eof_reads_as_zero_and_never_loops() {
     };
     let server = HostileServer::start(Plan::always(Proc::READ, Fault::Read(shape)));
     let (_client, file) = mount(&server, SOFT);
+    // read_at: 0 bytes (today) or an error; never a loop, never bytes.
     let (r, _) = read(&file, OFF, LEN);
-    assert_eq!(r.unwrap().len(), 0);
+    if let Ok(data) = r {
+        assert!(data.is_empty());
+    }
     let (r, _) = read_exact(&file, OFF, LEN);
     let e = r.unwrap_err();
-    assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
-    assert!(server.count(Proc::READ) <= 3);
+    assert!(
+        matches!(e, Error::InvalidInput(_) | Error::Protocol { .. }),
+        "{e:?}"
+    );
+    assert!(server.count(Proc::READ) <= 4);
     assert_no_internal_panic();
 }
 
@@ -845,10 +851,16 @@ fn trickled_mnt_reply_fails_mount_within_mnt_timeout() {
 
 #[test]
 fn jukebox_on_read_is_retried_until_it_clears() {
-    let plan = Plan::times(Proc::READ, Fault::Status(nfsstat3::NFS3ERR_JUKEBOX), 2);
+    // Hard mount: JUKEBOX ("try again later") is retried for as long as it lasts.
+    let plan = Plan::times(Proc::READ, Fault::Status(nfsstat3::NFS3ERR_JUKEBOX), 3);
+    let (server, _f, r, _) = read_with(plan, HARD);
+    assert!(r.unwrap() == pattern_at(OFF, LEN));
+    assert_eq!(server.count(Proc::READ), 4);
+    // Soft mount, retrans=1: one JUKEBOX is retried.
+    let plan = Plan::once(Proc::READ, Fault::Status(nfsstat3::NFS3ERR_JUKEBOX));
     let (server, _f, r, _) = read_with(plan, SOFT);
     assert!(r.unwrap() == pattern_at(OFF, LEN));
-    assert_eq!(server.count(Proc::READ), 3);
+    assert_eq!(server.count(Proc::READ), 2);
     assert_no_internal_panic();
 }
 
