@@ -59,6 +59,8 @@ pub struct Shared {
     pub table: Vec<AtomicU64>,
     /// Check block headers of everything read (`--verify`).
     pub check_reads: bool,
+    /// Completions to wait for before refilling (aio_waitn's `min`).
+    pub reap_min: usize,
     pub first_error: Mutex<Option<String>>,
 }
 
@@ -70,6 +72,7 @@ impl Shared {
             stamp,
             table: (0..blocks).map(|_| AtomicU64::new(0)).collect(),
             check_reads,
+            reap_min: 1,
             first_error: Mutex::new(None),
         }
     }
@@ -340,6 +343,7 @@ pub fn drive(
     sh: &Shared,
     ctr: &Counters,
 ) -> Result<(), String> {
+    let reap_min = sh.reap_min.max(1);
     let depth = sess.depth();
     let mut busy: Vec<Option<(Op, Instant)>> = vec![None; depth];
     let mut free: Vec<usize> = (0..depth).rev().collect();
@@ -368,7 +372,13 @@ pub fn drive(
             }
             continue;
         }
-        sess.reap(&mut done, Duration::from_millis(200))?;
+        let in_flight = depth - free.len();
+        let min = if stopping || dry {
+            1
+        } else {
+            reap_min.min(in_flight)
+        };
+        sess.reap(&mut done, min, Duration::from_millis(200))?;
         if done.is_empty() {
             continue;
         }

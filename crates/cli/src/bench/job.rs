@@ -95,6 +95,13 @@ pub struct Job {
     pub verify: bool,
     /// Emit progress lines on stderr.
     pub progress: bool,
+    /// Completions each session waits for before refilling its queue.
+    #[serde(default = "one")]
+    pub reap_min: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Latency summary of a run, in microseconds.

@@ -112,6 +112,10 @@ pub struct BenchOpts {
     /// run with the median IOPS (MB/s for scan).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Completions a session waits for before refilling its queue (the
+    /// `min` of aio_waitn; 1 = refill as soon as anything completes).
+    #[arg(long, default_value_t = 1)]
+    pub reap_min: usize,
     /// Quiet: no progress line.
     #[arg(long)]
     pub quiet: bool,

@@ -228,6 +228,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
                     server_pid: o.server_pid.filter(|_| e != Engine::Local),
                     verify: o.verify,
                     progress: show,
+                    reap_min: o.reap_min,
                 };
                 let label = format!(
                     "[{k}/{total_runs}] {} {}{}",
@@ -295,6 +296,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
             server_pid: o.server_pid,
             verify: o.verify,
             progress: false,
+            reap_min: o.reap_min,
         };
         engine_notes.insert(e.name().to_string(), engines::note(&j));
     }
@@ -325,6 +327,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
             server_pid: o.server_pid,
             verify: o.verify,
             repeat: o.repeat.max(1),
+            reap_min: o.reap_min,
         },
         ratios: report::ratios(&runs, workload == Workload::Sweep),
         iops_at_1ms: (workload == Workload::Sweep).then(|| report::iops_at_1ms(&runs)),

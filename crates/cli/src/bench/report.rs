@@ -30,6 +30,7 @@ pub struct Params {
     pub server_pid: Option<u32>,
     pub verify: bool,
     pub repeat: usize,
+    pub reap_min: usize,
 }
 
 /// Ratios of one engine's figures over another's.

@@ -137,7 +137,7 @@ fn run_inner(job: &Job) -> Result<RunResult, String> {
     };
     let blocks = (job.file_size / BLOCK_SIZE as u64) as usize;
     let stamp = random_stamp();
-    let shared = Arc::new(Shared::new(
+    let mut shared = Shared::new(
         stamp,
         if job.workload == Workload::Oltp {
             blocks
@@ -145,7 +145,9 @@ fn run_inner(job: &Job) -> Result<RunResult, String> {
             0
         },
         job.verify,
-    ));
+    );
+    shared.reap_min = job.reap_min.max(1);
+    let shared = Arc::new(shared);
     let counters: Vec<Counters> = (0..nthreads).map(|_| Counters::default()).collect();
     let windows = Windows {
         start: Mutex::new(None),
@@ -571,7 +573,7 @@ fn verify_pass(job: &Job, shared: &Shared, records: &[driver::Record]) -> Result
         if busy.iter().all(Option::is_none) {
             break;
         }
-        sess.reap(&mut done, Duration::from_millis(500))?;
+        sess.reap(&mut done, 1, Duration::from_millis(500))?;
         for (slot, res) in done.drain(..) {
             let Some((off, len, first)) = busy.get_mut(slot).and_then(Option::take) else {
                 continue;

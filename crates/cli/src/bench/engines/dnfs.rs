@@ -108,8 +108,8 @@ impl Session for DnfsSession {
         r.map_err(|e| e.to_string())
     }
 
-    fn reap(&mut self, out: &mut Vec<Done>, timeout: Duration) -> Result<(), String> {
-        for c in self.batch.wait(1, Some(timeout)) {
+    fn reap(&mut self, out: &mut Vec<Done>, min: usize, timeout: Duration) -> Result<(), String> {
+        for c in self.batch.wait(min.max(1), Some(timeout)) {
             let slot = c.token as usize;
             if let (Some(b), Some(dst)) = (c.buffer, self.bufs.get_mut(slot)) {
                 *dst = Some(b);

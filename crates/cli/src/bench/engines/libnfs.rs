@@ -331,18 +331,21 @@ impl Session for LibnfsSession {
         Ok(())
     }
 
-    fn reap(&mut self, out: &mut Vec<Done>, timeout: Duration) -> Result<(), String> {
+    fn reap(&mut self, out: &mut Vec<Done>, min: usize, timeout: Duration) -> Result<(), String> {
         let deadline = std::time::Instant::now() + timeout;
+        let min = min.clamp(1, self.in_flight.max(1));
         loop {
             // SAFETY: callbacks only run inside `service`, on this thread.
             let done = unsafe { &mut *self.done.get() };
-            if !done.is_empty() {
+            if done.len() >= min {
                 self.in_flight -= done.len().min(self.in_flight);
                 out.append(done);
                 return Ok(());
             }
             let now = std::time::Instant::now();
             if now >= deadline {
+                self.in_flight -= done.len().min(self.in_flight);
+                out.append(done);
                 return Ok(());
             }
             self.service(deadline - now)?;
@@ -356,7 +359,7 @@ impl Drop for LibnfsSession {
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         let mut sink = Vec::new();
         while self.in_flight > 0 && std::time::Instant::now() < deadline {
-            if self.reap(&mut sink, Duration::from_millis(100)).is_err() {
+            if self.reap(&mut sink, 1, Duration::from_millis(100)).is_err() {
                 break;
             }
         }

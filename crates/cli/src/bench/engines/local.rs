@@ -55,7 +55,7 @@ impl Session for LocalSession {
         Ok(())
     }
 
-    fn reap(&mut self, out: &mut Vec<Done>, _timeout: Duration) -> Result<(), String> {
+    fn reap(&mut self, out: &mut Vec<Done>, _min: usize, _timeout: Duration) -> Result<(), String> {
         out.append(&mut self.done);
         Ok(())
     }

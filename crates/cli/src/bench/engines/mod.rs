@@ -32,8 +32,9 @@ pub trait Session {
     /// Starts an I/O of `len` bytes at `offset` on `slot`; a write sends the
     /// first `len` bytes of the slot's buffer, a read fills them.
     fn submit(&mut self, slot: usize, kind: Kind, offset: u64, len: usize) -> Result<(), String>;
-    /// Waits up to `timeout` for at least one completion; appends them.
-    fn reap(&mut self, out: &mut Vec<Done>, timeout: Duration) -> Result<(), String>;
+    /// Waits up to `timeout` for at least `min` (>= 1) completions and
+    /// appends every completion available.
+    fn reap(&mut self, out: &mut Vec<Done>, min: usize, timeout: Duration) -> Result<(), String>;
 }
 
 /// How an engine maps a session of queue depth `q` onto threads:
