@@ -70,8 +70,8 @@ enum Command {
     /// Copy a file: local→NFS, NFS→local or NFS→NFS, in parallel.
     ///
     /// If DST is an existing directory the file is copied into it under its
-    /// own name. An NFS destination is written UNSTABLE and committed at the
-    /// end: cp returns once the data is durable.
+    /// own name. An NFS destination is written UNSTABLE (unless its URL sets
+    /// stable=) and committed at the end: cp returns once the data is durable.
     Cp {
         /// Source file.
         src: String,

@@ -4,7 +4,8 @@
 //! time (read, then write), so about `jobs * chunk` bytes are in flight,
 //! split by the client into transfer-size RPCs over every connection.
 //!
-//! An NFS destination is mounted with `stable=unstable`: the server takes
+//! An NFS destination is mounted with `stable=unstable` (unless its URL
+//! sets `stable=` itself): the server takes
 //! each WRITE into its cache and the file is committed once at the end
 //! (`File::fsync`, which also re-sends anything a restarted server lost).
 //! `cp` returns only after that COMMIT, so the data is as durable as with
@@ -51,7 +52,9 @@ pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<(
     let src_spec = resolver.spec(src)?;
     let mut dst_spec = resolver.spec(dst)?;
     if let Spec::Nfs(n) = &mut dst_spec {
-        n.target.options.stable = StableMode::Unstable;
+        if !url_sets_stable(dst) {
+            n.target.options.stable = StableMode::Unstable;
+        }
     }
     let src_server = server_of(&src_spec);
     let dst_server = server_of(&dst_spec);
@@ -206,6 +209,19 @@ fn open_source(loc: Location, arg: &str, server: &str) -> Result<Source> {
     }
 }
 
+/// True if `arg` is a URL whose query chooses `stable=` explicitly (then cp
+/// keeps that choice instead of writing UNSTABLE).
+fn url_sets_stable(arg: &str) -> bool {
+    let Some((_, query)) = arg.strip_prefix("nfs://").and_then(|u| u.split_once('?')) else {
+        return false;
+    };
+    query.split('&').any(|kv| {
+        kv.split('=')
+            .next()
+            .is_some_and(|k| k.trim().eq_ignore_ascii_case("stable"))
+    })
+}
+
 /// The source's permission bits, owner-writable so the copy can be written.
 fn writable(mode: u32) -> u32 {
     (mode & 0o777) | 0o200
@@ -254,6 +270,15 @@ mod tests {
         assert!(parse_size("1").is_err());
         assert!(parse_size("x").is_err());
         assert!(parse_size("1G").is_err());
+    }
+
+    #[test]
+    fn explicit_stable_in_a_url_is_kept() {
+        assert!(url_sets_stable("nfs://h/e/f?nfsport=1&stable=file_sync"));
+        assert!(url_sets_stable("nfs://h/e/f?STABLE=unstable"));
+        assert!(!url_sets_stable("nfs://h/e/f?nfsport=1"));
+        assert!(!url_sets_stable("nfs://h/e/stable=x"));
+        assert!(!url_sets_stable("/db/x?stable=file_sync"));
     }
 
     #[test]
