@@ -37,6 +37,7 @@
 //! | retransmitted REMOVE / MKDIR whose first copy ran | NOENT on the retry is success / EXIST is confirmed by LOOKUP | `retransmitted_remove_*`, `retransmitted_mkdir_*` |
 //! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
 //! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
+//! | 16 callers, `max_inflight=4`, a server that stops answering | 4 calls on the wire, 12 callers wait (no unbounded queue); all complete when it answers | `full_in_flight_table_*` |
 //! | 8 threads of I/O while connections keep breaking | no error, no wrong data, every call completed once | `concurrent_io_through_*` |
 //! | names over 255 bytes, removing the export root | `InvalidInput` before anything is sent | `names_longer_than_255_*` |
 //! | offsets near u64::MAX from the caller | error, no panic, no wrap-around | `*_offset_near_u64_max_*` |
@@ -1165,6 +1166,42 @@ fn concurrent_io_through_repeated_connection_failures_sees_no_error_and_no_wrong
     });
     assert!(errors.is_empty(), "errors: {errors:?}");
     assert!(server.connections() >= 10);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn full_in_flight_table_makes_callers_wait_instead_of_queueing_calls() {
+    // timeo 5 s: the silent calls stay in flight for the whole check.
+    let server = HostileServer::start(Plan::always(Proc::READ, Fault::Silent));
+    let (_client, file) = mount(&server, "timeo=50&hard&connections=1&max_inflight=4");
+    let workers: Vec<_> = (0..16u64)
+        .map(|i| {
+            let f = file.clone();
+            std::thread::spawn(move || {
+                let mut b = vec![0u8; LEN];
+                f.read_at(&mut b, i * 8192)
+                    .map(|n| b[..n] == pattern_at(i * 8192, n)[..])
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        server.count(Proc::READ),
+        4,
+        "max_inflight=4 but more calls were sent"
+    );
+    // The server answers again: the 4 silent calls are re-sent after timeo,
+    // the 12 waiting callers get their turn.
+    server.set_plan(Plan::none());
+    let (results, _) = within("the 16 callers", Duration::from_secs(20), move || {
+        workers
+            .into_iter()
+            .map(|w| w.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for r in results {
+        assert!(r.unwrap(), "wrong data");
+    }
     assert_no_internal_panic();
 }
 
