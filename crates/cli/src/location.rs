@@ -164,6 +164,11 @@ impl Resolver {
         ))
     }
 
+    /// Every client mounted so far (for `--stats`).
+    pub fn mounted(&self) -> Vec<Client> {
+        self.mounted.borrow().clone()
+    }
+
     /// Prints a `-v` note on stderr.
     pub fn note(&self, msg: &str) {
         if self.verbose {

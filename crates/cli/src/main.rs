@@ -43,6 +43,10 @@ struct Cli {
     /// Say what is resolved and mounted, and how fast cp went (stderr).
     #[arg(short, long, global = true)]
     verbose: bool,
+    /// After the command, print each mounted client's statistics (calls,
+    /// bytes, latency per server, path, channel and file) on stderr.
+    #[arg(long, global = true)]
+    stats: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -136,7 +140,13 @@ fn main() -> ExitCode {
         alloc::tune_for_bulk_io();
     }
     let resolver = Resolver::new(cli.config, cli.verbose);
-    let code = match run(&resolver, cli.command) {
+    let result = run(&resolver, cli.command);
+    if cli.stats {
+        for client in resolver.mounted() {
+            eprint!("{}", directnfs_engine::stats::render_text(&client.stats()));
+        }
+    }
+    let code = match result {
         Ok(()) | Err(CliError::BrokenPipe) => 0,
         Err(e) => {
             eprintln!("dnfs: {}", one_line(&e.to_string()));

@@ -408,3 +408,24 @@ fn bad_urls_and_usage_errors_are_reported() {
     let out = dnfs(&["cp", "only-one"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn stats_flag_prints_client_statistics_on_stderr() {
+    let s = server_or_skip!();
+    let scratch = Scratch::new("stats");
+    let dir = test_dir(s, "stats");
+    let src = scratch.path("s.bin");
+    std::fs::write(&src, random_bytes(3 << 20, 11)).unwrap_or_else(|e| panic!("{e}"));
+    let args = [
+        "--stats",
+        "cp",
+        path_str(&src),
+        &s.url(&format!("{dir}/s.bin")),
+    ];
+    let out = dnfs(&args);
+    assert_success(&out, &args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("SERVERS"), "{err}");
+    assert!(err.contains("WRITE") && err.contains("COMMIT"), "{err}");
+    assert!(out.stdout.is_empty());
+}
