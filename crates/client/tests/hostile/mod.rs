@@ -94,6 +94,7 @@ impl Proc {
     pub const WRITE: Proc = Proc::Nfs(nfs3::NFSPROC3_WRITE);
     pub const REMOVE: Proc = Proc::Nfs(nfs3::NFSPROC3_REMOVE);
     pub const MKDIR: Proc = Proc::Nfs(nfs3::NFSPROC3_MKDIR);
+    pub const READDIRPLUS: Proc = Proc::Nfs(nfs3::NFSPROC3_READDIRPLUS);
     pub const FSINFO: Proc = Proc::Nfs(nfs3::NFSPROC3_FSINFO);
     pub const COMMIT: Proc = Proc::Nfs(nfs3::NFSPROC3_COMMIT);
     pub const MNT: Proc = Proc::Mount(mount::MOUNTPROC3_MNT);
@@ -186,6 +187,11 @@ pub enum Fault {
     MountStatus(mountstat3),
     /// A successful WRITE reply claiming this many bytes written.
     WriteCount(u32),
+    /// READDIRPLUS replies that never reach EOF: the same entry and the
+    /// same cookie every time (a cookie loop).
+    DirCookieLoop,
+    /// READDIRPLUS replies that never reach EOF: 1000 new entries each time.
+    EndlessDir,
     /// A COMMIT reply with this write verifier (as after a server restart
     /// that lost unstable data).
     CommitVerifier([u8; 8]),
@@ -703,7 +709,9 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
         | Fault::Status(_)
         | Fault::MountStatus(_)
         | Fault::WriteCount(_)
-        | Fault::CommitVerifier(_) => Output::Send(frame(&honest)),
+        | Fault::CommitVerifier(_)
+        | Fault::DirCookieLoop
+        | Fault::EndlessDir => Output::Send(frame(&honest)),
     }
 }
 
@@ -855,6 +863,10 @@ fn results(
                 out.put_u32(0);
                 out.put_u32(0);
             }
+            nfs3::NFSPROC3_READDIRPLUS => {
+                let a = nfs3::READDIRPLUS3args::decode(&mut r).map_err(|_| garbage())?;
+                readdirplus_results(state, &a, fault, &mut out);
+            }
             nfs3::NFSPROC3_FSINFO => {
                 let (rtmax, wtmax) = match fault {
                     Some(Fault::Fsinfo { rtmax, wtmax }) => (*rtmax, *wtmax),
@@ -908,6 +920,53 @@ fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut V
     out.put_u32(count);
     out.put_bool(eof);
     out.put_opaque(&pattern_at(a.offset, data_len as usize));
+}
+
+fn readdirplus_results(
+    state: &State,
+    a: &nfs3::READDIRPLUS3args,
+    fault: Option<&Fault>,
+    out: &mut Vec<u8>,
+) {
+    if a.dir.as_bytes() != ROOT_FH {
+        nfsstat3::NFS3ERR_NOTDIR.encode(out);
+        out.put_u32(0);
+        return;
+    }
+    let entry = |name: &str, cookie: u64, fileid: u64| nfs3::entryplus3 {
+        fileid,
+        name: nfs3::filename3(name.as_bytes().to_vec()),
+        cookie,
+        name_attributes: None,
+        name_handle: None,
+    };
+    let (entries, eof) = match fault {
+        Some(Fault::DirCookieLoop) => (vec![entry("loop", 7, 7)], false),
+        Some(Fault::EndlessDir) => (
+            (1..=1000u64)
+                .map(|i| {
+                    let c = a.cookie + i;
+                    entry(&format!("f{c:012}"), c, c)
+                })
+                .collect(),
+            false,
+        ),
+        _ => {
+            let mut v = vec![entry(".", 1, 1), entry("..", 2, 1)];
+            if !state.removed.load(Ordering::SeqCst) {
+                v.push(entry(FILE_NAME, 3, 2));
+            }
+            let v: Vec<_> = v.into_iter().filter(|e| e.cookie > a.cookie).collect();
+            (v, true)
+        }
+    };
+    nfsstat3::NFS3_OK.encode(out);
+    nfs3::READDIRPLUS3resok {
+        dir_attributes: Some(dir_attr()),
+        cookieverf: nfs3::cookieverf3(*b"cookieve"),
+        reply: nfs3::dirlistplus3 { entries, eof },
+    }
+    .encode(out);
 }
 
 fn attrs_of(state: &State, fh: &nfs_fh3, fault: Option<&Fault>) -> Option<fattr3> {
