@@ -417,6 +417,8 @@ fn run_child(job: &Job, label: &str, show: bool) -> Result<WorkerReply, String> 
     let stderr = child.stderr.take();
     let pb2 = pb.clone();
     let label2 = label.to_string();
+    let scan = job.workload == Workload::Scan;
+    let io_bytes = job.block as f64;
     let err_thread = std::thread::spawn(move || {
         let Some(se) = stderr else { return };
         let mut last: Option<(f64, u64)> = None;
@@ -428,9 +430,14 @@ fn run_child(job: &Job, label: &str, show: bool) -> Result<WorkerReply, String> 
                         _ => 0.0,
                     };
                     last = Some((pl.t, pl.ops));
+                    let rate = if scan {
+                        format!("{:.0} MB/s", rate * io_bytes / 1e6)
+                    } else {
+                        format!("{rate:.0} IOPS")
+                    };
                     pb2.set_message(format!(
-                        "{label2}: {} {:.1}/{:.0} s  {:.0} IOPS",
-                        pl.phase, pl.t, pl.of, rate
+                        "{label2}: {} {:.1}/{:.0} s  {rate}",
+                        pl.phase, pl.t, pl.of
                     ));
                 }
             } else if pb2.is_hidden() {
