@@ -29,6 +29,7 @@
 //! | FSINFO rtmax/wtmax u32::MAX, 0 or 1 | clamped to 512 B ..= 1 MiB | `fsinfo_*` |
 //! | MSG_DENIED RPC_MISMATCH / AUTH_ERROR | `Rpc` (EIO) at once, no retry; at NULL: `Connect`; at MNT: `Rpc` | `*_mismatch_*`, `auth_error_*`, `denied_*` |
 //! | every accept_stat ≠ SUCCESS | `Rpc` (EIO) at once, no retry | `every_accept_stat_*`, `accept_errors_at_mount_*` |
+//! | EXPORT refused, garbled or unanswered | mount falls back to MNT on each prefix of the path | `refused_or_garbled_export_list_*` |
 //! | accepts and never answers | soft: `TimedOut` in timeo×(retrans+1); hard: waits, resumes when the server answers | `silent_*` |
 //! | trickles one byte per second | soft: `TimedOut` on time; once: retried | `trickled_*` |
 //! | NFS3ERR_JUKEBOX | retried after a pause; soft gives up after `retrans` | `jukebox_*` |
@@ -697,6 +698,21 @@ fn denied_mnt_fails_mount_with_an_rpc_error() {
         let server = HostileServer::start(Plan::always(Proc::MNT, fault.clone()));
         let e = connect(&server, SOFT).unwrap_err();
         assert!(is_rpc(&e), "{fault:?}: {e:?}");
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn refused_or_garbled_export_list_falls_back_to_probing_prefixes() {
+    for fault in [
+        Fault::Accepted(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL)),
+        Fault::Results(vec![0, 0, 0, 1, 0xff]),
+        Fault::Silent,
+    ] {
+        let server = HostileServer::start(Plan::always(Proc::EXPORT, fault.clone()));
+        let (client, file) = mount(&server, &format!("{SOFT}&mnt_timeout=1"));
+        assert_eq!(client.export(), "/export", "{fault:?}");
+        assert_reads_ok(&file, OFF, LEN);
     }
     assert_no_internal_panic();
 }
