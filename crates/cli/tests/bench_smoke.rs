@@ -4,6 +4,7 @@
 //! start DIR`) and `DNFS_TEST_EXPORT_DIR` (DIR, for the local engine);
 //! without them the test says so loudly and passes as skipped.
 
+use std::io::Write;
 use std::process::Command;
 
 fn env_or_skip() -> Option<(String, String)> {
@@ -13,7 +14,9 @@ fn env_or_skip() -> Option<(String, String)> {
     ) {
         (Ok(u), Ok(d)) if !u.is_empty() && !d.is_empty() => Some((u, d)),
         _ => {
-            eprintln!(
+            // Straight to stderr: the test harness captures eprintln!.
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** bench_smoke SKIPPED: set DNFS_TEST_URL (nfs://...export?nfsport=..&mountport=..) \
                  and DNFS_TEST_EXPORT_DIR (the exported directory) to run it ***\n"
             );
