@@ -25,6 +25,9 @@ use crate::io::transport::{Shared, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
 
+/// Most entries one `read_dir` returns (a bound on memory and time).
+pub const MAX_DIR_LISTING: usize = 1 << 20;
+
 /// Transfer size used when the server's FSINFO gives none.
 const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
@@ -354,6 +357,7 @@ impl Client {
             };
             cookieverf = ok.cookieverf;
             let n = ok.reply.entries.len();
+            let previous = cookie;
             for e in ok.reply.entries {
                 cookie = e.cookie;
                 let name = String::from_utf8_lossy(e.name.as_bytes()).into_owned();
@@ -368,6 +372,22 @@ impl Client {
             }
             if ok.reply.eof || n == 0 {
                 return Ok(out);
+            }
+            // A server whose cookies do not advance, or whose directory
+            // never ends, must not hold us (or our memory) forever.
+            let bad = if cookie == previous {
+                Some("the directory cookie did not advance")
+            } else if out.len() > MAX_DIR_LISTING {
+                Some("the directory has more entries than a listing may hold")
+            } else {
+                None
+            };
+            if let Some(detail) = bad {
+                return Err(Error::Protocol {
+                    op: "READDIRPLUS",
+                    path: path.to_string(),
+                    detail: format!("{detail} ({} entries so far)", out.len()),
+                });
             }
         }
     }
