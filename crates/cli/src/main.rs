@@ -134,7 +134,7 @@ fn main() -> ExitCode {
     }));
     let cli = Cli::parse();
     if let Command::Bench(args) = cli.command {
-        return bench::run(args);
+        return bench::run(args, cli.config);
     }
     if matches!(cli.command, Command::Cp { .. } | Command::Cat { .. }) {
         alloc::tune_for_bulk_io();

@@ -57,8 +57,12 @@ impl Engine {
 /// Where the data file is, in each engine's terms.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Location {
-    /// The nfs:// URL as given.
+    /// The target as given: an nfs:// URL or a path under a dnfstab
+    /// `mount:` prefix.
     pub url: Option<String>,
+    /// `--config FILE` (dnfstab) of the parent, for configured paths.
+    #[serde(default)]
+    pub config: Option<String>,
     /// NFS server host.
     pub host: Option<String>,
     pub nfs_port: Option<u16>,

@@ -119,6 +119,9 @@ pub struct BenchOpts {
     /// Quiet: no progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// The dnfstab given with the global `--config` (set by `run`).
+    #[arg(skip)]
+    pub config: Option<std::path::PathBuf>,
 }
 
 /// Parses `8192`, `8k`, `64m`, `1g`, `1GiB`, `512b`.
@@ -149,13 +152,17 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 
 /// Runs `dnfs bench ...`; the exit code is non-zero when a run failed, had
 /// I/O errors or failed verification.
-pub fn run(args: BenchArgs) -> ExitCode {
+pub fn run(args: BenchArgs, config: Option<std::path::PathBuf>) -> ExitCode {
+    let with = |mut o: Box<BenchOpts>| {
+        o.config = config.clone();
+        *o
+    };
     let result = match args.command {
         BenchCommand::Worker => return worker::main(),
-        BenchCommand::Oltp(o) => parent::run(Workload::Oltp, *o),
-        BenchCommand::Scan(o) => parent::run(Workload::Scan, *o),
-        BenchCommand::Redo(o) => parent::run(Workload::Redo, *o),
-        BenchCommand::Sweep(o) => parent::run(Workload::Sweep, *o),
+        BenchCommand::Oltp(o) => parent::run(Workload::Oltp, with(o)),
+        BenchCommand::Scan(o) => parent::run(Workload::Scan, with(o)),
+        BenchCommand::Redo(o) => parent::run(Workload::Redo, with(o)),
+        BenchCommand::Sweep(o) => parent::run(Workload::Sweep, with(o)),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

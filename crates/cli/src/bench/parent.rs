@@ -45,16 +45,18 @@ fn plan(workload: Workload, o: &BenchOpts) -> Result<Plan, String> {
         Workload::Scan => (1, 4, 1 << 20, 5.0, 1.0, 4),
         Workload::Redo => (1, 1, 0, 10.0, 1.0, 1),
     };
-    let url_conn = o
-        .target
-        .as_deref()
-        .and_then(|u| NfsUrl::parse(u).ok())
-        .filter(|_| {
-            o.target
-                .as_deref()
-                .is_some_and(|t| t.contains("connections="))
-        })
-        .map(|u| u.options.connections);
+    // connections: --connections, else the URL's connections= or the
+    // dnfstab's connections:, else the workload's default
+    let cfg_conn = match o.target.as_deref() {
+        Some(t) if t.starts_with("nfs://") => NfsUrl::parse(t)
+            .ok()
+            .filter(|_| t.contains("connections="))
+            .map(|u| u.options.connections),
+        Some(t) => engines::target_of(t, config_str(o).as_deref())
+            .ok()
+            .map(|t| t.options.connections),
+        None => None,
+    };
     let block = o.block.unwrap_or(d_block);
     let p = Plan {
         engines,
@@ -63,7 +65,7 @@ fn plan(workload: Workload, o: &BenchOpts) -> Result<Plan, String> {
         block,
         duration: o.duration.unwrap_or(d_dur).max(0.0),
         warmup: o.warmup.unwrap_or(d_warm).max(0.0),
-        connections: url_conn.or(o.connections).unwrap_or(d_conn).clamp(1, 64),
+        connections: o.connections.or(cfg_conn).unwrap_or(d_conn).clamp(1, 64),
         steps: {
             let mut v = Vec::new();
             let mut s = 1;
@@ -118,6 +120,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
     // --- where the file is -------------------------------------------------
     let mut loc = Location {
         url: o.target.clone(),
+        config: config_str(&o),
         host: None,
         nfs_port: None,
         mount_port: None,
@@ -131,13 +134,28 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
             .map(|p| format!("{}{suffix}", p.display())),
     };
     if let Some(t) = &o.target {
-        let u = NfsUrl::parse(t).map_err(|e| e.to_string())?;
-        loc.host = Some(u.host.clone());
-        loc.nfs_port = u.port.or(u.options.nfs_port);
-        loc.mount_port = u.options.mount_port;
-        loc.uid = u.options.uid;
-        loc.gid = u.options.gid;
-        let prep = super::prepare::prepare_nfs(t, o.size, !redo, suffix, o.quiet)?;
+        let target = engines::target_of(t, config_str(&o).as_deref())?;
+        loc.host = target.paths.first().map(|p| p.server.clone());
+        loc.nfs_port = target.options.nfs_port;
+        loc.mount_port = target.options.mount_port;
+        loc.uid = target.options.uid;
+        loc.gid = target.options.gid;
+        if target.paths.len() > 1 {
+            eprintln!(
+                "target {t}: {} paths to server {} (directnfs uses all; libnfs uses {})",
+                target.paths.len(),
+                target.name,
+                loc.host.as_deref().unwrap_or("?")
+            );
+        }
+        let prep = super::prepare::prepare_nfs(
+            t,
+            config_str(&o).as_deref(),
+            o.size,
+            !redo,
+            suffix,
+            o.quiet,
+        )?;
         loc.export = prep.export;
         loc.rel_path = prep.rel_path;
         if let Some(lp) = &loc.local_path {
@@ -366,6 +384,10 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
         eprintln!("dnfs bench: some runs had errors, failed verification or failed");
     }
     Ok(ok)
+}
+
+fn config_str(o: &BenchOpts) -> Option<String> {
+    o.config.as_ref().map(|p| p.display().to_string())
 }
 
 fn write_file(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {

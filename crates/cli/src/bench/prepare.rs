@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::FileExt;
 
-use directnfs::{Batch, Client, File, NfsUrl, OpenOptions, Target};
+use directnfs::{Batch, Client, File, OpenOptions};
 
 use super::block::{self, BLOCK_SIZE};
 
@@ -48,11 +48,10 @@ fn bar(len: u64, msg: &str, quiet: bool) -> indicatif::ProgressBar {
 }
 
 /// Mounts the target's export (4 connections, for filling).
-pub fn mount(url: &str) -> Result<Client, String> {
-    let parsed = NfsUrl::parse(url).map_err(|e| e.to_string())?;
-    let mut target = Target::from_url(&parsed);
-    target.options.connections = 4;
-    Client::mount(&target).map_err(|e| format!("mount {url}: {e}"))
+pub fn mount(arg: &str, config: Option<&str>) -> Result<Client, String> {
+    let mut target = super::engines::target_of(arg, config)?;
+    target.options.connections = target.options.connections.max(4);
+    Client::mount(&target).map_err(|e| format!("mount {arg}: {e}"))
 }
 
 fn rel_of(client: &Client) -> Result<String, String> {
@@ -75,12 +74,13 @@ fn rel_of(client: &Client) -> Result<String, String> {
 /// (data file) or only size it (redo log, `suffix` ".redo").
 pub fn prepare_nfs(
     url: &str,
+    config: Option<&str>,
     size: u64,
     fill: bool,
     suffix: &str,
     quiet: bool,
 ) -> Result<Prepared, String> {
-    let client = mount(url)?;
+    let client = mount(url, config)?;
     let rel = format!("{}{suffix}", rel_of(&client)?);
     let file = client
         .open_with(

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use directnfs::{Batch, Client, File, NfsUrl, Target};
+use directnfs::{Batch, Client, File};
 
 use super::{Done, Kind, Session};
 use crate::bench::job::Job;
@@ -32,15 +32,14 @@ impl std::fmt::Debug for DnfsSession {
 /// Mounts the job's export with `connections` channels and opens its file.
 pub fn connect(job: &Job, connections: usize) -> Result<(Client, File), String> {
     let loc = &job.loc;
-    let url = loc.url.as_deref().ok_or("directnfs needs --target")?;
-    let parsed = NfsUrl::parse(url).map_err(|e| e.to_string())?;
-    let mut target = Target::from_url(&parsed);
+    let arg = loc.url.as_deref().ok_or("directnfs needs --target")?;
+    let mut target = super::target_of(arg, loc.config.as_deref())?;
     target.options.connections = connections.max(1);
     if let (Some(export), Some(rel)) = (&loc.export, &loc.rel_path) {
         target.export = Some(export.clone());
         target.path = join(export, rel);
     }
-    let client = Client::mount(&target).map_err(|e| format!("directnfs mount {url}: {e}"))?;
+    let client = Client::mount(&target).map_err(|e| format!("directnfs mount {arg}: {e}"))?;
     let rel = loc
         .rel_path
         .clone()

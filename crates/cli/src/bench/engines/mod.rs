@@ -69,6 +69,18 @@ pub fn note(job: &Job) -> String {
     }
 }
 
+/// The mount target of an nfs:// URL or of a path under a dnfstab `mount:`
+/// prefix (with its paths and options, multipath included).
+pub fn target_of(arg: &str, config: Option<&str>) -> Result<directnfs::Target, String> {
+    let resolver = crate::location::Resolver::new(config.map(std::path::PathBuf::from), false);
+    match resolver.spec(arg).map_err(|e| e.to_string())? {
+        crate::location::Spec::Nfs(n) => Ok(n.target),
+        crate::location::Spec::Local(_) => Err(format!(
+            "{arg}: not an nfs:// URL and no dnfstab mount: prefix matches it"
+        )),
+    }
+}
+
 /// Page-aligned zeroed buffer (helps O_DIRECT-free paths and copies alike).
 pub(crate) fn alloc_buf(len: usize) -> Box<[u8]> {
     vec![0u8; len.max(1)].into_boxed_slice()
