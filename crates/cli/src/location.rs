@@ -86,10 +86,10 @@ impl Resolver {
                 target: Target::from_url(&url),
             })));
         }
-        let absolute = absolute(Path::new(arg))?;
         let Some(tab) = self.tab()? else {
             return Ok(Spec::Local(PathBuf::from(arg)));
         };
+        let absolute = absolute(Path::new(arg))?;
         let Some(text) = absolute.to_str() else {
             return Ok(Spec::Local(PathBuf::from(arg)));
         };

@@ -218,6 +218,18 @@ fn cat_outputs_exact_content() {
         out.stdout.len()
     );
 
+    // Exactly two READs' worth: end of file falls on a chunk boundary.
+    let exact = random_bytes(2 << 20, 5);
+    let rel = format!("{dir}/exact.bin");
+    put(s, &scratch, &rel, &exact);
+    let out = dnfs(&["cat", &s.url(&rel)]);
+    assert_success(&out, &["cat"]);
+    assert!(
+        out.stdout == exact,
+        "cat output differs ({} bytes)",
+        out.stdout.len()
+    );
+
     let empty = format!("{dir}/empty");
     put(s, &scratch, &empty, b"");
     let out = dnfs(&["cat", &s.url(&empty)]);

@@ -22,9 +22,13 @@ pub fn run(resolver: &Resolver, arg: &str) -> Result<()> {
     let file = client.open(&path)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let chunk = CHUNK.min(client.limits().rtmax as usize);
+    // No more readers than chunks (plus the one that finds EOF): a small
+    // file should not start sixteen threads.
+    let chunks = meta.size.div_ceil(chunk as u64).saturating_add(1);
     let par = Parallel {
-        jobs: READ_AHEAD,
-        chunk: CHUNK.min(client.limits().rtmax as usize),
+        jobs: READ_AHEAD.min(usize::try_from(chunks).unwrap_or(READ_AHEAD)),
+        chunk,
     };
     transfer::stream(&file, &mut out, par)?;
     out.flush().map_err(CliError::stdout)
