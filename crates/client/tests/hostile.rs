@@ -322,7 +322,6 @@ fn read_reply_split_into_fragments_is_reassembled() {
 }
 
 #[test]
-#[ignore = "BUG: Channel::probe calls RecordReader::drain on the whole receive buffer after every read() without dropping the bytes already consumed, so a legal NULL reply in 8-byte fragments arriving in separate reads is reassembled as f1 f1 f2 ... and refused ('invalid reply_stat discriminant'): connect fails with Error::Connect"]
 fn null_reply_split_into_fragments_is_reassembled() {
     let split = Fault::SplitFragments {
         size: 8,
@@ -834,7 +833,6 @@ fn trickled_read_reply_once_is_retried() {
 }
 
 #[test]
-#[ignore = "BUG: Channel::probe bounds each read() of the NULL reply by the connect timeout (timeo clamped to 1..=10 s), not the whole reply: with timeo=2 s, a server trickling its NULL reply at one byte per second holds Client::connect for 28 s (measured), and then connects; the same holds every reconnect thread"]
 fn trickled_null_probe_fails_connect_within_timeo() {
     let server = HostileServer::start(Plan::always(
         Proc::NULL,

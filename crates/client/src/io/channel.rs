@@ -1,7 +1,7 @@
 //! One channel: a TCP connection to one server address over one path, its
 //! in-flight table, and the thread that receives its replies.
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -131,6 +131,7 @@ impl Channel {
         cred: &[u8],
         prog: u32,
         vers: u32,
+        timeout: std::time::Duration,
     ) -> io::Result<()> {
         let mut body = Vec::with_capacity(64);
         directnfs_wire::rpc::encode_call_header(&mut body, 0, prog, vers, 0, cred);
@@ -139,35 +140,21 @@ impl Channel {
         let mut msg = fragment_header(body.len(), true).to_vec();
         msg.extend_from_slice(&body);
         stream.write_all(&msg)?;
-        let mut reader = directnfs_wire::rpc::RecordReader::new(64 * 1024);
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            let n = stream.read(&mut chunk)?;
-            if n == 0 {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "server closed the connection during the NULL probe",
-                ));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-            let (records, _) = reader
-                .drain(&buf)
-                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-            if let Some(rec) = records.first() {
-                let mut r = directnfs_wire::XdrReader::new(rec);
-                use directnfs_wire::Decode;
-                let h = directnfs_wire::rpc::ReplyHeader::decode(&mut r)
-                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-                return if h.xid == xid && h.is_success() {
-                    Ok(())
-                } else {
-                    Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("unexpected NULL probe reply: {h:?}"),
-                    ))
-                };
-            }
+        // One deadline for the whole reply: a server trickling bytes
+        // cannot hold a connect (or a reconnect thread) past it.
+        let deadline = std::time::Instant::now() + timeout;
+        let rec = super::oneshot::read_record(stream, 64 * 1024, deadline)?;
+        let mut r = directnfs_wire::XdrReader::new(&rec);
+        use directnfs_wire::Decode;
+        let h = directnfs_wire::rpc::ReplyHeader::decode(&mut r)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+        if h.xid == xid && h.is_success() {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("unexpected NULL probe reply: {h:?}"),
+            ))
         }
     }
 

@@ -279,13 +279,15 @@ impl Shared {
     fn connect_channel(self: &Arc<Self>, ch: &Arc<Channel>) -> io::Result<()> {
         let result = (|| {
             let mut stream = super::socket::connect(&ch.spec)?;
-            stream.set_read_timeout(Some(ch.spec.timeout))?;
+            stream.set_write_timeout(Some(ch.spec.timeout))?;
             Channel::probe(
                 &mut stream,
                 &self.config.cred,
                 self.config.prog,
                 self.config.vers,
+                ch.spec.timeout,
             )?;
+            stream.set_write_timeout(None)?;
             stream.set_read_timeout(None)?;
             Ok::<_, io::Error>(stream)
         })();
