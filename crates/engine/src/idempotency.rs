@@ -8,7 +8,6 @@
 //! Solaris) treat these as success; so do we. This is only applied when the
 //! request was sent more than once.
 
-
 /// NFSv3 status codes this module cares about (RFC 1813 §2.6).
 mod status {
     pub const NFS3ERR_NOENT: u32 = 2;
