@@ -10,8 +10,8 @@
 //! sequential stream.
 
 use std::io::Write;
-use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Mutex};
 
@@ -42,6 +42,10 @@ impl WriteAt for directnfs::File {
     }
 }
 
+/// Alignment of buffers, offsets and lengths for `O_DIRECT` writes: the
+/// page size, a multiple of every common logical block size.
+pub const DIRECT_ALIGN: usize = 4096;
+
 /// A local file and its name (for messages).
 #[derive(Debug)]
 pub struct LocalFile {
@@ -49,6 +53,17 @@ pub struct LocalFile {
     pub file: std::fs::File,
     /// Its path as given.
     pub path: PathBuf,
+}
+
+impl LocalFile {
+    /// Opens `path` for reading.
+    pub fn open(path: &Path) -> Result<Self> {
+        let file = std::fs::File::open(path).map_err(|e| CliError::io(path, e))?;
+        Ok(Self {
+            file,
+            path: path.to_owned(),
+        })
+    }
 }
 
 impl ReadAt for LocalFile {
@@ -71,6 +86,102 @@ impl WriteAt for LocalFile {
         self.file
             .write_all_at(buf, offset)
             .map_err(|e| CliError::io(&self.path, e))
+    }
+}
+
+/// A local destination written with `O_DIRECT` where it can be: aligned
+/// pieces go straight to the device from the copy's buffers, without
+/// filling the page cache with data nobody will read again (and without
+/// the cost of page-cache allocation, which on these VMs made buffered
+/// writes of a fresh 1 GiB file 5-20x slower than direct ones). The
+/// unaligned tail, and everything on a file system that refuses
+/// `O_DIRECT`, is written through a normal descriptor.
+#[derive(Debug)]
+pub struct LocalDest {
+    buffered: LocalFile,
+    direct: Option<std::fs::File>,
+    direct_ok: AtomicBool,
+}
+
+impl LocalDest {
+    /// Creates or truncates `path` with permission bits `mode`.
+    pub fn create(path: &Path, mode: u32) -> Result<Self> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(mode)
+            .open(path)
+            .map_err(|e| CliError::io(path, e))?;
+        let direct = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(path)
+            .ok();
+        Ok(Self {
+            buffered: LocalFile {
+                file,
+                path: path.to_owned(),
+            },
+            direct_ok: AtomicBool::new(direct.is_some()),
+            direct,
+        })
+    }
+
+    fn direct_part(&self, buf: &[u8], offset: u64) -> Option<(&std::fs::File, usize)> {
+        let file = self.direct.as_ref()?;
+        if !self.direct_ok.load(Ordering::Relaxed)
+            || offset % DIRECT_ALIGN as u64 != 0
+            || buf.as_ptr().align_offset(DIRECT_ALIGN) != 0
+        {
+            return None;
+        }
+        let n = buf.len() - buf.len() % DIRECT_ALIGN;
+        (n > 0).then_some((file, n))
+    }
+}
+
+impl WriteAt for LocalDest {
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let mut done = 0;
+        if let Some((file, n)) = self.direct_part(buf, offset) {
+            match file.write_all_at(&buf[..n], offset) {
+                Ok(()) => done = n,
+                // The file system does not do direct I/O after all: from
+                // now on write through the page cache.
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    self.direct_ok.store(false, Ordering::Relaxed);
+                }
+                Err(e) => return Err(CliError::io(&self.buffered.path, e)),
+            }
+        }
+        if done < buf.len() {
+            self.buffered
+                .write_all_at(&buf[done..], offset + done as u64)?;
+        }
+        Ok(())
+    }
+}
+
+/// A zeroed buffer of `len` bytes aligned for `O_DIRECT`, carved out of a
+/// slightly larger vector (no unsafe allocation needed).
+pub struct AlignedBuf {
+    vec: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// A buffer of `len` bytes.
+    pub fn new(len: usize) -> Self {
+        let vec = vec![0u8; len + DIRECT_ALIGN];
+        let start = vec.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
+        Self { vec, start, len }
+    }
+
+    /// The aligned bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.vec[self.start..self.start + self.len]
     }
 }
 
@@ -132,7 +243,8 @@ pub fn copy(
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(|| {
-                let mut buf = vec![0u8; chunk as usize];
+                let mut aligned = AlignedBuf::new(chunk as usize);
+                let buf = aligned.as_mut_slice();
                 while !failed.load(Ordering::Relaxed) {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= chunks {
@@ -275,6 +387,40 @@ mod tests {
         };
         let r = copy(&src, "src", &dst, 9000, par, &Progress::hidden());
         assert!(matches!(r, Err(CliError::Msg(m)) if m.contains("shrank")));
+    }
+
+    #[test]
+    fn aligned_buffers_are_aligned() {
+        for len in [1, 4096, 5000, 1 << 20] {
+            let mut b = AlignedBuf::new(len);
+            let s = b.as_mut_slice();
+            assert_eq!(s.len(), len);
+            assert_eq!(s.as_ptr().align_offset(DIRECT_ALIGN), 0);
+        }
+    }
+
+    #[test]
+    fn local_dest_mixes_direct_and_buffered_writes_exactly() {
+        let dir = std::env::temp_dir().join(format!("dnfs-localdest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        for size in [0, 1, 4095, 4096, 4097, 3 * 8192 + 5] {
+            let path = dir.join(format!("f{size}"));
+            let src = Mem(data(size));
+            let dst = LocalDest::create(&path, 0o644).unwrap_or_else(|e| panic!("{e}"));
+            let par = Parallel {
+                jobs: 3,
+                chunk: 8192,
+            };
+            let r = copy(&src, "src", &dst, size as u64, par, &Progress::hidden());
+            assert!(r.is_ok(), "size {size}");
+            drop(dst);
+            assert_eq!(
+                std::fs::read(&path).unwrap_or_default(),
+                src.0,
+                "size {size}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

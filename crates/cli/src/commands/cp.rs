@@ -12,7 +12,7 @@
 //! FILE_SYNC writes, without one disk flush per 1 MiB.
 
 use std::fs;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Instant;
 
@@ -21,7 +21,7 @@ use directnfs::{OpenOptions, StableMode};
 use crate::error::{CliError, Result};
 use crate::location::{is_not_found, nfs_file_name, nfs_join, Location, Resolver, Spec};
 use crate::progress::Progress;
-use crate::transfer::{self, LocalFile, Parallel, ReadAt, WriteAt};
+use crate::transfer::{self, LocalDest, LocalFile, Parallel, ReadAt, WriteAt};
 
 /// Where the copy reads from, once opened.
 struct Source {
@@ -105,17 +105,7 @@ pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<(
                 };
                 refuse_same(&source.id, &id, src, dst)?;
             }
-            let file = fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(source.mode)
-                .open(&p)
-                .map_err(|e| CliError::io(&p, e))?;
-            let local = LocalFile {
-                file,
-                path: p.clone(),
-            };
+            let local = LocalDest::create(&p, source.mode)?;
             copy_with_progress(&source, src, &local, par)?;
             p.display().to_string()
         }
@@ -186,17 +176,14 @@ fn open_source(loc: Location, arg: &str, server: &str) -> Result<Source> {
             })
         }
         Location::Local(p) => {
-            let file = fs::File::open(&p).map_err(|e| CliError::io(&p, e))?;
-            let m = file.metadata().map_err(|e| CliError::io(&p, e))?;
+            let file = LocalFile::open(&p)?;
+            let m = file.file.metadata().map_err(|e| CliError::io(&p, e))?;
             if m.is_dir() {
                 return Err(is_dir(arg));
             }
             let name = local_name(&p).ok_or_else(|| is_dir(arg))?;
             Ok(Source {
-                reader: Box::new(LocalFile {
-                    file,
-                    path: p.clone(),
-                }),
+                reader: Box::new(file),
                 size: m.len(),
                 mode: writable(m.mode()),
                 name,
