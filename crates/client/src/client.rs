@@ -138,37 +138,34 @@ impl Client {
             .validate()
             .map_err(|e| Error::Config(e.to_string()))?;
         let cred = credential(&options);
-        let first = target
-            .paths
-            .first()
-            .ok_or_else(|| Error::InvalidInput("a server needs at least one path".into()))?;
-        let first_ip = resolve(&first.server, 0)?.ip();
-        let cold = |port: u16| ConnectSpec {
-            remote: SocketAddr::new(first_ip, port),
-            local: first.local,
-            timeout: COLD_TIMEOUT.min(options.mnt_timeout.max(Duration::from_secs(1))),
-            dontroute: options.dontroute,
-            resvport: options.resvport,
+        if target.paths.is_empty() {
+            return Err(Error::InvalidInput(
+                "a server needs at least one path".into(),
+            ));
+        }
+        // Ports and MOUNT over the first path that answers: a dead path
+        // must not stop a database from starting on the others.
+        let mut first_err = None;
+        let mut found = None;
+        for p in &target.paths {
+            match Self::discover(p, &options, &cred, target) {
+                Ok(v) => {
+                    found = Some(v);
+                    break;
+                }
+                // A refused export is the server's answer, not a path problem.
+                Err(e @ (Error::Mount { .. } | Error::Config(_) | Error::InvalidInput(_))) => {
+                    return Err(e)
+                }
+                Err(e) => {
+                    tracing::warn!("path {} unusable for MOUNT: {e}", p.server);
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        let Some((nfs_port, mounted)) = found else {
+            return Err(first_err.unwrap_or_else(|| Error::InvalidInput("no path".into())));
         };
-        let nfs_port = match options.nfs_port {
-            Some(p) => p,
-            None => mount::getport(&cold(0), &cred, nfs3::NFS_PROGRAM, nfs3::NFS_V3)?,
-        };
-        let mount_port = match options.mount_port {
-            Some(p) => p,
-            None => mount::getport(
-                &cold(0),
-                &cred,
-                directnfs_wire::mount::MOUNT_PROGRAM,
-                directnfs_wire::mount::MOUNT_V3,
-            )?,
-        };
-        let mounted = mount::mount_path(
-            &cold(mount_port),
-            &cred,
-            &target.path,
-            target.export.as_deref(),
-        )?;
 
         // Channels: `connections` per path, all to the NFS port.
         let mut channels = Vec::new();
@@ -228,6 +225,43 @@ impl Client {
         Ok(Client {
             inner: Arc::new(inner),
         })
+    }
+
+    /// Finds the NFS port and MOUNTs the target's export over one path.
+    fn discover(
+        path: &PathSpec,
+        options: &MountOptions,
+        cred: &[u8],
+        target: &Target,
+    ) -> Result<(u16, mount::Mounted)> {
+        let ip = resolve(&path.server, 0)?.ip();
+        let cold = |port: u16| ConnectSpec {
+            remote: SocketAddr::new(ip, port),
+            local: path.local,
+            timeout: COLD_TIMEOUT.min(options.mnt_timeout.max(Duration::from_secs(1))),
+            dontroute: options.dontroute,
+            resvport: options.resvport,
+        };
+        let nfs_port = match options.nfs_port {
+            Some(p) => p,
+            None => mount::getport(&cold(0), cred, nfs3::NFS_PROGRAM, nfs3::NFS_V3)?,
+        };
+        let mount_port = match options.mount_port {
+            Some(p) => p,
+            None => mount::getport(
+                &cold(0),
+                cred,
+                directnfs_wire::mount::MOUNT_PROGRAM,
+                directnfs_wire::mount::MOUNT_V3,
+            )?,
+        };
+        let mounted = mount::mount_path(
+            &cold(mount_port),
+            cred,
+            &target.path,
+            target.export.as_deref(),
+        )?;
+        Ok((nfs_port, mounted))
     }
 
     /// The export mounted.

@@ -55,6 +55,10 @@ pub(crate) struct FileShared {
     uncommitted: Mutex<Uncommitted>,
     /// This file's counters (v$dnfs_files).
     pub(crate) stats: Arc<IoStats>,
+    /// Serialises `fsync`s of this file: a second caller must not return
+    /// while the first one's COMMIT (which took its writes too) is still
+    /// running or failed.
+    fsync_lock: Mutex<()>,
 }
 
 #[derive(Debug, Default)]
@@ -114,6 +118,7 @@ impl Client {
                 path: path.to_string(),
                 uncommitted: Mutex::new(Uncommitted::default()),
                 stats: inner.file_stats(path),
+                fsync_lock: Mutex::new(()),
             }),
         })
     }
@@ -550,6 +555,11 @@ impl File {
     /// returned: writes whose verifier differs (the server restarted and
     /// may have lost them) are sent again with FILE_SYNC before returning.
     pub fn fsync(&self) -> Result<()> {
+        let _serial = self
+            .shared
+            .fsync_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let batch = {
             let mut u = self
                 .shared
