@@ -8,6 +8,7 @@
 
 mod alloc;
 mod bench;
+mod check;
 mod commands;
 mod error;
 mod format;
@@ -116,6 +117,13 @@ enum Command {
     },
     /// Database I/O benchmark (oltp, scan, redo, sweep): directnfs vs libnfs vs local.
     Bench(bench::BenchArgs),
+    /// Check every server, path and export of the dnfstab (or the URLs
+    /// given): connect over each path, MOUNT, FSINFO, NULL round trip.
+    /// Exits non-zero if anything fails.
+    Check {
+        /// nfs:// URLs to check instead of the dnfstab.
+        urls: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -138,6 +146,17 @@ fn main() -> ExitCode {
     }
     if matches!(cli.command, Command::Cp { .. } | Command::Cat { .. }) {
         alloc::tune_for_bulk_io();
+    }
+    if let Command::Check { urls } = &cli.command {
+        let code = match check::run(cli.config.as_deref(), urls) {
+            Ok(true) => 0,
+            Ok(false) => 1,
+            Err(e) => {
+                eprintln!("dnfs: {}", one_line(&e.to_string()));
+                1
+            }
+        };
+        std::process::exit(code)
     }
     let resolver = Resolver::new(cli.config, cli.verbose);
     let result = run(&resolver, cli.command);
@@ -184,8 +203,8 @@ fn run(resolver: &Resolver, command: Command) -> Result<()> {
         } => commands::namespace::rm(resolver, &path, recursive, force),
         Command::Mkdir { path, parents } => commands::namespace::mkdir(resolver, &path, parents),
         Command::Mv { src, dst } => commands::namespace::mv(resolver, &src, &dst),
-        // Handled in main (it has its own exit codes).
-        Command::Bench(_) => Ok(()),
+        // Handled in main (they have their own exit codes).
+        Command::Bench(_) | Command::Check { .. } => Ok(()),
     }
 }
 

@@ -1,0 +1,68 @@
+//! `dnfs check` against the real server: a good export is `ok` with its
+//! transfer sizes and round trip; an unreachable one fails the command.
+
+mod common;
+
+use common::{dnfs, dnfs_in, server, Scratch};
+
+#[test]
+fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
+    let Some(s) = server() else { return };
+    let good = s.url("");
+    let out = dnfs(&["check", &good]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let row = stdout.lines().nth(1).unwrap_or_default();
+    assert!(row.contains(" ok ") && row.contains("us"), "{stdout}");
+    assert!(
+        row.contains("1048576") || row.contains("65536"),
+        "rtmax shown: {stdout}"
+    );
+
+    let dead = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1";
+    let out = dnfs(&["check", &good, dead]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAILED") && stdout.contains(" ok "),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_walks_every_export_of_the_dnfstab() {
+    let Some(s) = server() else { return };
+    let scratch = Scratch::new("check");
+    let export = s.url.path.clone();
+    let nfs = s
+        .url
+        .options
+        .nfs_port
+        .map(|p| format!("port: {p}\n"))
+        .unwrap_or_default();
+    let mnt = s
+        .url
+        .options
+        .mount_port
+        .map(|p| format!("mount_port: {p}\n"))
+        .unwrap_or_default();
+    let tab = format!(
+        "server: test\npath: {}\nexport: {export} mount: /db/a\nexport: /no/such/export mount: /db/b\n{nfs}{mnt}",
+        s.url.host
+    );
+    std::fs::write(scratch.path("dnfstab"), tab).unwrap();
+    let out = dnfs_in(&scratch.0, &["check"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let rows: Vec<&str> = stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert!(rows[0].contains(" ok "), "{stdout}");
+    assert!(
+        rows[1].contains("FAILED") && rows[1].contains("MOUNT"),
+        "{stdout}"
+    );
+}
