@@ -247,7 +247,13 @@ pub fn table(rep: &Report) -> String {
     }
     if !rep.ratios.is_empty() {
         let _ = writeln!(s);
-        for (k, r) in &rep.ratios {
+        // "directnfs/libnfs@16" after "@2": order by engine, then sessions
+        let mut keys: Vec<(&String, &Ratio)> = rep.ratios.iter().collect();
+        keys.sort_by_key(|(k, _)| {
+            let (name, n) = k.split_once('@').unwrap_or((k.as_str(), "0"));
+            (name.to_string(), n.parse::<u64>().unwrap_or(0))
+        });
+        for (k, r) in keys {
             let _ = writeln!(
                 s,
                 "{k:<22} IOPS {:>7}  MB/s {:>7}  mean lat {:>7}  p50 {:>7}  p99 {:>7}  cpu/IO {:>7}  cpu/GB {:>7}",

@@ -19,6 +19,9 @@ use super::{alloc_buf, Done, Kind, Session};
 use crate::bench::job::Job;
 
 const SONAME: &str = "libnfs.so.13";
+/// Overrides the library loaded (tests use it to exercise the "not
+/// installed" path; anything else must have the libnfs 4.0 ABI).
+const SONAME_ENV: &str = "DNFS_BENCH_LIBNFS";
 
 type NfsCb = unsafe extern "C" fn(c_int, *mut c_void, *mut c_void, *mut c_void);
 
@@ -68,9 +71,10 @@ pub fn probe() -> Result<(), String> {
 }
 
 fn load() -> Result<Api, String> {
+    let name = std::env::var(SONAME_ENV).unwrap_or_else(|_| SONAME.to_string());
     // SAFETY: loading a system library whose initialisers are benign.
-    let lib = unsafe { Library::new(SONAME) }.map_err(|e| {
-        format!("{SONAME} not found ({e}); install Debian's libnfs13 to compare with libnfs")
+    let lib = unsafe { Library::new(&name) }.map_err(|e| {
+        format!("{name} not found ({e}); install Debian's libnfs13 to compare with libnfs")
     })?;
     macro_rules! sym {
         ($name:literal) => {{
@@ -78,7 +82,7 @@ fn load() -> Result<Api, String> {
             // <nfsc/libnfs.h>; the pointer stays valid while `_lib` lives.
             let s = unsafe { lib.get($name) }.map_err(|e| {
                 format!(
-                    "{SONAME}: missing {}: {e}",
+                    "{name}: missing {}: {e}",
                     String::from_utf8_lossy(&$name[..$name.len() - 1])
                 )
             })?;
