@@ -74,7 +74,12 @@ fn codec(c: &mut Criterion) {
     g.bench_function("encode_read_args", |b| {
         b.iter(|| {
             buf.clear();
-            encode_read_args(&mut buf, black_box(&FH), black_box(8192 * 77), black_box(8192));
+            encode_read_args(
+                &mut buf,
+                black_box(&FH),
+                black_box(8192 * 77),
+                black_box(8192),
+            );
             black_box(buf.len())
         })
     });
@@ -105,7 +110,11 @@ fn codec(c: &mut Criterion) {
     g.bench_function("decode_write_reply", |b| {
         b.iter(|| {
             let mut r = XdrReader::new(black_box(&wr));
-            black_box(decode_write_reply(&mut r).map(|x| x.ok.map(|o| o.count)).ok())
+            black_box(
+                decode_write_reply(&mut r)
+                    .map(|x| x.ok.map(|o| o.count))
+                    .ok(),
+            )
         })
     });
     g.finish();
