@@ -105,3 +105,143 @@ pub fn record_reassembly(data: &[u8]) {
         Err(_) => assert!(failed),
     }
 }
+
+/// The dnfstab parser never panics; what it accepts resolves paths under
+/// its own mount prefixes and only there.
+pub fn config_dnfstab(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(tab) = directnfs::config::parse_str(text, std::path::Path::new("fuzz.tab")) else {
+        return;
+    };
+    for server in &tab.servers {
+        assert!(!server.paths.is_empty(), "a server always has a path");
+        for e in &server.exports {
+            let probe = format!("{}/x", e.mount.trim_end_matches('/'));
+            let r = tab.resolve(&probe).expect("a file under a mount prefix resolves");
+            assert!(r.export.mount.len() >= e.mount.len() || r.export.mount == e.mount);
+        }
+    }
+}
+
+/// The URL parser never panics; an accepted URL has a host and an
+/// absolute path, and its export candidates end with `/`.
+pub fn nfs_url(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(url) = directnfs::config::NfsUrl::parse(text) else {
+        return;
+    };
+    assert!(!url.host.is_empty());
+    assert!(url.path.starts_with('/'));
+    let c = url.export_candidates();
+    assert_eq!(c.last().map(String::as_str), Some("/"));
+}
+
+/// An arbitrary sequence of engine events — submissions, replies (right,
+/// stale, duplicate or made up), timeouts, channel failures and
+/// reconnections — over two channels' in-flight tables, as the driver
+/// runs them. Invariants: every request completes exactly once; a reply
+/// never completes a request it was not sent for; nothing grows past its
+/// bound.
+pub fn engine_events(data: &[u8]) {
+    use directnfs_engine::choose::{least_loaded, Candidate};
+    use directnfs_engine::health::Health;
+    use directnfs_engine::inflight::InflightTable;
+    use directnfs_engine::retry::Backoff;
+
+    const CAP: usize = 8;
+    let mut tables = [InflightTable::<u32>::new(CAP, 1), InflightTable::<u32>::new(CAP, 2)];
+    let mut health = [Health::Up, Health::Up];
+    let backoff = Backoff::default();
+    let mut sent: Vec<(usize, u32, u32)> = Vec::new(); // (channel, xid, request)
+    let mut waiting: Vec<u32> = Vec::new(); // parked: no channel up
+    let mut done = std::collections::HashSet::new();
+    let mut next_req = 0u32;
+    let mut now = 0u64;
+    let mut bytes = data.iter().copied();
+    while let Some(op) = bytes.next() {
+        let arg = bytes.next().unwrap_or(0);
+        match op % 6 {
+            0 => {
+                // Submit a new request (or a parked one) to the least loaded up channel.
+                let req = waiting.pop().unwrap_or_else(|| {
+                    next_req += 1;
+                    next_req
+                });
+                let cands: Vec<Candidate> = (0..2)
+                    .map(|c| Candidate {
+                        up: health[c].is_up(),
+                        outstanding_bytes: 0,
+                        outstanding_requests: tables[c].len() as u64,
+                    })
+                    .collect();
+                match least_loaded(&cands, arg as usize, None) {
+                    Some(c) => match tables[c].insert(req, now + 10) {
+                        Ok(xid) => sent.push((c, xid, req)),
+                        Err(r) => waiting.push(r),
+                    },
+                    None => waiting.push(req),
+                }
+            }
+            1 if !sent.is_empty() => {
+                // The right reply for something in flight.
+                let (c, xid, req) = sent.swap_remove(arg as usize % sent.len());
+                assert_eq!(tables[c].take(xid), Some(req));
+                assert!(done.insert(req), "request {req} completed twice");
+            }
+            2 => {
+                // A reply with a made-up or stale XID completes nothing
+                // that was not sent with it.
+                let xid = u32::from_le_bytes([arg, op, arg ^ 0x5a, op ^ 0xa5]);
+                for c in 0..2 {
+                    if let Some(req) = tables[c].take(xid) {
+                        let pos = sent.iter().position(|s| s.0 == c && s.1 == xid);
+                        let pos = pos.expect("a reply completed a request never sent with its XID");
+                        sent.swap_remove(pos);
+                        assert!(done.insert(req));
+                    }
+                }
+            }
+            3 => {
+                // Time passes; expired requests move to the other channel.
+                now += arg as u64;
+                for c in 0..2 {
+                    let mut expired = Vec::new();
+                    tables[c].take_expired(now, &mut expired);
+                    for (xid, req) in expired {
+                        sent.retain(|s| !(s.0 == c && s.1 == xid));
+                        waiting.push(req);
+                    }
+                }
+            }
+            4 => {
+                // A channel dies: everything in flight on it is re-queued.
+                let c = arg as usize % 2;
+                health[c].on_failure(now, &backoff);
+                let mut calls = Vec::new();
+                tables[c].drain_into(&mut calls);
+                sent.retain(|s| s.0 != c);
+                waiting.extend(calls);
+            }
+            _ => {
+                // Reconnect attempts.
+                let c = arg as usize % 2;
+                now += 1_000_000_000;
+                if health[c].start_reconnect_if_due(now).is_some() {
+                    health[c].on_connected();
+                }
+            }
+        }
+        for t in &tables {
+            assert!(t.len() <= CAP);
+        }
+        assert_eq!(sent.len(), tables[0].len() + tables[1].len());
+        assert!(waiting.len() <= next_req as usize);
+    }
+    // Every request is accounted for exactly once: done, in flight or waiting.
+    let total = done.len() + sent.len() + waiting.len();
+    assert_eq!(total, next_req as usize);
+}
