@@ -51,7 +51,8 @@ pub enum BenchCommand {
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchOpts {
     /// The data file: nfs://host[:port]/export/file?nfsport=..&mountport=..
-    /// (created and filled by the bench if missing).
+    /// or a path under a dnfstab mount: prefix (created and filled by the
+    /// bench if missing; redo uses FILE.redo).
     #[arg(long, short = 't')]
     pub target: Option<String>,
     /// Data file size (k/m/g suffixes); default 1g.
@@ -72,11 +73,12 @@ pub struct BenchOpts {
     /// Percentage of writes (oltp, sweep).
     #[arg(long, default_value_t = 25)]
     pub write_pct: u32,
-    /// Measured seconds per run (scan: full passes are repeated until this
-    /// is reached; 0 = exactly one pass).
+    /// Measured seconds per run. Default 10 (oltp, redo), 5 (scan, each
+    /// sweep step). Scan repeats full passes until this is reached (0 = one
+    /// pass).
     #[arg(long, short = 'd')]
     pub duration: Option<f64>,
-    /// Seconds of unmeasured warm-up before each run.
+    /// Seconds of unmeasured warm-up before each run. Default 2 (oltp), 1.
     #[arg(long, short = 'w')]
     pub warmup: Option<f64>,
     /// Engines to run one after the other: directnfs,libnfs,local.
@@ -104,8 +106,9 @@ pub struct BenchOpts {
     /// Sweep: the largest number of sessions (1, 2, 4 .. this).
     #[arg(long, default_value_t = 16)]
     pub max_sessions: usize,
-    /// directnfs connections per session (default 2; scan 4; redo 1),
-    /// unless the URL says `connections=`.
+    /// directnfs connections per session. Default: the URL's
+    /// `connections=` or the dnfstab's `connections:`, else 2 (scan 4,
+    /// redo 1). libnfs always has one per session.
     #[arg(long)]
     pub connections: Option<usize>,
     /// Repeat each engine's run this many times (interleaved) and report the
