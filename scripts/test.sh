@@ -74,7 +74,37 @@ main() {
         log "SQLite VFS tests"
         bash crates/sqlite/tests/run.sh
     fi
+    log "multipath tests (network namespaces, needs root)"
+    if [[ $(id -u) == 0 ]]; then
+        bash scripts/multipath-tests.sh
+    else
+        log "SKIPPED multipath tests: not root"
+    fi
+
+    run_fuzzers
     log "all tests passed"
+}
+
+# Every fuzz target for a short fixed time (DNFS_FUZZ_SECONDS, default 10).
+# cargo-fuzz needs a nightly toolchain: used when this machine has one
+# (rustup cannot download one here), otherwise said loudly and skipped.
+run_fuzzers() {
+    local secs=${DNFS_FUZZ_SECONDS:-10}
+    if [[ $secs == 0 ]]; then
+        log "SKIPPED fuzzing: DNFS_FUZZ_SECONDS=0"
+        return
+    fi
+    if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+        log "SKIPPED fuzzing: no nightly toolchain on this machine"
+        return
+    fi
+    if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+        log "installing cargo-fuzz"
+        cargo install cargo-fuzz --locked --quiet
+    fi
+    log "fuzzing every target for ${secs}s"
+    rm -rf fuzz/artifacts
+    bash fuzz/run-all.sh "$secs"
 }
 
 main "$@"
