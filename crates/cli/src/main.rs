@@ -25,8 +25,11 @@ use crate::error::{CliError, Result};
 use crate::location::Resolver;
 use crate::transfer::Parallel;
 
-/// Default parallel workers of `cp`.
-const CP_JOBS: u16 = 8;
+/// Default parallel workers of `cp`: with 4 MiB chunks, 16 MiB in flight,
+/// sixteen 1 MiB RPCs. Measured against Ganesha on 2 cores: 32 MiB in
+/// flight made its writer threads spin on the file's inode lock (more
+/// server CPU, no more throughput); reads are as fast with 16 as with 32.
+const CP_JOBS: u16 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
