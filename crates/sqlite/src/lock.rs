@@ -1,0 +1,381 @@
+//! Locks of one database file in this process: the five SQLite lock levels
+//! shared by every connection (a port of the unix VFS's `unixInodeInfo`
+//! logic), the process-wide dot-file lock that excludes other processes,
+//! and the WAL-index shared memory.
+//!
+//! One [`Inode`] exists per database file (server + export + file id) while
+//! any connection has it open, found through [`inode_for`].
+//!
+//! The process holds the dot-file lock ([`crate::dotlock`]) exactly while
+//! some connection holds SHARED or more, or while any connection has the
+//! WAL-index mapped: the first SHARED creates it, the last release removes
+//! it. So another process can never see the database between a writer's
+//! steps, and a WAL database is used by one process at a time.
+
+use std::collections::HashMap;
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use dnfs::Client;
+
+use crate::dotlock::{self, Acquire, DotLock};
+use crate::sys::*;
+
+/// Identifies a database file within the process.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct InodeKey {
+    /// The mount (server, export, options) it was reached through.
+    pub mount: String,
+    /// NFS file id (inode number).
+    pub fileid: u64,
+}
+
+/// A lock request that could not be granted.
+#[derive(Debug)]
+pub enum LockError {
+    /// Held by another connection or process: SQLITE_BUSY (the busy
+    /// handler retries).
+    Busy(String),
+    /// The server failed: an SQLITE_IOERR_* code and message.
+    Io(c_int, String),
+}
+
+/// Shared state of one database file.
+#[derive(Debug)]
+pub struct Inode {
+    client: Client,
+    lock_path: String,
+    display: String,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Strongest lock held by any connection of this process.
+    level: c_int,
+    /// Connections holding SHARED or more.
+    n_shared: u32,
+    /// The process-wide lock file, when held.
+    dot: Option<DotLock>,
+    /// WAL-index memory, while any connection has it mapped.
+    shm: Option<Shm>,
+}
+
+/// WAL-index ("-shm") memory, in this process only.
+#[derive(Debug)]
+struct Shm {
+    /// Regions never move once allocated: SQLite keeps pointers to them.
+    regions: Vec<Box<[u8]>>,
+    region_size: usize,
+    /// Per lock slot: 0 free, n > 0 shared holders, -1 exclusive.
+    slots: [i32; SQLITE_SHM_NLOCK],
+    /// Connections that have it mapped.
+    refs: u32,
+}
+
+/// One connection's view of the WAL-index.
+#[derive(Debug, Default)]
+pub struct ShmConn {
+    pub mapped: bool,
+    shared: u8,
+    excl: u8,
+}
+
+static INODES: OnceLock<Mutex<HashMap<InodeKey, Weak<Inode>>>> = OnceLock::new();
+
+/// The inode of a database file, shared with other connections to it.
+pub fn inode_for(key: InodeKey, client: &Client, db_path: &str, display: &str) -> Arc<Inode> {
+    let table = INODES.get_or_init(Default::default);
+    let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(inode) = t.get(&key).and_then(Weak::upgrade) {
+        return inode;
+    }
+    t.retain(|_, w| w.strong_count() > 0);
+    let inode = Arc::new(Inode {
+        client: client.clone(),
+        lock_path: format!("{db_path}{}", dotlock::SUFFIX),
+        display: display.to_string(),
+        state: Mutex::new(State::default()),
+    });
+    t.insert(key, Arc::downgrade(&inode));
+    inode
+}
+
+impl Inode {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Lock state stays consistent even if a holder panicked: every
+        // update below is a few field stores with no panic in between.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the process-wide lock file if not held yet.
+    fn hold(&self, st: &mut State) -> Result<(), LockError> {
+        if st.dot.is_some() {
+            return Ok(());
+        }
+        match DotLock::acquire(&self.client, &self.lock_path) {
+            Ok(Acquire::Held(lock)) => {
+                st.dot = Some(lock);
+                Ok(())
+            }
+            Ok(Acquire::Busy(owner)) => Err(LockError::Busy(match owner {
+                Some(o) => format!(
+                    "{}: locked by {o} (lock file {}; if that process is gone and runs on another host, remove the file)",
+                    self.display, self.lock_path
+                ),
+                None => format!(
+                    "{}: locked by another process (lock file {})",
+                    self.display, self.lock_path
+                ),
+            })),
+            Err(e) => Err(LockError::Io(
+                SQLITE_IOERR_LOCK,
+                format!("{}: cannot create lock file: {e}", self.display),
+            )),
+        }
+    }
+
+    /// Drops the process-wide lock once nothing in the process needs it.
+    fn release_if_unused(&self, st: &mut State) -> Result<(), LockError> {
+        if st.n_shared > 0 || st.shm.is_some() {
+            return Ok(());
+        }
+        if let Some(lock) = &st.dot {
+            lock.release(&self.client).map_err(|e| {
+                // Keep it: the next release retries, and nobody may take
+                // the database while the file may still exist.
+                LockError::Io(
+                    SQLITE_IOERR_UNLOCK,
+                    format!("{}: cannot remove lock file: {e}", self.display),
+                )
+            })?;
+            st.dot = None;
+        }
+        Ok(())
+    }
+
+    /// xLock: raise connection lock `cur` to `want` (unixLock's rules).
+    pub fn lock(&self, cur: &mut c_int, want: c_int) -> Result<(), LockError> {
+        if *cur >= want {
+            return Ok(());
+        }
+        let mut st = self.state();
+        // Another connection of this process holds a lock that precludes
+        // this one: a PENDING or stronger lock, or any lock above SHARED
+        // when we want more than SHARED.
+        if *cur != st.level && (st.level >= SQLITE_LOCK_PENDING || want > SQLITE_LOCK_SHARED) {
+            return Err(LockError::Busy(format!(
+                "{}: locked by another connection of this process",
+                self.display
+            )));
+        }
+        if want == SQLITE_LOCK_SHARED {
+            if st.level == SQLITE_LOCK_NONE {
+                // First lock in this process: exclude other processes.
+                self.hold(&mut st)?;
+                st.level = SQLITE_LOCK_SHARED;
+            }
+            st.n_shared += 1;
+            *cur = SQLITE_LOCK_SHARED;
+            return Ok(());
+        }
+        // RESERVED or EXCLUSIVE; here *cur == st.level >= SHARED.
+        if want == SQLITE_LOCK_EXCLUSIVE && st.n_shared > 1 {
+            // Readers of this process remain: PENDING keeps new ones out
+            // until they finish; the busy handler retries.
+            *cur = SQLITE_LOCK_PENDING;
+            st.level = SQLITE_LOCK_PENDING;
+            return Err(LockError::Busy(format!(
+                "{}: waiting for readers of this process",
+                self.display
+            )));
+        }
+        *cur = want;
+        st.level = want;
+        Ok(())
+    }
+
+    /// xUnlock: lower connection lock `cur` to `want` (SHARED or NONE).
+    pub fn unlock(&self, cur: &mut c_int, want: c_int) -> Result<(), LockError> {
+        if *cur <= want {
+            return Ok(());
+        }
+        let mut st = self.state();
+        if *cur > SQLITE_LOCK_SHARED {
+            st.level = SQLITE_LOCK_SHARED;
+        }
+        *cur = want;
+        if want == SQLITE_LOCK_NONE {
+            st.n_shared = st.n_shared.saturating_sub(1);
+            if st.n_shared == 0 {
+                st.level = SQLITE_LOCK_NONE;
+                self.release_if_unused(&mut st)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// xCheckReservedLock: does any connection, here or elsewhere, hold
+    /// RESERVED or more?
+    pub fn reserved(&self) -> Result<bool, LockError> {
+        let st = self.state();
+        if st.level > SQLITE_LOCK_SHARED {
+            return Ok(true);
+        }
+        if st.dot.is_some() {
+            // We hold the process lock: no other process holds anything.
+            return Ok(false);
+        }
+        drop(st);
+        dotlock::exists(&self.client, &self.lock_path).map_err(|e| {
+            LockError::Io(
+                SQLITE_IOERR_CHECKRESERVEDLOCK,
+                format!("{}: {e}", self.display),
+            )
+        })
+    }
+
+    /// xShmMap: the address of WAL-index region `region`, allocating it if
+    /// `extend`; NULL if it does not exist and `!extend`.
+    pub fn shm_map(
+        &self,
+        conn: &mut ShmConn,
+        region: usize,
+        size: usize,
+        extend: bool,
+    ) -> Result<*mut u8, LockError> {
+        let mut st = self.state();
+        if !conn.mapped {
+            // The WAL-index lives in this process's memory only, so no
+            // other process may use the database while it exists: keep the
+            // lock file for as long as it is mapped (normally already held,
+            // since SQLite maps it while holding SHARED).
+            self.hold(&mut st)?;
+            let shm = st.shm.get_or_insert_with(|| Shm {
+                regions: Vec::new(),
+                region_size: size,
+                slots: [0; SQLITE_SHM_NLOCK],
+                refs: 0,
+            });
+            shm.refs += 1;
+            conn.mapped = true;
+        }
+        let Some(shm) = st.shm.as_mut() else {
+            return Err(LockError::Io(SQLITE_IOERR_SHMMAP, "no shm".into()));
+        };
+        if size != shm.region_size {
+            return Err(LockError::Io(
+                SQLITE_IOERR_SHMSIZE,
+                format!(
+                    "{}: WAL-index region size {size} != {}",
+                    self.display, shm.region_size
+                ),
+            ));
+        }
+        if region >= shm.regions.len() {
+            if !extend {
+                return Ok(std::ptr::null_mut());
+            }
+            while shm.regions.len() <= region {
+                shm.regions.push(vec![0u8; size].into_boxed_slice());
+            }
+        }
+        Ok(shm.regions[region].as_mut_ptr())
+    }
+
+    /// xShmLock on slots `offset..offset+n`.
+    pub fn shm_lock(&self, conn: &mut ShmConn, offset: usize, n: usize, flags: c_int) -> c_int {
+        if n == 0 || offset + n > SQLITE_SHM_NLOCK {
+            return SQLITE_MISUSE;
+        }
+        let mut st = self.state();
+        let Some(shm) = st.shm.as_mut() else {
+            return SQLITE_IOERR_SHMLOCK;
+        };
+        let mask = (((1u16 << n) - 1) << offset) as u8;
+        let range = offset..offset + n;
+        if flags & SQLITE_SHM_UNLOCK != 0 {
+            for i in range {
+                let bit = 1u8 << i;
+                if conn.excl & bit != 0 {
+                    shm.slots[i] = 0;
+                } else if conn.shared & bit != 0 {
+                    shm.slots[i] -= 1;
+                }
+            }
+            conn.excl &= !mask;
+            conn.shared &= !mask;
+            return SQLITE_OK;
+        }
+        if flags & SQLITE_SHM_SHARED != 0 {
+            for i in range.clone() {
+                let bit = 1u8 << i;
+                if conn.shared & bit == 0 && conn.excl & bit == 0 && shm.slots[i] < 0 {
+                    return SQLITE_BUSY;
+                }
+            }
+            for i in range {
+                let bit = 1u8 << i;
+                if conn.shared & bit == 0 && conn.excl & bit == 0 {
+                    shm.slots[i] += 1;
+                    conn.shared |= bit;
+                }
+            }
+            return SQLITE_OK;
+        }
+        // Exclusive: all slots or none.
+        for i in range.clone() {
+            let bit = 1u8 << i;
+            if conn.excl & bit != 0 {
+                continue;
+            }
+            let mine = i32::from(conn.shared & bit != 0);
+            if shm.slots[i] != mine {
+                return SQLITE_BUSY;
+            }
+        }
+        for i in range {
+            let bit = 1u8 << i;
+            shm.slots[i] = -1;
+            conn.shared &= !bit;
+            conn.excl |= bit;
+        }
+        SQLITE_OK
+    }
+
+    /// xShmUnmap: this connection is done with the WAL-index. The memory
+    /// goes (and the process lock with it, if unused) with the last one.
+    pub fn shm_unmap(&self, conn: &mut ShmConn) -> Result<(), LockError> {
+        if !conn.mapped {
+            return Ok(());
+        }
+        let mut st = self.state();
+        if let Some(shm) = st.shm.as_mut() {
+            for i in 0..SQLITE_SHM_NLOCK {
+                let bit = 1u8 << i;
+                if conn.excl & bit != 0 {
+                    shm.slots[i] = 0;
+                } else if conn.shared & bit != 0 {
+                    shm.slots[i] -= 1;
+                }
+            }
+            shm.refs = shm.refs.saturating_sub(1);
+            if shm.refs == 0 {
+                st.shm = None;
+            }
+        }
+        *conn = ShmConn::default();
+        self.release_if_unused(&mut st)
+    }
+}
+
+impl Drop for Inode {
+    fn drop(&mut self) {
+        // Normally released already; a lock file left here would block
+        // every other process until we exit.
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(lock) = st.dot.take() {
+            let _ = lock.release(&self.client);
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! Database names and the mounts behind them.
+//!
+//! A name is either
+//! * an `nfs://host[:port]/export/dir/db?key=value...` URL, or
+//! * an absolute path under a `mount:` prefix of the dnfstab (found as
+//!   everywhere: `$DIRECTNFS_TAB`, `./dnfstab`, `/etc/dnfstab`); a relative
+//!   path is made absolute with the current directory first.
+//!
+//! SQLite names a database's companions by appending to the full name
+//! (`-journal`, `-wal`, `-mjXXXXXX9XX`). For a URL with a query that
+//! lands after the options (`...?nfsport=2049-journal`), so
+//! [`split_url_suffix`] moves such a suffix back onto the path.
+//!
+//! Every name resolved to the same server, export and options shares one
+//! mounted [`Client`] (its connections), kept for the life of the process.
+
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use dnfs::config::DnfsTab;
+use dnfs::{Client, Error};
+
+use crate::locate;
+
+/// A mounted export, shared by every file opened through it.
+#[derive(Debug)]
+pub struct Mount {
+    pub client: Client,
+    /// Server + export + options: files with equal keys share locks.
+    pub key: String,
+    /// What names are matched on before mounting: for URLs the server and
+    /// options (the export is known only after MOUNT), else `key`.
+    lookup: String,
+}
+
+/// Where a name lives.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub mount: Arc<Mount>,
+    /// Path inside the export.
+    pub path: String,
+}
+
+static MOUNTS: Mutex<Vec<Arc<Mount>>> = Mutex::new(Vec::new());
+/// The loaded dnfstab and the `$DIRECTNFS_TAB` it was loaded under.
+type CachedConfig = Option<(Option<OsString>, Arc<DnfsTab>)>;
+static CONFIG: OnceLock<Mutex<CachedConfig>> = OnceLock::new();
+
+/// Suffixes SQLite appends to a database name.
+fn sqlite_suffix(s: &str) -> Option<usize> {
+    for fixed in ["-journal", "-wal", "-shm"] {
+        if s.ends_with(fixed) {
+            return Some(s.len() - fixed.len());
+        }
+    }
+    // Super-journal: "-mj" + 6 hex digits + "9" + 2 hex digits.
+    let i = s.rfind("-mj")?;
+    let tail = &s[i + 3..];
+    (tail.len() == 9 && tail.bytes().all(|b| b.is_ascii_hexdigit())).then_some(i)
+}
+
+/// Splits `nfs://h/p?query-journal` into (`nfs://h/p?query`, `-journal`).
+/// Names without a query keep any suffix on the path (nothing to split).
+pub fn split_url_suffix(name: &str) -> (&str, &str) {
+    let Some(q) = name.find('?') else {
+        return (name, "");
+    };
+    match sqlite_suffix(&name[q..]) {
+        Some(i) => (&name[..q + i], &name[q + i..]),
+        None => (name, ""),
+    }
+}
+
+pub fn is_url(name: &str) -> bool {
+    name.starts_with("nfs://")
+}
+
+/// The canonical full name SQLite should use (xFullPathname).
+pub fn full_pathname(name: &str) -> Result<String, Error> {
+    if is_url(name) {
+        let (url, _) = split_url_suffix(name);
+        dnfs::config::NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        return Ok(name.to_string());
+    }
+    let abs = if name.starts_with('/') {
+        name.to_string()
+    } else {
+        let cwd = std::env::current_dir()
+            .map_err(|e| Error::Config(format!("{name}: no current directory: {e}")))?;
+        format!("{}/{name}", cwd.display())
+    };
+    let norm = normalize(&abs);
+    let tab = config()?;
+    if tab.resolve(&norm).is_none() {
+        return Err(Error::Config(format!(
+            "{norm}: neither an nfs:// URL nor under a mount: prefix of {}",
+            tab.source.display()
+        )));
+    }
+    Ok(norm)
+}
+
+/// Collapses `//`, `.` and `..` of an absolute path.
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
+/// The dnfstab, cached until `$DIRECTNFS_TAB` changes.
+fn config() -> Result<Arc<DnfsTab>, Error> {
+    let env = std::env::var_os(dnfs::config::ENV_VAR);
+    let cell = CONFIG.get_or_init(|| Mutex::new(None));
+    let mut cached = cell.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((seen, tab)) = cached.as_ref() {
+        if *seen == env {
+            return Ok(Arc::clone(tab));
+        }
+    }
+    let tab = locate::load_config(None)?.ok_or_else(|| {
+        Error::Config(format!(
+            "no dnfstab found (${}, {}): a database name must be an nfs:// URL or a path under a mount: prefix",
+            dnfs::config::ENV_VAR,
+            dnfs::config::DEFAULT_PATHS.join(", ")
+        ))
+    })?;
+    let tab = Arc::new(tab);
+    *cached = Some((env, Arc::clone(&tab)));
+    Ok(tab)
+}
+
+/// Finds (or mounts) the export holding `name` (a full pathname).
+pub fn resolve(name: &str) -> Result<Resolved, Error> {
+    if is_url(name) {
+        let (url, suffix) = split_url_suffix(name);
+        let located = locate::locate_url(url)?;
+        {
+            let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
+            for m in mounts.iter().filter(|m| m.lookup == located.key) {
+                if let Some(rest) = dnfs::config::split_by_export(&located.rest, m.client.export())
+                {
+                    return Ok(Resolved {
+                        mount: Arc::clone(m),
+                        path: format!("{rest}{suffix}"),
+                    });
+                }
+            }
+        }
+        let client = Client::mount(&located.target)?;
+        let path = format!("{}{suffix}", client.target_path());
+        let key = format!("{} export {}", located.key, client.export());
+        let mount = remember(Mount {
+            client,
+            key,
+            lookup: located.key,
+        });
+        return Ok(Resolved { mount, path });
+    }
+    let tab = config()?;
+    let located = locate::locate_in_config(&tab, name)?;
+    {
+        let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = mounts.iter().find(|m| m.lookup == located.key) {
+            return Ok(Resolved {
+                mount: Arc::clone(m),
+                path: located.rest,
+            });
+        }
+    }
+    let client = Client::mount(&located.target)?;
+    let mount = remember(Mount {
+        client,
+        key: located.key.clone(),
+        lookup: located.key,
+    });
+    Ok(Resolved {
+        mount,
+        path: located.rest,
+    })
+}
+
+/// Runs a name-based operation; if it fails with ESTALE, drops the
+/// client's cached handle of `path` and tries once more.
+///
+/// The directnfs client caches path -> handle (never data). When another
+/// process or host removes and re-creates a file (a journal, a lock file),
+/// a cached handle goes stale. The client has no public "forget" yet (it
+/// should re-LOOKUP on NFS3ERR_STALE by itself), so we use the one public
+/// call that drops cached handles of a path: a RENAME of the path onto
+/// itself, which the server treats as a successful no-op (POSIX rename(2):
+/// "if old and new refer to the same file, rename does nothing") or fails
+/// with ENOENT — either way the cache entry is gone.
+pub fn fresh<T>(
+    client: &Client,
+    path: &str,
+    mut op: impl FnMut() -> Result<T, Error>,
+) -> Result<T, Error> {
+    match op() {
+        Err(e) if e.errno() == libc::ESTALE => {
+            let _ = client.rename(path, path);
+            op()
+        }
+        other => other,
+    }
+}
+
+/// Adds a mount unless another thread added an equal one meanwhile.
+fn remember(mount: Mount) -> Arc<Mount> {
+    let mut mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(m) = mounts.iter().find(|m| m.key == mount.key) {
+        return Arc::clone(m);
+    }
+    let m = Arc::new(mount);
+    mounts.push(Arc::clone(&m));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffixes_after_a_query_move_to_the_path() {
+        let u = "nfs://h/e/db?nfsport=2049&mountport=20048";
+        assert_eq!(split_url_suffix(&format!("{u}-journal")), (u, "-journal"));
+        assert_eq!(split_url_suffix(&format!("{u}-wal")), (u, "-wal"));
+        assert_eq!(
+            split_url_suffix(&format!("{u}-mj0A1B2C9FF")),
+            (u, "-mj0A1B2C9FF")
+        );
+        assert_eq!(split_url_suffix(u), (u, ""));
+        assert_eq!(
+            split_url_suffix("nfs://h/e/db-journal"),
+            ("nfs://h/e/db-journal", "")
+        );
+    }
+
+    #[test]
+    fn paths_are_normalized() {
+        assert_eq!(normalize("/a//b/./c/../d"), "/a/b/d");
+        assert_eq!(normalize("/.."), "/");
+    }
+}

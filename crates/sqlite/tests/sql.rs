@@ -1,0 +1,633 @@
+//! The directnfs VFS under the real SQLite (the system's libsqlite3, through
+//! rusqlite), against a real NFS server: `DNFS_TEST_URL` (skipped loudly
+//! when unset).
+//!
+//! * bulk: schema, 200k rows in transactions, indexes, queries, rollback,
+//!   `PRAGMA integrity_check` in DELETE and WAL (smaller runs in TRUNCATE
+//!   and PERSIST);
+//! * crash: a writer process killed with SIGKILL in the middle of its
+//!   transactions, then reopened: integrity ok, every committed transaction
+//!   present, none of the uncommitted (DELETE and WAL);
+//! * threads: readers and a writer in threads of one process;
+//! * second process: behaves as the crate documents (serialized by the
+//!   lock file; refused with SQLITE_BUSY while a WAL database is open).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failure
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use rusqlite::{params, Connection, ErrorCode};
+
+// ---------------------------------------------------------------------
+// Child processes: this binary re-run with DNFS_SQL_CHILD=<role>.
+
+/// Entry point of child processes; does nothing in a normal test run.
+#[test]
+fn child_process_entry() {
+    let Some(role) = child_role() else {
+        return;
+    };
+    let db = std::env::var("DNFS_SQL_DB").expect("DNFS_SQL_DB");
+    match role.as_str() {
+        "writer" => child_writer(&db),
+        "incrementer" => child_incrementer(&db),
+        "probe" => child_probe(&db),
+        other => panic!("unknown child role {other}"),
+    }
+}
+
+const ROWS_PER_TXN: i64 = 400;
+
+/// Commits transaction after transaction, each ROWS_PER_TXN rows tagged
+/// with its number; prints "committed N" after each COMMIT returned.
+fn child_writer(db: &str) {
+    let c = open(db).expect("child open");
+    let mut txn: i64 = c
+        .query_row("SELECT coalesce(max(txn), 0) FROM rows", [], |r| r.get(0))
+        .expect("max txn");
+    let payload = "p".repeat(200);
+    let mut out = std::io::stdout();
+    loop {
+        txn += 1;
+        c.execute_batch("BEGIN").expect("begin");
+        {
+            let mut ins = c
+                .prepare_cached("INSERT INTO rows(txn, seq, payload) VALUES(?1, ?2, ?3)")
+                .expect("prepare");
+            for seq in 0..ROWS_PER_TXN {
+                ins.execute(params![txn, seq, payload]).expect("insert");
+            }
+        }
+        c.execute("UPDATE meta SET total = total + ?1", [ROWS_PER_TXN])
+            .expect("meta");
+        c.execute_batch("COMMIT").expect("commit");
+        // A line of its own: the test harness prints the test name first.
+        writeln!(out, "\ncommitted {txn}").expect("stdout");
+        out.flush().expect("flush");
+    }
+}
+
+/// Increments the shared counter N times, one IMMEDIATE transaction each.
+fn child_incrementer(db: &str) {
+    let n: u32 = std::env::var("DNFS_SQL_N")
+        .expect("N")
+        .parse()
+        .expect("N number");
+    let c = open(db).expect("child open");
+    for _ in 0..n {
+        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET n = n + 1; COMMIT")
+            .expect("increment");
+    }
+    println!("done {n}");
+}
+
+/// Tries to read the database with a short busy timeout; prints
+/// "OK <count>" or "BUSY <message>".
+fn child_probe(db: &str) {
+    let c = open(db).expect("child open");
+    c.busy_timeout(Duration::from_millis(300)).expect("timeout");
+    match c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0)) {
+        Ok(n) => println!("\nOK {n}"),
+        Err(rusqlite::Error::SqliteFailure(e, msg)) if e.code == ErrorCode::DatabaseBusy => {
+            println!("\nBUSY {}", msg.unwrap_or_default())
+        }
+        Err(e) => println!("\nERROR {e}"),
+    }
+}
+
+// ---------------------------------------------------------------------
+// Bulk: schema, 200k rows, indexes, queries, integrity.
+
+fn bulk(test: &str, mode: &str, rows: i64) {
+    let Some(base) = server_url(test) else {
+        return;
+    };
+    let db = fresh_db(&base, test);
+    let started = Instant::now();
+    let c = open(&db).expect("open");
+    journal_mode(&c, mode);
+    c.execute_batch(
+        "CREATE TABLE customers(
+             id INTEGER PRIMARY KEY, name TEXT NOT NULL, region INTEGER NOT NULL,
+             balance INTEGER NOT NULL, note TEXT);
+         CREATE TABLE orders(
+             id INTEGER PRIMARY KEY, customer INTEGER NOT NULL REFERENCES customers(id),
+             amount INTEGER NOT NULL);",
+    )
+    .expect("schema");
+
+    let per_txn = 10_000;
+    let mut id = 0i64;
+    while id < rows {
+        c.execute_batch("BEGIN").expect("begin");
+        {
+            let mut ins = c
+                .prepare_cached("INSERT INTO customers VALUES(?1, ?2, ?3, ?4, ?5)")
+                .expect("prepare");
+            for _ in 0..per_txn.min(rows - id) {
+                id += 1;
+                let note = "n".repeat((id % 50) as usize);
+                ins.execute(params![id, format!("customer-{id}"), id % 97, id * 3 % 1000, note])
+                    .expect("insert");
+            }
+        }
+        c.execute_batch("COMMIT").expect("commit");
+    }
+    c.execute(
+        "INSERT INTO orders(customer, amount) SELECT id, balance + 1 FROM customers WHERE id % 4 = 0",
+        [],
+    )
+    .expect("orders");
+    c.execute_batch(
+        "CREATE INDEX customers_region ON customers(region);
+         CREATE UNIQUE INDEX customers_name ON customers(name);
+         CREATE INDEX orders_customer ON orders(customer);",
+    )
+    .expect("indexes");
+
+    let check = |c: &Connection| {
+        let count: i64 = c
+            .query_row("SELECT count(*) FROM customers", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(count, rows);
+        let sum: i64 = c
+            .query_row("SELECT sum(balance) FROM customers", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(sum, (1..=rows).map(|i| i * 3 % 1000).sum::<i64>());
+        let region: i64 = c
+            .query_row(
+                "SELECT count(*) FROM customers WHERE region = 42",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(region, (1..=rows).filter(|i| i % 97 == 42).count() as i64);
+        let plan: String = c
+            .query_row(
+                "EXPLAIN QUERY PLAN SELECT count(*) FROM customers WHERE region = 42",
+                [],
+                |r| r.get(3),
+            )
+            .unwrap();
+        assert!(plan.contains("customers_region"), "plan: {plan}");
+        let (n, amount): (i64, i64) = c
+            .query_row(
+                "SELECT count(*), sum(o.amount) FROM orders o JOIN customers c ON c.id = o.customer WHERE c.region = 7",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        let want: Vec<i64> = (1..=rows).filter(|i| i % 4 == 0 && i % 97 == 7).collect();
+        assert_eq!(n, want.len() as i64);
+        assert_eq!(amount, want.iter().map(|i| i * 3 % 1000 + 1).sum::<i64>());
+        let probe = rows / 2 + 1;
+        let found: i64 = c
+            .query_row(
+                "SELECT id FROM customers WHERE name = ?1",
+                [format!("customer-{probe}")],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(found, probe);
+        assert_eq!(integrity(c), "ok");
+    };
+    check(&c);
+
+    // A rolled-back transaction leaves no trace.
+    c.execute_batch("BEGIN; DELETE FROM customers WHERE region = 1; UPDATE customers SET balance = 0; ROLLBACK")
+        .expect("rollback");
+    check(&c);
+    drop(c);
+
+    // Everything is on the server: a new connection sees it all.
+    let c = open(&db).expect("reopen");
+    check(&c);
+    let mode_now: String = c
+        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+        .unwrap();
+    // WAL is a property of the file; the rollback modes are per connection.
+    let expected = if mode == "wal" { "wal" } else { "delete" };
+    assert_eq!(mode_now.to_lowercase(), expected);
+    drop(c);
+    eprintln!(
+        "{test}: {rows} rows in {mode} mode: {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    remove_db(&base, &db);
+}
+
+#[test]
+fn bulk_200k_rows_in_delete_mode() {
+    bulk("bulk_delete", "delete", 200_000);
+}
+
+#[test]
+fn bulk_200k_rows_in_wal_mode() {
+    bulk("bulk_wal", "wal", 200_000);
+}
+
+#[test]
+fn bulk_rows_in_truncate_mode() {
+    bulk("bulk_truncate", "truncate", 20_000);
+}
+
+#[test]
+fn bulk_rows_in_persist_mode() {
+    bulk("bulk_persist", "persist", 20_000);
+}
+
+// ---------------------------------------------------------------------
+// Crash: SIGKILL a writer in the middle of its transactions.
+
+fn crash(test: &str, mode: &str) {
+    let Some(base) = server_url(test) else {
+        return;
+    };
+    let db = fresh_db(&base, test);
+    {
+        let c = open(&db).expect("open");
+        journal_mode(&c, mode);
+        c.execute_batch(
+            "CREATE TABLE rows(txn INTEGER NOT NULL, seq INTEGER NOT NULL, payload TEXT,
+                               PRIMARY KEY(txn, seq));
+             CREATE TABLE meta(total INTEGER NOT NULL);
+             INSERT INTO meta VALUES(0);",
+        )
+        .expect("schema");
+    }
+    let (mut hot_journals, mut stale_locks) = (0, 0);
+    let mut kill_after = [3usize, 9, 17, 26];
+    for (round, after) in kill_after.iter_mut().enumerate() {
+        let mut child = spawn_child(
+            "child_process_entry",
+            "writer",
+            &[("DNFS_SQL_DB", &db), ("DNFS_SQL_MODE", mode)],
+        );
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel::<i64>();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(n) = line.strip_prefix("committed ") {
+                    let _ = tx.send(n.parse().expect("txn number"));
+                }
+            }
+        });
+        let mut reported = Vec::new();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while reported.len() < *after {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(n) => reported.push(n),
+                Err(_) => panic!("{test}: child committed only {reported:?}"),
+            }
+        }
+        // Land somewhere inside the next transaction.
+        std::thread::sleep(Duration::from_millis(7 * round as u64 + 3));
+        child.kill().expect("SIGKILL"); // Child::kill sends SIGKILL on Unix
+        child.wait().expect("wait");
+        reader.join().expect("reader");
+        reported.extend(rx.try_iter());
+        let last = *reported.iter().max().expect("some commits");
+        // What the killed writer left on the server.
+        let left_journal = companion_exists(&base, &db, "-journal");
+        let left_lock = companion_exists(&base, &db, ".dnfs-lock");
+        hot_journals += usize::from(left_journal);
+        stale_locks += usize::from(left_lock);
+
+        let c = open(&db).expect("reopen after kill");
+        assert_eq!(integrity(&c), "ok", "{test} round {round}");
+        let mut per_txn: BTreeMap<i64, i64> = BTreeMap::new();
+        let mut stmt = c
+            .prepare("SELECT txn, count(*) FROM rows GROUP BY txn")
+            .unwrap();
+        for row in stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+            .unwrap()
+        {
+            let (t, n) = row.unwrap();
+            per_txn.insert(t, n);
+        }
+        drop(stmt);
+        let max = *per_txn.keys().max().expect("rows");
+        // Every reported commit is there; at most the one in flight beyond.
+        assert!(
+            max == last || max == last + 1,
+            "{test} round {round}: last reported commit {last}, database has up to {max}"
+        );
+        for t in 1..=max {
+            assert_eq!(
+                per_txn.get(&t),
+                Some(&ROWS_PER_TXN),
+                "{test} round {round}: transaction {t} is partial or missing"
+            );
+        }
+        let total: i64 = c.query_row("SELECT total FROM meta", [], |r| r.get(0)).unwrap();
+        assert_eq!(total, max * ROWS_PER_TXN, "{test} round {round}: meta total");
+        eprintln!(
+            "{test} round {round}: killed after {last} reported commits (left: journal {left_journal}, lock file {left_lock}); {max} transactions present, all complete"
+        );
+        drop(c);
+        assert!(
+            !companion_exists(&base, &db, ".dnfs-lock"),
+            "stale lock file broken and ours released"
+        );
+    }
+    // The kills landed inside transactions: the writer held the lock file
+    // (broken as stale by the reopen) and, in DELETE mode, left a hot
+    // journal that the reopen rolled back.
+    assert!(stale_locks > 0, "{test}: no kill hit a transaction");
+    if mode == "delete" {
+        assert!(hot_journals > 0, "{test}: no hot journal was left");
+    }
+    remove_db(&base, &db);
+}
+
+/// Does `<db><suffix>` exist on the server (asked through a new client)?
+fn companion_exists(base: &str, db: &str, suffix: &str) -> bool {
+    let client = dnfs::Client::connect(base).expect("client");
+    let name = db.split('?').next().unwrap().rsplit('/').next().unwrap();
+    let path = format!(
+        "{}/{name}{suffix}",
+        client.target_path().trim_end_matches('/')
+    );
+    client.metadata(&path).is_ok()
+}
+
+#[test]
+fn sigkilled_writer_loses_no_commit_in_delete_mode() {
+    crash("crash_delete", "delete");
+}
+
+#[test]
+fn sigkilled_writer_loses_no_commit_in_wal_mode() {
+    crash("crash_wal", "wal");
+}
+
+// ---------------------------------------------------------------------
+// Threads of one process: readers and a writer.
+
+fn threads(test: &str, mode: &str) {
+    let Some(base) = server_url(test) else {
+        return;
+    };
+    let db = fresh_db(&base, test);
+    const ACCOUNTS: i64 = 100;
+    const TRANSFERS: i64 = 300;
+    {
+        let c = open(&db).expect("open");
+        journal_mode(&c, mode);
+        c.execute_batch(
+            "CREATE TABLE accounts(id INTEGER PRIMARY KEY, balance INTEGER NOT NULL);
+             CREATE TABLE log(n INTEGER PRIMARY KEY);",
+        )
+        .unwrap();
+        c.execute_batch("BEGIN").unwrap();
+        for id in 0..ACCOUNTS {
+            c.execute("INSERT INTO accounts VALUES(?1, 1000)", [id]).unwrap();
+        }
+        c.execute_batch("COMMIT").unwrap();
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let db = db.clone();
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let c = open(&db).expect("writer open");
+            for n in 1..=TRANSFERS {
+                let (a, b, amount) = (n * 7 % ACCOUNTS, n * 13 % ACCOUNTS, n % 50);
+                c.execute_batch("BEGIN IMMEDIATE").unwrap();
+                c.execute("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2", [amount, a])
+                    .unwrap();
+                c.execute("UPDATE accounts SET balance = balance + ?1 WHERE id = ?2", [amount, b])
+                    .unwrap();
+                c.execute("INSERT INTO log VALUES(?1)", [n]).unwrap();
+                c.execute_batch("COMMIT").unwrap();
+            }
+            done.store(true, Ordering::SeqCst);
+        })
+    };
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let db = db.clone();
+            let done = Arc::clone(&done);
+            std::thread::spawn(move || {
+                let c = open(&db).expect("reader open");
+                let mut last = 0i64;
+                let mut reads = 0;
+                while !done.load(Ordering::SeqCst) || reads == 0 {
+                    c.execute_batch("BEGIN").unwrap();
+                    let sum: i64 = c
+                        .query_row("SELECT sum(balance) FROM accounts", [], |r| r.get(0))
+                        .unwrap();
+                    let n: i64 = c
+                        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+                        .unwrap();
+                    c.execute_batch("COMMIT").unwrap();
+                    assert_eq!(sum, ACCOUNTS * 1000, "a reader saw a half-done transfer");
+                    assert!(n >= last, "log went backwards: {n} after {last}");
+                    last = n;
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    writer.join().expect("writer");
+    let reads: i32 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
+    let c = open(&db).unwrap();
+    assert_eq!(integrity(&c), "ok");
+    let n: i64 = c.query_row("SELECT count(*) FROM log", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, TRANSFERS);
+    let sum: i64 = c
+        .query_row("SELECT sum(balance) FROM accounts", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sum, ACCOUNTS * 1000);
+    eprintln!("{test}: {TRANSFERS} transfers, {reads} consistent reads by 4 reader threads");
+    drop(c);
+    remove_db(&base, &db);
+}
+
+#[test]
+fn readers_and_a_writer_in_threads_in_delete_mode() {
+    threads("threads_delete", "delete");
+}
+
+#[test]
+fn readers_and_a_writer_in_threads_in_wal_mode() {
+    threads("threads_wal", "wal");
+}
+
+// ---------------------------------------------------------------------
+// A second process.
+
+#[test]
+fn second_process_takes_turns_through_the_lock_file() {
+    let Some(base) = server_url("second_process_turns") else {
+        return;
+    };
+    let db = fresh_db(&base, "turns");
+    let c = open(&db).unwrap();
+    c.execute_batch("CREATE TABLE counter(n INTEGER); INSERT INTO counter VALUES(0);")
+        .unwrap();
+    const N: u32 = 100;
+    let mut child = spawn_child(
+        "child_process_entry",
+        "incrementer",
+        &[("DNFS_SQL_DB", &db), ("DNFS_SQL_N", &N.to_string())],
+    );
+    for _ in 0..N {
+        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET n = n + 1; COMMIT")
+            .unwrap();
+    }
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let n: u32 = c.query_row("SELECT n FROM counter", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 2 * N, "increments of two processes were lost");
+    assert_eq!(integrity(&c), "ok");
+    drop(c);
+    remove_db(&base, &db);
+}
+
+fn probe(db: &str) -> String {
+    let child = spawn_child("child_process_entry", "probe", &[("DNFS_SQL_DB", db)]);
+    let out = child.wait_with_output().expect("probe");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| l.starts_with("OK") || l.starts_with("BUSY") || l.starts_with("ERROR"))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The lock file's text, read through the plain directnfs client.
+fn lock_file(base: &str, db: &str) -> Option<String> {
+    let client = dnfs::Client::connect(base).ok()?;
+    let name = db.split('?').next()?.rsplit('/').next()?;
+    let path = format!(
+        "{}/{name}.dnfs-lock",
+        client.target_path().trim_end_matches('/')
+    );
+    let f = client.open(&path).ok()?;
+    let mut buf = vec![0u8; 1024];
+    let n = f.read_at(&mut buf, 0).ok()?;
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+}
+
+#[test]
+fn second_process_waits_while_a_transaction_is_open_and_proceeds_after() {
+    let Some(base) = server_url("second_process_txn") else {
+        return;
+    };
+    let db = fresh_db(&base, "txn");
+    let c = open(&db).unwrap();
+    c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES(1),(2);")
+        .unwrap();
+    assert_eq!(probe(&db), "OK 2", "no lock held: the other process reads");
+
+    c.execute_batch("BEGIN; SELECT count(*) FROM t;").unwrap();
+    let owner = lock_file(&base, &db).expect("lock file exists during a transaction");
+    assert!(
+        owner.contains(&format!("pid={}", std::process::id())),
+        "lock file names us: {owner}"
+    );
+    let seen = probe(&db);
+    assert!(seen.starts_with("BUSY"), "during our transaction: {seen}");
+    c.execute_batch("COMMIT").unwrap();
+    assert!(lock_file(&base, &db).is_none(), "lock file removed at the end");
+    assert_eq!(probe(&db), "OK 2");
+
+    // Exclusive locking mode: held from the first read until close.
+    c.execute_batch("PRAGMA locking_mode=EXCLUSIVE; SELECT count(*) FROM t;")
+        .unwrap();
+    let seen = probe(&db);
+    assert!(seen.starts_with("BUSY"), "exclusive locking mode: {seen}");
+    drop(c);
+    assert_eq!(probe(&db), "OK 2");
+    remove_db(&base, &db);
+}
+
+#[test]
+fn second_process_is_refused_while_a_wal_database_is_open() {
+    let Some(base) = server_url("second_process_wal") else {
+        return;
+    };
+    let db = fresh_db(&base, "wal2");
+    let c = open(&db).unwrap();
+    journal_mode(&c, "wal");
+    c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES(1),(2),(3);")
+        .unwrap();
+    // Between transactions, but with the WAL-index mapped: still refused.
+    let seen = probe(&db);
+    assert!(seen.starts_with("BUSY"), "WAL database open here: {seen}");
+    assert!(lock_file(&base, &db).is_some());
+    drop(c);
+    assert!(lock_file(&base, &db).is_none(), "lock released at close");
+    assert_eq!(probe(&db), "OK 3", "after close the other process reads");
+    remove_db(&base, &db);
+}
+
+// ---------------------------------------------------------------------
+// Names.
+
+#[test]
+fn mount_prefix_names_work_and_other_paths_are_refused() {
+    let Some(base) = server_url("mount_prefix_names") else {
+        return;
+    };
+    let url = dnfs::config::NfsUrl::parse(&base).expect("DNFS_TEST_URL parses");
+    let mut tab = format!(
+        "server: sqltest\npath: {}\nexport: {} mount: /mnt/dnfs-sql-test\n",
+        url.host, url.path
+    );
+    if let Some(p) = url.options.nfs_port.or(url.port) {
+        tab.push_str(&format!("port: {p}\n"));
+    }
+    if let Some(p) = url.options.mount_port {
+        tab.push_str(&format!("mount_port: {p}\n"));
+    }
+    let tab_path = std::env::temp_dir().join(format!("dnfstab-sqltest-{}", std::process::id()));
+    std::fs::write(&tab_path, tab).unwrap();
+    // Only this test opens non-URL names, so setting the variable for the
+    // whole test process does not affect the others.
+    std::env::set_var("DIRECTNFS_TAB", &tab_path);
+
+    let name = format!("/mnt/dnfs-sql-test/sqltest-mount-{}.db", std::process::id());
+    let c = open(&name).expect("open under the mount: prefix");
+    c.execute_batch("CREATE TABLE t(x); BEGIN; INSERT INTO t VALUES(1); COMMIT;")
+        .unwrap();
+    assert_eq!(integrity(&c), "ok");
+    let file: String = c
+        .query_row("PRAGMA database_list", [], |r| r.get(2))
+        .unwrap();
+    assert_eq!(file, name);
+    drop(c);
+    let c = open(&format!("/mnt/dnfs-sql-test/./sub/../sqltest-mount-{}.db", std::process::id()))
+        .expect("same database by a non-canonical path");
+    let n: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();
+    assert_eq!(n, 1);
+    drop(c);
+
+    match open("/tmp/not-under-any-mount-prefix.db") {
+        Err(rusqlite::Error::SqliteFailure(e, _)) => {
+            assert_eq!(e.code, ErrorCode::CannotOpen)
+        }
+        Ok(c) => {
+            // SQLite may open lazily: the first access must fail.
+            let r = c.execute_batch("CREATE TABLE t(x)");
+            assert!(r.is_err(), "a local path was accepted");
+        }
+        Err(e) => panic!("unexpected error {e}"),
+    }
+    remove_db(
+        &base,
+        &db_url(&base, &format!("sqltest-mount-{}.db", std::process::id())),
+    );
+    let _ = std::fs::remove_file(&tab_path);
+}
