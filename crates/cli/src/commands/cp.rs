@@ -5,18 +5,21 @@
 //! split by the client into transfer-size RPCs over every connection.
 //!
 //! An NFS destination is mounted with `stable=unstable` (unless its URL
-//! sets `stable=` itself): the server takes
-//! each WRITE into its cache and the file is committed once at the end
-//! (`File::fsync`, which also re-sends anything a restarted server lost).
-//! `cp` returns only after that COMMIT, so the data is as durable as with
-//! FILE_SYNC writes, without one disk flush per 1 MiB.
+//! sets `stable=` itself): the server takes each WRITE into its cache and
+//! the file is committed at the end (`File::fsync`, which also re-sends
+//! anything a restarted server lost; the client also commits every 64 MiB
+//! on its own). `cp` returns only after that COMMIT, so the data is as
+//! durable as with FILE_SYNC writes, without one disk flush per 1 MiB.
+//!
+//! A local destination is written with `O_DIRECT` where possible (see
+//! [`LocalDest`]).
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use directnfs::{OpenOptions, StableMode};
+use directnfs::{Client, OpenOptions, StableMode};
 
 use crate::error::{CliError, Result};
 use crate::location::{is_not_found, nfs_file_name, nfs_join, Location, Resolver, Spec};
@@ -56,59 +59,18 @@ pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<(
             n.target.options.stable = StableMode::Unstable;
         }
     }
+    let job = Job {
+        src,
+        dst,
+        par,
+        dst_server: server_of(&dst_spec),
+    };
     let src_server = server_of(&src_spec);
-    let dst_server = server_of(&dst_spec);
     let source = open_source(src_spec.open(resolver)?, src, &src_server)?;
     let started = Instant::now();
-    let dest = dst_spec.open(resolver)?;
-    let written_to = match dest {
-        Location::Nfs { client, path } => {
-            let path = match client.metadata(&path) {
-                Ok(m) if m.is_dir() => nfs_join(&path, &source.name),
-                Ok(_) => path,
-                Err(e) if is_not_found(&e) => path,
-                Err(e) => return Err(e.into()),
-            };
-            if let Ok(m) = client.metadata(&path) {
-                let id = FileId::Nfs {
-                    server: dst_server.clone(),
-                    export: client.export().to_string(),
-                    fileid: m.fileid,
-                };
-                refuse_same(&source.id, &id, src, dst)?;
-            }
-            let file = client.open_with(
-                &path,
-                OpenOptions {
-                    create: true,
-                    truncate: true,
-                    mode: Some(source.mode),
-                    ..Default::default()
-                },
-            )?;
-            copy_with_progress(&source, src, &file, par)?;
-            // COMMIT: durable before we say it is done.
-            let commit = Instant::now();
-            file.fsync()?;
-            format!(
-                "{}:{path} (final COMMIT {:.3} s)",
-                client.export(),
-                commit.elapsed().as_secs_f64()
-            )
-        }
-        Location::Local(p) => {
-            let p = if p.is_dir() { p.join(&source.name) } else { p };
-            if let Ok(m) = fs::metadata(&p) {
-                let id = FileId::Local {
-                    dev: m.dev(),
-                    ino: m.ino(),
-                };
-                refuse_same(&source.id, &id, src, dst)?;
-            }
-            let local = LocalDest::create(&p, source.mode)?;
-            copy_with_progress(&source, src, &local, par)?;
-            p.display().to_string()
-        }
+    let written_to = match dst_spec.open(resolver)? {
+        Location::Nfs { client, path } => job.to_nfs(&source, &client, path)?,
+        Location::Local(p) => job.to_local(&source, p)?,
     };
     let secs = started.elapsed().as_secs_f64();
     resolver.note(&format!(
@@ -117,6 +79,82 @@ pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<(
         source.size as f64 / 1e6 / secs.max(1e-9)
     ));
     Ok(())
+}
+
+/// One copy's arguments.
+struct Job<'a> {
+    src: &'a str,
+    dst: &'a str,
+    par: Parallel,
+    dst_server: String,
+}
+
+impl Job<'_> {
+    /// Copies into `path` on `client` (into it if it is a directory), then
+    /// COMMITs. Returns the destination for `-v`.
+    fn to_nfs(&self, source: &Source, client: &Client, path: String) -> Result<String> {
+        let (path, existing) = match client.metadata(&path) {
+            Ok(m) if m.is_dir() => {
+                let inside = nfs_join(&path, &source.name);
+                let m = client.metadata(&inside).ok();
+                (inside, m)
+            }
+            Ok(m) => (path, Some(m)),
+            Err(e) if is_not_found(&e) => (path, None),
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(m) = existing {
+            let id = FileId::Nfs {
+                server: self.dst_server.clone(),
+                export: client.export().to_string(),
+                fileid: m.fileid,
+            };
+            self.refuse_same(&source.id, &id)?;
+        }
+        let file = client.open_with(
+            &path,
+            OpenOptions {
+                create: true,
+                truncate: true,
+                mode: Some(source.mode),
+                ..Default::default()
+            },
+        )?;
+        copy_with_progress(source, self.src, &file, self.par)?;
+        // COMMIT: durable before we say it is done.
+        let commit = Instant::now();
+        file.fsync()?;
+        Ok(format!(
+            "{}:{path} (final COMMIT {:.3} s)",
+            client.export(),
+            commit.elapsed().as_secs_f64()
+        ))
+    }
+
+    /// Copies into the local file `p` (into it if it is a directory).
+    fn to_local(&self, source: &Source, p: PathBuf) -> Result<String> {
+        let p = if p.is_dir() { p.join(&source.name) } else { p };
+        if let Ok(m) = fs::metadata(&p) {
+            let id = FileId::Local {
+                dev: m.dev(),
+                ino: m.ino(),
+            };
+            self.refuse_same(&source.id, &id)?;
+        }
+        let local = LocalDest::create(&p, source.mode)?;
+        copy_with_progress(source, self.src, &local, self.par)?;
+        Ok(p.display().to_string())
+    }
+
+    fn refuse_same(&self, a: &FileId, b: &FileId) -> Result<()> {
+        if a == b {
+            return Err(CliError::msg(format!(
+                "cp: {} and {} are the same file",
+                self.src, self.dst
+            )));
+        }
+        Ok(())
+    }
 }
 
 fn copy_with_progress(source: &Source, src: &str, dst: &dyn WriteAt, par: Parallel) -> Result<()> {
@@ -131,15 +169,6 @@ fn copy_with_progress(source: &Source, src: &str, dst: &dyn WriteAt, par: Parall
     );
     progress.finish();
     r
-}
-
-fn refuse_same(a: &FileId, b: &FileId, src: &str, dst: &str) -> Result<()> {
-    if a == b {
-        return Err(CliError::msg(format!(
-            "cp: {src} and {dst} are the same file"
-        )));
-    }
-    Ok(())
 }
 
 /// A key naming the server a spec reaches (for the same-file check).
