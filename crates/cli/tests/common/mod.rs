@@ -144,10 +144,16 @@ pub fn dnfs_in(dir: &Path, args: &[&str]) -> Output {
     }
 }
 
-/// Runs `dnfs ARGS`, fails the test unless it succeeds, returns stdout.
+/// Runs `dnfs ARGS`, fails the test unless it succeeds quietly (nothing on
+/// stderr: no progress bar when stderr is not a terminal), returns stdout.
 pub fn ok(args: &[&str]) -> String {
     let out = dnfs(args);
     assert_success(&out, args);
+    assert!(
+        out.stderr.is_empty(),
+        "dnfs {args:?} wrote to stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
