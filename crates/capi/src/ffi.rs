@@ -156,7 +156,9 @@ mod tests {
         let rc: c_int = ffi_try(|| -> FfiResult<c_int> { panic!("boom") });
         assert_eq!(rc, -libc::EIO);
         // SAFETY: the pointer is this thread's message, NUL-terminated.
-        let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap();
+        let msg = unsafe { CStr::from_ptr(last_error_ptr()) }
+            .to_str()
+            .unwrap();
         assert!(msg.contains("boom"), "{msg}");
     }
 
@@ -167,7 +169,9 @@ mod tests {
         // SAFETY: reading this thread's errno.
         assert_eq!(unsafe { *libc::__errno_location() }, libc::EINVAL);
         // SAFETY: as above.
-        let msg = unsafe { CStr::from_ptr(last_error_ptr()) }.to_str().unwrap();
+        let msg = unsafe { CStr::from_ptr(last_error_ptr()) }
+            .to_str()
+            .unwrap();
         assert_eq!(msg, "bad thing");
     }
 

@@ -637,8 +637,7 @@ pub unsafe extern "C" fn dnfs_rename(
         // SAFETY: C strings valid for this call.
         let (from, to) = unsafe { (arg_str(from, "from")?, arg_str(to, "to")?) };
         OpStats::add(&c.stats.metadata_ops, 1);
-        c.stats
-            .check(c.client.rename(&c.path(from), &c.path(to)))?;
+        c.stats.check(c.client.rename(&c.path(from), &c.path(to)))?;
         Ok(0)
     })
 }
@@ -747,7 +746,8 @@ pub unsafe extern "C" fn dnfs_batch_read(
             // waits for every piece, so no write lands after that.
             unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
         };
-        b.stats.check(b.state().batch.read(&f.file, offset, slice, token))?;
+        b.stats
+            .check(b.state().batch.read(&f.file, offset, slice, token))?;
         OpStats::add(&b.stats.batch_ops, 1);
         Ok(0)
     })
@@ -778,7 +778,8 @@ pub unsafe extern "C" fn dnfs_batch_write(
             // completion (header contract); see dnfs_batch_read.
             unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }
         };
-        b.stats.check(b.state().batch.write(&f.file, offset, slice, token))?;
+        b.stats
+            .check(b.state().batch.write(&f.file, offset, slice, token))?;
         OpStats::add(&b.stats.batch_ops, 1);
         Ok(0)
     })

@@ -25,6 +25,11 @@ pub const SUFFIX: &str = ".dnfs-lock";
 /// Largest lock file we read.
 const MAX_OWNER: usize = 1024;
 
+/// A waiter writes one byte here to say "I want the lock"; the holder sees
+/// the file size grow past it when it releases, and steps aside briefly so
+/// the waiter gets its turn (see [`DotLock::release`]).
+const WANT_OFFSET: u64 = 4095;
+
 /// The lock, held. Released with [`DotLock::release`].
 #[derive(Debug)]
 pub struct DotLock {
@@ -152,19 +157,36 @@ impl DotLock {
         Ok(Acquire::Busy(None))
     }
 
-    /// Removes the lock file.
-    pub fn release(&self, client: &Client) -> dnfs::Result<()> {
+    /// Removes the lock file. Returns true if another process asked for
+    /// the lock meanwhile ([`mark_wanted`]): the caller should then not
+    /// take it again at once, or a process running back-to-back
+    /// transactions would starve the others (the gap between our REMOVE and
+    /// our next CREATE is one round trip).
+    pub fn release(&self, client: &Client) -> dnfs::Result<bool> {
+        let wanted = client
+            .metadata(&self.path)
+            .map(|m| m.size > WANT_OFFSET)
+            .unwrap_or(false);
         match client.remove(&self.path) {
             Err(e) if e.errno() == libc::ENOENT => {
                 tracing_free_warn(&format!(
                     "lock file {} had been removed by someone else while held",
                     self.path
                 ));
-                Ok(())
+                Ok(wanted)
             }
-            other => other,
+            Err(e) => Err(e),
+            Ok(()) => Ok(wanted),
         }
     }
+}
+
+/// Tells the holder of the lock at `path` that we wait for it (best
+/// effort: one byte written at [`WANT_OFFSET`]).
+pub fn mark_wanted(client: &Client, path: &str) {
+    let _ = crate::names::fresh(client, path, || {
+        client.open(path)?.write_at(b"W", WANT_OFFSET)
+    });
 }
 
 /// True if the lock file exists (someone, maybe us, holds the lock).

@@ -15,11 +15,23 @@
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use dnfs::Client;
 
 use crate::dotlock::{self, Acquire, DotLock};
 use crate::sys::*;
+
+/// How long one xLock keeps retrying a lock file held by another process
+/// (every [`POLL_EVERY`]) before answering SQLITE_BUSY, whose busy handler
+/// then sleeps 1..100 ms and calls again. Polling finely for a while is
+/// what lets a waiter catch the lock between another process's
+/// transactions; without a busy handler this is the only wait.
+const POLL_FOR: Duration = Duration::from_millis(50);
+const POLL_EVERY: Duration = Duration::from_millis(2);
+/// How long a process that released a lock another process asked for
+/// waits before taking it again (longer than the waiter's poll interval).
+const STEP_ASIDE: Duration = Duration::from_millis(20);
 
 /// Identifies a database file within the process.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -59,6 +71,9 @@ struct State {
     dot: Option<DotLock>,
     /// WAL-index memory, while any connection has it mapped.
     shm: Option<Shm>,
+    /// Another process asked for the lock at our last release: do not take
+    /// it again before this instant.
+    step_aside_until: Option<Instant>,
 }
 
 /// WAL-index ("-shm") memory, in this process only.
@@ -108,30 +123,48 @@ impl Inode {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes the process-wide lock file if not held yet.
+    /// Takes the process-wide lock file if not held yet, polling for a
+    /// short while if another process holds it (see [`POLL_FOR`]).
     fn hold(&self, st: &mut State) -> Result<(), LockError> {
         if st.dot.is_some() {
             return Ok(());
         }
-        match DotLock::acquire(&self.client, &self.lock_path) {
-            Ok(Acquire::Held(lock)) => {
-                st.dot = Some(lock);
-                Ok(())
+        if let Some(until) = st.step_aside_until.take() {
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
+        let deadline = Instant::now() + POLL_FOR;
+        let mut asked = false;
+        loop {
+            let owner = match DotLock::acquire(&self.client, &self.lock_path) {
+                Ok(Acquire::Held(lock)) => {
+                    st.dot = Some(lock);
+                    return Ok(());
+                }
+                Ok(Acquire::Busy(owner)) => owner,
+                Err(e) => {
+                    return Err(LockError::Io(
+                        SQLITE_IOERR_LOCK,
+                        format!("{}: cannot create lock file: {e}", self.display),
+                    ))
+                }
+            };
+            if !asked {
+                dotlock::mark_wanted(&self.client, &self.lock_path);
+                asked = true;
             }
-            Ok(Acquire::Busy(owner)) => Err(LockError::Busy(match owner {
-                Some(o) => format!(
-                    "{}: locked by {o} (lock file {}; if that process is gone and runs on another host, remove the file)",
-                    self.display, self.lock_path
-                ),
-                None => format!(
-                    "{}: locked by another process (lock file {})",
-                    self.display, self.lock_path
-                ),
-            })),
-            Err(e) => Err(LockError::Io(
-                SQLITE_IOERR_LOCK,
-                format!("{}: cannot create lock file: {e}", self.display),
-            )),
+            if Instant::now() >= deadline {
+                return Err(LockError::Busy(match owner {
+                    Some(o) => format!(
+                        "{}: locked by {o} (lock file {}; if that process is gone and ran on another host, remove the file)",
+                        self.display, self.lock_path
+                    ),
+                    None => format!(
+                        "{}: locked by another process (lock file {})",
+                        self.display, self.lock_path
+                    ),
+                }));
+            }
+            std::thread::sleep(POLL_EVERY);
         }
     }
 
@@ -141,7 +174,7 @@ impl Inode {
             return Ok(());
         }
         if let Some(lock) = &st.dot {
-            lock.release(&self.client).map_err(|e| {
+            let wanted = lock.release(&self.client).map_err(|e| {
                 // Keep it: the next release retries, and nobody may take
                 // the database while the file may still exist.
                 LockError::Io(
@@ -150,6 +183,9 @@ impl Inode {
                 )
             })?;
             st.dot = None;
+            if wanted {
+                st.step_aside_until = Some(Instant::now() + STEP_ASIDE);
+            }
         }
         Ok(())
     }

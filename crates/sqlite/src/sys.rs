@@ -112,9 +112,8 @@ pub type XClose = unsafe extern "C" fn(*mut sqlite3_file) -> c_int;
 pub struct sqlite3_io_methods {
     pub iVersion: c_int,
     pub xClose: Option<XClose>,
-    pub xRead: Option<
-        unsafe extern "C" fn(*mut sqlite3_file, *mut c_void, c_int, sqlite3_int64) -> c_int,
-    >,
+    pub xRead:
+        Option<unsafe extern "C" fn(*mut sqlite3_file, *mut c_void, c_int, sqlite3_int64) -> c_int>,
     pub xWrite: Option<
         unsafe extern "C" fn(*mut sqlite3_file, *const c_void, c_int, sqlite3_int64) -> c_int,
     >,

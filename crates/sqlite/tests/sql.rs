@@ -75,18 +75,23 @@ fn child_writer(db: &str) {
     }
 }
 
-/// Increments the shared counter N times, one IMMEDIATE transaction each.
+/// Increments the child's counter N times, one IMMEDIATE transaction each;
+/// says "started" after the first.
 fn child_incrementer(db: &str) {
     let n: u32 = std::env::var("DNFS_SQL_N")
         .expect("N")
         .parse()
         .expect("N number");
     let c = open(db).expect("child open");
-    for _ in 0..n {
-        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET n = n + 1; COMMIT")
+    for i in 0..n {
+        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET c = c + 1; COMMIT")
             .expect("increment");
+        if i == 0 {
+            println!("\nstarted");
+            std::io::stdout().flush().expect("flush");
+        }
     }
-    println!("done {n}");
+    println!("\ndone {n}");
 }
 
 /// Tries to read the database with a short busy timeout; prints
@@ -135,8 +140,14 @@ fn bulk(test: &str, mode: &str, rows: i64) {
             for _ in 0..per_txn.min(rows - id) {
                 id += 1;
                 let note = "n".repeat((id % 50) as usize);
-                ins.execute(params![id, format!("customer-{id}"), id % 97, id * 3 % 1000, note])
-                    .expect("insert");
+                ins.execute(params![
+                    id,
+                    format!("customer-{id}"),
+                    id % 97,
+                    id * 3 % 1000,
+                    note
+                ])
+                .expect("insert");
             }
         }
         c.execute_batch("COMMIT").expect("commit");
@@ -202,8 +213,10 @@ fn bulk(test: &str, mode: &str, rows: i64) {
     check(&c);
 
     // A rolled-back transaction leaves no trace.
-    c.execute_batch("BEGIN; DELETE FROM customers WHERE region = 1; UPDATE customers SET balance = 0; ROLLBACK")
-        .expect("rollback");
+    c.execute_batch(
+        "BEGIN; DELETE FROM customers WHERE region = 1; UPDATE customers SET balance = 0; ROLLBACK",
+    )
+    .expect("rollback");
     check(&c);
     drop(c);
 
@@ -329,8 +342,14 @@ fn crash(test: &str, mode: &str) {
                 "{test} round {round}: transaction {t} is partial or missing"
             );
         }
-        let total: i64 = c.query_row("SELECT total FROM meta", [], |r| r.get(0)).unwrap();
-        assert_eq!(total, max * ROWS_PER_TXN, "{test} round {round}: meta total");
+        let total: i64 = c
+            .query_row("SELECT total FROM meta", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            total,
+            max * ROWS_PER_TXN,
+            "{test} round {round}: meta total"
+        );
         eprintln!(
             "{test} round {round}: killed after {last} reported commits (left: journal {left_journal}, lock file {left_lock}); {max} transactions present, all complete"
         );
@@ -391,7 +410,8 @@ fn threads(test: &str, mode: &str) {
         .unwrap();
         c.execute_batch("BEGIN").unwrap();
         for id in 0..ACCOUNTS {
-            c.execute("INSERT INTO accounts VALUES(?1, 1000)", [id]).unwrap();
+            c.execute("INSERT INTO accounts VALUES(?1, 1000)", [id])
+                .unwrap();
         }
         c.execute_batch("COMMIT").unwrap();
     }
@@ -404,10 +424,16 @@ fn threads(test: &str, mode: &str) {
             for n in 1..=TRANSFERS {
                 let (a, b, amount) = (n * 7 % ACCOUNTS, n * 13 % ACCOUNTS, n % 50);
                 c.execute_batch("BEGIN IMMEDIATE").unwrap();
-                c.execute("UPDATE accounts SET balance = balance - ?1 WHERE id = ?2", [amount, a])
-                    .unwrap();
-                c.execute("UPDATE accounts SET balance = balance + ?1 WHERE id = ?2", [amount, b])
-                    .unwrap();
+                c.execute(
+                    "UPDATE accounts SET balance = balance - ?1 WHERE id = ?2",
+                    [amount, a],
+                )
+                .unwrap();
+                c.execute(
+                    "UPDATE accounts SET balance = balance + ?1 WHERE id = ?2",
+                    [amount, b],
+                )
+                .unwrap();
                 c.execute("INSERT INTO log VALUES(?1)", [n]).unwrap();
                 c.execute_batch("COMMIT").unwrap();
             }
@@ -444,7 +470,9 @@ fn threads(test: &str, mode: &str) {
     let reads: i32 = readers.into_iter().map(|r| r.join().expect("reader")).sum();
     let c = open(&db).unwrap();
     assert_eq!(integrity(&c), "ok");
-    let n: i64 = c.query_row("SELECT count(*) FROM log", [], |r| r.get(0)).unwrap();
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM log", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(n, TRANSFERS);
     let sum: i64 = c
         .query_row("SELECT sum(balance) FROM accounts", [], |r| r.get(0))
@@ -475,22 +503,63 @@ fn second_process_takes_turns_through_the_lock_file() {
     };
     let db = fresh_db(&base, "turns");
     let c = open(&db).unwrap();
-    c.execute_batch("CREATE TABLE counter(n INTEGER); INSERT INTO counter VALUES(0);")
-        .unwrap();
-    const N: u32 = 100;
+    c.execute_batch(
+        "CREATE TABLE counter(p INTEGER, c INTEGER); INSERT INTO counter VALUES(0, 0);",
+    )
+    .unwrap();
+    const N: u32 = 150;
     let mut child = spawn_child(
         "child_process_entry",
         "incrementer",
         &[("DNFS_SQL_DB", &db), ("DNFS_SQL_N", &N.to_string())],
     );
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // Both processes increment at full speed from here on.
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("child started");
+        if line == "started" {
+            break;
+        }
+    }
+    let mut seen = Vec::new();
     for _ in 0..N {
-        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET n = n + 1; COMMIT")
+        c.execute_batch("BEGIN IMMEDIATE; UPDATE counter SET p = p + 1;")
             .unwrap();
+        seen.push(
+            c.query_row("SELECT c FROM counter", [], |r| r.get::<_, u32>(0))
+                .unwrap(),
+        );
+        c.execute_batch("COMMIT").unwrap();
     }
     let status = child.wait().unwrap();
+    reader.join().unwrap();
     assert!(status.success());
-    let n: u32 = c.query_row("SELECT n FROM counter", [], |r| r.get(0)).unwrap();
-    assert_eq!(n, 2 * N, "increments of two processes were lost");
+    let (p, cc): (u32, u32) = c
+        .query_row("SELECT p, c FROM counter", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!((p, cc), (N, N), "increments of two processes were lost");
+    // Turns, not one process after the other: the child progressed while
+    // we ran back-to-back transactions (the lock file is handed over).
+    let progressed = seen.windows(2).filter(|w| w[1] > w[0]).count();
+    assert!(
+        progressed > 0 && seen.first() < seen.last(),
+        "the other process never got a turn: {seen:?}"
+    );
+    eprintln!(
+        "second_process_turns: child counter went {} -> {} during our {N} transactions ({progressed} hand-overs seen)",
+        seen[0],
+        seen[seen.len() - 1]
+    );
     assert_eq!(integrity(&c), "ok");
     drop(c);
     remove_db(&base, &db);
@@ -540,7 +609,10 @@ fn second_process_waits_while_a_transaction_is_open_and_proceeds_after() {
     let seen = probe(&db);
     assert!(seen.starts_with("BUSY"), "during our transaction: {seen}");
     c.execute_batch("COMMIT").unwrap();
-    assert!(lock_file(&base, &db).is_none(), "lock file removed at the end");
+    assert!(
+        lock_file(&base, &db).is_none(),
+        "lock file removed at the end"
+    );
     assert_eq!(probe(&db), "OK 2");
 
     // Exclusive locking mode: held from the first read until close.
@@ -608,9 +680,14 @@ fn mount_prefix_names_work_and_other_paths_are_refused() {
         .unwrap();
     assert_eq!(file, name);
     drop(c);
-    let c = open(&format!("/mnt/dnfs-sql-test/./sub/../sqltest-mount-{}.db", std::process::id()))
-        .expect("same database by a non-canonical path");
-    let n: i64 = c.query_row("SELECT count(*) FROM t", [], |r| r.get(0)).unwrap();
+    let c = open(&format!(
+        "/mnt/dnfs-sql-test/./sub/../sqltest-mount-{}.db",
+        std::process::id()
+    ))
+    .expect("same database by a non-canonical path");
+    let n: i64 = c
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(n, 1);
     drop(c);
 

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# sqlbench.sh — TPC-B-like SQL benchmark (pgbench's default transaction) on
+# SQLite: the directnfs VFS versus the same database on the local file
+# system, for each journal mode and each directnfs stable mode.
+#
+#   scripts/sqlbench.sh [extra sqlbench args, e.g. --clients 1,4 --duration 10]
+#
+# Uses $DNFS_TEST_URL if set; otherwise starts its own Ganesha
+# (scripts/nfs-server.sh, state in $SQLBENCH_STATE, default
+# /tmp/directnfs-sqlbench) and stops it afterwards.
+# Environment: JOURNALS (default "delete wal"), STABLES (default
+# "file_sync unstable"), OUT (JSON directory, default bench-results),
+# LOCAL_DIR (local-engine directory, default /var/tmp/sqlbench-local).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+JOURNALS=${JOURNALS:-delete wal}
+STABLES=${STABLES:-file_sync unstable}
+OUT=${OUT:-bench-results}
+LOCAL_DIR=${LOCAL_DIR:-/var/tmp/sqlbench-local}
+mkdir -p "$OUT"
+
+cargo build --release -p directnfs-sqlite --examples
+
+started=
+if [[ -z ${DNFS_TEST_URL:-} ]]; then
+    export DNFS_STATE_DIR=${SQLBENCH_STATE:-/tmp/directnfs-sqlbench}
+    DNFS_TEST_URL=$(bash scripts/nfs-server.sh start "$DNFS_STATE_DIR/export" | tail -1)
+    started=1
+    trap 'bash scripts/nfs-server.sh stop >/dev/null' EXIT
+fi
+base=${DNFS_TEST_URL}
+sep='?'; [[ $base == *\?* ]] && sep='&'
+
+for journal in $JOURNALS; do
+    for stable in $STABLES; do
+        echo "=== journal_mode=$journal, directnfs stable=$stable"
+        target/release/examples/sqlbench --url "${base}${sep}stable=${stable}" \
+            --journal "$journal" --local-dir "$LOCAL_DIR" \
+            --json "$OUT/sqlbench-$journal-$stable.json" "$@"
+    done
+done
+echo "JSON results in $OUT/sqlbench-*.json${started:+ (server started and stopped by this script)}"
