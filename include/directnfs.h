@@ -41,8 +41,16 @@
  *           connections close when the last file and batch are gone.
  *
  * Safety.   No Rust panic ever crosses this interface: an internal error
- *           becomes -EIO with a message. Nothing here calls abort() or
- *           exit(), installs signal handlers, or writes to stdout/stderr.
+ *           becomes -EIO with a message (Rust's default panic hook also
+ *           prints that message on stderr). Otherwise nothing here calls
+ *           abort() or exit(), installs signal handlers, or writes to
+ *           stdout/stderr.
+ *
+ * Sharing.  Files may be removed and re-created by other processes or
+ *           hosts: a name whose cached file handle went stale (ESTALE) is
+ *           looked up again once before an error is returned. An OPEN
+ *           dnfs_file whose file was removed elsewhere fails with -ESTALE,
+ *           as with the kernel client.
  *
  * Durability. Writes are FILE_SYNC by default: when dnfs_pwrite returns, the
  *           data is on the server's stable storage. With the URL/config

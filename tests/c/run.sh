@@ -44,6 +44,10 @@ done
 echo "run.sh: built $OUT/example and $OUT/test_capi"
 
 if [[ -z ${DNFS_TEST_URL:-} ]]; then
+    if [[ -n ${DNFS_TEST_REQUIRE_SERVER:-} ]]; then
+        echo "run.sh: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not" >&2
+        exit 1
+    fi
     echo "run.sh: SKIPPED running the C tests: DNFS_TEST_URL is not set" >&2
     echo "run.sh: start a server with scripts/nfs-server.sh start and export its URL" >&2
     exit 0

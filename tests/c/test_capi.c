@@ -406,6 +406,32 @@ static int threads_share_one_file_concurrently(void)
     return 0;
 }
 
+static int a_name_recreated_by_another_client_is_looked_up_again(void)
+{
+    dnfs_client *other = dnfs_client_open_url(g_url);
+    CHECK(other != NULL);
+    dnfs_file *f = dnfs_open(g_client, path("recreated"), DNFS_O_CREAT | DNFS_O_TRUNC, 0);
+    CHECK(f != NULL);
+    dnfs_close(f);
+    struct dnfs_stat st;
+    CHECK_EQ(dnfs_stat(g_client, path("recreated"), &st), 0); /* handle cached */
+    CHECK_EQ(dnfs_unlink(other, path("recreated")), 0);
+    f = dnfs_open(other, path("recreated"), DNFS_O_CREAT, 0);
+    CHECK(f != NULL);
+    CHECK_EQ(dnfs_pwrite(f, "new!", 4, 0), 4);
+    dnfs_close(f);
+    CHECK_EQ(dnfs_stat(g_client, path("recreated"), &st), 0);
+    CHECK_EQ(st.size, 4);
+    f = dnfs_open(g_client, path("recreated"), 0, 0);
+    CHECK(f != NULL);
+    char buf[8];
+    CHECK_EQ(dnfs_pread(f, buf, sizeof buf, 0), 4);
+    dnfs_close(f);
+    CHECK_EQ(dnfs_unlink(g_client, path("recreated")), 0);
+    dnfs_client_close(other);
+    return 0;
+}
+
 static int stats_json_is_snprintf_like(void)
 {
     char small[8];
@@ -485,6 +511,10 @@ int main(void)
 {
     g_url = getenv("DNFS_TEST_URL");
     if (!g_url || !*g_url) {
+        if (getenv("DNFS_TEST_REQUIRE_SERVER")) {
+            fprintf(stderr, "FAILED: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not\n");
+            return 1;
+        }
         fprintf(stderr, "SKIPPED: DNFS_TEST_URL is not set (an nfs:// URL of a test server)\n");
         return 77;
     }
@@ -519,6 +549,7 @@ int main(void)
         T(batch_rejects_a_file_of_another_client),
         T(namespace_operations_work_and_report_errno),
         T(threads_share_one_file_concurrently),
+        T(a_name_recreated_by_another_client_is_looked_up_again),
         T(stats_json_is_snprintf_like),
         T(config_client_resolves_a_mount_path),
 #undef T

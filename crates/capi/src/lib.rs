@@ -435,7 +435,10 @@ pub unsafe extern "C" fn dnfs_open(
             mode: Some(if mode == 0 { 0o644 } else { mode & 0o7777 }),
         };
         OpStats::add(&c.stats.metadata_ops, 1);
-        let file = c.stats.check(c.client.open_with(&c.path(path), opts))?;
+        let path = c.path(path);
+        let file = c.stats.check(locate::fresh(&c.client, &path, || {
+            c.client.open_with(&path, opts)
+        }))?;
         Ok(Box::into_raw(Box::new(DnfsFile {
             file,
             client_id: c.id,
@@ -575,7 +578,10 @@ pub unsafe extern "C" fn dnfs_stat(
             return Err(Failure::invalid("st is NULL"));
         }
         OpStats::add(&c.stats.metadata_ops, 1);
-        let m = c.stats.check(c.client.metadata(&c.path(path)))?;
+        let path = c.path(path);
+        let m = c
+            .stats
+            .check(locate::fresh(&c.client, &path, || c.client.metadata(&path)))?;
         // SAFETY: st is non-NULL and points to a writable dnfs_stat.
         unsafe { st.write(DnfsStat::from(&m)) };
         Ok(0)
@@ -586,7 +592,7 @@ pub unsafe extern "C" fn dnfs_stat(
 unsafe fn path_op(
     client: *mut DnfsClient,
     path: *const c_char,
-    op: impl FnOnce(&Client, &str) -> dnfs::Result<()>,
+    op: impl Fn(&Client, &str) -> dnfs::Result<()>,
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
@@ -594,7 +600,9 @@ unsafe fn path_op(
         // SAFETY: a C string valid for this call.
         let path = unsafe { arg_str(path, "path") }?;
         OpStats::add(&c.stats.metadata_ops, 1);
-        c.stats.check(op(&c.client, &c.path(path)))?;
+        let path = c.path(path);
+        c.stats
+            .check(locate::fresh(&c.client, &path, || op(&c.client, &path)))?;
         Ok(0)
     })
 }
@@ -657,7 +665,10 @@ pub unsafe extern "C" fn dnfs_readdir(
         let path = unsafe { arg_str(path, "path") }?;
         let cb = cb.ok_or_else(|| Failure::invalid("callback is NULL"))?;
         OpStats::add(&c.stats.metadata_ops, 1);
-        let entries = c.stats.check(c.client.read_dir(&c.path(path)))?;
+        let path = c.path(path);
+        let entries = c
+            .stats
+            .check(locate::fresh(&c.client, &path, || c.client.read_dir(&path)))?;
         for e in entries {
             let name = cstring(&e.name);
             let st = e.metadata.as_ref().map(DnfsStat::from);

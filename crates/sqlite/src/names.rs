@@ -187,30 +187,7 @@ pub fn resolve(name: &str) -> Result<Resolved, Error> {
     })
 }
 
-/// Runs a name-based operation; if it fails with ESTALE, drops the
-/// client's cached handle of `path` and tries once more.
-///
-/// The directnfs client caches path -> handle (never data). When another
-/// process or host removes and re-creates a file (a journal, a lock file),
-/// a cached handle goes stale. The client has no public "forget" yet (it
-/// should re-LOOKUP on NFS3ERR_STALE by itself), so we use the one public
-/// call that drops cached handles of a path: a RENAME of the path onto
-/// itself, which the server treats as a successful no-op (POSIX rename(2):
-/// "if old and new refer to the same file, rename does nothing") or fails
-/// with ENOENT — either way the cache entry is gone.
-pub fn fresh<T>(
-    client: &Client,
-    path: &str,
-    mut op: impl FnMut() -> Result<T, Error>,
-) -> Result<T, Error> {
-    match op() {
-        Err(e) if e.errno() == libc::ESTALE => {
-            let _ = client.rename(path, path);
-            op()
-        }
-        other => other,
-    }
-}
+pub use crate::locate::fresh;
 
 /// Adds a mount unless another thread added an equal one meanwhile.
 fn remember(mount: Mount) -> Arc<Mount> {

@@ -815,6 +815,10 @@ mod tests {
         match std::env::var("DNFS_TEST_URL") {
             Ok(u) if !u.is_empty() => Some(u),
             _ => {
+                assert!(
+                    std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_none(),
+                    "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
+                );
                 eprintln!("SKIPPED {test}: DNFS_TEST_URL is not set");
                 None
             }

@@ -16,6 +16,10 @@ pub fn server_url(test: &str) -> Option<String> {
     match std::env::var("DNFS_TEST_URL") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
+            assert!(
+                std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_none(),
+                "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
+            );
             eprintln!(
                 "SKIPPED {test}: DNFS_TEST_URL is not set (start a server with scripts/nfs-server.sh start and export its URL)"
             );
