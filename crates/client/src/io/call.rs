@@ -188,6 +188,19 @@ impl Call {
         })
     }
 
+    /// A lower-bound guess of the reply's size on the wire, for the receive
+    /// batching in `transport.rs` (too high costs at most one short poll
+    /// timeout, too low only an earlier wake-up).
+    pub(crate) fn reply_estimate(&self) -> u64 {
+        match &self.sink {
+            // RPC header, status, post_op_attr, count, eof, length: ~136 bytes.
+            Sink::Read(dest) => dest.len() as u64 + 120,
+            // RPC header, status, wcc_data, count, committed, verifier: ~164 bytes.
+            Sink::Record if self.payload.is_some() => 140,
+            Sink::Record => 60,
+        }
+    }
+
     /// Records the outcome and tells the waiter. Called once, by the owner.
     pub(crate) fn complete(&self, result: Result<Reply, CallError>) {
         if let Ok(mut slot) = self.result.lock() {

@@ -43,6 +43,8 @@ pub(crate) struct Channel {
     pub outstanding_requests: AtomicU64,
     /// A reconnect thread is running.
     pub reconnecting: AtomicBool,
+    /// Estimated bytes of the replies still to come (receive batching).
+    pub expected_reply_bytes: AtomicU64,
     /// Counters and latency of this channel (paths and servers add them up).
     pub stats: IoStats,
 }
@@ -67,6 +69,7 @@ impl Channel {
             outstanding_bytes: AtomicU64::new(0),
             outstanding_requests: AtomicU64::new(0),
             reconnecting: AtomicBool::new(false),
+            expected_reply_bytes: AtomicU64::new(0),
             stats: IoStats::new(),
         }
     }
@@ -82,12 +85,22 @@ impl Channel {
         self.up.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn add_load(&self, weight: u64) {
-        self.outstanding_bytes.fetch_add(weight, Ordering::Relaxed);
+    pub(crate) fn add_load(&self, call: &Call) {
+        self.outstanding_bytes
+            .fetch_add(call.weight, Ordering::Relaxed);
         self.outstanding_requests.fetch_add(1, Ordering::Relaxed);
+        self.expected_reply_bytes
+            .fetch_add(call.reply_estimate(), Ordering::Relaxed);
     }
 
-    pub(crate) fn remove_load(&self, weight: u64) {
+    pub(crate) fn remove_load(&self, call: &Call) {
+        let estimate = call.reply_estimate();
+        let _ = self
+            .expected_reply_bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(estimate))
+            });
+        let weight = call.weight;
         // Saturating: a reset after failure may already have zeroed these.
         let _ = self
             .outstanding_bytes

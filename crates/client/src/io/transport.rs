@@ -11,7 +11,7 @@
 //!   (failing their channel, which re-sends its calls elsewhere), reconnects
 //!   dead channels with backoff, and retries parked calls.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -26,6 +26,103 @@ use directnfs_wire::{Decode, XdrReader};
 use super::call::{Call, Reply, Sink};
 use super::channel::Channel;
 use super::error::CallError;
+
+/// Receive buffer of a channel: initial and largest size (room to take
+/// many replies per wake-up).
+const RX_BUFFER_START: usize = 256 * 1024;
+const RX_BUFFER_MAX: usize = 4 << 20;
+/// How long a receiver waits for replies it only expects (not ones already
+/// under way) before taking what has arrived.
+const SPECULATIVE_WAIT_MS: libc::c_int = 2;
+/// Largest `SO_RCVLOWAT` set.
+const RCVLOWAT_MAX: usize = 128 * 1024;
+
+/// The socket side of a receiver: `poll` + non-blocking `recv` with an
+/// adaptive `SO_RCVLOWAT` (see `Shared::receive_loop`).
+struct Receiver<'a> {
+    stream: &'a TcpStream,
+    lowat: usize,
+    /// Off after a speculative wait found nothing; on again after progress.
+    speculate: bool,
+}
+
+impl<'a> Receiver<'a> {
+    fn new(stream: &'a TcpStream) -> Self {
+        Self {
+            stream,
+            lowat: 1,
+            speculate: true,
+        }
+    }
+
+    /// Bytes worth waiting for: half of what is expected on the channel,
+    /// but at least one average reply, and never more than all of it.
+    fn guess(&self, ch: &Channel) -> usize {
+        if !self.speculate {
+            return 0;
+        }
+        let expected = ch.expected_reply_bytes.load(Ordering::Relaxed) as usize;
+        let n = ch.outstanding_requests.load(Ordering::Relaxed) as usize;
+        if n == 0 {
+            return 0;
+        }
+        (expected / 2).max(expected / n).min(expected)
+    }
+
+    /// Waits until `certain` bytes (surely coming) or `guess` bytes (maybe,
+    /// for at most a short while) are queued, then takes all that is there.
+    fn receive(&mut self, buf: &mut [u8], certain: usize, guess: usize) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        let fd = self.stream.as_raw_fd();
+        // Capped well below the socket's receive buffer: a low-water mark
+        // the buffer cannot reach would only be rescued by the kernel's
+        // memory-pressure rule.
+        let certain = certain.min(RCVLOWAT_MAX);
+        let target = certain.max(guess).min(buf.len()).min(RCVLOWAT_MAX).max(1);
+        let speculative = target > certain;
+        if target != self.lowat {
+            let v = target as libc::c_int;
+            // SAFETY: fd is this receiver's live socket; the option value
+            // is a c_int that outlives the call, and its size is passed.
+            let rc = unsafe {
+                libc::setsockopt(
+                    fd,
+                    libc::SOL_SOCKET,
+                    libc::SO_RCVLOWAT,
+                    (&v as *const libc::c_int).cast(),
+                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                )
+            };
+            if rc != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            self.lowat = target;
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let timeout = if speculative { SPECULATIVE_WAIT_MS } else { -1 };
+        // SAFETY: one valid pollfd, count 1.
+        let rc = unsafe { libc::poll(&mut pfd, 1, timeout) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the pointer and length describe `buf`, valid for writes.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::WouldBlock && rc == 0 {
+                // The guess was wrong: stop guessing until data flows.
+                self.speculate = false;
+            }
+            return Err(e);
+        }
+        self.speculate = true;
+        Ok(n as usize)
+    }
+}
 
 /// How often the maintenance thread checks that each path still has a route.
 const ROUTE_CHECK_INTERVAL: Duration = Duration::from_millis(100);
@@ -189,7 +286,7 @@ impl Shared {
             call.last_channel.store(idx, Ordering::Relaxed);
             call.sent_ns.store(self.now_ns(), Ordering::Relaxed);
             ch.stats.on_submit(call.proc_);
-            ch.add_load(call.weight);
+            ch.add_load(&call);
             if let Err(e) = ch.send(xid, &call) {
                 // The call sits in the table: failing the channel re-sends it.
                 self.fail_channel(ch, epoch, &format!("send failed: {e}"));
@@ -266,6 +363,7 @@ impl Shared {
         *ch.writer.lock().unwrap_or_else(|p| p.into_inner()) = None;
         ch.outstanding_bytes.store(0, Ordering::Relaxed);
         ch.outstanding_requests.store(0, Ordering::Relaxed);
+        ch.expected_reply_bytes.store(0, Ordering::Relaxed);
         let now = self.now_ns();
         for call in calls {
             self.account_lost(ch, &call, now);
@@ -334,10 +432,21 @@ impl Shared {
         }
     }
 
-    fn receive_loop(self: &Arc<Self>, ch: &Arc<Channel>, mut stream: TcpStream, epoch: u64) {
+    /// Receives and dispatches replies until the connection fails.
+    ///
+    /// Wake-ups, not decoding, are what a reply costs: so the thread sleeps
+    /// in `poll` with `SO_RCVLOWAT` set to the bytes it can expect soon —
+    /// half of what is outstanding on this channel, at least one whole
+    /// reply — and then takes everything queued in one `recv`. Replies that
+    /// are certain to come (the rest of a record already started) are
+    /// waited for without a timeout; the speculative part has a 2 ms
+    /// timeout, so a wrong guess (a short READ, an error reply) costs at
+    /// most that, and a lone reply never waits for anything but itself.
+    fn receive_loop(self: &Arc<Self>, ch: &Arc<Channel>, stream: TcpStream, epoch: u64) {
         let mut reader = RecordReader::new(self.config.max_record);
-        let mut buf: Vec<u8> = vec![0; 256 * 1024];
+        let mut buf: Vec<u8> = vec![0; RX_BUFFER_START];
         let (mut start, mut end) = (0usize, 0usize);
+        let mut rx = Receiver::new(&stream);
         let why = loop {
             // Hand out every complete record in the buffer.
             let step = match reader.next(&buf[start..end]) {
@@ -364,10 +473,20 @@ impl Shared {
             if buf.len() - start < need {
                 buf.resize(start + need, 0);
             }
-            match stream.read(&mut buf[end..]) {
+            let have = end - start;
+            let certain = need.saturating_sub(have).max(1);
+            let guess = rx.guess(ch).saturating_sub(have);
+            if guess > buf.len() - end && buf.len() < RX_BUFFER_MAX {
+                buf.resize((end + guess).min(RX_BUFFER_MAX), 0);
+            }
+            match rx.receive(&mut buf[end..], certain, guess) {
                 Ok(0) => break "server closed the connection".to_string(),
                 Ok(n) => end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) => {}
                 Err(e) => break format!("receive failed: {e}"),
             }
         };
@@ -402,7 +521,7 @@ impl Shared {
             );
             return;
         };
-        ch.remove_load(call.weight);
+        ch.remove_load(&call);
         let ok = header.as_ref().is_ok_and(|h| h.is_success());
         let bytes_read = match (&call.sink, ok) {
             (Sink::Read(d), true) => d.len() as u64,
