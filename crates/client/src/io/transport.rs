@@ -78,7 +78,7 @@ impl<'a> Receiver<'a> {
         // the buffer cannot reach would only be rescued by the kernel's
         // memory-pressure rule.
         let certain = certain.min(RCVLOWAT_MAX);
-        let target = certain.max(guess).min(buf.len()).min(RCVLOWAT_MAX).max(1);
+        let target = certain.max(guess).min(buf.len()).clamp(1, RCVLOWAT_MAX);
         let speculative = target > certain;
         if target != self.lowat {
             let v = target as libc::c_int;
