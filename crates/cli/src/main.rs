@@ -23,13 +23,6 @@ use clap::{Parser, Subcommand};
 
 use crate::error::{CliError, Result};
 use crate::location::Resolver;
-use crate::transfer::Parallel;
-
-/// Default parallel workers of `cp`: with 4 MiB chunks, 16 MiB in flight,
-/// sixteen 1 MiB RPCs. Measured against Ganesha on 2 cores: 32 MiB in
-/// flight made its writer threads spin on the file's inode lock (more
-/// server CPU, no more throughput); reads are as fast with 16 as with 32.
-const CP_JOBS: u16 = 4;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -85,12 +78,14 @@ enum Command {
         src: String,
         /// Destination file or directory.
         dst: String,
-        /// Parallel workers (each moves one chunk at a time).
-        #[arg(short, long, default_value_t = CP_JOBS, value_parser = clap::value_parser!(u16).range(1..=256))]
-        jobs: u16,
-        /// Bytes per chunk (K/M suffixes); jobs x chunk is the data in flight.
-        #[arg(long, value_name = "SIZE", default_value = "4M", value_parser = commands::cp::parse_size)]
-        chunk: usize,
+        /// Parallel workers, each moving one chunk at a time [default: 2 to
+        /// an NFS destination, 4 to a local one].
+        #[arg(short, long, value_parser = clap::value_parser!(u16).range(1..=256))]
+        jobs: Option<u16>,
+        /// Bytes per chunk, K/M suffixes [default: 1M to an NFS destination,
+        /// 4M to a local one]; jobs x chunk is the data in flight.
+        #[arg(long, value_name = "SIZE", value_parser = commands::cp::parse_size)]
+        chunk: Option<usize>,
     },
     /// Remove a file (or a directory tree with -r).
     Rm {
@@ -194,8 +189,8 @@ fn run(resolver: &Resolver, command: Command) -> Result<()> {
             resolver,
             &src,
             &dst,
-            Parallel {
-                jobs: jobs.into(),
+            commands::cp::Tuning {
+                jobs: jobs.map(usize::from),
                 chunk,
             },
         ),

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Mutex};
+use std::sync::{mpsc, Condvar, Mutex};
 
 use crate::error::{CliError, Result};
 use crate::progress::Progress;
@@ -158,6 +158,98 @@ impl WriteAt for LocalDest {
         if done < buf.len() {
             self.buffered
                 .write_all_at(&buf[done..], offset + done as u64)?;
+        }
+        Ok(())
+    }
+}
+
+/// An NFS destination whose UNSTABLE writes are committed in the
+/// background, every `every` bytes, by [`NfsDest::committer`] running in
+/// its own thread.
+///
+/// Why: the client keeps every uncommitted WRITE's data until a COMMIT
+/// (to re-send it if the server restarts) and commits on its own only past
+/// 64 MiB, inside the writing thread, which then stalls. Committing smaller
+/// amounts off the copy's path keeps that memory small and warm (reused,
+/// not freshly faulted in) and overlaps the server's flush with the
+/// transfer.
+#[derive(Debug)]
+pub struct NfsDest {
+    file: directnfs::File,
+    every: u64,
+    pending: AtomicU64,
+    state: Mutex<CommitState>,
+    wake: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct CommitState {
+    /// The copy is over: commit what is left and stop.
+    done: bool,
+    /// A background COMMIT failed: the copy must stop too.
+    failed: bool,
+}
+
+impl NfsDest {
+    /// Wraps `file`; commits after every `every` bytes written.
+    pub fn new(file: directnfs::File, every: u64) -> Self {
+        Self {
+            file,
+            every: every.max(1),
+            pending: AtomicU64::new(0),
+            state: Mutex::new(CommitState::default()),
+            wake: Condvar::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, CommitState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The background loop: waits for `every` new bytes, then `fsync`s
+    /// (COMMIT). Returns when [`finish`](Self::finish) is called, or at the
+    /// first error (which also makes further writes fail).
+    pub fn committer(&self) -> Result<()> {
+        loop {
+            {
+                let mut st = self.state();
+                while !st.done && self.pending.load(Ordering::Acquire) < self.every {
+                    st = self.wake.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                if st.done {
+                    return Ok(());
+                }
+            }
+            self.pending.swap(0, Ordering::AcqRel);
+            if let Err(e) = self.file.fsync() {
+                self.state().failed = true;
+                return Err(e.into());
+            }
+        }
+    }
+
+    /// Stops the committer (call after the copy, then `fsync` once more).
+    pub fn finish(&self) {
+        self.state().done = true;
+        self.wake.notify_all();
+    }
+
+    /// The file.
+    pub fn file(&self) -> &directnfs::File {
+        &self.file
+    }
+}
+
+impl WriteAt for NfsDest {
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        if self.state().failed {
+            return Err(CliError::msg("copy stopped: a COMMIT failed"));
+        }
+        self.file.write_all_at(buf, offset)?;
+        let before = self.pending.fetch_add(buf.len() as u64, Ordering::AcqRel);
+        if before < self.every && before + buf.len() as u64 >= self.every {
+            let _guard = self.state();
+            self.wake.notify_all();
         }
         Ok(())
     }

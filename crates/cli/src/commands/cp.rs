@@ -24,7 +24,45 @@ use directnfs::{Client, OpenOptions, StableMode};
 use crate::error::{CliError, Result};
 use crate::location::{is_not_found, nfs_file_name, nfs_join, Location, Resolver, Spec};
 use crate::progress::Progress;
-use crate::transfer::{self, LocalDest, LocalFile, Parallel, ReadAt, WriteAt};
+use crate::transfer::{self, LocalDest, LocalFile, NfsDest, Parallel, ReadAt, WriteAt};
+
+/// Bytes written between two background COMMITs to an NFS destination.
+const COMMIT_EVERY: u64 = 16 << 20;
+
+/// In-flight defaults, by destination. Measured against Ganesha (VFS FSAL
+/// on ext4, 2 cores, loopback), 1 GiB, median of 8 interleaved runs:
+/// writes to one file are fastest with 2 x 1 MiB in flight (1.44 s; 4 x
+/// 1 MiB 2.21 s, 4 x 4 MiB 2.31 s, nfs-cp 2.17 s): every concurrent WRITE
+/// is another server thread spinning on the file's inode lock, burning
+/// the CPU the lock holder needs. Reads take no such lock and gain from
+/// depth: 4 x 4 MiB (1.03 s) against 2 x 1 MiB (1.39 s). `--jobs` and
+/// `--chunk` override both for servers that scale further.
+const TO_NFS: Parallel = Parallel {
+    jobs: 2,
+    chunk: 1 << 20,
+};
+const TO_LOCAL: Parallel = Parallel {
+    jobs: 4,
+    chunk: 4 << 20,
+};
+
+/// `--jobs` / `--chunk` as given (`None`: the default for the destination).
+#[derive(Debug, Clone, Copy)]
+pub struct Tuning {
+    /// Parallel workers.
+    pub jobs: Option<usize>,
+    /// Bytes per chunk.
+    pub chunk: Option<usize>,
+}
+
+impl Tuning {
+    fn or(self, default: Parallel) -> Parallel {
+        Parallel {
+            jobs: self.jobs.unwrap_or(default.jobs),
+            chunk: self.chunk.unwrap_or(default.chunk),
+        }
+    }
+}
 
 /// Where the copy reads from, once opened.
 struct Source {
@@ -50,8 +88,8 @@ enum FileId {
     },
 }
 
-/// Copies `src` to `dst` with `par` in flight.
-pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<()> {
+/// Copies `src` to `dst`.
+pub fn run(resolver: &Resolver, src: &str, dst: &str, tuning: Tuning) -> Result<()> {
     let src_spec = resolver.spec(src)?;
     let mut dst_spec = resolver.spec(dst)?;
     if let Spec::Nfs(n) = &mut dst_spec {
@@ -59,6 +97,10 @@ pub fn run(resolver: &Resolver, src: &str, dst: &str, par: Parallel) -> Result<(
             n.target.options.stable = StableMode::Unstable;
         }
     }
+    let par = tuning.or(match dst_spec {
+        Spec::Nfs(_) => TO_NFS,
+        Spec::Local(_) => TO_LOCAL,
+    });
     let job = Job {
         src,
         dst,
@@ -120,10 +162,22 @@ impl Job<'_> {
                 ..Default::default()
             },
         )?;
-        copy_with_progress(source, self.src, &file, self.par)?;
-        // COMMIT: durable before we say it is done.
+        let dest = NfsDest::new(file, COMMIT_EVERY);
+        let (copied, committed) = std::thread::scope(|s| {
+            let committer = s.spawn(|| dest.committer());
+            let copied = copy_with_progress(source, self.src, &dest, self.par);
+            dest.finish();
+            let committed = committer
+                .join()
+                .unwrap_or_else(|_| Err(CliError::msg("the COMMIT thread panicked")));
+            (copied, committed)
+        });
+        // A failed COMMIT explains a stopped copy better than the copy does.
+        committed?;
+        copied?;
+        // The last COMMIT: durable before we say it is done.
         let commit = Instant::now();
-        file.fsync()?;
+        dest.file().fsync()?;
         Ok(format!(
             "{}:{path} (final COMMIT {:.3} s)",
             client.export(),
