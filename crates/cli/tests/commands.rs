@@ -427,7 +427,8 @@ fn stats_flag_prints_client_statistics_on_stderr() {
     let scratch = Scratch::new("stats");
     let dir = test_dir(s, "stats");
     let src = scratch.path("s.bin");
-    std::fs::write(&src, random_bytes(3 << 20, 11)).unwrap_or_else(|e| panic!("{e}"));
+    // Big enough for background COMMITs besides the final one.
+    std::fs::write(&src, random_bytes(40 << 20, 11)).unwrap_or_else(|e| panic!("{e}"));
     let args = [
         "--stats",
         "cp",
@@ -439,5 +440,16 @@ fn stats_flag_prints_client_statistics_on_stderr() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("SERVERS"), "{err}");
     assert!(err.contains("WRITE") && err.contains("COMMIT"), "{err}");
+    let commits = err
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 4 && f[0] == "server" && f[2] == "COMMIT").then(|| f[3].parse::<u64>().ok())
+        })
+        .flatten();
+    assert!(
+        commits.is_some_and(|n| n >= 2),
+        "COMMIT calls {commits:?}: {err}"
+    );
     assert!(out.stdout.is_empty());
 }
