@@ -61,10 +61,58 @@ pub(crate) struct FileShared {
     fsync_lock: Mutex<()>,
 }
 
+/// Unstable mode's record of acknowledged writes since the last `fsync`,
+/// in the order they were acknowledged.
 #[derive(Debug, Default)]
 struct Uncommitted {
-    writes: Vec<(u64, Arc<[u8]>, writeverf3)>,
+    writes: Vec<Logged>,
     bytes: usize,
+}
+
+/// One acknowledged WRITE, kept until a COMMIT proves it durable.
+#[derive(Debug, Clone)]
+struct Logged {
+    offset: u64,
+    data: Arc<[u8]>,
+    verf: writeverf3,
+    /// The server already put it on stable storage (FILE_SYNC/DATA_SYNC
+    /// reply). Kept only so an older write is never replayed over it.
+    durable: bool,
+}
+
+impl Logged {
+    fn end(&self) -> u64 {
+        self.offset + self.data.len() as u64
+    }
+}
+
+/// The parts of `[start, end)` not covered by any of `later`, in order.
+fn uncovered<'a>(start: u64, end: u64, later: impl Iterator<Item = &'a Logged>) -> Vec<(u64, u64)> {
+    let mut parts = vec![(start, end)];
+    for w in later {
+        let (ws, we) = (w.offset, w.end());
+        parts = parts
+            .into_iter()
+            .flat_map(|(s, e)| {
+                if we <= s || ws >= e {
+                    vec![(s, e)]
+                } else {
+                    let mut keep = Vec::with_capacity(2);
+                    if s < ws {
+                        keep.push((s, ws));
+                    }
+                    if we < e {
+                        keep.push((we, e));
+                    }
+                    keep
+                }
+            })
+            .collect();
+        if parts.is_empty() {
+            break;
+        }
+    }
+    parts
 }
 
 impl Client {
@@ -516,10 +564,12 @@ impl File {
             return Err(self.call_error("WRITE", CallError::Internal("WRITE OK without body")));
         };
         let count = (ok.count as usize).min(data.len());
-        if ok.committed != stable_how::FILE_SYNC
-            && ok.committed != stable_how::DATA_SYNC
-            && count > 0
-        {
+        let durable =
+            ok.committed == stable_how::FILE_SYNC || ok.committed == stable_how::DATA_SYNC;
+        // In unstable mode durable writes are logged too, so a replay of an
+        // older write after a server restart never lands on top of them.
+        let log = !durable || self.inner().options.stable == StableMode::Unstable;
+        if log && count > 0 {
             let kept: Arc<[u8]> = if count == data.len() {
                 Arc::clone(data)
             } else {
@@ -531,7 +581,12 @@ impl File {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             u.bytes += count;
-            u.writes.push((offset, kept, ok.verf));
+            u.writes.push(Logged {
+                offset,
+                data: kept,
+                verf: ok.verf,
+                durable,
+            });
         }
         Ok(count)
     }
@@ -581,23 +636,48 @@ impl File {
                 .uncommitted
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            u.bytes += batch.iter().map(|(_, d, _)| d.len()).sum::<usize>();
-            u.writes.extend(batch);
+            // Back in front of anything written since: order matters.
+            u.bytes += batch.iter().map(|w| w.data.len()).sum::<usize>();
+            let newer = std::mem::replace(&mut u.writes, batch);
+            u.writes.extend(newer);
         }
         result
     }
 
-    fn commit_and_repair(&self, batch: &[(u64, Arc<[u8]>, writeverf3)]) -> Result<()> {
+    /// COMMITs, then re-sends as FILE_SYNC every write whose verifier
+    /// differs from the COMMIT's (the server restarted since and may have
+    /// lost it) — but only the bytes that no later acknowledged write
+    /// covers, oldest first, so a replay never puts old data over new.
+    fn commit_and_repair(&self, batch: &[Logged]) -> Result<()> {
+        if batch.iter().all(|w| w.durable) {
+            return Ok(());
+        }
         let verf = self.commit()?;
-        for (off, data, wverf) in batch {
-            if *wverf != verf {
+        if batch.iter().all(|w| w.durable || w.verf == verf) {
+            return Ok(());
+        }
+        // Writes acknowledged after this batch was taken are newer still.
+        let newer: Vec<Logged> = self
+            .shared
+            .uncommitted
+            .lock()
+            .map(|u| u.writes.clone())
+            .unwrap_or_default();
+        for (i, w) in batch.iter().enumerate() {
+            if w.durable || w.verf == verf {
+                continue;
+            }
+            let later = batch[i + 1..].iter().chain(newer.iter());
+            for (s, e) in uncovered(w.offset, w.end(), later) {
                 tracing::warn!(
                     path = self.path(),
-                    offset = off,
+                    offset = s,
                     "write verifier changed (server restart?): re-sending {} bytes with FILE_SYNC",
-                    data.len()
+                    e - s
                 );
-                self.write_sync(*off, data)?;
+                let from = (s - w.offset) as usize;
+                let to = (e - w.offset) as usize;
+                self.write_sync(s, &Arc::from(&w.data[from..to]))?;
             }
         }
         Ok(())
@@ -719,5 +799,35 @@ pub(crate) fn fill_random(buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = (t >> ((i % 8) * 8)) as u8;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(offset: u64, len: usize) -> Logged {
+        Logged {
+            offset,
+            data: Arc::from(vec![0u8; len]),
+            verf: writeverf3([0; 8]),
+            durable: false,
+        }
+    }
+
+    #[test]
+    fn replay_skips_bytes_a_later_write_covers() {
+        let later = [w(10, 10), w(30, 5)];
+        assert_eq!(
+            uncovered(0, 40, later.iter()),
+            vec![(0, 10), (20, 30), (35, 40)]
+        );
+    }
+
+    #[test]
+    fn replay_of_a_fully_rewritten_block_sends_nothing() {
+        let later = [w(0, 8192)];
+        assert!(uncovered(0, 8192, later.iter()).is_empty());
+        assert_eq!(uncovered(0, 8192, [].iter()), vec![(0, 8192)]);
     }
 }
