@@ -106,6 +106,19 @@ impl<'buf> Batch<'buf> {
         self.in_flight + self.ready.len()
     }
 
+    /// A file of another client would send its calls on the wrong
+    /// connections: refuse it.
+    fn check_file(&self, file: &File) -> Result<()> {
+        if std::sync::Arc::ptr_eq(&file.client().inner, &self.client.inner) {
+            Ok(())
+        } else {
+            Err(Error::InvalidInput(format!(
+                "{}: the file belongs to another client than this batch",
+                file.path()
+            )))
+        }
+    }
+
     fn new_op(&mut self, file: &File, token: u64, kind: Kind) -> usize {
         let proc_ = match kind {
             Kind::Read => directnfs_wire::nfs3::NFSPROC3_READ,
@@ -159,6 +172,7 @@ impl<'buf> Batch<'buf> {
         token: u64,
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "READ")?;
+        self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Read);
         self.submit_read(file, op, offset, buf);
         Ok(())
@@ -175,6 +189,7 @@ impl<'buf> Batch<'buf> {
         token: u64,
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "READ")?;
+        self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Read);
         let len = buf.len();
         // SAFETY: the Vec's heap block does not move when the Vec moves into
@@ -220,6 +235,7 @@ impl<'buf> Batch<'buf> {
     /// Submits a write of `buf` at `offset`.
     pub fn write(&mut self, file: &File, offset: u64, buf: &'buf [u8], token: u64) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
+        self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Write);
         self.submit_write(file, op, offset, buf);
         Ok(())
@@ -234,6 +250,7 @@ impl<'buf> Batch<'buf> {
         token: u64,
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
+        self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Write);
         // The pieces copy the data, so the buffer is only parked in the op.
         if !buf.is_empty() {

@@ -264,6 +264,19 @@ impl Client {
         Ok((nfs_port, mounted))
     }
 
+    /// Runs `op`; if the server says a handle is stale (the file or a
+    /// directory on its path was removed and re-created by someone else),
+    /// forgets every cached handle and runs it once more with fresh LOOKUPs.
+    pub(crate) fn fresh<T>(&self, op: impl Fn() -> Result<T>) -> Result<T> {
+        match op() {
+            Err(e) if e.nfs_status() == Some(nfsstat3::NFS3ERR_STALE) => {
+                self.inner.forget_all();
+                op()
+            }
+            other => other,
+        }
+    }
+
     /// The export mounted.
     pub fn export(&self) -> &str {
         &self.inner.export
@@ -286,6 +299,10 @@ impl Client {
 
     /// Attributes of `path` (relative to the export root).
     pub fn metadata(&self, path: &str) -> Result<Metadata> {
+        self.fresh(|| self.metadata_once(path))
+    }
+
+    fn metadata_once(&self, path: &str) -> Result<Metadata> {
         let fh = self.inner.lookup_path(path)?;
         self.inner
             .getattr(&fh, path)
@@ -294,6 +311,10 @@ impl Client {
 
     /// Removes a file.
     pub fn remove(&self, path: &str) -> Result<()> {
+        self.fresh(|| self.remove_once(path))
+    }
+
+    fn remove_once(&self, path: &str) -> Result<()> {
         let (dir, name) = self.inner.parent_and_name(path)?;
         let args = nfs3::REMOVE3args {
             object: diropargs3 { dir, name },
@@ -311,6 +332,10 @@ impl Client {
 
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &str) -> Result<()> {
+        self.fresh(|| self.rmdir_once(path))
+    }
+
+    fn rmdir_once(&self, path: &str) -> Result<()> {
         let (dir, name) = self.inner.parent_and_name(path)?;
         let args = nfs3::RMDIR3args {
             object: diropargs3 { dir, name },
@@ -323,6 +348,10 @@ impl Client {
 
     /// Creates a directory (mode 0755).
     pub fn mkdir(&self, path: &str) -> Result<()> {
+        self.fresh(|| self.mkdir_once(path))
+    }
+
+    fn mkdir_once(&self, path: &str) -> Result<()> {
         let (dir, name) = self.inner.parent_and_name(path)?;
         let args = nfs3::MKDIR3args {
             where_: diropargs3 { dir, name },
@@ -343,6 +372,10 @@ impl Client {
     /// Renames `from` to `to` (both relative to the export root), replacing
     /// `to` if it exists, atomically on the server.
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.fresh(|| self.rename_once(from, to))
+    }
+
+    fn rename_once(&self, from: &str, to: &str) -> Result<()> {
         let (fdir, fname) = self.inner.parent_and_name(from)?;
         let (tdir, tname) = self.inner.parent_and_name(to)?;
         let args = nfs3::RENAME3args {
@@ -370,6 +403,10 @@ impl Client {
     /// Lists a directory (without `.` and `..`), with attributes when the
     /// server provides them.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        self.fresh(|| self.read_dir_once(path))
+    }
+
+    fn read_dir_once(&self, path: &str) -> Result<Vec<DirEntry>> {
         let dir = self.inner.lookup_path(path)?;
         let mut out = Vec::new();
         let mut cookie = 0u64;
@@ -775,6 +812,13 @@ impl Inner {
                 .entry(path.to_string())
                 .or_insert_with(|| Arc::new(IoStats::new())),
         )
+    }
+
+    /// Drops every cached handle.
+    pub(crate) fn forget_all(&self) {
+        if let Ok(mut h) = self.handles.write() {
+            h.clear();
+        }
     }
 
     pub(crate) fn remember(&self, path: &str, fh: &nfs_fh3) {

@@ -135,6 +135,10 @@ impl Client {
 
     /// Opens a file as `opts` says.
     pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
+        self.fresh(|| self.open_with_once(path, opts))
+    }
+
+    fn open_with_once(&self, path: &str, opts: OpenOptions) -> Result<File> {
         let inner = &self.inner;
         let fh = if opts.create_new {
             self.create_exclusive(path, opts.mode.unwrap_or(0o644))?
@@ -171,14 +175,22 @@ impl Client {
         })
     }
 
+    /// Creates a file that LOOKUP just did not find. GUARDED, not
+    /// UNCHECKED: if another client created it in between, we open theirs
+    /// instead of truncating it.
     fn create_unchecked(&self, path: &str, mode: u32) -> Result<nfs_fh3> {
         let (dir, name) = self.inner.parent_and_name(path)?;
-        let how = createhow3::Unchecked(sattr3 {
+        let how = createhow3::Guarded(sattr3 {
             mode: Some(mode),
-            size: Some(0),
             ..Default::default()
         });
-        self.create_call(path, dir, name, how)
+        match self.create_call(path, dir, name, how) {
+            Err(e) if e.nfs_status() == Some(nfsstat3::NFS3ERR_EXIST) => {
+                self.inner.forget(path);
+                self.inner.lookup_path(path)
+            }
+            other => other,
+        }
     }
 
     /// EXCLUSIVE create with a random verifier: a retransmission that reaches

@@ -326,3 +326,54 @@ fn connect_to_a_closed_port_fails_with_a_clear_error() {
     assert!(msg.contains("127.0.0.1"), "{msg}");
     assert_eq!(err.errno(), libc::ECONNREFUSED, "{msg}");
 }
+
+#[test]
+fn a_file_replaced_by_another_client_is_found_again_not_stale() {
+    let a = client();
+    let b = client();
+    let path = unique("replaced");
+    a.create(&path).unwrap().write_at(b"first", 0).unwrap();
+    assert_eq!(a.metadata(&path).unwrap().size, 5); // `a` caches the handle
+    b.remove(&path).unwrap();
+    b.create(&path).unwrap().write_at(b"second!", 0).unwrap();
+    // `a`'s cached handle is stale now; it must look the name up again.
+    assert_eq!(a.metadata(&path).unwrap().size, 7);
+    let mut buf = [0u8; 7];
+    assert_eq!(a.open(&path).unwrap().read_at(&mut buf, 0).unwrap(), 7);
+    assert_eq!(&buf, b"second!");
+    a.remove(&path).unwrap();
+}
+
+#[test]
+fn a_batch_refuses_a_file_of_another_client() {
+    let a = client();
+    let b = client();
+    let path = unique("foreign");
+    let f = b.create(&path).unwrap();
+    let mut batch = Batch::new(&a);
+    let mut buf = [0u8; 8];
+    let err = batch.read(&f, 0, &mut buf, 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    drop(batch);
+    b.remove(&path).unwrap();
+}
+
+#[test]
+fn create_does_not_truncate_a_file_that_appeared_meanwhile() {
+    let a = client();
+    let path = unique("appeared");
+    // Simulates the race: the file exists but `open_with(create)` takes
+    // the create path (its LOOKUP found nothing a moment ago).
+    a.create(&path).unwrap().write_at(b"keep me", 0).unwrap();
+    let f = a
+        .open_with(
+            &path,
+            OpenOptions {
+                create: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(f.metadata().unwrap().size, 7);
+    a.remove(&path).unwrap();
+}
