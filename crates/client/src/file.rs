@@ -66,7 +66,10 @@ pub(crate) struct FileShared {
 #[derive(Debug, Default)]
 struct Uncommitted {
     writes: Vec<Logged>,
+    /// Bytes of the writes not yet known durable.
     bytes: usize,
+    /// Bytes of every logged write (the memory held).
+    logged: usize,
 }
 
 /// One acknowledged WRITE, kept until a COMMIT proves it durable.
@@ -592,7 +595,10 @@ impl File {
                 .uncommitted
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
-            u.bytes += count;
+            if !durable {
+                u.bytes += count;
+            }
+            u.logged += count;
             u.writes.push(Logged {
                 offset,
                 data: kept,
@@ -608,7 +614,7 @@ impl File {
             .shared
             .uncommitted
             .lock()
-            .map(|u| u.bytes > MAX_UNCOMMITTED_BYTES)
+            .map(|u| u.logged > MAX_UNCOMMITTED_BYTES)
             .unwrap_or(false);
         if over {
             self.fsync()?;
@@ -634,6 +640,7 @@ impl File {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             u.bytes = 0;
+            u.logged = 0;
             std::mem::take(&mut u.writes)
         };
         if batch.is_empty() {
@@ -649,7 +656,12 @@ impl File {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             // Back in front of anything written since: order matters.
-            u.bytes += batch.iter().map(|w| w.data.len()).sum::<usize>();
+            u.bytes += batch
+                .iter()
+                .filter(|w| !w.durable)
+                .map(|w| w.data.len())
+                .sum::<usize>();
+            u.logged += batch.iter().map(|w| w.data.len()).sum::<usize>();
             let newer = std::mem::replace(&mut u.writes, batch);
             u.writes.extend(newer);
         }
