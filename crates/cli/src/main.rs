@@ -79,11 +79,11 @@ enum Command {
         /// Destination file or directory.
         dst: String,
         /// Parallel workers, each moving one chunk at a time [default: 2 to
-        /// an NFS destination, 4 to a local one].
+        /// an NFS destination, 8 to a local one].
         #[arg(short, long, value_parser = clap::value_parser!(u16).range(1..=256))]
         jobs: Option<u16>,
         /// Bytes per chunk, K/M suffixes [default: 1M to an NFS destination,
-        /// 4M to a local one]; jobs x chunk is the data in flight.
+        /// 2M to a local one]; jobs x chunk is the data in flight.
         #[arg(long, value_name = "SIZE", value_parser = commands::cp::parse_size)]
         chunk: Option<usize>,
     },
