@@ -3,12 +3,11 @@
 //! MOUNT, FSINFO, and time NULL round trips. Prints one row per
 //! (server, path, export); exits non-zero if any row failed.
 
-use std::net::IpAddr;
 use std::path::Path;
 use std::time::Duration;
 
 use directnfs::config::{find_config, NfsUrl};
-use directnfs::{Client, PathSpec, Target};
+use directnfs::{Client, Target};
 
 use crate::error::{CliError, Result};
 
@@ -40,17 +39,8 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
             )
         })?;
         for server in &tab.servers {
-            for p in &server.paths {
-                let local = match &p.local {
-                    None => None,
-                    Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
-                        CliError::msg(format!(
-                            "{}:{}: local address \"{l}\" is not an IP address",
-                            tab.source.display(),
-                            p.line
-                        ))
-                    })?),
-                };
+            let specs = crate::location::path_specs(&tab, server)?;
+            for (p, spec) in server.paths.iter().zip(specs) {
                 let shown = match &p.local {
                     Some(l) => format!("{l} -> {}", p.server),
                     None => p.server.clone(),
@@ -64,10 +54,7 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
                         shown.clone(),
                         Target {
                             name: server.name.clone(),
-                            paths: vec![PathSpec {
-                                local,
-                                server: p.server.clone(),
-                            }],
+                            paths: vec![spec.clone()],
                             export: Some(e.export.clone()),
                             path: e.export.clone(),
                             options,

@@ -10,7 +10,7 @@ use std::cell::{OnceCell, RefCell};
 use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
 
-use directnfs::config::{find_config, split_by_export, DnfsTab};
+use directnfs::config::{find_config, split_by_export, DnfsTab, ServerEntry};
 use directnfs::{Client, NfsUrl, PathSpec, Target};
 
 use crate::error::{CliError, Result};
@@ -98,23 +98,7 @@ impl Resolver {
         };
         let server = resolved.server;
         let export = resolved.export.export.clone();
-        let mut paths = Vec::with_capacity(server.paths.len());
-        for p in &server.paths {
-            let local = match &p.local {
-                None => None,
-                Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
-                    CliError::msg(format!(
-                        "{}:{}: local address \"{l}\" is not an IP address",
-                        tab.source.display(),
-                        p.line
-                    ))
-                })?),
-            };
-            paths.push(PathSpec {
-                local,
-                server: p.server.clone(),
-            });
-        }
+        let paths = path_specs(tab, server)?;
         let path = join(&export, &resolved.rest);
         self.note(&format!(
             "{arg}: server {} ({}), export {export}, path {path} (from {})",
@@ -245,6 +229,31 @@ impl NfsSpec {
 }
 
 /// `export` + `rest` (`rest` is `/` or `/a/b`).
+/// The network paths of a dnfstab server, with their `local:` addresses
+/// parsed (an error names the file and line of a bad one).
+pub fn path_specs(tab: &DnfsTab, server: &ServerEntry) -> Result<Vec<PathSpec>> {
+    server
+        .paths
+        .iter()
+        .map(|p| {
+            let local = match &p.local {
+                None => None,
+                Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
+                    CliError::msg(format!(
+                        "{}:{}: local address \"{l}\" is not an IP address",
+                        tab.source.display(),
+                        p.line
+                    ))
+                })?),
+            };
+            Ok(PathSpec {
+                local,
+                server: p.server.clone(),
+            })
+        })
+        .collect()
+}
+
 fn join(export: &str, rest: &str) -> String {
     let export = export.trim_end_matches('/');
     if rest == "/" || rest.is_empty() {
