@@ -154,6 +154,9 @@ pub(crate) struct Shared {
     room: (Mutex<()>, Condvar),
     room_waiters: AtomicUsize,
     shutdown: AtomicBool,
+    /// Wakes the maintenance thread early (shutdown), so dropping a client
+    /// does not wait for its next tick.
+    tick: (Mutex<()>, Condvar),
 }
 
 /// Owner handle: shuts everything down when dropped.
@@ -176,6 +179,7 @@ impl Transport {
             room: (Mutex::new(()), Condvar::new()),
             room_waiters: AtomicUsize::new(0),
             shutdown: AtomicBool::new(false),
+            tick: (Mutex::new(()), Condvar::new()),
         });
         let errors: Vec<io::Error> = std::thread::scope(|s| {
             let handles: Vec<_> = shared
@@ -215,6 +219,10 @@ impl Transport {
 impl Drop for Transport {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::Release);
+        {
+            let _g = self.shared.tick.0.lock().unwrap_or_else(|p| p.into_inner());
+            self.shared.tick.1.notify_all();
+        }
         for ch in &self.shared.channels {
             let mut st = ch.lock();
             Channel::shutdown_socket(&mut st);
@@ -567,7 +575,13 @@ impl Shared {
         let mut expired = Vec::new();
         let mut next_route_check = 0u64;
         while !self.shutdown.load(Ordering::Acquire) {
-            std::thread::sleep(tick);
+            {
+                let g = self.tick.0.lock().unwrap_or_else(|p| p.into_inner());
+                if self.shutdown.load(Ordering::Acquire) {
+                    break;
+                }
+                let _ = self.tick.1.wait_timeout(g, tick);
+            }
             let now = self.now_ns();
             if now >= next_route_check {
                 next_route_check = now + ROUTE_CHECK_INTERVAL.as_nanos() as u64;
