@@ -61,6 +61,19 @@ impl ReadDest {
         self.len
     }
 
+    /// The buffer from byte `from` on, to receive into directly.
+    ///
+    /// # Safety
+    /// Only the current owner of the call may call this, before completing
+    /// it, and must not keep the slice past that.
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn tail(&self, from: usize) -> &mut [u8] {
+        let from = from.min(self.len);
+        // SAFETY: the caller guarantees exclusive access and liveness (see
+        // `new`); `from..len` is within the buffer.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(from), self.len - from) }
+    }
+
     /// Copies `data` to the start of the buffer.
     ///
     /// # Safety

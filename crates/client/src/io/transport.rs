@@ -34,6 +34,25 @@ const RX_BUFFER_MAX: usize = 4 << 20;
 /// How long a receiver waits for replies it only expects (not ones already
 /// under way) before taking what has arrived.
 const SPECULATIVE_WAIT_MS: libc::c_int = 2;
+/// READ replies at least this long are received straight into the
+/// caller's buffer.
+const DIRECT_MIN: usize = 64 * 1024;
+/// Bytes of a large record read before deciding whether its data can be
+/// received directly: the RPC reply header and the READ3resok head.
+const DIRECT_HEAD: usize = 512;
+
+/// Outcome of [`Shared::receive_direct`].
+enum Direct {
+    /// Not a large READ reply in progress: use the normal path.
+    NotApplicable,
+    /// Delivered: drop `consumed` buffered bytes, then `skip` more from the
+    /// socket (the record's padding).
+    Done { consumed: usize, skip: usize },
+    /// The connection failed mid-reply; the call (ours now) must be re-sent
+    /// once the channel is failed.
+    Failed(String, Arc<Call>),
+}
+
 /// Largest `SO_RCVLOWAT` set.
 const RCVLOWAT_MAX: usize = 128 * 1024;
 
@@ -71,7 +90,15 @@ impl<'a> Receiver<'a> {
 
     /// Waits until `certain` bytes (surely coming) or `guess` bytes (maybe,
     /// for at most a short while) are queued, then takes all that is there.
-    fn receive(&mut self, buf: &mut [u8], certain: usize, guess: usize) -> io::Result<usize> {
+    /// `cap` is asked after the wait how many bytes to take at most (the
+    /// replies due may have changed while waiting).
+    fn receive(
+        &mut self,
+        buf: &mut [u8],
+        certain: usize,
+        guess: usize,
+        cap: impl FnOnce() -> usize,
+    ) -> io::Result<usize> {
         use std::os::fd::AsRawFd;
         let fd = self.stream.as_raw_fd();
         // Capped well below the socket's receive buffer: a low-water mark
@@ -109,8 +136,9 @@ impl<'a> Receiver<'a> {
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: the pointer and length describe `buf`, valid for writes.
-        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        let len = buf.len().min(cap()).max(1);
+        // SAFETY: the pointer and `len` <= buf.len() describe `buf`, valid for writes.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), len, libc::MSG_DONTWAIT) };
         if n < 0 {
             let e = io::Error::last_os_error();
             if e.kind() == io::ErrorKind::WouldBlock && rc == 0 {
@@ -122,6 +150,13 @@ impl<'a> Receiver<'a> {
         self.speculate = true;
         Ok(n as usize)
     }
+}
+
+/// Average size of the replies due on `ch`.
+fn average_reply(ch: &Channel) -> usize {
+    let n = ch.outstanding_requests.load(Ordering::Relaxed) as usize;
+    let expected = ch.expected_reply_bytes.load(Ordering::Relaxed) as usize;
+    expected.checked_div(n).unwrap_or(0)
 }
 
 /// How often the maintenance thread checks that each path still has a route.
@@ -455,7 +490,52 @@ impl Shared {
         let mut buf: Vec<u8> = vec![0; RX_BUFFER_START];
         let (mut start, mut end) = (0usize, 0usize);
         let mut rx = Receiver::new(&stream);
+        // Bytes of a record received directly that are still to be dropped
+        // (its padding, and anything after the data).
+        let mut skip = 0usize;
+        let mut lost = None;
         let why = loop {
+            if skip > 0 {
+                let n = skip.min(end - start);
+                start += n;
+                skip -= n;
+                if skip > 0 {
+                    start = 0;
+                    end = 0;
+                    match rx.receive(&mut buf[..skip.min(RX_BUFFER_START)], skip, 0, || {
+                        usize::MAX
+                    }) {
+                        Ok(0) => break "server closed the connection".to_string(),
+                        Ok(n) => end = n,
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                            ) => {}
+                        Err(e) => break format!("receive failed: {e}"),
+                    }
+                }
+                continue;
+            }
+            // A large READ reply not yet complete: receive its data straight
+            // into the caller's buffer instead of through ours.
+            if !reader.is_mid_record() {
+                match self.receive_direct(ch, epoch, &mut rx, &buf[start..end]) {
+                    Direct::NotApplicable => {}
+                    Direct::Done {
+                        consumed,
+                        skip: rest,
+                    } => {
+                        start += consumed;
+                        skip = rest;
+                        continue;
+                    }
+                    Direct::Failed(why, call) => {
+                        lost = Some(call);
+                        break why;
+                    }
+                }
+            }
             // Hand out every complete record in the buffer.
             let step = match reader.next(&buf[start..end]) {
                 Ok(s) => s,
@@ -482,12 +562,30 @@ impl Shared {
                 buf.resize(start + need, 0);
             }
             let have = end - start;
-            let certain = need.saturating_sub(have).max(1);
-            let guess = rx.guess(ch).saturating_sub(have);
+            let mut certain = need.saturating_sub(have).max(1);
+            let mut guess = rx.guess(ch).saturating_sub(have);
             if guess > buf.len() - end && buf.len() < RX_BUFFER_MAX {
                 buf.resize((end + guess).min(RX_BUFFER_MAX), 0);
             }
-            match rx.receive(&mut buf[end..], certain, guess) {
+            // A large record starting: take only its head, so a READ's data
+            // can go straight to the caller (receive_direct). At a record
+            // boundary the size is not known yet: expect a large one when
+            // the replies due on this channel are large — asked after the
+            // wait, since the request may be sent while we wait.
+            let boundary = !reader.is_mid_record() && have < DIRECT_HEAD;
+            if boundary && need >= DIRECT_MIN {
+                certain = certain.min(DIRECT_HEAD - have);
+                guess = 0;
+            }
+            let cap = || {
+                let large = need >= DIRECT_MIN || (have < 4 && average_reply(ch) >= DIRECT_MIN);
+                if boundary && large {
+                    DIRECT_HEAD - have
+                } else {
+                    usize::MAX
+                }
+            };
+            match rx.receive(&mut buf[end..], certain, guess, cap) {
                 Ok(0) => break "server closed the connection".to_string(),
                 Ok(n) => end += n,
                 Err(e)
@@ -500,6 +598,128 @@ impl Shared {
         };
         if !self.shutdown.load(Ordering::Acquire) {
             self.fail_channel(ch, epoch, &why);
+        }
+        if let Some(call) = lost {
+            self.retry_or_fail(call);
+        }
+    }
+
+    /// Receives a large READ reply's data straight into the caller's
+    /// buffer (one copy less per byte: what `scan` pays for). Applies to a
+    /// single-fragment record of at least [`DIRECT_MIN`] bytes, not yet
+    /// complete in `have`, answering a READ in flight on this channel, once
+    /// its header is in `have`. Anything else is left to the normal path.
+    fn receive_direct(
+        self: &Arc<Self>,
+        ch: &Channel,
+        epoch: u64,
+        rx: &mut Receiver<'_>,
+        have: &[u8],
+    ) -> Direct {
+        let Some(h) = have.get(..4) else {
+            return Direct::NotApplicable;
+        };
+        let mark = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
+        let len = (mark & 0x7fff_ffff) as usize;
+        let last = mark & 0x8000_0000 != 0;
+        if !last || len < DIRECT_MIN || have.len() >= 4 + len || len > self.config.max_record {
+            return Direct::NotApplicable;
+        }
+        let mut r = XdrReader::new(&have[4..]);
+        let Ok(header) = ReplyHeader::decode(&mut r) else {
+            return Direct::NotApplicable;
+        };
+        if !header.is_success() {
+            return Direct::NotApplicable;
+        }
+        // Peek first: only a READ of ours whose head is complete qualifies.
+        let max = {
+            let st = ch.lock();
+            if st.epoch != epoch {
+                return Direct::NotApplicable;
+            }
+            match st.table.get(header.xid).map(|c| &c.sink) {
+                Some(Sink::Read(dest)) => dest.len() as u32,
+                _ => return Direct::NotApplicable,
+            }
+        };
+        let Ok(head) = directnfs_wire::nfs3::decode_read_reply_head(&mut r, max) else {
+            return Direct::NotApplicable;
+        };
+        let Some(ok) = head.ok else {
+            return Direct::NotApplicable;
+        };
+        let data_at = 4 + r.position();
+        let count = ok.count as usize;
+        if data_at + count > 4 + len {
+            return Direct::NotApplicable;
+        }
+        let call = {
+            let mut st = ch.lock();
+            if st.epoch != epoch {
+                return Direct::NotApplicable;
+            }
+            st.table.take(header.xid)
+        };
+        let Some(call) = call else {
+            return Direct::NotApplicable;
+        };
+        let Sink::Read(dest) = &call.sink else {
+            return Direct::NotApplicable;
+        };
+        // What is buffered already, then the rest from the socket.
+        let buffered = (have.len() - data_at).min(count);
+        // SAFETY: we took this call from the in-flight table, so we are its
+        // only owner until `complete` (see call.rs).
+        unsafe { dest.fill(&have[data_at..data_at + buffered]) };
+        let mut got = buffered;
+        while got < count {
+            // SAFETY: as above; the slice is dropped before `complete`.
+            let tail = unsafe { dest.tail(got) };
+            let want = count - got;
+            match rx.receive(&mut tail[..want], want, 0, || usize::MAX) {
+                Ok(0) => return self.direct_lost(ch, call, "server closed the connection"),
+                Ok(n) => got += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) => {}
+                Err(e) => return self.direct_lost(ch, call, &format!("receive failed: {e}")),
+            }
+        }
+        self.account(ch, &call, true, count as u64);
+        call.complete(Ok(Reply::Read {
+            status: 0,
+            count: ok.count,
+            eof: ok.eof,
+        }));
+        let consumed = data_at + buffered;
+        Direct::Done {
+            consumed: consumed.min(have.len()),
+            skip: (4 + len) - (data_at + count),
+        }
+    }
+
+    /// The connection broke in the middle of a direct receive: the call is
+    /// ours; the receive loop fails the channel, then re-sends it.
+    fn direct_lost(&self, ch: &Channel, call: Arc<Call>, why: &str) -> Direct {
+        ch.remove_load(&call);
+        self.account_lost(ch, &call, self.now_ns());
+        Direct::Failed(why.to_string(), call)
+    }
+
+    /// Closes the statistics of a reply and frees its load and slot.
+    fn account(&self, ch: &Channel, call: &Call, ok: bool, bytes_read: u64) {
+        ch.remove_load(call);
+        let bytes_written = call.payload.as_ref().map_or(0, |p| p.len() as u64);
+        let latency = self
+            .now_ns()
+            .saturating_sub(call.sent_ns.load(Ordering::Relaxed));
+        ch.stats
+            .on_complete(call.proc_, latency, bytes_read, bytes_written, ok);
+        if self.room_waiters.load(Ordering::Acquire) > 0 {
+            self.room.1.notify_all();
         }
     }
 
@@ -529,21 +749,12 @@ impl Shared {
             );
             return;
         };
-        ch.remove_load(&call);
         let ok = header.as_ref().is_ok_and(|h| h.is_success());
         let bytes_read = match (&call.sink, ok) {
             (Sink::Read(d), true) => d.len() as u64,
             _ => 0,
         };
-        let bytes_written = call.payload.as_ref().map_or(0, |p| p.len() as u64);
-        let latency = self
-            .now_ns()
-            .saturating_sub(call.sent_ns.load(Ordering::Relaxed));
-        ch.stats
-            .on_complete(call.proc_, latency, bytes_read, bytes_written, ok);
-        if self.room_waiters.load(Ordering::Acquire) > 0 {
-            self.room.1.notify_all();
-        }
+        self.account(ch, &call, ok, bytes_read);
         let result = match header {
             Err(e) => Err(CallError::Decode(e)),
             Ok(h) => match h.body {

@@ -109,6 +109,12 @@ impl RecordReader {
         }
     }
 
+    /// True while the fragments of a multi-fragment record are being
+    /// gathered (a driver must not take bytes past the reader then).
+    pub fn is_mid_record(&self) -> bool {
+        self.in_record
+    }
+
     /// The configured record limit.
     pub fn max_record(&self) -> usize {
         self.max_record
