@@ -10,9 +10,8 @@ use std::sync::{Arc, Mutex};
 
 use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
-    self, createhow3, createverf3, decode_commit_reply, decode_write_reply, diropargs3,
-    encode_commit_args, encode_read_args, encode_write_args_header, nfs_fh3, nfsstat3, sattr3,
-    stable_how, writeverf3, Nfs3Res,
+    self, createhow3, createverf3, decode_write_reply, diropargs3, encode_read_args,
+    encode_write_args_header, nfs_fh3, nfsstat3, sattr3, stable_how, writeverf3, Nfs3Res,
 };
 use directnfs_wire::XdrReader;
 
@@ -733,49 +732,20 @@ impl File {
     }
 
     /// COMMIT of the whole file; returns the server's write verifier.
+    /// (JUKEBOX retries and RPC errors are handled by `Inner::call`.)
     fn commit(&self) -> Result<writeverf3> {
-        let inner = self.inner();
-        let mut jukebox = 0;
-        loop {
-            let mut body = inner.call_body(nfs3::NFSPROC3_COMMIT, 80);
-            encode_commit_args(&mut body, self.shared.fh.as_bytes(), 0, 0);
-            let group = Group::new(1);
-            let call = Call::new(
-                nfs3::NFSPROC3_COMMIT,
-                body,
-                None,
-                256,
-                Sink::Record,
-                Notify::Group(Arc::clone(&group)),
-                inner.shared().now_ns(),
-            );
-            inner.run(Arc::clone(&call), &group);
-            let bytes = match call
-                .take_result()
-                .map_err(|e| self.call_error("COMMIT", e))?
-            {
-                Reply::Results(b) => b,
-                Reply::Read { .. } => {
-                    return Err(
-                        self.call_error("COMMIT", CallError::Internal("READ reply for COMMIT"))
-                    )
-                }
-            };
-            if is_jukebox(&bytes) && inner.may_retry_jukebox(jukebox) {
-                jukebox += 1;
-                std::thread::sleep(jukebox_delay(jukebox));
-                continue;
-            }
-            let reply =
-                decode_commit_reply(&mut XdrReader::new(&bytes)).map_err(|e| Error::Protocol {
-                    op: "COMMIT",
-                    path: self.path().to_string(),
-                    detail: e.to_string(),
-                })?;
-            nfs_result(reply.status, "COMMIT", self.path())?;
-            return reply.verf.ok_or_else(|| {
-                self.call_error("COMMIT", CallError::Internal("COMMIT OK without verifier"))
-            });
+        let args = nfs3::COMMIT3args {
+            file: self.shared.fh,
+            offset: 0,
+            count: 0,
+        };
+        match self.inner().call::<nfs3::Commit>(&args, self.path())?.0 {
+            Nfs3Res::Ok(ok) => Ok(ok.verf),
+            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
+                op: "COMMIT",
+                path: self.path().to_string(),
+                status,
+            }),
         }
     }
 
