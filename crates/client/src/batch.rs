@@ -321,29 +321,22 @@ impl<'buf> Batch<'buf> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let min = min.min(self.outstanding());
         loop {
-            let ready: Vec<usize> = {
-                let mut q = self.queue.ready.lock().unwrap_or_else(|p| p.into_inner());
-                let need = min.saturating_sub(self.ready.len());
-                if q.len() < need {
-                    let wait = match deadline {
-                        Some(d) => d.saturating_duration_since(Instant::now()),
-                        None => Duration::from_secs(3600),
-                    };
-                    if !wait.is_zero() {
-                        // Pieces of split operations make this a lower
-                        // bound; the loop re-checks.
-                        self.queue.want.store(need, Ordering::Release);
-                        q = self
-                            .queue
-                            .cv
-                            .wait_timeout_while(q, wait, |q| q.len() < need)
-                            .map(|(g, _)| g)
-                            .unwrap_or_else(|p| p.into_inner().0);
-                        self.queue.want.store(0, Ordering::Release);
-                    }
-                }
-                std::mem::take(&mut *q)
-            };
+            // Pieces of split operations make `need` a lower bound; the
+            // loop re-checks.
+            let need = min.saturating_sub(self.ready.len());
+            let q = &self.queue;
+            if q.count.load(Ordering::Acquire) < need {
+                *q.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
+                q.want.store(need, Ordering::Release);
+                // Receives the replies itself when nobody else does (a
+                // zero timeout still takes what has arrived).
+                self.client
+                    .inner
+                    .shared()
+                    .wait_until(&|| q.count.load(Ordering::Acquire) >= need, deadline);
+                q.want.store(0, Ordering::Release);
+            }
+            let ready = self.queue.take();
             for slot in ready {
                 self.piece_done(slot);
             }
@@ -445,12 +438,9 @@ fn contiguous(got: &[(usize, Option<(usize, bool)>)]) -> usize {
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         // The server may still be writing into borrowed buffers: wait.
+        let shared = self.client.inner.shared();
         for piece in self.pieces.iter().flatten() {
-            while !piece.call.is_done() {
-                let q = self.queue.ready.lock().unwrap_or_else(|p| p.into_inner());
-                self.queue.want.store(1, Ordering::Release);
-                let _ = self.queue.cv.wait_timeout(q, Duration::from_millis(10));
-            }
+            shared.wait_until(&|| piece.call.is_done(), None);
         }
     }
 }

@@ -595,7 +595,7 @@ impl Inner {
     /// Sends a prepared call and waits for it.
     pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
         self.shared().submit(call);
-        group.wait();
+        self.shared().wait_group(group);
     }
 
     /// Calls NFS procedure `P` and waits. Returns the results and how many

@@ -343,7 +343,7 @@ impl File {
         let mut calls = Vec::with_capacity(pieces);
         for (i, chunk) in buf.chunks_mut(rtmax).enumerate() {
             // SAFETY: `chunk` borrows the caller's buffer for this whole
-            // function, and we return only after `group.wait()` saw every
+            // function, and we return only after `wait_group` saw every
             // piece complete; nothing here can unwind in between.
             let dest = unsafe { ReadDest::new(chunk) };
             let call = self.read_call(
@@ -354,7 +354,7 @@ impl File {
             calls.push(Arc::clone(&call));
             self.inner().shared().submit(call);
         }
-        group.wait();
+        self.inner().shared().wait_group(&group);
         let mut total = 0usize;
         let mut jukebox = false;
         let mut short = false;
@@ -466,7 +466,7 @@ impl File {
                     call
                 })
                 .collect();
-            group.wait();
+            self.inner().shared().wait_group(&group);
             let mut again = Vec::new();
             let mut saw_jukebox = false;
             for ((off, data), call) in pending.into_iter().zip(calls) {

@@ -15,7 +15,7 @@
 //! exactly once, and only the owner touches the caller's READ buffer.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 
 use super::error::CallError;
@@ -122,11 +122,10 @@ impl Group {
         })
     }
 
-    /// Blocks the creating thread until every call has completed.
-    pub(crate) fn wait(&self) {
-        while self.pending.load(Ordering::Acquire) != 0 {
-            std::thread::park();
-        }
+    /// True once every call has completed. The creating thread waits for
+    /// that with `Shared::wait_group` (which may receive the replies itself).
+    pub(crate) fn is_done(&self) -> bool {
+        self.pending.load(Ordering::Acquire) == 0
     }
 
     fn one_done(&self) {
@@ -140,11 +139,23 @@ impl Group {
 #[derive(Debug, Default)]
 pub(crate) struct BatchQueue {
     pub(crate) ready: Mutex<Vec<usize>>,
-    pub(crate) cv: Condvar,
+    /// `ready.len()`, readable without the lock.
+    pub(crate) count: AtomicUsize,
+    /// The thread waiting in `Batch::wait` (unparked when `want` is met).
+    pub(crate) waiter: Mutex<Option<Thread>>,
     /// How many queued completions the waiter needs before it is worth
     /// waking (0: nobody waits). Waking once per batch of replies instead of
     /// once per reply is most of the CPU saved per I/O.
     pub(crate) want: AtomicUsize,
+}
+
+impl BatchQueue {
+    /// Takes every queued completion.
+    pub(crate) fn take(&self) -> Vec<usize> {
+        let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
+        self.count.store(0, Ordering::Release);
+        std::mem::take(&mut *ready)
+    }
 }
 
 /// One RPC call.
@@ -223,16 +234,17 @@ impl Call {
         match &self.notify {
             Notify::Group(g) => g.one_done(),
             Notify::Batch(q, token) => {
-                let len = match q.ready.lock() {
-                    Ok(mut ready) => {
-                        ready.push(*token);
-                        ready.len()
-                    }
-                    Err(_) => usize::MAX,
+                let len = {
+                    let mut ready = q.ready.lock().unwrap_or_else(|p| p.into_inner());
+                    ready.push(*token);
+                    q.count.store(ready.len(), Ordering::Release);
+                    ready.len()
                 };
                 let want = q.want.load(Ordering::Acquire);
                 if want != 0 && len >= want {
-                    q.cv.notify_one();
+                    if let Some(t) = &*q.waiter.lock().unwrap_or_else(|p| p.into_inner()) {
+                        t.unpark();
+                    }
                 }
             }
         }

@@ -1,5 +1,5 @@
 //! One channel: a TCP connection to one server address over one path, its
-//! in-flight table, and the thread that receives its replies.
+//! in-flight table, and the state of receiving its replies.
 
 use std::io::{self, IoSlice, Write};
 use std::net::{Shutdown, TcpStream};
@@ -13,6 +13,7 @@ use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::xdr::pad_len;
 
 use super::call::Call;
+use super::receive::RxState;
 use super::socket::ConnectSpec;
 
 /// Mutable state of a channel, behind one short-held lock.
@@ -37,6 +38,9 @@ pub(crate) struct Channel {
     pub state: Mutex<ChannelState>,
     /// The sending half; its lock orders whole records on the stream.
     pub writer: Mutex<Option<TcpStream>>,
+    /// The receiving half, driven by the transport's leader (`lead.rs`).
+    /// Lock order: `rx` before `state`.
+    pub rx: Mutex<Option<RxState>>,
     /// Lock-free copies of what the chooser reads.
     pub up: AtomicBool,
     pub outstanding_bytes: AtomicU64,
@@ -65,6 +69,7 @@ impl Channel {
                 sock: None,
             }),
             writer: Mutex::new(None),
+            rx: Mutex::new(None),
             up: AtomicBool::new(false),
             outstanding_bytes: AtomicU64::new(0),
             outstanding_requests: AtomicU64::new(0),

@@ -4,6 +4,8 @@
 pub(crate) mod call;
 pub(crate) mod channel;
 pub(crate) mod error;
+pub(crate) mod lead;
 pub(crate) mod oneshot;
+pub(crate) mod receive;
 pub(crate) mod socket;
 pub(crate) mod transport;

@@ -1,0 +1,350 @@
+//! Who receives: leader/follower.
+//!
+//! There is no receiver thread per connection. A caller that waits for its
+//! calls *leads* the transport: it polls every connection itself, hands out
+//! every reply that arrives (its own and other callers'), and stops leading
+//! as soon as what it waits for is done. A reply for the leader therefore
+//! costs no thread hand-off at all (one wake-up, from `poll`), which is
+//! what a database's I/O rate is made of; with a receiver thread per
+//! connection every reply cost two (receiver woken, then the caller).
+//!
+//! Callers that find a leader already there are *followers*: they park,
+//! the leader completes their calls and unparks them, and a leader that
+//! stops hands the lead to one follower.
+//!
+//! Calls nobody waits for (a `Batch` submitted and not yet reaped) still
+//! get received: the maintenance thread notices a transport with calls
+//! outstanding and no leader for a tick and wakes the *fallback* thread,
+//! which leads until nothing is outstanding or a caller wants the lead
+//! (it asks through [`Lead::want`] and the wake-up eventfd, which also
+//! tells a leader that a connection was added or the transport is
+//! shutting down).
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use super::call::Group;
+use super::channel::Channel;
+use super::receive::Lost;
+use super::transport::Shared;
+
+/// Longest a leader sleeps in `poll` before re-checking what it waits for
+/// (completions by other threads: soft timeouts, shutdown).
+pub(crate) const LEAD_POLL_MAX_MS: libc::c_int = 20;
+/// Longest a follower parks before trying to lead again (a safety net: a
+/// leader that stops always unparks one).
+const FOLLOW_PARK_MAX: Duration = Duration::from_millis(20);
+
+/// The leadership of one transport.
+#[derive(Debug)]
+pub(crate) struct Lead {
+    leading: AtomicBool,
+    /// Whether the fallback thread holds the lead (callers then ask it to
+    /// step down instead of just waiting).
+    pub(crate) fallback_leading: AtomicBool,
+    /// A caller wants the fallback thread to step down.
+    pub(crate) want: AtomicBool,
+    followers: Mutex<Vec<Thread>>,
+    /// Non-blocking eventfd the leader polls beside the connections.
+    wake: OwnedFd,
+    /// When the lead was last given up (transport nanoseconds).
+    pub(crate) released_ns: AtomicU64,
+    /// Wakes the fallback thread (flag: it has work).
+    pub(crate) fallback: (Mutex<bool>, Condvar),
+}
+
+impl Lead {
+    pub(crate) fn new() -> io::Result<Self> {
+        // SAFETY: plain syscall; the result is checked before use.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self {
+            leading: AtomicBool::new(false),
+            fallback_leading: AtomicBool::new(false),
+            want: AtomicBool::new(false),
+            followers: Mutex::new(Vec::new()),
+            // SAFETY: `fd` is a fresh descriptor nobody else owns.
+            wake: unsafe { OwnedFd::from_raw_fd(fd) },
+            released_ns: AtomicU64::new(0),
+            fallback: (Mutex::new(false), Condvar::new()),
+        })
+    }
+
+    /// Takes the lead if nobody holds it.
+    pub(crate) fn try_acquire(&self) -> bool {
+        self.leading
+            .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    pub(crate) fn is_led(&self) -> bool {
+        self.leading.load(Ordering::SeqCst)
+    }
+
+    /// Gives the lead up and hands it to a follower, if any waits.
+    pub(crate) fn release(&self, now_ns: u64) {
+        self.released_ns.store(now_ns, Ordering::Relaxed);
+        self.leading.store(false, Ordering::SeqCst);
+        self.hand_off();
+    }
+
+    /// Wakes the longest-waiting follower to take the lead. It is taken
+    /// off the list, so it knows it was chosen (see `follow`).
+    fn hand_off(&self) {
+        let next = {
+            let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+            (!followers.is_empty()).then(|| followers.remove(0))
+        };
+        if let Some(t) = next {
+            t.unpark();
+        }
+    }
+
+    /// Parks the calling thread as a follower until unparked (a completion
+    /// or a hand-off), `until` or a short safety timeout.
+    pub(crate) fn follow(&self, until: Option<Instant>, done: &dyn Fn() -> bool) {
+        let me = std::thread::current();
+        self.followers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(me.clone());
+        // Re-check after registering: a leader that stopped in between did
+        // not see us, but we see that it stopped.
+        if self.is_led() && !done() {
+            let mut park = FOLLOW_PARK_MAX;
+            if let Some(u) = until {
+                park = park.min(u.saturating_duration_since(Instant::now()));
+            }
+            std::thread::park_timeout(park);
+        }
+        let chosen = {
+            let mut followers = self.followers.lock().unwrap_or_else(|p| p.into_inner());
+            match followers.iter().position(|t| t.id() == me.id()) {
+                Some(i) => {
+                    followers.remove(i);
+                    false
+                }
+                None => true,
+            }
+        };
+        // Chosen to lead but no longer needing to (our calls completed
+        // meanwhile): pass the lead on, or the others would wait for the
+        // safety timeout.
+        if chosen && done() && !self.is_led() {
+            self.hand_off();
+        }
+    }
+
+    pub(crate) fn wake_fd(&self) -> libc::c_int {
+        self.wake.as_raw_fd()
+    }
+
+    /// Wakes the leader out of `poll`.
+    pub(crate) fn wake(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our eventfd; a full
+        // counter (EAGAIN) still leaves it readable, which is all we need.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    /// Clears the eventfd after the leader saw it readable.
+    pub(crate) fn drain_wake(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: reads 8 bytes into a live u64 from our non-blocking eventfd.
+        let _ = unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+    }
+
+    /// Tells the fallback thread there are calls nobody receives.
+    pub(crate) fn signal_fallback(&self) {
+        let mut work = self.fallback.0.lock().unwrap_or_else(|p| p.into_inner());
+        *work = true;
+        self.fallback.1.notify_one();
+    }
+}
+
+impl Shared {
+    /// Waits until every call of `group` has completed.
+    pub(crate) fn wait_group(&self, group: &Group) {
+        self.wait_until(&|| group.is_done(), None);
+    }
+
+    /// Returns once `done()` holds (true) or `until` passed (false),
+    /// receiving replies meanwhile whenever nobody else does. `done` is
+    /// checked after every batch of replies: keep it cheap.
+    pub(crate) fn wait_until(&self, done: &dyn Fn() -> bool, until: Option<Instant>) -> bool {
+        loop {
+            if done() {
+                return true;
+            }
+            let passed = until.is_some_and(|u| Instant::now() >= u);
+            if self.lead.try_acquire() {
+                self.lead_loop(done, until, false);
+                self.lead.release(self.now_ns());
+                if done() {
+                    return true;
+                }
+            } else if !passed {
+                if self.lead.fallback_leading.load(Ordering::SeqCst) {
+                    self.lead.want.store(true, Ordering::SeqCst);
+                    self.lead.wake();
+                }
+                self.lead.follow(until, done);
+                continue;
+            }
+            if passed || until.is_some_and(|u| Instant::now() >= u) {
+                return done();
+            }
+        }
+    }
+
+    /// Receives on every connection until `done()`, `until`, shutdown, or
+    /// (for the fallback thread) nothing outstanding or a caller wanting
+    /// the lead. Always makes one pass over what is already buffered and
+    /// queued, even when `until` has passed.
+    fn lead_loop(&self, done: &dyn Fn() -> bool, until: Option<Instant>, fallback: bool) {
+        let n = self.channels.len();
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(n + 1);
+        let mut which: Vec<usize> = Vec::with_capacity(n);
+        let mut ready = vec![true; n];
+        let mut timed_out = false;
+        loop {
+            fds.clear();
+            which.clear();
+            fds.push(libc::pollfd {
+                fd: self.lead.wake_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            let mut speculative = false;
+            for (i, ch) in self.channels.iter().enumerate() {
+                if let Some(spec) = self.service_channel(ch, ready[i], timed_out) {
+                    speculative |= spec.0;
+                    fds.push(libc::pollfd {
+                        fd: spec.1,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    });
+                    which.push(i);
+                }
+            }
+            if done() || self.is_shutdown() {
+                return;
+            }
+            if fallback && (self.lead.want.load(Ordering::SeqCst) || !self.anything_outstanding()) {
+                return;
+            }
+            let mut timeout = if speculative {
+                super::receive::SPECULATIVE_WAIT_MS
+            } else {
+                LEAD_POLL_MAX_MS
+            };
+            if let Some(u) = until {
+                let left = u.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return;
+                }
+                timeout = timeout.min(left.as_millis().max(1) as libc::c_int);
+            }
+            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
+            let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            timed_out = rc == 0;
+            ready.iter_mut().for_each(|r| *r = false);
+            if rc > 0 {
+                if fds[0].revents != 0 {
+                    self.lead.drain_wake();
+                }
+                for (pfd, &i) in fds[1..].iter().zip(&which) {
+                    ready[i] = pfd.revents != 0;
+                }
+            }
+        }
+    }
+
+    /// One leader pass over a connection: hand out what arrived, then arm
+    /// the next wait. Returns whether that wait is speculative and the fd
+    /// to poll, or None when the channel has no connection (or just lost
+    /// it: then it is failed and its calls re-sent here).
+    fn service_channel(
+        &self,
+        ch: &Channel,
+        readable: bool,
+        timed_out: bool,
+    ) -> Option<(bool, libc::c_int)> {
+        let mut guard = ch.rx.lock().unwrap_or_else(|p| p.into_inner());
+        let rx = guard.as_mut()?;
+        if timed_out {
+            rx.wait_timed_out();
+        }
+        // After a timeout every socket is read: data below its low-water
+        // mark does not make it readable.
+        let result = rx.service(self, ch, readable || timed_out).and_then(|()| {
+            rx.arm(ch).map_err(|e| Lost {
+                why: format!("setting SO_RCVLOWAT failed: {e}"),
+                call: None,
+            })
+        });
+        match result {
+            Ok(spec) => Some((spec, rx.fd())),
+            Err(lost) => {
+                let epoch = rx.epoch;
+                *guard = None;
+                drop(guard);
+                if !self.is_shutdown() {
+                    self.fail_from_lead(ch, epoch, lost);
+                }
+                None
+            }
+        }
+    }
+
+    /// The fallback receiver: leads when the maintenance thread finds
+    /// calls nobody receives (see the module doc).
+    pub(crate) fn fallback_loop(&self) {
+        loop {
+            {
+                let (lock, cv) = &self.lead.fallback;
+                let mut work = lock.lock().unwrap_or_else(|p| p.into_inner());
+                while !*work && !self.is_shutdown() {
+                    work = cv.wait(work).unwrap_or_else(|p| p.into_inner());
+                }
+                *work = false;
+            }
+            if self.is_shutdown() {
+                return;
+            }
+            self.lead.fallback_leading.store(true, Ordering::SeqCst);
+            if self.lead.try_acquire() {
+                self.lead_loop(&|| false, None, true);
+                self.lead.want.store(false, Ordering::SeqCst);
+                self.lead.fallback_leading.store(false, Ordering::SeqCst);
+                self.lead.release(self.now_ns());
+            } else {
+                self.lead.fallback_leading.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Called by the maintenance thread every tick: wakes the fallback
+    /// receiver when calls are outstanding and nobody has led for a tick.
+    pub(crate) fn check_orphans(&self, now_ns: u64, tick: Duration) {
+        if self.lead.is_led() || !self.anything_outstanding() {
+            return;
+        }
+        let released = self.lead.released_ns.load(Ordering::Relaxed);
+        if now_ns.saturating_sub(released) >= tick.as_nanos() as u64 {
+            self.lead.signal_fallback();
+        }
+    }
+
+    fn anything_outstanding(&self) -> bool {
+        self.channels
+            .iter()
+            .any(|c| c.outstanding_requests.load(Ordering::Relaxed) > 0)
+    }
+}
