@@ -147,6 +147,10 @@ pub struct RunResult {
     /// Client user and system CPU seconds over the window.
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
+    /// Context switches (voluntary + involuntary, getrusage) per I/O over
+    /// the window: the wake-ups an I/O costs.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub csw_per_io: Option<f64>,
     pub server_cpu_s: Option<f64>,
     /// scan: workers, full passes completed, and seconds per pass.
     #[serde(skip_serializing_if = "Option::is_none", default)]

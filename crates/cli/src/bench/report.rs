@@ -190,7 +190,7 @@ pub fn table(rep: &Report) -> String {
     let scan = wl == "scan";
     let _ = writeln!(
         s,
-        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}{} {:>6} {:>6}",
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}{} {:>6} {:>6}",
         "engine",
         "sess",
         "ops",
@@ -203,6 +203,7 @@ pub fn table(rep: &Report) -> String {
         "max",
         "cpu/IO",
         "cpu s/GB",
+        "csw/IO",
         "srv/IO",
         if scan { "  s/pass" } else { "" },
         "errors",
@@ -210,13 +211,13 @@ pub fn table(rep: &Report) -> String {
     );
     let _ = writeln!(
         s,
-        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}{} {:>6} {:>6}",
-        "", "", "", "", "", "us", "us", "us", "us", "us", "us", "", "us", if scan { "        " } else { "" }, "", ""
+        "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}{} {:>6} {:>6}",
+        "", "", "", "", "", "us", "us", "us", "us", "us", "us", "", "", "us", if scan { "        " } else { "" }, "", ""
     );
     for r in &rep.runs {
         let _ = writeln!(
             s,
-            "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9}{} {:>6} {:>6}",
+            "{:<10} {:>4} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}{} {:>6} {:>6}",
             r.engine,
             r.sessions,
             r.ops,
@@ -229,6 +230,7 @@ pub fn table(rep: &Report) -> String {
             fmt_num(r.latency_us.max),
             fmt_num(r.cpu_us_per_io),
             fmt_num(r.cpu_s_per_gb),
+            r.csw_per_io.map_or("-".into(), |v| format!("{v:.2}")),
             r.server_cpu_us_per_io.map_or("-".into(), fmt_num),
             if scan {
                 format!("{:>8}", r.scan_elapsed_s.map_or("-".into(), |v| format!("{v:.3}")))
@@ -284,7 +286,7 @@ pub fn table(rep: &Report) -> String {
     }
     let _ = writeln!(
         s,
-        "  latency per I/O from submission to completion; cpu/IO = client user+sys CPU (getrusage, measured window, own process) per I/O; srv/IO = server CPU per I/O (--server-pid); MB/s = 10^6 bytes/s"
+        "  latency per I/O from submission to completion; cpu/IO = client user+sys CPU (getrusage, measured window, own process) per I/O; csw/IO = its context switches per I/O; srv/IO = server CPU per I/O (--server-pid); MB/s = 10^6 bytes/s"
     );
     s
 }

@@ -41,18 +41,25 @@ struct Mark {
     at: Instant,
     user: f64,
     sys: f64,
+    /// Voluntary + involuntary context switches of this process.
+    csw: f64,
     server: Option<f64>,
 }
 
-fn rusage_self() -> (f64, f64) {
+/// User CPU, system CPU (seconds) and context switches of this process.
+fn rusage_self() -> (f64, f64, f64) {
     // SAFETY: getrusage fills the struct we pass.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     if rc != 0 {
-        return (0.0, 0.0);
+        return (0.0, 0.0, 0.0);
     }
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    (
+        tv(ru.ru_utime),
+        tv(ru.ru_stime),
+        (ru.ru_nvcsw + ru.ru_nivcsw) as f64,
+    )
 }
 
 /// utime + stime of a process in seconds, from /proc/PID/stat.
@@ -70,11 +77,12 @@ pub fn proc_cpu(pid: u32) -> Option<f64> {
 }
 
 fn mark(server_pid: Option<u32>) -> Mark {
-    let (user, sys) = rusage_self();
+    let (user, sys, csw) = rusage_self();
     Mark {
         at: Instant::now(),
         user,
         sys,
+        csw,
         server: server_pid.and_then(proc_cpu),
     }
 }
@@ -410,6 +418,7 @@ fn run_inner(job: &Job) -> Result<RunResult, String> {
         writes: sum(|c| &c.writes),
         cpu_user_s: user,
         cpu_sys_s: sys,
+        csw_per_io: (ops > 0).then(|| (end.csw - start.csw) / ops as f64),
         server_cpu_s: server,
         workers: (job.workload == Workload::Scan).then_some(job.workers),
         passes: (job.workload == Workload::Scan).then_some(passes),
