@@ -19,6 +19,12 @@
 //! Buffers are borrowed for the life of the batch (`'buf`): the borrow
 //! checker keeps the caller from touching them while the server may still
 //! write into them. Dropping a batch waits for everything it submitted.
+//!
+//! Submitted operations are queued and go to the server together — one
+//! write per connection for the lot — when the batch is waited on, when
+//! [`Batch::submit`] is called, or once [`SEND_QUEUE_MAX`] requests are
+//! queued (the `io_uring` submit model). Sending each request on its own
+//! costs a system call and, on the server, a wake-up per request.
 
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -84,8 +90,14 @@ pub struct Batch<'buf> {
     ops: Vec<Option<Op>>,
     in_flight: usize,
     ready: Vec<Completion>,
+    /// Requests queued, not yet sent (see the module doc).
+    unsent: Vec<Arc<Call>>,
     _buffers: PhantomData<&'buf mut [u8]>,
 }
+
+/// Requests a batch queues before sending them without waiting for
+/// [`Batch::wait`] or [`Batch::submit`].
+pub const SEND_QUEUE_MAX: usize = 64;
 
 impl<'buf> Batch<'buf> {
     /// An empty batch on `client`.
@@ -97,6 +109,7 @@ impl<'buf> Batch<'buf> {
             ops: Vec::new(),
             in_flight: 0,
             ready: Vec::new(),
+            unsent: Vec::new(),
             _buffers: PhantomData,
         }
     }
@@ -158,9 +171,21 @@ impl<'buf> Batch<'buf> {
         if let Some(Some(op)) = self.ops.get_mut(piece.op) {
             op.pending += 1;
         }
-        let call = Arc::clone(&piece.call);
+        self.unsent.push(Arc::clone(&piece.call));
         self.pieces[slot] = Some(piece);
-        self.client.inner.shared().submit(call);
+        if self.unsent.len() >= SEND_QUEUE_MAX {
+            self.submit();
+        }
+    }
+
+    /// Sends every queued request now (waiting does this too).
+    pub fn submit(&mut self) {
+        if !self.unsent.is_empty() {
+            self.client
+                .inner
+                .shared()
+                .submit_many(self.unsent.drain(..));
+        }
     }
 
     /// Submits a read of `buf.len()` bytes at `offset` into `buf`.
@@ -321,6 +346,7 @@ impl<'buf> Batch<'buf> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let min = min.min(self.outstanding());
         loop {
+            self.submit();
             // Pieces of split operations make `need` a lower bound; the
             // loop re-checks.
             let need = min.saturating_sub(self.ready.len());
@@ -438,6 +464,7 @@ fn contiguous(got: &[(usize, Option<(usize, bool)>)]) -> usize {
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
         // The server may still be writing into borrowed buffers: wait.
+        self.submit();
         let shared = self.client.inner.shared();
         for piece in self.pieces.iter().flatten() {
             shared.wait_until(&|| piece.call.is_done(), None);

@@ -351,9 +351,9 @@ impl File {
                 dest,
                 Notify::Group(Arc::clone(&group)),
             );
-            calls.push(Arc::clone(&call));
-            self.inner().shared().submit(call);
+            calls.push(call);
         }
+        self.inner().shared().submit_many(calls.iter().cloned());
         self.inner().shared().wait_group(&group);
         let mut total = 0usize;
         let mut jukebox = false;
@@ -460,12 +460,10 @@ impl File {
             let calls: Vec<_> = pending
                 .iter()
                 .map(|(off, data)| {
-                    let call =
-                        self.write_call(*off, Arc::clone(data), Notify::Group(Arc::clone(&group)));
-                    self.inner().shared().submit(Arc::clone(&call));
-                    call
+                    self.write_call(*off, Arc::clone(data), Notify::Group(Arc::clone(&group)))
                 })
                 .collect();
+            self.inner().shared().submit_many(calls.iter().cloned());
             self.inner().shared().wait_group(&group);
             let mut again = Vec::new();
             let mut saw_jukebox = false;

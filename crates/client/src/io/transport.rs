@@ -192,6 +192,72 @@ impl Shared {
         self.send_call(call, false);
     }
 
+    /// Sends a caller's calls, those going to the same channel in one
+    /// write (see `Channel::send_many`). Calls that find no room or no
+    /// channel up go through [`submit`](Self::submit) one by one.
+    pub(crate) fn submit_many(&self, calls: impl IntoIterator<Item = Arc<Call>>) {
+        let mut per_channel: Vec<Vec<(u32, Arc<Call>)>> = vec![Vec::new(); self.channels.len()];
+        let mut epochs = vec![0u64; self.channels.len()];
+        let mut rest = Vec::new();
+        for call in calls {
+            if self.shutdown.load(Ordering::Acquire) {
+                call.complete(Err(CallError::Shutdown));
+                continue;
+            }
+            let Some(idx) = self.choose(None) else {
+                rest.push(call);
+                continue;
+            };
+            let ch = &self.channels[idx];
+            let inserted = {
+                let mut st = ch.lock();
+                let deadline = self.now_ns() + self.timeo_ns();
+                if !st.health.is_up() {
+                    None
+                } else {
+                    st.table
+                        .insert(Arc::clone(&call), deadline)
+                        .ok()
+                        .map(|xid| (xid, st.epoch))
+                }
+            };
+            let Some((xid, epoch)) = inserted else {
+                rest.push(call);
+                continue;
+            };
+            // A connection that changed between two calls of this batch:
+            // send what was queued for the old one (it will fail and be
+            // re-sent), then start over.
+            if !per_channel[idx].is_empty() && epochs[idx] != epoch {
+                self.send_queued(idx, epochs[idx], &mut per_channel[idx]);
+            }
+            epochs[idx] = epoch;
+            call.attempts.fetch_add(1, Ordering::Relaxed);
+            call.last_channel.store(idx, Ordering::Relaxed);
+            call.sent_ns.store(self.now_ns(), Ordering::Relaxed);
+            ch.stats.on_submit(call.proc_);
+            ch.add_load(&call);
+            per_channel[idx].push((xid, call));
+        }
+        for (idx, queued) in per_channel.iter_mut().enumerate() {
+            if !queued.is_empty() {
+                self.send_queued(idx, epochs[idx], queued);
+            }
+        }
+        for call in rest {
+            self.submit(call);
+        }
+    }
+
+    fn send_queued(&self, idx: usize, epoch: u64, queued: &mut Vec<(u32, Arc<Call>)>) {
+        let ch = &self.channels[idx];
+        if let Err(e) = ch.send_many(queued, epoch) {
+            // The calls sit in the table: failing the channel re-sends them.
+            self.fail_channel(ch, epoch, &format!("send failed: {e}"));
+        }
+        queued.clear();
+    }
+
     fn send_call(&self, call: Arc<Call>, may_wait: bool) {
         let avoid = match call.last_channel.load(Ordering::Relaxed) {
             usize::MAX => None,
@@ -234,7 +300,7 @@ impl Shared {
             call.sent_ns.store(self.now_ns(), Ordering::Relaxed);
             ch.stats.on_submit(call.proc_);
             ch.add_load(&call);
-            if let Err(e) = ch.send(xid, &call) {
+            if let Err(e) = ch.send(xid, &call, epoch) {
                 // The call sits in the table: failing the channel re-sends it.
                 self.fail_channel(ch, epoch, &format!("send failed: {e}"));
             }
@@ -370,7 +436,7 @@ impl Shared {
             let mut st = ch.lock();
             st.epoch += 1;
             st.sock = Some(stream);
-            *ch.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(writer);
+            *ch.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some((writer, st.epoch));
             *rx = Some(RxState::new(reader, st.epoch, self.config.max_record));
             st.health.on_connected();
             st.epoch
