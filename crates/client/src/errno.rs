@@ -1,11 +1,13 @@
-//! The one map from NFSv3 status codes to errno values, used by the Rust
-//! API (`io::ErrorKind`), the C library and the SQLite VFS alike.
+//! The one map from NFSv3 status codes (and RPC authentication failures)
+//! to errno values, used by the Rust API (`io::ErrorKind`), the C library
+//! and the SQLite VFS alike.
 //!
 //! Follows the Linux client's `nfs3_errtbl` where a user-space errno exists;
 //! codes that Linux maps to kernel-internal values (BADHANDLE, TOOSMALL,
 //! BADTYPE, SERVERFAULT, NOT_SYNC, BAD_COOKIE) map to the nearest POSIX one.
 
 use directnfs_wire::nfs3::nfsstat3;
+use directnfs_wire::rpc::AuthStat;
 
 /// errno for an NFSv3 status (EIO for anything unknown).
 pub fn nfs_errno(status: nfsstat3) -> i32 {
@@ -38,6 +40,16 @@ pub fn nfs_errno(status: nfsstat3) -> i32 {
         nfsstat3::NFS3ERR_JUKEBOX => libc::EAGAIN,
         _ => libc::EIO,
     }
+}
+
+/// errno for an RPC MSG_DENIED AUTH_ERROR, whatever its `auth_stat`
+/// (BADCRED, REJECTEDCRED, BADVERF, REJECTEDVERF, TOOWEAK, unknown ...):
+/// EACCES. The server refused who we said we are (the AUTH_SYS uid, gid
+/// and groups), how we said it, or where from (a non-privileged source
+/// port on a `secure` export) — a permission problem, as the Linux client
+/// reports it, not an I/O error. It is never retried.
+pub fn auth_errno(_status: AuthStat) -> i32 {
+    libc::EACCES
 }
 
 /// `io::ErrorKind` for an errno, as std maps it.
@@ -76,6 +88,22 @@ mod tests {
             errno_kind(nfs_errno(nfsstat3::NFS3ERR_NOTEMPTY)),
             ErrorKind::DirectoryNotEmpty
         );
+    }
+
+    #[test]
+    fn auth_errors_map_to_eacces() {
+        for s in [
+            AuthStat::AUTH_BADCRED,
+            AuthStat::AUTH_REJECTEDCRED,
+            AuthStat::AUTH_BADVERF,
+            AuthStat::AUTH_REJECTEDVERF,
+            AuthStat::AUTH_TOOWEAK,
+            AuthStat::AUTH_FAILED,
+            AuthStat(0x1234),
+        ] {
+            assert_eq!(auth_errno(s), libc::EACCES, "{s:?}");
+            assert_eq!(errno_kind(auth_errno(s)), ErrorKind::PermissionDenied);
+        }
     }
 
     #[test]

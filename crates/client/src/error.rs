@@ -4,8 +4,9 @@ use std::io;
 
 use directnfs_wire::mount::mountstat3;
 use directnfs_wire::nfs3::nfsstat3;
+use directnfs_wire::rpc::AuthStat;
 
-use crate::errno::{errno_kind, nfs_errno};
+use crate::errno::{auth_errno, errno_kind, nfs_errno};
 use crate::io::error::CallError;
 
 /// Result alias for this crate.
@@ -36,8 +37,25 @@ pub enum Error {
         /// MOUNT status.
         status: mountstat3,
     },
-    /// The RPC layer rejected the call (version mismatch, auth error,
-    /// PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR, ...).
+    /// The server refused the call's credentials (MSG_DENIED AUTH_ERROR:
+    /// AUTH_BADCRED, AUTH_REJECTEDCRED, AUTH_TOOWEAK, ...). EACCES, as a
+    /// permission problem: the uid/gid sent (`uid=`, `gid=`, `gids=`), the
+    /// flavor (AUTH_SYS) or a privileged source port (`resvport`) is not
+    /// accepted by the export. Not retried.
+    #[error(
+        "{op} {path}: server rejected the credentials: {status} ({})",
+        io::Error::from_raw_os_error(auth_errno(*status))
+    )]
+    Auth {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+        /// The `auth_stat` the server gave, unknown values included.
+        status: AuthStat,
+    },
+    /// The RPC layer rejected the call (version mismatch, PROG_UNAVAIL,
+    /// PROG_MISMATCH, PROC_UNAVAIL, GARBAGE_ARGS, SYSTEM_ERR, ...).
     #[error("{op} {path}: RPC failure: {detail}")]
     Rpc {
         /// Operation.
@@ -102,9 +120,10 @@ impl Error {
                 mountstat3::MNT3ERR_NOTDIR => libc::ENOTDIR,
                 _ => libc::EIO,
             },
+            Error::Auth { status, .. } => auth_errno(*status),
             Error::Rpc { .. } | Error::Protocol { .. } => libc::EIO,
             Error::TimedOut { .. } => libc::ETIMEDOUT,
-            Error::Connect { source, .. } => source.raw_os_error().unwrap_or(libc::ECONNREFUSED),
+            Error::Connect { source, .. } => connect_errno(source),
             Error::InvalidInput(_) | Error::Config(_) => libc::EINVAL,
             Error::Shutdown { .. } => libc::ESHUTDOWN,
         }
@@ -137,6 +156,7 @@ impl Error {
                 detail: format!("no reply after {attempts} attempt(s)"),
             },
             CallError::Shutdown => Error::Shutdown { op, path },
+            CallError::Auth(status) => Error::Auth { op, path, status },
             CallError::Decode(d) => Error::Protocol {
                 op,
                 path,
@@ -148,6 +168,32 @@ impl Error {
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+/// The errno of a failure to reach the server: the OS error when there is
+/// one (also inside a wrapping `io::Error`), else the nearest errno of its
+/// kind (a cold-path deadline is ETIMEDOUT, a host name without an address
+/// EHOSTUNREACH), else ECONNREFUSED.
+fn connect_errno(e: &io::Error) -> i32 {
+    if let Some(n) = e.raw_os_error() {
+        return n;
+    }
+    let inner = e
+        .get_ref()
+        .and_then(|i| i.downcast_ref::<io::Error>())
+        .and_then(io::Error::raw_os_error);
+    if let Some(n) = inner {
+        return n;
+    }
+    match e.kind() {
+        io::ErrorKind::TimedOut => libc::ETIMEDOUT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::ConnectionReset | io::ErrorKind::UnexpectedEof => libc::ECONNRESET,
+        io::ErrorKind::ConnectionAborted => libc::ECONNABORTED,
+        io::ErrorKind::AddrNotAvailable => libc::EADDRNOTAVAIL,
+        io::ErrorKind::NotFound => libc::EHOSTUNREACH,
+        _ => libc::ECONNREFUSED,
     }
 }
 
@@ -175,6 +221,58 @@ mod tests {
         );
         assert_eq!(e.errno(), libc::ENOENT);
         assert_eq!(io::Error::from(e).kind(), io::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn auth_errors_are_eacces_naming_the_auth_stat() {
+        for status in [
+            AuthStat::AUTH_BADCRED,
+            AuthStat::AUTH_REJECTEDCRED,
+            AuthStat::AUTH_TOOWEAK,
+            AuthStat::AUTH_BADVERF,
+            AuthStat(0x1234),
+        ] {
+            let e = Error::from_call("READ", "/db/f", CallError::Auth(status));
+            assert!(matches!(e, Error::Auth { .. }), "{e:?}");
+            assert_eq!(e.errno(), libc::EACCES, "{status:?}");
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+            let msg = e.to_string();
+            assert!(
+                msg.starts_with("READ /db/f: server rejected the credentials: ")
+                    && msg.contains(&status.to_string()),
+                "{msg}"
+            );
+        }
+        let msg = Error::from_call("READ", "/f", CallError::Auth(AuthStat::AUTH_TOOWEAK));
+        assert!(msg.to_string().contains("AUTH_TOOWEAK"), "{msg}");
+        // Other RPC rejections stay EIO.
+        let e = Error::from_call("READ", "/f", CallError::RpcMismatch { low: 2, high: 2 });
+        assert_eq!(e.errno(), libc::EIO);
+    }
+
+    #[test]
+    fn connect_errors_keep_the_os_errno_else_map_their_kind() {
+        let c = |source: io::Error| Error::Connect {
+            server: "h:111".into(),
+            source,
+        };
+        let os = c(io::Error::from_raw_os_error(libc::EHOSTUNREACH));
+        assert_eq!(os.errno(), libc::EHOSTUNREACH);
+        let wrapped = c(io::Error::other(io::Error::from_raw_os_error(
+            libc::ENETUNREACH,
+        )));
+        assert_eq!(wrapped.errno(), libc::ENETUNREACH);
+        let deadline = c(io::Error::new(io::ErrorKind::TimedOut, "no reply"));
+        assert_eq!(deadline.errno(), libc::ETIMEDOUT);
+        assert_eq!(deadline.kind(), io::ErrorKind::TimedOut);
+        let no_address = c(io::Error::new(io::ErrorKind::NotFound, "no address"));
+        assert_eq!(no_address.errno(), libc::EHOSTUNREACH);
+        let other = c(io::Error::other("not registered"));
+        assert_eq!(other.errno(), libc::ECONNREFUSED);
+        assert!(
+            other.to_string().starts_with("cannot reach h:111: "),
+            "{other}"
+        );
     }
 
     #[test]

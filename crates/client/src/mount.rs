@@ -5,17 +5,22 @@
 //! The export of a path is the longest prefix the server lets us MOUNT
 //! (DESIGN.md "Configuration"): ask EXPORT for the list; where the server
 //! has no EXPORT procedure, or the list names nothing that fits, try MNT on
-//! every prefix from the longest down to `/`.
+//! every prefix from the longest down to `/`. A MOUNT path is at most
+//! `MNTPATHLEN` (1,024) bytes: longer prefixes cannot be exports and are
+//! never sent, and an export named longer than that is refused before
+//! anything is sent (a server would answer GARBAGE_ARGS).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use directnfs_wire::mount::{self, dirpath, mountres3};
+use directnfs_wire::mount::{self, dirpath, mountres3, MNTPATHLEN};
 use directnfs_wire::nfs3::nfs_fh3;
 use directnfs_wire::portmap::{self, Mapping};
 use directnfs_wire::rpc::record::fragment_header;
-use directnfs_wire::rpc::{encode_call_header, AcceptedReply, ReplyBody, ReplyHeader};
+use directnfs_wire::rpc::{
+    encode_call_header, AcceptedReply, RejectedReply, ReplyBody, ReplyHeader,
+};
 use directnfs_wire::{Decode, Procedure, XdrReader};
 
 use crate::error::{Error, Result};
@@ -79,25 +84,89 @@ pub(crate) fn rpc_once<P: Procedure>(
             stat: AcceptedReply::Success,
             ..
         } => P::Res::decode(&mut r).map_err(|e| protocol(e.to_string())),
-        other => Err(Error::Rpc {
+        ReplyBody::Denied(RejectedReply::AuthError(status)) => Err(Error::Auth {
             op: P::NAME,
             path: server.clone(),
-            detail: format!("{other:?}"),
+            status,
+        }),
+        ReplyBody::Denied(RejectedReply::RpcMismatch { low, high }) => Err(Error::Rpc {
+            op: P::NAME,
+            path: server.clone(),
+            detail: format!(
+                "server rejected the call: RPC version mismatch (supports {low}..={high})"
+            ),
+        }),
+        ReplyBody::Accepted { stat, .. } => Err(Error::Rpc {
+            op: P::NAME,
+            path: server.clone(),
+            detail: match stat {
+                AcceptedReply::ProgMismatch { low, high } => format!(
+                    "server does not support version {} of program {} (supports {low}..={high})",
+                    P::VERS,
+                    P::PROG
+                ),
+                AcceptedReply::Error(s) => format!("server could not run the call: {s}"),
+                AcceptedReply::Success => "success".to_string(),
+            },
         }),
     }
 }
 
 /// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`.
+///
+/// Every failure names the portmapper, what was asked, and how to do
+/// without it (`nfsport=`, `mountport=`): no rpcbind listening is
+/// `Connect` with the OS error (ECONNREFUSED), a program not registered is
+/// `Connect` (ECONNREFUSED) saying so, anything else keeps its kind (an
+/// RPC or protocol error, a timeout after the cold-path timeout).
 pub(crate) fn getport(base: &ConnectSpec, cred: &[u8], prog: u32, vers: u32) -> Result<u16> {
     let mut spec = base.clone();
     spec.remote = SocketAddr::new(base.remote.ip(), portmap::PMAP_PORT);
-    let port = rpc_once::<portmap::Getport>(&spec, cred, &Mapping::tcp(prog, vers))?;
+    let name = match prog {
+        directnfs_wire::nfs3::NFS_PROGRAM => "NFS",
+        mount::MOUNT_PROGRAM => "MOUNT",
+        _ => "program",
+    };
+    let (key, asked) = match prog {
+        mount::MOUNT_PROGRAM => ("mountport=", format!("{name} v{vers} ({prog})")),
+        _ => ("nfsport=", format!("{name} v{vers} ({prog})")),
+    };
+    let context = format!(
+        "{} (the portmapper, asked for the TCP port of {asked}; set {key} to do without it)",
+        spec.remote
+    );
+    let port = rpc_once::<portmap::Getport>(&spec, cred, &Mapping::tcp(prog, vers)).map_err(
+        |e| match e {
+            Error::Connect { source, .. } => Error::Connect {
+                server: context.clone(),
+                source,
+            },
+            Error::Rpc { op, detail, .. } => Error::Rpc {
+                op,
+                path: context.clone(),
+                detail,
+            },
+            Error::Protocol { op, detail, .. } => Error::Protocol {
+                op,
+                path: context.clone(),
+                detail,
+            },
+            Error::Auth { op, status, .. } => Error::Auth {
+                op,
+                path: context.clone(),
+                status,
+            },
+            other => other,
+        },
+    )?;
     match u16::try_from(port) {
         Ok(0) | Err(_) => Err(Error::Connect {
-            server: spec.remote.to_string(),
+            server: context,
             source: io::Error::new(
-                io::ErrorKind::NotFound,
-                format!("portmapper has no TCP registration for program {prog} version {vers} (port {port})"),
+                io::ErrorKind::ConnectionRefused,
+                format!(
+                    "{asked} is not registered with the portmapper over TCP (GETPORT answered {port}): is the server running?"
+                ),
             ),
         }),
         Ok(p) => Ok(p),
@@ -131,7 +200,11 @@ pub(crate) fn mount_path(
             rest,
         });
     }
-    let candidates = prefixes(path);
+    // A prefix longer than MNTPATHLEN cannot be an export: never sent.
+    let candidates: Vec<String> = prefixes(path)
+        .into_iter()
+        .filter(|c| c.len() <= MNTPATHLEN)
+        .collect();
     // Prefer what EXPORT lists; fall back to probing every prefix.
     let listed: Vec<String> = match rpc_once::<mount::Export>(spec, cred, &()) {
         Ok(list) => list
@@ -170,7 +243,21 @@ pub(crate) fn mount_path(
         .unwrap_or_else(|| Error::InvalidInput(format!("no export of the server contains {path}"))))
 }
 
+/// Refuses a MOUNT path the protocol cannot carry (RFC 1813 §5.1
+/// `dirpath<MNTPATHLEN>`), before anything is sent.
+fn check_mount_path(export: &str) -> Result<()> {
+    if export.len() > MNTPATHLEN {
+        return Err(Error::InvalidInput(format!(
+            "export path of {} bytes exceeds the MOUNT protocol's limit of {MNTPATHLEN} bytes (MNTPATHLEN): {}...",
+            export.len(),
+            export.chars().take(64).collect::<String>()
+        )));
+    }
+    Ok(())
+}
+
 fn mnt(spec: &ConnectSpec, cred: &[u8], export: &str) -> Result<nfs_fh3> {
+    check_mount_path(export)?;
     match rpc_once::<mount::Mnt>(spec, cred, &dirpath(export.as_bytes().to_vec()))? {
         mountres3::Ok(ok) => Ok(ok.fhandle),
         mountres3::Err(status) => Err(Error::Mount {
@@ -202,6 +289,16 @@ pub(crate) const COLD_TIMEOUT: Duration = Duration::from_secs(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mount_paths_over_mntpathlen_are_refused_before_sending() {
+        let long = format!("/{}", "a".repeat(MNTPATHLEN));
+        assert_eq!(long.len(), MNTPATHLEN + 1);
+        let e = check_mount_path(&long).unwrap_err();
+        assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+        assert!(e.to_string().contains("MNTPATHLEN"), "{e}");
+        assert!(check_mount_path(&long[..MNTPATHLEN]).is_ok());
+    }
 
     #[test]
     fn prefixes_go_from_longest_to_root() {

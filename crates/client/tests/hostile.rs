@@ -27,7 +27,8 @@
 //! | garbage after an accepted SUCCESS header | `Protocol` (EIO) | `accepted_reply_with_garbage_*` |
 //! | absurd attributes (size u64::MAX, type 0xffff, ns > 1e9) | reported as they are (type `Other`), no panic | `absurd_attributes_*` |
 //! | FSINFO rtmax/wtmax u32::MAX, 0 or 1 | clamped to 512 B ..= 1 MiB | `fsinfo_*` |
-//! | MSG_DENIED RPC_MISMATCH / AUTH_ERROR | `Rpc` (EIO) at once, no retry; at NULL: `Connect`; at MNT: `Rpc` | `*_mismatch_*`, `auth_error_*`, `denied_*` |
+//! | MSG_DENIED RPC_MISMATCH | `Rpc` (EIO) at once, no retry; at NULL: `Connect`; at MNT: `Rpc` | `*_mismatch_*`, `denied_*` |
+//! | MSG_DENIED AUTH_ERROR (BADCRED, REJECTEDCRED, TOOWEAK, ...) | `Auth` (EACCES) at once, no retry; at MNT too | `auth_error_*` |
 //! | every accept_stat ≠ SUCCESS | `Rpc` (EIO) at once, no retry | `every_accept_stat_*`, `accept_errors_at_mount_*` |
 //! | EXPORT refused, garbled or unanswered | mount falls back to MNT on each prefix of the path | `refused_or_garbled_export_list_*` |
 //! | accepts and never answers | soft: `TimedOut` in timeo×(retrans+1); hard: waits, resumes when the server answers | `silent_*` |
@@ -36,9 +37,15 @@
 //! | NFS3ERR_ACCES / STALE / unknown status, MNT3ERR_ACCES | `Nfs`/`Mount` error with the POSIX errno | `*_is_eacces`, `*_is_estale`, `unknown_nfs_status_*`, `mnt_access_*` |
 //! | WRITE reply claiming 0 / fewer / more bytes than sent | 0: error; fewer: rest re-sent; more: clamped | `write_reply_*`, `short_write_*` |
 //! | READDIRPLUS that never reaches EOF (cookie loop, endless entries) | an error in bounded time and memory | `directory_*`, `endless_directory_*` |
-//! | retransmitted REMOVE / MKDIR whose first copy ran | NOENT on the retry is success / EXIST is confirmed by LOOKUP | `retransmitted_remove_*`, `retransmitted_mkdir_*` |
+//! | retransmitted REMOVE / RMDIR / RENAME / MKDIR whose first copy ran | NOENT on the retry is success / EXIST is confirmed by LOOKUP; sent once, errors are as they are | `retransmitted_remove_*`, `retransmitted_rmdir_*`, `retransmitted_rename_*`, `retransmitted_mkdir_*`, `*_sent_once_is_*` |
+//! | retransmitted EXCLUSIVE CREATE whose first copy ran | the same verifier is sent again: the server's match gives OK; a server that answers EXIST gets EEXIST, never a false success | `retransmitted_exclusive_create_*`, `exclusive_create_*` |
 //! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
 //! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
+//! | COMMIT fails (error status, no reply) | fsync fails; the data is kept and the next fsync commits (or re-sends) it | `failed_fsync_keeps_*` |
+//! | FILE_SYNC WRITE answered UNSTABLE | remembered; committed by fsync | `file_sync_write_answered_unstable_*` |
+//! | more than 64 MiB written unstable without fsync | committed when it passes 64 MiB | `uncommitted_data_is_committed_*` |
+//! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
+//! | a path longer than MNTPATHLEN (1,024 bytes) | longer prefixes are never sent to MOUNT; a longer export is refused before sending | `mount_path_*` |
 //! | 16 callers, `max_inflight=4`, a server that stops answering | 4 calls on the wire, 12 callers wait (no unbounded queue); all complete when it answers | `full_in_flight_table_*` |
 //! | 8 threads of I/O while connections keep breaking | no error, no wrong data, every call completed once | `concurrent_io_through_*` |
 //! | names over 255 bytes, removing the export root | `InvalidInput` before anything is sent | `names_longer_than_255_*` |
@@ -53,7 +60,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use directnfs::{Client, Error, File, FileType};
+use directnfs::{Client, Error, File, FileType, NfsUrl, OpenOptions, Target};
 use directnfs_wire::mount::mountstat3;
 use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply, AuthStat, RejectedReply};
@@ -62,7 +69,7 @@ use harness::watch::{
     internal_panics, largest_allocation, memory_lock, peak_rss_kib, within, within_or,
 };
 use harness::{
-    absurd_attr, pattern_at, Fault, HostileServer, Options, Plan, Proc, ReadShape, FILE,
+    absurd_attr, pattern_at, Fault, HostileServer, Options, Plan, Proc, ReadShape, DIR_NAME, FILE,
 };
 
 /// Soft mount: 1 s per attempt, one retransmission, one connection.
@@ -613,8 +620,23 @@ fn rpc_version_mismatch_is_an_rpc_error_without_retry() {
     assert_no_internal_panic();
 }
 
+/// An `Auth` error (EACCES, PermissionDenied) naming `stat`.
+fn assert_auth_error(e: &Error, stat: AuthStat) {
+    assert!(
+        matches!(e, Error::Auth { status, .. } if *status == stat),
+        "{stat:?}: {e:?}"
+    );
+    assert_eq!(e.errno(), libc::EACCES, "{stat:?}: {e}");
+    assert_eq!(e.kind(), ErrorKind::PermissionDenied, "{stat:?}: {e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("rejected the credentials") && msg.contains(&stat.to_string()),
+        "{msg}"
+    );
+}
+
 #[test]
-fn auth_error_is_an_rpc_error_without_retry() {
+fn auth_error_is_eacces_without_retry() {
     let server = HostileServer::start(Plan::none());
     let (_client, file) = mount(&server, SOFT);
     for stat in [
@@ -623,15 +645,43 @@ fn auth_error_is_an_rpc_error_without_retry() {
         AuthStat::AUTH_TOOWEAK,
         AuthStat(0x1234),
     ] {
-        server.set_plan(Plan::always(
-            Proc::READ,
+        // The data path (READ, WRITE) and the record path (GETATTR).
+        for proc_ in [Proc::READ, Proc::WRITE, Proc::GETATTR] {
+            server.set_plan(Plan::always(
+                proc_,
+                Fault::Denied(RejectedReply::AuthError(stat)),
+            ));
+            let before = server.count(proc_);
+            let e = match proc_ {
+                Proc::READ => read(&file, OFF, LEN).0.unwrap_err(),
+                Proc::WRITE => write(&file, OFF, LEN).0.unwrap_err(),
+                _ => {
+                    let f = file.clone();
+                    within("metadata", SOFT_LIMIT, move || f.metadata())
+                        .0
+                        .unwrap_err()
+                }
+            };
+            assert_auth_error(&e, stat);
+            assert_eq!(
+                server.count(proc_),
+                before + 1,
+                "{proc_:?} {stat:?} was retried"
+            );
+        }
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn auth_error_at_mnt_fails_mount_with_eacces() {
+    for stat in [AuthStat::AUTH_BADCRED, AuthStat::AUTH_TOOWEAK] {
+        let server = HostileServer::start(Plan::always(
+            Proc::MNT,
             Fault::Denied(RejectedReply::AuthError(stat)),
         ));
-        let before = server.count(Proc::READ);
-        let (r, _) = read(&file, OFF, LEN);
-        let e = r.unwrap_err();
-        assert!(is_rpc(&e), "{stat:?}: {e:?}");
-        assert_eq!(server.count(Proc::READ), before + 1, "{stat:?} was retried");
+        let e = connect(&server, SOFT).unwrap_err();
+        assert_auth_error(&e, stat);
     }
     assert_no_internal_panic();
 }
@@ -690,14 +740,12 @@ fn denied_or_refused_null_probe_fails_connect() {
 
 #[test]
 fn denied_mnt_fails_mount_with_an_rpc_error() {
-    for fault in [
-        Fault::Denied(RejectedReply::AuthError(AuthStat::AUTH_BADCRED)),
-        Fault::Denied(RejectedReply::RpcMismatch { low: 3, high: 3 }),
-    ] {
-        let server = HostileServer::start(Plan::always(Proc::MNT, fault.clone()));
-        let e = connect(&server, SOFT).unwrap_err();
-        assert!(is_rpc(&e), "{fault:?}: {e:?}");
-    }
+    // (AUTH_ERROR at MNT: `auth_error_at_mnt_fails_mount_with_eacces`.)
+    let fault = Fault::Denied(RejectedReply::RpcMismatch { low: 3, high: 3 });
+    let server = HostileServer::start(Plan::always(Proc::MNT, fault));
+    let e = connect(&server, SOFT).unwrap_err();
+    assert!(is_rpc(&e), "{e:?}");
+    assert!(e.to_string().contains("mismatch"), "{e}");
     assert_no_internal_panic();
 }
 
@@ -1041,6 +1089,161 @@ fn retransmitted_mkdir_whose_first_copy_ran_is_confirmed_by_lookup() {
     assert_no_internal_panic();
 }
 
+/// The faults that make the server execute a call and lose its reply: the
+/// connection closed at once (re-sent at once on a new connection), or
+/// silence (re-sent after `timeo`, on a new connection).
+const LOST_REPLY: [Fault; 2] = [Fault::CloseWithoutReply, Fault::Silent];
+
+#[test]
+fn retransmitted_rmdir_whose_first_copy_ran_is_success() {
+    for fault in LOST_REPLY {
+        let server = HostileServer::start(Plan::once(Proc::RMDIR, fault.clone()));
+        server.make_dir();
+        let client = connect(&server, SOFT).unwrap();
+        let path = format!("/{DIR_NAME}");
+        let (r, _) = within("rmdir", SOFT_LIMIT, move || client.rmdir(&path));
+        r.unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        // The first copy removed it; the second found nothing (NOENT).
+        assert_eq!(server.count(Proc::RMDIR), 2, "{fault:?}");
+        assert!(!server.dir_exists());
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn rmdir_of_a_missing_directory_sent_once_is_enoent() {
+    let server = HostileServer::start(Plan::none());
+    let client = connect(&server, SOFT).unwrap();
+    let (r, _) = within("rmdir", SOFT_LIMIT, move || client.rmdir("/newdir"));
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("RMDIR /newdir"), "{e}");
+    assert_eq!(server.count(Proc::RMDIR), 1);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn retransmitted_rename_whose_first_copy_ran_is_success() {
+    for fault in LOST_REPLY {
+        let server = HostileServer::start(Plan::once(Proc::RENAME, fault.clone()));
+        let client = connect(&server, SOFT).unwrap();
+        let c = client.clone();
+        let (r, _) = within("rename", SOFT_LIMIT, move || c.rename(FILE, "/renamed"));
+        r.unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        assert_eq!(server.count(Proc::RENAME), 2, "{fault:?}");
+        assert_eq!(server.file_name().as_deref(), Some("renamed"));
+        // The client's view agrees: the old name is gone, the new one reads.
+        let c = client.clone();
+        let (r, _) = within("open old name", SOFT_LIMIT, move || c.open(FILE));
+        assert_eq!(r.unwrap_err().kind(), ErrorKind::NotFound);
+        let (r, _) = within("open new name", SOFT_LIMIT, move || client.open("/renamed"));
+        assert_reads_ok(&r.unwrap(), OFF, LEN);
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn rename_of_a_missing_file_sent_once_is_enoent() {
+    let server = HostileServer::start(Plan::none());
+    let client = connect(&server, SOFT).unwrap();
+    let (r, _) = within("rename", SOFT_LIMIT, move || {
+        client.rename("/missing", "/renamed")
+    });
+    let e = r.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("RENAME /missing"), "{e}");
+    assert_eq!(server.count(Proc::RENAME), 1);
+    assert_eq!(server.file_name().as_deref(), Some("data"));
+    assert_no_internal_panic();
+}
+
+fn create_new(client: &Client, path: &str) -> directnfs::Result<File> {
+    let c = client.clone();
+    let path = path.to_string();
+    within("create_new", SOFT_LIMIT, move || {
+        c.open_with(
+            &path,
+            OpenOptions {
+                create_new: true,
+                ..Default::default()
+            },
+        )
+    })
+    .0
+}
+
+/// The EXCLUSIVE verifiers of every CREATE the server saw.
+fn create_verifiers(server: &HostileServer) -> Vec<Option<[u8; 8]>> {
+    server
+        .calls()
+        .iter()
+        .filter(|c| c.proc_ == Some(Proc::CREATE))
+        .map(|c| c.verf)
+        .collect()
+}
+
+#[test]
+fn retransmitted_exclusive_create_is_matched_by_its_verifier() {
+    for fault in LOST_REPLY {
+        // The first copy creates the file and its reply is lost; the
+        // retransmission carries the same verifier, which the server
+        // matches (RFC 1813 §3.3.8) and answers NFS3_OK.
+        let server = HostileServer::start(Plan::once(Proc::CREATE, fault.clone()));
+        let client = connect(&server, SOFT).unwrap();
+        let file = create_new(&client, "/fresh").unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        let verfs = create_verifiers(&server);
+        assert_eq!(verfs.len(), 2, "{fault:?}");
+        assert!(verfs[0].is_some(), "not an EXCLUSIVE create: {verfs:?}");
+        assert_eq!(
+            verfs[0], verfs[1],
+            "the retransmission changed the verifier"
+        );
+        // The mode is set afterwards (EXCLUSIVE carries no attributes).
+        assert_eq!(server.count(Proc::SETATTR), 1);
+        let f = file.clone();
+        within("metadata", SOFT_LIMIT, move || f.metadata())
+            .0
+            .unwrap();
+        // A second exclusive create is a new verifier: EEXIST.
+        let e = create_new(&client, "/fresh").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+        let verfs = create_verifiers(&server);
+        assert_ne!(verfs[2], verfs[0], "verifiers must differ per create");
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn exclusive_create_of_an_existing_file_sent_once_is_eexist() {
+    let server = HostileServer::start(Plan::none());
+    let client = connect(&server, SOFT).unwrap();
+    let e = create_new(&client, FILE).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    assert_eq!(e.errno(), libc::EEXIST);
+    assert!(e.to_string().contains("CREATE /data"), "{e}");
+    assert_eq!(server.count(Proc::CREATE), 1);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn exclusive_create_retransmitted_to_a_server_that_answers_exist_is_eexist_not_success() {
+    // A server that does not keep EXCLUSIVE verifiers answers the
+    // retransmission of our own create with EXIST. The client cannot tell
+    // that from someone else's file, and `create_new` promises the caller
+    // that *it* created the file (lock files, new datafiles): it reports
+    // EEXIST rather than claim a success it cannot prove.
+    let opts = Options {
+        forget_verifiers: true,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::once(Proc::CREATE, Fault::CloseWithoutReply));
+    let client = connect(&server, SOFT).unwrap();
+    let e = create_new(&client, "/fresh").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    assert_eq!(server.count(Proc::CREATE), 2);
+    assert_no_internal_panic();
+}
+
 // ---------------------------------------------------------------------------
 // Directory listings
 
@@ -1220,6 +1423,294 @@ fn commit_with_a_new_verifier_resends_unstable_writes_with_file_sync() {
     assert_eq!(unstable.len(), 3, "{writes:?}");
     assert_eq!(resent, vec![0, 65536, 131072], "{writes:?}");
     assert_eq!(file.uncommitted_bytes(), 0);
+    assert_no_internal_panic();
+}
+
+/// Offsets and stable_how of every WRITE the server saw.
+fn writes_seen(server: &HostileServer) -> Vec<(u64, u32)> {
+    server
+        .calls()
+        .iter()
+        .filter(|c| c.proc_ == Some(Proc::WRITE))
+        .map(|c| (c.offset.unwrap_or(u64::MAX), c.stable.unwrap_or(u32::MAX)))
+        .collect()
+}
+
+/// `len` bytes no file on the server holds: 0xA5 0x5A 'D' 'B' ... .
+fn distinct_data(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| match i % 4 {
+            0 => 0xa5,
+            1 => 0x5a,
+            2 => (i / 4) as u8,
+            _ => (i / 1024) as u8,
+        })
+        .collect()
+}
+
+#[test]
+fn failed_fsync_keeps_its_data_and_the_next_fsync_commits_it() {
+    const UNSTABLE: u32 = 0;
+    const FILE_SYNC: u32 = 2;
+    let len = 3 * 65536;
+    let data = distinct_data(len);
+    for fault in [Fault::Status(nfsstat3::NFS3ERR_IO), Fault::Silent] {
+        let opts = Options {
+            store: true,
+            ..Options::default()
+        };
+        let server = HostileServer::with(opts, Plan::always(Proc::COMMIT, fault.clone()));
+        let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+        let (f, d) = (file.clone(), data.clone());
+        let (r, _) = within("write_at", SOFT_LIMIT, move || f.write_at(&d, 0));
+        assert_eq!(r.unwrap(), len);
+        assert_eq!(file.uncommitted_bytes(), len);
+
+        // COMMIT fails: fsync reports it and keeps every byte.
+        let f = file.clone();
+        let (r, _) = within("fsync", SOFT_LIMIT, move || f.fsync());
+        let e = r.unwrap_err();
+        assert!(
+            matches!(&fault, Fault::Silent) == is_timeout(&e),
+            "{fault:?}: {e:?}"
+        );
+        assert_eq!(file.uncommitted_bytes(), len, "{fault:?}: data dropped");
+        let commits = server.count(Proc::COMMIT);
+
+        // The next fsync finds the server restarted (new verifier): the
+        // kept data is sent again, FILE_SYNC, every byte of it.
+        server.set_plan(Plan::always(
+            Proc::COMMIT,
+            Fault::CommitVerifier(*b"rebooted"),
+        ));
+        let f = file.clone();
+        within("fsync again", SOFT_LIMIT, move || f.fsync())
+            .0
+            .unwrap_or_else(|e| panic!("{fault:?}: {e}"));
+        assert!(server.count(Proc::COMMIT) > commits, "no COMMIT sent again");
+        let writes = writes_seen(&server);
+        let mut resent: Vec<u64> = writes
+            .iter()
+            .filter(|w| w.1 == FILE_SYNC)
+            .map(|w| w.0)
+            .collect();
+        resent.sort_unstable();
+        assert_eq!(
+            writes.iter().filter(|w| w.1 == UNSTABLE).count(),
+            3,
+            "{writes:?}"
+        );
+        assert_eq!(resent, vec![0, 65536, 131072], "{fault:?}: {writes:?}");
+        assert!(server.stored(0, len) == data, "{fault:?}: wrong data");
+        assert_eq!(file.uncommitted_bytes(), 0);
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn failed_fsync_keeps_its_data_until_a_commit_succeeds() {
+    // The same with a plain successful COMMIT (same verifier) the second
+    // time: nothing to re-send, and only then is the data let go.
+    let server = HostileServer::start(Plan::times(
+        Proc::COMMIT,
+        Fault::Status(nfsstat3::NFS3ERR_IO),
+        2,
+    ));
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    assert_eq!(write(&file, 0, 65536).0.unwrap(), 65536);
+    for attempt in 1..=2 {
+        let f = file.clone();
+        let e = within("fsync", SOFT_LIMIT, move || f.fsync())
+            .0
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EIO, "attempt {attempt}: {e}");
+        assert!(e.to_string().contains("COMMIT"), "{e}");
+        assert_eq!(file.uncommitted_bytes(), 65536, "attempt {attempt}");
+    }
+    let f = file.clone();
+    within("fsync", SOFT_LIMIT, move || f.fsync()).0.unwrap();
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert_eq!(server.count(Proc::COMMIT), 3);
+    // Nothing is re-sent: the verifier matched.
+    assert_eq!(server.count(Proc::WRITE), 1);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn file_sync_write_answered_unstable_is_remembered_and_committed_by_fsync() {
+    const FILE_SYNC: u32 = 2;
+    let server = HostileServer::start(Plan::always(Proc::WRITE, Fault::Committed(0)));
+    // Default mode: FILE_SYNC writes.
+    let (_client, file) = mount(&server, SOFT);
+    assert_eq!(write(&file, 0, 2 * 65536).0.unwrap(), 2 * 65536);
+    assert!(
+        writes_seen(&server).iter().all(|w| w.1 == FILE_SYNC),
+        "{:?}",
+        writes_seen(&server)
+    );
+    // The server did not make it durable: the client knows.
+    assert_eq!(file.uncommitted_bytes(), 2 * 65536);
+    let f = file.clone();
+    within("fsync", SOFT_LIMIT, move || f.fsync()).0.unwrap();
+    assert_eq!(server.count(Proc::COMMIT), 1);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn uncommitted_data_is_committed_once_it_passes_64_mib() {
+    let _serial = memory_lock();
+    const MIB: usize = 1 << 20;
+    let opts = Options {
+        rtmax: MIB as u32,
+        wtmax: MIB as u32,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::none());
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let f = file.clone();
+    let (r, _) = within("64 MiB of writes", Duration::from_secs(60), move || {
+        let block = vec![0x5au8; MIB];
+        for i in 0..64 {
+            f.write_at(&block, (i * MIB) as u64)?;
+        }
+        Ok::<_, Error>(())
+    });
+    r.unwrap();
+    // Exactly 64 MiB is kept without a COMMIT...
+    assert_eq!(server.count(Proc::COMMIT), 0);
+    assert_eq!(file.uncommitted_bytes(), 64 * MIB);
+    // ...one byte more is not.
+    assert_eq!(write(&file, (64 * MIB) as u64, 1).0.unwrap(), 1);
+    assert_eq!(server.count(Proc::COMMIT), 1);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn handle_cache_is_cleared_past_65536_entries() {
+    // LOOKUP finds every name; 65,538 distinct directories are looked up
+    // (64 levels deep, so a path costs 64 LOOKUPs and one GETATTR), then
+    // the first one again. With the cache bounded at 65,536 entries it
+    // has been cleared and the LOOKUP is sent again; without a bound it
+    // would still be cached.
+    let _serial = memory_lock();
+    const BOUND: usize = 65536;
+    const DEPTH: usize = 64;
+    let opts = Options {
+        lookup_any: true,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::none());
+    let client = connect(&server, "timeo=10&retrans=1&soft&connections=2").unwrap();
+    // Paths /tT/d1/d2/.../d63 for T in 0..: 64 entries each.
+    let trees = (BOUND + 2).div_ceil(DEPTH);
+    let path = |t: usize| {
+        let mut p = format!("/t{t}");
+        for d in 1..DEPTH {
+            p.push_str(&format!("/d{d}"));
+        }
+        p
+    };
+    let first = path(0);
+    let c = client.clone();
+    let f = first.clone();
+    within("first path", SOFT_LIMIT, move || c.metadata(&f))
+        .0
+        .unwrap();
+    // Cached: looking it up again sends nothing.
+    let lookups = server.count(Proc::LOOKUP);
+    assert_eq!(lookups, DEPTH);
+    let c = client.clone();
+    let f = first.clone();
+    within("first path again", SOFT_LIMIT, move || c.metadata(&f))
+        .0
+        .unwrap();
+    assert_eq!(server.count(Proc::LOOKUP), DEPTH, "not cached");
+    // Fill the cache past its bound, from 4 threads.
+    let c = client.clone();
+    let (r, t) = within("fill the cache", Duration::from_secs(300), move || {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|w| {
+                    let c = c.clone();
+                    s.spawn(move || {
+                        for t in (1..=trees).filter(|t| t % 4 == w) {
+                            c.metadata(&path(t))?;
+                        }
+                        Ok::<_, Error>(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().expect("worker panicked"))
+        })
+    });
+    r.unwrap();
+    eprintln!(
+        "handle cache: {} LOOKUPs in {t:?}",
+        server.count(Proc::LOOKUP)
+    );
+    assert!(server.count(Proc::LOOKUP) > BOUND + DEPTH);
+    // The first path was dropped with the rest: looked up again.
+    let before = server.count(Proc::LOOKUP);
+    within("first path after", SOFT_LIMIT, move || {
+        client.metadata(&first)
+    })
+    .0
+    .unwrap();
+    let sent = server.count(Proc::LOOKUP) - before;
+    assert!(sent > 0, "the handle cache kept more than {BOUND} entries");
+    assert_no_internal_panic();
+}
+
+#[test]
+fn mount_path_longer_than_mntpathlen_is_never_sent_to_mount() {
+    // No EXPORT list: the client probes MNT on prefixes of the path, from
+    // the longest. Those longer than 1,024 bytes cannot be exports and
+    // must not be sent (a server answers GARBAGE_ARGS, which would fail
+    // the mount).
+    let server = HostileServer::start(Plan::always(
+        Proc::EXPORT,
+        Fault::Accepted(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL)),
+    ));
+    let deep: String = (0..12).map(|i| format!("/{i:0>200}")).collect();
+    let p = server.port();
+    let url = format!("nfs://127.0.0.1/export{deep}?nfsport={p}&mountport={p}&{SOFT}");
+    let (r, _) = within("connect", MOUNT_LIMIT, move || Client::connect(&url));
+    let client = r.unwrap_or_else(|e| panic!("mount failed: {e}"));
+    assert_eq!(client.export(), "/export");
+    let lens: Vec<usize> = server
+        .calls()
+        .iter()
+        .filter(|c| c.proc_ == Some(Proc::MNT))
+        .map(|c| c.path_len.unwrap())
+        .collect();
+    assert!(!lens.is_empty());
+    assert!(lens.iter().all(|&l| l <= 1024), "MNT sent with {lens:?}");
+    assert_no_internal_panic();
+}
+
+#[test]
+fn mount_path_of_an_export_longer_than_mntpathlen_is_refused_before_sending() {
+    let server = HostileServer::start(Plan::none());
+    let long: String = (0..6).map(|i| format!("/{i:0>200}")).collect();
+    assert!(long.len() > 1024);
+    let p = server.port();
+    let url = NfsUrl::parse(&format!(
+        "nfs://127.0.0.1{long}/f?nfsport={p}&mountport={p}&{SOFT}"
+    ))
+    .unwrap();
+    let mut target = Target::from_url(&url);
+    target.export = Some(long.clone());
+    let (r, t) = within("mount", MOUNT_LIMIT, move || Client::mount(&target));
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::InvalidInput(_)), "{e:?}");
+    assert_eq!(e.errno(), libc::EINVAL);
+    assert!(e.to_string().contains("MNTPATHLEN"), "{e}");
+    assert_eq!(server.count(Proc::MNT), 0, "sent anyway");
+    assert!(t < Duration::from_secs(2), "{t:?}");
     assert_no_internal_panic();
 }
 

@@ -106,7 +106,11 @@ fn bind_local(socket: &Socket, spec: &ConnectSpec) -> io::Result<()> {
                 Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
                 Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                     tracing::warn!(
-                        "resvport: not permitted to bind a port below 1024 ({e}); using an ordinary port"
+                        "resvport: not permitted to bind a source port below 1024 for {} ({e}): \
+                         connecting from an ordinary port instead; binding below 1024 needs \
+                         root or CAP_NET_BIND_SERVICE, and a server that insists on a \
+                         privileged port will refuse this connection's calls",
+                        spec.remote
                     );
                     break;
                 }

@@ -4,14 +4,21 @@
 //! the call's program number picks the program, and the client is given the
 //! port as both `nfsport` and `mountport`. The server answers just enough to
 //! be mounted and used — NULL, EXPORT, MNT, UMNT, FSINFO, GETATTR, LOOKUP,
-//! READ, WRITE, COMMIT, SETATTR, REMOVE — on one export ([`EXPORT`]) holding
-//! one file ([`FILE`]) whose byte at offset `o` is [`pattern`]`(o)`.
+//! READ, WRITE, COMMIT, SETATTR, CREATE, REMOVE, MKDIR, RMDIR, RENAME — on
+//! one export ([`EXPORT`]) holding one file ([`FILE`]) whose byte at offset
+//! `o` is [`pattern`]`(o)` (or, with [`Options::store`], whatever was
+//! written there). It also answers PORTMAP GETPORT (100000) for itself, so
+//! bound to port 111 ([`Options::port`]) it is a portmapper too.
 //!
 //! On top of that it follows a [`Plan`]: one [`Fault`] applied to the first
 //! `times` calls of one procedure (counted over every connection), after
 //! which it answers correctly again. The state change of the call (a REMOVE
 //! removing the file) happens even when the reply is sabotaged, as with a
-//! real server that executed a call and then lost its reply.
+//! real server that executed a call and then lost its reply. It keeps no
+//! duplicate request cache: a retransmission runs again and answers from
+//! the state the first copy left (NOENT, EXIST), except that an EXCLUSIVE
+//! CREATE whose verifier matches the one the file was created with gets
+//! NFS3_OK, as RFC 1813 §3.3.8 asks (unless [`Options::forget_verifiers`]).
 //!
 //! Every connection is served by its own thread; every call is logged
 //! ([`HostileServer::calls`]) so tests can count attempts and reconnects.
@@ -23,10 +30,12 @@
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod capture;
 pub mod watch;
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -35,9 +44,10 @@ use directnfs_wire::mount::{
     self, dirpath, exportnode, exports, mountres3, mountres3_ok, mountstat3,
 };
 use directnfs_wire::nfs3::{
-    self, fattr3, ftype3, nfs_fh3, nfsstat3, nfstime3, specdata3, FSINFO3resok, LOOKUP3args,
-    READ3args, WRITE3args,
+    self, createhow3, fattr3, ftype3, nfs_fh3, nfsstat3, nfstime3, specdata3, FSINFO3resok,
+    LOOKUP3args, READ3args, WRITE3args,
 };
+use directnfs_wire::portmap::{self, Mapping};
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::rpc::{
     AcceptStat, AcceptedReply, CallHeader, OpaqueAuth, RecordReader, RejectedReply, ReplyBody,
@@ -64,6 +74,11 @@ pub const DIR_FH: &[u8] = b"hostile-dir-fh!!";
 pub const VERF: [u8; 8] = *b"hostile!";
 /// XID of replies nobody asked for.
 pub const UNSOLICITED_XID: u32 = 0xdead_beef;
+/// Handle of every name [`Options::lookup_any`] makes up (a directory).
+pub const ANY_FH: &[u8] = b"hostile-any-dir!";
+/// Largest file [`Options::store`] keeps (writes past it are acknowledged
+/// and dropped).
+pub const MAX_STORED: usize = 256 << 20;
 
 /// The content of the file: the byte at `offset`.
 pub fn pattern(offset: u64) -> u8 {
@@ -84,6 +99,8 @@ pub enum Proc {
     Nfs(u32),
     /// MOUNT v3 procedure number.
     Mount(u32),
+    /// PORTMAP v2 procedure number.
+    Pmap(u32),
 }
 
 impl Proc {
@@ -97,13 +114,19 @@ impl Proc {
     pub const READDIRPLUS: Proc = Proc::Nfs(nfs3::NFSPROC3_READDIRPLUS);
     pub const FSINFO: Proc = Proc::Nfs(nfs3::NFSPROC3_FSINFO);
     pub const COMMIT: Proc = Proc::Nfs(nfs3::NFSPROC3_COMMIT);
+    pub const SETATTR: Proc = Proc::Nfs(nfs3::NFSPROC3_SETATTR);
+    pub const CREATE: Proc = Proc::Nfs(nfs3::NFSPROC3_CREATE);
+    pub const RMDIR: Proc = Proc::Nfs(nfs3::NFSPROC3_RMDIR);
+    pub const RENAME: Proc = Proc::Nfs(nfs3::NFSPROC3_RENAME);
     pub const MNT: Proc = Proc::Mount(mount::MOUNTPROC3_MNT);
     pub const EXPORT: Proc = Proc::Mount(mount::MOUNTPROC3_EXPORT);
+    pub const GETPORT: Proc = Proc::Pmap(portmap::PMAPPROC_GETPORT);
 
     fn of(h: &CallHeader) -> Option<Proc> {
         match h.prog {
             nfs3::NFS_PROGRAM => Some(Proc::Nfs(h.proc_)),
             mount::MOUNT_PROGRAM => Some(Proc::Mount(h.proc_)),
+            portmap::PMAP_PROG => Some(Proc::Pmap(h.proc_)),
             _ => None,
         }
     }
@@ -195,6 +218,11 @@ pub enum Fault {
     /// A COMMIT reply with this write verifier (as after a server restart
     /// that lost unstable data).
     CommitVerifier([u8; 8]),
+    /// A successful WRITE reply whose `committed` field is this
+    /// `stable_how` (e.g. UNSTABLE for a FILE_SYNC WRITE).
+    Committed(u32),
+    /// PORTMAP GETPORT answers this port (0: not registered).
+    Getport(u32),
     /// Never answers (the connection stays open and keeps reading).
     Silent,
     /// Sends the proper reply one byte per period.
@@ -250,6 +278,10 @@ pub struct Seen {
     pub offset: Option<u64>,
     /// WRITE: the stable_how asked for.
     pub stable: Option<u32>,
+    /// EXCLUSIVE CREATE: the verifier sent.
+    pub verf: Option<[u8; 8]>,
+    /// MNT: length of the path asked for (also when it is too long to decode).
+    pub path_len: Option<usize>,
     /// True when the plan's fault was applied to it.
     pub faulted: bool,
 }
@@ -263,6 +295,21 @@ pub struct Options {
     pub rtmax: u32,
     /// FSINFO wtmax.
     pub wtmax: u32,
+    /// Port to listen on (127.0.0.1); 0 for any free one.
+    pub port: u16,
+    /// Keep what WRITEs write (up to [`MAX_STORED`] bytes) and READ it
+    /// back, instead of the fixed [`pattern`].
+    pub store: bool,
+    /// LOOKUP finds every name in every directory (a directory, [`ANY_FH`]),
+    /// so a client can be made to cache any number of handles.
+    pub lookup_any: bool,
+    /// An EXCLUSIVE CREATE of an existing file is NFS3ERR_EXIST even when
+    /// its verifier matches (a server that does not keep verifiers).
+    pub forget_verifiers: bool,
+    /// Every WRITE is answered UNSTABLE, whatever it asked for (leaves the
+    /// plan free for a COMMIT fault); [`Fault::Committed`] does the same
+    /// for the plan's calls only.
+    pub downgrade_writes: bool,
 }
 
 impl Default for Options {
@@ -271,6 +318,11 @@ impl Default for Options {
             size: 1 << 20,
             rtmax: 64 * 1024,
             wtmax: 64 * 1024,
+            port: 0,
+            store: false,
+            lookup_any: false,
+            forget_verifiers: false,
+            downgrade_writes: false,
         }
     }
 }
@@ -278,13 +330,23 @@ impl Default for Options {
 #[derive(Debug)]
 struct State {
     opts: Options,
+    /// The port listened on.
+    port: u16,
     plan: Mutex<Plan>,
     hits: AtomicUsize,
     calls: Mutex<Vec<Seen>>,
     streams: Mutex<Vec<TcpStream>>,
     accepted: AtomicUsize,
-    removed: AtomicBool,
+    /// Peer address of every accepted connection.
+    peers: Mutex<Vec<SocketAddr>>,
+    /// The name of [`FILE`] in the root directory (changed by RENAME);
+    /// `None` once REMOVEd.
+    file_name: Mutex<Option<Vec<u8>>>,
     dir_made: AtomicBool,
+    /// Files made by CREATE: name -> the EXCLUSIVE verifier, if any.
+    created: Mutex<HashMap<Vec<u8>, Option<[u8; 8]>>>,
+    /// [`Options::store`]: the file's content.
+    data: Mutex<Vec<u8>>,
     stop: AtomicBool,
     /// A requested restart: its downtime.
     restart: Mutex<Option<Duration>>,
@@ -306,18 +368,27 @@ impl HostileServer {
 
     /// Starts a server with `opts`, following `plan`.
     pub fn with(opts: Options, plan: Plan) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        let listener = TcpListener::bind(("127.0.0.1", opts.port))
+            .unwrap_or_else(|e| panic!("bind 127.0.0.1:{}: {e}", opts.port));
         listener.set_nonblocking(true).expect("nonblocking");
         let port = listener.local_addr().expect("local addr").port();
         let state = Arc::new(State {
             opts,
+            port,
             plan: Mutex::new(plan),
             hits: AtomicUsize::new(0),
             calls: Mutex::new(Vec::new()),
             streams: Mutex::new(Vec::new()),
             accepted: AtomicUsize::new(0),
-            removed: AtomicBool::new(false),
+            peers: Mutex::new(Vec::new()),
+            file_name: Mutex::new(Some(FILE_NAME.as_bytes().to_vec())),
             dir_made: AtomicBool::new(false),
+            created: Mutex::new(HashMap::new()),
+            data: Mutex::new(if opts.store {
+                pattern_at(0, opts.size as usize)
+            } else {
+                Vec::new()
+            }),
             stop: AtomicBool::new(false),
             restart: Mutex::new(None),
             restarts: AtomicUsize::new(0),
@@ -371,6 +442,40 @@ impl HostileServer {
         self.state.accepted.load(Ordering::SeqCst)
     }
 
+    /// The client's source port of every connection accepted so far.
+    pub fn peer_ports(&self) -> Vec<u16> {
+        self.state
+            .peers
+            .lock()
+            .unwrap()
+            .iter()
+            .map(SocketAddr::port)
+            .collect()
+    }
+
+    /// [`Options::store`]: `len` bytes of the file's content at `offset`.
+    pub fn stored(&self, offset: usize, len: usize) -> Vec<u8> {
+        let d = self.state.data.lock().unwrap();
+        d.get(offset..offset + len).unwrap_or_default().to_vec()
+    }
+
+    /// The name [`FILE`] has now in the export's root (after RENAMEs), or
+    /// `None` once removed.
+    pub fn file_name(&self) -> Option<String> {
+        let n = self.state.file_name.lock().unwrap();
+        n.as_ref().map(|n| String::from_utf8_lossy(n).into_owned())
+    }
+
+    /// Makes the directory [`DIR_NAME`] exist (as if MKDIR had run).
+    pub fn make_dir(&self) {
+        self.state.dir_made.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`DIR_NAME`] exists.
+    pub fn dir_exists(&self) -> bool {
+        self.state.dir_made.load(Ordering::SeqCst)
+    }
+
     /// Kills the server as SIGKILL would (every connection reset, the port
     /// closed: connects are refused) and starts it again on the same port
     /// after `downtime`. Returns at once; see [`restarts`](Self::restarts).
@@ -418,7 +523,8 @@ fn accept_loop(state: &Arc<State>, port: u16, mut listener: TcpListener) {
             state.restarts.fetch_add(1, Ordering::SeqCst);
         }
         match listener.accept() {
-            Ok((stream, _)) => {
+            Ok((stream, peer)) => {
+                state.peers.lock().unwrap().push(peer);
                 let conn = state.accepted.fetch_add(1, Ordering::SeqCst);
                 if let Ok(clone) = stream.try_clone() {
                     state.streams.lock().unwrap().push(clone);
@@ -565,6 +671,8 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
             xid: 0,
             offset: None,
             stable: None,
+            verf: None,
+            path_len: None,
             faulted: false,
         });
         return Output::Nothing;
@@ -595,12 +703,31 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
         }
         _ => (None, None),
     };
+    let verf = match proc_ {
+        Some(Proc::CREATE) => match nfs3::CREATE3args::decode(&mut XdrReader::new(args)) {
+            Ok(nfs3::CREATE3args {
+                how: createhow3::Exclusive(v),
+                ..
+            }) => Some(v.0),
+            _ => None,
+        },
+        _ => None,
+    };
+    let path_len = match proc_ {
+        Some(Proc::MNT) => XdrReader::new(args)
+            .u32("dirpath length")
+            .ok()
+            .map(|n| n as usize),
+        _ => None,
+    };
     state.calls.lock().unwrap().push(Seen {
         conn,
         proc_,
         xid: hdr.xid,
         offset,
         stable,
+        verf,
+        path_len,
         faulted: fault.is_some(),
     });
     let xid = hdr.xid;
@@ -710,6 +837,8 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
         | Fault::MountStatus(_)
         | Fault::WriteCount(_)
         | Fault::CommitVerifier(_)
+        | Fault::Committed(_)
+        | Fault::Getport(_)
         | Fault::DirCookieLoop
         | Fault::EndlessDir => Output::Send(frame(&honest)),
     }
@@ -728,6 +857,9 @@ fn results(
         (Some(Proc::Nfs(_)), v) | (Some(Proc::Mount(_)), v) if v != 3 => {
             return Err(AcceptedReply::ProgMismatch { low: 3, high: 3 })
         }
+        (Some(Proc::Pmap(_)), v) if v != portmap::PMAP_VERS => {
+            return Err(AcceptedReply::ProgMismatch { low: 2, high: 2 })
+        }
         (None, _) => return Err(AcceptedReply::Error(AcceptStat::PROG_UNAVAIL)),
         _ => {}
     }
@@ -745,6 +877,25 @@ fn results(
     let garbage = || AcceptedReply::Error(AcceptStat::GARBAGE_ARGS);
     let mut r = XdrReader::new(args);
     match Proc::of(hdr) {
+        Some(Proc::Pmap(p)) => match p {
+            portmap::PMAPPROC_NULL => {}
+            portmap::PMAPPROC_GETPORT => {
+                let m = Mapping::decode(&mut r).map_err(|_| garbage())?;
+                let port = match fault {
+                    Some(Fault::Getport(p)) => *p,
+                    // Registered: NFS v3 and MOUNT v3 over TCP, right here.
+                    _ if m.prot == portmap::IPPROTO_TCP
+                        && m.vers == 3
+                        && (m.prog == nfs3::NFS_PROGRAM || m.prog == mount::MOUNT_PROGRAM) =>
+                    {
+                        u32::from(state.port)
+                    }
+                    _ => 0,
+                };
+                out.put_u32(port);
+            }
+            _ => return Err(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL)),
+        },
         Some(Proc::Mount(p)) => match p {
             mount::MOUNTPROC3_NULL | mount::MOUNTPROC3_UMNT => {}
             mount::MOUNTPROC3_EXPORT => exports(vec![exportnode {
@@ -784,15 +935,18 @@ fn results(
                 let name = a.what.name.as_bytes();
                 let found = if !in_root {
                     None
-                } else if name == FILE_NAME.as_bytes() && !state.removed.load(Ordering::SeqCst) {
-                    Some(FILE_FH)
+                } else if state.file_name.lock().unwrap().as_deref() == Some(name) {
+                    Some(FILE_FH.to_vec())
                 } else if name == DIR_NAME.as_bytes() && state.dir_made.load(Ordering::SeqCst) {
-                    Some(DIR_FH)
+                    Some(DIR_FH.to_vec())
+                } else if state.created.lock().unwrap().contains_key(name) {
+                    Some(created_fh(name))
                 } else {
                     None
                 };
+                let found = found.or_else(|| state.opts.lookup_any.then(|| ANY_FH.to_vec()));
                 if let Some(fh) = found {
-                    let fh = nfs_fh3::new(fh).unwrap();
+                    let fh = nfs_fh3::new(&fh).unwrap();
                     nfsstat3::NFS3_OK.encode(&mut out);
                     fh.encode(&mut out);
                     attrs_of(state, &fh, fault).encode(&mut out);
@@ -808,6 +962,9 @@ fn results(
             }
             nfs3::NFSPROC3_WRITE => {
                 let a = WRITE3args::decode(&mut r).map_err(|_| garbage())?;
+                if state.opts.store && a.file.as_bytes() == FILE_FH {
+                    store(state, a.offset, &a.data);
+                }
                 nfsstat3::NFS3_OK.encode(&mut out);
                 out.put_u32(0); // wcc before: none
                 out.put_u32(0); // wcc after: none
@@ -816,8 +973,13 @@ fn results(
                     _ => a.count,
                 };
                 out.put_u32(count);
-                // Committed exactly as asked.
-                out.put_u32(a.stable.0);
+                // Committed exactly as asked, unless the plan says otherwise.
+                let committed = match fault {
+                    Some(Fault::Committed(c)) => *c,
+                    _ if state.opts.downgrade_writes => nfs3::stable_how::UNSTABLE.0,
+                    _ => a.stable.0,
+                };
+                out.put_u32(committed);
                 out.put_opaque_fixed(&VERF);
             }
             nfs3::NFSPROC3_COMMIT => {
@@ -837,15 +999,65 @@ fn results(
             }
             nfs3::NFSPROC3_REMOVE => {
                 let a = nfs3::REMOVE3args::decode(&mut r).map_err(|_| garbage())?;
-                let is_file = a.object.name.as_bytes() == FILE_NAME.as_bytes();
+                let name = a.object.name.as_bytes();
+                let in_root = a.object.dir.as_bytes() == ROOT_FH;
                 // Executed even if the reply is then lost (see the module doc).
-                if is_file && !state.removed.swap(true, Ordering::SeqCst) {
+                let removed = in_root && {
+                    let mut f = state.file_name.lock().unwrap();
+                    if f.as_deref() == Some(name) {
+                        *f = None;
+                        true
+                    } else {
+                        state.created.lock().unwrap().remove(name).is_some()
+                    }
+                };
+                if removed {
                     nfsstat3::NFS3_OK.encode(&mut out);
                 } else {
                     nfsstat3::NFS3ERR_NOENT.encode(&mut out);
                 }
                 out.put_u32(0);
                 out.put_u32(0);
+            }
+            nfs3::NFSPROC3_RMDIR => {
+                let a = nfs3::RMDIR3args::decode(&mut r).map_err(|_| garbage())?;
+                let is_dir = a.object.dir.as_bytes() == ROOT_FH
+                    && a.object.name.as_bytes() == DIR_NAME.as_bytes();
+                // Executed even if the reply is then lost (see the module doc).
+                if is_dir && state.dir_made.swap(false, Ordering::SeqCst) {
+                    nfsstat3::NFS3_OK.encode(&mut out);
+                } else {
+                    nfsstat3::NFS3ERR_NOENT.encode(&mut out);
+                }
+                out.put_u32(0);
+                out.put_u32(0);
+            }
+            nfs3::NFSPROC3_RENAME => {
+                // Renames the file (only it) within the root directory.
+                let a = nfs3::RENAME3args::decode(&mut r).map_err(|_| garbage())?;
+                let in_root = a.from.dir.as_bytes() == ROOT_FH && a.to.dir.as_bytes() == ROOT_FH;
+                let renamed = in_root && {
+                    let mut f = state.file_name.lock().unwrap();
+                    if f.as_deref() == Some(a.from.name.as_bytes()) {
+                        *f = Some(a.to.name.as_bytes().to_vec());
+                        true
+                    } else {
+                        false
+                    }
+                };
+                if renamed {
+                    nfsstat3::NFS3_OK.encode(&mut out);
+                } else {
+                    nfsstat3::NFS3ERR_NOENT.encode(&mut out);
+                }
+                // fromdir_wcc and todir_wcc: nothing.
+                for _ in 0..4 {
+                    out.put_u32(0);
+                }
+            }
+            nfs3::NFSPROC3_CREATE => {
+                let a = nfs3::CREATE3args::decode(&mut r).map_err(|_| garbage())?;
+                create_results(state, &a, &mut out);
             }
             nfs3::NFSPROC3_MKDIR => {
                 let a = nfs3::MKDIR3args::decode(&mut r).map_err(|_| garbage())?;
@@ -904,7 +1116,8 @@ fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut V
         out.put_u32(0);
         return;
     }
-    let size = state.opts.size;
+    let stored = state.opts.store.then(|| state.data.lock().unwrap());
+    let size = stored.as_ref().map_or(state.opts.size, |d| d.len() as u64);
     let avail = size.saturating_sub(a.offset).min(a.count as u64) as u32;
     let shape = match fault {
         Some(Fault::Read(s)) => *s,
@@ -919,7 +1132,86 @@ fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut V
     Some(file_attr(size)).encode(out);
     out.put_u32(count);
     out.put_bool(eof);
-    out.put_opaque(&pattern_at(a.offset, data_len as usize));
+    match &stored {
+        Some(d) if shape.data_len.is_none() => {
+            let from = a.offset as usize;
+            out.put_opaque(&d[from..from + data_len as usize]);
+        }
+        _ => out.put_opaque(&pattern_at(a.offset, data_len as usize)),
+    }
+}
+
+/// [`Options::store`]: puts a WRITE's data into the file.
+fn store(state: &State, offset: u64, data: &[u8]) {
+    let mut d = state.data.lock().unwrap();
+    let Some(end) = offset.checked_add(data.len() as u64) else {
+        return;
+    };
+    if end > MAX_STORED as u64 {
+        return;
+    }
+    let (from, end) = (offset as usize, end as usize);
+    if d.len() < end {
+        d.resize(end, 0);
+    }
+    d[from..end].copy_from_slice(data);
+}
+
+/// The handle of a file CREATE made.
+fn created_fh(name: &[u8]) -> Vec<u8> {
+    let mut fh = b"created:".to_vec();
+    fh.extend_from_slice(&name[..name.len().min(56)]);
+    fh
+}
+
+/// CREATE in the root directory: UNCHECKED, GUARDED and EXCLUSIVE as RFC
+/// 1813 §3.3.8 says (an EXCLUSIVE retransmission matching the verifier
+/// the file was made with succeeds).
+fn create_results(state: &State, a: &nfs3::CREATE3args, out: &mut Vec<u8>) {
+    let name = a.where_.name.as_bytes();
+    let fail = |status: nfsstat3, out: &mut Vec<u8>| {
+        status.encode(out);
+        out.put_u32(0);
+        out.put_u32(0);
+    };
+    if a.where_.dir.as_bytes() != ROOT_FH {
+        return fail(nfsstat3::NFS3ERR_NOTDIR, out);
+    }
+    let is_file = state.file_name.lock().unwrap().as_deref() == Some(name);
+    let is_dir = name == DIR_NAME.as_bytes() && state.dir_made.load(Ordering::SeqCst);
+    let mut created = state.created.lock().unwrap();
+    let fh = if is_file || is_dir || created.contains_key(name) {
+        let fh = if is_file {
+            FILE_FH.to_vec()
+        } else if is_dir {
+            DIR_FH.to_vec()
+        } else {
+            created_fh(name)
+        };
+        match &a.how {
+            createhow3::Unchecked(_) => fh,
+            createhow3::Exclusive(v)
+                if !state.opts.forget_verifiers && created.get(name) == Some(&Some(v.0)) =>
+            {
+                fh
+            }
+            _ => return fail(nfsstat3::NFS3ERR_EXIST, out),
+        }
+    } else {
+        let verf = match &a.how {
+            createhow3::Exclusive(v) => Some(v.0),
+            _ => None,
+        };
+        created.insert(name.to_vec(), verf);
+        created_fh(name)
+    };
+    nfsstat3::NFS3_OK.encode(out);
+    nfs3::CREATE3resok {
+        obj: Some(nfs_fh3::new(&fh).unwrap()),
+        obj_attributes: Some(file_attr(0)),
+        dir_wcc: nfs3::wcc_data::default(),
+    }
+    .encode(out);
 }
 
 fn readdirplus_results(
@@ -953,8 +1245,8 @@ fn readdirplus_results(
         ),
         _ => {
             let mut v = vec![entry(".", 1, 1), entry("..", 2, 1)];
-            if !state.removed.load(Ordering::SeqCst) {
-                v.push(entry(FILE_NAME, 3, 2));
+            if let Some(name) = state.file_name.lock().unwrap().clone() {
+                v.push(entry(&String::from_utf8_lossy(&name), 3, 2));
             }
             let v: Vec<_> = v.into_iter().filter(|e| e.cookie > a.cookie).collect();
             (v, true)
@@ -974,8 +1266,13 @@ fn attrs_of(state: &State, fh: &nfs_fh3, fault: Option<&Fault>) -> Option<fattr3
         return Some(*a);
     }
     match fh.as_bytes() {
-        b if b == ROOT_FH || b == DIR_FH => Some(dir_attr()),
-        b if b == FILE_FH => Some(file_attr(state.opts.size)),
+        b if b == ROOT_FH || b == DIR_FH || b == ANY_FH => Some(dir_attr()),
+        b if b == FILE_FH => Some(file_attr(if state.opts.store {
+            state.data.lock().unwrap().len() as u64
+        } else {
+            state.opts.size
+        })),
+        b if b.starts_with(b"created:") => Some(file_attr(0)),
         _ => None,
     }
 }
