@@ -377,3 +377,90 @@ fn create_does_not_truncate_a_file_that_appeared_meanwhile() {
     assert_eq!(f.metadata().unwrap().size, 7);
     a.remove(&path).unwrap();
 }
+
+/// Replies to a batch nobody waits for are still received (by the
+/// fallback receiver, lead.rs): after sleeping well past `timeo` the
+/// batch's operations are complete and none was timed out, retransmitted
+/// or failed over. Without a receiver they would sit unread in the socket,
+/// time out after `timeo` and be sent again.
+#[test]
+fn replies_nobody_waits_for_are_received_before_timeo() {
+    let c = Client::connect(&url_with("timeo=5&connections=2")).unwrap();
+    let path = unique("unreaped");
+    let f = c.create(&path).unwrap();
+    let data = pattern(64 * 8192, 9);
+    f.write_at(&data, 0).unwrap();
+    let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8192]; 64];
+    {
+        let mut batch = Batch::new(&c);
+        for (i, b) in bufs.iter_mut().enumerate() {
+            batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
+        }
+        batch.submit();
+        // timeo is 0.5 s: three of them pass with nobody waiting.
+        std::thread::sleep(Duration::from_millis(1500));
+        let done = batch.wait(0, Some(Duration::ZERO));
+        assert_eq!(done.len(), 64, "every reply was received while nobody waited");
+        for comp in done {
+            assert_eq!(comp.result.unwrap(), 8192, "token {}", comp.token);
+        }
+    }
+    for (i, b) in bufs.iter().enumerate() {
+        assert!(b[..] == data[i * 8192..(i + 1) * 8192], "block {i}");
+    }
+    let t = &c.stats().servers[0].totals;
+    assert_eq!(
+        (t.timeouts, t.retransmits, t.failovers, t.reconnects),
+        (0, 0, 0, 0),
+        "no reply may be left unread until timeo: {t:?}"
+    );
+    c.remove(&path).unwrap();
+}
+
+/// Many threads share one connection: one leads the receive at a time and
+/// hands the lead on (lead.rs); blocking calls, a batch and threads that
+/// come and go must all complete with their own data.
+#[test]
+fn threads_share_the_receive_and_hand_the_lead_on() {
+    let c = Client::connect(&url_with("connections=1")).unwrap();
+    let path = unique("lead");
+    let f = c.create(&path).unwrap();
+    let block = 4096usize;
+    let blocks = 16 * 64;
+    let data = pattern(blocks * block, 3);
+    f.write_at(&data, 0).unwrap();
+    let data = Arc::new(data);
+    std::thread::scope(|s| {
+        for t in 0..16usize {
+            let (f, data) = (f.clone(), Arc::clone(&data));
+            s.spawn(move || {
+                let mut buf = vec![0u8; block];
+                for round in 0..64usize {
+                    let i = (t * 64 + round * 7) % blocks;
+                    if t % 4 == 0 {
+                        // A batch of 4 beside the blocking callers.
+                        let mut bufs = vec![vec![0u8; block]; 4];
+                        let mut batch = Batch::new(f.client());
+                        for (k, b) in bufs.iter_mut().enumerate() {
+                            let j = (i + k) % blocks;
+                            batch.read(&f, (j * block) as u64, b, j as u64).unwrap();
+                        }
+                        let mut n = 0;
+                        while n < 4 {
+                            n += batch.wait(1, None).len();
+                        }
+                        drop(batch);
+                        for (k, b) in bufs.iter().enumerate() {
+                            let j = (i + k) % blocks;
+                            assert!(b[..] == data[j * block..(j + 1) * block], "block {j}");
+                        }
+                    } else {
+                        assert_eq!(f.read_at(&mut buf, (i * block) as u64).unwrap(), block);
+                        assert!(buf[..] == data[i * block..(i + 1) * block], "block {i}");
+                    }
+                }
+            });
+        }
+    });
+    c.remove(&path).unwrap();
+}
