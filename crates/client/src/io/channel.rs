@@ -21,7 +21,7 @@ use super::socket::ConnectSpec;
 pub(crate) struct ChannelState {
     pub table: InflightTable<Arc<Call>>,
     pub health: Health,
-    /// Bumped on every failure; a receiver thread or sender holding an older
+    /// Bumped on every failure; a receive state or sender holding an older
     /// epoch belongs to a dead connection and must not touch the table.
     pub epoch: u64,
     /// A handle on the live connection, kept to shut it down on failure.
@@ -229,7 +229,7 @@ impl Channel {
     /// an old WRITE would reach the server *after* its re-sent copy, and
     /// after newer writes to the same blocks, and silently overwrite them
     /// (found by the multipath tests: an acknowledged write lost after a
-    /// cut). With linger 0 the final close (when the receiver thread and
+    /// cut). With linger 0 the final close (when the receive state and
     /// the writer drop their handles, milliseconds later) discards it all.
     pub(crate) fn abort_socket(state: &mut ChannelState) {
         if let Some(s) = &state.sock {

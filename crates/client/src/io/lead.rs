@@ -55,6 +55,26 @@ pub(crate) struct Lead {
     pub(crate) released_ns: AtomicU64,
     /// Wakes the fallback thread (flag: it has work).
     pub(crate) fallback: (Mutex<bool>, Condvar),
+    /// The leader's poll set, kept to avoid allocating per lead.
+    scratch: Mutex<Scratch>,
+}
+
+/// Poll set of the leader (only the leader locks it).
+#[derive(Default)]
+struct Scratch {
+    fds: Vec<libc::pollfd>,
+    /// Channel index of `fds[1..]`.
+    which: Vec<usize>,
+    /// Per channel: the last poll reported it readable.
+    ready: Vec<bool>,
+}
+
+impl std::fmt::Debug for Scratch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scratch")
+            .field("fds", &self.fds.len())
+            .finish()
+    }
 }
 
 impl Lead {
@@ -73,6 +93,7 @@ impl Lead {
             wake: unsafe { OwnedFd::from_raw_fd(fd) },
             released_ns: AtomicU64::new(0),
             fallback: (Mutex::new(false), Condvar::new()),
+            scratch: Mutex::new(Scratch::default()),
         })
     }
 
@@ -208,10 +229,12 @@ impl Shared {
     /// the lead. Always makes one pass over what is already buffered and
     /// queued, even when `until` has passed.
     fn lead_loop(&self, done: &dyn Fn() -> bool, until: Option<Instant>, fallback: bool) {
-        let n = self.channels.len();
-        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(n + 1);
-        let mut which: Vec<usize> = Vec::with_capacity(n);
-        let mut ready = vec![true; n];
+        let mut scratch = self.lead.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let Scratch { fds, which, ready } = &mut *scratch;
+        ready.clear();
+        // First pass: hand out what is buffered, then poll (a socket that
+        // holds what its low-water mark asks for is readable at once).
+        ready.resize(self.channels.len(), false);
         let mut timed_out = false;
         loop {
             fds.clear();
@@ -259,7 +282,7 @@ impl Shared {
                 if fds[0].revents != 0 {
                     self.lead.drain_wake();
                 }
-                for (pfd, &i) in fds[1..].iter().zip(&which) {
+                for (pfd, &i) in fds[1..].iter().zip(which.iter()) {
                     ready[i] = pfd.revents != 0;
                 }
             }

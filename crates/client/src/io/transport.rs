@@ -45,7 +45,7 @@ pub(crate) struct TransportConfig {
     pub vers: u32,
 }
 
-/// State shared by callers, receiver threads and the maintenance thread.
+/// State shared by callers (who take turns receiving), the fallback receiver and the maintenance thread.
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub channels: Vec<Arc<Channel>>,
@@ -399,8 +399,9 @@ impl Shared {
         }
     }
 
-    /// Connects (or reconnects) one channel: TCP connect, NULL probe, then a
-    /// receiver thread. Marks it up only when the server answered.
+    /// Connects (or reconnects) one channel: TCP connect, NULL probe, then
+    /// its receive state for the leader. Marks it up only when the server
+    /// answered.
     fn connect_channel(self: &Arc<Self>, ch: &Arc<Channel>) -> io::Result<()> {
         let result = (|| {
             let mut stream = super::socket::connect(&ch.spec)?;
