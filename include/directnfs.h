@@ -288,7 +288,11 @@ dnfs_batch *dnfs_batch_new(dnfs_client *client);
 /* Submit one read / write of len bytes at offset; the call does not wait
  * for the server. Returns 0 once submitted, or a negative errno (nothing
  * was submitted then: -EINVAL for bad arguments, -EXDEV if the file
- * belongs to another client than the batch). */
+ * belongs to another client than the batch). Submitted I/Os are queued
+ * and sent to the server together (one write per connection) when
+ * dnfs_batch_wait is called or once 64 are queued, as io_uring sends its
+ * submission queue on io_uring_enter: submit everything you have, then
+ * wait. */
 int dnfs_batch_read(dnfs_batch *batch, dnfs_file *file, void *buf, size_t len,
                     int64_t offset, uint64_t token);
 int dnfs_batch_write(dnfs_batch *batch, dnfs_file *file, const void *buf, size_t len,
