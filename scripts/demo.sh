@@ -16,6 +16,10 @@
 #   DNFS_DEMO_DURATION   measured seconds per engine for oltp (default: 10)
 #   DNFS_DEMO_SCAN_DURATION  seconds of full-scan passes per engine (default: 5)
 #   DNFS_DEMO_EXTRA=1    also run redo and a sweep (adds ~3 minutes)
+#   DNFS_DEMO_TARGETS=1  the performance targets: every run above plus redo,
+#                        the sweep, reads at 8 x 128 and oltp at queue depth
+#                        1, each engine repeated 3 times (interleaved, the
+#                        median run kept); writes targets.md (~15 minutes)
 #   DNFS_DEMO_EXPORT     exported directory (default: /tmp/dnfs-demo-export)
 #   DNFS_STATE_DIR, DNFS_NFS_PORT, DNFS_MNT_PORT: passed to nfs-server.sh
 #                        (state dir default here: /tmp/dnfs-demo-server)
@@ -93,8 +97,13 @@ echo "target: $TARGET" >&2
 echo "local:  $LOCAL" >&2
 
 mkdir -p "$OUT"
-COMMON=(--target "$TARGET" --local-path "$LOCAL" --server-pid "$PID" --size "$SIZE"
-        --engine "directnfs,libnfs,local" --verify)
+BASE_ARGS=(--target "$TARGET" --local-path "$LOCAL" --server-pid "$PID" --size "$SIZE" --verify)
+TARGETS=${DNFS_DEMO_TARGETS:-}
+if [[ $TARGETS == 1 ]]; then
+    BASE_ARGS+=(--repeat 3)
+    DNFS_DEMO_EXTRA=1
+fi
+COMMON=("${BASE_ARGS[@]}" --engine "directnfs,libnfs,local")
 status=0
 
 # --- 4. the benchmarks ---------------------------------------------------------------
@@ -121,6 +130,18 @@ if [[ ${DNFS_DEMO_EXTRA:-} == 1 ]]; then
     "$DNFS" bench sweep "${COMMON[@]}" --max-sessions 16 --queue-depth 8 \
         --duration 4 --warmup 1 \
         --json "$OUT/sweep.json" --plot "$OUT/sweep.svg" | tee "$OUT/sweep.txt" || status=1
+fi
+
+if [[ $TARGETS == 1 ]]; then
+    say "reads only at 8 sessions x 128 (the minimal client's 70k)"
+    "$DNFS" bench oltp "${BASE_ARGS[@]}" --engine directnfs,libnfs --sessions 8 \
+        --queue-depth 128 --write-pct 0 --duration "$DURATION" --warmup 2 \
+        --json "$OUT/oltp-read-8x128.json" | tee "$OUT/oltp-read-8x128.txt" || status=1
+    say "oltp at queue depth 1 (1 session)"
+    "$DNFS" bench oltp "${BASE_ARGS[@]}" --engine directnfs,libnfs --sessions 1 \
+        --queue-depth 1 --duration "$DURATION" --warmup 2 \
+        --json "$OUT/oltp-qd1.json" | tee "$OUT/oltp-qd1.txt" || status=1
+    python3 scripts/targets.py "$OUT" | tee "$OUT/targets.md"
 fi
 
 # --- 5. summary ------------------------------------------------------------------------
