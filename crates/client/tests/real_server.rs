@@ -400,7 +400,11 @@ fn replies_nobody_waits_for_are_received_before_timeo() {
         // timeo is 0.5 s: three of them pass with nobody waiting.
         std::thread::sleep(Duration::from_millis(1500));
         let done = batch.wait(0, Some(Duration::ZERO));
-        assert_eq!(done.len(), 64, "every reply was received while nobody waited");
+        assert_eq!(
+            done.len(),
+            64,
+            "every reply was received while nobody waited"
+        );
         for comp in done {
             assert_eq!(comp.result.unwrap(), 8192, "token {}", comp.token);
         }
