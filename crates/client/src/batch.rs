@@ -74,6 +74,8 @@ struct Op {
     /// Per piece, in order: bytes wanted and bytes got (reads).
     got: Vec<(usize, Option<(usize, bool)>)>,
     written: usize,
+    /// A piece asked FILE_SYNC that the server only took UNSTABLE.
+    downgraded: bool,
     error: Option<Error>,
     /// When the operation was submitted (file statistics).
     start_ns: u64,
@@ -146,6 +148,7 @@ impl<'buf> Batch<'buf> {
             pending: 0,
             got: Vec::new(),
             written: 0,
+            downgraded: false,
             error: None,
         };
         // Reuse a free op slot so long-lived batches do not grow.
@@ -391,7 +394,11 @@ impl<'buf> Batch<'buf> {
             },
             Kind::Write => {
                 let data = piece.data.clone().unwrap_or_else(|| Arc::from(&[][..]));
-                match file.finish_write(&piece.call, piece.offset, &data) {
+                let result = file.finish_write_durable(&piece.call, piece.offset, &data);
+                if let Ok((_, durable)) = &result {
+                    op.downgraded |= !durable;
+                }
+                match result.map(|(n, _)| n) {
                     Ok(n) if n < piece.len && n > 0 => {
                         // Short write: send the rest as another piece.
                         op.written += n;
@@ -424,6 +431,17 @@ impl<'buf> Batch<'buf> {
         };
         if op.pending > 0 {
             return;
+        }
+        // FILE_SYNC asked, UNSTABLE answered: the completion promises
+        // durability, so COMMIT first (as `File::write_at` does); if that
+        // fails the data stays logged for the next fsync.
+        if op.error.is_none()
+            && op.downgraded
+            && op.file.stable() == directnfs_wire::nfs3::stable_how::FILE_SYNC
+        {
+            if let Err(e) = op.file.fsync() {
+                op.error = Some(e);
+            }
         }
         let result = match op.error.take() {
             Some(e) => Err(e),

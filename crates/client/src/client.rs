@@ -28,6 +28,9 @@ use crate::mount::{self, COLD_TIMEOUT};
 /// Most entries one `read_dir` returns (a bound on memory and time).
 pub const MAX_DIR_LISTING: usize = 1 << 20;
 
+/// Most handles cached (path -> handle) before the cache is cleared.
+const MAX_CACHED_HANDLES: usize = 65536;
+
 /// Transfer size used when the server's FSINFO gives none.
 const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
@@ -752,13 +755,7 @@ impl Inner {
                 continue;
             }
             fh = self.lookup_one(&fh, c, &sofar)?;
-            if let Ok(mut h) = self.handles.write() {
-                // Bounded: a runaway tree walk must not grow this forever.
-                if h.len() > 65536 {
-                    h.clear();
-                }
-                h.insert(sofar.clone(), fh);
-            }
+            self.cache_handle(sofar.clone(), fh);
         }
         Ok(fh)
     }
@@ -823,9 +820,19 @@ impl Inner {
 
     pub(crate) fn remember(&self, path: &str, fh: &nfs_fh3) {
         if let Ok(comps) = Self::components(path) {
-            if let Ok(mut h) = self.handles.write() {
-                h.insert(format!("/{}", comps.join("/")), *fh);
+            self.cache_handle(format!("/{}", comps.join("/")), *fh);
+        }
+    }
+
+    /// Caches a handle. Bounded: a runaway tree walk (or a program that
+    /// only ever creates files) must not grow the cache forever, so it is
+    /// cleared once it holds more than [`MAX_CACHED_HANDLES`].
+    fn cache_handle(&self, key: String, fh: nfs_fh3) {
+        if let Ok(mut h) = self.handles.write() {
+            if h.len() > MAX_CACHED_HANDLES {
+                h.clear();
             }
+            h.insert(key, fh);
         }
     }
 }
@@ -845,7 +852,12 @@ fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
         .to_socket_addrs()
         .map_err(|e| Error::Connect {
             server: host.to_string(),
-            source: e,
+            // getaddrinfo's failures carry no errno: NotFound makes it
+            // EHOSTUNREACH for C callers (error.rs `connect_errno`).
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("cannot resolve the host name: {e}"),
+            ),
         })?
         .next()
         .ok_or_else(|| Error::Connect {

@@ -455,6 +455,8 @@ impl File {
             .map(|(i, c)| (offset + (i * wtmax) as u64, Arc::from(c)))
             .collect();
         let mut jukebox = 0;
+        // A piece asked FILE_SYNC that the server only took UNSTABLE.
+        let mut downgraded = false;
         while !pending.is_empty() {
             let group = Group::new(pending.len());
             let calls: Vec<_> = pending
@@ -468,9 +470,9 @@ impl File {
             let mut again = Vec::new();
             let mut saw_jukebox = false;
             for ((off, data), call) in pending.into_iter().zip(calls) {
-                match self.finish_write(&call, off, &data) {
+                match self.finish_write_durable(&call, off, &data) {
                     // A server that takes nothing would have us loop forever.
-                    Ok(0) => {
+                    Ok((0, _)) => {
                         return Err(Error::Protocol {
                             op: "WRITE",
                             path: self.path().to_string(),
@@ -480,8 +482,12 @@ impl File {
                             ),
                         })
                     }
-                    Ok(n) if n < data.len() => again.push((off + n as u64, Arc::from(&data[n..]))),
-                    Ok(_) => {}
+                    Ok((n, durable)) => {
+                        downgraded |= !durable;
+                        if n < data.len() {
+                            again.push((off + n as u64, Arc::from(&data[n..])));
+                        }
+                    }
                     Err(e)
                         if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX)
                             && self.inner().may_retry_jukebox(jukebox) =>
@@ -498,6 +504,13 @@ impl File {
                 std::thread::sleep(jukebox_delay(jukebox));
             }
         }
+        // FILE_SYNC asked, UNSTABLE answered: the caller was promised the
+        // data is durable when this returns, so COMMIT it now (re-sending
+        // it FILE_SYNC if the verifier shows a restart). If that fails the
+        // data stays logged for the next fsync.
+        if downgraded && self.stable() == stable_how::FILE_SYNC {
+            self.fsync()?;
+        }
         self.maybe_flush()?;
         Ok(buf.len())
     }
@@ -507,7 +520,7 @@ impl File {
         self.write_at(buf, offset).map(|_| ())
     }
 
-    fn stable(&self) -> stable_how {
+    pub(crate) fn stable(&self) -> stable_how {
         match self.inner().options.stable {
             StableMode::Unstable => stable_how::UNSTABLE,
             _ => stable_how::FILE_SYNC,
@@ -549,6 +562,18 @@ impl File {
     /// Checks a WRITE reply; returns the bytes the server took. Data the
     /// server did not put on stable storage is remembered for COMMIT.
     pub(crate) fn finish_write(&self, call: &Call, offset: u64, data: &Arc<[u8]>) -> Result<usize> {
+        self.finish_write_durable(call, offset, data)
+            .map(|(n, _)| n)
+    }
+
+    /// [`finish_write`](Self::finish_write), also telling whether the server
+    /// put the data on stable storage (FILE_SYNC or DATA_SYNC reply).
+    pub(crate) fn finish_write_durable(
+        &self,
+        call: &Call,
+        offset: u64,
+        data: &Arc<[u8]>,
+    ) -> Result<(usize, bool)> {
         let bytes = match call
             .take_result()
             .map_err(|e| self.call_error("WRITE", e))?
@@ -603,7 +628,7 @@ impl File {
                 durable,
             });
         }
-        Ok(count)
+        Ok((count, durable))
     }
 
     fn maybe_flush(&self) -> Result<()> {

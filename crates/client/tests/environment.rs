@@ -303,6 +303,7 @@ fn unresolvable_host_name_fails_connect_at_once_naming_it() {
         let msg = e.to_string();
         eprintln!("{msg}");
         assert!(msg.contains("no-such-host.invalid"), "{msg}");
+        assert_eq!(e.errno(), libc::EHOSTUNREACH, "{e}");
         assert!(
             msg.contains("lookup") || msg.contains("resolve"),
             "does not say the name did not resolve: {msg}"
@@ -327,6 +328,7 @@ fn host_name_with_no_dns_server_reachable_fails_connect_at_once_naming_it() {
         let e = r.unwrap_err();
         assert!(matches!(e, Error::Connect { .. }), "{e:?}");
         assert!(e.to_string().contains("no-such-host.invalid"), "{e}");
+        assert_eq!(e.errno(), libc::EHOSTUNREACH, "{e}");
         assert!(t < Duration::from_secs(5), "took {t:?}");
     });
     assert_no_internal_panic();

@@ -42,7 +42,7 @@
 //! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
 //! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
 //! | COMMIT fails (error status, no reply) | fsync fails; the data is kept and the next fsync commits (or re-sends) it | `failed_fsync_keeps_*` |
-//! | FILE_SYNC WRITE answered UNSTABLE | remembered; committed by fsync | `file_sync_write_answered_unstable_*` |
+//! | FILE_SYNC WRITE answered UNSTABLE | COMMIT before `write_at` returns; if it fails, the write fails and the data is kept | `file_sync_write_answered_unstable_*` |
 //! | more than 64 MiB written unstable without fsync | committed when it passes 64 MiB | `uncommitted_data_is_committed_*` |
 //! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
 //! | a path longer than MNTPATHLEN (1,024 bytes) | longer prefixes are never sent to MOUNT; a longer export is refused before sending | `mount_path_*` |
@@ -1537,10 +1537,17 @@ fn failed_fsync_keeps_its_data_until_a_commit_succeeds() {
 }
 
 #[test]
-fn file_sync_write_answered_unstable_is_remembered_and_committed_by_fsync() {
+fn file_sync_write_answered_unstable_is_committed_before_write_returns() {
+    // A FILE_SYNC write returns once the data is durable (DESIGN.md
+    // "Semantics"; a database in the default mode never calls fsync).
+    // When the server only takes it UNSTABLE, the client COMMITs before
+    // returning.
     const FILE_SYNC: u32 = 2;
-    let server = HostileServer::start(Plan::always(Proc::WRITE, Fault::Committed(0)));
-    // Default mode: FILE_SYNC writes.
+    let opts = Options {
+        downgrade_writes: true,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::none());
     let (_client, file) = mount(&server, SOFT);
     assert_eq!(write(&file, 0, 2 * 65536).0.unwrap(), 2 * 65536);
     assert!(
@@ -1548,11 +1555,56 @@ fn file_sync_write_answered_unstable_is_remembered_and_committed_by_fsync() {
         "{:?}",
         writes_seen(&server)
     );
-    // The server did not make it durable: the client knows.
-    assert_eq!(file.uncommitted_bytes(), 2 * 65536);
+    assert_eq!(server.count(Proc::COMMIT), 1, "not committed");
+    assert_eq!(file.uncommitted_bytes(), 0);
+
+    // If that COMMIT fails, so does the write, and the data is kept for
+    // the next fsync.
+    server.set_plan(Plan::once(
+        Proc::COMMIT,
+        Fault::Status(nfsstat3::NFS3ERR_IO),
+    ));
+    let e = write(&file, 0, 65536).0.unwrap_err();
+    assert_eq!(e.errno(), libc::EIO, "{e}");
+    assert!(e.to_string().contains("COMMIT"), "{e}");
+    assert_eq!(file.uncommitted_bytes(), 65536);
     let f = file.clone();
     within("fsync", SOFT_LIMIT, move || f.fsync()).0.unwrap();
-    assert_eq!(server.count(Proc::COMMIT), 1);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert_eq!(server.count(Proc::COMMIT), 3);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn file_sync_batch_write_answered_unstable_is_committed_before_it_completes() {
+    // The same promise through the batch API: a completed FILE_SYNC write
+    // is durable.
+    let opts = Options {
+        downgrade_writes: true,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::none());
+    let (client, file) = mount(&server, SOFT);
+    let data = vec![0x3cu8; 3 * 8192];
+    let mut batch = directnfs::Batch::new(&client);
+    for i in 0..3 {
+        batch
+            .write(
+                &file,
+                (i * 8192) as u64,
+                &data[i * 8192..(i + 1) * 8192],
+                i as u64,
+            )
+            .unwrap();
+    }
+    let mut done = Vec::new();
+    while done.len() < 3 {
+        done.extend(batch.wait(3, Some(SOFT_LIMIT)));
+    }
+    for c in done {
+        assert_eq!(c.result.unwrap(), 8192, "token {}", c.token);
+    }
+    assert!(server.count(Proc::COMMIT) >= 1, "not committed");
     assert_eq!(file.uncommitted_bytes(), 0);
     assert_no_internal_panic();
 }
@@ -1662,6 +1714,55 @@ fn handle_cache_is_cleared_past_65536_entries() {
     .unwrap();
     let sent = server.count(Proc::LOOKUP) - before;
     assert!(sent > 0, "the handle cache kept more than {BOUND} entries");
+    assert_no_internal_panic();
+}
+
+#[test]
+fn handle_cache_of_created_files_is_bounded_too() {
+    // `create_new` caches the new file's handle without any LOOKUP: a
+    // program that only creates files must not grow the cache forever
+    // either. After 65,538 creates the first one's handle is gone and
+    // opening it sends a LOOKUP.
+    let _serial = memory_lock();
+    const BOUND: usize = 65536;
+    let server = HostileServer::start(Plan::none());
+    let client = connect(&server, "timeo=10&retrans=1&soft&connections=2").unwrap();
+    let c = client.clone();
+    let (r, t) = within("create files", Duration::from_secs(300), move || {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..4)
+                .map(|w| {
+                    let c = c.clone();
+                    s.spawn(move || {
+                        for i in (0..BOUND + 2).filter(|i| i % 4 == w) {
+                            c.open_with(
+                                &format!("/c{i}"),
+                                OpenOptions {
+                                    create_new: true,
+                                    ..Default::default()
+                                },
+                            )?;
+                        }
+                        Ok::<_, Error>(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().expect("worker panicked"))
+        })
+    });
+    r.unwrap();
+    eprintln!("{} creates in {t:?}", server.count(Proc::CREATE));
+    assert_eq!(server.count(Proc::LOOKUP), 0);
+    within("open the first", SOFT_LIMIT, move || client.open("/c0"))
+        .0
+        .unwrap();
+    assert_eq!(
+        server.count(Proc::LOOKUP),
+        1,
+        "the handle cache kept more than {BOUND} created files"
+    );
     assert_no_internal_panic();
 }
 
