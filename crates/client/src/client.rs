@@ -198,6 +198,7 @@ impl Client {
                 },
                 backoff: Backoff::default(),
                 max_record,
+                max_client_inflight: options.max_client_inflight,
                 cred: cred.clone(),
                 prog: nfs3::NFS_PROGRAM,
                 vers: nfs3::NFS_V3,

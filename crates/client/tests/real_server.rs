@@ -468,3 +468,38 @@ fn threads_share_the_receive_and_hand_the_lead_on() {
     });
     c.remove(&path).unwrap();
 }
+
+/// `max_client_inflight` holds a batch back: with one connection (whose
+/// own limit is 256) and a client limit of 8, never more than 8 READs are
+/// in flight, and all 64 still complete with their data.
+#[test]
+fn client_inflight_limit_makes_a_batch_wait_for_room() {
+    let c = Client::connect(&url_with("connections=1&max_client_inflight=8")).unwrap();
+    let path = unique("clientcap");
+    let f = c.create(&path).unwrap();
+    let data = pattern(64 * 8192, 5);
+    f.write_at(&data, 0).unwrap();
+    let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8192]; 64];
+    {
+        let mut batch = Batch::new(&c);
+        for (i, b) in bufs.iter_mut().enumerate() {
+            batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
+        }
+        let mut n = 0;
+        while n < 64 {
+            for comp in batch.wait(64, Some(Duration::from_secs(30))) {
+                assert_eq!(comp.result.unwrap(), 8192, "token {}", comp.token);
+                n += 1;
+            }
+        }
+    }
+    for (i, b) in bufs.iter().enumerate() {
+        assert!(b[..] == data[i * 8192..(i + 1) * 8192], "block {i}");
+    }
+    let peak = c.stats().servers[0].totals.inflight_peak;
+    assert!(
+        (1..=8).contains(&peak),
+        "in-flight peak {peak} with max_client_inflight=8"
+    );
+    c.remove(&path).unwrap();
+}

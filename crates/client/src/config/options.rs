@@ -17,6 +17,7 @@
 //! | `uid`, `gid` | AUTH_SYS identity | the calling process's effective ids |
 //! | `gids` | supplementary groups `1,2,3`, at most 16; empty = none | the calling process's groups |
 //! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
+//! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
 //! | `mnt_timeout` | seconds to wait for MOUNT to succeed (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
@@ -101,6 +102,10 @@ pub struct MountOptions {
     pub gids: Option<Vec<u32>>,
     /// RPCs in flight per channel, 1..=65536. Default 256.
     pub max_inflight: usize,
+    /// RPCs in flight for the whole client, over all channels,
+    /// 1..=1048576: new calls wait for room beyond it (retransmissions of
+    /// calls already admitted do not). Default 4096.
+    pub max_client_inflight: usize,
     /// Cap on READ size in bytes, 4 KiB..=16 MiB; the effective size is also
     /// capped by the server's FSINFO rtmax. Default 1 MiB.
     pub rsize: u32,
@@ -134,6 +139,7 @@ impl Default for MountOptions {
             gid: None,
             gids: None,
             max_inflight: 256,
+            max_client_inflight: 4096,
             rsize: 1 << 20,
             wsize: 1 << 20,
             dontroute: false,
@@ -216,6 +222,7 @@ enum Key {
     Gid,
     Gids,
     MaxInflight,
+    MaxClientInflight,
     Rsize,
     Wsize,
     Dontroute,
@@ -244,6 +251,7 @@ const KEYS: &[(&str, Key)] = &[
     ("gid", Key::Gid),
     ("gids", Key::Gids),
     ("max_inflight", Key::MaxInflight),
+    ("max_client_inflight", Key::MaxClientInflight),
     ("rsize", Key::Rsize),
     ("wsize", Key::Wsize),
     ("dontroute", Key::Dontroute),
@@ -279,6 +287,8 @@ impl MountOptions {
     pub const MAX_CONNECTIONS: usize = 64;
     /// Most RPCs in flight per channel.
     pub const MAX_INFLIGHT: usize = 65536;
+    /// Most RPCs in flight for one client.
+    pub const MAX_CLIENT_INFLIGHT: usize = 1 << 20;
     /// Most supplementary groups AUTH_SYS can carry (RFC 5531 appendix A).
     pub const MAX_GIDS: usize = 16;
     /// Smallest `rsize`/`wsize`.
@@ -342,6 +352,9 @@ impl MountOptions {
             Key::MaxInflight => {
                 self.max_inflight = p.ranged(1, Self::MAX_INFLIGHT as u64)? as usize
             }
+            Key::MaxClientInflight => {
+                self.max_client_inflight = p.ranged(1, Self::MAX_CLIENT_INFLIGHT as u64)? as usize
+            }
             Key::Rsize => self.rsize = p.io_size()?,
             Key::Wsize => self.wsize = p.io_size()?,
             Key::Dontroute => self.dontroute = p.flag()?,
@@ -380,6 +393,13 @@ impl MountOptions {
                 "max_inflight",
                 self.max_inflight.to_string(),
                 format!("must be between 1 and {}", Self::MAX_INFLIGHT),
+            );
+        }
+        if !(1..=Self::MAX_CLIENT_INFLIGHT).contains(&self.max_client_inflight) {
+            return bad(
+                "max_client_inflight",
+                self.max_client_inflight.to_string(),
+                format!("must be between 1 and {}", Self::MAX_CLIENT_INFLIGHT),
             );
         }
         let durations = [
@@ -822,6 +842,24 @@ mod tests {
         let seventeen: Vec<String> = (0..17).map(|g| g.to_string()).collect();
         let err = set(&[("gids", &seventeen.join(","))]).unwrap_err();
         assert!(err.to_string().contains("at most 16 groups"), "{err}");
+    }
+
+    #[test]
+    fn max_client_inflight_is_bounded() {
+        assert_eq!(MountOptions::default().max_client_inflight, 4096);
+        assert_eq!(
+            set(&[("max_client_inflight", "8")])
+                .unwrap()
+                .max_client_inflight,
+            8
+        );
+        assert!(set(&[("max_client_inflight", "0")]).is_err());
+        assert!(set(&[("max_client_inflight", "1048577")]).is_err());
+        let o = MountOptions {
+            max_client_inflight: 0,
+            ..MountOptions::default()
+        };
+        assert!(o.validate().is_err());
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub(crate) struct TransportConfig {
     pub backoff: Backoff,
     /// Largest reply record accepted.
     pub max_record: usize,
+    /// Calls in flight over all channels before new ones wait.
+    pub max_client_inflight: usize,
     /// Encoded credential and verifier, put in every call.
     pub cred: Vec<u8>,
     /// RPC program and version probed with NULL on (re)connect.
@@ -204,6 +206,11 @@ impl Shared {
                 call.complete(Err(CallError::Shutdown));
                 continue;
             }
+            // Past the client-wide limit: `submit` below waits for room.
+            if !rest.is_empty() || self.in_flight() >= self.config.max_client_inflight {
+                rest.push(call);
+                continue;
+            }
             let Some(idx) = self.choose(None) else {
                 rest.push(call);
                 continue;
@@ -268,6 +275,12 @@ impl Shared {
                 call.complete(Err(CallError::Shutdown));
                 return;
             }
+            // The client-wide limit admits new calls only; a call being
+            // re-sent was admitted already and must not wait behind it.
+            if may_wait && self.in_flight() >= self.config.max_client_inflight {
+                self.wait_for_room();
+                continue;
+            }
             let Some(idx) = self.choose(avoid) else {
                 self.park(call);
                 return;
@@ -306,6 +319,14 @@ impl Shared {
             }
             return;
         }
+    }
+
+    /// Calls in flight over all channels.
+    fn in_flight(&self) -> usize {
+        self.channels
+            .iter()
+            .map(|c| c.outstanding_requests.load(Ordering::Relaxed) as usize)
+            .sum()
     }
 
     fn choose(&self, avoid: Option<usize>) -> Option<usize> {
