@@ -44,7 +44,7 @@
 //! * directnfs keys are those of [`MountOptions`] (table in its module):
 //!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
 //!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
-//!   `rsize`, `wsize`, `resvport`. They apply to the whole server block.
+//!   `max_client_inflight`, `rsize`, `wsize`, `resvport`. They apply to the whole server block.
 //!
 //! Errors name the file, line and token, and suggest a key for a typo:
 //! `dnfstab:12: unknown key "conections" (did you mean "connections"?)`.
