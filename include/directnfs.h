@@ -32,7 +32,10 @@
  *           thread, but calls on one batch are serialized (a thread blocked
  *           in dnfs_batch_wait holds that batch). Completions are only ever
  *           seen by the thread that calls dnfs_batch_wait: the library runs
- *           no callbacks on its own threads.
+ *           no callbacks. Replies are received by the calling threads
+ *           themselves while they wait (one at a time, for everyone), or
+ *           by one library thread for I/O nobody waits for: a thread
+ *           blocked in a dnfs_ call may be moving other threads' data.
  *
  * Lifetime. Objects are freed by their close/free function, once; using an
  *           object after that (or from another thread during it) is
