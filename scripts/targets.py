@@ -56,7 +56,7 @@ def main():
         dn, ln, lo = (run(doc, e) for e in ("directnfs", "libnfs", "local"))
         vd, vl, vo = (get(r) if r else None for r in (dn, ln, lo))
         if absolute is not None:
-            r = None
+            r = ratio(vd, vl)
             met = None if vd is None else (vd >= absolute if better == "high" else vd <= absolute)
         else:
             r = ratio(vd, vl)
