@@ -34,7 +34,7 @@ use super::transport::Shared;
 
 /// Longest a leader sleeps in `poll` before re-checking what it waits for
 /// (completions by other threads: soft timeouts, shutdown).
-pub(crate) const LEAD_POLL_MAX_MS: libc::c_int = 20;
+pub(crate) const LEAD_POLL_MAX: Duration = Duration::from_millis(20);
 /// Longest a follower parks before trying to lead again (a safety net: a
 /// leader that stops always unparks one).
 const FOLLOW_PARK_MAX: Duration = Duration::from_millis(20);
@@ -263,19 +263,31 @@ impl Shared {
                 return;
             }
             let mut timeout = if speculative {
-                super::receive::SPECULATIVE_WAIT_MS
+                super::receive::SPECULATIVE_WAIT
             } else {
-                LEAD_POLL_MAX_MS
+                LEAD_POLL_MAX
             };
             if let Some(u) = until {
                 let left = u.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return;
                 }
-                timeout = timeout.min(left.as_millis().max(1) as libc::c_int);
+                timeout = timeout.min(left);
             }
-            // SAFETY: `fds` is a live array of `fds.len()` pollfds.
-            let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            let ts = libc::timespec {
+                tv_sec: timeout.as_secs() as libc::time_t,
+                tv_nsec: timeout.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: `fds` is a live array of `fds.len()` pollfds; `ts`
+            // outlives the call; no signal mask is passed.
+            let rc = unsafe {
+                libc::ppoll(
+                    fds.as_mut_ptr(),
+                    fds.len() as libc::nfds_t,
+                    &ts,
+                    std::ptr::null(),
+                )
+            };
             timed_out = rc == 0;
             ready.iter_mut().for_each(|r| *r = false);
             if rc > 0 {
