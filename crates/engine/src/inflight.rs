@@ -224,6 +224,7 @@ mod tests {
         /// Any interleaving of inserts and takes: each request comes out
         /// exactly once, by its own XID, and never through another's.
         #[test]
+        #[cfg_attr(miri, ignore = "slow under Miri: property test")]
         fn every_request_completes_exactly_once(ops in proptest::collection::vec(any::<(bool, u8)>(), 0..400)) {
             let mut t = InflightTable::new(16, 77);
             let mut live: Vec<(u32, usize)> = Vec::new();

@@ -6,6 +6,9 @@
 # (The Rust tests in tests/sql.rs cover the rest through libsqlite3.)
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' crates/sqlite/tests/run.sh
+#
+# DNFS_SQLITE3 names the shell (default sqlite3); tests/sanitized.sh sets it
+# to a small shell built with ASan + UBSan against a sanitized SQLite.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$ROOT"
@@ -14,7 +17,8 @@ if [[ -z ${DNFS_TEST_URL:-} ]]; then
     echo "run.sh: SKIPPED sqlite3 shell tests: DNFS_TEST_URL is not set" >&2
     exit 0
 fi
-command -v sqlite3 >/dev/null || { echo "run.sh: sqlite3 shell not installed (apt-get install sqlite3)" >&2; exit 1; }
+SQLITE3=${DNFS_SQLITE3:-sqlite3}
+command -v "$SQLITE3" >/dev/null || { echo "run.sh: $SQLITE3 shell not installed (apt-get install sqlite3)" >&2; exit 1; }
 cargo build --release -p directnfs-sqlite
 
 # nfs://host/export?q -> file: URI naming nfs://host/export/NAME?q, with ?
@@ -31,7 +35,7 @@ check() { # name expected actual
     if [[ $2 == "$3" ]]; then echo "ok   $1"; else echo "FAIL $1: expected [$2] got [$3]"; fail=1; fi
 }
 
-out=$(sqlite3 <<SQL 2>&1
+out=$("$SQLITE3" <<SQL 2>&1 || echo "[exit status $?]"
 .load target/release/libdirectnfs_sqlite
 .open $uri
 PRAGMA journal_mode=DELETE;
@@ -50,7 +54,7 @@ SQL
 check "load without entry point, DELETE then WAL" \
     "$(printf 'delete\n5000|12502500\nok\nwal\n2500\nok')" "$out"
 
-out=$(sqlite3 <<SQL 2>&1
+out=$("$SQLITE3" <<SQL 2>&1 || echo "[exit status $?]"
 .load target/release/libdirectnfs_sqlite
 .open $uri
 SELECT count(*) FROM t;
@@ -61,7 +65,7 @@ SQL
 )
 check "reopened by a new process" "$(printf '5000\nwal\nok\ndelete')" "$out"
 
-out=$(DIRECTNFS_SQLITE_DEFAULT=1 sqlite3 <<SQL 2>&1
+out=$(DIRECTNFS_SQLITE_DEFAULT=1 "$SQLITE3" <<SQL 2>&1 || echo "[exit status $?]"
 .load target/release/libdirectnfs_sqlite
 .open $plain
 SELECT count(*) FROM t;
@@ -69,14 +73,19 @@ SQL
 )
 check "DIRECTNFS_SQLITE_DEFAULT=1 makes it the default VFS" "5000" "$out"
 
-out=$(DIRECTNFS_TAB=/nonexistent sqlite3 <<SQL 2>&1 || true
+out=$(DIRECTNFS_TAB=/nonexistent "$SQLITE3" <<SQL 2>&1 || echo "[exit status $?]"
 .load target/release/libdirectnfs_sqlite
 .open file:/tmp/not-on-nfs-$$.db?vfs=directnfs
 SELECT 1;
 SQL
 )
-[[ $out == *"unable to open database"* ]] && echo "ok   a local path is refused" \
-    || { echo "FAIL a local path is refused: $out"; fail=1; }
+# (A sanitizer report also ends the shell; it must not pass for a refusal.)
+if [[ $out == *"unable to open database"* && $out != *Sanitizer* && $out != *"runtime error:"* ]]; then
+    echo "ok   a local path is refused"
+else
+    echo "FAIL a local path is refused: $out"
+    fail=1
+fi
 
 # Clean up with the dnfs CLI when it is built (cargo build --release).
 if [[ -x target/release/dnfs ]]; then

@@ -310,6 +310,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: very large input")]
     fn export_list_longer_than_cap_is_too_long() {
         let list = exports(vec![exportnode::default(); MAX_EXPORTS + 1]);
         let err = decode_exact::<exports>(&to_bytes(&list), "exports").unwrap_err();

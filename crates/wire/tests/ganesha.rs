@@ -316,6 +316,7 @@ fn ganesha_fsstat() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "slow under Miri: very large input")]
 fn ganesha_read_of_128k_borrows_all_of_it() {
     let file = include_bytes!("../testdata/ganesha_read_big_reply.bin");
     let rec = record(file);

@@ -121,6 +121,7 @@ fn write_args_whose_count_disagrees_with_data_is_an_error() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "slow under Miri: very large input")]
 fn readdir_reply_with_more_than_65536_entries_is_too_long() {
     let entry = entry3::default();
     let mut ok = READDIR3resok::default();

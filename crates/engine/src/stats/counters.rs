@@ -450,6 +450,7 @@ mod tests {
     const GETATTR: u32 = 1;
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn proc_names_follow_rfc_1813_numbering() {
         assert_eq!(proc_name(0), Some("NULL"));
         assert_eq!(proc_name(1), Some("GETATTR"));
@@ -483,6 +484,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn out_of_range_procedures_count_as_other_without_panicking() {
         let s = IoStats::new();
         s.on_submit(99);
@@ -495,6 +497,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn submit_and_complete_track_calls_bytes_errors_and_latency() {
         let s = IoStats::new();
         s.on_submit(READ);
@@ -549,6 +552,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn inflight_peak_survives_completions() {
         let s = IoStats::new();
         for _ in 0..5 {
@@ -562,6 +566,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn merged_raw_snapshots_add_up_and_keep_exact_percentiles() {
         let (a, b, both) = (IoStats::new(), IoStats::new(), IoStats::new());
         for i in 0..100u64 {
@@ -581,6 +586,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn concurrent_submit_complete_balances_to_zero_inflight() {
         let s = IoStats::new();
         std::thread::scope(|sc| {

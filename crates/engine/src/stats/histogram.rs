@@ -442,6 +442,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn percentiles_of_seeded_log_uniform_samples_are_within_six_percent() {
         for seed in 1..=20u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
@@ -482,6 +483,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn concurrent_records_are_all_counted() {
         let h = Histogram::new();
         std::thread::scope(|s| {
@@ -517,6 +519,7 @@ mod tests {
 
     proptest! {
         #[test]
+        #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
         fn percentiles_are_within_six_percent_of_exact(
             mut v in proptest::collection::vec(0u64..100_000_000_000, 1..400),
             p in 0.0f64..=100.0,

@@ -861,6 +861,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn prometheus_lines_follow_the_exposition_grammar() {
         let text = render_prometheus(&sample_snapshot());
         assert!(text.ends_with('\n'));
@@ -874,6 +875,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn prometheus_declares_the_expected_families() {
         let text = render_prometheus(&sample_snapshot());
         for (name, kind) in [
@@ -897,6 +899,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn prometheus_calls_carry_server_path_channel_and_proc_labels() {
         let samples = parse_exposition(&render_prometheus(&sample_snapshot()));
         let s = samples
@@ -921,6 +924,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn prometheus_buckets_are_cumulative_and_end_at_inf_equal_to_count() {
         let samples = parse_exposition(&render_prometheus(&sample_snapshot()));
         let key = |s: &Sample| {
@@ -970,6 +974,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn prometheus_buckets_count_samples_at_or_below_le() {
         let s = IoStats::new();
         for ns in [1_500, 1_500, 40_000, 3_000_000] {
@@ -1023,6 +1028,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn prometheus_up_reflects_path_and_channel_state() {
         let samples = parse_exposition(&render_prometheus(&sample_snapshot()));
         let up: Vec<(String, String, f64)> = samples
@@ -1052,6 +1058,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn json_is_pretty_and_round_trips() {
         let snap = sample_snapshot();
         let json = render_json(&snap).expect("json");
@@ -1076,6 +1083,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
     fn text_has_a_section_per_level_with_aligned_columns() {
         let text = render_text(&sample_snapshot());
         for title in [

@@ -263,6 +263,7 @@ mod tests {
 
     proptest! {
         #[test]
+        #[cfg_attr(miri, ignore = "slow under Miri: property test")]
         fn records_survive_any_fragmentation_and_chunking(
             records in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..300), 1..6),
             frag in 1usize..64,
