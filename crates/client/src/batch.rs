@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::io::call::{BatchQueue, Call, Notify, ReadDest};
+use crate::io::call::{BatchQueue, Call, CallPool, Notify, ReadDest};
 
 /// One finished operation.
 #[derive(Debug)]
@@ -65,6 +65,9 @@ struct Piece {
     data: Option<Arc<[u8]>>,
 }
 
+/// One piece of an operation: bytes asked, and once done, bytes got and EOF.
+type PieceResult = (usize, Option<(usize, bool)>);
+
 #[derive(Debug)]
 struct Op {
     token: u64,
@@ -72,7 +75,7 @@ struct Op {
     file: File,
     pending: usize,
     /// Per piece, in order: bytes wanted and bytes got (reads).
-    got: Vec<(usize, Option<(usize, bool)>)>,
+    got: Vec<PieceResult>,
     written: usize,
     /// A piece asked FILE_SYNC that the server only took UNSTABLE.
     downgraded: bool,
@@ -94,6 +97,15 @@ pub struct Batch<'buf> {
     ready: Vec<Completion>,
     /// Requests queued, not yet sent (see the module doc).
     unsent: Vec<Arc<Call>>,
+    /// Free slots of `pieces` and `ops` (no search for one per I/O).
+    free_pieces: Vec<usize>,
+    free_ops: Vec<usize>,
+    /// Finished calls and piece-result vectors kept for reuse: a steady
+    /// stream of I/O allocates nothing per operation.
+    calls: CallPool,
+    got_pool: Vec<Vec<PieceResult>>,
+    /// Completed piece slots taken from the queue (kept for its capacity).
+    taken: Vec<usize>,
     _buffers: PhantomData<&'buf mut [u8]>,
 }
 
@@ -112,6 +124,11 @@ impl<'buf> Batch<'buf> {
             in_flight: 0,
             ready: Vec::new(),
             unsent: Vec::new(),
+            free_pieces: Vec::new(),
+            free_ops: Vec::new(),
+            calls: CallPool::default(),
+            got_pool: Vec::new(),
+            taken: Vec::new(),
             _buffers: PhantomData,
         }
     }
@@ -146,31 +163,45 @@ impl<'buf> Batch<'buf> {
             kind,
             file: file.clone(),
             pending: 0,
-            got: Vec::new(),
+            got: self.got_pool.pop().unwrap_or_default(),
             written: 0,
             downgraded: false,
             error: None,
         };
         // Reuse a free op slot so long-lived batches do not grow.
-        if let Some(i) = self.ops.iter().position(Option::is_none) {
-            self.ops[i] = Some(op);
-            i
-        } else {
-            self.ops.push(Some(op));
-            self.ops.len() - 1
+        match self.free_ops.pop() {
+            Some(i) => {
+                self.ops[i] = Some(op);
+                i
+            }
+            None => {
+                self.ops.push(Some(op));
+                self.ops.len() - 1
+            }
         }
     }
 
-    fn add_piece(&mut self, piece_for: impl FnOnce(Notify) -> Piece) {
-        let slot = self
-            .pieces
-            .iter()
-            .position(Option::is_none)
-            .unwrap_or_else(|| {
-                self.pieces.push(None);
-                self.pieces.len() - 1
-            });
-        let piece = piece_for(Notify::Batch(Arc::clone(&self.queue), slot));
+    /// Frees an op's slot, keeping its piece-result vector for reuse.
+    fn release_op(&mut self, i: usize) -> Option<Op> {
+        let mut op = self.ops.get_mut(i).and_then(Option::take)?;
+        self.free_ops.push(i);
+        let mut got = std::mem::take(&mut op.got);
+        got.clear();
+        self.got_pool.push(got);
+        Some(op)
+    }
+
+    /// A free piece slot and the completion notice of a call made for it.
+    fn piece_slot(&mut self) -> (usize, Notify) {
+        let slot = self.free_pieces.pop().unwrap_or_else(|| {
+            self.pieces.push(None);
+            self.pieces.len() - 1
+        });
+        (slot, Notify::Batch(Arc::clone(&self.queue), slot))
+    }
+
+    /// Puts a piece in the slot `piece_slot` gave and queues its call.
+    fn add_piece(&mut self, slot: usize, piece: Piece) {
         if let Some(Some(op)) = self.ops.get_mut(piece.op) {
             op.pending += 1;
         }
@@ -248,14 +279,20 @@ impl<'buf> Batch<'buf> {
             // every piece) before the call completes.
             let dest = unsafe { ReadDest::new(chunk) };
             let offset = offset + (seq * rtmax) as u64;
-            self.add_piece(|notify| Piece {
-                op,
-                call: file.read_call(offset, dest, notify),
-                offset,
-                len,
-                seq,
-                data: None,
-            });
+            let start_ns = self.ops[op].as_ref().map_or(0, |o| o.start_ns);
+            let (slot, notify) = self.piece_slot();
+            let call = file.read_call_pooled(offset, dest, notify, &mut self.calls, start_ns);
+            self.add_piece(
+                slot,
+                Piece {
+                    op,
+                    call,
+                    offset,
+                    len,
+                    seq,
+                    data: None,
+                },
+            );
         }
         self.in_flight += 1;
     }
@@ -321,31 +358,45 @@ impl<'buf> Batch<'buf> {
 
     /// A zero-length operation completes at once with 0 bytes.
     fn finish_empty(&mut self, op: usize) {
-        if let Some(o) = self.ops.get_mut(op).and_then(Option::take) {
+        if let Some(mut o) = self.release_op(op) {
             self.ready.push(Completion {
                 token: o.token,
                 result: Ok(0),
-                buffer: o.owned,
+                buffer: o.owned.take(),
             });
         }
     }
 
     fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
         let len = data.len();
-        self.add_piece(|notify| Piece {
-            op,
-            call: file.write_call(offset, Arc::clone(&data), notify),
-            offset,
-            len,
-            seq,
-            data: Some(data),
-        });
+        let (slot, notify) = self.piece_slot();
+        let call = file.write_call(offset, Arc::clone(&data), notify);
+        self.add_piece(
+            slot,
+            Piece {
+                op,
+                call,
+                offset,
+                len,
+                seq,
+                data: Some(data),
+            },
+        );
     }
 
     /// Waits until at least `min` operations have completed (or `timeout`
     /// passed), and returns every completion available, possibly more than
     /// `min`. `min` larger than the outstanding count waits for all.
     pub fn wait(&mut self, min: usize, timeout: Option<Duration>) -> Vec<Completion> {
+        let mut out = Vec::new();
+        self.wait_into(&mut out, min, timeout);
+        out
+    }
+
+    /// [`wait`](Self::wait), appending the completions to `out` instead of
+    /// returning a new vector (a reused `out` keeps its capacity: the
+    /// `aio_waitn` loop of a database then allocates nothing per call).
+    pub fn wait_into(&mut self, out: &mut Vec<Completion>, min: usize, timeout: Option<Duration>) {
         let deadline = timeout.map(|t| Instant::now() + t);
         let min = min.min(self.outstanding());
         loop {
@@ -365,34 +416,45 @@ impl<'buf> Batch<'buf> {
                     .wait_until(&|| q.count.load(Ordering::Acquire) >= need, deadline);
                 q.want.store(0, Ordering::Release);
             }
-            let ready = self.queue.take();
-            for slot in ready {
-                self.piece_done(slot);
+            let mut taken = std::mem::take(&mut self.taken);
+            self.queue.take_into(&mut taken);
+            // One clock read for the completions handed out together.
+            let now = self.client.inner.shared().now_ns();
+            for slot in taken.drain(..) {
+                self.piece_done(slot, now);
             }
+            self.taken = taken;
             let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
             if self.ready.len() >= min || timed_out {
-                return std::mem::take(&mut self.ready);
+                out.append(&mut self.ready);
+                return;
             }
         }
     }
 
-    fn piece_done(&mut self, slot: usize) {
+    fn piece_done(&mut self, slot: usize, now_ns: u64) {
         let Some(piece) = self.pieces.get_mut(slot).and_then(Option::take) else {
             return;
         };
+        self.free_pieces.push(slot);
+        self.finish_piece(&piece, now_ns);
+        self.calls.put(piece.call);
+    }
+
+    fn finish_piece(&mut self, piece: &Piece, now_ns: u64) {
         let Some(Some(op)) = self.ops.get_mut(piece.op) else {
             return;
         };
         op.pending -= 1;
-        let file = op.file.clone();
         match op.kind {
-            Kind::Read => match file.finish_read(&piece.call) {
+            Kind::Read => match op.file.finish_read(&piece.call) {
                 Ok(p) => op.got[piece.seq].1 = Some((p.count, p.eof)),
                 Err(e) => {
                     op.error.get_or_insert(e);
                 }
             },
             Kind::Write => {
+                let file = op.file.clone();
                 let data = piece.data.clone().unwrap_or_else(|| Arc::from(&[][..]));
                 let result = file.finish_write_durable(&piece.call, piece.offset, &data);
                 if let Ok((_, durable)) = &result {
@@ -454,20 +516,20 @@ impl<'buf> Batch<'buf> {
             Kind::Read => (directnfs_wire::nfs3::NFSPROC3_READ, true),
             Kind::Write => (directnfs_wire::nfs3::NFSPROC3_WRITE, false),
         };
-        op.file.op_end(proc_, op.start_ns, &result, read);
+        op.file.op_end_at(proc_, op.start_ns, now_ns, &result, read);
         let buffer = op.owned.take();
         self.ready.push(Completion {
             token: op.token,
             result,
             buffer,
         });
-        self.ops[piece.op] = None;
+        self.release_op(piece.op);
         self.in_flight -= 1;
     }
 }
 
 /// Bytes read from the start of the operation up to the first short piece.
-fn contiguous(got: &[(usize, Option<(usize, bool)>)]) -> usize {
+fn contiguous(got: &[PieceResult]) -> usize {
     let mut total = 0;
     for (want, got) in got {
         let (n, eof) = got.unwrap_or((0, true));

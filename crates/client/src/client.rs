@@ -587,13 +587,19 @@ impl Inner {
     /// procedure, credential and verifier; arguments are appended by the caller.
     pub(crate) fn call_body(&self, proc_: u32, capacity: usize) -> Vec<u8> {
         let mut b = Vec::with_capacity(20 + self.cred.len() + capacity);
+        self.put_call_header(&mut b, proc_);
+        b
+    }
+
+    /// Appends the call header after the XID (message type, RPC, program,
+    /// version, procedure) and the credential.
+    pub(crate) fn put_call_header(&self, b: &mut Vec<u8>, proc_: u32) {
         b.put_u32(0); // CALL
         b.put_u32(directnfs_wire::rpc::RPC_VERSION);
         b.put_u32(nfs3::NFS_PROGRAM);
         b.put_u32(nfs3::NFS_V3);
         b.put_u32(proc_);
         b.extend_from_slice(&self.cred);
-        b
     }
 
     /// Sends a prepared call and waits for it.

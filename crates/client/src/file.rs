@@ -18,7 +18,7 @@ use directnfs_wire::XdrReader;
 use crate::client::{is_jukebox, jukebox_delay, nfs_result, Client, Inner};
 use crate::config::StableMode;
 use crate::error::{Error, Result};
-use crate::io::call::{Call, Group, Notify, ReadDest, Reply, Sink};
+use crate::io::call::{Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
 
@@ -325,7 +325,20 @@ impl File {
     }
 
     pub(crate) fn op_end(&self, proc_: u32, start: u64, result: &Result<usize>, read: bool) {
-        let latency = self.inner().shared().now_ns().saturating_sub(start);
+        let now = self.inner().shared().now_ns();
+        self.op_end_at(proc_, start, now, result, read);
+    }
+
+    /// [`op_end`](Self::op_end) at a time the caller read already.
+    pub(crate) fn op_end_at(
+        &self,
+        proc_: u32,
+        start: u64,
+        now: u64,
+        result: &Result<usize>,
+        read: bool,
+    ) {
+        let latency = now.saturating_sub(start);
         let n = *result.as_ref().unwrap_or(&0) as u64;
         let (r, w) = if read { (n, 0) } else { (0, n) };
         self.shared
@@ -392,6 +405,35 @@ impl File {
             offset += n as u64;
         }
         Ok(())
+    }
+
+    /// [`read_call`](Self::read_call) reusing a finished call of `pool`,
+    /// submitted at `now_ns` (the operation's start, already read).
+    pub(crate) fn read_call_pooled(
+        &self,
+        offset: u64,
+        dest: ReadDest,
+        notify: Notify,
+        pool: &mut CallPool,
+        now_ns: u64,
+    ) -> Arc<Call> {
+        let inner = self.inner();
+        let fh = self.shared.fh.as_bytes();
+        let count = dest.len() as u32;
+        let weight = dest.len() as u64;
+        Call::new_pooled(
+            pool,
+            nfs3::NFSPROC3_READ,
+            |body| {
+                inner.put_call_header(body, nfs3::NFSPROC3_READ);
+                encode_read_args(body, fh, offset, count);
+            },
+            None,
+            weight,
+            Sink::Read(dest),
+            notify,
+            now_ns,
+        )
     }
 
     pub(crate) fn read_call(&self, offset: u64, dest: ReadDest, notify: Notify) -> Arc<Call> {

@@ -25,24 +25,42 @@ pub const REQUEST_COST_BYTES: u64 = 4096;
 /// a retransmission comes from) when another one is available. `start`
 /// rotates the tie-break. Returns an index into `candidates`.
 pub fn least_loaded(candidates: &[Candidate], start: usize, avoid: Option<usize>) -> Option<usize> {
-    let n = candidates.len();
+    least_loaded_by(candidates.len(), |i| candidates[i], start, avoid)
+}
+
+/// [`least_loaded`] over `n` candidates read on demand by `get` (the I/O
+/// driver reads its channels' atomics directly instead of building a
+/// slice for every request).
+#[inline]
+pub fn least_loaded_by(
+    n: usize,
+    get: impl Fn(usize) -> Candidate,
+    start: usize,
+    avoid: Option<usize>,
+) -> Option<usize> {
+    if n == 0 {
+        return None;
+    }
     let mut best: Option<(usize, u64)> = None;
     let mut fallback = None;
-    for k in 0..n {
-        let i = (start + k) % n;
-        let c = &candidates[i];
-        if !c.up {
-            continue;
+    let mut i = start % n;
+    for _ in 0..n {
+        let c = get(i);
+        if c.up {
+            if Some(i) == avoid {
+                fallback = Some(i);
+            } else {
+                let load = c
+                    .outstanding_bytes
+                    .saturating_add(c.outstanding_requests.saturating_mul(REQUEST_COST_BYTES));
+                if best.is_none_or(|(_, b)| load < b) {
+                    best = Some((i, load));
+                }
+            }
         }
-        if Some(i) == avoid {
-            fallback = Some(i);
-            continue;
-        }
-        let load = c
-            .outstanding_bytes
-            .saturating_add(c.outstanding_requests.saturating_mul(REQUEST_COST_BYTES));
-        if best.is_none_or(|(_, b)| load < b) {
-            best = Some((i, load));
+        i += 1;
+        if i == n {
+            i = 0;
         }
     }
     best.map(|(i, _)| i).or(fallback)

@@ -143,6 +143,21 @@ impl<'a> XdrReader<'a> {
         Ok(s)
     }
 
+    /// Takes exactly `N` bytes as a fixed-size array: one bounds check for
+    /// a whole fixed-size structure, whose fields then need none.
+    #[inline]
+    pub fn array<const N: usize>(
+        &mut self,
+        what: &'static str,
+    ) -> Result<&'a [u8; N], DecodeError> {
+        let s = self.take(N, what)?;
+        s.try_into().map_err(|_| DecodeError::Truncated {
+            what,
+            need: N,
+            have: s.len(),
+        })
+    }
+
     /// Reads an unsigned 32-bit integer.
     #[inline]
     pub fn u32(&mut self, what: &'static str) -> Result<u32, DecodeError> {

@@ -150,11 +150,40 @@ pub(crate) struct BatchQueue {
 }
 
 impl BatchQueue {
-    /// Takes every queued completion.
-    pub(crate) fn take(&self) -> Vec<usize> {
+    /// Moves every queued completion to `out` (whose capacity is kept, as
+    /// the queue keeps its own).
+    pub(crate) fn take_into(&self, out: &mut Vec<usize>) {
         let mut ready = self.ready.lock().unwrap_or_else(|p| p.into_inner());
         self.count.store(0, Ordering::Release);
-        std::mem::take(&mut *ready)
+        out.append(&mut ready);
+    }
+}
+
+/// Finished calls kept for reuse by one submitter (a `Batch`): a call
+/// and its body buffer cost two allocations and two frees otherwise, per
+/// I/O. Only calls nobody else references are reused.
+#[derive(Debug, Default)]
+pub(crate) struct CallPool {
+    free: Vec<Arc<Call>>,
+}
+
+/// Calls a pool keeps at most (beyond that, finished calls are freed).
+const CALL_POOL_MAX: usize = 256;
+
+impl CallPool {
+    /// Gives a finished call back for reuse (dropped if still shared or
+    /// the pool is full).
+    pub(crate) fn put(&mut self, mut call: Arc<Call>) {
+        if self.free.len() >= CALL_POOL_MAX || !call.is_done() {
+            return;
+        }
+        if let Some(c) = Arc::get_mut(&mut call) {
+            // What it pointed to is released now, not at reuse: a WRITE's
+            // data, a READ's (caller-owned) destination.
+            c.payload = None;
+            c.sink = Sink::Record;
+            self.free.push(call);
+        }
     }
 }
 
@@ -210,6 +239,46 @@ impl Call {
             done: AtomicBool::new(false),
             result: Mutex::new(None),
         })
+    }
+
+    /// Makes a call, reusing one of `pool`'s finished calls (and its body's
+    /// buffer) when there is one: the hot path then allocates nothing.
+    /// `encode` appends the call body (RPC header, credential, arguments)
+    /// to the empty buffer it is given.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new_pooled(
+        pool: &mut CallPool,
+        proc_: u32,
+        encode: impl FnOnce(&mut Vec<u8>),
+        payload: Option<Arc<[u8]>>,
+        weight: u64,
+        sink: Sink,
+        notify: Notify,
+        now_ns: u64,
+    ) -> Arc<Self> {
+        while let Some(mut arc) = pool.free.pop() {
+            // Unique again: nobody (table, leader, waiter) holds it now.
+            let Some(c) = Arc::get_mut(&mut arc) else {
+                continue;
+            };
+            c.proc_ = proc_;
+            c.body.clear();
+            encode(&mut c.body);
+            c.payload = payload;
+            c.weight = weight;
+            c.sink = sink;
+            *c.attempts.get_mut() = 0;
+            *c.last_channel.get_mut() = usize::MAX;
+            c.submitted_ns = now_ns;
+            *c.sent_ns.get_mut() = now_ns;
+            c.notify = notify;
+            *c.done.get_mut() = false;
+            *c.result.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+            return arc;
+        }
+        let mut body = Vec::with_capacity(256);
+        encode(&mut body);
+        Self::new(proc_, body, payload, weight, sink, notify, now_ns)
     }
 
     /// A lower-bound guess of the reply's size on the wire, for the receive

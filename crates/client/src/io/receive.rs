@@ -136,12 +136,14 @@ impl RxState {
         ch: &Channel,
         mut may_read: bool,
     ) -> Result<(), Lost> {
+        // Replies are timed when their bytes were taken from the socket.
+        let mut now = sh.now_ns();
         loop {
             // A direct READ in progress: its data goes to the caller.
             if let Some(d) = &mut self.direct {
                 if d.got >= d.count {
                     if let Some(d) = self.direct.take() {
-                        sh.account(ch, &d.call, true, d.count as u64);
+                        sh.account_at(ch, &d.call, true, d.count as u64, now);
                         d.call.complete(Ok(Reply::Read {
                             status: 0,
                             count: d.count as u32,
@@ -219,7 +221,7 @@ impl RxState {
                 .map_err(|e| lost(e.to_string()))?;
             if step.consumed > 0 {
                 if let Some(rec) = step.record {
-                    sh.handle_record(ch, self.epoch, &rec);
+                    sh.handle_record(ch, self.epoch, &rec, now);
                 }
                 self.start += step.consumed;
                 continue;
@@ -228,6 +230,7 @@ impl RxState {
                 return Ok(());
             }
             may_read = self.read_more(ch)?;
+            now = sh.now_ns();
         }
     }
 

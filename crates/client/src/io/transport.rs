@@ -17,7 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use directnfs_engine::choose::{least_loaded, Candidate};
+use directnfs_engine::choose::{least_loaded_by, Candidate};
 use directnfs_engine::retry::{AfterFailure, Backoff, RetryPolicy};
 use directnfs_wire::rpc::{AcceptedReply, RejectedReply, ReplyBody, ReplyHeader};
 use directnfs_wire::{Decode, XdrReader};
@@ -52,7 +52,8 @@ pub(crate) struct TransportConfig {
 pub(crate) struct Shared {
     pub channels: Vec<Arc<Channel>>,
     pub config: TransportConfig,
-    origin: Instant,
+    /// `monotonic_ns()` when the transport started.
+    origin_ns: u64,
     rotate: AtomicUsize,
     /// Calls waiting for any channel to come up.
     parked: Mutex<Vec<Arc<Call>>>,
@@ -65,6 +66,19 @@ pub(crate) struct Shared {
     /// Wakes the maintenance thread early (shutdown), so dropping a client
     /// does not wait for its next tick.
     tick: (Mutex<()>, Condvar),
+}
+
+/// Per-thread vectors `submit_many` groups calls in.
+#[derive(Default)]
+struct SubmitScratch {
+    per_channel: Vec<Vec<(u32, Arc<Call>)>>,
+    epochs: Vec<u64>,
+    rest: Vec<Arc<Call>>,
+}
+
+thread_local! {
+    static SUBMIT_SCRATCH: std::cell::RefCell<SubmitScratch> =
+        std::cell::RefCell::new(SubmitScratch::default());
 }
 
 /// Owner handle: shuts everything down when dropped.
@@ -82,7 +96,7 @@ impl Transport {
         let shared = Arc::new(Shared {
             channels: channels.into_iter().map(Arc::new).collect(),
             config,
-            origin: Instant::now(),
+            origin_ns: monotonic_ns(),
             rotate: AtomicUsize::new(0),
             parked: Mutex::new(Vec::new()),
             completions: AtomicU64::new(0),
@@ -170,7 +184,7 @@ impl Drop for Transport {
 impl Shared {
     /// Monotonic nanoseconds since the transport started.
     pub(crate) fn now_ns(&self) -> u64 {
-        self.origin.elapsed().as_nanos() as u64
+        monotonic_ns().saturating_sub(self.origin_ns)
     }
 
     pub(crate) fn is_shutdown(&self) -> bool {
@@ -198,16 +212,42 @@ impl Shared {
     /// write (see `Channel::send_many`). Calls that find no room or no
     /// channel up go through [`submit`](Self::submit) one by one.
     pub(crate) fn submit_many(&self, calls: impl IntoIterator<Item = Arc<Call>>) {
-        let mut per_channel: Vec<Vec<(u32, Arc<Call>)>> = vec![Vec::new(); self.channels.len()];
-        let mut epochs = vec![0u64; self.channels.len()];
-        let mut rest = Vec::new();
+        // The grouping vectors are kept per thread: nothing is allocated per
+        // batch. (Never re-entered: sending and failing a channel do not
+        // come back here; if it ever were, the inner call gets fresh ones.)
+        SUBMIT_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut scratch) => self.submit_many_with(calls, &mut scratch),
+            Err(_) => self.submit_many_with(calls, &mut SubmitScratch::default()),
+        });
+    }
+
+    fn submit_many_with(
+        &self,
+        calls: impl IntoIterator<Item = Arc<Call>>,
+        scratch: &mut SubmitScratch,
+    ) {
+        let n = self.channels.len();
+        let SubmitScratch {
+            per_channel,
+            epochs,
+            rest,
+        } = scratch;
+        if per_channel.len() < n {
+            per_channel.resize_with(n, Vec::new);
+        }
+        epochs.clear();
+        epochs.resize(n, 0);
+        // One clock read for the whole batch: sent together, timed together.
+        let now = self.now_ns();
+        let deadline = now + self.timeo_ns();
+        let mut in_flight = self.in_flight();
         for call in calls {
             if self.shutdown.load(Ordering::Acquire) {
                 call.complete(Err(CallError::Shutdown));
                 continue;
             }
             // Past the client-wide limit: `submit` below waits for room.
-            if !rest.is_empty() || self.in_flight() >= self.config.max_client_inflight {
+            if !rest.is_empty() || in_flight >= self.config.max_client_inflight {
                 rest.push(call);
                 continue;
             }
@@ -218,7 +258,6 @@ impl Shared {
             let ch = &self.channels[idx];
             let inserted = {
                 let mut st = ch.lock();
-                let deadline = self.now_ns() + self.timeo_ns();
                 if !st.health.is_up() {
                     None
                 } else {
@@ -241,17 +280,18 @@ impl Shared {
             epochs[idx] = epoch;
             call.attempts.fetch_add(1, Ordering::Relaxed);
             call.last_channel.store(idx, Ordering::Relaxed);
-            call.sent_ns.store(self.now_ns(), Ordering::Relaxed);
+            call.sent_ns.store(now, Ordering::Relaxed);
             ch.stats.on_submit(call.proc_);
             ch.add_load(&call);
+            in_flight += 1;
             per_channel[idx].push((xid, call));
         }
-        for (idx, queued) in per_channel.iter_mut().enumerate() {
+        for (idx, queued) in per_channel.iter_mut().enumerate().take(n) {
             if !queued.is_empty() {
                 self.send_queued(idx, epochs[idx], queued);
             }
         }
-        for call in rest {
+        for call in rest.drain(..) {
             self.submit(call);
         }
     }
@@ -330,22 +370,14 @@ impl Shared {
     }
 
     fn choose(&self, avoid: Option<usize>) -> Option<usize> {
-        // Small fixed array on the stack for the common case.
-        let mut cands = [Candidate {
-            up: false,
-            outstanding_bytes: 0,
-            outstanding_requests: 0,
-        }; 64];
         let n = self.channels.len();
-        if n > cands.len() {
-            let v: Vec<Candidate> = self.channels.iter().map(candidate).collect();
-            return least_loaded(&v, self.rotate.fetch_add(1, Ordering::Relaxed), avoid);
+        // One channel (a session with `connections=1`): no choice to make.
+        if n == 1 {
+            return self.channels[0].is_up().then_some(0);
         }
-        for (c, ch) in cands.iter_mut().zip(&self.channels) {
-            *c = candidate(ch);
-        }
-        least_loaded(
-            &cands[..n],
+        least_loaded_by(
+            n,
+            |i| candidate(&self.channels[i]),
             self.rotate.fetch_add(1, Ordering::Relaxed),
             avoid,
         )
@@ -483,17 +515,28 @@ impl Shared {
 
     /// Closes the statistics of a reply and frees its load and slot.
     pub(crate) fn account(&self, ch: &Channel, call: &Call, ok: bool, bytes_read: u64) {
+        self.account_at(ch, call, ok, bytes_read, self.now_ns());
+    }
+
+    /// [`account`](Self::account) at a time the caller read already (the
+    /// receiver reads the clock once per receive, not once per reply).
+    pub(crate) fn account_at(
+        &self,
+        ch: &Channel,
+        call: &Call,
+        ok: bool,
+        bytes_read: u64,
+        now: u64,
+    ) {
         ch.remove_load(call);
         let bytes_written = call.payload.as_ref().map_or(0, |p| p.len() as u64);
-        let latency = self
-            .now_ns()
-            .saturating_sub(call.sent_ns.load(Ordering::Relaxed));
+        let latency = now.saturating_sub(call.sent_ns.load(Ordering::Relaxed));
         ch.stats
             .on_complete(call.proc_, latency, bytes_read, bytes_written, ok);
         self.completions.fetch_add(1, Ordering::Release);
     }
 
-    pub(crate) fn handle_record(&self, ch: &Channel, epoch: u64, rec: &[u8]) {
+    pub(crate) fn handle_record(&self, ch: &Channel, epoch: u64, rec: &[u8], now: u64) {
         let mut r = XdrReader::new(rec);
         let header = ReplyHeader::decode(&mut r);
         let xid = match &header {
@@ -524,7 +567,7 @@ impl Shared {
             (Sink::Read(d), true) => d.len() as u64,
             _ => 0,
         };
-        self.account(ch, &call, ok, bytes_read);
+        self.account_at(ch, &call, ok, bytes_read, now);
         let result = match header {
             Err(e) => Err(CallError::Decode(e)),
             Ok(h) => match h.body {
@@ -665,6 +708,21 @@ impl Shared {
             self.kick_parked();
         }
     }
+}
+
+/// CLOCK_MONOTONIC (the clock `Instant` reads) in nanoseconds. Read a few
+/// times per I/O, so it skips `Instant`'s checked arithmetic.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; CLOCK_MONOTONIC
+    // always exists on Linux, so it cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.tv_nsec as u64)
 }
 
 fn candidate(ch: &Arc<Channel>) -> Candidate {

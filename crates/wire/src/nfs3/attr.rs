@@ -79,24 +79,41 @@ impl Encode for fattr3 {
 
 impl Decode for fattr3 {
     fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
-        // One bounds check for the whole fixed-size structure.
-        let mut f = XdrReader::new(r.take(FATTR3_SIZE, "fattr3")?);
+        // One bounds check for the whole fixed-size structure, then plain
+        // loads from a fixed-size array (no per-field checks: this runs for
+        // every READ and WRITE reply).
+        let b: &[u8; FATTR3_SIZE] = r.array("fattr3")?;
+        let w = |i: usize| be32(b, i);
+        let d = |i: usize| (u64::from(be32(b, i)) << 32) | u64::from(be32(b, i + 4));
+        let t = |i: usize| nfstime3 {
+            seconds: be32(b, i),
+            nseconds: be32(b, i + 4),
+        };
         Ok(Self {
-            type_: ftype3::decode(&mut f)?,
-            mode: f.u32("fattr3")?,
-            nlink: f.u32("fattr3")?,
-            uid: f.u32("fattr3")?,
-            gid: f.u32("fattr3")?,
-            size: f.u64("fattr3")?,
-            used: f.u64("fattr3")?,
-            rdev: specdata3::decode(&mut f)?,
-            fsid: f.u64("fattr3")?,
-            fileid: f.u64("fattr3")?,
-            atime: nfstime3::decode(&mut f)?,
-            mtime: nfstime3::decode(&mut f)?,
-            ctime: nfstime3::decode(&mut f)?,
+            type_: ftype3(w(0)),
+            mode: w(4),
+            nlink: w(8),
+            uid: w(12),
+            gid: w(16),
+            size: d(20),
+            used: d(28),
+            rdev: specdata3 {
+                specdata1: w(36),
+                specdata2: w(40),
+            },
+            fsid: d(44),
+            fileid: d(52),
+            atime: t(60),
+            mtime: t(68),
+            ctime: t(76),
         })
     }
+}
+
+/// The big-endian word at byte `i` of a fixed-size block.
+#[inline(always)]
+fn be32<const N: usize>(b: &[u8; N], i: usize) -> u32 {
+    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
 
 /// RFC 1813 §2.5
@@ -139,10 +156,17 @@ impl Encode for wcc_attr {
 }
 impl Decode for wcc_attr {
     fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
+        let b: &[u8; 24] = r.array("wcc_attr")?;
         Ok(Self {
-            size: r.u64("wcc_attr")?,
-            mtime: nfstime3::decode(r)?,
-            ctime: nfstime3::decode(r)?,
+            size: (u64::from(be32(b, 0)) << 32) | u64::from(be32(b, 4)),
+            mtime: nfstime3 {
+                seconds: be32(b, 8),
+                nseconds: be32(b, 12),
+            },
+            ctime: nfstime3 {
+                seconds: be32(b, 16),
+                nseconds: be32(b, 20),
+            },
         })
     }
 }

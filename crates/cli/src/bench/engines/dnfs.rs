@@ -19,6 +19,8 @@ pub struct DnfsSession {
     /// Handed out by `buf()` for a slot whose buffer is in flight (never
     /// happens with the driver; keeps `buf()` total).
     spare: Vec<u8>,
+    /// Completions of the last reap (kept for its capacity).
+    done: Vec<directnfs::Completion>,
 }
 
 impl std::fmt::Debug for DnfsSession {
@@ -69,6 +71,7 @@ impl DnfsSession {
                 .collect(),
             cap: buf_len.max(1),
             spare: Vec::new(),
+            done: Vec::new(),
         })
     }
 }
@@ -108,13 +111,16 @@ impl Session for DnfsSession {
     }
 
     fn reap(&mut self, out: &mut Vec<Done>, min: usize, timeout: Duration) -> Result<(), String> {
-        for c in self.batch.wait(min.max(1), Some(timeout)) {
+        let mut done = std::mem::take(&mut self.done);
+        self.batch.wait_into(&mut done, min.max(1), Some(timeout));
+        for c in done.drain(..) {
             let slot = c.token as usize;
             if let (Some(b), Some(dst)) = (c.buffer, self.bufs.get_mut(slot)) {
                 *dst = Some(b);
             }
             out.push((slot, c.result.map_err(|e| e.to_string())));
         }
+        self.done = done;
         Ok(())
     }
 }
