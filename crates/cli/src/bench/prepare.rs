@@ -91,14 +91,24 @@ pub fn prepare_nfs(
             },
         )
         .map_err(|e| format!("open {rel}: {e}"))?;
-    let cur = file
-        .metadata()
-        .map_err(|e| format!("stat {rel}: {e}"))?
-        .size;
+    let meta = file.metadata().map_err(|e| format!("stat {rel}: {e}"))?;
+    let cur = meta.size;
     if !fill {
         if cur != size {
             file.set_len(size)
                 .map_err(|e| format!("truncate {rel}: {e}"))?;
+        }
+        // A database creates its redo logs full size and formatted, so no
+        // log write allocates blocks. A sparse log would bill the block
+        // allocation (and its journal commit on every FILE_SYNC write) to
+        // whichever engine ran first.
+        let used = if cur == size { meta.used } else { 0 };
+        if used < size {
+            eprintln!(
+                "log file {rel}: formatting {} MiB (written once, as a database creates its logs)",
+                size >> 20
+            );
+            fill_nfs(&client, &file, size, quiet)?;
         }
         return Ok(Prepared {
             export: Some(client.export().to_string()),
@@ -188,24 +198,35 @@ pub fn prepare_local(
         .truncate(false)
         .open(path)
         .map_err(|e| format!("open {}: {e}", path.display()))?;
-    let cur = file.metadata().map_err(|e| e.to_string())?.len();
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    let cur = meta.len();
     if !fill {
         if cur != size {
             file.set_len(size).map_err(|e| e.to_string())?;
         }
-        return Ok(());
+        // Full size and allocated, as for an NFS log (see prepare_nfs).
+        let used = if cur == size {
+            std::os::unix::fs::MetadataExt::blocks(&meta) * 512
+        } else {
+            0
+        };
+        if used >= size {
+            return Ok(());
+        }
+        eprintln!("log file {}: formatting {} MiB", path.display(), size >> 20);
+    } else {
+        let mut buf = vec![0u8; BLOCK_SIZE];
+        let ok = cur == size
+            && samples(size).into_iter().all(|b| {
+                file.read_exact_at(&mut buf, b * BLOCK_SIZE as u64).is_ok()
+                    && block::verify(&buf, b).is_ok()
+            });
+        if ok {
+            eprintln!("data file {}: reused", path.display());
+            return Ok(());
+        }
+        eprintln!("data file {}: filling {} MiB", path.display(), size >> 20);
     }
-    let mut buf = vec![0u8; BLOCK_SIZE];
-    let ok = cur == size
-        && samples(size).into_iter().all(|b| {
-            file.read_exact_at(&mut buf, b * BLOCK_SIZE as u64).is_ok()
-                && block::verify(&buf, b).is_ok()
-        });
-    if ok {
-        eprintln!("data file {}: reused", path.display());
-        return Ok(());
-    }
-    eprintln!("data file {}: filling {} MiB", path.display(), size >> 20);
     file.set_len(size).map_err(|e| e.to_string())?;
     let pb = bar(size, "filling", quiet);
     let mut chunk = vec![0u8; FILL_CHUNK];
