@@ -14,7 +14,8 @@
 //! and either completes it or re-submits it. Completion therefore happens
 //! exactly once, and only the owner touches the caller's READ buffer.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 
@@ -187,31 +188,116 @@ impl CallPool {
     }
 }
 
-/// One RPC call.
+/// One RPC call. The fields the receiver and the waiter touch when a reply
+/// arrives come first, so that completing a call costs as few cache lines
+/// as possible: with hundreds of calls in flight and their data streaming
+/// through the caches, a call is usually cold by the time its reply comes.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Call {
+    /// The outcome, once known (also tells whether the call completed).
+    result: ResultSlot,
     /// Procedure number, for statistics and the idempotency rules.
     pub proc_: u32,
-    /// The call message after the XID: msg type, RPC header, credentials
-    /// and arguments. The 8 bytes in front of it (record mark and XID)
-    /// differ per attempt and are built when sending.
-    pub body: Vec<u8>,
-    /// Payload sent after `body` (WRITE data), then padded.
-    pub payload: Option<Arc<[u8]>>,
+    /// Attempts so far (1 after the first send).
+    pub attempts: AtomicU32,
+    /// Monotonic nanoseconds of the latest send (per-attempt latency).
+    pub sent_ns: std::sync::atomic::AtomicU64,
     /// Size counted against channel load (payload or expected reply data).
     pub weight: u64,
     pub sink: Sink,
-    /// Attempts so far (1 after the first send).
-    pub attempts: AtomicU32,
+    /// Payload sent after `body` (WRITE data), then padded.
+    pub payload: Option<Arc<[u8]>>,
+    notify: Notify,
     /// Channel of the last attempt, to avoid it on the next.
     pub last_channel: AtomicUsize,
     /// Monotonic nanoseconds of the first submission (latency, soft deadline).
     pub submitted_ns: u64,
-    /// Monotonic nanoseconds of the latest send (per-attempt latency).
-    pub sent_ns: std::sync::atomic::AtomicU64,
-    notify: Notify,
-    done: AtomicBool,
-    result: Mutex<Option<Result<Reply, CallError>>>,
+    /// The call message after the XID: msg type, RPC header, credentials
+    /// and arguments. The 8 bytes in front of it (record mark and XID)
+    /// differ per attempt and are built when sending.
+    pub body: Vec<u8>,
+}
+
+/// A call's outcome: written once by whoever completes the call, taken
+/// once by its waiter. Without a lock: a state word decides who may touch
+/// the value, and its release/acquire orders the value's write before its
+/// read.
+struct ResultSlot {
+    state: AtomicU8,
+    value: UnsafeCell<Option<Result<Reply, CallError>>>,
+}
+
+const SLOT_EMPTY: u8 = 0;
+const SLOT_WRITING: u8 = 1;
+const SLOT_FULL: u8 = 2;
+const SLOT_TAKEN: u8 = 3;
+
+// SAFETY: `value` is only accessed by the one thread that moved `state`
+// from EMPTY to WRITING (it writes, then publishes FULL with Release) or
+// from FULL to TAKEN (it reads, after an Acquire that saw FULL), or through
+// `&mut self`. No two threads ever access it at once.
+unsafe impl Sync for ResultSlot {}
+
+impl ResultSlot {
+    fn new() -> Self {
+        Self {
+            state: AtomicU8::new(SLOT_EMPTY),
+            value: UnsafeCell::new(None),
+        }
+    }
+
+    /// Stores the outcome; false (and `v` dropped) if one was stored already.
+    fn put(&self, v: Result<Reply, CallError>) -> bool {
+        if self
+            .state
+            .compare_exchange(
+                SLOT_EMPTY,
+                SLOT_WRITING,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY: we moved the state to WRITING, so we alone access the value.
+        unsafe { *self.value.get() = Some(v) };
+        self.state.store(SLOT_FULL, Ordering::Release);
+        true
+    }
+
+    /// Takes the outcome, if stored and not taken before.
+    fn take(&self) -> Option<Result<Reply, CallError>> {
+        if self
+            .state
+            .compare_exchange(SLOT_FULL, SLOT_TAKEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        // SAFETY: we moved the state from FULL to TAKEN, so we alone access
+        // the value, and the Acquire saw the writer's Release.
+        unsafe { (*self.value.get()).take() }
+    }
+
+    fn is_done(&self) -> bool {
+        self.state.load(Ordering::Acquire) >= SLOT_FULL
+    }
+
+    /// Empties the slot for a reused call.
+    fn reset(&mut self) {
+        *self.state.get_mut() = SLOT_EMPTY;
+        *self.value.get_mut() = None;
+    }
+}
+
+impl std::fmt::Debug for ResultSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResultSlot")
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .finish()
+    }
 }
 
 impl Call {
@@ -236,8 +322,7 @@ impl Call {
             submitted_ns: now_ns,
             sent_ns: std::sync::atomic::AtomicU64::new(now_ns),
             notify,
-            done: AtomicBool::new(false),
-            result: Mutex::new(None),
+            result: ResultSlot::new(),
         })
     }
 
@@ -272,8 +357,7 @@ impl Call {
             c.submitted_ns = now_ns;
             *c.sent_ns.get_mut() = now_ns;
             c.notify = notify;
-            *c.done.get_mut() = false;
-            *c.result.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+            c.result.reset();
             return arc;
         }
         let mut body = Vec::with_capacity(256);
@@ -296,10 +380,12 @@ impl Call {
 
     /// Records the outcome and tells the waiter. Called once, by the owner.
     pub(crate) fn complete(&self, result: Result<Reply, CallError>) {
-        if let Ok(mut slot) = self.result.lock() {
-            *slot = Some(result);
+        if !self.result.put(result) {
+            // Completed twice: a broken invariant. The first outcome stands
+            // and the waiter was told already.
+            tracing::error!(proc_ = self.proc_, "a call was completed twice");
+            return;
         }
-        self.done.store(true, Ordering::Release);
         match &self.notify {
             Notify::Group(g) => g.one_done(),
             Notify::Batch(q, token) => {
@@ -321,20 +407,126 @@ impl Call {
 
     /// True once completed.
     pub(crate) fn is_done(&self) -> bool {
-        self.done.load(Ordering::Acquire)
+        self.result.is_done()
     }
 
     /// Takes the outcome of a completed call.
     pub(crate) fn take_result(&self) -> Result<Reply, CallError> {
-        self.result
-            .lock()
-            .ok()
-            .and_then(|mut r| r.take())
-            .unwrap_or(Err(CallError::Internal("call result taken twice")))
+        self.result.take().unwrap_or(Err(CallError::Internal(
+            "call result taken twice or before completion",
+        )))
     }
 
     /// Number of times this call was sent.
     pub(crate) fn attempts(&self) -> u32 {
         self.attempts.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Result<Reply, CallError> {
+        Ok(Reply::Read {
+            status: 0,
+            count: 7,
+            eof: true,
+        })
+    }
+
+    #[test]
+    fn result_slot_is_written_once_and_taken_once() {
+        let mut slot = ResultSlot::new();
+        assert!(!slot.is_done());
+        assert!(slot.take().is_none(), "nothing to take before completion");
+        assert!(slot.put(ok()));
+        assert!(slot.is_done());
+        assert!(
+            !slot.put(Err(CallError::Shutdown)),
+            "a second outcome must be refused"
+        );
+        match slot.take() {
+            Some(Ok(Reply::Read { count: 7, .. })) => {}
+            other => panic!("expected the first outcome, got {other:?}"),
+        }
+        assert!(slot.take().is_none(), "taken twice");
+        assert!(slot.is_done(), "a taken outcome still means completed");
+        slot.reset();
+        assert!(!slot.is_done());
+        assert!(slot.put(Err(CallError::Shutdown)));
+        assert_eq!(
+            slot.take().map(|r| r.err()),
+            Some(Some(CallError::Shutdown))
+        );
+    }
+
+    #[test]
+    fn result_slot_hands_the_outcome_across_threads() {
+        let slot = Arc::new(ResultSlot::new());
+        let writer = {
+            let slot = Arc::clone(&slot);
+            std::thread::spawn(move || assert!(slot.put(ok())))
+        };
+        let taken = loop {
+            if let Some(r) = slot.take() {
+                break r;
+            }
+            std::hint::spin_loop();
+        };
+        writer.join().expect("writer thread");
+        assert!(matches!(
+            taken,
+            Ok(Reply::Read {
+                count: 7,
+                eof: true,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_pooled_call_is_reused_only_once_finished_and_unshared() {
+        let q = Arc::new(BatchQueue::default());
+        let mut pool = CallPool::default();
+        let body = |b: &mut Vec<u8>| b.extend_from_slice(&[1, 2, 3, 4]);
+        let a = Call::new_pooled(
+            &mut pool,
+            6,
+            body,
+            None,
+            1,
+            Sink::Record,
+            Notify::Batch(Arc::clone(&q), 0),
+            5,
+        );
+        let a_ptr = Arc::as_ptr(&a);
+        // Not finished: not kept.
+        pool.put(Arc::clone(&a));
+        assert!(pool.free.is_empty());
+        a.complete(Err(CallError::Shutdown));
+        // Finished but still shared: not kept.
+        let extra = Arc::clone(&a);
+        pool.put(Arc::clone(&a));
+        assert!(pool.free.is_empty());
+        drop(extra);
+        pool.put(a);
+        assert_eq!(pool.free.len(), 1);
+        let b = Call::new_pooled(
+            &mut pool,
+            7,
+            |b: &mut Vec<u8>| b.extend_from_slice(&[9]),
+            None,
+            2,
+            Sink::Record,
+            Notify::Batch(Arc::clone(&q), 1),
+            8,
+        );
+        assert_eq!(Arc::as_ptr(&b), a_ptr, "the finished call was reused");
+        assert_eq!(b.proc_, 7);
+        assert_eq!(b.body, vec![9], "the body was re-encoded, not appended to");
+        assert!(!b.is_done(), "a reused call starts unfinished");
+        assert_eq!(b.attempts(), 0);
+        assert_eq!(b.submitted_ns, 8);
     }
 }
