@@ -117,6 +117,9 @@ struct BatchState {
     batch: Batch<'static>,
     /// Completions collected but not yet handed out (more than `max_out`).
     overflow: VecDeque<Completion>,
+    /// Completions of the last wait (kept for its capacity: no allocation
+    /// per `dnfs_batch_wait`).
+    scratch: Vec<Completion>,
 }
 
 /// `struct dnfs_stat` (layout pinned by a test and by test_capi.c).
@@ -704,6 +707,7 @@ pub unsafe extern "C" fn dnfs_batch_new(client: *mut DnfsClient) -> *mut DnfsBat
             state: Mutex::new(BatchState {
                 batch: Batch::new(&c.client),
                 overflow: VecDeque::new(),
+                scratch: Vec::new(),
             }),
         })))
     })
@@ -820,8 +824,10 @@ pub unsafe extern "C" fn dnfs_batch_wait(
         let mut st = b.state();
         let need = want.saturating_sub(st.overflow.len());
         // Always collect what is ready, even when `need` is 0.
-        let done = st.batch.wait(need, timeout);
-        st.overflow.extend(done);
+        let mut done = std::mem::take(&mut st.scratch);
+        st.batch.wait_into(&mut done, need, timeout);
+        st.overflow.extend(done.drain(..));
+        st.scratch = done;
         let n = st.overflow.len().min(max_out);
         for i in 0..n {
             let Some(c) = st.overflow.pop_front() else {
