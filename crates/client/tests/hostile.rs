@@ -2123,6 +2123,75 @@ fn handle_cache_of_created_files_is_bounded_too() {
 }
 
 #[test]
+fn file_statistics_stay_bounded_when_many_distinct_paths_are_opened() {
+    // A program that opens ever new paths (one write each, then closes
+    // them) must not grow the per-file statistics without bound: past
+    // MAX_FILE_STATS records those of closed files are dropped and their
+    // counters summed in one EVICTED_FILES record. Open files stay listed.
+    use directnfs::client::{EVICTED_FILES, MAX_FILE_STATS};
+    let opts = Options {
+        lookup_any: true,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::none());
+    let client = connect(&server, "timeo=10&retrans=1&soft&connections=2").unwrap();
+    let opened = MAX_FILE_STATS * 2 + 100;
+    let c = client.clone();
+    let (r, t) = within("open and write", Duration::from_secs(120), move || {
+        let keep: Vec<File> = (0..10)
+            .map(|i| c.open(&format!("/keep{i}")))
+            .collect::<directnfs::Result<_>>()?;
+        for f in &keep {
+            f.write_at(b"0123456789", 0)?;
+        }
+        for i in 0..opened {
+            c.open(&format!("/f{i}"))?.write_at(b"x", 0)?;
+        }
+        Ok::<_, Error>(keep)
+    });
+    let keep = r.unwrap();
+    eprintln!("{} files opened and written in {t:?}", opened + 10);
+    let stats = client.stats();
+    let files = &stats.files;
+    assert!(
+        files.len() <= MAX_FILE_STATS + 1,
+        "{} per-file records kept (bound {MAX_FILE_STATS} + the evicted total)",
+        files.len()
+    );
+    for i in 0..10 {
+        let path = format!("/keep{i}");
+        let f = files
+            .iter()
+            .find(|f| f.path == path)
+            .unwrap_or_else(|| panic!("open file {path} dropped from the statistics"));
+        assert_eq!((f.totals.writes, f.totals.bytes_written), (1, 10));
+    }
+    let evicted = files
+        .iter()
+        .find(|f| f.path == EVICTED_FILES)
+        .expect("no evicted-files total");
+    assert!(
+        evicted.totals.writes >= MAX_FILE_STATS as u64,
+        "{evicted:?}"
+    );
+    // Nothing lost: the records and the total add up to every write.
+    let writes: u64 = files.iter().map(|f| f.totals.writes).sum();
+    let bytes: u64 = files.iter().map(|f| f.totals.bytes_written).sum();
+    assert_eq!(writes, opened as u64 + 10);
+    assert_eq!(bytes, opened as u64 + 100);
+    // The renderers take it as any other file.
+    let json = directnfs_engine::stats::render_json(&stats).unwrap();
+    assert!(json.contains(EVICTED_FILES));
+    let prom = directnfs_engine::stats::render_prometheus(&stats);
+    assert!(
+        prom.contains(&format!("file=\"{EVICTED_FILES}\"")),
+        "{prom}"
+    );
+    drop(keep);
+    assert_no_internal_panic();
+}
+
+#[test]
 fn mount_path_longer_than_mntpathlen_is_never_sent_to_mount() {
     // No EXPORT list: the client probes MNT on prefixes of the path, from
     // the longest. Those longer than 1,024 bytes cannot be exports and
