@@ -42,9 +42,12 @@
 //! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
 //! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
 //! | COMMIT fails (error status, no reply) | fsync fails; the data is kept and the next fsync commits (or re-sends) it | `failed_fsync_keeps_*` |
-//! | FILE_SYNC WRITE answered UNSTABLE | COMMIT before `write_at` returns; if it fails, the write fails and the data is kept | `file_sync_write_answered_unstable_*` |
+//! | FILE_SYNC WRITE answered UNSTABLE | COMMIT before `write_at` returns; if it fails, the write fails and the data is kept | `file_sync_write_answered_unstable_*`, `file_sync_write_downgraded_across_a_restart_*` |
+//! | fsync's re-sent WRITEs answered UNSTABLE, or lost to another restart | committed again until a COMMIT's verifier matches theirs; after three rounds `NotDurable` (EIO), data kept | `fsync_repair_*` |
+//! | newer writes in flight when a repair starts, or submitted during it | their bytes are not re-sent / they wait and land after it | `write_in_flight_when_a_repair_*`, `batch_write_not_yet_reaped_*`, `writes_submitted_during_a_repair_*` |
 //! | more than 64 MiB written unstable without fsync | committed when it passes 64 MiB | `uncommitted_data_is_committed_*` |
 //! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
+//! | more distinct files opened than `MAX_FILE_STATS` | closed files' statistics summed in one record, not grown | `file_statistics_stay_bounded_*` |
 //! | a path longer than MNTPATHLEN (1,024 bytes) | longer prefixes are never sent to MOUNT; a longer export is refused before sending | `mount_path_*` |
 //! | 16 callers, `max_inflight=4`, a server that stops answering | 4 calls on the wire, 12 callers wait (no unbounded queue); all complete when it answers | `full_in_flight_table_*` |
 //! | 8 threads of I/O while connections keep breaking | no error, no wrong data, every call completed once | `concurrent_io_through_*` |
