@@ -138,7 +138,9 @@ const char *dnfs_client_target(const dnfs_client *client);
  * and batches included). "engine" is the client's own statistics snapshot,
  * the model `dnfs stats --json` prints: per server, path and channel the
  * RPC counts, bytes, retransmissions, failovers and latency histograms, and
- * per open file its I/O totals. Fields may be added, never removed. */
+ * per file its I/O totals (every open file; closed ones up to a bound of
+ * 1,024 records, beyond which they are summed in one entry whose "path" is
+ * "(evicted files)"). Fields may be added, never removed. */
 ssize_t dnfs_stats_json(const dnfs_client *client, char *buf, size_t len);
 
 /* ---------------------------------------------------------------------
@@ -177,7 +179,9 @@ ssize_t dnfs_pwrite(dnfs_file *file, const void *buf, size_t len, int64_t offset
 
 /* Makes all writes acknowledged so far durable: nothing to do in FILE_SYNC
  * mode, COMMIT (and resend after a server restart) in unstable mode.
- * Returns 0 or a negative errno. */
+ * Returns 0 once every byte is proven durable, or a negative errno (-EIO
+ * also when the server kept restarting while data was re-sent); on failure
+ * nothing is dropped and a later dnfs_fsync tries again. */
 int dnfs_fsync(dnfs_file *file);
 
 /* Truncates or extends the file to `size` bytes. 0 or negative errno. */

@@ -31,6 +31,17 @@ pub const MAX_DIR_LISTING: usize = 1 << 20;
 /// Most handles cached (path -> handle) before the cache is cleared.
 const MAX_CACHED_HANDLES: usize = 65536;
 
+/// Per-file statistics records (v$dnfs_files) kept before those of files
+/// no longer open are dropped, their counters added to one
+/// [`EVICTED_FILES`] record. A record is about 30 KiB (seven latency
+/// histograms), so this bounds what closed files cost at about 30 MiB
+/// however many distinct paths a program opens. Files still open are never
+/// dropped: with more open than this, the table holds them all and the
+/// next sweep waits until it has doubled.
+pub const MAX_FILE_STATS: usize = 1024;
+
+pub use directnfs_engine::stats::EVICTED_FILES;
+
 /// Transfer size used when the server's FSINFO gives none.
 const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
@@ -114,8 +125,90 @@ pub(crate) struct Inner {
     cred: Vec<u8>,
     /// Path (inside the export) -> handle. Handles only, never data.
     handles: RwLock<HashMap<String, nfs_fh3>>,
-    /// Per-file statistics (v$dnfs_files), by path.
-    files: std::sync::Mutex<HashMap<String, Arc<IoStats>>>,
+    /// Per-file statistics (v$dnfs_files), by path; bounded.
+    files: std::sync::Mutex<FileStatsTable>,
+}
+
+/// Per-file statistics records, bounded by [`MAX_FILE_STATS`].
+#[derive(Debug)]
+struct FileStatsTable {
+    by_path: HashMap<String, Arc<IoStats>>,
+    /// The summed counters of the records dropped, and how many.
+    evicted: Option<RawIoSnapshot>,
+    /// Size of `by_path` at which the next sweep runs.
+    sweep_at: usize,
+}
+
+impl Default for FileStatsTable {
+    fn default() -> Self {
+        Self {
+            by_path: HashMap::new(),
+            evicted: None,
+            sweep_at: MAX_FILE_STATS,
+        }
+    }
+}
+
+impl FileStatsTable {
+    /// The record of `path`, made (and the table swept) if needed.
+    fn get(&mut self, path: &str) -> Arc<IoStats> {
+        if let Some(s) = self.by_path.get(path) {
+            return Arc::clone(s);
+        }
+        if self.by_path.len() >= self.sweep_at {
+            self.sweep();
+        }
+        let s = Arc::new(IoStats::new());
+        self.by_path.insert(path.to_string(), Arc::clone(&s));
+        s
+    }
+
+    /// Drops the records no open `File` holds (the table's reference is
+    /// the only one; no new one can be taken without the table's lock),
+    /// adding their counters to the evicted total.
+    fn sweep(&mut self) {
+        let evicted = &mut self.evicted;
+        self.by_path.retain(|_, s| {
+            if Arc::strong_count(s) > 1 {
+                return true;
+            }
+            let raw = s.raw_snapshot();
+            match evicted {
+                Some(total) => {
+                    // The highest peak of any one file, not their sum.
+                    let peak = total.inflight_peak.max(raw.inflight_peak);
+                    total.merge(&raw);
+                    total.inflight_peak = peak;
+                }
+                None => *evicted = Some(raw),
+            }
+            false
+        });
+        // Open files beyond the cap: sweep again only once the table has
+        // doubled, so opening a file costs O(1) amortised.
+        self.sweep_at = MAX_FILE_STATS.max(2 * self.by_path.len());
+    }
+
+    fn snapshot(&self, server: &str) -> Vec<FileStats> {
+        let mut v: Vec<FileStats> = self
+            .by_path
+            .iter()
+            .map(|(path, s)| FileStats {
+                path: path.clone(),
+                server: server.to_string(),
+                totals: s.snapshot(),
+            })
+            .collect();
+        v.sort_by(|a, b| a.path.cmp(&b.path));
+        if let Some(raw) = &self.evicted {
+            v.push(FileStats {
+                path: EVICTED_FILES.to_string(),
+                server: server.to_string(),
+                totals: raw.summarize(),
+            });
+        }
+        v
+    }
 }
 
 impl Client {
@@ -223,7 +316,7 @@ impl Client {
             options,
             cred,
             handles: RwLock::new(HashMap::new()),
-            files: std::sync::Mutex::new(HashMap::new()),
+            files: std::sync::Mutex::new(FileStatsTable::default()),
         };
         inner.limits = inner.fsinfo()?;
         Ok(Client {
@@ -520,19 +613,8 @@ impl Client {
         let files = inner
             .files
             .lock()
-            .map(|f| {
-                let mut v: Vec<FileStats> = f
-                    .iter()
-                    .map(|(path, s)| FileStats {
-                        path: path.clone(),
-                        server: inner.name.clone(),
-                        totals: s.snapshot(),
-                    })
-                    .collect();
-                v.sort_by(|a, b| a.path.cmp(&b.path));
-                v
-            })
-            .unwrap_or_default();
+            .unwrap_or_else(|p| p.into_inner())
+            .snapshot(&inner.name);
         StatsSnapshot {
             servers: vec![ServerStats {
                 name: inner.name.clone(),
@@ -808,14 +890,13 @@ impl Inner {
         }
     }
 
-    /// The statistics record of a file path (created on first use).
+    /// The statistics record of a file path (created on first use;
+    /// bounded, see [`MAX_FILE_STATS`]).
     pub(crate) fn file_stats(&self, path: &str) -> Arc<IoStats> {
-        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        Arc::clone(
-            files
-                .entry(path.to_string())
-                .or_insert_with(|| Arc::new(IoStats::new())),
-        )
+        self.files
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(path)
     }
 
     /// Drops every cached handle.

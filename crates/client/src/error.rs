@@ -85,6 +85,19 @@ pub enum Error {
         /// Decoder message.
         detail: String,
     },
+    /// An `fsync` (or a FILE_SYNC write the server downgraded) could not
+    /// prove the data durable: after a server restart lost unstable data,
+    /// the server's write verifier kept changing while the data was sent
+    /// again. Nothing is dropped: the next `fsync` tries again. EIO.
+    #[error("{op} {path}: data not proven durable: {detail}")]
+    NotDurable {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+        /// What happened.
+        detail: String,
+    },
     /// Could not reach the server at all.
     #[error("cannot reach {server}: {source}")]
     Connect {
@@ -121,7 +134,7 @@ impl Error {
                 _ => libc::EIO,
             },
             Error::Auth { status, .. } => auth_errno(*status),
-            Error::Rpc { .. } | Error::Protocol { .. } => libc::EIO,
+            Error::Rpc { .. } | Error::Protocol { .. } | Error::NotDurable { .. } => libc::EIO,
             Error::TimedOut { .. } => libc::ETIMEDOUT,
             Error::Connect { source, .. } => connect_errno(source),
             Error::InvalidInput(_) | Error::Config(_) => libc::EINVAL,

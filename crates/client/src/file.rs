@@ -6,7 +6,8 @@
 //! number of threads may read and write one `File` concurrently; the
 //! database orders its own I/O.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
@@ -21,10 +22,17 @@ use crate::error::{Error, Result};
 use crate::io::call::{Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
+use crate::writelog::{Entry, Segment, WriteLog};
 
 /// Uncommitted data kept in unstable mode is flushed (COMMIT) once it
 /// exceeds this, so memory stays bounded between two `fsync`s.
 const MAX_UNCOMMITTED_BYTES: usize = 64 << 20;
+
+/// How many times an `fsync` sends data again after a change of the write
+/// verifier (a server restart) before it gives up: each round's WRITEs may
+/// be answered UNSTABLE and lost to yet another restart before the COMMIT
+/// that follows them.
+const MAX_REPAIR_ROUNDS: usize = 3;
 
 /// How to open a file; see [`Client::open_with`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -50,8 +58,16 @@ pub(crate) struct FileShared {
     pub(crate) client: Client,
     pub(crate) fh: nfs_fh3,
     pub(crate) path: String,
-    /// Unstable mode: writes acknowledged UNSTABLE and not yet committed.
-    uncommitted: Mutex<Uncommitted>,
+    /// Writes not yet known durable (unstable mode, or FILE_SYNC writes
+    /// the server downgraded), and the newer writes that must not be
+    /// overwritten by their replay; see `writelog.rs`.
+    uncommitted: Mutex<WriteLog>,
+    /// Signalled when a repair ends: writes overlapping it wait for that.
+    repaired: Condvar,
+    /// FILE_SYNC mode: the log is not empty, so new writes are logged too
+    /// (an older write kept there may have to be sent again, and must not
+    /// land on them). False on the default hot path: no lock taken.
+    tracked: AtomicBool,
     /// This file's counters (v$dnfs_files).
     pub(crate) stats: Arc<IoStats>,
     /// Serialises `fsync`s of this file: a second caller must not return
@@ -60,61 +76,13 @@ pub(crate) struct FileShared {
     fsync_lock: Mutex<()>,
 }
 
-/// Unstable mode's record of acknowledged writes since the last `fsync`,
-/// in the order they were acknowledged.
-#[derive(Debug, Default)]
-struct Uncommitted {
-    writes: Vec<Logged>,
-    /// Bytes of the writes not yet known durable.
-    bytes: usize,
-    /// Bytes of every logged write (the memory held).
-    logged: usize,
-}
-
-/// One acknowledged WRITE, kept until a COMMIT proves it durable.
-#[derive(Debug, Clone)]
-struct Logged {
-    offset: u64,
-    data: Arc<[u8]>,
-    verf: writeverf3,
-    /// The server already put it on stable storage (FILE_SYNC/DATA_SYNC
-    /// reply). Kept only so an older write is never replayed over it.
+/// A WRITE reply, decoded.
+struct Written {
+    /// Bytes the server took (at most the bytes sent).
+    count: usize,
+    /// FILE_SYNC or DATA_SYNC: on stable storage.
     durable: bool,
-}
-
-impl Logged {
-    fn end(&self) -> u64 {
-        self.offset + self.data.len() as u64
-    }
-}
-
-/// The parts of `[start, end)` not covered by any of `later`, in order.
-fn uncovered<'a>(start: u64, end: u64, later: impl Iterator<Item = &'a Logged>) -> Vec<(u64, u64)> {
-    let mut parts = vec![(start, end)];
-    for w in later {
-        let (ws, we) = (w.offset, w.end());
-        parts = parts
-            .into_iter()
-            .flat_map(|(s, e)| {
-                if we <= s || ws >= e {
-                    vec![(s, e)]
-                } else {
-                    let mut keep = Vec::with_capacity(2);
-                    if s < ws {
-                        keep.push((s, ws));
-                    }
-                    if we < e {
-                        keep.push((we, e));
-                    }
-                    keep
-                }
-            })
-            .collect();
-        if parts.is_empty() {
-            break;
-        }
-    }
-    parts
+    verf: writeverf3,
 }
 
 impl Client {
@@ -170,7 +138,9 @@ impl Client {
                 client: self.clone(),
                 fh,
                 path: path.to_string(),
-                uncommitted: Mutex::new(Uncommitted::default()),
+                uncommitted: Mutex::new(WriteLog::default()),
+                repaired: Condvar::new(),
+                tracked: AtomicBool::new(false),
                 stats: inner.file_stats(path),
                 fsync_lock: Mutex::new(()),
             }),
@@ -480,7 +450,10 @@ impl File {
 
     /// Writes all of `buf` at `offset`. Returns once the data is durable
     /// (FILE_SYNC mode, the default) or acknowledged (unstable mode: durable
-    /// after the next [`fsync`](Self::fsync)).
+    /// after the next [`fsync`](Self::fsync)). While an `fsync` of this file
+    /// sends older data again after a server restart over bytes this write
+    /// covers, it waits for that to finish first, so the newer data lands
+    /// last.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
         let result = self.write_at_inner(buf, offset);
@@ -500,11 +473,18 @@ impl File {
         // A piece asked FILE_SYNC that the server only took UNSTABLE.
         let mut downgraded = false;
         while !pending.is_empty() {
+            // All pieces logged at once (one lock), before any is sent.
+            self.log_submitted(pending.iter().map(|(off, data)| (*off, data)));
             let group = Group::new(pending.len());
             let calls: Vec<_> = pending
                 .iter()
                 .map(|(off, data)| {
-                    self.write_call(*off, Arc::clone(data), Notify::Group(Arc::clone(&group)))
+                    self.write_call_with(
+                        *off,
+                        Arc::clone(data),
+                        Notify::Group(Arc::clone(&group)),
+                        self.stable(),
+                    )
                 })
                 .collect();
             self.inner().shared().submit_many(calls.iter().cloned());
@@ -569,7 +549,72 @@ impl File {
         }
     }
 
+    fn unstable_mode(&self) -> bool {
+        self.inner().options.stable == StableMode::Unstable
+    }
+
+    /// Whether writes go through the write log: always in unstable mode;
+    /// in FILE_SYNC mode only while it holds something (one atomic load on
+    /// the hot path, no lock).
+    fn logs_writes(&self) -> bool {
+        self.unstable_mode() || self.shared.tracked.load(Ordering::Acquire)
+    }
+
+    fn log(&self) -> MutexGuard<'_, WriteLog> {
+        self.shared
+            .uncommitted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// FILE_SYNC mode: keeps `tracked` equal to "the log holds something".
+    /// Called with the log locked after every change, so a write that
+    /// finds `tracked` false was submitted while the log was empty (or
+    /// concurrently with the write that filled it).
+    fn update_tracked(&self, log: &WriteLog) {
+        if !self.unstable_mode() {
+            self.shared
+                .tracked
+                .store(!log.is_empty(), Ordering::Release);
+        }
+    }
+
+    /// Logs writes about to be sent (see `writelog.rs`). While a repair
+    /// sends older data again over any of their bytes, waits for it to end
+    /// first: sent now, they could be executed before the older data and
+    /// be overwritten by it.
+    fn log_submitted<'a>(&self, writes: impl Iterator<Item = (u64, &'a Arc<[u8]>)> + Clone) {
+        if !self.logs_writes() {
+            return;
+        }
+        let mut log = self.log();
+        while writes
+            .clone()
+            .any(|(off, data)| log.blocks(off, data.len()))
+        {
+            log = self
+                .shared
+                .repaired
+                .wait(log)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        if !self.unstable_mode() && log.is_empty() {
+            // FILE_SYNC mode, and the log emptied since `tracked` was read.
+            return;
+        }
+        for (off, data) in writes {
+            log.submit(off, data);
+        }
+        self.update_tracked(&log);
+    }
+
+    /// A WRITE call of `data` at `offset`, logged as submitted (in unstable
+    /// mode; see [`log_submitted`](Self::log_submitted), which may wait
+    /// for a repair of the same bytes to end). Its reply must go to
+    /// [`finish_write_durable`](Self::finish_write_durable) with the same
+    /// `data`.
     pub(crate) fn write_call(&self, offset: u64, data: Arc<[u8]>, notify: Notify) -> Arc<Call> {
+        self.log_submitted(std::iter::once((offset, &data)));
         self.write_call_with(offset, data, notify, self.stable())
     }
 
@@ -601,21 +646,32 @@ impl File {
         )
     }
 
-    /// Checks a WRITE reply; returns the bytes the server took. Data the
-    /// server did not put on stable storage is remembered for COMMIT.
-    pub(crate) fn finish_write(&self, call: &Call, offset: u64, data: &Arc<[u8]>) -> Result<usize> {
-        self.finish_write_durable(call, offset, data)
-            .map(|(n, _)| n)
-    }
-
-    /// [`finish_write`](Self::finish_write), also telling whether the server
-    /// put the data on stable storage (FILE_SYNC or DATA_SYNC reply).
+    /// Checks the reply to a [`write_call`](Self::write_call); returns the
+    /// bytes the server took and whether it put them on stable storage
+    /// (FILE_SYNC or DATA_SYNC reply). Data it did not is kept in the log
+    /// for COMMIT (and a replay after a restart).
     pub(crate) fn finish_write_durable(
         &self,
         call: &Call,
         offset: u64,
         data: &Arc<[u8]>,
     ) -> Result<(usize, bool)> {
+        let result = self.decode_write(call, data);
+        // FILE_SYNC mode's hot path: durable (or failed), nothing logged.
+        let quiet = !self.logs_writes() && result.as_ref().map_or(true, |w| w.durable);
+        if !quiet {
+            let mut log = self.log();
+            match &result {
+                Ok(w) => log.acked(offset, data, w.count, w.verf, w.durable),
+                Err(_) => log.failed(offset, data),
+            }
+            self.update_tracked(&log);
+        }
+        result.map(|w| (w.count, w.durable))
+    }
+
+    /// Decodes a WRITE reply (`data` is what the call sent).
+    fn decode_write(&self, call: &Call, data: &[u8]) -> Result<Written> {
         let bytes = match call
             .take_result()
             .map_err(|e| self.call_error("WRITE", e))?
@@ -642,44 +698,15 @@ impl File {
         let Some(ok) = reply.ok else {
             return Err(self.call_error("WRITE", CallError::Internal("WRITE OK without body")));
         };
-        let count = (ok.count as usize).min(data.len());
-        let durable =
-            ok.committed == stable_how::FILE_SYNC || ok.committed == stable_how::DATA_SYNC;
-        // In unstable mode durable writes are logged too, so a replay of an
-        // older write after a server restart never lands on top of them.
-        let log = !durable || self.inner().options.stable == StableMode::Unstable;
-        if log && count > 0 {
-            let kept: Arc<[u8]> = if count == data.len() {
-                Arc::clone(data)
-            } else {
-                Arc::from(&data[..count])
-            };
-            let mut u = self
-                .shared
-                .uncommitted
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            if !durable {
-                u.bytes += count;
-            }
-            u.logged += count;
-            u.writes.push(Logged {
-                offset,
-                data: kept,
-                verf: ok.verf,
-                durable,
-            });
-        }
-        Ok((count, durable))
+        Ok(Written {
+            count: (ok.count as usize).min(data.len()),
+            durable: ok.committed == stable_how::FILE_SYNC || ok.committed == stable_how::DATA_SYNC,
+            verf: ok.verf,
+        })
     }
 
     fn maybe_flush(&self) -> Result<()> {
-        let over = self
-            .shared
-            .uncommitted
-            .lock()
-            .map(|u| u.logged > MAX_UNCOMMITTED_BYTES)
-            .unwrap_or(false);
+        let over = self.log().logged() > MAX_UNCOMMITTED_BYTES;
         if over {
             self.fsync()?;
         }
@@ -687,113 +714,131 @@ impl File {
     }
 
     /// Makes every write acknowledged so far durable. In FILE_SYNC mode
-    /// there is nothing to do. In unstable mode this sends COMMIT and
-    /// compares the server's write verifier with the one each WRITE
+    /// there is usually nothing to do. In unstable mode this sends COMMIT
+    /// and compares the server's write verifier with the one each WRITE
     /// returned: writes whose verifier differs (the server restarted and
-    /// may have lost them) are sent again with FILE_SYNC before returning.
+    /// may have lost them) are sent again with FILE_SYNC — except bytes a
+    /// later write covers, acknowledged or still in flight — and if the
+    /// server answers those UNSTABLE too, committed again, until a COMMIT's
+    /// verifier matches theirs. Returns only once every byte is proven
+    /// durable; when that fails (a COMMIT or WRITE error, or the verifier
+    /// changing again after each of three re-sends: [`Error::NotDurable`])
+    /// every write stays logged, and the next
+    /// `fsync` tries again. Writes of other threads to bytes being sent
+    /// again wait until that is over; writes still in flight (a `Batch` not
+    /// yet reaped, even this thread's) are not waited for.
     pub fn fsync(&self) -> Result<()> {
         let _serial = self
             .shared
             .fsync_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let batch = {
-            let mut u = self
-                .shared
-                .uncommitted
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            u.bytes = 0;
-            u.logged = 0;
-            std::mem::take(&mut u.writes)
+        let snapshot = self.log().snapshot();
+        let result = if snapshot.is_empty() {
+            Ok(())
+        } else {
+            self.commit_and_repair(&snapshot)
         };
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let result = self.commit_and_repair(&batch);
-        if result.is_err() {
-            // Keep the data: nothing acknowledged may be lost, and a later
-            // fsync must try again.
-            let mut u = self
-                .shared
-                .uncommitted
-                .lock()
-                .unwrap_or_else(|p| p.into_inner());
-            // Back in front of anything written since: order matters.
-            u.bytes += batch
-                .iter()
-                .filter(|w| !w.durable)
-                .map(|w| w.data.len())
-                .sum::<usize>();
-            u.logged += batch.iter().map(|w| w.data.len()).sum::<usize>();
-            let newer = std::mem::replace(&mut u.writes, batch);
-            u.writes.extend(newer);
+        // On failure nothing is dropped: every write stays logged where it
+        // was, in order, for the next fsync.
+        if result.is_ok() {
+            let mut log = self.log();
+            log.committed(&snapshot);
+            self.update_tracked(&log);
         }
         result
     }
 
-    /// COMMITs, then re-sends as FILE_SYNC every write whose verifier
-    /// differs from the COMMIT's (the server restarted since and may have
-    /// lost it) — but only the bytes that no later acknowledged write
-    /// covers, oldest first, so a replay never puts old data over new.
-    fn commit_and_repair(&self, batch: &[Logged]) -> Result<()> {
-        if batch.iter().all(|w| w.durable) {
-            return Ok(());
-        }
+    /// COMMITs, then sends again as FILE_SYNC every write of `snapshot`
+    /// whose verifier differs from the COMMIT's (the server restarted
+    /// since and may have lost it) — only the bytes no later write covers —
+    /// and repeats COMMIT and re-send for whatever the server answered
+    /// UNSTABLE with a verifier the next COMMIT does not confirm.
+    fn commit_and_repair(&self, snapshot: &[Entry]) -> Result<()> {
         let verf = self.commit()?;
-        if batch.iter().all(|w| w.durable || w.verf == verf) {
+        let stale: Vec<Entry> = snapshot
+            .iter()
+            .filter(|w| w.verf() != Some(verf))
+            .cloned()
+            .collect();
+        if stale.is_empty() {
             return Ok(());
         }
-        // Writes acknowledged after this batch was taken are newer still.
-        let newer: Vec<Logged> = self
-            .shared
-            .uncommitted
-            .lock()
-            .map(|u| u.writes.clone())
-            .unwrap_or_default();
-        for (i, w) in batch.iter().enumerate() {
-            if w.durable || w.verf == verf {
-                continue;
+        let mut pending = self.log().begin_repair(&stale);
+        let _repair = RepairGuard { file: self };
+        for round in 1..=MAX_REPAIR_ROUNDS {
+            let unstable = self.resend(&pending, round)?;
+            if unstable.is_empty() {
+                return Ok(());
             }
-            let later = batch[i + 1..].iter().chain(newer.iter());
-            for (s, e) in uncovered(w.offset, w.end(), later) {
-                tracing::warn!(
-                    path = self.path(),
-                    offset = s,
-                    "write verifier changed (server restart?): re-sending {} bytes with FILE_SYNC",
-                    e - s
-                );
-                let from = (s - w.offset) as usize;
-                let to = (e - w.offset) as usize;
-                self.write_sync(s, &Arc::from(&w.data[from..to]))?;
+            // Answered UNSTABLE: durable only once a COMMIT returns the
+            // verifier those WRITEs did.
+            let verf = self.commit()?;
+            pending = unstable
+                .into_iter()
+                .filter(|(_, v)| *v != verf)
+                .map(|(seg, _)| seg)
+                .collect();
+            if pending.is_empty() {
+                return Ok(());
             }
         }
-        Ok(())
+        let bytes: usize = pending.iter().map(|s| s.data.len()).sum();
+        Err(Error::NotDurable {
+            op: "COMMIT",
+            path: self.path().to_string(),
+            detail: format!(
+                "the server's write verifier changed again after each of {MAX_REPAIR_ROUNDS} \
+                 re-sends of data a restart lost ({bytes} bytes unconfirmed); \
+                 the data is kept for the next fsync"
+            ),
+        })
     }
 
-    fn write_sync(&self, mut off: u64, data: &Arc<[u8]>) -> Result<()> {
-        let mut rest = Arc::clone(data);
-        while !rest.is_empty() {
-            let group = Group::new(1);
-            let call = self.write_call_with(
-                off,
-                Arc::clone(&rest),
-                Notify::Group(Arc::clone(&group)),
-                stable_how::FILE_SYNC,
+    /// Sends `segments` again with FILE_SYNC; returns the pieces the server
+    /// took only UNSTABLE, with the verifier it gave them.
+    fn resend(&self, segments: &[Segment], round: usize) -> Result<Vec<(Segment, writeverf3)>> {
+        let mut unstable = Vec::new();
+        for seg in segments {
+            tracing::warn!(
+                path = self.path(),
+                offset = seg.offset,
+                round,
+                "write verifier changed (server restart?): re-sending {} bytes with FILE_SYNC",
+                seg.data.len()
             );
-            self.inner().run(Arc::clone(&call), &group);
-            let n = self.finish_write(&call, off, &rest)?;
-            if n == 0 {
-                return Err(Error::Protocol {
-                    op: "WRITE",
-                    path: self.path().to_string(),
-                    detail: "server wrote 0 bytes".into(),
-                });
+            let mut off = seg.offset;
+            let mut rest = Arc::clone(&seg.data);
+            while !rest.is_empty() {
+                let group = Group::new(1);
+                let call = self.write_call_with(
+                    off,
+                    Arc::clone(&rest),
+                    Notify::Group(Arc::clone(&group)),
+                    stable_how::FILE_SYNC,
+                );
+                self.inner().run(Arc::clone(&call), &group);
+                let w = self.decode_write(&call, &rest)?;
+                if w.count == 0 {
+                    return Err(Error::Protocol {
+                        op: "WRITE",
+                        path: self.path().to_string(),
+                        detail: "server wrote 0 bytes".into(),
+                    });
+                }
+                if !w.durable {
+                    let data = if w.count == rest.len() {
+                        Arc::clone(&rest)
+                    } else {
+                        Arc::from(&rest[..w.count])
+                    };
+                    unstable.push((Segment { offset: off, data }, w.verf));
+                }
+                off += w.count as u64;
+                rest = Arc::from(&rest[w.count..]);
             }
-            off += n as u64;
-            rest = Arc::from(&rest[n..]);
         }
-        Ok(())
+        Ok(unstable)
     }
 
     /// COMMIT of the whole file; returns the server's write verifier.
@@ -814,9 +859,10 @@ impl File {
         }
     }
 
-    /// Bytes written in unstable mode and not yet committed.
+    /// Bytes written in unstable mode (or FILE_SYNC writes the server
+    /// downgraded) and not yet committed.
     pub fn uncommitted_bytes(&self) -> usize {
-        self.shared.uncommitted.lock().map(|u| u.bytes).unwrap_or(0)
+        self.log().bytes()
     }
 
     /// Truncates or extends the file to `size` bytes.
@@ -844,6 +890,19 @@ impl File {
     }
 }
 
+/// A repair in progress (see [`WriteLog::begin_repair`]): when it ends,
+/// however it ends, writes held back by it may go.
+struct RepairGuard<'a> {
+    file: &'a File,
+}
+
+impl Drop for RepairGuard<'_> {
+    fn drop(&mut self) {
+        self.file.log().end_repair();
+        self.file.shared.repaired.notify_all();
+    }
+}
+
 /// Random bytes for verifiers, from the kernel.
 pub(crate) fn fill_random(buf: &mut [u8]) {
     // SAFETY: the pointer and length describe `buf`, valid for writes.
@@ -858,35 +917,5 @@ pub(crate) fn fill_random(buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = (t >> ((i % 8) * 8)) as u8;
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn w(offset: u64, len: usize) -> Logged {
-        Logged {
-            offset,
-            data: Arc::from(vec![0u8; len]),
-            verf: writeverf3([0; 8]),
-            durable: false,
-        }
-    }
-
-    #[test]
-    fn replay_skips_bytes_a_later_write_covers() {
-        let later = [w(10, 10), w(30, 5)];
-        assert_eq!(
-            uncovered(0, 40, later.iter()),
-            vec![(0, 10), (20, 30), (35, 40)]
-        );
-    }
-
-    #[test]
-    fn replay_of_a_fully_rewritten_block_sends_nothing() {
-        let later = [w(0, 8192)];
-        assert!(uncovered(0, 8192, later.iter()).is_empty());
-        assert_eq!(uncovered(0, 8192, [].iter()), vec![(0, 8192)]);
     }
 }

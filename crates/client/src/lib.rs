@@ -36,6 +36,7 @@ pub mod file;
 mod io;
 pub mod metadata;
 mod mount;
+mod writelog;
 
 pub use batch::{Batch, Completion};
 pub use client::{Client, Limits, PathSpec, Target};

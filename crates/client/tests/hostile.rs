@@ -42,9 +42,12 @@
 //! | server killed (connections reset, port closed) and restarted | hard: the load resumes with no error and no wrong data; soft: ETIMEDOUT while down, recovers after | `server_killed_*`, `server_down_*` |
 //! | COMMIT verifier differs from the WRITEs' (restart lost unstable data) | every unstable write re-sent FILE_SYNC before fsync returns | `commit_with_a_new_verifier_*` |
 //! | COMMIT fails (error status, no reply) | fsync fails; the data is kept and the next fsync commits (or re-sends) it | `failed_fsync_keeps_*` |
-//! | FILE_SYNC WRITE answered UNSTABLE | COMMIT before `write_at` returns; if it fails, the write fails and the data is kept | `file_sync_write_answered_unstable_*` |
+//! | FILE_SYNC WRITE answered UNSTABLE | COMMIT before `write_at` returns; if it fails, the write fails and the data is kept | `file_sync_write_answered_unstable_*`, `file_sync_write_downgraded_across_a_restart_*` |
+//! | fsync's re-sent WRITEs answered UNSTABLE, or lost to another restart | committed again until a COMMIT's verifier matches theirs; after three rounds `NotDurable` (EIO), data kept | `fsync_repair_*` |
+//! | newer writes in flight when a repair starts, or submitted during it | their bytes are not re-sent / they wait and land after it | `write_in_flight_when_a_repair_*`, `batch_write_not_yet_reaped_*`, `writes_submitted_during_a_repair_*` |
 //! | more than 64 MiB written unstable without fsync | committed when it passes 64 MiB | `uncommitted_data_is_committed_*` |
 //! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
+//! | more distinct files opened than `MAX_FILE_STATS` | closed files' statistics summed in one record, not grown | `file_statistics_stay_bounded_*` |
 //! | a path longer than MNTPATHLEN (1,024 bytes) | longer prefixes are never sent to MOUNT; a longer export is refused before sending | `mount_path_*` |
 //! | 16 callers, `max_inflight=4`, a server that stops answering | 4 calls on the wire, 12 callers wait (no unbounded queue); all complete when it answers | `full_in_flight_table_*` |
 //! | 8 threads of I/O while connections keep breaking | no error, no wrong data, every call completed once | `concurrent_io_through_*` |
@@ -1609,6 +1612,362 @@ fn file_sync_batch_write_answered_unstable_is_committed_before_it_completes() {
     assert_no_internal_panic();
 }
 
+// ---------------------------------------------------------------------------
+// A restart found by fsync: the repair itself answered UNSTABLE, restarts
+// during the repair, writes concurrent with it
+
+/// stable_how values as the server sees them.
+const UNSTABLE: u32 = 0;
+const FILE_SYNC: u32 = 2;
+
+/// A server keeping the file's content and what of it is durable.
+fn storing_server() -> HostileServer {
+    HostileServer::with(
+        Options {
+            store: true,
+            ..Options::default()
+        },
+        Plan::none(),
+    )
+}
+
+/// Writes `data` at `offset` under the soft deadline.
+fn write_data(file: &File, offset: u64, data: &[u8]) {
+    let (f, d) = (file.clone(), data.to_vec());
+    let (r, _) = within("write_at", SOFT_LIMIT, move || f.write_at(&d, offset));
+    assert_eq!(r.unwrap_or_else(|e| panic!("write_at: {e}")), data.len());
+}
+
+fn fsync(file: &File) -> directnfs::Result<()> {
+    let f = file.clone();
+    within("fsync", SOFT_LIMIT, move || f.fsync()).0
+}
+
+fn count_writes(server: &HostileServer, stable: u32) -> usize {
+    writes_seen(server).iter().filter(|w| w.1 == stable).count()
+}
+
+/// What the server holds at `offset` once a crash has thrown away all it
+/// had not made durable.
+fn durable_after_a_crash(server: &HostileServer, offset: usize, len: usize) -> Vec<u8> {
+    server.lose_unstable_data(*b"crashed!");
+    server.stored(offset, len)
+}
+
+#[test]
+fn fsync_repair_answered_unstable_is_committed_before_fsync_returns() {
+    // The server restarts between the WRITEs and fsync's COMMIT, losing
+    // them, and from then on takes even FILE_SYNC WRITEs only UNSTABLE.
+    // The data fsync sends again is then durable only once a COMMIT
+    // returns the verifier those WRITEs got.
+    let len = 3 * 65536;
+    let data = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    write_data(&file, 0, &data);
+    server.lose_unstable_data(*b"reboot-1");
+    server.set_downgrade_writes(true);
+    fsync(&file).unwrap();
+    assert_eq!(
+        count_writes(&server, FILE_SYNC),
+        3,
+        "{:?}",
+        writes_seen(&server)
+    );
+    assert_eq!(
+        server.count(Proc::COMMIT),
+        2,
+        "the data sent again was not committed"
+    );
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert!(
+        durable_after_a_crash(&server, 0, len) == data,
+        "fsync returned before the data was durable"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn fsync_repair_hit_by_another_restart_is_sent_again_until_a_commit_matches() {
+    // As above, and the server restarts once more before the COMMIT that
+    // follows the repair: its verifier differs from the one the re-sent
+    // WRITEs got, so they are sent (and committed) once more.
+    let len = 3 * 65536;
+    let data = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    write_data(&file, 0, &data);
+    server.lose_unstable_data(*b"reboot-1");
+    server.set_downgrade_writes(true);
+    let commits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = Arc::clone(&commits);
+    server.on_call(move |ctl, seen| {
+        if seen.proc_ == Some(Proc::COMMIT) && c.fetch_add(1, Ordering::SeqCst) == 1 {
+            ctl.lose_unstable_data(*b"reboot-2");
+        }
+        None
+    });
+    fsync(&file).unwrap();
+    assert_eq!(server.count(Proc::COMMIT), 3, "{:?}", server.calls());
+    assert_eq!(
+        count_writes(&server, FILE_SYNC),
+        6,
+        "{:?}",
+        writes_seen(&server)
+    );
+    assert_eq!(file.uncommitted_bytes(), 0);
+    server.clear_hook();
+    assert!(
+        durable_after_a_crash(&server, 0, len) == data,
+        "fsync returned before the data was durable"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn fsync_repair_that_never_sticks_fails_and_keeps_the_data_for_the_next_fsync() {
+    // The server restarts before every COMMIT that follows a repair: fsync
+    // gives up after a bounded number of rounds with an error (EIO), keeps
+    // every byte, and a later fsync, once the server is stable, makes it
+    // all durable.
+    let len = 3 * 65536;
+    let data = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    write_data(&file, 0, &data);
+    server.lose_unstable_data(*b"reboot-0");
+    server.set_downgrade_writes(true);
+    let commits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c = Arc::clone(&commits);
+    server.on_call(move |ctl, seen| {
+        if seen.proc_ == Some(Proc::COMMIT) {
+            let n = c.fetch_add(1, Ordering::SeqCst);
+            if n >= 1 {
+                ctl.lose_unstable_data(
+                    *format!("reboot-{}", n % 10)
+                        .as_bytes()
+                        .first_chunk()
+                        .unwrap(),
+                );
+            }
+        }
+        None
+    });
+    let e = fsync(&file).unwrap_err();
+    assert!(matches!(e, Error::NotDurable { .. }), "{e:?}");
+    assert_eq!(e.errno(), libc::EIO);
+    let msg = e.to_string();
+    assert!(
+        msg.contains("COMMIT") && msg.contains(FILE) && msg.contains("not proven durable"),
+        "{msg}"
+    );
+    assert_eq!(file.uncommitted_bytes(), len, "data dropped");
+    // Three rounds of re-sends, each followed by a COMMIT that shows
+    // another restart; bounded, not a loop.
+    assert_eq!(server.count(Proc::COMMIT), 4, "{:?}", server.calls());
+    assert_eq!(count_writes(&server, FILE_SYNC), 9);
+    server.clear_hook();
+    fsync(&file).unwrap();
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert!(
+        durable_after_a_crash(&server, 0, len) == data,
+        "the kept data was not made durable"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn file_sync_write_downgraded_across_a_restart_is_durable_when_write_returns() {
+    // The default mode: a WRITE answered UNSTABLE is committed before
+    // `write_at` returns; the server restarts before that COMMIT and then
+    // downgrades the re-sent WRITEs too. `write_at` returns only once a
+    // COMMIT confirmed them.
+    let len = 2 * 65536;
+    let data = distinct_data(len);
+    let server = HostileServer::with(
+        Options {
+            store: true,
+            downgrade_writes: true,
+            ..Options::default()
+        },
+        Plan::none(),
+    );
+    let (_client, file) = mount(&server, SOFT);
+    let restarted = Arc::new(AtomicBool::new(false));
+    let r = Arc::clone(&restarted);
+    server.on_call(move |ctl, seen| {
+        if seen.proc_ == Some(Proc::COMMIT) && !r.swap(true, Ordering::SeqCst) {
+            ctl.lose_unstable_data(*b"reboot-1");
+        }
+        None
+    });
+    write_data(&file, 0, &data);
+    assert!(restarted.load(Ordering::SeqCst));
+    assert_eq!(
+        count_writes(&server, FILE_SYNC),
+        4,
+        "{:?}",
+        writes_seen(&server)
+    );
+    assert_eq!(server.count(Proc::COMMIT), 2);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    server.clear_hook();
+    assert!(
+        durable_after_a_crash(&server, 0, len) == data,
+        "write_at returned before the data was durable"
+    );
+    assert_no_internal_panic();
+}
+
+/// Mount options for the concurrency tests: two connections (a write
+/// may overtake the repair on the other one), 5 s per attempt (room for
+/// the replies held back).
+const TWO_CONNECTIONS: &str = "timeo=50&retrans=1&soft&connections=2&stable=unstable";
+
+#[test]
+fn writes_submitted_during_a_repair_wait_and_land_after_it() {
+    // fsync finds a restart and sends old data again; the server holds
+    // that WRITE back for a second. Meanwhile two threads write newer data
+    // over the same bytes (`write_at`, and a `Batch`). Sent at once, on the
+    // other connection, they would be executed first and then overwritten
+    // by the old data; they must wait and land after it.
+    let len = 65536;
+    let old = vec![0x11u8; len];
+    let new = distinct_data(len);
+    let server = storing_server();
+    let (client, file) = mount(&server, TWO_CONNECTIONS);
+    write_data(&file, 0, &old);
+    server.lose_unstable_data(*b"reboot-1");
+    let replay_seen = Arc::new(AtomicBool::new(false));
+    let seen_flag = Arc::clone(&replay_seen);
+    server.on_call(move |_, seen| {
+        if seen.proc_ == Some(Proc::WRITE)
+            && seen.stable == Some(FILE_SYNC)
+            && !seen_flag.swap(true, Ordering::SeqCst)
+        {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        None
+    });
+    let f = file.clone();
+    let syncer = std::thread::spawn(move || f.fsync());
+    wait_for("the repair's WRITE", Duration::from_secs(5), || {
+        replay_seen.load(Ordering::SeqCst)
+    });
+    let half = len / 2;
+    let (f, d) = (file.clone(), new[..half].to_vec());
+    let blocking = std::thread::spawn(move || f.write_at(&d, 0));
+    let (f, c, d) = (file.clone(), client.clone(), new[half..].to_vec());
+    let batched = std::thread::spawn(move || {
+        let mut batch = directnfs::Batch::new(&c);
+        batch.write_owned(&f, half as u64, d, 7)?;
+        let done = batch.wait(1, Some(Duration::from_secs(10)));
+        done.into_iter().next().map_or(Ok(0), |c| c.result)
+    });
+    let (results, _) = within("fsync and writes", Duration::from_secs(15), move || {
+        (
+            syncer.join().unwrap(),
+            blocking.join().unwrap(),
+            batched.join().unwrap(),
+        )
+    });
+    results.0.unwrap();
+    assert_eq!(results.1.unwrap(), half);
+    assert_eq!(results.2.unwrap(), len - half);
+    fsync(&file).unwrap();
+    server.clear_hook();
+    assert!(
+        durable_after_a_crash(&server, 0, len) == new,
+        "the repair's old data landed on newer writes"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn write_in_flight_when_a_repair_starts_is_not_overwritten_by_it() {
+    // A newer write the server has executed but not yet answered (its
+    // reply is held back) when fsync finds a restart: the old data under
+    // it must not be sent again — it would land on top of the newer data.
+    let len = 65536;
+    let old = vec![0x22u8; len];
+    let new = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, TWO_CONNECTIONS);
+    write_data(&file, 0, &old);
+    server.lose_unstable_data(*b"reboot-1");
+    let held = Arc::new(AtomicBool::new(false));
+    let h = Arc::clone(&held);
+    server.on_call(move |_, seen| {
+        (seen.proc_ == Some(Proc::WRITE)
+            && seen.stable == Some(UNSTABLE)
+            && !h.swap(true, Ordering::SeqCst))
+        .then_some(Duration::from_millis(1500))
+    });
+    let (f, d) = (file.clone(), new.clone());
+    let writer = std::thread::spawn(move || f.write_at(&d, 0));
+    wait_for("the newer write executed", Duration::from_secs(5), || {
+        server.stored(0, len) == new
+    });
+    fsync(&file).unwrap();
+    assert_eq!(
+        count_writes(&server, FILE_SYNC),
+        0,
+        "old data sent again over a newer write in flight: {:?}",
+        writes_seen(&server)
+    );
+    let (r, _) = within("the newer write", SOFT_LIMIT, move || {
+        writer.join().unwrap()
+    });
+    assert_eq!(r.unwrap(), len);
+    fsync(&file).unwrap();
+    server.clear_hook();
+    assert!(
+        durable_after_a_crash(&server, 0, len) == new,
+        "the repair's old data landed on a newer write"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn batch_write_not_yet_reaped_by_the_thread_that_fsyncs_is_not_overwritten_by_the_repair() {
+    // One thread submits a write through a Batch, does not reap it, and
+    // calls fsync, which finds a restart: no deadlock, and the old data
+    // under the batch's write is not sent again.
+    let len = 65536;
+    let old = vec![0x33u8; len];
+    let new = distinct_data(len);
+    let server = storing_server();
+    let (client, file) = mount(&server, TWO_CONNECTIONS);
+    write_data(&file, 0, &old);
+    server.lose_unstable_data(*b"reboot-1");
+    let (f, expect) = (file.clone(), new.clone());
+    let (r, _) = within("batch, fsync, reap", Duration::from_secs(15), move || {
+        let mut batch = directnfs::Batch::new(&client);
+        batch.write(&f, 0, &new, 1)?;
+        batch.submit();
+        // Executed by the server, reply not reaped.
+        let mut b = vec![0u8; len];
+        while f.read_at(&mut b, 0)? != len || b != new {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        f.fsync()?;
+        let done = batch.wait(1, Some(Duration::from_secs(10)));
+        let written = done.into_iter().next().map_or(Ok(0), |c| c.result)?;
+        drop(batch);
+        f.fsync()?;
+        Ok::<_, Error>(written)
+    });
+    assert_eq!(r.unwrap(), len);
+    assert_eq!(
+        count_writes(&server, FILE_SYNC),
+        0,
+        "old data sent again over the batch's write: {:?}",
+        writes_seen(&server)
+    );
+    assert!(durable_after_a_crash(&server, 0, len) == expect);
+    assert_no_internal_panic();
+}
+
 #[test]
 fn uncommitted_data_is_committed_once_it_passes_64_mib() {
     let _serial = memory_lock();
@@ -1763,6 +2122,75 @@ fn handle_cache_of_created_files_is_bounded_too() {
         1,
         "the handle cache kept more than {BOUND} created files"
     );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn file_statistics_stay_bounded_when_many_distinct_paths_are_opened() {
+    // A program that opens ever new paths (one write each, then closes
+    // them) must not grow the per-file statistics without bound: past
+    // MAX_FILE_STATS records those of closed files are dropped and their
+    // counters summed in one EVICTED_FILES record. Open files stay listed.
+    use directnfs::client::{EVICTED_FILES, MAX_FILE_STATS};
+    let opts = Options {
+        lookup_any: true,
+        ..Options::default()
+    };
+    let server = HostileServer::with(opts, Plan::none());
+    let client = connect(&server, "timeo=10&retrans=1&soft&connections=2").unwrap();
+    let opened = MAX_FILE_STATS * 2 + 100;
+    let c = client.clone();
+    let (r, t) = within("open and write", Duration::from_secs(120), move || {
+        let keep: Vec<File> = (0..10)
+            .map(|i| c.open(&format!("/keep{i}")))
+            .collect::<directnfs::Result<_>>()?;
+        for f in &keep {
+            f.write_at(b"0123456789", 0)?;
+        }
+        for i in 0..opened {
+            c.open(&format!("/f{i}"))?.write_at(b"x", 0)?;
+        }
+        Ok::<_, Error>(keep)
+    });
+    let keep = r.unwrap();
+    eprintln!("{} files opened and written in {t:?}", opened + 10);
+    let stats = client.stats();
+    let files = &stats.files;
+    assert!(
+        files.len() <= MAX_FILE_STATS + 1,
+        "{} per-file records kept (bound {MAX_FILE_STATS} + the evicted total)",
+        files.len()
+    );
+    for i in 0..10 {
+        let path = format!("/keep{i}");
+        let f = files
+            .iter()
+            .find(|f| f.path == path)
+            .unwrap_or_else(|| panic!("open file {path} dropped from the statistics"));
+        assert_eq!((f.totals.writes, f.totals.bytes_written), (1, 10));
+    }
+    let evicted = files
+        .iter()
+        .find(|f| f.path == EVICTED_FILES)
+        .expect("no evicted-files total");
+    assert!(
+        evicted.totals.writes >= MAX_FILE_STATS as u64,
+        "{evicted:?}"
+    );
+    // Nothing lost: the records and the total add up to every write.
+    let writes: u64 = files.iter().map(|f| f.totals.writes).sum();
+    let bytes: u64 = files.iter().map(|f| f.totals.bytes_written).sum();
+    assert_eq!(writes, opened as u64 + 10);
+    assert_eq!(bytes, opened as u64 + 100);
+    // The renderers take it as any other file.
+    let json = directnfs_engine::stats::render_json(&stats).unwrap();
+    assert!(json.contains(EVICTED_FILES));
+    let prom = directnfs_engine::stats::render_prometheus(&stats);
+    assert!(
+        prom.contains(&format!("file=\"{EVICTED_FILES}\"")),
+        "{prom}"
+    );
+    drop(keep);
     assert_no_internal_panic();
 }
 

@@ -20,6 +20,15 @@
 //! CREATE whose verifier matches the one the file was created with gets
 //! NFS3_OK, as RFC 1813 §3.3.8 asks (unless [`Options::forget_verifiers`]).
 //!
+//! With [`Options::store`] it also keeps what survives a crash: a WRITE
+//! answered FILE_SYNC or DATA_SYNC, and everything at a COMMIT, goes to a
+//! stable copy; [`HostileServer::lose_unstable_data`] throws away the rest
+//! and changes the write verifier, as a restarted server would (RFC 1813
+//! §3.3.7). The write verifier and the downgrading of WRITEs to UNSTABLE
+//! can be changed while the client runs, and a hook ([`HostileServer::on_call`])
+//! sees every call before it is executed: it may do either of those, wait
+//! (holding that connection's calls back), and delay the reply.
+//!
 //! Every connection is served by its own thread; every call is logged
 //! ([`HostileServer::calls`]) so tests can count attempts and reconnects.
 //! Dropping the server shuts down the listener and every connection.
@@ -70,7 +79,7 @@ pub const FILE_FH: &[u8] = b"hostile-file-fh!";
 pub const DIR_NAME: &str = "newdir";
 /// Its handle.
 pub const DIR_FH: &[u8] = b"hostile-dir-fh!!";
-/// Write verifier of every WRITE and COMMIT.
+/// Write verifier of every WRITE and COMMIT (until changed).
 pub const VERF: [u8; 8] = *b"hostile!";
 /// XID of replies nobody asked for.
 pub const UNSOLICITED_XID: u32 = 0xdead_beef;
@@ -308,7 +317,8 @@ pub struct Options {
     pub forget_verifiers: bool,
     /// Every WRITE is answered UNSTABLE, whatever it asked for (leaves the
     /// plan free for a COMMIT fault); [`Fault::Committed`] does the same
-    /// for the plan's calls only.
+    /// for the plan's calls only. See also
+    /// [`HostileServer::set_downgrade_writes`].
     pub downgrade_writes: bool,
 }
 
@@ -347,6 +357,13 @@ struct State {
     created: Mutex<HashMap<Vec<u8>, Option<[u8; 8]>>>,
     /// [`Options::store`]: the file's content.
     data: Mutex<Vec<u8>>,
+    /// [`Options::store`]: what of it is on stable storage.
+    durable: Mutex<Vec<u8>>,
+    /// The write verifier WRITE and COMMIT replies carry.
+    verf: Mutex<[u8; 8]>,
+    /// WRITEs are answered UNSTABLE ([`Options::downgrade_writes`]).
+    downgrade: AtomicBool,
+    hook: HookSlot,
     stop: AtomicBool,
     /// A requested restart: its downtime.
     restart: Mutex<Option<Duration>>,
@@ -389,6 +406,14 @@ impl HostileServer {
             } else {
                 Vec::new()
             }),
+            durable: Mutex::new(if opts.store {
+                pattern_at(0, opts.size as usize)
+            } else {
+                Vec::new()
+            }),
+            verf: Mutex::new(VERF),
+            downgrade: AtomicBool::new(opts.downgrade_writes),
+            hook: HookSlot::default(),
             stop: AtomicBool::new(false),
             restart: Mutex::new(None),
             restarts: AtomicUsize::new(0),
@@ -486,6 +511,82 @@ impl HostileServer {
     /// Restarts completed so far (the port is listening again).
     pub fn restarts(&self) -> usize {
         self.state.restarts.load(Ordering::SeqCst)
+    }
+
+    /// What the server can be made to do from a test or a hook.
+    pub fn control(&self) -> Control<'_> {
+        Control(&self.state)
+    }
+
+    /// See [`Control::lose_unstable_data`].
+    pub fn lose_unstable_data(&self, verf: [u8; 8]) {
+        self.control().lose_unstable_data(verf);
+    }
+
+    /// See [`Control::set_downgrade_writes`].
+    pub fn set_downgrade_writes(&self, on: bool) {
+        self.control().set_downgrade_writes(on);
+    }
+
+    /// Calls `hook` with every call received from now on, before the
+    /// server executes it (on that connection's thread: sleeping in it
+    /// holds back that connection's calls). It returns how long to hold
+    /// the reply back after executing the call (`None`: send it at once).
+    pub fn on_call(
+        &self,
+        hook: impl Fn(&Control<'_>, &Seen) -> Option<Duration> + Send + Sync + 'static,
+    ) {
+        *self.state.hook.0.lock().unwrap() = Some(Arc::new(hook));
+    }
+
+    /// Removes the hook.
+    pub fn clear_hook(&self) {
+        *self.state.hook.0.lock().unwrap() = None;
+    }
+}
+
+/// A hook; see [`HostileServer::on_call`].
+pub type Hook = Arc<dyn Fn(&Control<'_>, &Seen) -> Option<Duration> + Send + Sync>;
+
+#[derive(Default)]
+struct HookSlot(Mutex<Option<Hook>>);
+
+impl std::fmt::Debug for HookSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookSlot")
+    }
+}
+
+/// Changes the server's behaviour; see [`HostileServer::control`].
+pub struct Control<'a>(&'a State);
+
+impl Control<'_> {
+    /// A crash and restart, as the client sees it: everything not on
+    /// stable storage ([`Options::store`]: not answered FILE_SYNC or
+    /// DATA_SYNC, and not COMMITted since) is gone, and WRITE and COMMIT
+    /// carry the write verifier `verf` from now on. Connections stay up.
+    pub fn lose_unstable_data(&self, verf: [u8; 8]) {
+        let state = self.0;
+        let mut data = state.data.lock().unwrap();
+        let durable = state.durable.lock().unwrap();
+        data.clone_from(&durable);
+        *state.verf.lock().unwrap() = verf;
+    }
+
+    /// Answers every WRITE UNSTABLE (or as asked, with `false`).
+    pub fn set_downgrade_writes(&self, on: bool) {
+        self.0.downgrade.store(on, Ordering::SeqCst);
+    }
+
+    /// The write verifier WRITE and COMMIT carry from now on.
+    pub fn set_verifier(&self, verf: [u8; 8]) {
+        *self.0.verf.lock().unwrap() = verf;
+    }
+
+    /// [`Options::store`]: `len` bytes of the file's content at `offset`.
+    pub fn stored(&self, offset: usize, len: usize) -> Vec<u8> {
+        let d = self.0.data.lock().unwrap();
+        d.get(offset..offset + len).unwrap_or_default().to_vec()
     }
 }
 
@@ -720,7 +821,7 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
             .map(|n| n as usize),
         _ => None,
     };
-    state.calls.lock().unwrap().push(Seen {
+    let seen = Seen {
         conn,
         proc_,
         xid: hdr.xid,
@@ -729,7 +830,10 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
         verf,
         path_len,
         faulted: fault.is_some(),
-    });
+    };
+    state.calls.lock().unwrap().push(seen);
+    let hook = state.hook.0.lock().unwrap().clone();
+    let reply_delay = hook.and_then(|h| h(&Control(state), &seen));
     let xid = hdr.xid;
     let honest = match results(state, &hdr, args, fault.as_ref()) {
         Ok(res) => success(xid, &res),
@@ -741,6 +845,9 @@ fn handle_call(state: &State, conn: usize, rec: &[u8]) -> Output {
             },
         ),
     };
+    if let Some(d) = reply_delay {
+        std::thread::sleep(d);
+    }
     let Some(fault) = fault else {
         return Output::Send(frame(&honest));
     };
@@ -962,8 +1069,17 @@ fn results(
             }
             nfs3::NFSPROC3_WRITE => {
                 let a = WRITE3args::decode(&mut r).map_err(|_| garbage())?;
+                // Committed exactly as asked, unless the plan says otherwise.
+                let committed = match fault {
+                    Some(Fault::Committed(c)) => *c,
+                    _ if state.downgrade.load(Ordering::SeqCst) => nfs3::stable_how::UNSTABLE.0,
+                    _ => a.stable.0,
+                };
                 if state.opts.store && a.file.as_bytes() == FILE_FH {
-                    store(state, a.offset, &a.data);
+                    store(&state.data, a.offset, &a.data);
+                    if committed != nfs3::stable_how::UNSTABLE.0 {
+                        store(&state.durable, a.offset, &a.data);
+                    }
                 }
                 nfsstat3::NFS3_OK.encode(&mut out);
                 out.put_u32(0); // wcc before: none
@@ -973,20 +1089,18 @@ fn results(
                     _ => a.count,
                 };
                 out.put_u32(count);
-                // Committed exactly as asked, unless the plan says otherwise.
-                let committed = match fault {
-                    Some(Fault::Committed(c)) => *c,
-                    _ if state.opts.downgrade_writes => nfs3::stable_how::UNSTABLE.0,
-                    _ => a.stable.0,
-                };
                 out.put_u32(committed);
-                out.put_opaque_fixed(&VERF);
+                out.put_opaque_fixed(&*state.verf.lock().unwrap());
             }
             nfs3::NFSPROC3_COMMIT => {
                 let verf = match fault {
                     Some(Fault::CommitVerifier(v)) => *v,
-                    _ => VERF,
+                    _ => *state.verf.lock().unwrap(),
                 };
+                if state.opts.store {
+                    let data = state.data.lock().unwrap();
+                    state.durable.lock().unwrap().clone_from(&data);
+                }
                 nfsstat3::NFS3_OK.encode(&mut out);
                 out.put_u32(0);
                 out.put_u32(0);
@@ -1141,9 +1255,10 @@ fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut V
     }
 }
 
-/// [`Options::store`]: puts a WRITE's data into the file.
-fn store(state: &State, offset: u64, data: &[u8]) {
-    let mut d = state.data.lock().unwrap();
+/// [`Options::store`]: puts a WRITE's data into the file (`to`: its
+/// content, or its stable copy).
+fn store(to: &Mutex<Vec<u8>>, offset: u64, data: &[u8]) {
+    let mut d = to.lock().unwrap();
     let Some(end) = offset.checked_add(data.len() as u64) else {
         return;
     };

@@ -40,5 +40,5 @@ pub use histogram::{Histogram, HistogramBucket, HistogramSnapshot, BUCKETS as HI
 pub use render::{render_json, render_prometheus, render_text, StatsFormat};
 pub use snapshot::{
     state, ChannelStats, FileStats, IoSnapshot, LatencySummary, PathStats, ServerStats,
-    StatsSnapshot,
+    StatsSnapshot, EVICTED_FILES,
 };

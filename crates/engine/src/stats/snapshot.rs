@@ -24,7 +24,8 @@ pub mod state {
 pub struct StatsSnapshot {
     /// One entry per configured or URL-named server.
     pub servers: Vec<ServerStats>,
-    /// One entry per open file.
+    /// One entry per file opened (all open ones, and closed ones up to a
+    /// bound), sorted by path, then the [`EVICTED_FILES`] total if any.
     pub files: Vec<FileStats>,
 }
 
@@ -72,11 +73,20 @@ pub struct ChannelStats {
     pub queue_depth: u64,
 }
 
-/// An open file (v$dnfs_files: filename, server, reads, writes, bytes).
+/// The [`FileStats::path`] of the record that sums the files whose own
+/// records were dropped: the client keeps a bounded number of records,
+/// and drops those of files no longer open first (a program may open
+/// millions of distinct paths). Not a path: every real one starts with `/`
+/// or names a URL.
+pub const EVICTED_FILES: &str = "(evicted files)";
+
+/// A file opened through the client (v$dnfs_files: filename, server, reads,
+/// writes, bytes), or the sum of files dropped from the list
+/// ([`EVICTED_FILES`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FileStats {
-    /// The file's path as the caller named it.
+    /// The file's path as the caller named it, or [`EVICTED_FILES`].
     pub path: String,
     /// The server holding it.
     pub server: String,
