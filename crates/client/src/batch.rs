@@ -369,8 +369,10 @@ impl<'buf> Batch<'buf> {
 
     fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
         let len = data.len();
+        let start_ns = self.ops[op].as_ref().map_or(0, |o| o.start_ns);
         let (slot, notify) = self.piece_slot();
-        let call = file.write_call(offset, Arc::clone(&data), notify);
+        let call =
+            file.write_call_pooled(offset, Arc::clone(&data), notify, &mut self.calls, start_ns);
         self.add_piece(
             slot,
             Piece {

@@ -715,11 +715,13 @@ impl Inner {
                 .map_err(|e| Error::from_call(P::NAME, path, e))?
             {
                 Reply::Results(b) => b,
-                Reply::Read { .. } => {
+                Reply::Read { .. } | Reply::Write { .. } => {
                     return Err(Error::from_call(
                         P::NAME,
                         path,
-                        crate::io::error::CallError::Internal("READ sink on a record call"),
+                        crate::io::error::CallError::Internal(
+                            "READ or WRITE sink on a record call",
+                        ),
                     ))
                 }
             };

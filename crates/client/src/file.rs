@@ -16,7 +16,7 @@ use directnfs_wire::nfs3::{
 };
 use directnfs_wire::XdrReader;
 
-use crate::client::{is_jukebox, jukebox_delay, nfs_result, Client, Inner};
+use crate::client::{jukebox_delay, nfs_result, Client, Inner};
 use crate::config::StableMode;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
@@ -438,8 +438,8 @@ impl File {
                     eof,
                 })
             }
-            Reply::Results(_) => {
-                Err(self.call_error("READ", CallError::Internal("record reply for a READ")))
+            Reply::Results(_) | Reply::Write { .. } => {
+                Err(self.call_error("READ", CallError::Internal("non-READ reply for a READ")))
             }
         }
     }
@@ -610,12 +610,21 @@ impl File {
 
     /// A WRITE call of `data` at `offset`, logged as submitted (in unstable
     /// mode; see [`log_submitted`](Self::log_submitted), which may wait
-    /// for a repair of the same bytes to end). Its reply must go to
+    /// for a repair of the same bytes to end), reusing a finished call of
+    /// `pool` and submitted at `now_ns` (the operation's start, already
+    /// read). Its reply must go to
     /// [`finish_write_durable`](Self::finish_write_durable) with the same
     /// `data`.
-    pub(crate) fn write_call(&self, offset: u64, data: Arc<[u8]>, notify: Notify) -> Arc<Call> {
+    pub(crate) fn write_call_pooled(
+        &self,
+        offset: u64,
+        data: Arc<[u8]>,
+        notify: Notify,
+        pool: &mut CallPool,
+        now_ns: u64,
+    ) -> Arc<Call> {
         self.log_submitted(std::iter::once((offset, &data)));
-        self.write_call_with(offset, data, notify, self.stable())
+        self.make_write_call(offset, data, notify, self.stable(), Some(pool), now_ns)
     }
 
     fn write_call_with(
@@ -625,28 +634,49 @@ impl File {
         notify: Notify,
         stable: stable_how,
     ) -> Arc<Call> {
-        let inner = self.inner();
-        let mut body = inner.call_body(nfs3::NFSPROC3_WRITE, 96);
-        encode_write_args_header(
-            &mut body,
-            self.shared.fh.as_bytes(),
-            offset,
-            data.len() as u32,
-            stable,
-        );
-        let weight = data.len() as u64;
-        Call::new(
-            nfs3::NFSPROC3_WRITE,
-            body,
-            Some(data),
-            weight,
-            Sink::Record,
-            notify,
-            inner.shared().now_ns(),
-        )
+        let now = self.inner().shared().now_ns();
+        self.make_write_call(offset, data, notify, stable, None, now)
     }
 
-    /// Checks the reply to a [`write_call`](Self::write_call); returns the
+    fn make_write_call(
+        &self,
+        offset: u64,
+        data: Arc<[u8]>,
+        notify: Notify,
+        stable: stable_how,
+        pool: Option<&mut CallPool>,
+        now_ns: u64,
+    ) -> Arc<Call> {
+        let inner = self.inner();
+        let fh = self.shared.fh.as_bytes();
+        let count = data.len() as u32;
+        let encode = |body: &mut Vec<u8>| {
+            inner.put_call_header(body, nfs3::NFSPROC3_WRITE);
+            encode_write_args_header(body, fh, offset, count, stable);
+        };
+        let weight = data.len() as u64;
+        let proc_ = nfs3::NFSPROC3_WRITE;
+        match pool {
+            Some(pool) => Call::new_pooled(
+                pool,
+                proc_,
+                encode,
+                Some(data),
+                weight,
+                Sink::Write,
+                notify,
+                now_ns,
+            ),
+            None => {
+                let mut body = Vec::with_capacity(160);
+                encode(&mut body);
+                Call::new(proc_, body, Some(data), weight, Sink::Write, notify, now_ns)
+            }
+        }
+    }
+
+    /// Checks the reply to a [`write_call_pooled`](Self::write_call_pooled)
+    /// (or `write_at`'s own calls); returns the
     /// bytes the server took and whether it put them on stable storage
     /// (FILE_SYNC or DATA_SYNC reply). Data it did not is kept in the log
     /// for COMMIT (and a replay after a restart).
@@ -672,30 +702,35 @@ impl File {
 
     /// Decodes a WRITE reply (`data` is what the call sent).
     fn decode_write(&self, call: &Call, data: &[u8]) -> Result<Written> {
-        let bytes = match call
+        let (status, ok) = match call
             .take_result()
             .map_err(|e| self.call_error("WRITE", e))?
         {
-            Reply::Results(b) => b,
+            // Decoded by the receiver (`Sink::Write`).
+            Reply::Write { status, ok } => (status, ok),
+            Reply::Results(bytes) => {
+                let reply = decode_write_reply(&mut XdrReader::new(&bytes)).map_err(|e| {
+                    Error::Protocol {
+                        op: "WRITE",
+                        path: self.path().to_string(),
+                        detail: e.to_string(),
+                    }
+                })?;
+                (reply.status, reply.ok)
+            }
             Reply::Read { .. } => {
                 return Err(self.call_error("WRITE", CallError::Internal("READ reply for a WRITE")))
             }
         };
-        if is_jukebox(&bytes) {
+        if status == nfsstat3::NFS3ERR_JUKEBOX {
             return Err(Error::Nfs {
                 op: "WRITE",
                 path: self.path().to_string(),
                 status: nfsstat3::NFS3ERR_JUKEBOX,
             });
         }
-        let reply =
-            decode_write_reply(&mut XdrReader::new(&bytes)).map_err(|e| Error::Protocol {
-                op: "WRITE",
-                path: self.path().to_string(),
-                detail: e.to_string(),
-            })?;
-        nfs_result(reply.status, "WRITE", self.path())?;
-        let Some(ok) = reply.ok else {
+        nfs_result(status, "WRITE", self.path())?;
+        let Some(ok) = ok else {
             return Err(self.call_error("WRITE", CallError::Internal("WRITE OK without body")));
         };
         Ok(Written {

@@ -28,6 +28,9 @@ pub(crate) enum Sink {
     Record,
     /// A READ: data goes straight into the caller's buffer.
     Read(ReadDest),
+    /// A WRITE: the reply is decoded where it is received (fixed size, no
+    /// copy of the record).
+    Write,
 }
 
 /// The caller's buffer for a READ.
@@ -96,6 +99,11 @@ pub(crate) enum Reply {
     /// READ results: status, and on success the byte count and EOF flag
     /// (the data is already in the caller's buffer).
     Read { status: u32, count: u32, eof: bool },
+    /// WRITE results: status, and on success count, committed, verifier.
+    Write {
+        status: directnfs_wire::nfs3::nfsstat3,
+        ok: Option<directnfs_wire::nfs3::WriteOk>,
+    },
 }
 
 /// Who is told when a call completes.
@@ -373,6 +381,7 @@ impl Call {
             // RPC header, status, post_op_attr, count, eof, length: ~136 bytes.
             Sink::Read(dest) => dest.len() as u64 + 120,
             // RPC header, status, wcc_data, count, committed, verifier: ~164 bytes.
+            Sink::Write => 140,
             Sink::Record if self.payload.is_some() => 140,
             Sink::Record => 60,
         }

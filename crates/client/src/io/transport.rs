@@ -738,6 +738,13 @@ fn candidate(ch: &Arc<Channel>) -> Candidate {
 fn deliver(call: &Call, mut r: XdrReader<'_>) -> Result<Reply, CallError> {
     match &call.sink {
         Sink::Record => Ok(Reply::Results(r.rest().to_vec())),
+        Sink::Write => {
+            let w = directnfs_wire::nfs3::decode_write_reply(&mut r).map_err(CallError::Decode)?;
+            Ok(Reply::Write {
+                status: w.status,
+                ok: w.ok,
+            })
+        }
         Sink::Read(dest) => {
             let rr = directnfs_wire::nfs3::decode_read_reply(&mut r, dest.len() as u32)
                 .map_err(CallError::Decode)?;
