@@ -122,3 +122,77 @@ fn oltp_directnfs_and_local_verify() {
         .args(["rm", &target])
         .output();
 }
+
+#[test]
+fn redo_formats_its_log_once_and_repeats_rotate_the_engine_order() {
+    let Some((url, dir)) = env_or_skip() else {
+        return;
+    };
+    let name = format!("bench-smoke-redo-{}.dat", std::process::id());
+    let target = file_url(&url, &name);
+    let local = format!("{}/{name}", dir.trim_end_matches('/'));
+    let log = format!("{local}.redo");
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+            .args([
+                "bench",
+                "redo",
+                "--target",
+                &target,
+                "--local-path",
+                &local,
+                "--size",
+                "16m",
+                "--duration",
+                "1",
+                "--warmup",
+                "0",
+                "--engine",
+                "directnfs,local",
+                "--repeat",
+                "2",
+                "--verify",
+                "--quiet",
+            ])
+            .output()
+            .expect("run dnfs");
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(
+            out.status.success(),
+            "dnfs bench redo failed: {}\nstderr:\n{stderr}",
+            out.status
+        );
+        stderr
+    };
+    let first = run();
+    assert!(
+        first.contains("formatting"),
+        "a new redo log is formatted at full size: {first}"
+    );
+    let meta = std::fs::metadata(&log).expect("redo log exists");
+    assert_eq!(meta.len(), 16 << 20);
+    assert!(
+        std::os::unix::fs::MetadataExt::blocks(&meta) * 512 >= 16 << 20,
+        "the redo log is allocated, not sparse"
+    );
+    // Run labels in order: each repeat starts with the next engine.
+    let order: Vec<&str> = first
+        .lines()
+        .filter(|l| l.starts_with('['))
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    assert_eq!(
+        order,
+        ["directnfs", "local", "local", "directnfs"],
+        "{first}"
+    );
+    let second = run();
+    assert!(
+        !second.contains("formatting"),
+        "an allocated log is reused: {second}"
+    );
+    let _ = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+        .args(["rm", &target])
+        .output();
+    let _ = std::fs::remove_file(&log);
+}
