@@ -279,20 +279,9 @@ impl<'buf> Batch<'buf> {
             // every piece) before the call completes.
             let dest = unsafe { ReadDest::new(chunk) };
             let offset = offset + (seq * rtmax) as u64;
-            let start_ns = self.ops[op].as_ref().map_or(0, |o| o.start_ns);
-            let (slot, notify) = self.piece_slot();
-            let call = file.read_call_pooled(offset, dest, notify, &mut self.calls, start_ns);
-            self.add_piece(
-                slot,
-                Piece {
-                    op,
-                    call,
-                    offset,
-                    len,
-                    seq,
-                    data: None,
-                },
-            );
+            self.queue_piece(op, offset, len, seq, None, |notify, pool, start_ns| {
+                file.read_call_pooled(offset, dest, notify, pool, start_ns)
+            });
         }
         self.in_flight += 1;
     }
@@ -369,10 +358,32 @@ impl<'buf> Batch<'buf> {
 
     fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
         let len = data.len();
+        let sent = Arc::clone(&data);
+        self.queue_piece(
+            op,
+            offset,
+            len,
+            seq,
+            Some(data),
+            |notify, pool, start_ns| file.write_call_pooled(offset, sent, notify, pool, start_ns),
+        );
+    }
+
+    /// Makes piece `seq` of op `op` with `make` (given the piece's
+    /// completion notice, the call pool and the op's start time) and
+    /// queues its call.
+    fn queue_piece(
+        &mut self,
+        op: usize,
+        offset: u64,
+        len: usize,
+        seq: usize,
+        data: Option<Arc<[u8]>>,
+        make: impl FnOnce(Notify, &mut CallPool, u64) -> Arc<Call>,
+    ) {
         let start_ns = self.ops[op].as_ref().map_or(0, |o| o.start_ns);
         let (slot, notify) = self.piece_slot();
-        let call =
-            file.write_call_pooled(offset, Arc::clone(&data), notify, &mut self.calls, start_ns);
+        let call = make(notify, &mut self.calls, start_ns);
         self.add_piece(
             slot,
             Piece {
@@ -381,7 +392,7 @@ impl<'buf> Batch<'buf> {
                 offset,
                 len,
                 seq,
-                data: Some(data),
+                data,
             },
         );
     }
