@@ -11,10 +11,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
-    self, createhow3, createverf3, decode_write_reply, diropargs3, encode_read_args,
-    encode_write_args_header, nfs_fh3, nfsstat3, sattr3, stable_how, writeverf3, Nfs3Res,
+    self, createhow3, createverf3, diropargs3, encode_read_args, encode_write_args_header, nfs_fh3,
+    nfsstat3, sattr3, stable_how, writeverf3, Nfs3Res,
 };
-use directnfs_wire::XdrReader;
 
 use crate::client::{jukebox_delay, nfs_result, Client, Inner};
 use crate::config::StableMode;
@@ -407,24 +406,9 @@ impl File {
     }
 
     pub(crate) fn read_call(&self, offset: u64, dest: ReadDest, notify: Notify) -> Arc<Call> {
-        let inner = self.inner();
-        let mut body = inner.call_body(nfs3::NFSPROC3_READ, 80);
-        encode_read_args(
-            &mut body,
-            self.shared.fh.as_bytes(),
-            offset,
-            dest.len() as u32,
-        );
-        let weight = dest.len() as u64;
-        Call::new(
-            nfs3::NFSPROC3_READ,
-            body,
-            None,
-            weight,
-            Sink::Read(dest),
-            notify,
-            inner.shared().now_ns(),
-        )
+        // An empty pool: a new call, encoded the same way.
+        let now = self.inner().shared().now_ns();
+        self.read_call_pooled(offset, dest, notify, &mut CallPool::default(), now)
     }
 
     pub(crate) fn finish_read(&self, call: &Call) -> Result<ReadPiece> {
@@ -624,7 +608,7 @@ impl File {
         now_ns: u64,
     ) -> Arc<Call> {
         self.log_submitted(std::iter::once((offset, &data)));
-        self.make_write_call(offset, data, notify, self.stable(), Some(pool), now_ns)
+        self.make_write_call(offset, data, notify, self.stable(), pool, now_ns)
     }
 
     fn write_call_with(
@@ -634,8 +618,9 @@ impl File {
         notify: Notify,
         stable: stable_how,
     ) -> Arc<Call> {
+        // An empty pool: a new call, encoded the same way.
         let now = self.inner().shared().now_ns();
-        self.make_write_call(offset, data, notify, stable, None, now)
+        self.make_write_call(offset, data, notify, stable, &mut CallPool::default(), now)
     }
 
     fn make_write_call(
@@ -644,7 +629,7 @@ impl File {
         data: Arc<[u8]>,
         notify: Notify,
         stable: stable_how,
-        pool: Option<&mut CallPool>,
+        pool: &mut CallPool,
         now_ns: u64,
     ) -> Arc<Call> {
         let inner = self.inner();
@@ -655,24 +640,16 @@ impl File {
             encode_write_args_header(body, fh, offset, count, stable);
         };
         let weight = data.len() as u64;
-        let proc_ = nfs3::NFSPROC3_WRITE;
-        match pool {
-            Some(pool) => Call::new_pooled(
-                pool,
-                proc_,
-                encode,
-                Some(data),
-                weight,
-                Sink::Write,
-                notify,
-                now_ns,
-            ),
-            None => {
-                let mut body = Vec::with_capacity(160);
-                encode(&mut body);
-                Call::new(proc_, body, Some(data), weight, Sink::Write, notify, now_ns)
-            }
-        }
+        Call::new_pooled(
+            pool,
+            nfs3::NFSPROC3_WRITE,
+            encode,
+            Some(data),
+            weight,
+            Sink::Write,
+            notify,
+            now_ns,
+        )
     }
 
     /// Checks the reply to a [`write_call_pooled`](Self::write_call_pooled)
@@ -706,20 +683,13 @@ impl File {
             .take_result()
             .map_err(|e| self.call_error("WRITE", e))?
         {
-            // Decoded by the receiver (`Sink::Write`).
+            // Decoded by the receiver (`Sink::Write`; a malformed reply
+            // arrives as a decode error, reported as `Protocol`).
             Reply::Write { status, ok } => (status, ok),
-            Reply::Results(bytes) => {
-                let reply = decode_write_reply(&mut XdrReader::new(&bytes)).map_err(|e| {
-                    Error::Protocol {
-                        op: "WRITE",
-                        path: self.path().to_string(),
-                        detail: e.to_string(),
-                    }
-                })?;
-                (reply.status, reply.ok)
-            }
-            Reply::Read { .. } => {
-                return Err(self.call_error("WRITE", CallError::Internal("READ reply for a WRITE")))
+            Reply::Results(_) | Reply::Read { .. } => {
+                return Err(
+                    self.call_error("WRITE", CallError::Internal("non-WRITE reply for a WRITE"))
+                )
             }
         };
         if status == nfsstat3::NFS3ERR_JUKEBOX {

@@ -382,7 +382,6 @@ impl Call {
             Sink::Read(dest) => dest.len() as u64 + 120,
             // RPC header, status, wcc_data, count, committed, verifier: ~164 bytes.
             Sink::Write => 140,
-            Sink::Record if self.payload.is_some() => 140,
             Sink::Record => 60,
         }
     }
