@@ -25,6 +25,7 @@
 //! | READ with more data than asked / count ≠ data length | `Protocol` (EIO); nothing written past the caller's buffer | `read_reply_*` |
 //! | READ `eof` mid-file / 0 bytes without `eof` | a short read (never wrong bytes); `read_exact_at` completes or errors, never loops | `read_reply_with_eof_*`, `read_reply_of_zero_bytes_*` |
 //! | garbage after an accepted SUCCESS header | `Protocol` (EIO) | `accepted_reply_with_garbage_*` |
+//! | WRITE reply cut short after its status | `Protocol` (EIO), blocking and batch | `malformed_write_reply_*` |
 //! | absurd attributes (size u64::MAX, type 0xffff, ns > 1e9) | reported as they are (type `Other`), no panic | `absurd_attributes_*` |
 //! | FSINFO rtmax/wtmax u32::MAX, 0 or 1 | clamped to 512 B ..= 1 MiB | `fsinfo_*` |
 //! | MSG_DENIED RPC_MISMATCH | `Rpc` (EIO) at once, no retry; at NULL: `Connect`; at MNT: `Rpc` | `*_mismatch_*`, `denied_*` |
@@ -542,6 +543,30 @@ fn accepted_reply_with_garbage_results_is_a_protocol_error() {
     ));
     let (r, _) = within("metadata", SOFT_LIMIT, move || client.metadata(FILE));
     assert!(is_protocol(&r.unwrap_err()));
+    assert_no_internal_panic();
+}
+
+#[test]
+fn malformed_write_reply_is_a_protocol_error_for_write_at_and_batch() {
+    // NFS3_OK, a pre_op_attr boolean of 1, then the record ends: WRITE
+    // replies are decoded where they are received, and a broken one must
+    // still reach the caller as `Protocol` (EIO), from both entry points.
+    let server = HostileServer::start(Plan::always(
+        Proc::WRITE,
+        Fault::Results(vec![0, 0, 0, 0, 0, 0, 0, 1, 0, 0]),
+    ));
+    let (client, file) = mount(&server, SOFT);
+    let (r, _) = write(&file, OFF, LEN);
+    let e = r.unwrap_err();
+    assert!(is_protocol(&e), "write_at: {e:?}");
+    let data = vec![3u8; LEN];
+    let mut batch = directnfs::Batch::new(&client);
+    batch.write(&file, OFF, &data, 7).unwrap();
+    let done = batch.wait(1, Some(SOFT_LIMIT));
+    assert_eq!(done.len(), 1, "one completion");
+    assert_eq!(done[0].token, 7);
+    let e = done[0].result.as_ref().unwrap_err();
+    assert!(is_protocol(e), "batch: {e:?}");
     assert_no_internal_panic();
 }
 
