@@ -129,14 +129,19 @@ impl WriteLog {
 
     /// A write is about to be sent.
     pub(crate) fn submit(&mut self, offset: u64, data: &Arc<[u8]>) {
+        self.push(offset, data, data.len(), State::InFlight);
+    }
+
+    /// Appends a write as the newest entry.
+    fn push(&mut self, offset: u64, data: &Arc<[u8]>, len: usize, state: State) {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.entries.push_back(Entry {
             seq,
             offset,
             data: Arc::clone(data),
-            len: data.len(),
-            state: State::InFlight,
+            len,
+            state,
         });
     }
 
@@ -174,17 +179,7 @@ impl WriteLog {
                 self.trim_front();
                 return;
             }
-            (None, true) => {
-                let seq = self.next_seq;
-                self.next_seq += 1;
-                self.entries.push_back(Entry {
-                    seq,
-                    offset,
-                    data: Arc::clone(data),
-                    len,
-                    state,
-                });
-            }
+            (None, true) => self.push(offset, data, len, state),
             (None, false) => return,
         }
         self.logged += len;
