@@ -83,29 +83,23 @@ impl Decode for fattr3 {
         // loads from a fixed-size array (no per-field checks: this runs for
         // every READ and WRITE reply).
         let b: &[u8; FATTR3_SIZE] = r.array("fattr3")?;
-        let w = |i: usize| be32(b, i);
-        let d = |i: usize| (u64::from(be32(b, i)) << 32) | u64::from(be32(b, i + 4));
-        let t = |i: usize| nfstime3 {
-            seconds: be32(b, i),
-            nseconds: be32(b, i + 4),
-        };
         Ok(Self {
-            type_: ftype3(w(0)),
-            mode: w(4),
-            nlink: w(8),
-            uid: w(12),
-            gid: w(16),
-            size: d(20),
-            used: d(28),
+            type_: ftype3(be32(b, 0)),
+            mode: be32(b, 4),
+            nlink: be32(b, 8),
+            uid: be32(b, 12),
+            gid: be32(b, 16),
+            size: be64(b, 20),
+            used: be64(b, 28),
             rdev: specdata3 {
-                specdata1: w(36),
-                specdata2: w(40),
+                specdata1: be32(b, 36),
+                specdata2: be32(b, 40),
             },
-            fsid: d(44),
-            fileid: d(52),
-            atime: t(60),
-            mtime: t(68),
-            ctime: t(76),
+            fsid: be64(b, 44),
+            fileid: be64(b, 52),
+            atime: time3(b, 60),
+            mtime: time3(b, 68),
+            ctime: time3(b, 76),
         })
     }
 }
@@ -114,6 +108,21 @@ impl Decode for fattr3 {
 #[inline(always)]
 fn be32<const N: usize>(b: &[u8; N], i: usize) -> u32 {
     u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+/// The big-endian hyper at byte `i` of a fixed-size block.
+#[inline(always)]
+fn be64<const N: usize>(b: &[u8; N], i: usize) -> u64 {
+    (u64::from(be32(b, i)) << 32) | u64::from(be32(b, i + 4))
+}
+
+/// The `nfstime3` at byte `i` of a fixed-size block.
+#[inline(always)]
+fn time3<const N: usize>(b: &[u8; N], i: usize) -> nfstime3 {
+    nfstime3 {
+        seconds: be32(b, i),
+        nseconds: be32(b, i + 4),
+    }
 }
 
 /// RFC 1813 §2.5
@@ -158,15 +167,9 @@ impl Decode for wcc_attr {
     fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
         let b: &[u8; 24] = r.array("wcc_attr")?;
         Ok(Self {
-            size: (u64::from(be32(b, 0)) << 32) | u64::from(be32(b, 4)),
-            mtime: nfstime3 {
-                seconds: be32(b, 8),
-                nseconds: be32(b, 12),
-            },
-            ctime: nfstime3 {
-                seconds: be32(b, 16),
-                nseconds: be32(b, 20),
-            },
+            size: be64(b, 0),
+            mtime: time3(b, 8),
+            ctime: time3(b, 16),
         })
     }
 }
