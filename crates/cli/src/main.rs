@@ -160,7 +160,7 @@ fn main() -> ExitCode {
     let result = run(&resolver, cli.command);
     if cli.stats {
         for client in resolver.mounted() {
-            eprint!("{}", directnfs_engine::stats::render_text(&client.stats()));
+            eprint!("{}", directnfs::stats::render_text(&client.stats()));
         }
     }
     let code = match result {

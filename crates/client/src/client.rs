@@ -8,9 +8,7 @@ use std::time::Duration;
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
-use directnfs_engine::stats::{
-    ChannelStats, FileStats, IoStats, PathStats, RawIoSnapshot, ServerStats, StatsSnapshot,
-};
+use directnfs_engine::stats::RawIoSnapshot;
 use directnfs_wire::nfs3::{self, diropargs3, fattr3, filename3, nfs_fh3, nfsstat3, Nfs3Res};
 use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
@@ -24,6 +22,8 @@ use crate::io::socket::ConnectSpec;
 use crate::io::transport::{Shared, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
+use crate::stats::files::{FileRecord, FileStatsTable};
+use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
 
 /// Most entries one `read_dir` returns (a bound on memory and time).
 pub const MAX_DIR_LISTING: usize = 1 << 20;
@@ -31,16 +31,7 @@ pub const MAX_DIR_LISTING: usize = 1 << 20;
 /// Most handles cached (path -> handle) before the cache is cleared.
 const MAX_CACHED_HANDLES: usize = 65536;
 
-/// Per-file statistics records (v$dnfs_files) kept before those of files
-/// no longer open are dropped, their counters added to one
-/// [`EVICTED_FILES`] record. A record is about 30 KiB (seven latency
-/// histograms), so this bounds what closed files cost at about 30 MiB
-/// however many distinct paths a program opens. Files still open are never
-/// dropped: with more open than this, the table holds them all and the
-/// next sweep waits until it has doubled.
-pub const MAX_FILE_STATS: usize = 1024;
-
-pub use directnfs_engine::stats::EVICTED_FILES;
+pub use crate::stats::{EVICTED_FILES, MAX_FILE_STATS};
 
 /// Transfer size used when the server's FSINFO gives none.
 const FALLBACK_TRANSFER: u32 = 64 * 1024;
@@ -127,88 +118,6 @@ pub(crate) struct Inner {
     handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     files: std::sync::Mutex<FileStatsTable>,
-}
-
-/// Per-file statistics records, bounded by [`MAX_FILE_STATS`].
-#[derive(Debug)]
-struct FileStatsTable {
-    by_path: HashMap<String, Arc<IoStats>>,
-    /// The summed counters of the records dropped, and how many.
-    evicted: Option<RawIoSnapshot>,
-    /// Size of `by_path` at which the next sweep runs.
-    sweep_at: usize,
-}
-
-impl Default for FileStatsTable {
-    fn default() -> Self {
-        Self {
-            by_path: HashMap::new(),
-            evicted: None,
-            sweep_at: MAX_FILE_STATS,
-        }
-    }
-}
-
-impl FileStatsTable {
-    /// The record of `path`, made (and the table swept) if needed.
-    fn get(&mut self, path: &str) -> Arc<IoStats> {
-        if let Some(s) = self.by_path.get(path) {
-            return Arc::clone(s);
-        }
-        if self.by_path.len() >= self.sweep_at {
-            self.sweep();
-        }
-        let s = Arc::new(IoStats::new());
-        self.by_path.insert(path.to_string(), Arc::clone(&s));
-        s
-    }
-
-    /// Drops the records no open `File` holds (the table's reference is
-    /// the only one; no new one can be taken without the table's lock),
-    /// adding their counters to the evicted total.
-    fn sweep(&mut self) {
-        let evicted = &mut self.evicted;
-        self.by_path.retain(|_, s| {
-            if Arc::strong_count(s) > 1 {
-                return true;
-            }
-            let raw = s.raw_snapshot();
-            match evicted {
-                Some(total) => {
-                    // The highest peak of any one file, not their sum.
-                    let peak = total.inflight_peak.max(raw.inflight_peak);
-                    total.merge(&raw);
-                    total.inflight_peak = peak;
-                }
-                None => *evicted = Some(raw),
-            }
-            false
-        });
-        // Open files beyond the cap: sweep again only once the table has
-        // doubled, so opening a file costs O(1) amortised.
-        self.sweep_at = MAX_FILE_STATS.max(2 * self.by_path.len());
-    }
-
-    fn snapshot(&self, server: &str) -> Vec<FileStats> {
-        let mut v: Vec<FileStats> = self
-            .by_path
-            .iter()
-            .map(|(path, s)| FileStats {
-                path: path.clone(),
-                server: server.to_string(),
-                totals: s.snapshot(),
-            })
-            .collect();
-        v.sort_by(|a, b| a.path.cmp(&b.path));
-        if let Some(raw) = &self.evicted {
-            v.push(FileStats {
-                path: EVICTED_FILES.to_string(),
-                server: server.to_string(),
-                totals: raw.summarize(),
-            });
-        }
-        v
-    }
 }
 
 impl Client {
@@ -563,40 +472,46 @@ impl Client {
     /// A snapshot of every counter: this server, each path, each channel,
     /// each file opened through this client (Oracle's v$dnfs_servers,
     /// v$dnfs_channels, v$dnfs_files and v$dnfs_stats, plus latency
-    /// histograms, retransmits, per-path bytes and queue depth).
+    /// histograms, retransmits, per-path bytes and queue depth). Rendered by
+    /// the [`crate::stats`] module; every process also publishes it (see
+    /// `dnfs stats`).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
         let channels = &inner.shared().channels;
         let npaths = channels.iter().map(|c| c.path + 1).max().unwrap_or(0);
-        let mut server_raw: Option<RawIoSnapshot> = None;
+        let mut server_raw = RawIoSnapshot::default();
         let mut paths = Vec::with_capacity(npaths);
         for p in 0..npaths {
-            let mut path_raw: Option<RawIoSnapshot> = None;
+            let mut path_raw = RawIoSnapshot::default();
             let mut chans = Vec::new();
             let mut any_up = false;
             let mut spec = None;
             for ch in channels.iter().filter(|c| c.path == p) {
                 let raw = ch.stats.raw_snapshot();
-                match &mut path_raw {
-                    Some(r) => r.merge(&raw),
-                    None => path_raw = Some(raw.clone()),
-                }
+                path_raw.merge(&raw);
                 any_up |= ch.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
+                let (state, (so_sndbuf, so_rcvbuf)) = {
+                    let st = ch.lock();
+                    let buffers = st
+                        .sock
+                        .as_ref()
+                        .map_or((None, None), crate::io::socket::buffer_sizes);
+                    (st.health.name().to_string(), buffers)
+                };
                 chans.push(ChannelStats {
                     id: ch.id as u32,
-                    state: ch.lock().health.name().to_string(),
-                    totals: raw.summarize(),
+                    pid: None,
+                    state,
+                    totals: IoSnapshot::from_raw(&raw),
                     queue_depth: ch
                         .outstanding_requests
                         .load(std::sync::atomic::Ordering::Relaxed),
+                    so_sndbuf,
+                    so_rcvbuf,
                 });
             }
-            let raw = path_raw.unwrap_or_default();
-            match &mut server_raw {
-                Some(r) => r.merge(&raw),
-                None => server_raw = Some(raw.clone()),
-            }
+            server_raw.merge(&path_raw);
             paths.push(PathStats {
                 local: spec.as_ref().and_then(|s| s.local.map(|l| l.to_string())),
                 remote: spec
@@ -604,7 +519,7 @@ impl Client {
                     .map(|s| s.remote.to_string())
                     .unwrap_or_default(),
                 state: if any_up { "up" } else { "down" }.to_string(),
-                totals: raw.summarize(),
+                totals: IoSnapshot::from_raw(&path_raw),
                 channels: chans,
             });
         }
@@ -618,8 +533,13 @@ impl Client {
         StatsSnapshot {
             servers: vec![ServerStats {
                 name: inner.name.clone(),
+                export: inner.export.clone(),
+                nfs_version: "3".to_owned(),
+                rtmax: inner.limits.rtmax,
+                wtmax: inner.limits.wtmax,
+                processes: 1,
                 addresses,
-                totals: server_raw.unwrap_or_default().summarize(),
+                totals: IoSnapshot::from_raw(&server_raw),
                 paths,
             }],
             files,
@@ -826,12 +746,20 @@ impl Inner {
     /// Resolves a path below the export to a handle, one LOOKUP per
     /// component not yet cached.
     pub(crate) fn lookup_path(&self, path: &str) -> Result<nfs_fh3> {
+        self.lookup_path_sized(path).map(|(fh, _)| fh)
+    }
+
+    /// [`lookup_path`](Self::lookup_path), with the file's size when the
+    /// last component was looked up now (not taken from the handle cache)
+    /// and the server sent its attributes.
+    pub(crate) fn lookup_path_sized(&self, path: &str) -> Result<(nfs_fh3, Option<u64>)> {
         let comps = Self::components(path)?;
         let key = format!("/{}", comps.join("/"));
         if let Some(fh) = self.handles.read().ok().and_then(|h| h.get(&key).cloned()) {
-            return Ok(fh);
+            return Ok((fh, None));
         }
         let mut fh = self.root;
+        let mut size = None;
         let mut sofar = String::new();
         for c in comps {
             sofar.push('/');
@@ -843,15 +771,16 @@ impl Inner {
                 .and_then(|h| h.get(&sofar).cloned())
             {
                 fh = cached;
+                size = None;
                 continue;
             }
-            fh = self.lookup_one(&fh, c, &sofar)?;
+            (fh, size) = self.lookup_one(&fh, c, &sofar)?;
             self.cache_handle(sofar.clone(), fh);
         }
-        Ok(fh)
+        Ok((fh, size))
     }
 
-    pub(crate) fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<nfs_fh3> {
+    fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<(nfs_fh3, Option<u64>)> {
         let args = nfs3::LOOKUP3args {
             what: diropargs3 {
                 dir: *dir,
@@ -859,7 +788,7 @@ impl Inner {
             },
         };
         match self.call::<nfs3::Lookup>(&args, full)?.0 {
-            Nfs3Res::Ok(ok) => Ok(ok.object),
+            Nfs3Res::Ok(ok) => Ok((ok.object, ok.obj_attributes.map(|a| a.size))),
             Nfs3Res::Fail(status, _) => Err(Error::Nfs {
                 op: "LOOKUP",
                 path: full.to_string(),
@@ -894,7 +823,7 @@ impl Inner {
 
     /// The statistics record of a file path (created on first use;
     /// bounded, see [`MAX_FILE_STATS`]).
-    pub(crate) fn file_stats(&self, path: &str) -> Arc<IoStats> {
+    pub(crate) fn file_stats(&self, path: &str) -> Arc<FileRecord> {
         self.files
             .lock()
             .unwrap_or_else(|p| p.into_inner())

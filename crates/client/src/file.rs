@@ -9,7 +9,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
     self, createhow3, createverf3, diropargs3, encode_read_args, encode_write_args_header, nfs_fh3,
     nfsstat3, sattr3, stable_how, writeverf3, Nfs3Res,
@@ -68,7 +67,7 @@ pub(crate) struct FileShared {
     /// land on them). False on the default hot path: no lock taken.
     tracked: AtomicBool,
     /// This file's counters (v$dnfs_files).
-    pub(crate) stats: Arc<IoStats>,
+    pub(crate) stats: Arc<crate::stats::files::FileRecord>,
     /// Serialises `fsync`s of this file: a second caller must not return
     /// while the first one's COMMIT (which took its writes too) is still
     /// running or failed.
@@ -109,11 +108,16 @@ impl Client {
 
     fn open_with_once(&self, path: &str, opts: OpenOptions) -> Result<File> {
         let inner = &self.inner;
-        let fh = if opts.create_new {
-            self.create_exclusive(path, opts.mode.unwrap_or(0o644))?
+        // The size for v$dnfs_files: from LOOKUP's attributes, 0 when made
+        // or truncated here; unknown when the handle came from the cache.
+        let (fh, size) = if opts.create_new {
+            (
+                self.create_exclusive(path, opts.mode.unwrap_or(0o644))?,
+                Some(0),
+            )
         } else {
-            match inner.lookup_path(path) {
-                Ok(fh) => {
+            match inner.lookup_path_sized(path) {
+                Ok((fh, size)) => {
                     if opts.truncate {
                         self.setattr(
                             &fh,
@@ -124,14 +128,19 @@ impl Client {
                             },
                         )?;
                     }
-                    fh
+                    (fh, if opts.truncate { Some(0) } else { size })
                 }
-                Err(e) if opts.create && e.nfs_status() == Some(nfsstat3::NFS3ERR_NOENT) => {
-                    self.create_unchecked(path, opts.mode.unwrap_or(0o644))?
-                }
+                Err(e) if opts.create && e.nfs_status() == Some(nfsstat3::NFS3ERR_NOENT) => (
+                    self.create_unchecked(path, opts.mode.unwrap_or(0o644))?,
+                    Some(0),
+                ),
                 Err(e) => return Err(e),
             }
         };
+        let stats = inner.file_stats(path);
+        if let Some(size) = size {
+            stats.set_size(size);
+        }
         Ok(File {
             shared: Arc::new(FileShared {
                 client: self.clone(),
@@ -140,7 +149,7 @@ impl Client {
                 uncommitted: Mutex::new(WriteLog::default()),
                 repaired: Condvar::new(),
                 tracked: AtomicBool::new(false),
-                stats: inner.file_stats(path),
+                stats,
                 fsync_lock: Mutex::new(()),
             }),
         })
@@ -442,6 +451,9 @@ impl File {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
         let result = self.write_at_inner(buf, offset);
         self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
+        if let Ok(n) = result {
+            self.shared.stats.extend_to(offset.saturating_add(n as u64));
+        }
         result
     }
 
@@ -879,14 +891,16 @@ impl File {
                 size: Some(size),
                 ..Default::default()
             },
-        )
+        )?;
+        self.shared.stats.set_size(size);
+        Ok(())
     }
 
     /// Current attributes, from the server.
     pub fn metadata(&self) -> Result<Metadata> {
-        self.inner()
-            .getattr(&self.shared.fh, self.path())
-            .map(|a| Metadata::from_fattr(&a))
+        let a = self.inner().getattr(&self.shared.fh, self.path())?;
+        self.shared.stats.set_size(a.size);
+        Ok(Metadata::from_fattr(&a))
     }
 
     /// The client this file belongs to.

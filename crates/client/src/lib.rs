@@ -36,6 +36,7 @@ pub mod file;
 mod io;
 pub mod metadata;
 mod mount;
+pub mod stats;
 mod writelog;
 
 pub use batch::{Batch, Completion};

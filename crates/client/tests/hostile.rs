@@ -2208,9 +2208,9 @@ fn file_statistics_stay_bounded_when_many_distinct_paths_are_opened() {
     assert_eq!(writes, opened as u64 + 10);
     assert_eq!(bytes, opened as u64 + 100);
     // The renderers take it as any other file.
-    let json = directnfs_engine::stats::render_json(&stats).unwrap();
+    let json = directnfs::stats::render_json(&stats).unwrap();
     assert!(json.contains(EVICTED_FILES));
-    let prom = directnfs_engine::stats::render_prometheus(&stats);
+    let prom = directnfs::stats::render_prometheus(&stats);
     assert!(
         prom.contains(&format!("file=\"{EVICTED_FILES}\"")),
         "{prom}"

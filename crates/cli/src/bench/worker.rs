@@ -351,7 +351,7 @@ fn run_inner(job: &Job) -> Result<RunResult, String> {
         _ => None,
     };
     let snap = shared.hist.snapshot();
-    let s = snap.summary();
+    let s = directnfs::stats::LatencySummary::from_histogram(&snap);
     let passes = windows.passes.load(Relaxed);
 
     let (verify, verify_detail) = if job.verify {

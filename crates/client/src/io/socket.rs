@@ -141,3 +141,15 @@ fn set_dontroute(socket: &Socket) -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// The send and receive buffer sizes the kernel gave a connection
+/// (`SO_SNDBUF`/`SO_RCVBUF` read back: what was asked, clamped by
+/// `net.core.{w,r}mem_max` and doubled by Linux for its bookkeeping), for
+/// the statistics.
+pub(crate) fn buffer_sizes(stream: &TcpStream) -> (Option<u64>, Option<u64>) {
+    let s = socket2::SockRef::from(stream);
+    (
+        s.send_buffer_size().ok().map(|v| v as u64),
+        s.recv_buffer_size().ok().map(|v| v as u64),
+    )
+}

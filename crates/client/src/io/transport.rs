@@ -348,6 +348,9 @@ impl Shared {
             };
             if call.attempts.fetch_add(1, Ordering::Relaxed) > 0 {
                 ch.stats.on_retransmit();
+                if let Some(old) = avoid.and_then(|i| self.channels.get(i)) {
+                    old.stats.on_moved(old.path != ch.path);
+                }
             }
             call.last_channel.store(idx, Ordering::Relaxed);
             call.sent_ns.store(self.now_ns(), Ordering::Relaxed);
@@ -590,7 +593,7 @@ impl Shared {
     /// Closes the statistics of an attempt that got no reply.
     pub(crate) fn account_lost(&self, ch: &Channel, call: &Call, now: u64) {
         let latency = now.saturating_sub(call.sent_ns.load(Ordering::Relaxed));
-        ch.stats.on_complete(call.proc_, latency, 0, 0, false);
+        ch.stats.on_lost(call.proc_, latency);
     }
 
     fn maintenance_loop(self: Arc<Self>) {
