@@ -289,6 +289,7 @@ impl<'buf> Batch<'buf> {
     /// Submits a write of `buf` at `offset`.
     pub fn write(&mut self, file: &File, offset: u64, buf: &'buf [u8], token: u64) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
+        file.check_writable()?;
         self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Write);
         self.submit_write(file, op, offset, buf);
@@ -304,6 +305,7 @@ impl<'buf> Batch<'buf> {
         token: u64,
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
+        file.check_writable()?;
         self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Write);
         // The pieces copy the data, so the buffer is only parked in the op.

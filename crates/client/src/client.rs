@@ -14,6 +14,7 @@ use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
+use crate::alert::{Alerts, ServerWatch};
 use crate::config::{MountOptions, NfsUrl};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
@@ -118,6 +119,10 @@ pub(crate) struct Inner {
     handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     files: std::sync::Mutex<FileStatsTable>,
+    /// The alert log's context for this server.
+    pub(crate) alerts: Alerts,
+    /// Write verifier and JUKEBOX watch (server restarts, storms).
+    pub(crate) watch: ServerWatch,
 }
 
 impl Client {
@@ -143,6 +148,10 @@ impl Client {
             .validate()
             .map_err(|e| Error::Config(e.to_string()))?;
         let cred = credential(&options);
+        if let Some(sink) = &options.alert_log {
+            crate::alert::set_sink(sink.clone());
+        }
+        let alerts = Alerts::new(&target.name);
         if target.paths.is_empty() {
             return Err(Error::InvalidInput(
                 "a server needs at least one path".into(),
@@ -204,6 +213,7 @@ impl Client {
                 cred: cred.clone(),
                 prog: nfs3::NFS_PROGRAM,
                 vers: nfs3::NFS_V3,
+                alerts: alerts.clone(),
             },
         )
         .map_err(|e| Error::Connect {
@@ -226,11 +236,13 @@ impl Client {
             cred,
             handles: RwLock::new(HashMap::new()),
             files: std::sync::Mutex::new(FileStatsTable::default()),
+            alerts,
+            watch: ServerWatch::default(),
         };
         inner.limits = inner.fsinfo()?;
-        Ok(Client {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(inner);
+        crate::publish::register(&inner);
+        Ok(Client { inner })
     }
 
     /// Finds the NFS port and MOUNTs the target's export over one path.
@@ -614,6 +626,7 @@ impl Inner {
     /// times the call was sent. NFS3ERR_JUKEBOX ("try again later") is
     /// retried here after a pause, as the Linux client does.
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
+        self.check_writable(P::PROC, P::NAME, path)?;
         let mut jukebox = 0u32;
         loop {
             let mut body = self.call_body(P::PROC, 128);
@@ -645,10 +658,13 @@ impl Inner {
                     ))
                 }
             };
-            if is_jukebox(&bytes) && self.may_retry_jukebox(jukebox) {
-                jukebox += 1;
-                std::thread::sleep(jukebox_delay(jukebox));
-                continue;
+            if is_jukebox(&bytes) {
+                self.note_jukebox();
+                if self.may_retry_jukebox(jukebox) {
+                    jukebox += 1;
+                    std::thread::sleep(jukebox_delay(jukebox));
+                    continue;
+                }
             }
             let mut r = XdrReader::new(&bytes);
             let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
@@ -658,6 +674,29 @@ impl Inner {
             })?;
             return Ok((res, attempts + jukebox));
         }
+    }
+
+    /// A `ro` mount refuses, before sending it, any call that would
+    /// change the server: EROFS.
+    pub(crate) fn check_writable(&self, proc_: u32, op: &'static str, path: &str) -> Result<()> {
+        if self.options.read_only && modifies(proc_) {
+            return Err(Error::ReadOnly {
+                op,
+                path: path.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A reply said NFS3ERR_JUKEBOX (for the storm alert).
+    pub(crate) fn note_jukebox(&self) {
+        self.watch.on_jukebox(self.shared().now_ns(), &self.alerts);
+    }
+
+    /// A WRITE or COMMIT reply carried this write verifier (a change means
+    /// the server restarted: alert).
+    pub(crate) fn note_verifier(&self, verf: directnfs_wire::nfs3::writeverf3) {
+        self.watch.on_verifier(verf.0, &self.alerts);
     }
 
     pub(crate) fn may_retry_jukebox(&self, tries: u32) -> bool {
@@ -854,6 +893,12 @@ impl Inner {
             h.insert(key, fh);
         }
     }
+}
+
+/// Procedures that change the server (RFC 1813 §3.3): SETATTR, WRITE,
+/// CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT.
+fn modifies(proc_: u32) -> bool {
+    matches!(proc_, 2 | 7..=15 | 21)
 }
 
 /// NFS3ERR_JUKEBOX is the first word of the results of every procedure.

@@ -265,16 +265,17 @@ impl File {
             }
             match self.read_at_once(buf, offset) {
                 // JUKEBOX: the server asked us to retry later.
-                Ok(None) if self.inner().may_retry_jukebox(jukebox) => {
+                Ok(None) => {
+                    self.inner().note_jukebox();
+                    if !self.inner().may_retry_jukebox(jukebox) {
+                        break Err(Error::Nfs {
+                            op: "READ",
+                            path: self.path().to_string(),
+                            status: nfsstat3::NFS3ERR_JUKEBOX,
+                        });
+                    }
                     jukebox += 1;
                     std::thread::sleep(jukebox_delay(jukebox));
-                }
-                Ok(None) => {
-                    break Err(Error::Nfs {
-                        op: "READ",
-                        path: self.path().to_string(),
-                        status: nfsstat3::NFS3ERR_JUKEBOX,
-                    })
                 }
                 Ok(Some(n)) => break Ok(n),
                 Err(e) => break Err(e),
@@ -294,6 +295,12 @@ impl File {
                 self.path()
             ))),
         }
+    }
+
+    /// A `ro` mount refuses writes (EROFS) before anything is sent.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.inner()
+            .check_writable(nfs3::NFSPROC3_WRITE, "WRITE", self.path())
     }
 
     /// Counts an operation on this file's statistics; returns its start time.
@@ -459,6 +466,7 @@ impl File {
 
     fn write_at_inner(&self, buf: &[u8], offset: u64) -> Result<usize> {
         self.check_range(offset, buf.len(), "WRITE")?;
+        self.check_writable()?;
         let wtmax = self.inner().limits.wtmax as usize;
         let mut pending: Vec<(u64, Arc<[u8]>)> = buf
             .chunks(wtmax)
@@ -705,6 +713,7 @@ impl File {
             }
         };
         if status == nfsstat3::NFS3ERR_JUKEBOX {
+            self.inner().note_jukebox();
             return Err(Error::Nfs {
                 op: "WRITE",
                 path: self.path().to_string(),
@@ -715,6 +724,7 @@ impl File {
         let Some(ok) = ok else {
             return Err(self.call_error("WRITE", CallError::Internal("WRITE OK without body")));
         };
+        self.inner().note_verifier(ok.verf);
         Ok(Written {
             count: (ok.count as usize).min(data.len()),
             durable: ok.committed == stable_how::FILE_SYNC || ok.committed == stable_how::DATA_SYNC,
@@ -867,7 +877,10 @@ impl File {
             count: 0,
         };
         match self.inner().call::<nfs3::Commit>(&args, self.path())?.0 {
-            Nfs3Res::Ok(ok) => Ok(ok.verf),
+            Nfs3Res::Ok(ok) => {
+                self.inner().note_verifier(ok.verf);
+                Ok(ok.verf)
+            }
             Nfs3Res::Fail(status, _) => Err(Error::Nfs {
                 op: "COMMIT",
                 path: self.path().to_string(),

@@ -27,6 +27,7 @@
 //! # Ok::<(), directnfs::Error>(())
 //! ```
 
+pub mod alert;
 pub mod batch;
 pub mod client;
 pub mod config;
@@ -36,6 +37,7 @@ pub mod file;
 mod io;
 pub mod metadata;
 mod mount;
+pub mod publish;
 pub mod stats;
 mod writelog;
 

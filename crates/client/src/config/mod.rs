@@ -55,6 +55,7 @@
 //! same option keys: see [`NfsUrl`].
 
 mod dnfstab;
+pub mod kernel;
 mod options;
 mod url;
 

@@ -30,6 +30,17 @@ pub(crate) struct ConnectSpec {
     pub resvport: bool,
 }
 
+impl ConnectSpec {
+    /// The path as the alert log names it: `LOCAL->REMOTE`, `*` for an
+    /// unbound local address.
+    pub(crate) fn label(&self) -> String {
+        match self.local {
+            Some(l) => format!("{l}->{}", self.remote),
+            None => format!("*->{}", self.remote),
+        }
+    }
+}
+
 /// Socket buffer size asked for; the kernel clamps it to its maximum.
 const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 

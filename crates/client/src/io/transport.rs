@@ -45,6 +45,8 @@ pub(crate) struct TransportConfig {
     /// RPC program and version probed with NULL on (re)connect.
     pub prog: u32,
     pub vers: u32,
+    /// Where path and channel events go (the alert log).
+    pub alerts: crate::alert::Alerts,
 }
 
 /// State shared by callers (who take turns receiving), the fallback receiver and the maintenance thread.
@@ -436,6 +438,10 @@ impl Shared {
         ch.outstanding_bytes.store(0, Ordering::Relaxed);
         ch.outstanding_requests.store(0, Ordering::Relaxed);
         ch.expected_reply_bytes.store(0, Ordering::Relaxed);
+        let path_down = !self.channels.iter().any(|c| c.path == ch.path && c.is_up());
+        self.config
+            .alerts
+            .channel_failed(ch.id, &ch.spec.label(), why, calls.len(), path_down);
         let now = self.now_ns();
         for call in calls {
             self.account_lost(ch, &call, now);
@@ -503,6 +509,9 @@ impl Shared {
         if epoch > 1 {
             ch.stats.on_reconnect();
         }
+        self.config
+            .alerts
+            .channel_connected(ch.id, &ch.spec.label(), epoch > 1);
         ch.up.store(true, Ordering::Release);
         self.kick_parked();
         Ok(())
