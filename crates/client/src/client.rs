@@ -21,7 +21,7 @@ use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::channel::Channel;
 use crate::io::socket::ConnectSpec;
 use crate::io::transport::{Shared, Transport, TransportConfig};
-use crate::metadata::{DirEntry, Metadata};
+use crate::metadata::{DirEntry, FsStat, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
 use crate::stats::files::{FileRecord, FileStatsTable};
 use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
@@ -295,6 +295,11 @@ impl Client {
         }
     }
 
+    /// The server's name (dnfstab `server:`, or the URL host).
+    pub fn server_name(&self) -> &str {
+        &self.inner.name
+    }
+
     /// The export mounted.
     pub fn export(&self) -> &str {
         &self.inner.export
@@ -549,7 +554,7 @@ impl Client {
                 nfs_version: "3".to_owned(),
                 rtmax: inner.limits.rtmax,
                 wtmax: inner.limits.wtmax,
-                processes: 1,
+                clients: 1,
                 addresses,
                 totals: IoSnapshot::from_raw(&server_raw),
                 paths,
@@ -567,14 +572,26 @@ impl Client {
         Ok(start.elapsed())
     }
 
-    /// Server file system totals: (total bytes, free bytes, available bytes).
-    pub fn statfs(&self) -> Result<(u64, u64, u64)> {
+    /// Space and file slots of the export's file system (FSSTAT, RFC 1813
+    /// §3.3.18), as `dnfs df` and the C library's `dnfs_statfs` show them.
+    pub fn statfs(&self) -> Result<FsStat> {
         let args = nfs3::FSSTAT3args {
             fsroot: self.inner.root,
         };
         match self.inner.call::<nfs3::Fsstat>(&args, "/")?.0 {
-            Nfs3Res::Ok(ok) => Ok((ok.tbytes, ok.fbytes, ok.abytes)),
-            Nfs3Res::Fail(status, _) => nfs_result(status, "FSSTAT", "/").map(|_| (0, 0, 0)),
+            Nfs3Res::Ok(ok) => Ok(FsStat {
+                total_bytes: ok.tbytes,
+                free_bytes: ok.fbytes,
+                avail_bytes: ok.abytes,
+                total_files: ok.tfiles,
+                free_files: ok.ffiles,
+                avail_files: ok.afiles,
+            }),
+            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
+                op: "FSSTAT",
+                path: "/".to_owned(),
+                status,
+            }),
         }
     }
 }

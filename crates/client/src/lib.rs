@@ -46,4 +46,4 @@ pub use client::{Client, Limits, PathSpec, Target};
 pub use config::{DnfsTab, MountOptions, NfsUrl, StableMode};
 pub use error::{Error, Result};
 pub use file::{File, OpenOptions};
-pub use metadata::{DirEntry, FileType, Metadata};
+pub use metadata::{DirEntry, FileType, FsStat, Metadata};

@@ -82,7 +82,7 @@ impl HostStats {
 }
 
 fn add_server(mine: &mut ServerStats, srv: &ServerStats, pid: u32) {
-    mine.processes += srv.processes.max(1);
+    mine.clients += srv.clients.max(1);
     mine.totals.merge(&srv.totals);
     for a in &srv.addresses {
         if !mine.addresses.contains(a) {
@@ -143,7 +143,7 @@ mod tests {
                 servers: vec![ServerStats {
                     name: "filer1".into(),
                     export: "/vol/data".into(),
-                    processes: 1,
+                    clients: 1,
                     addresses: vec!["10.231.1.2".into()],
                     totals: io(reads),
                     paths: vec![PathStats {
@@ -180,7 +180,7 @@ mod tests {
         let agg = host.aggregate();
         assert_eq!(agg.servers.len(), 1);
         let s = &agg.servers[0];
-        assert_eq!((s.processes, s.totals.reads, s.totals.calls()), (2, 12, 12));
+        assert_eq!((s.clients, s.totals.reads, s.totals.calls()), (2, 12, 12));
         assert_eq!(s.paths.len(), 1);
         assert_eq!(s.paths[0].totals.bytes_read, 12 * 8192);
         let pids: Vec<_> = s.paths[0].channels.iter().map(|c| c.pid).collect();

@@ -150,7 +150,7 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
 
     let mut servers = Table::new(
         &["server", "export", "vers", "addresses"],
-        ["procs", "rtmax", "wtmax"].into_iter().chain(IO_COLUMNS),
+        ["clients", "rtmax", "wtmax"].into_iter().chain(IO_COLUMNS),
     );
     let mut paths = Table::new(&["server", "local", "remote", "state"], IO_COLUMNS);
     let mut channels = Table::new(
@@ -198,7 +198,7 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
                 srv.export.clone(),
                 srv.nfs_version.clone(),
                 srv.addresses.join(","),
-                srv.processes.to_string(),
+                srv.clients.to_string(),
                 srv.rtmax.to_string(),
                 srv.wtmax.to_string(),
             ]
@@ -219,7 +219,7 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
             ]);
         }
         for p in &srv.paths {
-            let local = p.local.clone().unwrap_or_else(|| "-".to_owned());
+            let local = p.local.clone().unwrap_or_else(|| "*".to_owned());
             paths.row(
                 [
                     srv.name.clone(),
@@ -232,7 +232,7 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
             );
             lat(
                 "path",
-                format!("{} {}->{}", srv.name, local, p.remote),
+                format!("{} {local}->{}", srv.name, p.remote),
                 &p.totals,
             );
             for c in &p.channels {
@@ -926,7 +926,7 @@ mod tests {
                 nfs_version: "3".into(),
                 rtmax: 1 << 20,
                 wtmax: 1 << 20,
-                processes: 1,
+                clients: 1,
                 addresses: vec!["10.231.1.2".into(), "10.231.2.2".into()],
                 totals: io(400, 100),
                 paths: vec![
@@ -1374,7 +1374,7 @@ mod tests {
         let paths = section(&text, "PATHS");
         assert!(paths[0].starts_with("server"));
         assert!(paths[1].contains("10.231.1.1") && paths[1].contains(" up "));
-        assert!(paths[2].contains(" - ") && paths[2].contains(" down "));
+        assert!(paths[2].contains(" * ") && paths[2].contains(" down "));
         let channels = section(&text, "CHANNELS (v$dnfs_channels)");
         assert_eq!(channels.len(), 4);
         assert!(channels[0].contains("sends") && channels[0].contains("moved_other"));
@@ -1487,7 +1487,7 @@ mod tests {
         assert!(procs[1].starts_with("101") && procs[1].contains("postgres"));
         let servers = section(&text, "SERVERS (v$dnfs_servers)");
         assert_eq!(servers.len(), 2, "one server summed over both processes");
-        assert!(servers[1].contains(" 2 "), "procs column: {}", servers[1]);
+        assert!(servers[1].contains(" 2 "), "clients column: {}", servers[1]);
         let channels = section(&text, "CHANNELS (v$dnfs_channels)");
         assert!(channels[0].starts_with("pid"));
         assert_eq!(channels.len(), 1 + 2 * 3);

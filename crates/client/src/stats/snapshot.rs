@@ -48,8 +48,9 @@ pub struct ServerStats {
     pub rtmax: u32,
     /// Largest WRITE sent: the server's FSINFO wtmax clamped by `wsize`.
     pub wtmax: u32,
-    /// How many processes this entry sums (1 for one process's snapshot).
-    pub processes: u32,
+    /// How many clients (mounts of this export) this entry sums: 1 in one
+    /// client's snapshot; in a host view, over every process.
+    pub clients: u32,
     /// The addresses the server is reached at (one per path).
     pub addresses: Vec<String>,
     /// Sum over all paths.
@@ -367,7 +368,7 @@ mod tests {
                 nfs_version: "3".into(),
                 rtmax: 1 << 20,
                 wtmax: 1 << 20,
-                processes: 1,
+                clients: 1,
                 addresses: vec!["10.231.1.2".into()],
                 totals: io.clone(),
                 paths: vec![PathStats {
