@@ -13,13 +13,26 @@ use crate::location::Resolver;
 /// human-readable (powers of 1024).
 pub fn run(resolver: &Resolver, args: &[String], bytes: bool) -> Result<()> {
     let mut rows = vec![[
-        "Filesystem", "Size", "Used", "Avail", "Use%", "Files", "IUsed", "IFree", "Path",
+        "Filesystem",
+        "Size",
+        "Used",
+        "Avail",
+        "Use%",
+        "Files",
+        "IUsed",
+        "IFree",
+        "Path",
     ]
     .map(str::to_owned)];
     for arg in args {
         let (client, _) = resolver.nfs(arg, "df")?;
         let fs = client.statfs()?;
-        rows.push(row(&format!("{}:{}", client.server_name(), client.export()), &fs, arg, bytes));
+        rows.push(row(
+            &format!("{}:{}", client.server_name(), client.export()),
+            &fs,
+            arg,
+            bytes,
+        ));
     }
     let widths: Vec<usize> = (0..9)
         .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))

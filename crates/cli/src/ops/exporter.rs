@@ -48,7 +48,13 @@ pub fn run(args: &ExporterArgs) -> Result<()> {
         if busy.fetch_add(1, AcqRel) >= MAX_CONCURRENT {
             busy.fetch_sub(1, AcqRel);
             let mut s = stream;
-            let _ = respond(&mut s, "503 Service Unavailable", "text/plain", b"busy\n", false);
+            let _ = respond(
+                &mut s,
+                "503 Service Unavailable",
+                "text/plain",
+                b"busy\n",
+                false,
+            );
             continue;
         }
         let busy = std::sync::Arc::clone(&busy);
@@ -72,7 +78,13 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
     let (method, target) = match read_head(&stream)? {
         Some(v) => v,
         None => {
-            return respond(&mut stream, "400 Bad Request", "text/plain", b"bad request\n", false)
+            return respond(
+                &mut stream,
+                "400 Bad Request",
+                "text/plain",
+                b"bad request\n",
+                false,
+            )
         }
     };
     let head_only = method == "HEAD";
@@ -111,7 +123,13 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
             b"directnfs exporter: metrics at /metrics\n",
             head_only,
         ),
-        _ => respond(&mut stream, "404 Not Found", "text/plain", b"not found\n", head_only),
+        _ => respond(
+            &mut stream,
+            "404 Not Found",
+            "text/plain",
+            b"not found\n",
+            head_only,
+        ),
     }
 }
 

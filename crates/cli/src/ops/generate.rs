@@ -68,7 +68,11 @@ mod tests {
     fn completions_are_written_under_each_shells_name() {
         let mut cmd = Command::new("dnfs").subcommand(Command::new("top"));
         let d = scratch("comp");
-        for (shell, file) in [(Shell::Bash, "dnfs.bash"), (Shell::Zsh, "_dnfs"), (Shell::Fish, "dnfs.fish")] {
+        for (shell, file) in [
+            (Shell::Bash, "dnfs.bash"),
+            (Shell::Zsh, "_dnfs"),
+            (Shell::Fish, "dnfs.fish"),
+        ] {
             completions(&mut cmd, shell, &d).expect("written");
             let text = std::fs::read_to_string(d.join(file)).expect(file);
             assert!(text.contains("top"), "{file}");

@@ -286,13 +286,14 @@ pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
 /// `channels`). Latency in ms.
 pub fn render(r: &Rates, top_files: usize, channels: bool) -> String {
     let mut out = String::new();
-    let header = |first: &str| {
-        format!(
+    let header =
+        |first: &str| {
+            format!(
             "{first:<40} {:>6} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7}",
             "pid", "r/s", "w/s", "rMB/s", "wMB/s", "r_await", "r_p99", "w_await", "w_p99",
             "inflt", "err/s", "retr/s"
         )
-    };
+        };
     let row = |s: &ScopeRate| {
         let ms = |v: Option<(f64, f64)>, i: usize| {
             v.map_or_else(|| "-".to_owned(), |(m, p)| format!("{:.2}", [m, p][i]))
@@ -407,7 +408,11 @@ mod tests {
         let a = host(1, io(100, 10_000.0, vec![(100.0, 100)]));
         let b = host(
             1,
-            io(300, 10_000.0 + 200.0 * 500.0, vec![(100.0, 100), (520.0, 200)]),
+            io(
+                300,
+                10_000.0 + 200.0 * 500.0,
+                vec![(100.0, 100), (520.0, 200)],
+            ),
         );
         let r = between(&a, &b, 2.0);
         let s = &r.servers[0];
@@ -435,7 +440,11 @@ mod tests {
         let b = host(1, io(50, 5_000.0, vec![(100.0, 50)]));
         let text = render(&between(&a, &b, 1.0), 10, false);
         assert!(text.contains("SERVER"), "{text}");
-        assert!(text.lines().any(|l| l.starts_with("f:/e") && l.contains("50.0")), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("f:/e") && l.contains("50.0")),
+            "{text}"
+        );
         assert!(text.lines().any(|l| l.starts_with("f *->r [up]")), "{text}");
     }
 }

@@ -88,12 +88,7 @@ fn clock() -> String {
     let s = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    format!(
-        "{:02}:{:02}:{:02} UTC",
-        s / 3600 % 24,
-        s / 60 % 60,
-        s % 60
-    )
+    format!("{:02}:{:02}:{:02} UTC", s / 3600 % 24, s / 60 % 60, s % 60)
 }
 
 /// Waits up to `timeout` for a key; true if it was `q`, `Q`, Ctrl-C or
