@@ -28,11 +28,29 @@ install_packages() {
     command -v sqlite3 >/dev/null || missing+=(sqlite3)
     [[ -e /usr/include/sqlite3.h ]] || missing+=(libsqlite3-dev)
     command -v ip >/dev/null || missing+=(iproute2)
+    # Operations (issue 15): dnfs top under tmux, dnfs exporter scraped by
+    # Prometheus and checked by promtool, the Debian package built and
+    # installed (dpkg-dev, pkg-config for the C example against it).
+    command -v tmux >/dev/null || missing+=(tmux)
+    command -v prometheus >/dev/null || missing+=(prometheus)
+    command -v promtool >/dev/null || missing+=(prometheus)
+    command -v dpkg-architecture >/dev/null || missing+=(dpkg-dev)
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
     if ((${#missing[@]})); then
         log "installing: ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
+        # Installing prometheus must not start its daemon on :9090: the
+        # tests run their own. A policy-rc.d that forbids every start,
+        # only for this install (and only if the machine has none).
+        local policy=/usr/sbin/policy-rc.d ours=0
+        if [[ ! -e $policy ]]; then
+            printf '#!/bin/sh\nexit 101\n' >"$policy"
+            chmod 0755 "$policy"
+            ours=1
+        fi
         apt-get install -y -qq "${missing[@]}" >/dev/null
+        if ((ours)); then rm -f "$policy"; fi
     fi
 }
 
@@ -70,6 +88,12 @@ main() {
         log "C library tests"
         bash tests/c/run.sh
     fi
+    if [[ $(id -u) == 0 ]]; then
+        log "Debian package: build, apt-get install, dnfs check, C example via pkg-config, remove"
+        bash scripts/package-test.sh
+    else
+        log "SKIPPED the Debian package test: not root (apt-get install)"
+    fi
     if [[ -f crates/sqlite/tests/run.sh ]]; then
         log "SQLite VFS tests"
         bash crates/sqlite/tests/run.sh
@@ -81,6 +105,8 @@ main() {
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
         bash scripts/multipath-tests.sh
+        log "ops: a cut path in dnfs stats/top/exporter and the alert log (network namespaces)"
+        bash scripts/ops-netns-tests.sh
     else
         log "SKIPPED multipath tests: not root"
     fi
