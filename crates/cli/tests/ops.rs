@@ -26,7 +26,6 @@ use opskit::*;
 /// Worker processes in the multi-process tests (the issue asks for >= 8).
 const WORKERS: usize = 8;
 
-
 /// A directnfs process of the tests; does nothing unless `DNFS_OPS_WORKER`
 /// is set (the tests run this binary again with it).
 #[test]
@@ -511,4 +510,3 @@ fn df_reports_what_the_server_file_system_has() {
         "{human}"
     );
 }
-

@@ -139,7 +139,17 @@ fn a_cut_path_shows_everywhere_within_a_second() {
         env!("CARGO_BIN_EXE_dnfs")
     );
     assert!(Command::new(&tmux)
-        .args(["new-session", "-d", "-s", &session, "-x", "220", "-y", "60", &top])
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            &session,
+            "-x",
+            "220",
+            "-y",
+            "60",
+            &top
+        ])
         .status()
         .expect("tmux")
         .success());
@@ -159,7 +169,12 @@ fn a_cut_path_shows_everywhere_within_a_second() {
             return None;
         }
         let agg = host.aggregate();
-        let p = agg.servers.first()?.paths.iter().find(|p| p.remote.starts_with("10.231.1.2:"))?;
+        let p = agg
+            .servers
+            .first()?
+            .paths
+            .iter()
+            .find(|p| p.remote.starts_with("10.231.1.2:"))?;
         Some(p.state.clone())
     };
     let exported_down = |pids: &[u32]| -> bool {
@@ -222,27 +237,38 @@ fn a_cut_path_shows_everywhere_within_a_second() {
         ("the alert log of every process", in_alerts),
     ] {
         let seen = seen.unwrap_or_else(|| panic!("{what} never showed the cut path"));
-        assert!(seen < Duration::from_secs(1), "{what} showed it after {seen:?}");
+        assert!(
+            seen < Duration::from_secs(1),
+            "{what} showed it after {seen:?}"
+        );
     }
 
     // Restore it: every process logs the path UP, stats says up.
     netns(&["restore", "1"]);
-    wait_until(Duration::from_secs(20), "path UP in every alert log", || {
-        run.workers
-            .iter()
-            .all(|w| w.alert(&["10.231.1.2", " UP"]).is_some())
-    });
+    wait_until(
+        Duration::from_secs(20),
+        "path UP in every alert log",
+        || {
+            run.workers
+                .iter()
+                .all(|w| w.alert(&["10.231.1.2", " UP"]).is_some())
+        },
+    );
     wait_until(Duration::from_secs(10), "path up in dnfs stats", || {
         path1_state().as_deref() == Some("up")
     });
 
     // A server restart (verifier change) is logged by every process.
     netns(&["restart-server", "--down", "1"]);
-    wait_until(Duration::from_secs(40), "server restart in every alert log", || {
-        run.workers
-            .iter()
-            .all(|w| w.alert(&["server restart detected"]).is_some())
-    });
+    wait_until(
+        Duration::from_secs(40),
+        "server restart in every alert log",
+        || {
+            run.workers
+                .iter()
+                .all(|w| w.alert(&["server restart detected"]).is_some())
+        },
+    );
     let sample: Vec<String> = run.workers[0]
         .alerts
         .lock()
@@ -254,7 +280,10 @@ fn a_cut_path_shows_everywhere_within_a_second() {
 
     // Hard mount: no caller saw an error through all this.
     let out = dnfs_env(&["stats"]);
-    eprintln!("RESULT dnfs stats after the cut:\n{}", String::from_utf8_lossy(&out.stdout));
+    eprintln!(
+        "RESULT dnfs stats after the cut:\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let finals = run.release_and_collect();
     assert_eq!(finals.len(), 8);
     for p in &finals {

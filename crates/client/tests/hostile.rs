@@ -2432,15 +2432,16 @@ fn alert_log_names_a_jukebox_storm_and_a_server_restart() {
         .filter(|l| l.contains("server restart detected"))
         .collect();
     assert!(
-        restart
-            .iter()
-            .any(|l| l.contains("-> 1122334455667788)")),
+        restart.iter().any(|l| l.contains("-> 1122334455667788)")),
         "no restart line in:\n{lines}"
     );
     // Every line: timestamp, process, level.
     let pid = format!("directnfs[{}]: ", std::process::id());
     for l in lines.lines() {
-        assert!(l.len() > 24 && l.as_bytes()[10] == b'T' && l.contains(&pid), "{l}");
+        assert!(
+            l.len() > 24 && l.as_bytes()[10] == b'T' && l.contains(&pid),
+            "{l}"
+        );
     }
     directnfs::alert::set_sink(directnfs::alert::Sink::Stderr);
     let _ = std::fs::remove_file(&log);

@@ -78,13 +78,20 @@ fn serve(mut stream: TcpStream) -> io::Result<()> {
     let (method, target) = match read_head(&stream)? {
         Some(v) => v,
         None => {
-            return respond(
+            respond(
                 &mut stream,
                 "400 Bad Request",
                 "text/plain",
                 b"bad request\n",
                 false,
-            )
+            )?;
+            // Closing with unread bytes would reset the connection before
+            // the client reads the answer: read (a bounded amount of) the
+            // rest first.
+            stream.shutdown(std::net::Shutdown::Write)?;
+            stream.set_read_timeout(Some(Duration::from_millis(200)))?;
+            let _ = io::copy(&mut io::Read::take(&stream, 1 << 20), &mut io::sink());
+            return Ok(());
         }
     };
     let head_only = method == "HEAD";
@@ -188,4 +195,53 @@ fn respond(
         stream.write_all(body)?;
     }
     stream.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Sends `request` to a fresh `serve` and returns the whole answer.
+    fn ask(request: &[u8]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().expect("accept");
+            let _ = serve(s);
+        });
+        let mut c = TcpStream::connect(addr).expect("connect");
+        c.write_all(request).expect("send");
+        c.shutdown(std::net::Shutdown::Write).expect("shutdown");
+        let mut out = String::new();
+        c.read_to_string(&mut out).expect("read");
+        server.join().expect("server");
+        out
+    }
+
+    #[test]
+    fn metrics_are_served_as_prometheus_text() {
+        let r = ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(r.starts_with("HTTP/1.1 200 OK\r\n"), "{r}");
+        assert!(r.contains("Content-Type: text/plain; version=0.0.4"), "{r}");
+        assert!(
+            r.contains("# TYPE directnfs_exporter_processes gauge"),
+            "{r}"
+        );
+        let head = ask(b"HEAD /metrics HTTP/1.0\r\n\r\n");
+        assert!(
+            head.starts_with("HTTP/1.1 200 OK") && head.ends_with("\r\n\r\n"),
+            "{head}"
+        );
+    }
+
+    #[test]
+    fn other_paths_methods_and_garbage_get_errors_not_panics() {
+        assert!(ask(b"GET /nope HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 404"));
+        assert!(ask(b"POST /metrics HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 405"));
+        assert!(ask(b"\r\n\r\n").starts_with("HTTP/1.1 400"));
+        // A request head that never ends (cut at the size bound).
+        let endless = [b"GET /metrics HTTP/1.1\r\nX: ".as_slice(), &[b'a'; 40_000]].concat();
+        assert!(ask(&endless).starts_with("HTTP/1.1 400"));
+    }
 }

@@ -55,7 +55,10 @@ pub mod worker {
                 .paths
                 .iter()
                 .map(|p| directnfs::PathSpec {
-                    local: p.local.as_deref().map(|l| l.parse().expect("local address")),
+                    local: p
+                        .local
+                        .as_deref()
+                        .map(|l| l.parse().expect("local address")),
                     server: p.server.clone(),
                 })
                 .collect(),
@@ -160,8 +163,6 @@ pub mod worker {
         let _ = out.flush();
     }
 }
-
-
 
 /// Runs `f` until it is true or `limit` passes (then fails naming `what`).
 pub fn wait_until(limit: Duration, what: &str, mut f: impl FnMut() -> bool) {
@@ -366,11 +367,17 @@ pub fn spawn_worker(
 /// (the alert log) is kept, line by line, with the time each line arrived.
 pub fn spawn_worker_with(release: &Path, vars: &[(&str, &str)]) -> Worker {
     let mut c = Command::new(std::env::current_exe().expect("test binary"));
-    c.args(["--exact", "ops_worker", "--ignored", "--nocapture", "--test-threads=1"])
-        .env("DNFS_OPS_WORKER", "1")
-        .env("DNFS_OPS_RELEASE", release)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    c.args([
+        "--exact",
+        "ops_worker",
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("DNFS_OPS_WORKER", "1")
+    .env("DNFS_OPS_RELEASE", release)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     for (k, v) in vars {
         c.env(k, v);
     }
