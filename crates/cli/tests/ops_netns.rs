@@ -41,7 +41,7 @@ fn netns(args: &[&str]) -> String {
         .args(args)
         .env("DNFS_NETNS_STATE_DIR", STATE_DIR)
         .output()
-        .expect("netns.sh");
+        .unwrap_or_else(|e| panic!("cannot run netns.sh: {e}"));
     assert!(
         out.status.success(),
         "netns.sh {args:?}: {}",

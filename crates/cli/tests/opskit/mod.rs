@@ -13,6 +13,9 @@
 //! `DNFS_OPS_FORK=1` (fork; the child mounts a client of its own).
 
 #![allow(dead_code)]
+// Test harness code outside #[test] functions: a failed expectation is a
+// test failure, said in words.
+#![allow(clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -508,6 +508,9 @@ const COUNTERS: [Counter; 11] = [
 
 type Labels = Vec<(&'static str, String)>;
 
+/// Reads one gauge's value off a scope (`None`: the scope has no such gauge).
+type GaugeOf = fn(&Scope<'_>) -> Option<u64>;
+
 /// One labelled source of samples: a server, path, channel or file.
 struct Scope<'a> {
     labels: Labels,
@@ -603,7 +606,7 @@ fn write_families(out: &mut String, scopes: &[Scope<'_>]) {
         }
     }
 
-    let gauges: [(&str, &str, fn(&Scope<'_>) -> Option<u64>); 3] = [
+    let gauges: [(&str, &str, GaugeOf); 3] = [
         ("directnfs_inflight", "Calls in flight.", |sc| {
             Some(sc.io.inflight)
         }),
