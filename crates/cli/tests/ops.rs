@@ -13,7 +13,7 @@ mod common;
 mod opskit;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -26,16 +26,7 @@ use opskit::*;
 /// Worker processes in the multi-process tests (the issue asks for >= 8).
 const WORKERS: usize = 8;
 
-/// A directnfs process of the tests; does nothing unless `DNFS_OPS_WORKER`
-/// is set (the tests run this binary again with it).
-#[test]
-#[ignore = "a worker process of the ops tests, run by them"]
-fn ops_worker() {
-    if std::env::var_os("DNFS_OPS_WORKER").is_none() {
-        return;
-    }
-    opskit::worker::run();
-}
+ops_worker_entry!();
 
 // --- the tests ---------------------------------------------------------------
 
@@ -99,6 +90,35 @@ fn pid_selects_one_process_and_an_unknown_pid_is_an_error() {
     assert!(prom.contains(&format!("pid=\"{pid}\"")), "{prom}");
     let line = common::fails(&["stats", "--pid", "4000000000"]);
     assert!(line.contains("publishes no statistics"), "{line}");
+    // --watch: one block of rates per interval, as text or JSON lines.
+    let text = String::from_utf8_lossy(&ok_out(&dnfs(&[
+        "stats",
+        "--pid",
+        &pid,
+        "--watch",
+        "0.3",
+        "--count",
+        "2",
+        "--channels",
+    ])))
+    .into_owned();
+    assert_eq!(text.matches("--- 1 processes").count(), 2, "{text}");
+    assert!(text.lines().any(|l| l.starts_with("SERVER")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("CHANNEL")), "{text}");
+    let json = String::from_utf8_lossy(&ok_out(&dnfs(&[
+        "stats", "--pid", &pid, "--watch", "0.3", "--count", "2", "--json",
+    ])))
+    .into_owned();
+    let lines: Vec<serde_json::Value> = json
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{json}");
+    assert_eq!(lines[1]["rates"]["processes"], 1, "{json}");
+    assert!(
+        lines[1]["rates"]["servers"][0]["reads_per_s"].is_number(),
+        "{json}"
+    );
     run.release_and_collect();
 }
 
@@ -250,23 +270,8 @@ fn exporter_is_scraped_by_prometheus_and_promql_sees_the_rate() {
         return;
     };
     let scratch = Scratch::new("prom");
-    let mut exporter = Command::new(env!("CARGO_BIN_EXE_dnfs"))
-        .args(["exporter", "--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("exporter");
-    // Kept open for the exporter's life (a closed stderr would fail it).
-    let mut exporter_err = BufReader::new(exporter.stderr.take().expect("stderr"));
-    let exporter_addr = {
-        let mut line = String::new();
-        exporter_err.read_line(&mut line).expect("exporter line");
-        line.trim()
-            .rsplit("http://")
-            .next()
-            .and_then(|a| a.strip_suffix("/metrics"))
-            .expect("address")
-            .to_owned()
-    };
+    let exporter = Exporter::start(None);
+    let exporter_addr = exporter.addr.clone();
     let prom_port = free_port();
     std::fs::write(
         scratch.path("prometheus.yml"),
@@ -291,7 +296,7 @@ fn exporter_is_scraped_by_prometheus_and_promql_sees_the_rate() {
         .stderr(Stdio::null())
         .spawn()
         .expect("prometheus");
-    let _stop = KillOnDrop(vec![prom.id(), exporter.id()]);
+    let _stop = KillOnDrop(vec![prom.id()]);
     let prom_addr = format!("127.0.0.1:{prom_port}");
     wait_until(Duration::from_secs(30), "prometheus ready", || {
         http_get(&prom_addr, "/-/ready").is_some_and(|(c, _)| c == 200)
@@ -316,7 +321,7 @@ fn exporter_is_scraped_by_prometheus_and_promql_sees_the_rate() {
         "PromQL rate {rate:.1}/s, workers paced at {want}/s"
     );
     // promtool agrees with the exposition while 8 processes publish.
-    let metrics = http_get(&exporter_addr, "/metrics").expect("scrape").1;
+    let metrics = exporter.scrape().expect("scrape");
     let mut check = Command::new(promtool)
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -356,15 +361,12 @@ fn exporter_is_scraped_by_prometheus_and_promql_sees_the_rate() {
     assert_eq!(total as u64, reads * WORKERS as u64);
     let _ = prom.kill();
     let _ = prom.wait();
-    let _ = exporter.kill();
-    let _ = exporter.wait();
+    drop(exporter);
 }
 
 #[test]
 fn top_under_tmux_shows_figures_that_move_while_a_benchmark_runs() {
     let s = server_or_skip!();
-    let Some(tmux) = tool("tmux") else { return };
-    let session = unique("dnfs-top");
     let bench_target = s.url(&unique("ops-top-bench"));
     // A run directory of its own: top sees the benchmark, not the
     // processes of the tests running beside this one.
@@ -394,28 +396,10 @@ fn top_under_tmux_shows_figures_that_move_while_a_benchmark_runs() {
         run_dir.0.display(),
         env!("CARGO_BIN_EXE_dnfs")
     );
-    let started = Command::new(&tmux)
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            &session,
-            "-x",
-            "200",
-            "-y",
-            "50",
-            &top,
-        ])
-        .status()
-        .expect("tmux");
-    assert!(started.success());
-    let capture = || {
-        let out = Command::new(&tmux)
-            .args(["capture-pane", "-p", "-t", &session])
-            .output()
-            .expect("capture");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+    let Some(tmux) = Tmux::start(&top) else {
+        return;
     };
+    let capture = || tmux.capture();
     let server_reads = |screen: &str| -> Option<f64> {
         let mut lines = screen.lines().skip_while(|l| !l.starts_with("SERVER"));
         lines.next()?;
@@ -444,17 +428,8 @@ fn top_under_tmux_shows_figures_that_move_while_a_benchmark_runs() {
         server_reads(&idle).is_none_or(|r| r == 0.0),
         "after the benchmark, nothing moves:\n{idle}"
     );
-    Command::new(&tmux)
-        .args(["send-keys", "-t", &session, "q"])
-        .status()
-        .expect("send q");
-    wait_until(Duration::from_secs(5), "top quits on q", || {
-        !Command::new(&tmux)
-            .args(["has-session", "-t", &session])
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
+    tmux.send("q");
+    wait_until(Duration::from_secs(5), "top quits on q", || !tmux.alive());
 }
 
 #[test]

@@ -12,23 +12,15 @@
 mod common;
 mod opskit;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use directnfs::stats::HostStats;
 
-use common::{unique, Scratch};
+use common::Scratch;
 use opskit::*;
 
-/// A directnfs process of the tests (see `opskit`).
-#[test]
-#[ignore = "a worker process of the ops tests, run by them"]
-fn ops_worker() {
-    if std::env::var_os("DNFS_OPS_WORKER").is_none() {
-        return;
-    }
-    opskit::worker::run();
-}
+ops_worker_entry!();
 
 const STATE_DIR: &str = "/tmp/dnfs-ops-netns";
 
@@ -115,52 +107,13 @@ fn a_cut_path_shows_everywhere_within_a_second() {
             .output()
             .expect("dnfs")
     };
-    let mut exporter = Command::new(env!("CARGO_BIN_EXE_dnfs"))
-        .env("DIRECTNFS_RUN_DIR", &run_dir)
-        .args(["exporter", "--listen", "127.0.0.1:0"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("exporter");
-    let mut exporter_err = std::io::BufReader::new(exporter.stderr.take().expect("stderr"));
-    let exporter_addr = {
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut exporter_err, &mut line).expect("exporter line");
-        line.trim()
-            .rsplit("http://")
-            .next()
-            .and_then(|a| a.strip_suffix("/metrics"))
-            .expect("address")
-            .to_owned()
-    };
-    let tmux = tool("tmux").expect("tmux (scripts/test.sh installs it)");
-    let session = unique("dnfs-top-netns");
+    let exporter = Exporter::start(Some(&run_dir));
     let top = format!(
         "env DIRECTNFS_RUN_DIR={run_dir_s} {} top --interval 0.5",
         env!("CARGO_BIN_EXE_dnfs")
     );
-    assert!(Command::new(&tmux)
-        .args([
-            "new-session",
-            "-d",
-            "-s",
-            &session,
-            "-x",
-            "220",
-            "-y",
-            "60",
-            &top
-        ])
-        .status()
-        .expect("tmux")
-        .success());
-    let _stop = KillOnDrop(vec![exporter.id()]);
-    let capture = || {
-        let out = Command::new(&tmux)
-            .args(["capture-pane", "-p", "-t", &session])
-            .output()
-            .expect("capture");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let tmux = Tmux::start(&top).expect("tmux (scripts/test.sh installs it)");
+    let capture = || tmux.capture();
     let path1_state = || -> Option<String> {
         let out = dnfs_env(&["stats", "--json"]);
         let mut host: HostStats = serde_json::from_slice(&out.stdout).ok()?;
@@ -178,7 +131,7 @@ fn a_cut_path_shows_everywhere_within_a_second() {
         Some(p.state.clone())
     };
     let exported_down = |pids: &[u32]| -> bool {
-        let Some((200, body)) = http_get(&exporter_addr, "/metrics") else {
+        let Some(body) = exporter.scrape() else {
             return false;
         };
         pids.iter().all(|pid| {
@@ -291,9 +244,6 @@ fn a_cut_path_shows_everywhere_within_a_second() {
             assert_eq!(f.totals.errors, 0, "pid {}: {f:?}", p.pid);
         }
     }
-    let _ = Command::new(&tmux)
-        .args(["kill-session", "-t", &session])
-        .status();
-    let _ = exporter.kill();
-    let _ = exporter.wait();
+    drop(tmux);
+    drop(exporter);
 }

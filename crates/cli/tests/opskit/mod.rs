@@ -28,6 +28,24 @@ use directnfs::stats::{HostStats, ProcessStats};
 
 use super::common::{self, dnfs, unique, Scratch};
 
+/// Defines the `#[test] fn ops_worker` entry of a test binary: the
+/// workers are that binary run again with `DNFS_OPS_WORKER` set.
+#[macro_export]
+macro_rules! ops_worker_entry {
+    () => {
+        /// A directnfs process of the tests (see `opskit`); does nothing
+        /// unless `DNFS_OPS_WORKER` is set.
+        #[test]
+        #[ignore = "a worker process of the ops tests, run by them"]
+        fn ops_worker() {
+            if std::env::var_os("DNFS_OPS_WORKER").is_none() {
+                return;
+            }
+            opskit::worker::run();
+        }
+    };
+}
+
 pub mod worker {
     use super::*;
 
@@ -502,5 +520,126 @@ impl Drop for Workers {
             let _ = w.child.wait();
         }
         let _ = std::fs::remove_file(&self.release);
+    }
+}
+
+/// A `dnfs exporter --listen 127.0.0.1:0` of its own (reading the run
+/// directory `run_dir`, or the default one), killed when dropped.
+pub struct Exporter {
+    child: Child,
+    /// `127.0.0.1:PORT`, as the exporter said it listens.
+    pub addr: String,
+    // Kept open for the exporter's life (a closed stderr would fail it).
+    _stderr: BufReader<std::process::ChildStderr>,
+}
+
+impl Exporter {
+    pub fn start(run_dir: Option<&Path>) -> Self {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_dnfs"));
+        if let Some(d) = run_dir {
+            c.env("DIRECTNFS_RUN_DIR", d);
+        }
+        let mut child = c
+            .args(["exporter", "--listen", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("exporter");
+        let mut stderr = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        stderr.read_line(&mut line).expect("exporter line");
+        let addr = line
+            .trim()
+            .rsplit("http://")
+            .next()
+            .and_then(|a| a.strip_suffix("/metrics"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_owned();
+        Exporter {
+            child,
+            addr,
+            _stderr: stderr,
+        }
+    }
+
+    /// The body of one scrape of `/metrics`.
+    pub fn scrape(&self) -> Option<String> {
+        match http_get(&self.addr, "/metrics") {
+            Some((200, body)) => Some(body),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A command running in a detached tmux session of its own, 220 x 60,
+/// killed when dropped.
+pub struct Tmux {
+    tmux: PathBuf,
+    pub session: String,
+}
+
+impl Tmux {
+    /// `None` (after a SKIPPED line) when tmux is missing; see [`tool`].
+    pub fn start(command: &str) -> Option<Self> {
+        let tmux = tool("tmux")?;
+        let session = unique("dnfs-tmux");
+        let started = Command::new(&tmux)
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                "220",
+                "-y",
+                "60",
+                command,
+            ])
+            .status()
+            .expect("tmux");
+        assert!(started.success(), "tmux new-session {command}");
+        Some(Tmux { tmux, session })
+    }
+
+    /// The screen as text.
+    pub fn capture(&self) -> String {
+        let out = Command::new(&self.tmux)
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Types `keys`.
+    pub fn send(&self, keys: &str) {
+        let ok = Command::new(&self.tmux)
+            .args(["send-keys", "-t", &self.session, keys])
+            .status()
+            .expect("send-keys");
+        assert!(ok.success());
+    }
+
+    /// The session still runs (its command has not exited).
+    pub fn alive(&self) -> bool {
+        Command::new(&self.tmux)
+            .args(["has-session", "-t", &self.session])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.tmux)
+            .args(["kill-session", "-t", &self.session])
+            .stderr(Stdio::null())
+            .status();
     }
 }

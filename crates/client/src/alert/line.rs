@@ -52,9 +52,10 @@ pub(crate) fn utc_timestamp(at: SystemTime) -> String {
     )
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard
-/// Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+/// The proleptic Gregorian date (year, month 1-12, day 1-31) of a day
+/// count since 1970-01-01 (Howard Hinnant's `civil_from_days`), as the
+/// alert log's timestamps and `dnfs ls -l` show dates.
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

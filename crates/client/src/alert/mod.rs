@@ -31,6 +31,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+pub use line::civil_from_days;
 pub use sink::Sink;
 pub(crate) use watch::ServerWatch;
 

@@ -924,12 +924,6 @@ mod tests {
     fn sample_snapshot() -> StatsSnapshot {
         StatsSnapshot {
             servers: vec![ServerStats {
-                name: "filer1".into(),
-                export: "/vol/oradata".into(),
-                nfs_version: "3".into(),
-                rtmax: 1 << 20,
-                wtmax: 1 << 20,
-                clients: 1,
                 addresses: vec!["10.231.1.2".into(), "10.231.2.2".into()],
                 totals: io(400, 100),
                 paths: vec![
@@ -971,6 +965,7 @@ mod tests {
                         }],
                     },
                 ],
+                ..crate::stats::snapshot::filer1()
             }],
             files: vec![FileStats {
                 path: "/db/oradata/users01.dbf".into(),

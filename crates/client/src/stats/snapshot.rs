@@ -363,12 +363,6 @@ mod tests {
         );
         let snap = StatsSnapshot {
             servers: vec![ServerStats {
-                name: "filer1".into(),
-                export: "/vol/oradata".into(),
-                nfs_version: "3".into(),
-                rtmax: 1 << 20,
-                wtmax: 1 << 20,
-                clients: 1,
                 addresses: vec!["10.231.1.2".into()],
                 totals: io.clone(),
                 paths: vec![PathStats {
@@ -385,6 +379,7 @@ mod tests {
                         ..ChannelStats::default()
                     }],
                 }],
+                ..filer1()
             }],
             files: vec![FileStats {
                 path: "/db/oradata/system01.dbf".into(),
@@ -470,5 +465,20 @@ mod tests {
         assert_eq!((io.sends, io.receives, io.lost, io.inflight), (3, 1, 1, 1));
         assert_eq!((io.moved_same_path, io.moved_other_path), (0, 1));
         assert_eq!(io.errors, 1);
+    }
+}
+
+/// A server entry of the tests: filer1 exporting /vol/oradata over NFSv3
+/// with 1 MiB transfers, one client.
+#[cfg(test)]
+pub(crate) fn filer1() -> ServerStats {
+    ServerStats {
+        name: "filer1".into(),
+        export: "/vol/oradata".into(),
+        nfs_version: "3".into(),
+        rtmax: 1 << 20,
+        wtmax: 1 << 20,
+        clients: 1,
+        ..ServerStats::default()
     }
 }
