@@ -18,8 +18,9 @@
 //! and lasts as long as the process. The socket is bound under a temporary
 //! name and renamed into place once it listens, so a `PID.sock` that
 //! refuses connections belongs to a dead process: readers remove such
-//! stale endpoints (and so does each process when it starts publishing).
-//! At `exit` the process removes its own. A forked child publishes its own
+//! stale endpoints, and a process starting to publish removes those whose
+//! pid no longer exists (without connecting to anyone: starting is cheap
+//! however many processes publish). At `exit` the process removes its own. A forked child publishes its own
 //! endpoint with its first client; the parent's clients are not its own.
 //!
 //! **Off switch.** The mount option `stats=off` keeps a client out of its

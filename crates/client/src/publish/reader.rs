@@ -105,7 +105,12 @@ pub fn read_host(pid: Option<u32>) -> HostStats {
     host
 }
 
-/// Removes the endpoints in `dir` that nobody listens on any more.
+/// Removes the endpoints (and temporary names) in `dir` of processes that
+/// no longer exist. Only `/proc` is looked at, never the sockets
+/// themselves: a process starting to publish must not make every other
+/// process compute a snapshot (a database may start hundreds). An endpoint
+/// whose pid was reused by an unrelated process stays until a reader finds
+/// it refusing connections.
 pub(crate) fn remove_stale(dir: &Path) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
@@ -113,18 +118,16 @@ pub(crate) fn remove_stale(dir: &Path) {
     for e in rd.filter_map(|e| e.ok()) {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
-        let stale = if dir::pid_of(name).is_some() {
-            UnixStream::connect(e.path()).is_err_and(|err| is_stale(&err))
-        } else {
-            // A temporary name left by a process killed while it started.
-            name.ends_with(".tmp")
-                && name
-                    .strip_prefix('.')
-                    .and_then(|n| n.split('.').next())
-                    .and_then(|p| p.parse::<u32>().ok())
-                    .is_some_and(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
-        };
-        if stale {
+        let pid = dir::pid_of(name).or_else(|| {
+            // `.PID.MS.tmp`: left by a process killed while it started.
+            name.strip_suffix(".tmp")?
+                .strip_prefix('.')?
+                .split('.')
+                .next()?
+                .parse()
+                .ok()
+        });
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
             let _ = std::fs::remove_file(e.path());
         }
     }
@@ -134,4 +137,49 @@ pub(crate) fn remove_stale(dir: &Path) {
 /// (an endpoint is renamed into place only once it listens).
 fn is_stale(e: &io::Error) -> bool {
     e.kind() == io::ErrorKind::ConnectionRefused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_of_dead_processes_are_removed_and_live_ones_kept() {
+        let d = std::env::temp_dir().join(format!("dnfs-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        let me = format!("{}.sock", std::process::id());
+        for name in [
+            me.as_str(),
+            "4000000000.sock",
+            ".4000000000.17.tmp",
+            "notes.txt",
+        ] {
+            std::fs::write(d.join(name), b"").expect("file");
+        }
+        remove_stale(&d);
+        let mut left: Vec<String> = std::fs::read_dir(&d)
+            .expect("read_dir")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        left.sort();
+        let mut want = vec![me, "notes.txt".to_owned()];
+        want.sort();
+        assert_eq!(left, want);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_socket_nobody_listens_on_is_stale_and_a_missing_one_is_not() {
+        let d = std::env::temp_dir().join(format!("dnfs-refused-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        let path = d.join("1.sock");
+        drop(std::os::unix::net::UnixListener::bind(&path).expect("bind"));
+        let e = read_endpoint(&path).expect_err("refused");
+        assert!(is_stale(&e), "{e}");
+        let e = read_endpoint(&d.join("2.sock")).expect_err("missing");
+        assert!(!is_stale(&e), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
