@@ -31,6 +31,11 @@ impl ServerWatch {
     /// unstable data, in practice at every restart).
     pub(crate) fn on_verifier(&self, verf: [u8; 8], alerts: &Alerts) {
         let new = u64::from_be_bytes(verf);
+        // Read first: on every WRITE reply, the common case (no change)
+        // must not write a cache line all writers share.
+        if self.verifier.load(Relaxed) == new {
+            return;
+        }
         let old = self.verifier.swap(new, Relaxed);
         if old != 0 && old != new {
             alerts.server_restarted(old.to_be_bytes(), verf);

@@ -45,6 +45,12 @@ impl FileRecord {
     /// A write ended at `end`: the file is at least that long.
     pub(crate) fn extend_to(&self, end: u64) {
         let end = end.min(UNKNOWN - 1);
+        // Read first: a write inside the file (the common case for a
+        // database) changes nothing and must not write the shared line.
+        let now = self.size.load(Relaxed);
+        if now != UNKNOWN && now >= end {
+            return;
+        }
         let _ = self.size.fetch_update(Relaxed, Relaxed, |s| {
             (s == UNKNOWN || s < end).then_some(end)
         });
