@@ -371,6 +371,14 @@ fn top_under_tmux_shows_figures_that_move_while_a_benchmark_runs() {
     // A run directory of its own: top sees the benchmark, not the
     // processes of the tests running beside this one.
     let run_dir = Scratch::new("top-run");
+    let top = format!(
+        "env DIRECTNFS_RUN_DIR={} {} top",
+        run_dir.0.display(),
+        env!("CARGO_BIN_EXE_dnfs")
+    );
+    let Some(tmux) = Tmux::start(&top) else {
+        return;
+    };
     let mut bench = Command::new(env!("CARGO_BIN_EXE_dnfs"))
         .env("DIRECTNFS_RUN_DIR", &run_dir.0)
         .args([
@@ -391,14 +399,6 @@ fn top_under_tmux_shows_figures_that_move_while_a_benchmark_runs() {
         .spawn()
         .expect("bench");
     let _stop = KillOnDrop(vec![bench.id()]);
-    let top = format!(
-        "env DIRECTNFS_RUN_DIR={} {} top",
-        run_dir.0.display(),
-        env!("CARGO_BIN_EXE_dnfs")
-    );
-    let Some(tmux) = Tmux::start(&top) else {
-        return;
-    };
     let capture = || tmux.capture();
     let server_reads = |screen: &str| -> Option<f64> {
         let mut lines = screen.lines().skip_while(|l| !l.starts_with("SERVER"));

@@ -333,6 +333,21 @@ impl LatencySummary {
     }
 }
 
+/// A server entry of the tests: filer1 exporting /vol/oradata over NFSv3
+/// with 1 MiB transfers, one client.
+#[cfg(test)]
+pub(crate) fn filer1() -> ServerStats {
+    ServerStats {
+        name: "filer1".into(),
+        export: "/vol/oradata".into(),
+        nfs_version: "3".into(),
+        rtmax: 1 << 20,
+        wtmax: 1 << 20,
+        clients: 1,
+        ..ServerStats::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,20 +480,5 @@ mod tests {
         assert_eq!((io.sends, io.receives, io.lost, io.inflight), (3, 1, 1, 1));
         assert_eq!((io.moved_same_path, io.moved_other_path), (0, 1));
         assert_eq!(io.errors, 1);
-    }
-}
-
-/// A server entry of the tests: filer1 exporting /vol/oradata over NFSv3
-/// with 1 MiB transfers, one client.
-#[cfg(test)]
-pub(crate) fn filer1() -> ServerStats {
-    ServerStats {
-        name: "filer1".into(),
-        export: "/vol/oradata".into(),
-        nfs_version: "3".into(),
-        rtmax: 1 << 20,
-        wtmax: 1 << 20,
-        clients: 1,
-        ..ServerStats::default()
     }
 }
