@@ -99,6 +99,7 @@ mod dotlock;
 mod lock;
 mod names;
 pub mod sys;
+mod test_hooks;
 mod vfs;
 
 use std::cell::RefCell;

@@ -575,7 +575,8 @@ fn probe(db: &str) -> String {
         .to_string()
 }
 
-/// The lock file's text, read through the plain directnfs client.
+/// The lock's owner record (the content of the symbolic link), read
+/// through the plain directnfs client.
 fn lock_file(base: &str, db: &str) -> Option<String> {
     let client = dnfs::Client::connect(base).ok()?;
     let name = db.split('?').next()?.rsplit('/').next()?;
@@ -583,10 +584,7 @@ fn lock_file(base: &str, db: &str) -> Option<String> {
         "{}/{name}.dnfs-lock",
         client.target_path().trim_end_matches('/')
     );
-    let f = client.open(&path).ok()?;
-    let mut buf = vec![0u8; 1024];
-    let n = f.read_at(&mut buf, 0).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+    client.read_link(&path).ok()
 }
 
 #[test]

@@ -132,7 +132,7 @@ pub fn remove_db(base: &str, db: &str) {
         .unwrap_or_default()
         .to_string();
     let dir = client.target_path().trim_end_matches('/').to_string();
-    for suffix in ["", "-journal", "-wal", "-shm", ".dnfs-lock"] {
+    for suffix in ["", "-journal", "-wal", "-shm", ".dnfs-lock", ".dnfs-want"] {
         let _ = client.remove(&format!("{dir}/{file}{suffix}"));
     }
 }
