@@ -27,7 +27,7 @@
 //! ## Locking: what is supported, and how it is enforced
 //!
 //! * **Connections and threads of one process**: full SQLite semantics.
-//!   A per-file lock table ([`lock::Inode`], the unix VFS's inode table)
+//!   A per-file lock table (`lock::Inode`, the unix VFS's inode table)
 //!   implements SHARED / RESERVED / PENDING / EXCLUSIVE across all of the
 //!   process's connections, so readers and writers in threads are correct
 //!   in every journal mode, and WAL readers run concurrently with a writer.
@@ -45,7 +45,7 @@
 //!   unsafe), and a hot journal left by a crash is rolled back by the next
 //!   process that reads.
 //! * **Stale lock files**: one left by a dead process of THIS host is
-//!   broken automatically, with a warning naming it (see [`dotlock`]); one
+//!   broken automatically, with a warning naming it (see `dotlock`); one
 //!   of another host is not (its owner's liveness cannot be known): remove
 //!   it by hand once that process is gone. A lock file that names no owner
 //!   (left by an older directnfs killed while taking it) is broken once
