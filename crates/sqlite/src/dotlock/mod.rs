@@ -222,18 +222,23 @@ mod tests {
     use super::*;
     use dnfs::FileType;
 
-    fn client(test: &str) -> Option<Client> {
-        match std::env::var("DNFS_TEST_URL") {
-            Ok(u) if !u.is_empty() => Some(Client::connect(&u).expect("connect")),
-            _ => {
-                assert!(
-                    std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_none(),
-                    "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
-                );
-                eprintln!("SKIPPED {test}: DNFS_TEST_URL is not set");
-                None
-            }
-        }
+    /// A client, fresh lock names and an owner for one test; None
+    /// (skipped) without a server.
+    fn setup(test: &str) -> Option<(Client, Names, Owner)> {
+        let url = crate::test_server::url(&format!("dotlock_{test}"))?;
+        let c = Client::connect(&url).expect("connect");
+        let n = names(&c, test);
+        Some((c, n, Owner::me(random_u64())))
+    }
+
+    /// A regular file at `path`, as an older version's lock file was.
+    fn plant_file(c: &Client, path: &str) -> dnfs::File {
+        let opts = OpenOptions {
+            create: true,
+            create_new: true,
+            ..Default::default()
+        };
+        c.open_with(path, opts).unwrap()
     }
 
     fn names(c: &Client, test: &str) -> Names {
@@ -277,11 +282,9 @@ mod tests {
 
     #[test]
     fn the_lock_is_a_symlink_naming_its_owner_from_the_start() {
-        let Some(c) = client("dotlock_symlink") else {
+        let Some((c, n, me)) = setup("symlink") else {
             return;
         };
-        let n = names(&c, "symlink");
-        let me = Owner::me(random_u64());
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert!(broken.is_empty());
         assert_eq!(c.metadata(&n.lock).unwrap().file_type, FileType::Symlink);
@@ -303,11 +306,9 @@ mod tests {
     fn a_link_already_naming_us_is_ours() {
         // What a re-sent SYMLINK meets when its first copy made the link
         // (the client reports EEXIST: it cannot tell whose link it is).
-        let Some(c) = client("dotlock_resent") else {
+        let Some((c, n, me)) = setup("resent") else {
             return;
         };
-        let n = names(&c, "resent");
-        let me = Owner::me(random_u64());
         c.symlink(&me.to_link(), &n.lock).unwrap();
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert!(broken.is_empty(), "nothing broken: it was ours");
@@ -318,15 +319,13 @@ mod tests {
 
     #[test]
     fn a_lock_of_a_dead_process_of_this_host_is_broken_with_a_warning() {
-        let Some(c) = client("dotlock_dead") else {
+        let Some((c, n, me)) = setup("dead") else {
             return;
         };
-        let n = names(&c, "dead");
         let mut dead = Owner::me(random_u64());
         dead.pid = dead_pid();
         dead.start = 1;
         c.symlink(&dead.to_link(), &n.lock).unwrap();
-        let me = Owner::me(random_u64());
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert!(broken[0].contains(&n.lock), "{broken:?}");
@@ -346,28 +345,17 @@ mod tests {
 
     #[test]
     fn an_older_versions_lock_file_of_a_dead_process_is_broken_even_when_a_waiter_marked_it() {
-        let Some(c) = client("dotlock_v1") else {
+        let Some((c, n, me)) = setup("v1") else {
             return;
         };
-        let n = names(&c, "v1");
         let pid = dead_pid();
-        let f = c
-            .open_with(
-                &n.lock,
-                OpenOptions {
-                    create: true,
-                    create_new: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let f = plant_file(&c, &n.lock);
         let text = format!(
             "directnfs-sqlite-lock 1\nhost={}\npid={pid}\nstart=1\nnonce=00000000000000aa\n",
             owner::hostname()
         );
         f.write_at(text.as_bytes(), 0).unwrap();
         f.write_at(b"W", 4095).unwrap();
-        let me = Owner::me(random_u64());
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert!(broken[0].contains(&format!("pid {pid}")), "{broken:?}");
@@ -377,24 +365,13 @@ mod tests {
 
     #[test]
     fn an_ownerless_lock_file_waits_out_the_bound_then_is_broken_with_a_warning() {
-        let Some(c) = client("dotlock_ownerless") else {
+        let Some((c, n, me)) = setup("ownerless") else {
             return;
         };
-        let n = names(&c, "ownerless");
         // The leftover observed after a SIGKILL of an older version: 4095
         // zero bytes and the byte a waiter wrote at the end.
-        let f = c
-            .open_with(
-                &n.lock,
-                OpenOptions {
-                    create: true,
-                    create_new: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let f = plant_file(&c, &n.lock);
         f.write_at(b"W", 4095).unwrap();
-        let me = Owner::me(random_u64());
         let bound = Duration::from_secs(2);
         match busy(&c, &n, &me, bound) {
             Holder::Ownerless { age } => assert!(age < bound, "{age:?}"),
@@ -416,24 +393,20 @@ mod tests {
 
     #[test]
     fn a_newer_versions_lock_is_never_broken() {
-        let Some(c) = client("dotlock_newer") else {
+        let Some((c, n, me)) = setup("newer") else {
             return;
         };
-        let n = names(&c, "newer");
         c.symlink("directnfs-sqlite-lock 3 something new", &n.lock)
             .unwrap();
-        let me = Owner::me(random_u64());
         assert_eq!(busy(&c, &n, &me, Duration::ZERO), Holder::Newer(3));
         cleanup(&c, &n);
     }
 
     #[test]
     fn a_waiter_is_seen_by_the_holder_at_release_and_its_request_consumed() {
-        let Some(c) = client("dotlock_want") else {
+        let Some((c, n, me)) = setup("want") else {
             return;
         };
-        let n = names(&c, "want");
-        let me = Owner::me(random_u64());
         let (lock, _) = take(&c, &n, &me, OWNERLESS_AFTER);
         mark_wanted(&c, &n);
         assert!(lock.release(&c).unwrap(), "wanted");

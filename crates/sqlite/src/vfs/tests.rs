@@ -10,20 +10,7 @@ use super::os::*;
 use super::shm_methods::*;
 use super::vfs_methods::*;
 use crate::sys::*;
-
-fn base_url(test: &str) -> Option<String> {
-    match std::env::var("DNFS_TEST_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_none(),
-                "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
-            );
-            eprintln!("SKIPPED {test}: DNFS_TEST_URL is not set");
-            None
-        }
-    }
-}
+use crate::test_server::url as base_url;
 
 fn name_in(base: &str, file: &str) -> CString {
     let (path, query) = base.split_once('?').unwrap_or((base, ""));
