@@ -459,11 +459,11 @@ fn crash(test: &str, mode: &str) {
                 }
             }
         }
-        // What the killed writer left on the server.
+        // What the killed writer left on the server (as far as its last
+        // requests, which the server may still be running, have landed).
         let left_journal = companion_exists(&base, &db, "-journal");
         let left_lock = companion_exists(&base, &db, ".dnfs-lock");
         hot_journals += usize::from(left_journal);
-        stale_locks += usize::from(left_lock);
         if pause_at.is_some() {
             assert!(left_lock, "{test} round {round}: killed holding the lock");
         }
@@ -488,14 +488,18 @@ fn crash(test: &str, mode: &str) {
             max * ROWS_PER_TXN,
             "{test} round {round}: meta"
         );
-        // A lock left by the writer was broken by that first open, which
-        // said so naming it; none is left after it.
-        if left_lock {
+        // A lock left by the writer is broken by that first open, which
+        // says so naming it; none is left after it. (Only a writer stopped
+        // at the pause point surely left one: one killed elsewhere may
+        // have had the REMOVE of its lock on its way to the server.)
+        let broke = found
+            .stderr
+            .lines()
+            .any(|l| l.contains("breaking stale lock") && l.contains(&lock_name));
+        stale_locks += usize::from(broke);
+        if pause_at.is_some() {
             assert!(
-                found
-                    .stderr
-                    .lines()
-                    .any(|l| l.contains("breaking stale lock") && l.contains(&lock_name)),
+                broke,
                 "{test} round {round}: no warning naming {lock_name}: {}",
                 found.stderr
             );
@@ -506,7 +510,7 @@ fn crash(test: &str, mode: &str) {
         );
         committed = max;
         eprintln!(
-            "{test} round {round}: killed {} (left: journal {left_journal}, lock {left_lock}); {max} transactions present, all complete",
+            "{test} round {round}: killed {} (left: journal {left_journal}, lock {left_lock}; lock broken {broke}); {max} transactions present, all complete",
             match pause_at {
                 Some(k) => format!("right after taking the lock (lock number {k} of its life)"),
                 None => format!("{} ms after its first commit", delay.as_millis()),
@@ -514,14 +518,18 @@ fn crash(test: &str, mode: &str) {
         );
     }
     // The kills landed inside transactions: the writer held the lock file
-    // (broken as stale by the next open) and, in DELETE mode, left a hot
-    // journal that the next open rolled back.
-    assert!(stale_locks > 0, "{test}: no kill hit a transaction");
+    // (broken as stale by the next open, not only after the pause point)
+    // and, in DELETE mode, left a hot journal that the next open rolled
+    // back.
+    assert!(
+        stale_locks > CRASH_ROUNDS / 4,
+        "{test}: only the pause point left locks ({stale_locks})"
+    );
     if mode == "delete" {
         assert!(hot_journals > 0, "{test}: no hot journal was left");
     }
     eprintln!(
-        "{test}: {CRASH_ROUNDS} kills, {stale_locks} with the lock held, {hot_journals} hot journals, {committed} transactions, {:.1} s",
+        "{test}: {CRASH_ROUNDS} kills, {stale_locks} locks broken, {hot_journals} hot journals, {committed} transactions, {:.1} s",
         started.elapsed().as_secs_f64()
     );
     remove_db(&base, &db);

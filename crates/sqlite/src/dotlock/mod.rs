@@ -19,8 +19,9 @@
 //!   request cache does not know it), and what an earlier acquisition or
 //!   release that failed half-way leaves;
 //! * an owner on THIS host whose process is gone: stale, broken
-//!   ([`breaking`]: one breaker of this host at a time, and only if the
-//!   lock still holds the owner that was judged dead);
+//!   ([`breaking`]: one breaker of this host at a time, [`DEAD_GRACE`]
+//!   after the judgement, and only if the lock still holds the owner that
+//!   was judged dead);
 //! * a live owner, or one on another host (whose liveness cannot be
 //!   known): busy; the error names the owner and the file to remove once
 //!   that process is gone;
@@ -58,6 +59,17 @@ pub const WANT_SUFFIX: &str = ".dnfs-want";
 /// writing its owner, which 10 s outlasts by far, while a user's
 /// `busy_timeout` rides over it.
 pub const OWNERLESS_AFTER: Duration = Duration::from_secs(10);
+
+/// A lock of a dead process is broken no sooner than this after its owner
+/// was judged dead. Requests the process sent before it died may still be
+/// queued at the server (the kernel sends what was in its sockets; the
+/// server runs what it received), and NFSv3 cannot fence them: a WRITE
+/// landing after the next process rolled the journal back would undo the
+/// rollback. Seen on the test machine under load: a killed writer's last
+/// REMOVE still ran after the test had looked at the directory. Crash
+/// recovery is rare; 300 ms is cheap there and long next to a server's
+/// queue.
+pub const DEAD_GRACE: Duration = Duration::from_millis(300);
 
 /// The two files of one database's lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,6 +163,9 @@ impl DotLock {
                     )
                 }
             };
+            if matches!(seen, Seen::Owner(_)) {
+                std::thread::sleep(DEAD_GRACE);
+            }
             if breaking::break_if_unchanged(client, &names.lock, &seen)? {
                 broken.push(why);
             }

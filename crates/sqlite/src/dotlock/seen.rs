@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use dnfs::{Client, FileType, OpenOptions};
+use dnfs::{Client, OpenOptions};
 
 use super::owner::{Owner, Record};
 use super::Names;
@@ -31,42 +31,51 @@ pub enum Seen {
     Changing,
 }
 
-/// Reads the lock file at `path`: its type first (a symbolic link is read
-/// with READLINK, a regular file with READ), then its content.
+/// Reads the lock file at `path`. A lock of this version is a symbolic
+/// link: one READLINK (the handle is usually cached), which is all a
+/// waiter polling a live lock sends. READLINK fails with EINVAL on
+/// anything else, such as an older version's regular file, which is then
+/// read with READ. Attributes (for the age of an ownerless lock) are only
+/// asked for when the content names no owner.
 pub fn read_lock(client: &Client, path: &str) -> dnfs::Result<Seen> {
     // Lock files come and go under other processes: `fresh` refreshes a
     // stale cached handle.
-    let meta = match fresh(client, path, || client.metadata(path)) {
-        Ok(m) => m,
-        Err(e) if e.errno() == libc::ENOENT => return Ok(Seen::Gone),
-        Err(e) => return Err(e),
-    };
-    let text = match meta.file_type {
-        FileType::Symlink => fresh(client, path, || client.read_link(path)),
-        _ => fresh(client, path, || {
+    let text = match fresh(client, path, || client.read_link(path)) {
+        Err(e) if e.errno() == libc::EINVAL => fresh(client, path, || {
             let mut buf = vec![0u8; MAX_OWNER];
             let n = client.open(path)?.read_at(&mut buf, 0)?;
             Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
         }),
+        other => other,
     };
     let text = match text {
         Ok(t) => t,
-        Err(e) if e.errno() == libc::ENOENT => return Ok(Seen::Gone),
-        // Replaced by an object of another type (EINVAL), or again after
-        // the refresh (ESTALE).
-        Err(e) if e.errno() == libc::EINVAL || e.errno() == libc::ESTALE => {
-            return Ok(Seen::Changing)
-        }
-        Err(e) => return Err(e),
+        Err(e) => return seen_on_error(e),
     };
-    Ok(match Record::parse(&text) {
-        Record::Owner(o) => Seen::Owner(o),
-        Record::Newer(v) => Seen::Newer(v),
-        Record::None => Seen::Ownerless {
-            fileid: meta.fileid,
-            ctime: meta.ctime,
-        },
-    })
+    let meta = match Record::parse(&text) {
+        Record::Owner(o) => return Ok(Seen::Owner(o)),
+        Record::Newer(v) => return Ok(Seen::Newer(v)),
+        Record::None => fresh(client, path, || client.metadata(path)),
+    };
+    match meta {
+        Ok(m) => Ok(Seen::Ownerless {
+            fileid: m.fileid,
+            ctime: m.ctime,
+        }),
+        Err(e) => seen_on_error(e),
+    }
+}
+
+/// What an error while reading a lock file says about it.
+fn seen_on_error(e: dnfs::Error) -> dnfs::Result<Seen> {
+    match e.errno() {
+        libc::ENOENT => Ok(Seen::Gone),
+        // Replaced by an object of another type (EINVAL: a symbolic link
+        // where a file was, or a directory), or again after the refresh
+        // (ESTALE).
+        libc::EINVAL | libc::ESTALE => Ok(Seen::Changing),
+        _ => Err(e),
+    }
 }
 
 /// How long ago, by the server's clock, `ctime` was: the server's "now"
