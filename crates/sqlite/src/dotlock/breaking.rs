@@ -13,6 +13,11 @@ use super::seen::{read_lock, Seen};
 /// them that judged the same lock cannot remove each other's new one.
 pub fn break_if_unchanged(client: &Client, path: &str, judged: &Seen) -> dnfs::Result<bool> {
     let _guard = LocalFlock::take();
+    // Judge again through a fresh LOOKUP, not a cached handle that might
+    // still name an earlier lock of that name: the RENAME of the name onto
+    // itself changes nothing on the server (RFC 1813 §3.3.14, as POSIX
+    // rename(2)) and drops the client's cached handle.
+    let _ = client.rename(path, path);
     if read_lock(client, path)? != *judged {
         return Ok(false); // someone else broke it or took it meanwhile
     }

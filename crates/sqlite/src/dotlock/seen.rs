@@ -32,8 +32,9 @@ pub enum Seen {
 }
 
 /// Reads the lock file at `path`. A lock of this version is a symbolic
-/// link: one READLINK (the handle is usually cached), which is all a
-/// waiter polling a live lock sends. READLINK fails with EINVAL on
+/// link: one READLINK (the handle is usually cached), which with the
+/// SYMLINK that failed is all a waiter polling a live lock sends.
+/// READLINK fails with EINVAL on
 /// anything else, such as an older version's regular file, which is then
 /// read with READ. Attributes (for the age of an ownerless lock) are only
 /// asked for when the content names no owner.
