@@ -96,6 +96,8 @@ hand = {
     "nfs3_remove_res": [w(0) + WCC, w(2) + NO_WCC],
     "nfs3_rmdir_res": [w(0) + WCC, w(66) + NO_WCC],
     "nfs3_rename_res": [w(0) + WCC + WCC, w(18) + NO_WCC + NO_WCC],
+    "nfs3_symlink_res": [w(0, 1) + FH + w(1) + FATTR + WCC, w(17) + WCC],
+    "nfs3_readlink_res": [w(0, 1) + FATTR + opaque(b"directnfs-sqlite-lock 2 pid=1"), w(22, 0)],
     "nfs3_readdir_res": [
         w(0, 1) + FATTR + b"cookieV!" + w(1, 0, 1) + opaque(b".") + w(0, 1)
         + w(1, 0, 2) + opaque(b"data01") + w(0, 2) + w(0, 1),

@@ -34,6 +34,7 @@ pub mod errno;
 pub mod error;
 pub mod file;
 mod io;
+mod links;
 pub mod metadata;
 mod mount;
 mod writelog;

@@ -33,6 +33,8 @@ fn decode_all(bytes: &[u8]) {
     one::<REMOVE3res>(bytes);
     one::<RMDIR3res>(bytes);
     one::<RENAME3res>(bytes);
+    one::<SYMLINK3res>(bytes);
+    one::<READLINK3res>(bytes);
     one::<READDIR3res>(bytes);
     one::<READDIRPLUS3res>(bytes);
     one::<FSSTAT3res>(bytes);
@@ -95,6 +97,8 @@ proptest! {
             damaged(lookup_res()),
             damaged(fsinfo_res()),
             damaged(create_res()),
+            damaged(symlink_res()),
+            damaged(readlink_res()),
             damaged(mnt_res()),
             damaged(export_res()),
         ]

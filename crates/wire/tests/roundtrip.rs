@@ -52,6 +52,8 @@ roundtrips! {
     remove_args_roundtrip: remove_args();
     rmdir_args_roundtrip: rmdir_args();
     rename_args_roundtrip: rename_args();
+    symlink_args_roundtrip: symlink_args();
+    readlink_args_roundtrip: readlink_args();
     readdir_args_roundtrip: readdir_args();
     readdirplus_args_roundtrip: readdirplus_args();
     fsstat_args_roundtrip: fsstat_args();
@@ -72,6 +74,8 @@ roundtrips! {
     remove_res_roundtrip: remove_res();
     rmdir_res_roundtrip: rmdir_res();
     rename_res_roundtrip: rename_res();
+    symlink_res_roundtrip: symlink_res();
+    readlink_res_roundtrip: readlink_res();
     readdir_res_roundtrip: readdir_res();
     readdirplus_res_roundtrip: readdirplus_res();
     fsstat_res_roundtrip: fsstat_res();

@@ -12,12 +12,13 @@
 //! * one module per group of procedures: [`getattr`] (NULL, GETATTR),
 //!   [`setattr`], [`lookup`], [`access`], [`io`] (READ, WRITE, COMMIT),
 //!   [`namespace`] (CREATE, MKDIR, REMOVE, RMDIR, RENAME), [`dir`]
-//!   (READDIR, READDIRPLUS), [`fs`] (FSSTAT, FSINFO, PATHCONF);
+//!   (READDIR, READDIRPLUS), [`fs`] (FSSTAT, FSINFO, PATHCONF),
+//!   [`symlink`] (SYMLINK, READLINK: the SQLite VFS's lock files);
 //! * [`hotpath`]: allocation-free encoders and borrowing decoders for the
 //!   I/O driver (READ, WRITE, COMMIT, GETATTR).
 //!
-//! Not implemented: READLINK, SYMLINK, MKNOD, LINK (database files need
-//! none of them); their XDR is in `spec/nfs3.x`.
+//! Not implemented: MKNOD, LINK (database files need neither); their XDR
+//! is in `spec/nfs3.x`.
 
 // RFC 1813 names (`READ3args`, `nfs_fh3`) are kept so the code greps
 // against the RFC.
@@ -34,6 +35,7 @@ pub mod lookup;
 pub mod namespace;
 pub mod result;
 pub mod setattr;
+pub mod symlink;
 pub mod types;
 
 pub use access::*;
@@ -47,6 +49,7 @@ pub use lookup::*;
 pub use namespace::*;
 pub use result::Nfs3Res;
 pub use setattr::*;
+pub use symlink::*;
 pub use types::*;
 
 /// RFC 1813 `NFS_PROGRAM`.
@@ -64,7 +67,7 @@ pub const NFSPROC3_SETATTR: u32 = 2;
 pub const NFSPROC3_LOOKUP: u32 = 3;
 /// RFC 1813 §3.3.4 `NFSPROC3_ACCESS`.
 pub const NFSPROC3_ACCESS: u32 = 4;
-/// RFC 1813 §3.3.5 `NFSPROC3_READLINK` (not implemented here).
+/// RFC 1813 §3.3.5 `NFSPROC3_READLINK`.
 pub const NFSPROC3_READLINK: u32 = 5;
 /// RFC 1813 §3.3.6 `NFSPROC3_READ`.
 pub const NFSPROC3_READ: u32 = 6;
@@ -74,7 +77,7 @@ pub const NFSPROC3_WRITE: u32 = 7;
 pub const NFSPROC3_CREATE: u32 = 8;
 /// RFC 1813 §3.3.9 `NFSPROC3_MKDIR`.
 pub const NFSPROC3_MKDIR: u32 = 9;
-/// RFC 1813 §3.3.10 `NFSPROC3_SYMLINK` (not implemented here).
+/// RFC 1813 §3.3.10 `NFSPROC3_SYMLINK`.
 pub const NFSPROC3_SYMLINK: u32 = 10;
 /// RFC 1813 §3.3.11 `NFSPROC3_MKNOD` (not implemented here).
 pub const NFSPROC3_MKNOD: u32 = 11;

@@ -24,6 +24,14 @@ pub fn filename() -> impl Strategy<Value = filename3> {
     .prop_map(filename3)
 }
 
+pub fn nfspath() -> impl Strategy<Value = nfspath3> {
+    prop_oneof![
+        4 => vec(any::<u8>(), 0..40),
+        1 => vec(any::<u8>(), 0..=MAX_PATH_LEN),
+    ]
+    .prop_map(nfspath3)
+}
+
 pub fn mount_dirpath() -> impl Strategy<Value = dirpath> {
     prop_oneof![
         4 => vec(any::<u8>(), 0..40),
@@ -233,6 +241,20 @@ pub fn rmdir_args() -> impl Strategy<Value = RMDIR3args> {
 pub fn rename_args() -> impl Strategy<Value = RENAME3args> {
     (dirop(), dirop()).prop_map(|(from, to)| RENAME3args { from, to })
 }
+pub fn symlink_args() -> impl Strategy<Value = SYMLINK3args> {
+    (dirop(), sattr(), nfspath()).prop_map(|(where_, symlink_attributes, symlink_data)| {
+        SYMLINK3args {
+            where_,
+            symlink: symlinkdata3 {
+                symlink_attributes,
+                symlink_data,
+            },
+        }
+    })
+}
+pub fn readlink_args() -> impl Strategy<Value = READLINK3args> {
+    fh().prop_map(|symlink| READLINK3args { symlink })
+}
 pub fn readdir_args() -> impl Strategy<Value = READDIR3args> {
     (fh(), any::<u64>(), verf8(), any::<u32>()).prop_map(|(dir, cookie, v, count)| READDIR3args {
         dir,
@@ -381,6 +403,25 @@ pub fn rename_res() -> impl Strategy<Value = RENAME3res> {
             fromdir_wcc,
             todir_wcc,
         }),
+    )
+}
+pub fn symlink_res() -> impl Strategy<Value = SYMLINK3res> {
+    res(
+        new_obj().prop_map(|(obj, obj_attributes, dir_wcc)| SYMLINK3resok {
+            obj,
+            obj_attributes,
+            dir_wcc,
+        }),
+        wcc().prop_map(|dir_wcc| SYMLINK3resfail { dir_wcc }),
+    )
+}
+pub fn readlink_res() -> impl Strategy<Value = READLINK3res> {
+    res(
+        (post_op(), nfspath()).prop_map(|(symlink_attributes, data)| READLINK3resok {
+            symlink_attributes,
+            data,
+        }),
+        post_op().prop_map(|symlink_attributes| READLINK3resfail { symlink_attributes }),
     )
 }
 pub fn readdir_res() -> impl Strategy<Value = READDIR3res> {
