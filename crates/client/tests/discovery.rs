@@ -1,0 +1,241 @@
+//! Finding the export, and waiting for a server that is not there yet:
+//! the client against the hostile server of `hostile/mod.rs` playing
+//! servers whose MOUNT says yes to more than their export, and against a
+//! server that is down, comes up late, or refuses.
+//!
+//! | server | expected client behaviour | test |
+//! |---|---|---|
+//! | no EXPORT procedure, MNT of any path answers the root handle | the export is `/` (MNT `/` gives the same handle as the longer prefix), the file is below it: `connect`, `create`, `open` and reads work on the file the URL names | `server_that_mounts_any_path_*`, `file_created_through_*` |
+//! | the same, with `nfs://host//path` | the export is `/`; only `/` is sent to MNT | `double_slash_*` |
+//! | no EXPORT procedure, MNT of a file answers the file's handle | the file's handle is not taken as an export (its GETATTR says it is no directory): the export is the prefix above it | `server_that_mounts_a_file_*` |
+//! | EXPORT lists the export (the usual server) | one MNT, of the export listed: nothing more is asked | `listed_export_is_mounted_with_one_mnt` |
+//! | nothing listening yet; the server starts 1.5 s after the client | the mount waits (retrying with a growing pause) and succeeds | `mount_waits_for_a_server_that_starts_late` |
+//! | nothing listening, ever | `Connect` (ECONNREFUSED) after `mnt_timeout`, naming the address, the server, the attempts and `mnt_timeout` | `unreachable_server_fails_after_mnt_timeout_naming_it` |
+//! | a server that answers and refuses (MNT3ERR_ACCES) | fails at once, however long `mnt_timeout` is | `refusal_fails_the_mount_at_once_whatever_mnt_timeout` |
+
+// Test helpers panic on failure: that is how a test fails.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "hostile/mod.rs"]
+mod harness;
+
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+
+use directnfs::{Client, Error};
+use directnfs_wire::mount::mountstat3;
+
+use harness::watch::{internal_panics, within};
+use harness::{pattern_at, Fault, HostileServer, MountAny, Options, Plan, Proc, FILE};
+
+/// Soft mount, 1 s per attempt, one connection.
+const SOFT: &str = "timeo=10&retrans=1&soft&connections=1";
+/// Hard deadline for a mount that should succeed or fail quickly.
+const LIMIT: Duration = Duration::from_secs(10);
+
+fn assert_no_internal_panic() {
+    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
+}
+
+fn server(mount_any: MountAny) -> HostileServer {
+    let opts = Options {
+        mount_any,
+        store: true,
+        ..Options::default()
+    };
+    HostileServer::with(opts, Plan::none())
+}
+
+fn connect(url: &str) -> Client {
+    let u = url.to_string();
+    within("connect", LIMIT, move || Client::connect(&u))
+        .0
+        .unwrap_or_else(|e| panic!("mount of {url} failed: {e}"))
+}
+
+/// Reads `len` bytes at `offset` of `path` through `client`.
+fn read(client: &Client, path: &str, offset: u64, len: usize) -> Vec<u8> {
+    let (c, p) = (client.clone(), path.to_string());
+    within("read", LIMIT, move || {
+        let mut b = vec![0u8; len];
+        c.open(&p)?.read_exact_at(&mut b, offset).map(|()| b)
+    })
+    .0
+    .unwrap_or_else(|e| panic!("read of {path} failed: {e}"))
+}
+
+// ---------------------------------------------------------------------------
+// Servers whose MNT says yes to any path
+
+#[test]
+fn server_that_mounts_any_path_with_its_root_handle_is_mounted_at_root() {
+    let server = server(MountAny::RootHandle);
+    let client = connect(&server.url_of(FILE, SOFT));
+    assert_eq!(client.export(), "/", "the file was taken for the export");
+    assert_eq!(client.target_path(), FILE);
+    assert!(read(&client, client.target_path(), 8192, 4096) == pattern_at(8192, 4096));
+    assert!(client.metadata(FILE).unwrap().is_file());
+    // The longest prefix first, then `/`, which gave the same handle.
+    assert_eq!(server.mounted_paths(), [FILE, "/"]);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn file_created_through_a_server_that_mounts_any_path_lands_at_its_name() {
+    let server = server(MountAny::RootHandle);
+    let client = connect(&server.url_of("/f.bin", SOFT));
+    assert_eq!(client.export(), "/");
+    assert_eq!(client.target_path(), "/f.bin");
+    let data = pattern_at(0, 100_000);
+    let (c, d) = (client.clone(), data.clone());
+    within("create", LIMIT, move || {
+        let f = c.create(c.target_path())?;
+        f.write_at(&d, 0)?;
+        f.fsync()
+    })
+    .0
+    .unwrap();
+    assert_eq!(server.created_names(), ["f.bin"]);
+    assert!(server.created_content("f.bin").unwrap() == data);
+    // A second client opening the same URL finds it (and it is a file).
+    let again = connect(&server.url_of("/f.bin", SOFT));
+    assert_eq!(again.metadata("/f.bin").unwrap().size, data.len() as u64);
+    assert!(read(&again, "/f.bin", 0, data.len()) == data);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn double_slash_names_the_root_export_and_nothing_is_guessed() {
+    for mount_any in [MountAny::RootHandle, MountAny::OwnHandle] {
+        let server = server(mount_any);
+        let client = connect(&server.url_of(&format!("/{FILE}"), SOFT));
+        assert_eq!(client.export(), "/", "{mount_any:?}");
+        assert_eq!(client.target_path(), FILE, "{mount_any:?}");
+        assert_eq!(server.mounted_paths(), ["/"], "{mount_any:?}");
+        assert_eq!(server.count(Proc::EXPORT), 0, "{mount_any:?}");
+        assert!(read(&client, FILE, 0, 4096) == pattern_at(0, 4096));
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn server_that_mounts_a_file_with_its_own_handle_is_not_mounted_at_the_file() {
+    let server = server(MountAny::OwnHandle);
+    let client = connect(&server.url_of(FILE, SOFT));
+    assert_eq!(client.export(), "/", "the file was taken for the export");
+    assert_eq!(client.target_path(), FILE);
+    assert!(read(&client, FILE, 4096, 4096) == pattern_at(4096, 4096));
+    // MNT of the file said yes with the file's handle, not the root's
+    // (MNT `/` is asked, and differs); only its GETATTR showed it is no
+    // directory, and the prefixes above it were asked again.
+    assert_eq!(server.mounted_paths(), [FILE, "/", "/"]);
+    assert_eq!(
+        server.count(Proc::GETATTR),
+        2,
+        "the file's, then the root's"
+    );
+    // A name that does not exist: MNT says no, `/` is the export.
+    let client = connect(&server.url_of("/new.bin", SOFT));
+    assert_eq!(client.export(), "/");
+    assert_eq!(client.target_path(), "/new.bin");
+    assert_no_internal_panic();
+}
+
+#[test]
+fn listed_export_is_mounted_with_one_mnt() {
+    let server = server(MountAny::Off);
+    let client = connect(&server.url(SOFT));
+    assert_eq!(client.export(), "/export");
+    assert_eq!(client.target_path(), FILE);
+    assert_eq!(server.mounted_paths(), ["/export"]);
+    assert_eq!(
+        server.count(Proc::GETATTR),
+        0,
+        "no root check for a listed export"
+    );
+    assert_no_internal_panic();
+}
+
+// ---------------------------------------------------------------------------
+// mnt_timeout: a server that is down, late, or refusing
+
+/// A port on 127.0.0.1 nothing listens on (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn mount_waits_for_a_server_that_starts_late() {
+    let port = free_port();
+    let url = format!(
+        "nfs://127.0.0.1/export{FILE}?nfsport={port}&mountport={port}&{SOFT}&mnt_timeout=30"
+    );
+    let started = Instant::now();
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        let opts = Options {
+            port,
+            ..Options::default()
+        };
+        HostileServer::with(opts, Plan::none())
+    });
+    let (r, t) = within("connect", Duration::from_secs(20), move || {
+        Client::connect(&url)
+    });
+    let client = r.unwrap_or_else(|e| panic!("mount did not wait for the server: {e}"));
+    let server = late.join().unwrap();
+    assert!(
+        t >= Duration::from_millis(1400),
+        "mounted before the server was up: {t:?}"
+    );
+    // Pauses of 0.25, 0.5, 1, 2 s: up within 1.5 s + 2 s + slack.
+    assert!(started.elapsed() < Duration::from_secs(8), "{t:?}");
+    assert!(read(&client, FILE, 0, 4096) == pattern_at(0, 4096));
+    assert_eq!(server.count(Proc::MNT), 1);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn unreachable_server_fails_after_mnt_timeout_naming_it() {
+    let port = free_port();
+    let url = format!(
+        "nfs://127.0.0.1/export{FILE}?nfsport={port}&mountport={port}&{SOFT}&mnt_timeout=2"
+    );
+    let (r, t) = within("connect", Duration::from_secs(10), move || {
+        Client::connect(&url)
+    });
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Connect { .. }), "{e:?}");
+    assert_eq!(e.errno(), libc::ECONNREFUSED, "{e}");
+    let msg = e.to_string();
+    eprintln!("{msg}");
+    for needle in [
+        format!("127.0.0.1:{port}"),
+        "server \"127.0.0.1\"".to_string(),
+        "attempts".to_string(),
+        "mnt_timeout is 2 s".to_string(),
+    ] {
+        assert!(msg.contains(&needle), "{needle:?} missing from: {msg}");
+    }
+    assert!(t >= Duration::from_millis(1900), "gave up early: {t:?}");
+    assert!(t < Duration::from_secs(4), "gave up late: {t:?}");
+    assert_no_internal_panic();
+}
+
+#[test]
+fn refusal_fails_the_mount_at_once_whatever_mnt_timeout() {
+    let server = HostileServer::start(Plan::always(
+        Proc::MNT,
+        Fault::MountStatus(mountstat3::MNT3ERR_ACCES),
+    ));
+    let url = server.url(&format!("{SOFT}&mnt_timeout=600"));
+    let (r, t) = within("connect", LIMIT, move || Client::connect(&url));
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Mount { .. }), "{e:?}");
+    assert!(t < Duration::from_secs(2), "{t:?}");
+    assert_no_internal_panic();
+}
