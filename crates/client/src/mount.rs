@@ -1,13 +1,25 @@
 //! Finding the server and the export: PORTMAP GETPORT, MOUNT EXPORT and
-//! MNT, each as a one-shot RPC over its own short-lived TCP connection
-//! (cold path: done once per client).
+//! MNT, each a one-shot RPC over its own short-lived TCP connection
+//! (`io::oneshot`; cold path: done once per mount).
 //!
-//! The export of a path is the longest prefix the server lets us MOUNT
-//! (DESIGN.md "Configuration"): ask EXPORT for the list; where the server
-//! has no EXPORT procedure, or the list names nothing that fits, try MNT on
-//! every prefix from the longest down to `/`. A MOUNT path is at most
-//! `MNTPATHLEN` (1,024) bytes: longer prefixes cannot be exports and are
-//! never sent, and an export named longer than that is refused before
+//! The export of a path is the longest prefix of it that the server lists
+//! in EXPORT and lets us MOUNT. Where the server has no EXPORT procedure,
+//! or the list names nothing that fits, MNT is tried on every prefix from
+//! the longest down to `/`, and what it accepts is doubted twice, because
+//! some servers answer MNT for paths they do not export:
+//!
+//! * a server that answers every path with its root handle would make a
+//!   file name the export: a shorter prefix MNT answers with the *same*
+//!   handle is the same directory, and the shortest such is the export
+//!   ([`shortest_alias`]);
+//! * a server that MOUNTs a file hands out the file's own handle: the
+//!   caller checks that a probed export's root is a directory and asks for
+//!   the export above it otherwise ([`mount_above`]).
+//!
+//! An export named by the configuration (dnfstab `export:`) or by the URL
+//! (`nfs://host//path`: export `/`) is MOUNTed as it is. A MOUNT path is at
+//! most `MNTPATHLEN` (1,024) bytes: longer prefixes cannot be exports and
+//! are never sent, and an export named longer than that is refused before
 //! anything is sent (a server would answer GARBAGE_ARGS).
 
 use std::io;
