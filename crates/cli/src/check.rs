@@ -1,7 +1,10 @@
 //! `dnfs check`: for every server, path and export of the dnfstab (or each
 //! URL given), connect over that path alone (binding its `local:` address),
 //! MOUNT, FSINFO, and time NULL round trips. Prints one row per
-//! (server, path, export); exits non-zero if any row failed.
+//! (server, path, export), with the socket buffers the kernel gave the
+//! connection (SO_SNDBUF/SO_RCVBUF after connect: a `sockbuf` request as
+//! capped by `net.core.wmem_max`/`rmem_max`, or the autotuned size so far);
+//! exits non-zero if any row failed.
 //!
 //! A check reports what works now: an unreachable server is waited for at
 //! most [`CHECK_MNT_TIMEOUT`] per row, not the configured `mnt_timeout`
@@ -34,6 +37,8 @@ struct Probe {
     rtmax: u32,
     wtmax: u32,
     rtt: Duration,
+    /// SO_SNDBUF and SO_RCVBUF of the connection, bytes.
+    buffers: (u64, u64),
 }
 
 /// Runs the check; `urls` empty means "everything in the dnfstab".
@@ -102,10 +107,18 @@ fn probe(target: &Target) -> std::result::Result<Probe, String> {
     }
     rtts.sort();
     let limits = client.limits();
+    let stats = client.stats();
+    let channel = stats
+        .servers
+        .iter()
+        .flat_map(|s| &s.paths)
+        .flat_map(|p| &p.channels)
+        .next();
     Ok(Probe {
         rtmax: limits.rtmax,
         wtmax: limits.wtmax,
         rtt: rtts[rtts.len() / 2],
+        buffers: channel.map_or((0, 0), |c| (c.send_buffer, c.recv_buffer)),
     })
 }
 
@@ -115,20 +128,22 @@ fn print_table(rows: &[Row]) {
     let wp = w(&|r| r.path.len(), 4);
     let we = w(&|r| r.export.len(), 6);
     println!(
-        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}",
-        "SERVER", "PATH", "EXPORT", "STATUS", "RTMAX", "WTMAX", "NULL RTT"
+        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}",
+        "SERVER", "PATH", "EXPORT", "STATUS", "RTMAX", "WTMAX", "NULL RTT", "SNDBUF", "RCVBUF"
     );
     for r in rows {
         match &r.outcome {
             Ok(p) => println!(
-                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us",
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}",
                 r.server,
                 r.path,
                 r.export,
                 "ok",
                 p.rtmax,
                 p.wtmax,
-                p.rtt.as_secs_f64() * 1e6
+                p.rtt.as_secs_f64() * 1e6,
+                p.buffers.0,
+                p.buffers.1
             ),
             Err(e) => println!(
                 "{:ws$}  {:wp$}  {:we$}  {:>6}  {e}",

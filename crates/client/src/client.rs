@@ -18,12 +18,12 @@ use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
-use crate::config::{MountOptions, NfsUrl};
+use crate::config::{MountOptions, NfsUrl, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::channel::Channel;
 use crate::io::oneshot::nobody_answered;
-use crate::io::socket::ConnectSpec;
+use crate::io::socket::{buffer_sizes, ConnectSpec};
 use crate::io::transport::{Shared, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
@@ -346,6 +346,7 @@ impl Client {
                         .clamp(Duration::from_secs(1), Duration::from_secs(10)),
                     dontroute: options.dontroute,
                     resvport: options.resvport,
+                    buffers: socket_buffers(options),
                 };
                 channels.push(Channel::new(channels.len(), pi, spec, options.max_inflight));
             }
@@ -424,6 +425,7 @@ impl Client {
             timeout,
             dontroute: options.dontroute,
             resvport: options.resvport,
+            buffers: socket_buffers(options),
         };
         let nfs_port = match options.nfs_port {
             Some(p) => p,
@@ -649,7 +651,8 @@ impl Client {
     /// A snapshot of every counter: this server, each path, each channel,
     /// each file opened through this client (Oracle's v$dnfs_servers,
     /// v$dnfs_channels, v$dnfs_files and v$dnfs_stats, plus latency
-    /// histograms, retransmits, per-path bytes and queue depth).
+    /// histograms, retransmits, per-path bytes, queue depth and each
+    /// channel's socket buffers as the kernel reports them now).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
         let channels = &inner.shared().channels;
@@ -669,13 +672,20 @@ impl Client {
                 }
                 any_up |= ch.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
+                let (state, (send_buffer, recv_buffer)) = {
+                    let st = ch.lock();
+                    let buffers = st.sock.as_ref().map_or((0, 0), buffer_sizes);
+                    (st.health.name().to_string(), buffers)
+                };
                 chans.push(ChannelStats {
                     id: ch.id as u32,
-                    state: ch.lock().health.name().to_string(),
+                    state,
                     totals: raw.summarize(),
                     queue_depth: ch
                         .outstanding_requests
                         .load(std::sync::atomic::Ordering::Relaxed),
+                    send_buffer,
+                    recv_buffer,
                 });
             }
             let raw = path_raw.unwrap_or_default();
@@ -1028,6 +1038,14 @@ const MOUNT_BACKOFF: Backoff = Backoff {
     initial: Duration::from_millis(250),
     max: Duration::from_secs(5),
 };
+
+/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`); `None`: autotuning.
+fn socket_buffers(options: &MountOptions) -> Option<usize> {
+    match options.sockbuf {
+        SocketBuffers::Auto => None,
+        SocketBuffers::Fixed(n) => Some(n as usize),
+    }
+}
 
 /// What one path told us: the NFS port, where MOUNT is, the export.
 struct Discovered {

@@ -1,6 +1,6 @@
 //! `mnt_timeout` against a real Ganesha: a client started while the server
 //! is down waits for it (a database starting during a filer takeover).
-//! (A server that never comes: `discovery::unreachable_server_*`.)
+//! (A server that never comes: `mounting::unreachable_server_*`.)
 
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};

@@ -62,5 +62,5 @@ pub use dnfstab::{
     find_config, load, parse_str, ConfigError, ConfigWarning, DnfsTab, ExportEntry, PathEntry,
     Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
-pub use options::{MountOptions, NfsVersion, OptionError, StableMode};
+pub use options::{MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
 pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

@@ -20,6 +20,7 @@
 //! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
+//! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning) or a size in bytes (`k`/`m` suffixes), 4 KiB..=256 MiB, asked for as SO_SNDBUF and SO_RCVBUF | 4 MiB |
 //! | `mnt_timeout` | seconds to wait for MOUNT to succeed (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
 //! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
 //! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`; anything else is an error | 3 |
@@ -57,6 +58,31 @@ impl fmt::Display for StableMode {
             StableMode::FileSync => "file_sync",
             StableMode::Unstable => "unstable",
         })
+    }
+}
+
+/// The TCP socket buffers of a channel's connection (`sockbuf=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SocketBuffers {
+    /// Leave them to the kernel (`sockbuf=auto`): they start at
+    /// `net.ipv4.tcp_wmem`/`tcp_rmem`'s default and grow with the
+    /// connection's traffic up to their maximum (`tcp_rmem`'s is 32 MiB on
+    /// common distributions).
+    Auto,
+    /// Ask for this many bytes each (SO_SNDBUF and SO_RCVBUF), before
+    /// connecting. This turns the kernel's autotuning off for the socket,
+    /// and the kernel silently caps the request at `net.core.wmem_max` /
+    /// `rmem_max` (4 MiB on many systems, 208 KiB on some): what it granted
+    /// is in the channel statistics and `dnfs check`.
+    Fixed(u32),
+}
+
+impl fmt::Display for SocketBuffers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SocketBuffers::Auto => f.write_str("auto"),
+            SocketBuffers::Fixed(n) => write!(f, "{n}"),
+        }
     }
 }
 
@@ -115,6 +141,8 @@ pub struct MountOptions {
     /// Send from each path's `local:` address with SO_DONTROUTE (oranfstab
     /// `dontroute`). Default off.
     pub dontroute: bool,
+    /// The TCP socket buffers of every channel. Default 4 MiB each.
+    pub sockbuf: SocketBuffers,
     /// How long to keep trying to MOUNT an export before giving up (oranfstab
     /// `mnt_timeout:`, in seconds). Default 600 s, as Oracle.
     pub mnt_timeout: Duration,
@@ -143,6 +171,7 @@ impl Default for MountOptions {
             rsize: 1 << 20,
             wsize: 1 << 20,
             dontroute: false,
+            sockbuf: SocketBuffers::Fixed(4 << 20),
             mnt_timeout: Duration::from_secs(600),
             resvport: false,
             nfs_version: NfsVersion::V3,
@@ -226,6 +255,7 @@ enum Key {
     Rsize,
     Wsize,
     Dontroute,
+    Sockbuf,
     MntTimeout,
     Resvport,
     NoResvport,
@@ -255,6 +285,7 @@ const KEYS: &[(&str, Key)] = &[
     ("rsize", Key::Rsize),
     ("wsize", Key::Wsize),
     ("dontroute", Key::Dontroute),
+    ("sockbuf", Key::Sockbuf),
     ("mnt_timeout", Key::MntTimeout),
     ("resvport", Key::Resvport),
     ("noresvport", Key::NoResvport),
@@ -301,6 +332,10 @@ impl MountOptions {
     pub const MAX_TIMEO: Duration = Duration::from_secs(600);
     /// Most `retrans`.
     pub const MAX_RETRANS: u32 = 1000;
+    /// Smallest fixed `sockbuf`.
+    pub const MIN_SOCKBUF: u32 = 4096;
+    /// Largest fixed `sockbuf`.
+    pub const MAX_SOCKBUF: u32 = 256 << 20;
     /// Shortest `mnt_timeout`.
     pub const MIN_MNT_TIMEOUT: Duration = Duration::from_secs(1);
     /// Longest `mnt_timeout` (a day).
@@ -358,6 +393,7 @@ impl MountOptions {
             Key::Rsize => self.rsize = p.io_size()?,
             Key::Wsize => self.wsize = p.io_size()?,
             Key::Dontroute => self.dontroute = p.flag()?,
+            Key::Sockbuf => self.sockbuf = p.sockbuf()?,
             Key::MntTimeout => {
                 self.mnt_timeout =
                     p.duration(Unit::Seconds, Self::MIN_MNT_TIMEOUT, Self::MAX_MNT_TIMEOUT)?
@@ -427,6 +463,11 @@ impl MountOptions {
                 format!("must be between 0 and {}", Self::MAX_RETRANS),
             );
         }
+        if let SocketBuffers::Fixed(n) = self.sockbuf {
+            if !(Self::MIN_SOCKBUF..=Self::MAX_SOCKBUF).contains(&n) {
+                return bad("sockbuf", n.to_string(), sockbuf_range());
+            }
+        }
         for (key, size) in [("rsize", self.rsize), ("wsize", self.wsize)] {
             if !(Self::MIN_IO_SIZE..=Self::MAX_IO_SIZE).contains(&size) {
                 return bad(key, size.to_string(), io_size_range());
@@ -450,6 +491,14 @@ fn io_size_range() -> String {
         "must be between {} (4k) and {} (16m) bytes",
         MountOptions::MIN_IO_SIZE,
         MountOptions::MAX_IO_SIZE
+    )
+}
+
+fn sockbuf_range() -> String {
+    format!(
+        "expected auto, or a size between {} (4k) and {} (256m) bytes",
+        MountOptions::MIN_SOCKBUF,
+        MountOptions::MAX_SOCKBUF
     )
 }
 
@@ -553,6 +602,29 @@ impl ValueParser<'_> {
 
     /// A byte count, optionally with a `k` (KiB) or `m` (MiB) suffix.
     fn io_size(&self) -> Result<u32, OptionError> {
+        let n = self.bytes()?;
+        let range = u64::from(MountOptions::MIN_IO_SIZE)..=u64::from(MountOptions::MAX_IO_SIZE);
+        if !range.contains(&n) {
+            return Err(self.invalid(io_size_range()));
+        }
+        Ok(n as u32)
+    }
+
+    /// `auto`, or a byte count as [`io_size`](Self::io_size) takes.
+    fn sockbuf(&self) -> Result<SocketBuffers, OptionError> {
+        if self.required()?.eq_ignore_ascii_case("auto") {
+            return Ok(SocketBuffers::Auto);
+        }
+        let n = self.bytes().map_err(|_| self.invalid(sockbuf_range()))?;
+        let range = u64::from(MountOptions::MIN_SOCKBUF)..=u64::from(MountOptions::MAX_SOCKBUF);
+        if !range.contains(&n) {
+            return Err(self.invalid(sockbuf_range()));
+        }
+        Ok(SocketBuffers::Fixed(n as u32))
+    }
+
+    /// A number of bytes, with an optional `k` (KiB) or `m` (MiB) suffix.
+    fn bytes(&self) -> Result<u64, OptionError> {
         let text = self.required()?.to_ascii_lowercase();
         let (digits, mult) = if let Some(d) = text.strip_suffix('k') {
             (d, 1u64 << 10)
@@ -561,15 +633,9 @@ impl ValueParser<'_> {
         } else {
             (text.as_str(), 1)
         };
-        let n = self
-            .number(digits)?
+        self.number(digits)?
             .checked_mul(mult)
-            .ok_or_else(|| self.invalid("number too large"))?;
-        let range = u64::from(MountOptions::MIN_IO_SIZE)..=u64::from(MountOptions::MAX_IO_SIZE);
-        if !range.contains(&n) {
-            return Err(self.invalid(io_size_range()));
-        }
-        Ok(n as u32)
+            .ok_or_else(|| self.invalid("number too large"))
     }
 
     /// `1,2,3`; empty means "no supplementary groups".

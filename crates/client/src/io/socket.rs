@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | bind the local address before connect | multipath: each path leaves through its own NIC | none: a path with a bad `local:` fails |
 //! | `TCP_NODELAY` | an RPC is a complete message; Nagle would hold it back | none needed |
-//! | large `SO_SNDBUF`/`SO_RCVBUF` | hundreds of 1 MiB requests in flight | the kernel's clamp (`wmem_max`) |
+//! | `SO_SNDBUF`/`SO_RCVBUF` of `sockbuf` bytes, or none (`sockbuf=auto`) | a fixed size is there from the first byte; the kernel's autotuning grows buffers only with the traffic, but past `rmem_max` | the kernel's clamp (`wmem_max`/`rmem_max`), reported by [`buffer_sizes`] |
 //! | `SO_DONTROUTE` (`dontroute`) | oranfstab: keep storage traffic off the routed network | none |
 //! | privileged source port (`resvport`) | servers that insist on ports < 1024 | an ordinary port, with a warning |
 //! | connect timeout | a black-holed path hangs in SYN retries | none needed |
@@ -28,19 +28,22 @@ pub(crate) struct ConnectSpec {
     pub dontroute: bool,
     /// Try to bind a source port below 1024.
     pub resvport: bool,
+    /// SO_SNDBUF and SO_RCVBUF to ask for; `None` leaves the buffers to
+    /// the kernel's autotuning (setting them turns it off).
+    pub buffers: Option<usize>,
 }
-
-/// Socket buffer size asked for; the kernel clamps it to its maximum.
-const SOCKET_BUFFER_BYTES: usize = 4 << 20;
 
 /// Opens a tuned TCP connection as `spec` says.
 pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
     let domain = Domain::for_address(spec.remote);
     let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
     socket.set_tcp_nodelay(true)?;
-    // Best effort: a smaller buffer is slower, not wrong.
-    let _ = socket.set_send_buffer_size(SOCKET_BUFFER_BYTES);
-    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER_BYTES);
+    if let Some(bytes) = spec.buffers {
+        // Before connect: the receive buffer sets the window scale the
+        // SYN announces. Best effort: a smaller buffer is slower, not wrong.
+        let _ = socket.set_send_buffer_size(bytes);
+        let _ = socket.set_recv_buffer_size(bytes);
+    }
     if spec.dontroute {
         set_dontroute(&socket)?;
     }
@@ -52,6 +55,16 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_interval(Duration::from_secs(2)),
     )?;
     Ok(socket.into())
+}
+
+/// The send and receive buffer sizes of a connection as the kernel reports
+/// them now (SO_SNDBUF, SO_RCVBUF): what a fixed request was capped to,
+/// doubled for the kernel's bookkeeping, or what autotuning has grown
+/// them to so far. 0 for a size the kernel would not tell.
+pub(crate) fn buffer_sizes(stream: &TcpStream) -> (u64, u64) {
+    let s = socket2::SockRef::from(stream);
+    let size = |r: io::Result<usize>| r.map_or(0, |n| n as u64);
+    (size(s.send_buffer_size()), size(s.recv_buffer_size()))
 }
 
 /// Checks, without sending a packet, that the kernel can still route from

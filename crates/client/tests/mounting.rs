@@ -1,7 +1,8 @@
-//! Finding the export, and waiting for a server that is not there yet:
-//! the client against the hostile server of `hostile/mod.rs` playing
-//! servers whose MOUNT says yes to more than their export, and against a
-//! server that is down, comes up late, or refuses.
+//! Mounting: finding the export, waiting for a server that is not there
+//! yet, and the sockets it sets up. The client against the hostile server
+//! of `hostile/mod.rs` playing servers whose MOUNT says yes to more than
+//! their export, and against a server that is down, comes up late, or
+//! refuses.
 //!
 //! | server | expected client behaviour | test |
 //! |---|---|---|
@@ -12,6 +13,7 @@
 //! | nothing listening yet; the server starts 1.5 s after the client | the mount waits (retrying with a growing pause) and succeeds | `mount_waits_for_a_server_that_starts_late` |
 //! | nothing listening, ever | `Connect` (ECONNREFUSED) after `mnt_timeout`, naming the address, the server, the attempts and `mnt_timeout` | `unreachable_server_fails_after_mnt_timeout_naming_it` |
 //! | a server that answers and refuses (MNT3ERR_ACCES) | fails at once, however long `mnt_timeout` is | `refusal_fails_the_mount_at_once_whatever_mnt_timeout` |
+//! | `sockbuf=64k` / `sockbuf=auto` | each channel's SO_SNDBUF/SO_RCVBUF is what the kernel made of the request (64 KiB doubled), or the autotuned size; shown in the channel statistics (0 once the connection is gone) | `socket_buffers_are_set_as_asked_and_reported` |
 
 // Test helpers panic on failure: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -237,5 +239,48 @@ fn refusal_fails_the_mount_at_once_whatever_mnt_timeout() {
     let e = r.unwrap_err();
     assert!(matches!(e, Error::Mount { .. }), "{e:?}");
     assert!(t < Duration::from_secs(2), "{t:?}");
+    assert_no_internal_panic();
+}
+
+// ---------------------------------------------------------------------------
+// Socket buffers
+
+/// The (send, recv) buffers of each channel, from the statistics.
+fn buffers(client: &Client) -> Vec<(u64, u64)> {
+    client
+        .stats()
+        .servers
+        .iter()
+        .flat_map(|s| &s.paths)
+        .flat_map(|p| &p.channels)
+        .map(|c| (c.send_buffer, c.recv_buffer))
+        .collect()
+}
+
+#[test]
+fn socket_buffers_are_set_as_asked_and_reported() {
+    let server = HostileServer::start(Plan::none());
+    // The kernel doubles what it grants (its bookkeeping), below rmem_max.
+    let fixed = connect(&server.url("timeo=10&retrans=0&soft&connections=2&sockbuf=64k"));
+    assert_eq!(buffers(&fixed), [(131072, 131072); 2]);
+    // Autotuning: whatever the kernel chose, but not a fixed 64 KiB request.
+    let auto = connect(&server.url("timeo=10&connections=1&sockbuf=auto"));
+    let b = buffers(&auto);
+    assert_eq!(b.len(), 1);
+    assert!(b[0].0 > 0 && b[0].1 > 0, "{b:?}");
+    // The default asks for 4 MiB: at most that doubled, at least 64 KiB.
+    let default = connect(&server.url("timeo=10&connections=1"));
+    let (send, recv) = buffers(&default)[0];
+    assert!((65536..=8 << 20).contains(&send), "{send}");
+    assert!((65536..=8 << 20).contains(&recv), "{recv}");
+    // A channel without a connection reports 0.
+    drop(server);
+    let until = Instant::now() + Duration::from_secs(10);
+    while buffers(&fixed).iter().any(|&(s, _)| s != 0) {
+        let c = fixed.clone();
+        let _ = within("ping", LIMIT, move || c.ping());
+        assert!(Instant::now() < until, "{:?}", buffers(&fixed));
+        std::thread::sleep(Duration::from_millis(50));
+    }
     assert_no_internal_panic();
 }
