@@ -763,6 +763,7 @@ mod tests {
         assert_eq!((o.rsize, o.wsize), (1 << 20, 1 << 20));
         assert!(!o.dontroute);
         assert_eq!(o.mnt_timeout, Duration::from_secs(600));
+        assert_eq!(o.sockbuf, SocketBuffers::Fixed(4 << 20));
         assert!(!o.resvport);
         assert_eq!(o.nfs_version, NfsVersion::V3);
         assert_eq!(o.validate(), Ok(()));
@@ -778,6 +779,7 @@ mod tests {
                 "security" | "security_default" | "sec" => "sys",
                 "gids" => "1,2",
                 "rsize" | "wsize" => "65536",
+                "sockbuf" => "auto",
                 _ => "7",
             };
             let mut o = MountOptions::default();
@@ -947,6 +949,35 @@ mod tests {
         assert!(set(&[("rsize", "4095")]).is_err());
         assert!(set(&[("wsize", "17m")]).is_err());
         assert!(set(&[("wsize", "99999999999999999m")]).is_err());
+    }
+
+    #[test]
+    fn sockbuf_is_auto_or_a_bounded_size() {
+        assert_eq!(
+            set(&[("sockbuf", "auto")]).unwrap().sockbuf,
+            SocketBuffers::Auto
+        );
+        assert_eq!(
+            set(&[("sockbuf", "AUTO")]).unwrap().sockbuf,
+            SocketBuffers::Auto
+        );
+        let fixed = |v: &str| set(&[("sockbuf", v)]).map(|o| o.sockbuf);
+        assert_eq!(fixed("64k").unwrap(), SocketBuffers::Fixed(65536));
+        assert_eq!(fixed("4m").unwrap(), SocketBuffers::Fixed(4 << 20));
+        assert_eq!(fixed("4096").unwrap(), SocketBuffers::Fixed(4096));
+        for bad in ["4095", "257m", "", "big", "-1"] {
+            let e = fixed(bad).unwrap_err().to_string();
+            assert!(e.contains("sockbuf"), "{bad}: {e}");
+        }
+        assert!(fixed("1")
+            .unwrap_err()
+            .to_string()
+            .contains("expected auto"));
+        let mut o = MountOptions::default();
+        o.sockbuf = SocketBuffers::Fixed(1);
+        assert!(o.validate().is_err());
+        assert_eq!(SocketBuffers::Auto.to_string(), "auto");
+        assert_eq!(SocketBuffers::Fixed(65536).to_string(), "65536");
     }
 
     #[test]
