@@ -21,7 +21,7 @@
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
 //! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning) or a size in bytes (`k`/`m` suffixes), 4 KiB..=256 MiB, asked for as SO_SNDBUF and SO_RCVBUF | 4 MiB |
-//! | `mnt_timeout` | seconds to wait for MOUNT to succeed (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
+//! | `mnt_timeout` | seconds to keep trying to mount a server that cannot be reached (refused or timed-out connections, programs not registered with its portmapper; a server that answers and refuses fails at once), with pauses of 0.25 s doubling to 5 s (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
 //! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
 //! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`; anything else is an error | 3 |
 //! | `security` (`security_default`, `sec`) | `sys` only; anything else is an error | sys |
@@ -143,8 +143,11 @@ pub struct MountOptions {
     pub dontroute: bool,
     /// The TCP socket buffers of every channel. Default 4 MiB each.
     pub sockbuf: SocketBuffers,
-    /// How long to keep trying to MOUNT an export before giving up (oranfstab
-    /// `mnt_timeout:`, in seconds). Default 600 s, as Oracle.
+    /// How long to keep trying to mount while the server cannot be reached
+    /// (oranfstab `mnt_timeout:`, in seconds): connections refused, reset
+    /// or timing out, programs not registered with its portmapper are
+    /// tried again, with pauses of 0.25 s doubling to 5 s, until this much
+    /// time has passed (see `Client::mount`). Default 600 s, as Oracle.
     pub mnt_timeout: Duration,
     /// Bind a privileged source port (< 1024), for servers that demand one
     /// (`secure` exports). Needs CAP_NET_BIND_SERVICE. Default off.
