@@ -976,8 +976,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("expected auto"));
-        let mut o = MountOptions::default();
-        o.sockbuf = SocketBuffers::Fixed(1);
+        let o = MountOptions {
+            sockbuf: SocketBuffers::Fixed(1),
+            ..MountOptions::default()
+        };
         assert!(o.validate().is_err());
         assert_eq!(SocketBuffers::Auto.to_string(), "auto");
         assert_eq!(SocketBuffers::Fixed(65536).to_string(), "65536");
