@@ -39,17 +39,13 @@ use directnfs::{Client, Error};
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply};
 
 use harness::capture;
-use harness::watch::{internal_panics, within};
+use harness::watch::{assert_no_internal_panic, within};
 use harness::{pattern_at, Fault, HostileServer, Options, Plan, Proc, EXPORT, FILE};
 
 /// Soft mount, 1 s per attempt, and 1 s for the mount (`mnt_timeout`).
 const SOFT: &str = "timeo=10&retrans=1&soft&connections=1&mnt_timeout=1";
 /// Hard deadline for one connect.
 const LIMIT: Duration = Duration::from_secs(10);
-
-fn assert_no_internal_panic() {
-    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
-}
 
 fn connect(url: &str) -> (directnfs::Result<Client>, Duration) {
     let url = url.to_string();

@@ -27,17 +27,13 @@ use std::time::{Duration, Instant};
 use directnfs::{Client, Error};
 use directnfs_wire::mount::mountstat3;
 
-use harness::watch::{internal_panics, within};
+use harness::watch::{assert_no_internal_panic, within};
 use harness::{pattern_at, Fault, HostileServer, MountAny, Options, Plan, Proc, FILE};
 
 /// Soft mount, 1 s per attempt, one connection.
 const SOFT: &str = "timeo=10&retrans=1&soft&connections=1";
 /// Hard deadline for a mount that should succeed or fail quickly.
 const LIMIT: Duration = Duration::from_secs(10);
-
-fn assert_no_internal_panic() {
-    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
-}
 
 fn server(mount_any: MountAny) -> HostileServer {
     let opts = Options {
