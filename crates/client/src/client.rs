@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::channel::Channel;
 use crate::io::oneshot::nobody_answered;
-use crate::io::socket::{buffer_sizes, ConnectSpec};
+use crate::io::socket::{buffer_sizes, BufferRequest, ConnectSpec};
 use crate::io::transport::{Shared, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
@@ -1039,11 +1039,12 @@ const MOUNT_BACKOFF: Backoff = Backoff {
     max: Duration::from_secs(5),
 };
 
-/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`); `None`: autotuning.
-fn socket_buffers(options: &MountOptions) -> Option<usize> {
+/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`).
+fn socket_buffers(options: &MountOptions) -> BufferRequest {
     match options.sockbuf {
-        SocketBuffers::Auto => None,
-        SocketBuffers::Fixed(n) => Some(n as usize),
+        SocketBuffers::Auto => BufferRequest::Auto,
+        SocketBuffers::Fixed(n) => BufferRequest::Fixed(n as usize),
+        SocketBuffers::Prefer(n) => BufferRequest::Prefer(n as usize),
     }
 }
 

@@ -13,7 +13,7 @@
 //! | nothing listening yet; the server starts 1.5 s after the client | the mount waits (retrying with a growing pause) and succeeds | `mount_waits_for_a_server_that_starts_late` |
 //! | nothing listening, ever | `Connect` (ECONNREFUSED) after `mnt_timeout`, naming the address, the server, the attempts and `mnt_timeout` | `unreachable_server_fails_after_mnt_timeout_naming_it` |
 //! | a server that answers and refuses (MNT3ERR_ACCES) | fails at once, however long `mnt_timeout` is | `refusal_fails_the_mount_at_once_whatever_mnt_timeout` |
-//! | `sockbuf=64k` / `sockbuf=auto` | each channel's SO_SNDBUF/SO_RCVBUF is what the kernel made of the request (64 KiB doubled), or the autotuned size; shown in the channel statistics (0 once the connection is gone) | `socket_buffers_are_set_as_asked_and_reported` |
+//! | `sockbuf=64k` / `auto` / `prefer:SIZE` (the default `prefer:4m`) | each channel's SO_SNDBUF/SO_RCVBUF is what the kernel made of the request (64 KiB doubled), the autotuned size, or the size where the kernel's maximum allows it and autotuning where it would be capped; shown in the channel statistics (0 once the connection is gone) | `socket_buffers_are_set_as_asked_and_reported` |
 
 // Test helpers panic on failure: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -264,11 +264,30 @@ fn socket_buffers_are_set_as_asked_and_reported() {
     let b = buffers(&auto);
     assert_eq!(b.len(), 1);
     assert!(b[0].0 > 0 && b[0].1 > 0, "{b:?}");
-    // The default asks for 4 MiB: at most that doubled, at least 64 KiB.
+    // prefer: the size where the kernel grants it in full (64 KiB always
+    // is), autotuning where it would be capped (256 MiB never fits):
+    // unlike a fixed request, which the kernel silently caps.
+    let small = connect(&server.url("timeo=10&connections=1&sockbuf=prefer:64k"));
+    assert_eq!(buffers(&small), [(131072, 131072)]);
+    let capped = connect(&server.url("timeo=10&connections=1&sockbuf=256m"));
+    let huge = connect(&server.url("timeo=10&connections=1&sockbuf=prefer:256m"));
+    let (capped, huge) = (buffers(&capped)[0], buffers(&huge)[0]);
+    assert!(capped.1 < 512 << 20, "capped at rmem_max: {capped:?}");
+    assert_eq!(huge.1, b[0].1, "autotuned like sockbuf=auto: {huge:?}");
+    assert_ne!(huge.1, capped.1, "{huge:?} {capped:?}");
+    // The default is prefer:4m.
     let default = connect(&server.url("timeo=10&connections=1"));
-    let (send, recv) = buffers(&default)[0];
-    assert!((65536..=8 << 20).contains(&send), "{send}");
-    assert!((65536..=8 << 20).contains(&recv), "{recv}");
+    let rmem_max: u64 = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let recv = buffers(&default)[0].1;
+    if rmem_max >= 4 << 20 {
+        assert_eq!(recv, 8 << 20, "4 MiB granted, reported doubled");
+    } else {
+        assert_eq!(recv, b[0].1, "autotuned");
+    }
     // A channel without a connection reports 0.
     drop(server);
     let until = Instant::now() + Duration::from_secs(10);

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | bind the local address before connect | multipath: each path leaves through its own NIC | none: a path with a bad `local:` fails |
 //! | `TCP_NODELAY` | an RPC is a complete message; Nagle would hold it back | none needed |
-//! | `SO_SNDBUF`/`SO_RCVBUF` of `sockbuf` bytes, or none (`sockbuf=auto`) | a fixed size is there from the first byte; the kernel's autotuning grows buffers only with the traffic, but past `rmem_max` | the kernel's clamp (`wmem_max`/`rmem_max`), reported by [`buffer_sizes`] |
+//! | `SO_SNDBUF`/`SO_RCVBUF` as [`BufferRequest`] says (`sockbuf`) | a fixed size is there from the first byte; the kernel's autotuning grows buffers only with the traffic, but past `rmem_max` | the kernel's clamp (`wmem_max`/`rmem_max`), reported by [`buffer_sizes`]; `prefer` leaves a direction the clamp would cut to autotuning |
 //! | `SO_DONTROUTE` (`dontroute`) | oranfstab: keep storage traffic off the routed network | none |
 //! | privileged source port (`resvport`) | servers that insist on ports < 1024 | an ordinary port, with a warning |
 //! | connect timeout | a black-holed path hangs in SYN retries | none needed |
@@ -13,6 +13,7 @@
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{SocketAddr, TcpStream};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How to open one TCP connection.
@@ -28,9 +29,24 @@ pub(crate) struct ConnectSpec {
     pub dontroute: bool,
     /// Try to bind a source port below 1024.
     pub resvport: bool,
-    /// SO_SNDBUF and SO_RCVBUF to ask for; `None` leaves the buffers to
-    /// the kernel's autotuning (setting them turns it off).
-    pub buffers: Option<usize>,
+    /// SO_SNDBUF and SO_RCVBUF to ask for.
+    pub buffers: BufferRequest,
+}
+
+/// What to ask of the kernel for a connection's socket buffers. Setting a
+/// size turns the kernel's autotuning off for that direction, and the
+/// kernel caps the size at `net.core.wmem_max` (send) / `rmem_max`
+/// (receive) without a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BufferRequest {
+    /// Nothing: autotuning both ways.
+    Auto,
+    /// This many bytes both ways, whatever the kernel grants.
+    Fixed(usize),
+    /// This many bytes in each direction whose maximum allows it in full;
+    /// autotuning in a direction where it would be capped (or whose
+    /// maximum cannot be read).
+    Prefer(usize),
 }
 
 /// Opens a tuned TCP connection as `spec` says.
@@ -38,11 +54,25 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
     let domain = Domain::for_address(spec.remote);
     let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
     socket.set_tcp_nodelay(true)?;
-    if let Some(bytes) = spec.buffers {
-        // Before connect: the receive buffer sets the window scale the
-        // SYN announces. Best effort: a smaller buffer is slower, not wrong.
-        let _ = socket.set_send_buffer_size(bytes);
-        let _ = socket.set_recv_buffer_size(bytes);
+    let (send, recv) = match spec.buffers {
+        BufferRequest::Auto => (None, None),
+        BufferRequest::Fixed(n) => (Some(n), Some(n)),
+        BufferRequest::Prefer(n) => (
+            kernel_max(&WMEM_MAX, "wmem_max")
+                .filter(|&max| n <= max)
+                .map(|_| n),
+            kernel_max(&RMEM_MAX, "rmem_max")
+                .filter(|&max| n <= max)
+                .map(|_| n),
+        ),
+    };
+    // Before connect: the receive buffer sets the window scale the SYN
+    // announces. Best effort: a smaller buffer is slower, not wrong.
+    if let Some(n) = send {
+        let _ = socket.set_send_buffer_size(n);
+    }
+    if let Some(n) = recv {
+        let _ = socket.set_recv_buffer_size(n);
     }
     if spec.dontroute {
         set_dontroute(&socket)?;
@@ -55,6 +85,19 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_interval(Duration::from_secs(2)),
     )?;
     Ok(socket.into())
+}
+
+static WMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();
+static RMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();
+
+/// `net.core.NAME` (the most SO_SNDBUF/SO_RCVBUF may ask for), read once
+/// per process; `None` when it cannot be read.
+fn kernel_max(cache: &OnceLock<Option<usize>>, name: &str) -> Option<usize> {
+    *cache.get_or_init(|| {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    })
 }
 
 /// The send and receive buffer sizes of a connection as the kernel reports
