@@ -1073,7 +1073,8 @@ fn gave_up(
     match e {
         Error::Connect { server, source } => Error::Connect {
             server: format!(
-                "{server} (server \"{}\": {attempts} attempt{} over {:.1} s, mnt_timeout is {} s)",
+                "{server}; gave up on server \"{}\" after {attempts} attempt{} over {:.1} s \
+                 (mnt_timeout is {} s)",
                 target.name,
                 if attempts == 1 { "" } else { "s" },
                 spent.as_secs_f64(),

@@ -213,7 +213,7 @@ fn unreachable_server_fails_after_mnt_timeout_naming_it() {
     eprintln!("{msg}");
     for needle in [
         format!("127.0.0.1:{port}"),
-        "server \"127.0.0.1\"".to_string(),
+        "gave up on server \"127.0.0.1\"".to_string(),
         "attempts".to_string(),
         "mnt_timeout is 2 s".to_string(),
     ] {

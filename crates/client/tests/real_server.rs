@@ -325,7 +325,7 @@ fn connect_to_a_closed_port_fails_with_a_clear_error() {
     let url = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1&mnt_timeout=1";
     let err = Client::connect(url).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("127.0.0.1:1 "), "{msg}");
+    assert!(msg.contains("127.0.0.1:1;"), "{msg}");
     assert!(msg.contains("mnt_timeout is 1 s"), "{msg}");
     assert_eq!(err.errno(), libc::ECONNREFUSED, "{msg}");
 }
