@@ -330,7 +330,8 @@ pub struct Options {
     /// Port to listen on (127.0.0.1); 0 for any free one.
     pub port: u16,
     /// Keep what WRITEs write (up to [`MAX_STORED`] bytes) and READ it
-    /// back, instead of the fixed [`pattern`].
+    /// back, instead of the fixed [`pattern`]; files CREATE made keep
+    /// their content too ([`HostileServer::created_content`]).
     pub store: bool,
     /// LOOKUP finds every name in every directory (a directory, [`ANY_FH`]),
     /// so a client can be made to cache any number of handles.
