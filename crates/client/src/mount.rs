@@ -207,8 +207,12 @@ fn shortest_alias<'a>(
                 );
                 return Ok(shorter);
             }
-            Ok(_) | Err(Error::Mount { .. }) => {}
-            Err(e) => return Err(e),
+            // The server has answered for `export` already: a refusal of
+            // a shorter prefix (a MOUNT status, an RPC or credential error,
+            // a garbled reply) only says it is not the same directory.
+            Ok(_) => {}
+            Err(e @ Error::Connect { .. }) => return Err(e),
+            Err(e) => tracing::debug!("MNT {shorter} while confirming {export}: {e}"),
         }
     }
     Ok(export)
