@@ -100,9 +100,12 @@ const char *dnfs_last_error(void);
  *   nfs://host[:port]/export/dir?nfsport=N&mountport=M&connections=4&...
  * (keys as in dnfstab; see the directnfs documentation). The URL's path
  * below the export becomes the client's target directory.
- * Returns a client to free with dnfs_client_close, or NULL and errno
- * (EINVAL bad URL, ECONNREFUSED/ETIMEDOUT server unreachable, ENOENT/EACCES
- * export refused). Blocks while connecting and mounting. */
+ * "nfs://host//dir" says the export is "/". Returns a client to free with
+ * dnfs_client_close, or NULL and errno (EINVAL bad URL,
+ * ECONNREFUSED/ETIMEDOUT server unreachable, ENOENT/EACCES export refused).
+ * Blocks while connecting and mounting; while the server cannot be reached
+ * (down, restarting, taking over) it keeps trying for up to mnt_timeout
+ * (600 s unless the URL sets mnt_timeout=SECONDS) before failing. */
 dnfs_client *dnfs_client_open_url(const char *url);
 
 /* Mounts the export that holds `path`, a local-looking path under a
@@ -112,7 +115,9 @@ dnfs_client *dnfs_client_open_url(const char *url);
  * export and options are used; `path` below its mount prefix becomes the
  * client's target directory. Returns NULL and errno EINVAL when the
  * configuration is missing or wrong or `path` is under no mount: prefix
- * (dnfs_last_error names file and line). */
+ * (dnfs_last_error names file and line), or as dnfs_client_open_url when
+ * mounting fails (waiting up to the block's mnt_timeout: for a server that
+ * cannot be reached). */
 dnfs_client *dnfs_client_open_config(const char *config_path, const char *path);
 
 /* Releases the client. Returns 0; NULL is accepted and ignored. Open files

@@ -163,11 +163,26 @@ wait_until() {
     done
 }
 
-# True when the RPC program answers a NULL call at ADDR:PORT over TCP,
-# without asking the portmapper (rpcinfo -n).
+# True when the RPC program answers a NULL call at ADDR:PORT over TCP
+# with an accepted SUCCESS. The call (AUTH_NONE) is written by hand over
+# bash's /dev/tcp: `rpcinfo -n PORT` still asks the host's rpcbind whether
+# the program is registered somewhere first, which fails for a server with
+# a private rpcbind whenever no other server is registered with the host's.
 rpc_null_ok() {
     local addr=$1 port=$2 prog=$3 vers=$4
-    timeout 5 rpcinfo -n "$port" -t "$addr" "$prog" "$vers"
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    timeout 5 bash -c '
+        exec 3<>"/dev/tcp/$1/$2" || exit 1
+        # Record mark (last fragment, 40 bytes), XID, CALL, RPC version 2,
+        # program, version, procedure 0, AUTH_NONE credential and verifier.
+        hex=$(printf "%08x" $((0x80000028)) $((0x444e4653)) 0 2 "$3" "$4" 0 0 0 0 0)
+        call=""
+        for ((i = 0; i < ${#hex}; i += 2)); do call+="\\x${hex:i:2}"; done
+        printf "%b" "$call" >&3
+        reply=$(head -c 28 <&3 | od -An -tx1 | tr -d " \n")
+        # XID, REPLY, MSG_ACCEPTED, verifier (AUTH_NONE, empty), SUCCESS.
+        [[ $reply == 80000018444e46530000000100000000000000000000000000000000 ]]
+    ' rpc_null_ok "$addr" "$port" "$prog" "$vers"
 }
 
 # Starts an rpcbind of our own in a private mount namespace where /run is a

@@ -4,23 +4,26 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
 use directnfs_engine::stats::{
     ChannelStats, FileStats, IoStats, PathStats, RawIoSnapshot, ServerStats, StatsSnapshot,
 };
-use directnfs_wire::nfs3::{self, diropargs3, fattr3, filename3, nfs_fh3, nfsstat3, Nfs3Res};
+use directnfs_wire::nfs3::{
+    self, diropargs3, fattr3, filename3, ftype3, nfs_fh3, nfsstat3, Nfs3Res,
+};
 use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
-use crate::config::{MountOptions, NfsUrl};
+use crate::config::{MountOptions, NfsUrl, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::channel::Channel;
-use crate::io::socket::ConnectSpec;
+use crate::io::oneshot::nobody_answered;
+use crate::io::socket::{buffer_sizes, BufferRequest, ConnectSpec};
 use crate::io::transport::{Shared, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
@@ -72,7 +75,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// A single-path target from an `nfs://` URL.
+    /// A single-path target from an `nfs://` URL (its export when the URL
+    /// names one: `nfs://host//path`).
     pub fn from_url(url: &NfsUrl) -> Self {
         let mut options = url.options.clone();
         if let Some(p) = url.port {
@@ -84,7 +88,7 @@ impl Target {
                 local: None,
                 server: url.host.clone(),
             }],
-            export: None,
+            export: url.export.clone(),
             path: url.path.clone(),
             options,
         }
@@ -213,7 +217,10 @@ impl FileStatsTable {
 
 impl Client {
     /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
-    /// The URL's path below the export is [`Client::target_path`].
+    /// The URL's path below the export is [`Client::target_path`]; see
+    /// [`NfsUrl`] for how the export is found (`nfs://host//path` says it
+    /// is `/`), and [`Client::mount`] for how long an unreachable server is
+    /// waited for (`mnt_timeout`).
     ///
     /// ```no_run
     /// let client = directnfs::Client::connect("nfs://127.0.0.1/export/db?nfsport=2049&mountport=20048")?;
@@ -228,6 +235,16 @@ impl Client {
     }
 
     /// Mounts a target (one or more paths, options).
+    ///
+    /// While the server cannot be reached — connections refused, reset or
+    /// timing out, the portmapper not (yet) knowing the programs, every
+    /// path alike — the mount is tried again, with a growing pause (0.25 s
+    /// doubling up to 5 s), until `mnt_timeout` (600 s by default, as
+    /// oranfstab) has passed: a database started during a filer takeover
+    /// waits for the filer instead of failing. The error then names the
+    /// server, the attempts and the time spent. A server that answers and
+    /// refuses (MOUNT or RPC errors, bad credentials, a malformed or no
+    /// reply on a connection it accepted) fails the mount at once.
     pub fn mount(target: &Target) -> Result<Client> {
         let options = target.options.clone();
         options
@@ -239,12 +256,53 @@ impl Client {
                 "a server needs at least one path".into(),
             ));
         }
+        let started = Instant::now();
+        let deadline = started + options.mnt_timeout;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let e = match Self::mount_once(target, &options, &cred, deadline) {
+                Ok(client) => return Ok(client),
+                Err(e) if server_absent(&e) => e,
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(gave_up(e, target, attempts, started.elapsed(), &options));
+            }
+            let pause = MOUNT_BACKOFF
+                .delay(attempts)
+                .min(deadline.saturating_duration_since(now));
+            if attempts == 1 {
+                tracing::warn!(
+                    "server {} not reachable ({e}): trying again until mnt_timeout ({:?}) has passed",
+                    target.name,
+                    options.mnt_timeout
+                );
+            } else {
+                tracing::debug!("server {} still not reachable: {e}", target.name);
+            }
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// One attempt at [`mount`](Self::mount): ports and MOUNT, channels,
+    /// FSINFO; cold-path calls end by `deadline` (at least 1 s each).
+    fn mount_once(
+        target: &Target,
+        options: &MountOptions,
+        cred: &[u8],
+        deadline: Instant,
+    ) -> Result<Client> {
+        let cold_timeout = deadline
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_secs(1), COLD_TIMEOUT);
         // Ports and MOUNT over the first path that answers: a dead path
         // must not stop a database from starting on the others.
-        let mut first_err = None;
+        let mut errors = Vec::new();
         let mut found = None;
         for p in &target.paths {
-            match Self::discover(p, &options, &cred, target) {
+            match Self::discover(p, options, cred, target, cold_timeout) {
                 Ok(v) => {
                     found = Some(v);
                     break;
@@ -255,13 +313,25 @@ impl Client {
                 }
                 Err(e) => {
                     tracing::warn!("path {} unusable for MOUNT: {e}", p.server);
-                    first_err.get_or_insert(e);
+                    errors.push(e);
                 }
             }
         }
-        let Some((nfs_port, mounted)) = found else {
-            return Err(first_err.unwrap_or_else(|| Error::InvalidInput("no path".into())));
+        let Some(found) = found else {
+            // A path whose server answered and refused says more than
+            // paths where nobody answered (only those are tried again).
+            let pick = errors.iter().position(|e| !server_absent(e)).unwrap_or(0);
+            return Err(if errors.is_empty() {
+                Error::InvalidInput("no path".into())
+            } else {
+                errors.swap_remove(pick)
+            });
         };
+        let Discovered {
+            nfs_port,
+            mount_spec,
+            mut mounted,
+        } = found;
 
         // Channels: `connections` per path, all to the NFS port.
         let mut channels = Vec::new();
@@ -276,6 +346,7 @@ impl Client {
                         .clamp(Duration::from_secs(1), Duration::from_secs(10)),
                     dontroute: options.dontroute,
                     resvport: options.resvport,
+                    buffers: socket_buffers(options),
                 };
                 channels.push(Channel::new(channels.len(), pi, spec, options.max_inflight));
             }
@@ -292,7 +363,7 @@ impl Client {
                 backoff: Backoff::default(),
                 max_record,
                 max_client_inflight: options.max_client_inflight,
-                cred: cred.clone(),
+                cred: cred.to_vec(),
                 prog: nfs3::NFS_PROGRAM,
                 vers: nfs3::NFS_V3,
             },
@@ -304,20 +375,35 @@ impl Client {
         let mut inner = Inner {
             transport,
             name: target.name.clone(),
-            export: mounted.export,
+            export: String::new(),
             root: mounted.root,
-            target_rest: mounted.rest,
+            target_rest: String::new(),
             limits: Limits {
                 rtmax: FALLBACK_TRANSFER,
                 wtmax: FALLBACK_TRANSFER,
                 server_rtmax: 0,
                 server_wtmax: 0,
             },
-            options,
-            cred,
+            options: options.clone(),
+            cred: cred.to_vec(),
             handles: RwLock::new(HashMap::new()),
             files: std::sync::Mutex::new(FileStatsTable::default()),
         };
+        // An export found by probing MNT must be a directory: a server
+        // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
+        // nothing about where the export is, only that the file exists.
+        while mounted.probed
+            && inner.getattr(&mounted.root, &mounted.export)?.type_ != ftype3::NF3DIR
+        {
+            tracing::debug!(
+                "MNT {} gave the handle of a file, not a directory: looking for the export above it",
+                mounted.export
+            );
+            mounted = mount::mount_above(&mount_spec, cred, &target.path, &mounted.export)?;
+        }
+        inner.root = mounted.root;
+        inner.export = mounted.export;
+        inner.target_rest = mounted.rest;
         inner.limits = inner.fsinfo()?;
         Ok(Client {
             inner: Arc::new(inner),
@@ -330,14 +416,16 @@ impl Client {
         options: &MountOptions,
         cred: &[u8],
         target: &Target,
-    ) -> Result<(u16, mount::Mounted)> {
+        timeout: Duration,
+    ) -> Result<Discovered> {
         let ip = resolve(&path.server, 0)?.ip();
         let cold = |port: u16| ConnectSpec {
             remote: SocketAddr::new(ip, port),
             local: path.local,
-            timeout: COLD_TIMEOUT.min(options.mnt_timeout.max(Duration::from_secs(1))),
+            timeout,
             dontroute: options.dontroute,
             resvport: options.resvport,
+            buffers: socket_buffers(options),
         };
         let nfs_port = match options.nfs_port {
             Some(p) => p,
@@ -352,13 +440,13 @@ impl Client {
                 directnfs_wire::mount::MOUNT_V3,
             )?,
         };
-        let mounted = mount::mount_path(
-            &cold(mount_port),
-            cred,
-            &target.path,
-            target.export.as_deref(),
-        )?;
-        Ok((nfs_port, mounted))
+        let mount_spec = cold(mount_port);
+        let mounted = mount::mount_path(&mount_spec, cred, &target.path, target.export.as_deref())?;
+        Ok(Discovered {
+            nfs_port,
+            mount_spec,
+            mounted,
+        })
     }
 
     /// Runs `op`; if the server says a handle is stale (the file or a
@@ -563,7 +651,8 @@ impl Client {
     /// A snapshot of every counter: this server, each path, each channel,
     /// each file opened through this client (Oracle's v$dnfs_servers,
     /// v$dnfs_channels, v$dnfs_files and v$dnfs_stats, plus latency
-    /// histograms, retransmits, per-path bytes and queue depth).
+    /// histograms, retransmits, per-path bytes, queue depth and each
+    /// channel's socket buffers as the kernel reports them now).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
         let channels = &inner.shared().channels;
@@ -583,13 +672,20 @@ impl Client {
                 }
                 any_up |= ch.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
+                let (state, (send_buffer, recv_buffer)) = {
+                    let st = ch.lock();
+                    let buffers = st.sock.as_ref().map_or((0, 0), buffer_sizes);
+                    (st.health.name().to_string(), buffers)
+                };
                 chans.push(ChannelStats {
                     id: ch.id as u32,
-                    state: ch.lock().health.name().to_string(),
+                    state,
                     totals: raw.summarize(),
                     queue_depth: ch
                         .outstanding_requests
                         .load(std::sync::atomic::Ordering::Relaxed),
+                    send_buffer,
+                    recv_buffer,
                 });
             }
             let raw = path_raw.unwrap_or_default();
@@ -934,6 +1030,60 @@ pub(crate) fn is_jukebox(results: &[u8]) -> bool {
 
 pub(crate) fn jukebox_delay(tries: u32) -> Duration {
     Duration::from_millis(100u64 << tries.min(4))
+}
+
+/// Pauses between mount attempts while the server cannot be reached:
+/// short at first (a restart takes seconds), then every 5 s.
+const MOUNT_BACKOFF: Backoff = Backoff {
+    initial: Duration::from_millis(250),
+    max: Duration::from_secs(5),
+};
+
+/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`).
+fn socket_buffers(options: &MountOptions) -> BufferRequest {
+    match options.sockbuf {
+        SocketBuffers::Auto => BufferRequest::Auto,
+        SocketBuffers::Fixed(n) => BufferRequest::Fixed(n as usize),
+        SocketBuffers::Prefer(n) => BufferRequest::Prefer(n as usize),
+    }
+}
+
+/// What one path told us: the NFS port, where MOUNT is, the export.
+struct Discovered {
+    nfs_port: u16,
+    mount_spec: ConnectSpec,
+    mounted: mount::Mounted,
+}
+
+/// True for the failures that mean the server could not be reached at all
+/// (see [`nobody_answered`]), as opposed to a server that answered.
+fn server_absent(e: &Error) -> bool {
+    matches!(e, Error::Connect { source, .. } if nobody_answered(source))
+}
+
+/// The last failure of a mount that gave up at `mnt_timeout`, naming the
+/// server, the attempts and the time spent.
+fn gave_up(
+    e: Error,
+    target: &Target,
+    attempts: u32,
+    spent: Duration,
+    options: &MountOptions,
+) -> Error {
+    match e {
+        Error::Connect { server, source } => Error::Connect {
+            server: format!(
+                "{server}; gave up on server \"{}\" after {attempts} attempt{} over {:.1} s \
+                 (mnt_timeout is {} s)",
+                target.name,
+                if attempts == 1 { "" } else { "s" },
+                spent.as_secs_f64(),
+                options.mnt_timeout.as_secs_f64()
+            ),
+            source,
+        },
+        other => other,
+    }
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr> {

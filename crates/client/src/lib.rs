@@ -41,7 +41,7 @@ mod writelog;
 
 pub use batch::{Batch, Completion};
 pub use client::{Client, Limits, PathSpec, Target};
-pub use config::{DnfsTab, MountOptions, NfsUrl, StableMode};
+pub use config::{DnfsTab, MountOptions, NfsUrl, SocketBuffers, StableMode};
 pub use error::{Error, Result};
 pub use file::{File, OpenOptions};
 pub use metadata::{DirEntry, FileType, Metadata};

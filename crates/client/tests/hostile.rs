@@ -70,7 +70,7 @@ use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply, AuthStat, RejectedReply};
 
 use harness::watch::{
-    internal_panics, largest_allocation, memory_lock, peak_rss_kib, within, within_or,
+    assert_no_internal_panic, largest_allocation, memory_lock, peak_rss_kib, within, within_or,
 };
 use harness::{
     absurd_attr, pattern_at, Fault, HostileServer, Options, Plan, Proc, ReadShape, DIR_NAME, FILE,
@@ -137,10 +137,6 @@ fn assert_reads_ok(file: &File, offset: u64, len: usize) {
     let data = r.unwrap_or_else(|e| panic!("read at {offset} failed: {e}"));
     assert_eq!(data.len(), len, "short read at {offset}");
     assert!(data == pattern_at(offset, len), "wrong data at {offset}");
-}
-
-fn assert_no_internal_panic() {
-    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
 }
 
 fn is_protocol(e: &Error) -> bool {

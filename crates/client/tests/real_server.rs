@@ -321,9 +321,12 @@ fn transfer_sizes_come_from_fsinfo_clamped_to_one_mib() {
 
 #[test]
 fn connect_to_a_closed_port_fails_with_a_clear_error() {
-    let err = Client::connect("nfs://127.0.0.1/nothing?nfsport=1&mountport=1").unwrap_err();
+    // Refused connections are tried again until mnt_timeout (1 s here).
+    let url = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1&mnt_timeout=1";
+    let err = Client::connect(url).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("127.0.0.1"), "{msg}");
+    assert!(msg.contains("127.0.0.1:1;"), "{msg}");
+    assert!(msg.contains("mnt_timeout is 1 s"), "{msg}");
     assert_eq!(err.errno(), libc::ECONNREFUSED, "{msg}");
 }
 

@@ -195,29 +195,7 @@ impl Channel {
         vers: u32,
         timeout: std::time::Duration,
     ) -> io::Result<()> {
-        let mut body = Vec::with_capacity(64);
-        directnfs_wire::rpc::encode_call_header(&mut body, 0, prog, vers, 0, cred);
-        let xid = 0x5eed_0000 | (std::process::id() & 0xffff);
-        body[..4].copy_from_slice(&xid.to_be_bytes());
-        let mut msg = fragment_header(body.len(), true).to_vec();
-        msg.extend_from_slice(&body);
-        stream.write_all(&msg)?;
-        // One deadline for the whole reply: a server trickling bytes
-        // cannot hold a connect (or a reconnect thread) past it.
-        let deadline = std::time::Instant::now() + timeout;
-        let rec = super::oneshot::read_record(stream, 64 * 1024, deadline)?;
-        let mut r = directnfs_wire::XdrReader::new(&rec);
-        use directnfs_wire::Decode;
-        let h = directnfs_wire::rpc::ReplyHeader::decode(&mut r)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if h.xid == xid && h.is_success() {
-            Ok(())
-        } else {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("unexpected NULL probe reply: {h:?}"),
-            ))
-        }
+        super::oneshot::null_probe(stream, cred, prog, vers, timeout)
     }
 
     /// Shuts down the socket of a *failed* connection and makes its close

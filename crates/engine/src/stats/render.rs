@@ -65,7 +65,7 @@ pub fn render_text(s: &StatsSnapshot) -> String {
     let mut paths = Table::new(&["server", "local", "remote", "state"], IO_COLUMNS);
     let mut channels = Table::new(
         &["server", "remote", "channel", "state"],
-        std::iter::once("queue").chain(IO_COLUMNS),
+        ["queue", "sndbuf", "rcvbuf"].into_iter().chain(IO_COLUMNS),
     );
     let mut files = Table::new(&["file", "server"], IO_COLUMNS);
     let mut latency = Table::new(
@@ -119,6 +119,8 @@ pub fn render_text(s: &StatsSnapshot) -> String {
                         c.id.to_string(),
                         c.state.clone(),
                         c.queue_depth.to_string(),
+                        c.send_buffer.to_string(),
+                        c.recv_buffer.to_string(),
                     ]
                     .into_iter()
                     .chain(io_cells(&c.totals)),
@@ -355,6 +357,8 @@ struct Scope<'a> {
     io: &'a IoSnapshot,
     state: Option<&'a str>,
     queue_depth: Option<u64>,
+    /// Channels: send and receive buffer bytes.
+    buffers: Option<(u64, u64)>,
 }
 
 /// Prometheus text exposition format (version 0.0.4).
@@ -450,6 +454,25 @@ pub fn render_prometheus(s: &StatsSnapshot) -> String {
     }
     family(
         &mut out,
+        "directnfs_socket_buffer_bytes",
+        "gauge",
+        "A channel's socket buffer as the kernel reports it (dir: send or recv; 0 while down).",
+    );
+    for sc in &scopes {
+        if let Some((send, recv)) = sc.buffers {
+            for (dir, n) in [("send", send), ("recv", recv)] {
+                sample(
+                    &mut out,
+                    "directnfs_socket_buffer_bytes",
+                    &sc.labels,
+                    &[("dir", dir)],
+                    &n.to_string(),
+                );
+            }
+        }
+    }
+    family(
+        &mut out,
         "directnfs_up",
         "gauge",
         "1 if the path or channel is up, 0 if down or probing.",
@@ -484,6 +507,7 @@ fn scopes(s: &StatsSnapshot) -> Vec<Scope<'_>> {
             io: &srv.totals,
             state: None,
             queue_depth: None,
+            buffers: None,
         });
         for p in &srv.paths {
             let mut labels = vec![
@@ -503,6 +527,7 @@ fn scopes(s: &StatsSnapshot) -> Vec<Scope<'_>> {
                     io: &c.totals,
                     state: Some(&c.state),
                     queue_depth: Some(c.queue_depth),
+                    buffers: Some((c.send_buffer, c.recv_buffer)),
                 });
             }
             v.push(Scope {
@@ -510,6 +535,7 @@ fn scopes(s: &StatsSnapshot) -> Vec<Scope<'_>> {
                 io: &p.totals,
                 state: Some(&p.state),
                 queue_depth: None,
+                buffers: None,
             });
         }
     }
@@ -523,6 +549,7 @@ fn scopes(s: &StatsSnapshot) -> Vec<Scope<'_>> {
             io: &f.totals,
             state: None,
             queue_depth: None,
+            buffers: None,
         });
     }
     v
@@ -687,12 +714,16 @@ mod tests {
                                 state: "up".into(),
                                 totals: io(150, 30),
                                 queue_depth: 3,
+                                send_buffer: 8 << 20,
+                                recv_buffer: 8 << 20,
                             },
                             ChannelStats {
                                 id: 1,
                                 state: "up".into(),
                                 totals: io(150, 30),
                                 queue_depth: 0,
+                                send_buffer: 87040,
+                                recv_buffer: 131072,
                             },
                         ],
                     },
@@ -706,6 +737,7 @@ mod tests {
                             state: "probing".into(),
                             totals: io(100, 40),
                             queue_depth: 0,
+                            ..ChannelStats::default()
                         }],
                     },
                 ],
@@ -890,6 +922,7 @@ mod tests {
             ("directnfs_inflight", "gauge"),
             ("directnfs_inflight_peak", "gauge"),
             ("directnfs_queue_depth", "gauge"),
+            ("directnfs_socket_buffer_bytes", "gauge"),
             ("directnfs_up", "gauge"),
             ("directnfs_latency_seconds", "histogram"),
         ] {
@@ -1040,6 +1073,31 @@ mod tests {
         assert!(up.contains(&("path".into(), "10.231.2.2".into(), 0.0)));
         assert!(up.contains(&("channel".into(), "10.231.2.2".into(), 0.0)));
         assert_eq!(up.len(), 5);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn socket_buffers_are_shown_per_channel() {
+        let samples = parse_exposition(&render_prometheus(&sample_snapshot()));
+        let bufs: Vec<(String, String, f64)> = samples
+            .iter()
+            .filter(|s| s.name == "directnfs_socket_buffer_bytes")
+            .map(|s| {
+                (
+                    s.labels["channel"].clone(),
+                    s.labels["dir"].clone(),
+                    s.value,
+                )
+            })
+            .collect();
+        assert_eq!(bufs.len(), 6, "send and recv of 3 channels: {bufs:?}");
+        assert!(bufs.contains(&("0".into(), "send".into(), 8388608.0)));
+        assert!(bufs.contains(&("1".into(), "recv".into(), 131072.0)));
+        assert!(bufs.contains(&("2".into(), "send".into(), 0.0)));
+        let text = render_text(&sample_snapshot());
+        let channels = section(&text, "CHANNELS");
+        assert!(channels[0].contains("sndbuf") && channels[0].contains("rcvbuf"));
+        assert!(channels[2].contains(" 87040 ") && channels[2].contains(" 131072 "));
     }
 
     #[test]
