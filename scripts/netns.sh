@@ -202,8 +202,8 @@ wait_for_ganesha() {
 check_step() {
     case $1 in
         pidfile) ganesha_running ;;
-        nfs) in_server_ns timeout 5 rpcinfo -n "$NFS_PORT" -t 127.0.0.1 100003 3 >/dev/null 2>&1 ;;
-        mount) in_server_ns timeout 5 rpcinfo -n "$MNT_PORT" -t 127.0.0.1 100005 3 >/dev/null 2>&1 ;;
+        nfs) in_server_ns timeout 5 rpcinfo -a "$(universal_addr 127.0.0.1 "$NFS_PORT")" -T tcp 100003 3 >/dev/null 2>&1 ;;
+        mount) in_server_ns timeout 5 rpcinfo -a "$(universal_addr 127.0.0.1 "$MNT_PORT")" -T tcp 100005 3 >/dev/null 2>&1 ;;
         rpcbind) in_server_ns timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | grep -q nfs ;;
         path*)
             local k=${1#path}

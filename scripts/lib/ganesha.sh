@@ -3,8 +3,7 @@
 # starting/stopping exactly the processes we started, waiting for readiness.
 # Sourced, never executed. Callers run with `set -euo pipefail`.
 #
-# Facts these helpers rely on are in shared/SERVER-NOTES.md and
-# scripts/README.md ("Facts learned").
+# Facts these helpers rely on are in docs/server-notes.md.
 
 # Packages a test server needs; libnfs-utils gives nfs-ls/nfs-cp to check it.
 DNFS_PACKAGES=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs13 libnfs-utils)
@@ -164,10 +163,20 @@ wait_until() {
 }
 
 # True when the RPC program answers a NULL call at ADDR:PORT over TCP,
-# without asking the portmapper (rpcinfo -n).
+# without asking any portmapper. `rpcinfo -a UADDR -T tcp` calls the
+# address it is given; `rpcinfo -n PORT -t ADDR` would not do: it still
+# asks rpcbind on ADDR port 111 first and fails where none answers (a
+# server with a private rpcbind, DNFS_PRIVATE_RPCBIND=1).
 rpc_null_ok() {
     local addr=$1 port=$2 prog=$3 vers=$4
-    timeout 5 rpcinfo -n "$port" -t "$addr" "$prog" "$vers"
+    timeout 5 rpcinfo -a "$(universal_addr "$addr" "$port")" -T tcp "$prog" "$vers"
+}
+
+# The RPC universal address of ADDR:PORT (RFC 5665 §5.2.3.3): the address,
+# then the port's high and low byte, e.g. 127.0.0.1 2049 -> 127.0.0.1.8.1.
+universal_addr() {
+    local addr=$1 port=$2
+    echo "$addr.$((port / 256)).$((port % 256))"
 }
 
 # Starts an rpcbind of our own in a private mount namespace where /run is a
