@@ -27,7 +27,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -39,6 +39,7 @@ use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::rpc::ReplyHeader;
 use directnfs_wire::rpc::{AcceptedReply, CallHeader, OpaqueAuth, RecordReader, ReplyBody};
 use directnfs_wire::{Decode, Encode, XdrReader};
+use socket2::SockRef;
 
 /// Largest record the proxy passes on: a 1 MiB READ reply or WRITE call
 /// plus headers, with room to spare.
@@ -265,8 +266,15 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
 }
 
 /// One client connection: connect to the server, then pump calls one way
-/// (this thread) and replies the other (a second thread) until either side
-/// ends; then close both.
+/// and replies the other until either side ends; then close both.
+///
+/// Three threads: this one reads calls from the client (never blocked by a
+/// server that stopped reading, so it notices at once when the client gives
+/// up the connection), one writes them to the server, one passes replies
+/// back. The server side is closed with a reset and linger 0, as a client
+/// resets a connection it gives up: calls still queued for a cut or
+/// black-holed path are dropped, not delivered once the path is back
+/// (after the client re-sent them elsewhere and wrote newer data since).
 fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
     let upstream = shared.config.upstream;
     let server = match TcpStream::connect_timeout(&upstream, shared.config.connect_timeout) {
@@ -279,54 +287,91 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
     };
     let _ = client.set_nodelay(true);
     let _ = server.set_nodelay(true);
-    let Ok((client_w, server_r, client_keep, server_keep)) = clone4(&client, &server) else {
+    let _ = SockRef::from(&server).set_linger(Some(Duration::ZERO));
+    let Ok(handles) = Handles::of(&client, &server) else {
         let _ = client.shutdown(Shutdown::Both);
         return;
     };
     if shared.stop.load(Ordering::Relaxed) {
         return;
     }
-    shared.live().insert(id, [client_keep, server_keep]);
-    let client_w = Arc::new(Mutex::new(client_w));
+    shared
+        .live()
+        .insert(id, [handles.client_keep, handles.server_keep]);
+    let client_w = Arc::new(Mutex::new(handles.client_w));
+    let (to_server, queued) = mpsc::channel::<Vec<u8>>();
+    let writer = {
+        let mut server_w = handles.server_w;
+        std::thread::Builder::new()
+            .name("fault-proxy-calls".into())
+            .spawn(move || {
+                for chunk in queued {
+                    if server_w.write_all(&chunk).is_err() {
+                        break;
+                    }
+                }
+                let _ = server_w.shutdown(Shutdown::Both);
+            })
+    };
     let replies = {
         let client_w = Arc::clone(&client_w);
+        let server_r = handles.server_r;
         std::thread::Builder::new()
             .name("fault-proxy-replies".into())
             .spawn(move || pump_replies(server_r, &client_w))
     };
-    pump_calls(shared, client, server, &client_w);
+    pump_calls(shared, client, to_server, &client_w);
+    // Either side is gone: close both; the last handle of the server side
+    // dropped below sends the reset.
+    let _ = server.shutdown(Shutdown::Both);
+    if let Ok(writer) = writer {
+        let _ = writer.join();
+    }
     if let Ok(replies) = replies {
         let _ = replies.join();
     }
     shared.live().remove(&id);
 }
 
-/// The sockets' other handles: the reply pump's two and the two kept to
-/// close the connection from [`FaultProxy`]'s drop.
-fn clone4(
-    client: &TcpStream,
-    server: &TcpStream,
-) -> io::Result<(TcpStream, TcpStream, TcpStream, TcpStream)> {
-    Ok((
-        client.try_clone()?,
-        server.try_clone()?,
-        client.try_clone()?,
-        server.try_clone()?,
-    ))
+/// The other handles of a connection's two sockets.
+struct Handles {
+    /// The client side, written by the reply pump and for JUKEBOX replies.
+    client_w: TcpStream,
+    /// The server side, read by the reply pump.
+    server_r: TcpStream,
+    /// The server side, written by the call writer.
+    server_w: TcpStream,
+    /// Both kept to close the connection from [`FaultProxy`]'s drop.
+    client_keep: TcpStream,
+    server_keep: TcpStream,
+}
+
+impl Handles {
+    fn of(client: &TcpStream, server: &TcpStream) -> io::Result<Self> {
+        Ok(Self {
+            client_w: client.try_clone()?,
+            server_r: server.try_clone()?,
+            server_w: server.try_clone()?,
+            client_keep: client.try_clone()?,
+            server_keep: server.try_clone()?,
+        })
+    }
 }
 
 fn lock(w: &Mutex<TcpStream>) -> MutexGuard<'_, TcpStream> {
     w.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Calls from the client: each is forwarded, or answered JUKEBOX here.
+/// Calls from the client: each is queued for the server, or answered
+/// JUKEBOX here. Returns when the client ends, fails or sends something
+/// that is not an RPC call, or the server side is gone.
 fn pump_calls(
     shared: &Shared,
     mut client: TcpStream,
-    mut server: TcpStream,
+    to_server: mpsc::Sender<Vec<u8>>,
     client_w: &Mutex<TcpStream>,
 ) {
-    let mut to_server = Vec::new();
+    let mut forward = Vec::new();
     let mut to_client = Vec::new();
     let _ = for_each_record(&mut client, |event| match event {
         Event::Record(record) => {
@@ -336,18 +381,19 @@ fn pump_calls(
                 Some(reply) => to_client.extend_from_slice(&reply),
                 None => {
                     shared.forwarded.fetch_add(1, Ordering::Relaxed);
-                    to_server.extend_from_slice(&fragment_header(record.len(), true));
-                    to_server.extend_from_slice(record);
+                    forward.extend_from_slice(&fragment_header(record.len(), true));
+                    forward.extend_from_slice(record);
                 }
             }
             Ok(())
         }
-        // After each read: send what it produced (the JUKEBOX replies need
-        // no ordering against the forwarded calls).
+        // After each read: pass on what it produced (the JUKEBOX replies
+        // need no ordering against the forwarded calls).
         Event::ReadDone => {
-            if !to_server.is_empty() {
-                server.write_all(&to_server)?;
-                to_server.clear();
+            if !forward.is_empty() {
+                to_server
+                    .send(std::mem::take(&mut forward))
+                    .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
             }
             if !to_client.is_empty() {
                 lock(client_w).write_all(&to_client)?;
@@ -357,7 +403,6 @@ fn pump_calls(
         }
     });
     let _ = client.shutdown(Shutdown::Both);
-    let _ = server.shutdown(Shutdown::Both);
 }
 
 /// Replies from the server, passed to the client whole records at a time
@@ -378,6 +423,7 @@ fn pump_replies(mut server: TcpStream, client_w: &Mutex<TcpStream>) {
         }
         Ok(())
     });
+    // The client sees the server's end as the end of its connection.
     let _ = lock(client_w).shutdown(Shutdown::Both);
     let _ = server.shutdown(Shutdown::Both);
 }
@@ -660,6 +706,44 @@ mod tests {
         let mut b = [0u8; 4];
         assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
         assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn calls_still_queued_when_the_client_leaves_never_reach_the_server() {
+        // A server that does not read stands for a stalled path: the
+        // proxy's calls queue up. When the client gives the connection up
+        // (having re-sent its calls elsewhere), those calls must be dropped
+        // with a reset, not delivered once the path moves again.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy = proxy_to(listener.local_addr().unwrap());
+        let mut c = TcpStream::connect(proxy.local_addr()).unwrap();
+        let (mut server_side, _) = listener.accept().unwrap();
+        let mut out = Vec::new();
+        let calls = 256;
+        for xid in 0..calls {
+            RecordWriter::default().write_record(&call(xid, NFSPROC3_WRITE, 128 << 10), &mut out);
+        }
+        c.write_all(&out).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(c);
+        std::thread::sleep(Duration::from_millis(300));
+        server_side
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = 0usize;
+        let mut b = vec![0u8; 1 << 20];
+        let end = loop {
+            match server_side.read(&mut b) {
+                Ok(0) => break Ok(()),
+                Ok(n) => got += n,
+                Err(e) => break Err(e),
+            }
+        };
+        assert!(
+            matches!(&end, Err(e) if e.kind() == io::ErrorKind::ConnectionReset),
+            "the server side was reset: {end:?}"
+        );
+        assert!(got < out.len(), "only {got} of {} bytes arrived", out.len());
     }
 
     #[test]
