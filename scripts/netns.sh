@@ -234,7 +234,7 @@ tbf_rate_args() {
 }
 
 # A tbf whose burst is smaller than any packet drops every packet, while
-# the link stays up: the kernel here has no netem (see SERVER-NOTES).
+# the link stays up: the kernel here has no netem (docs/server-notes.md).
 BLACKHOLE_ARGS="rate 8bit burst 64 limit 64"
 
 # Sets the root qdisc of both ends of path K: ARGS of a tbf, or "" for none.

@@ -3,7 +3,7 @@
 //! (cold path: done once per client).
 //!
 //! The export of a path is the longest prefix the server lets us MOUNT
-//! (DESIGN.md "Configuration"): ask EXPORT for the list; where the server
+//! (docs/design.md "Configuration"): ask EXPORT for the list; where the server
 //! has no EXPORT procedure, or the list names nothing that fits, try MNT on
 //! every prefix from the longest down to `/`. A MOUNT path is at most
 //! `MNTPATHLEN` (1,024) bytes: longer prefixes cannot be exports and are

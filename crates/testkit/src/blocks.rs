@@ -1,6 +1,6 @@
 //! Self-describing, checksummed blocks and a ledger of what was written,
 //! so a final pass over a file proves that nothing acknowledged was lost,
-//! torn or misplaced (DESIGN.md "Test topology", "Data checks").
+//! torn or misplaced (docs/design.md "Data checks").
 //!
 //! # Block layout
 //!
