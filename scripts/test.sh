@@ -42,8 +42,33 @@ stop_server() {
     DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
 }
 
+# The repository stands on its own: no file sends its reader to documents
+# outside it, and every relative link of its Markdown files resolves.
+check_docs() {
+    local bad=0 file target dir
+    if git ls-files -z | xargs -0 grep -nE '(\.\./)+shared/|shared/(DESIGN|STYLE|SERVER-NOTES)|SERVER-NOTES\.md|[^_]DESIGN\.md|STYLE\.md' \
+        -- 2>/dev/null | grep -v '^scripts/test.sh:'; then
+        log "the lines above refer to documents outside the repository (docs/ has them)"
+        bad=1
+    fi
+    while IFS= read -r file; do
+        dir=$(dirname "$file")
+        while IFS= read -r target; do
+            target=${target%%#*}
+            [[ -z $target || $target == *://* || $target == mailto:* ]] && continue
+            if [[ ! -e $dir/$target ]]; then
+                log "$file: broken link to $target"
+                bad=1
+            fi
+        done < <(grep -oE '\]\([^) ]+\)' "$file" | sed -E 's/^\]\((.*)\)$/\1/')
+    done < <(git ls-files '*.md')
+    return "$bad"
+}
+
 main() {
     install_packages
+    log "docs: no references outside the repository, no broken links"
+    check_docs
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
