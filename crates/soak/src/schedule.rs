@@ -20,6 +20,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use directnfs_testkit::rng::SplitMix64;
+
 /// No faults before the load has run this long.
 pub const WARMUP: Duration = Duration::from_secs(5);
 /// No new faults this close to the end (everything is restored by then).
@@ -76,35 +78,13 @@ pub struct Event {
     pub fault: Fault,
 }
 
-/// splitmix64: small, seedable, good enough to draw a schedule.
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
+/// The generator of schedules and workers.
+pub type Rng = SplitMix64;
 
-impl Rng {
-    /// A generator for `seed`.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (`n` > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    /// Uniform duration in `[lo, hi)`, in whole milliseconds.
-    pub fn between(&mut self, lo: Duration, hi: Duration) -> Duration {
-        let span = hi.saturating_sub(lo).as_millis().max(1) as u64;
-        lo + Duration::from_millis(self.below(span))
-    }
+/// Uniform duration in `[lo, hi)`, in whole milliseconds.
+fn between(rng: &mut Rng, lo: Duration, hi: Duration) -> Duration {
+    let span = hi.saturating_sub(lo).as_millis().max(1) as u64;
+    lo + Duration::from_millis(rng.below(span))
 }
 
 /// Draws the schedule of a run of `length` over `paths` paths (numbered
@@ -171,8 +151,8 @@ pub fn schedule(seed: u64, paths: u8, length: Duration) -> Vec<Event> {
         match kind {
             Some(k @ (0 | 1)) => {
                 let path = healthy[rng.below(healthy.len() as u64) as usize];
-                let until =
-                    (t + rng.between(Duration::from_secs(1), Duration::from_secs(8))).min(end_by);
+                let until = (t + between(&mut rng, Duration::from_secs(1), Duration::from_secs(8)))
+                    .min(end_by);
                 faulted[path as usize - 1] = Some(until);
                 let fault = if k == 0 {
                     Fault::Cut(path)
@@ -184,7 +164,8 @@ pub fn schedule(seed: u64, paths: u8, length: Duration) -> Vec<Event> {
             Some(2) => {
                 let share = JUKEBOX_SHARES[rng.below(JUKEBOX_SHARES.len() as u64) as usize];
                 let until =
-                    (t + rng.between(Duration::from_secs(2), Duration::from_secs(10))).min(end_by);
+                    (t + between(&mut rng, Duration::from_secs(2), Duration::from_secs(10)))
+                        .min(end_by);
                 jukebox_until = Some(until);
                 events.push(Event {
                     at: t,
@@ -200,7 +181,7 @@ pub fn schedule(seed: u64, paths: u8, length: Duration) -> Vec<Event> {
                 if jukebox_until.is_none() && rng.below(2) == 0 {
                     let share = JUKEBOX_SHARES[rng.below(JUKEBOX_SHARES.len() as u64) as usize];
                     let lasts = Duration::from_secs(u64::from(down_secs) + 2)
-                        + rng.between(Duration::from_secs(2), Duration::from_secs(6));
+                        + between(&mut rng, Duration::from_secs(2), Duration::from_secs(6));
                     jukebox_until = Some((t + lasts).min(end_by));
                     events.push(Event {
                         at: t,
@@ -214,7 +195,11 @@ pub fn schedule(seed: u64, paths: u8, length: Duration) -> Vec<Event> {
             }
             None => {}
         }
-        t += rng.between(Duration::from_millis(1000), Duration::from_millis(4000));
+        t += between(
+            &mut rng,
+            Duration::from_millis(1000),
+            Duration::from_millis(4000),
+        );
     }
     // Undo the rest by the start of the cool-down.
     for (i, until) in faulted.iter().enumerate() {

@@ -7,8 +7,10 @@
 //!   traffic to a real server and answers a chosen share of READ, WRITE
 //!   and COMMIT calls with NFS3ERR_JUKEBOX itself (the fault soak's way to
 //!   make a server say "try again later").
+//! * [`rng`]: the splitmix64 generator they share.
 
 pub mod blocks;
 pub mod proxy;
+pub mod rng;
 
 pub use blocks::{encode_block, verify_block, BlockError, Durability, Ledger, BLOCK_SIZE};

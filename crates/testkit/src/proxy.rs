@@ -41,6 +41,8 @@ use directnfs_wire::rpc::{AcceptedReply, CallHeader, OpaqueAuth, RecordReader, R
 use directnfs_wire::{Decode, Encode, XdrReader};
 use socket2::SockRef;
 
+use crate::rng::{mix, GAMMA};
+
 /// Largest record the proxy passes on: a 1 MiB READ reply or WRITE call
 /// plus headers, with room to spare.
 pub const MAX_RECORD: usize = (1 << 20) + 4096;
@@ -186,15 +188,13 @@ impl Shared {
         self.live.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// splitmix64 over a shared counter: one draw per call decided.
+    /// splitmix64 over a shared state: one draw per call decided, from
+    /// whichever connection's thread.
     fn draw(&self) -> u64 {
-        let mut z = self
+        mix(self
             .rng
-            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
-            .wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+            .fetch_add(GAMMA, Ordering::Relaxed)
+            .wrapping_add(GAMMA))
     }
 
     /// The framed JUKEBOX reply to `record`, if this call is to get one.
@@ -572,6 +572,16 @@ mod tests {
         reply.expect("a reply")
     }
 
+    /// The XID and the NFS status of an accepted reply whose results are a
+    /// `T` and nothing more.
+    fn results<T: Decode>(reply: &[u8], status: fn(&T) -> nfsstat3) -> (u32, nfsstat3) {
+        let (h, mut r) = reply_header(reply);
+        assert!(h.is_success(), "{h:?}");
+        let res = T::decode(&mut r).unwrap();
+        r.finish("results").unwrap();
+        (h.xid, status(&res))
+    }
+
     fn reply_header(reply: &[u8]) -> (ReplyHeader, XdrReader<'_>) {
         let mut r = XdrReader::new(reply);
         let h = ReplyHeader::decode(&mut r).unwrap();
@@ -605,29 +615,13 @@ mod tests {
         proxy.set_jukebox(1000);
         let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
 
+        let jukebox = nfsstat3::NFS3ERR_JUKEBOX;
         let reply = round_trip(&mut s, &call(10, NFSPROC3_READ, 0), usize::MAX);
-        let (h, mut r) = reply_header(&reply);
-        assert!(h.is_success() && h.xid == 10);
-        let res = READ3res::decode(&mut r).unwrap();
-        assert_eq!(res.status(), nfsstat3::NFS3ERR_JUKEBOX);
-        r.finish("READ3res").unwrap();
-
+        assert_eq!(results(&reply, READ3res::status), (10, jukebox));
         let reply = round_trip(&mut s, &call(11, NFSPROC3_WRITE, 8192), usize::MAX);
-        let (h, mut r) = reply_header(&reply);
-        assert_eq!(h.xid, 11);
-        assert_eq!(
-            WRITE3res::decode(&mut r).unwrap().status(),
-            nfsstat3::NFS3ERR_JUKEBOX
-        );
-        r.finish("WRITE3res").unwrap();
-
+        assert_eq!(results(&reply, WRITE3res::status), (11, jukebox));
         let reply = round_trip(&mut s, &call(12, NFSPROC3_COMMIT, 12), usize::MAX);
-        let (_, mut r) = reply_header(&reply);
-        assert_eq!(
-            COMMIT3res::decode(&mut r).unwrap().status(),
-            nfsstat3::NFS3ERR_JUKEBOX
-        );
-        r.finish("COMMIT3res").unwrap();
+        assert_eq!(results(&reply, COMMIT3res::status), (12, jukebox));
 
         // Other procedures still reach the server.
         let reply = round_trip(&mut s, &call(13, NFSPROC3_GETATTR, 36), usize::MAX);
