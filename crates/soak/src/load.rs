@@ -30,7 +30,7 @@ const WRITE_PCT: u64 = 50;
 /// An operation slower than this counts as a stall in the report.
 pub const SLOW_OP: Duration = Duration::from_secs(1);
 /// Errors printed and kept verbatim (all are counted, by kind).
-const ERRORS_KEPT: usize = 20;
+const ERRORS_KEPT: usize = 10;
 
 /// Which API a worker uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,16 @@ fn error_kind(what: &str) -> String {
 #[derive(Debug, Default)]
 struct Errors {
     first: Vec<String>,
-    by_kind: BTreeMap<String, u64>,
+    by_kind: BTreeMap<String, ErrorKind>,
+}
+
+/// Errors of one kind (the same message but for its numbers).
+#[derive(Debug, Clone)]
+pub struct ErrorKind {
+    /// How many.
+    pub count: u64,
+    /// The first one, with its time.
+    pub first: String,
 }
 
 /// The longest single operation a caller waited for.
@@ -184,9 +193,16 @@ impl Shared {
         let mut errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
         if errors.first.len() < ERRORS_KEPT {
             eprintln!("soak: CALLER ERROR {line}");
-            errors.first.push(line);
+            errors.first.push(line.clone());
         }
-        *errors.by_kind.entry(kind).or_insert(0) += 1;
+        errors
+            .by_kind
+            .entry(kind)
+            .or_insert_with(|| ErrorKind {
+                count: 0,
+                first: line,
+            })
+            .count += 1;
     }
 
     /// The first errors, verbatim.
@@ -198,15 +214,12 @@ impl Shared {
             .clone()
     }
 
-    /// Every error kind and how often it happened, most frequent first.
-    pub fn errors_by_kind(&self) -> Vec<(String, u64)> {
+    /// Every error kind: how often it happened and its first occurrence,
+    /// most frequent first.
+    pub fn errors_by_kind(&self) -> Vec<ErrorKind> {
         let errors = self.errors.lock().unwrap_or_else(|p| p.into_inner());
-        let mut v: Vec<(String, u64)> = errors
-            .by_kind
-            .iter()
-            .map(|(k, n)| (k.clone(), *n))
-            .collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut v: Vec<ErrorKind> = errors.by_kind.values().cloned().collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.first.cmp(&b.first)));
         v
     }
 

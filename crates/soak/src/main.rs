@@ -548,10 +548,11 @@ fn report(
     );
     let errors = shared.error_count.load(Ordering::Relaxed);
     println!("soak: errors that reached a caller: {errors}");
-    for (kind, n) in shared.errors_by_kind().iter().take(20) {
-        println!("soak:   {n} x {kind}");
-    }
     if errors > 0 {
+        println!("soak: by kind (count, then the first of the kind):");
+        for k in shared.errors_by_kind().iter().take(20) {
+            println!("soak:   {:>8} x {}", k.count, k.first);
+        }
         println!("soak: the first ones:");
         for e in shared.first_errors() {
             println!("soak:   {e}");
