@@ -397,7 +397,13 @@ fn inject(
     shared: &Shared,
     counts: &Mutex<FaultCounts>,
 ) -> Result<(), String> {
-    let result = (|| {
+    let mut injector = Injector {
+        topo,
+        proxy,
+        share: 0,
+        proxied_down: false,
+    };
+    let mut result = || {
         for e in events {
             while shared.elapsed() < e.at {
                 if shared.stop.load(Ordering::Relaxed) {
@@ -409,7 +415,7 @@ fn inject(
                 return Ok(());
             }
             let t0 = Instant::now();
-            apply(e.fault, topo, proxy)?;
+            injector.apply(e.fault)?;
             counts
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
@@ -422,7 +428,8 @@ fn inject(
             );
         }
         Ok(())
-    })();
+    };
+    let result = result();
     // Whatever happened, leave every path healthy and the proxy honest.
     proxy.set_jukebox(0);
     for k in 1..=topo.paths {
@@ -431,22 +438,61 @@ fn inject(
     result
 }
 
-fn apply(fault: Fault, topo: &Topology, proxy: &FaultProxy) -> Result<(), String> {
-    match fault {
-        Fault::Cut(k) => topo.run(&["cut", &k.to_string()]).map(drop),
-        Fault::Blackhole(k) => topo.run(&["blackhole", &k.to_string()]).map(drop),
-        Fault::Restore(k) => topo.run(&["restore", &k.to_string()]).map(drop),
-        Fault::JukeboxOn(per_mille) => {
-            proxy.set_jukebox(per_mille);
-            Ok(())
+/// Carries out faults, and keeps the proxy's JUKEBOX answers on only while
+/// its path works: a JUKEBOX comes from the server, so it cannot come back
+/// over a cut or black-holed path (the proxy then forwards every call into
+/// the fault, as the path would carry it).
+struct Injector<'a> {
+    topo: &'a Topology,
+    proxy: &'a FaultProxy,
+    /// The JUKEBOX share of the current burst (0: none).
+    share: u32,
+    /// The proxy's path is cut or black-holed.
+    proxied_down: bool,
+}
+
+impl Injector<'_> {
+    fn apply(&mut self, fault: Fault) -> Result<(), String> {
+        let proxied = self.topo.paths;
+        match fault {
+            Fault::Cut(k) | Fault::Blackhole(k) => {
+                if k == proxied {
+                    self.proxied_down = true;
+                    self.update_proxy();
+                }
+                let what = if matches!(fault, Fault::Cut(_)) {
+                    "cut"
+                } else {
+                    "blackhole"
+                };
+                self.topo.run(&[what, &k.to_string()])?;
+            }
+            Fault::Restore(k) => {
+                self.topo.run(&["restore", &k.to_string()])?;
+                if k == proxied {
+                    self.proxied_down = false;
+                    self.update_proxy();
+                }
+            }
+            Fault::JukeboxOn(per_mille) => {
+                self.share = per_mille;
+                self.update_proxy();
+            }
+            Fault::JukeboxOff => {
+                self.share = 0;
+                self.update_proxy();
+            }
+            Fault::KillServer { down_secs } => {
+                self.topo
+                    .run(&["restart-server", "--kill", "--down", &down_secs.to_string()])?;
+            }
         }
-        Fault::JukeboxOff => {
-            proxy.set_jukebox(0);
-            Ok(())
-        }
-        Fault::KillServer { down_secs } => topo
-            .run(&["restart-server", "--kill", "--down", &down_secs.to_string()])
-            .map(drop),
+        Ok(())
+    }
+
+    fn update_proxy(&self) {
+        let share = if self.proxied_down { 0 } else { self.share };
+        self.proxy.set_jukebox(share);
     }
 }
 
