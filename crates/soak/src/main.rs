@@ -17,7 +17,9 @@
 //! faults injected by kind, the longest caller stall and the throughput,
 //! and on failure the command that replays the run.
 
+mod inject;
 mod load;
+mod report;
 mod schedule;
 mod topology;
 
@@ -30,9 +32,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use clap::Parser;
 use directnfs::{Client, MountOptions, PathSpec, Target};
 use directnfs_testkit::blocks::{Ledger, BLOCK_SIZE};
-use directnfs_testkit::proxy::{FaultProxy, ProxyConfig, ProxyCounts};
+use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 
+use inject::inject;
 use load::{Api, FileLoad, Shared, Worker, BLOCKS_PER_FILE};
+use report::{report, watch, ClientTotals};
 use schedule::{schedule, Event, Fault, FaultCounts};
 use topology::Topology;
 
@@ -386,222 +390,4 @@ fn run(args: &Args, seed: u64, topo: &Topology) -> Result<bool, String> {
         println!("soak: the fault schedule could not be carried out: {e}");
     }
     Ok(errors == 0 && violations == 0 && fault_failure.is_none() && shared.ops() > 0)
-}
-
-/// Carries out the schedule (each event not before its time), then makes
-/// sure everything is restored.
-fn inject(
-    events: &[Event],
-    topo: &Topology,
-    proxy: &FaultProxy,
-    shared: &Shared,
-    counts: &Mutex<FaultCounts>,
-) -> Result<(), String> {
-    let mut injector = Injector {
-        topo,
-        proxy,
-        share: 0,
-        proxied_down: false,
-    };
-    let mut result = || {
-        for e in events {
-            while shared.elapsed() < e.at {
-                if shared.stop.load(Ordering::Relaxed) {
-                    return Ok(());
-                }
-                std::thread::sleep((e.at - shared.elapsed()).min(Duration::from_millis(100)));
-            }
-            if shared.stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let t0 = Instant::now();
-            injector.apply(e.fault)?;
-            counts
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .add(e.fault);
-            println!(
-                "soak: [{:7.1}s] {} ({:.1}s)",
-                shared.elapsed().as_secs_f64(),
-                e.fault,
-                t0.elapsed().as_secs_f64()
-            );
-        }
-        Ok(())
-    };
-    let result = result();
-    // Whatever happened, leave every path healthy and the proxy honest.
-    proxy.set_jukebox(0);
-    for k in 1..=topo.paths {
-        let _ = topo.run(&["restore", &k.to_string()]);
-    }
-    result
-}
-
-/// Carries out faults, and keeps the proxy's JUKEBOX answers on only while
-/// its path works: a JUKEBOX comes from the server, so it cannot come back
-/// over a cut or black-holed path (the proxy then forwards every call into
-/// the fault, as the path would carry it).
-struct Injector<'a> {
-    topo: &'a Topology,
-    proxy: &'a FaultProxy,
-    /// The JUKEBOX share of the current burst (0: none).
-    share: u32,
-    /// The proxy's path is cut or black-holed.
-    proxied_down: bool,
-}
-
-impl Injector<'_> {
-    fn apply(&mut self, fault: Fault) -> Result<(), String> {
-        let proxied = self.topo.paths;
-        match fault {
-            Fault::Cut(k) | Fault::Blackhole(k) => {
-                if k == proxied {
-                    self.proxied_down = true;
-                    self.update_proxy();
-                }
-                let what = if matches!(fault, Fault::Cut(_)) {
-                    "cut"
-                } else {
-                    "blackhole"
-                };
-                self.topo.run(&[what, &k.to_string()])?;
-            }
-            Fault::Restore(k) => {
-                self.topo.run(&["restore", &k.to_string()])?;
-                if k == proxied {
-                    self.proxied_down = false;
-                    self.update_proxy();
-                }
-            }
-            Fault::JukeboxOn(per_mille) => {
-                self.share = per_mille;
-                self.update_proxy();
-            }
-            Fault::JukeboxOff => {
-                self.share = 0;
-                self.update_proxy();
-            }
-            Fault::KillServer { down_secs } => {
-                self.topo
-                    .run(&["restart-server", "--kill", "--down", &down_secs.to_string()])?;
-            }
-        }
-        Ok(())
-    }
-
-    fn update_proxy(&self) {
-        let share = if self.proxied_down { 0 } else { self.share };
-        self.proxy.set_jukebox(share);
-    }
-}
-
-/// Waits out the load, printing progress every 30 s; a caller stuck for
-/// `hang` ends the process (a hang must fail the run, not stall it).
-fn watch(shared: &Shared, length: Duration, hang: Duration, replay: &str) {
-    let mut last_print = Instant::now();
-    let mut last_ops = 0;
-    while shared.elapsed() < length {
-        std::thread::sleep(Duration::from_millis(200));
-        if let Some((worker, age)) = shared.oldest_busy() {
-            if age >= hang {
-                println!(
-                    "soak: HANG: worker {worker} has waited {:.0}s for one operation; FAILED; replay with: {replay}",
-                    age.as_secs_f64()
-                );
-                std::process::exit(3);
-            }
-        }
-        if last_print.elapsed() >= Duration::from_secs(30) {
-            let ops = shared.ops();
-            println!(
-                "soak: [{:7.1}s] {} ops ({:.0}/s over the last 30 s), {} caller errors, longest stall so far {:.2}s",
-                shared.elapsed().as_secs_f64(),
-                ops,
-                (ops - last_ops) as f64 / last_print.elapsed().as_secs_f64(),
-                shared.error_count.load(Ordering::Relaxed),
-                shared.longest().length.as_secs_f64()
-            );
-            last_ops = ops;
-            last_print = Instant::now();
-        }
-    }
-}
-
-/// A client's counters at the end of the load.
-#[derive(Debug, Clone, Copy)]
-struct ClientTotals {
-    calls: u64,
-    retransmits: u64,
-    timeouts: u64,
-    failovers: u64,
-    reconnects: u64,
-}
-
-fn report(
-    shared: &Shared,
-    secs: f64,
-    faults: &FaultCounts,
-    proxy: &ProxyCounts,
-    clients: &[(&str, Option<ClientTotals>)],
-) {
-    let reads = shared.reads.load(Ordering::Relaxed);
-    let writes = shared.writes.load(Ordering::Relaxed);
-    let fsyncs = shared.fsyncs.load(Ordering::Relaxed);
-    let mb = (reads + writes) as f64 * BLOCK_SIZE as f64 / 1e6;
-    println!(
-        "soak: faults injected: {} cuts, {} black-holes, {} restores, {} JUKEBOX bursts \
-         ({} calls answered NFS3ERR_JUKEBOX: {} READ, {} WRITE, {} COMMIT), {} server kills",
-        faults.cuts,
-        faults.blackholes,
-        faults.restores,
-        faults.jukebox_bursts,
-        proxy.jukebox(),
-        proxy.jukebox_read,
-        proxy.jukebox_write,
-        proxy.jukebox_commit,
-        faults.kills
-    );
-    for (name, totals) in clients {
-        if let Some(t) = totals {
-            println!(
-                "soak: {name} client: {} calls, {} retransmits, {} timeouts, {} failovers, {} reconnects",
-                t.calls,
-                t.retransmits,
-                t.timeouts,
-                t.failovers,
-                t.reconnects
-            );
-        }
-    }
-    let longest = shared.longest();
-    println!(
-        "soak: throughput: {reads} reads, {writes} writes, {fsyncs} fsyncs in {secs:.1}s: {:.0} ops/s, {:.2} MB/s",
-        (reads + writes + fsyncs) as f64 / secs,
-        mb / secs
-    );
-    println!(
-        "soak: longest caller stall {:.3}s ({} at {:.1}s); {} operations over {:.0}s",
-        longest.length.as_secs_f64(),
-        if longest.what.is_empty() {
-            "-"
-        } else {
-            &longest.what
-        },
-        longest.at.as_secs_f64(),
-        shared.slow_ops.load(Ordering::Relaxed),
-        load::SLOW_OP.as_secs_f64()
-    );
-    let errors = shared.error_count.load(Ordering::Relaxed);
-    println!("soak: errors that reached a caller: {errors}");
-    if errors > 0 {
-        println!("soak: by kind (count, then the first of the kind):");
-        for k in shared.errors_by_kind().iter().take(20) {
-            println!("soak:   {:>8} x {}", k.count, k.first);
-        }
-        println!("soak: the first ones:");
-        for e in shared.first_errors() {
-            println!("soak:   {e}");
-        }
-    }
 }
