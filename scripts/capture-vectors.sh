@@ -10,7 +10,7 @@
 # write one .bin per chosen RPC record and the README with decoded facts.
 # Stop other test servers first if you want the default ports (2049/20048)
 # in the vectors; another Ganesha registered with the same rpcbind loses its
-# registration while this runs (see shared/SERVER-NOTES.md).
+# registration while this runs (see docs/server-notes.md, "rpcbind").
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

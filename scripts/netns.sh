@@ -202,8 +202,8 @@ wait_for_ganesha() {
 check_step() {
     case $1 in
         pidfile) ganesha_running ;;
-        nfs) in_server_ns timeout 5 rpcinfo -n "$NFS_PORT" -t 127.0.0.1 100003 3 >/dev/null 2>&1 ;;
-        mount) in_server_ns timeout 5 rpcinfo -n "$MNT_PORT" -t 127.0.0.1 100005 3 >/dev/null 2>&1 ;;
+        nfs) in_server_ns timeout 5 rpcinfo -a "$(universal_addr 127.0.0.1 "$NFS_PORT")" -T tcp 100003 3 >/dev/null 2>&1 ;;
+        mount) in_server_ns timeout 5 rpcinfo -a "$(universal_addr 127.0.0.1 "$MNT_PORT")" -T tcp 100005 3 >/dev/null 2>&1 ;;
         rpcbind) in_server_ns timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | grep -q nfs ;;
         path*)
             local k=${1#path}
@@ -234,7 +234,7 @@ tbf_rate_args() {
 }
 
 # A tbf whose burst is smaller than any packet drops every packet, while
-# the link stays up: the kernel here has no netem (see SERVER-NOTES).
+# the link stays up: the kernel here has no netem (docs/server-notes.md).
 BLACKHOLE_ARGS="rate 8bit burst 64 limit 64"
 
 # Sets the root qdisc of both ends of path K: ARGS of a tbf, or "" for none.

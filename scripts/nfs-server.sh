@@ -30,7 +30,8 @@
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
-# shared/SERVER-NOTES.md); clients given nfsport/mountport never need it.
+# docs/server-notes.md, "rpcbind"); clients given nfsport/mountport never
+# need it.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -175,7 +176,7 @@ rpcbind_has_us() {
 }
 
 # Another Ganesha registered with the shared rpcbind loses its
-# registrations when we start (SERVER-NOTES): say so.
+# registrations when we start (docs/server-notes.md, "rpcbind"): say so.
 warn_if_registered() {
     local port
     port=$(timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $4; exit}')

@@ -5,7 +5,9 @@
 # 2. checks formatting and lints,
 # 3. starts one local NFS-Ganesha (scripts/nfs-server.sh) and runs every
 #    test against it: Rust unit/property/real-server tests, then the
-#    C library and SQLite tests when those exist,
+#    C library and SQLite tests when those exist; as root also the
+#    multipath tests and the fault soak (scripts/soak.sh) in the network
+#    namespace topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
 # Exit status is non-zero if anything failed.
@@ -40,8 +42,33 @@ stop_server() {
     DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
 }
 
+# The repository stands on its own: no file sends its reader to documents
+# outside it, and every relative link of its Markdown files resolves.
+check_docs() {
+    local bad=0 file target dir
+    if git ls-files -z | xargs -0 grep -nE '(\.\./)+shared/|shared/(DESIGN|STYLE|SERVER-NOTES)|SERVER-NOTES\.md|[^_]DESIGN\.md|STYLE\.md' \
+        -- 2>/dev/null | grep -v '^scripts/test.sh:'; then
+        log "the lines above refer to documents outside the repository (docs/ has them)"
+        bad=1
+    fi
+    while IFS= read -r file; do
+        dir=$(dirname "$file")
+        while IFS= read -r target; do
+            target=${target%%#*}
+            [[ -z $target || $target == *://* || $target == mailto:* ]] && continue
+            if [[ ! -e $dir/$target ]]; then
+                log "$file: broken link to $target"
+                bad=1
+            fi
+        done < <(grep -oE '\]\([^) ]+\)' "$file" | sed -E 's/^\]\((.*)\)$/\1/')
+    done < <(git ls-files '*.md')
+    return "$bad"
+}
+
 main() {
     install_packages
+    log "docs: no references outside the repository, no broken links"
+    check_docs
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
@@ -84,10 +111,31 @@ main() {
     else
         log "SKIPPED multipath tests: not root"
     fi
+    run_soak
 
     run_miri
     run_fuzzers
     log "all tests passed"
+}
+
+# The fault soak (scripts/soak.sh): DNFS_SOAK_MINUTES of faults (default
+# 3, about 3.5 minutes in all; 0 skips it) with a fresh seed each run, or
+# DNFS_SOAK_SEED. Needs root, like the multipath tests, and the same
+# namespace: it runs after them, never beside them.
+run_soak() {
+    local minutes=${DNFS_SOAK_MINUTES:-3}
+    if [[ $minutes == 0 ]]; then
+        log "SKIPPED fault soak: DNFS_SOAK_MINUTES=0"
+        return
+    fi
+    if [[ $(id -u) != 0 ]]; then
+        log "SKIPPED fault soak: not root"
+        return
+    fi
+    log "fault soak, ${minutes} min (network namespaces, needs root)"
+    local args=(--minutes "$minutes")
+    [[ -n ${DNFS_SOAK_SEED:-} ]] && args+=(--seed "$DNFS_SOAK_SEED")
+    bash scripts/soak.sh "${args[@]}"
 }
 
 # Miri on the unit tests that need neither a socket nor C: the SQLite VFS

@@ -3,8 +3,7 @@
 # starting/stopping exactly the processes we started, waiting for readiness.
 # Sourced, never executed. Callers run with `set -euo pipefail`.
 #
-# Facts these helpers rely on are in shared/SERVER-NOTES.md and
-# scripts/README.md ("Facts learned").
+# Facts these helpers rely on are in docs/server-notes.md.
 
 # Packages a test server needs; libnfs-utils gives nfs-ls/nfs-cp to check it.
 DNFS_PACKAGES=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs13 libnfs-utils)
@@ -163,26 +162,21 @@ wait_until() {
     done
 }
 
-# True when the RPC program answers a NULL call at ADDR:PORT over TCP
-# with an accepted SUCCESS. The call (AUTH_NONE) is written by hand over
-# bash's /dev/tcp: `rpcinfo -n PORT` still asks the host's rpcbind whether
-# the program is registered somewhere first, which fails for a server with
-# a private rpcbind whenever no other server is registered with the host's.
+# True when the RPC program answers a NULL call at ADDR:PORT over TCP,
+# without asking any portmapper. `rpcinfo -a UADDR -T tcp` calls the
+# address it is given; `rpcinfo -n PORT -t ADDR` would not do: it still
+# asks rpcbind on ADDR port 111 first and fails where none answers (a
+# server with a private rpcbind, DNFS_PRIVATE_RPCBIND=1).
 rpc_null_ok() {
     local addr=$1 port=$2 prog=$3 vers=$4
-    # shellcheck disable=SC2016  # expanded by the inner bash
-    timeout 5 bash -c '
-        exec 3<>"/dev/tcp/$1/$2" || exit 1
-        # Record mark (last fragment, 40 bytes), XID, CALL, RPC version 2,
-        # program, version, procedure 0, AUTH_NONE credential and verifier.
-        hex=$(printf "%08x" $((0x80000028)) $((0x444e4653)) 0 2 "$3" "$4" 0 0 0 0 0)
-        call=""
-        for ((i = 0; i < ${#hex}; i += 2)); do call+="\\x${hex:i:2}"; done
-        printf "%b" "$call" >&3
-        reply=$(head -c 28 <&3 | od -An -tx1 | tr -d " \n")
-        # XID, REPLY, MSG_ACCEPTED, verifier (AUTH_NONE, empty), SUCCESS.
-        [[ $reply == 80000018444e46530000000100000000000000000000000000000000 ]]
-    ' rpc_null_ok "$addr" "$port" "$prog" "$vers"
+    timeout 5 rpcinfo -a "$(universal_addr "$addr" "$port")" -T tcp "$prog" "$vers"
+}
+
+# The RPC universal address of ADDR:PORT (RFC 5665 §5.2.3.3): the address,
+# then the port's high and low byte, e.g. 127.0.0.1 2049 -> 127.0.0.1.8.1.
+universal_addr() {
+    local addr=$1 port=$2
+    echo "$addr.$((port / 256)).$((port % 256))"
 }
 
 # Starts an rpcbind of our own in a private mount namespace where /run is a

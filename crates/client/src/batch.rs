@@ -1,7 +1,7 @@
 //! The batch API: submit many reads and writes with caller-owned buffers,
 //! then reap completions — at least N of them, with a timeout — the
-//! `aio_waitn` model the Solaris report (seed 002) credits for database
-//! I/O rates.
+//! `aio_waitn` model the Solaris report credits for database I/O rates
+//! (docs/design.md "Why it exists").
 //!
 //! ```no_run
 //! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {

@@ -3,7 +3,7 @@
 //! (`io::oneshot`; cold path: done once per mount).
 //!
 //! The export of a path is the longest prefix of it that the server lists
-//! in EXPORT and lets us MOUNT. Where the server has no EXPORT procedure,
+//! in EXPORT and lets us MOUNT (docs/design.md "Configuration"). Where the server has no EXPORT procedure,
 //! or the list names nothing that fits, MNT is tried on every prefix from
 //! the longest down to `/`, and what it accepts is doubted twice, because
 //! some servers answer MNT for paths they do not export:

@@ -1562,7 +1562,7 @@ fn failed_fsync_keeps_its_data_until_a_commit_succeeds() {
 
 #[test]
 fn file_sync_write_answered_unstable_is_committed_before_write_returns() {
-    // A FILE_SYNC write returns once the data is durable (DESIGN.md
+    // A FILE_SYNC write returns once the data is durable (docs/design.md
     // "Semantics"; a database in the default mode never calls fsync).
     // When the server only takes it UNSTABLE, the client COMMITs before
     // returning.
