@@ -39,7 +39,6 @@
 #   DNFS_NFS4_GRACE    NFSv4 grace period in seconds after a start (default 0:
 #                      none, Graceless; reclaim tests want a real one)
 #   DNFS_NFS4_LEASE    NFSv4 lease time in seconds (default: Ganesha's 60)
-#   DNFS_NFS4_DELEGATIONS=1  let Ganesha grant delegations (default: none)
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
@@ -255,7 +254,7 @@ check_step() {
         mount) rpc_null_ok "$BIND_ADDR" "$MNT_PORT" 100005 3 >/dev/null 2>&1 ;;
         rpcbind) rpcbind_has_us ;;
         nfsls) ! command -v nfs-ls >/dev/null || timeout 10 nfs-ls "$(server_url)" >/dev/null 2>&1 ;;
-        nfs4) rpc_null_call_ok "$BIND_ADDR" "$NFS_PORT" 100003 4 >/dev/null 2>&1 ;;
+        nfs4) rpc_null_ok "$BIND_ADDR" "$NFS_PORT" 100003 4 >/dev/null 2>&1 ;;
     esac
 }
 

@@ -155,14 +155,13 @@ EOF
 # The NFSV4 block: minor version 1 only; client records under RECOVERY for
 # reclaim after a restart; Graceless unless GRACE > 0; owners as numeric
 # ids ("0", not "root@domain": no idmapper on these machines); no
-# delegations unless DNFS_NFS4_DELEGATIONS=1 (a test of CB_RECALL wants them).
+# delegations (FSAL VFS cannot grant any anyway: Ganesha answers
+# WND4_NOT_SUPP_FTYPE, only its GPFS and Ceph FSALs support them).
 #   nfsv4_conf_block RECOVERY GRACE LEASE
 nfsv4_conf_block() {
     local recovery=$1 grace=$2 lease=$3
     [[ $grace =~ ^[0-9]+$ ]] || die "the NFSv4 grace period must be whole seconds, not '$grace'"
     [[ -z $lease || $lease =~ ^[1-9][0-9]*$ ]] || die "the NFSv4 lease must be whole seconds > 0, not '$lease'"
-    local delegations=false
-    [[ ${DNFS_NFS4_DELEGATIONS:-0} == 1 ]] && delegations=true
     echo
     echo "NFSV4 {"
     echo "    Minor_Versions = 1;"
@@ -177,7 +176,7 @@ nfsv4_conf_block() {
     [[ -n $lease ]] && echo "    Lease_Lifetime = $lease;"
     echo "    Allow_Numeric_Owners = true;"
     echo "    Only_Numeric_Owners = true;"
-    echo "    Delegations = $delegations;"
+    echo "    Delegations = false;"
     echo "}"
 }
 
@@ -205,20 +204,15 @@ wait_until() {
     done
 }
 
-# True when the RPC program answers a NULL call at ADDR:PORT over TCP,
-# without asking the portmapper (rpcinfo -n).
-rpc_null_ok() {
-    local addr=$1 port=$2 prog=$3 vers=$4
-    timeout 5 rpcinfo -n "$port" -t "$addr" "$prog" "$vers"
-}
-
 # True when program PROG version VERS answers a NULL call at ADDR:PORT over
-# TCP with an accepted SUCCESS reply. Unlike `rpcinfo -n`, which first
-# probes the version range and believes Ganesha's PROG_MISMATCH "3..3" for
-# the NFS program even when it serves NFSv4, this sends the NULL call itself
+# TCP with an accepted SUCCESS reply, without the portmapper. `rpcinfo -n`
+# is not that: it asks ADDR's portmapper first ("Program not registered"
+# for a server registered with a private rpcbind only) and probes the
+# version range (believing Ganesha's PROG_MISMATCH "3..3" for the NFS
+# program even when it serves NFSv4). This sends the NULL call itself
 # (bash's /dev/tcp; one record, AUTH_NONE, XID 0x444e4653).
-#   rpc_null_call_ok ADDR PORT PROG VERS
-rpc_null_call_ok() {
+#   rpc_null_ok ADDR PORT PROG VERS
+rpc_null_ok() {
     timeout 5 bash -c "$(declare -f _rpc_null_call _xdr_word); _rpc_null_call \"\$@\"" _ "$@"
 }
 
