@@ -139,7 +139,7 @@ run_miri() {
 
 # Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 20), two
 # at a time (DNFS_FUZZ_JOBS, default 2: this machine's two cores; nothing
-# else runs then): 28 x 20 s in about 5 minutes.
+# else runs then): 32 x 20 s in about 5.5 minutes.
 # cargo-fuzz needs a nightly toolchain: used when this machine has one
 # (rustup cannot download one here), otherwise said loudly and skipped.
 run_fuzzers() {

@@ -477,7 +477,7 @@ impl nfs_cb_argop4 {
         if !op.is_known() || op == nfs_cb_opnum4::OP_CB_ILLEGAL {
             nfs_cb_resop4::Status(nfs_cb_opnum4::OP_CB_ILLEGAL, nfsstat4::NFS4ERR_OP_ILLEGAL)
         } else {
-            nfs_cb_resop4::Status(op, nfsstat4::NFS4ERR_NOTSUPP)
+            nfs_cb_resop4::failure(op, nfsstat4::NFS4ERR_NOTSUPP)
         }
     }
 }
@@ -533,8 +533,10 @@ impl Decode for nfs_cb_argop4 {
 
 /// RFC 8881 §20.2 `union nfs_cb_resop4 switch (unsigned resop)`. Every
 /// callback result but CB_GETATTR's and CB_SEQUENCE's is a bare status,
-/// and their failures are too, so [`Status`](Self::Status) covers all the
-/// others; build `Status` only for those.
+/// so [`Status`](Self::Status) covers all the others. Their failures are a
+/// bare status on the wire too, but decode as their own variant: build
+/// failures with [`failure`](Self::failure), which picks the variant a
+/// decoder would.
 // CB_GETATTR's inline fattr4 is the large variant; callbacks are rare.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -549,6 +551,16 @@ pub enum nfs_cb_resop4 {
 }
 
 impl nfs_cb_resop4 {
+    /// The failed result `status` (not `NFS4_OK`) of operation `op`.
+    pub fn failure(op: nfs_cb_opnum4, status: nfsstat4) -> Self {
+        debug_assert!(!status.is_ok());
+        match op {
+            nfs_cb_opnum4::OP_CB_GETATTR => nfs_cb_resop4::OP_CB_GETATTR(Nfs4Res::Fail(status)),
+            nfs_cb_opnum4::OP_CB_SEQUENCE => nfs_cb_resop4::OP_CB_SEQUENCE(Nfs4Res::Fail(status)),
+            op => nfs_cb_resop4::Status(op, status),
+        }
+    }
+
     /// The operation number.
     pub fn opnum(&self) -> nfs_cb_opnum4 {
         match self {
@@ -685,9 +697,9 @@ impl CB_COMPOUND4args {
             let is_sequence = op.opnum() == nfs_cb_opnum4::OP_CB_SEQUENCE;
             let known = op.opnum().is_known() && op.opnum() != nfs_cb_opnum4::OP_CB_ILLEGAL;
             let result = if i == 0 && !is_sequence && known {
-                nfs_cb_resop4::Status(op.opnum(), nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)
+                nfs_cb_resop4::failure(op.opnum(), nfsstat4::NFS4ERR_OP_NOT_IN_SESSION)
             } else if i > 0 && is_sequence {
-                nfs_cb_resop4::Status(op.opnum(), nfsstat4::NFS4ERR_SEQUENCE_POS)
+                nfs_cb_resop4::failure(op.opnum(), nfsstat4::NFS4ERR_SEQUENCE_POS)
             } else if matches!(
                 op,
                 nfs_cb_argop4::NotDecoded(_) | nfs_cb_argop4::OP_CB_ILLEGAL

@@ -363,20 +363,26 @@ impl Walk {
     }
 
     /// Final checks: the COMPOUND status is the last result's, and a
-    /// reply where nothing failed answers every operation.
+    /// reply where nothing failed answers every operation (an OK COMPOUND
+    /// with missing results is as broken as one with extra results).
     fn done<T>(self, reply: SequencedReply<T>) -> Result<SequencedReply<T>, DecodeError> {
-        match self.last {
-            Some(last) if last != self.status => Err(DecodeError::BadDiscriminant {
-                what: "COMPOUND4res status (not the last result's)",
-                value: self.status.0,
-            }),
-            Some(last) if last.is_ok() && self.read < self.sent => Err(DecodeError::Truncated {
+        if let Some(last) = self.last {
+            if last != self.status {
+                return Err(DecodeError::BadDiscriminant {
+                    what: "COMPOUND4res status (not the last result's)",
+                    value: self.status.0,
+                });
+            }
+        }
+        let failed = self.last.is_some_and(|s| !s.is_ok());
+        if !failed && self.status.is_ok() && self.read < self.sent {
+            return Err(DecodeError::Truncated {
                 what: "COMPOUND4res resarray (fewer results than operations, none failed)",
                 need: self.sent,
                 have: self.read,
-            }),
-            _ => Ok(reply),
+            });
         }
+        Ok(reply)
     }
 }
 
@@ -649,6 +655,15 @@ mod tests {
         assert!(matches!(
             decode_read_reply(&mut XdrReader::new(&bytes), 10),
             Err(DecodeError::BadDiscriminant { .. })
+        ));
+    }
+
+    #[test]
+    fn ok_compound_without_results_is_an_error() {
+        let bytes = reply(nfsstat4::NFS4_OK, vec![]);
+        assert!(matches!(
+            decode_write_reply(&mut XdrReader::new(&bytes)),
+            Err(DecodeError::Truncated { need: 3, have: 0, .. })
         ));
     }
 
