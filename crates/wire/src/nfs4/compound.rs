@@ -76,7 +76,7 @@ macro_rules! op_table {
     ) => {
         /// RFC 8881 §16.2.1 `union nfs_argop4 switch (nfs_opnum4 argop)`:
         /// one operation of a COMPOUND request, for the operations this
-        /// crate implements (the full union is in `spec/nfs4.x`).
+        /// crate implements (`spec/nfs4.x`; RFC 5662 has the full union).
         #[derive(Debug, Clone, PartialEq, Eq)]
         #[allow(non_camel_case_types)]
         pub enum nfs_argop4 {

@@ -663,7 +663,11 @@ mod tests {
         let bytes = reply(nfsstat4::NFS4_OK, vec![]);
         assert!(matches!(
             decode_write_reply(&mut XdrReader::new(&bytes)),
-            Err(DecodeError::Truncated { need: 3, have: 0, .. })
+            Err(DecodeError::Truncated {
+                need: 3,
+                have: 0,
+                ..
+            })
         ));
     }
 

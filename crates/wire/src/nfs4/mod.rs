@@ -21,7 +21,7 @@
 //! * [`hotpath`]: allocation-free `SEQUENCE, PUTFH, READ|WRITE|COMMIT`
 //!   encoders and borrowing decoders for the I/O driver.
 //!
-//! Not implemented (XDR in `spec/nfs4.x`): pNFS (layouts, devices),
+//! Not implemented (XDR in RFC 5662 §2): pNFS (layouts, devices),
 //! directory delegations, NVERIFY/VERIFY, OPENATTR, OPEN_DOWNGRADE,
 //! READLINK, SECINFO, SET_SSV, WANT_DELEGATION, BACKCHANNEL_CTL, and the
 //! NFSv4.0-only operations.
