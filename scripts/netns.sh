@@ -481,15 +481,8 @@ cmd_status() {
 }
 
 cmd_urls() {
-    local vers=3
-    while (($#)); do
-        case $1 in
-            --vers) vers=${2:?--vers needs 3 or 4.1}; shift ;;
-            *) usage ;;
-        esac
-        shift
-    done
-    [[ $vers == 3 || $vers == 4.1 ]] || die "--vers must be 3 or 4.1"
+    local vers
+    vers=$(parse_vers "$@") || exit 2
     require_up
     print_urls "$vers"
 }

@@ -261,6 +261,21 @@ write_unix_only_netconfig() {
     sed -E 's/^(udp6?|tcp6?)([[:space:]]+[a-z_]+[[:space:]]+)v([[:space:]])/\1\2-\3/' /etc/netconfig >"$1"
 }
 
+# Echoes VERS of `url`-style arguments `[--vers 3|4.1]` (3 when absent);
+# calls the caller's `usage` on anything else.
+parse_vers() {
+    local vers=3
+    while (($#)); do
+        case $1 in
+            --vers) vers=${2:?--vers needs 3 or 4.1}; shift ;;
+            *) usage ;;
+        esac
+        shift
+    done
+    [[ $vers == 3 || $vers == 4.1 ]] || die "--vers must be 3 or 4.1"
+    echo "$vers"
+}
+
 # Prints the last lines of LOGFILE to stderr, for failures.
 show_log_tail() {
     local logfile=$1

@@ -22,46 +22,7 @@ macro_rules! calls {
     };
 }
 
-const REPLIES: &[(&str, &[u8])] = replies![
-    "exchange_id",
-    "create_session",
-    "reclaim_complete",
-    "putrootfh_getattr",
-    "lookup_export",
-    "lookup_noent",
-    "open_create",
-    "write",
-    "commit",
-    "read",
-    "getattr",
-    "setattr",
-    "access",
-    "lock",
-    "lockt_denied",
-    "locku",
-    "test_stateid",
-    "free_stateid",
-    "close",
-    "open_claim_fh",
-    "open_claim_previous",
-    "readdir",
-    "link",
-    "rename",
-    "create_dir",
-    "lookupp",
-    "remove",
-    "remove_link",
-    "remove_link_replay",
-    "secinfo_no_name",
-    "delegreturn_bad_stateid",
-    "putfh_bad_handle",
-    "seq_misordered",
-    "badsession",
-    "no_sequence",
-    "bind_conn_to_session",
-    "destroy_session",
-    "destroy_clientid",
-];
+const REPLIES: &[(&str, &[u8])] = v41::facts::with_steps!(replies);
 const CALL_RECORDS: &[(&str, &[u8])] = calls!["write", "commit", "read"];
 
 fn exchange(name: &str) -> Exchange {

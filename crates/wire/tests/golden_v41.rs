@@ -74,15 +74,7 @@ fn cb_recall_call_decodes_and_gets_the_rfc_reply() {
     assert!(!recall.truncate);
 
     let res = args.reply(|op| match op {
-        nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(nfs_cb_resop4::OP_CB_SEQUENCE(Nfs4Res::Ok(
-            CB_SEQUENCE4resok {
-                csr_sessionid: a.csa_sessionid,
-                csr_sequenceid: a.csa_sequenceid,
-                csr_slotid: a.csa_slotid,
-                csr_highest_slotid: 0,
-                csr_target_highest_slotid: 0,
-            },
-        ))),
+        nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(a.reply_ok(0)),
         nfs_cb_argop4::OP_CB_RECALL(_) => Some(nfs_cb_resop4::Status(
             nfs_cb_opnum4::OP_CB_RECALL,
             nfsstat4::NFS4_OK,

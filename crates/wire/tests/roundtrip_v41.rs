@@ -5,37 +5,14 @@
 // Tests: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod props;
 mod strategies_v41;
 
 use directnfs_wire::nfs4::*;
-use directnfs_wire::xdr::{decode_exact, pad_len, to_bytes, Decode, Encode, XdrReader};
+use directnfs_wire::xdr::{pad_len, to_bytes, Decode, XdrReader};
+use props::{roundtrip, roundtrips};
 use proptest::prelude::*;
 use strategies_v41::*;
-
-fn roundtrip<T: Encode + Decode + PartialEq + std::fmt::Debug>(x: &T) -> Result<(), TestCaseError> {
-    let bytes = to_bytes(x);
-    prop_assert_eq!(bytes.len() % 4, 0, "XDR is made of 4-byte units");
-    let back: T =
-        decode_exact(&bytes, "roundtrip").map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(&back, x);
-    if let Some(cut) = bytes.len().checked_sub(1) {
-        prop_assert!(decode_exact::<T>(&bytes[..cut], "prefix").is_err());
-    }
-    Ok(())
-}
-
-macro_rules! roundtrips {
-    ($($name:ident: $strategy:expr;)*) => {
-        proptest! {
-            $(
-                #[test]
-                fn $name(x in $strategy) {
-                    roundtrip(&x)?;
-                }
-            )*
-        }
-    };
-}
 
 roundtrips! {
     fh_roundtrip: fh();
@@ -212,13 +189,7 @@ proptest! {
     #[test]
     fn cb_reply_follows_the_rules(x in cb_compound_args()) {
         let res = x.reply(|op| match op {
-            nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(nfs_cb_resop4::OP_CB_SEQUENCE(Nfs4Res::Ok(CB_SEQUENCE4resok {
-                csr_sessionid: a.csa_sessionid,
-                csr_sequenceid: a.csa_sequenceid,
-                csr_slotid: a.csa_slotid,
-                csr_highest_slotid: 0,
-                csr_target_highest_slotid: 0,
-            }))),
+            nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(a.reply_ok(0)),
             nfs_cb_argop4::OP_CB_RECALL(_) => Some(nfs_cb_resop4::Status(nfs_cb_opnum4::OP_CB_RECALL, nfsstat4::NFS4_OK)),
             _ => None,
         });

@@ -341,6 +341,21 @@ impl Decode for CB_SEQUENCE4args {
     }
 }
 
+impl CB_SEQUENCE4args {
+    /// The successful CB_SEQUENCE result to this call: the session,
+    /// sequence id and slot echoed, `highest_slotid` as the highest
+    /// back-channel slot the client accepts and wants used.
+    pub fn reply_ok(&self, highest_slotid: slotid4) -> nfs_cb_resop4 {
+        nfs_cb_resop4::OP_CB_SEQUENCE(Nfs4Res::Ok(CB_SEQUENCE4resok {
+            csr_sessionid: self.csa_sessionid,
+            csr_sequenceid: self.csa_sequenceid,
+            csr_slotid: self.csa_slotid,
+            csr_highest_slotid: highest_slotid,
+            csr_target_highest_slotid: highest_slotid,
+        }))
+    }
+}
+
 xdr_struct!(
     /// RFC 8881 §20.9.2
     /// ```text
@@ -786,13 +801,7 @@ mod tests {
 
     fn answer(op: &nfs_cb_argop4) -> Option<nfs_cb_resop4> {
         match op {
-            nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(nfs_cb_resop4::OP_CB_SEQUENCE(Nfs4Res::Ok(
-                CB_SEQUENCE4resok {
-                    csr_sessionid: a.csa_sessionid,
-                    csr_sequenceid: a.csa_sequenceid,
-                    ..Default::default()
-                },
-            ))),
+            nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(a.reply_ok(0)),
             nfs_cb_argop4::OP_CB_RECALL(_) => Some(nfs_cb_resop4::Status(
                 nfs_cb_opnum4::OP_CB_RECALL,
                 nfsstat4::NFS4_OK,

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::nfs3::types::{bounded_string, xdr_struct};
+use crate::nfs3::types::{bounded_string, fixed_opaque, xdr_struct};
 use crate::wire_enum;
 use crate::xdr::{Decode, DecodeError, Encode, XdrReader, XdrWrite};
 
@@ -338,38 +338,6 @@ pub type seqid4 = u32;
 pub type sequenceid4 = u32;
 /// RFC 8881 §3.2 `typedef uint32_t slotid4;`
 pub type slotid4 = u32;
-
-/// Declares a fixed-size opaque (`typedef opaque X[N];`), stored inline.
-macro_rules! fixed_opaque {
-    ($(#[$m:meta])* $name:ident, $n:expr) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-        #[allow(non_camel_case_types)]
-        pub struct $name(pub [u8; $n]);
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(concat!(stringify!($name), "("))?;
-                for b in &self.0 {
-                    write!(f, "{b:02x}")?;
-                }
-                f.write_str(")")
-            }
-        }
-        impl Encode for $name {
-            #[inline]
-            fn encode(&self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.0);
-            }
-        }
-        impl Decode for $name {
-            #[inline]
-            fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
-                Ok($name(*r.array::<$n>(stringify!($name))?))
-            }
-        }
-    };
-}
 
 fixed_opaque!(
     /// RFC 8881 §3.2 `typedef opaque verifier4[NFS4_VERIFIER_SIZE];`

@@ -85,8 +85,6 @@ pub struct Conn {
     auth: Vec<u8>,
     /// Callbacks received so far.
     pub callbacks: Vec<Callback>,
-    /// The back channel's last sequence id (one slot).
-    cb_seq: u32,
 }
 
 impl Conn {
@@ -112,7 +110,6 @@ impl Conn {
             xid: std::process::id().wrapping_mul(0x9e37_79b9),
             auth,
             callbacks: Vec::new(),
-            cb_seq: 0,
         })
     }
 
@@ -211,20 +208,8 @@ impl Conn {
             }
             CB_COMPOUND => {
                 let args = CB_COMPOUND4args::decode(&mut r).map_err(io::Error::other)?;
-                let cb_seq = &mut self.cb_seq;
                 let res = args.reply(|op| match op {
-                    nfs_cb_argop4::OP_CB_SEQUENCE(a) => {
-                        *cb_seq = a.csa_sequenceid;
-                        Some(nfs_cb_resop4::OP_CB_SEQUENCE(Nfs4Res::Ok(
-                            CB_SEQUENCE4resok {
-                                csr_sessionid: a.csa_sessionid,
-                                csr_sequenceid: a.csa_sequenceid,
-                                csr_slotid: a.csa_slotid,
-                                csr_highest_slotid: 0,
-                                csr_target_highest_slotid: 0,
-                            },
-                        )))
-                    }
+                    nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(a.reply_ok(0)),
                     nfs_cb_argop4::OP_CB_RECALL(_) => Some(nfs_cb_resop4::Status(
                         nfs_cb_opnum4::OP_CB_RECALL,
                         nfsstat4::NFS4_OK,

@@ -11,49 +11,68 @@ use directnfs_wire::rpc::ReplyHeader;
 use directnfs_wire::xdr::{decode_exact, pad_len, Decode, Encode, XdrReader};
 
 use super::client::Exchange;
+
 use super::scenario::HELLO;
+/// Short for the operation numbers the facts list.
+use directnfs_wire::nfs4::nfs_opnum4 as O;
+
+/// Calls macro `$m` with the name of every step the scenario captures, in
+/// order (the golden test needs them as literals, for `include_bytes!`).
+macro_rules! with_steps {
+    ($m:ident) => {
+        $m![
+            "exchange_id",
+            "create_session",
+            "reclaim_complete",
+            "putrootfh_getattr",
+            "lookup_export",
+            "lookup_noent",
+            "open_create",
+            "write",
+            "commit",
+            "read",
+            "getattr",
+            "setattr",
+            "access",
+            "lock",
+            "lockt_denied",
+            "locku",
+            "test_stateid",
+            "free_stateid",
+            "close",
+            "open_claim_fh",
+            "open_claim_previous",
+            "readdir",
+            "link",
+            "rename",
+            "create_dir",
+            "lookupp",
+            "remove",
+            "remove_link",
+            "remove_link_replay",
+            "secinfo_no_name",
+            "delegreturn_bad_stateid",
+            "putfh_bad_handle",
+            "seq_misordered",
+            "badsession",
+            "no_sequence",
+            "bind_conn_to_session",
+            "destroy_session",
+            "destroy_clientid",
+        ]
+    };
+}
+#[allow(unused_imports)] // used by the golden test only
+pub(crate) use with_steps;
+
+macro_rules! str_list {
+    ($($name:literal),* $(,)?) => {
+        &[$($name),*]
+    };
+}
 
 /// Every step the scenario captures, in order.
-pub const STEPS: &[&str] = &[
-    "exchange_id",
-    "create_session",
-    "reclaim_complete",
-    "putrootfh_getattr",
-    "lookup_export",
-    "lookup_noent",
-    "open_create",
-    "write",
-    "commit",
-    "read",
-    "getattr",
-    "setattr",
-    "access",
-    "lock",
-    "lockt_denied",
-    "locku",
-    "test_stateid",
-    "free_stateid",
-    "close",
-    "open_claim_fh",
-    "open_claim_previous",
-    "readdir",
-    "link",
-    "rename",
-    "create_dir",
-    "lookupp",
-    "remove",
-    "remove_link",
-    "remove_link_replay",
-    "secinfo_no_name",
-    "delegreturn_bad_stateid",
-    "putfh_bad_handle",
-    "seq_misordered",
-    "badsession",
-    "no_sequence",
-    "bind_conn_to_session",
-    "destroy_session",
-    "destroy_clientid",
-];
+pub const STEPS: &[&str] = with_steps!(str_list);
 
 /// The steps whose calls are kept too (the hot path's encoders made them).
 pub const CALLS: &[&str] = &["write", "commit", "read"];
@@ -130,6 +149,21 @@ fn shape(
         facts.push("SEQUENCE: slot 0, highest and target highest slot 63, no status flags".into());
     }
     facts
+}
+
+/// [`shape`] of a reply to `SEQUENCE` + `expect`.
+fn in_session(
+    name: &str,
+    res: &COMPOUND4res,
+    status: nfsstat4,
+    expect: &[nfs_opnum4],
+) -> Vec<String> {
+    shape(name, res, status, true, expect)
+}
+
+/// [`shape`] of a reply to a COMPOUND without SEQUENCE.
+fn alone(name: &str, res: &COMPOUND4res, status: nfsstat4, expect: &[nfs_opnum4]) -> Vec<String> {
+    shape(name, res, status, false, expect)
 }
 
 fn attrs_of<'a>(name: &str, res: &'a COMPOUND4res) -> &'a fattr4 {
@@ -211,7 +245,7 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
     let ok = nfsstat4::NFS4_OK;
     let mut f = match name {
         "exchange_id" => {
-            let mut f = shape(name, &res, ok, false, &[nfs_opnum4::OP_EXCHANGE_ID]);
+            let mut f = alone(name, &res, ok, &[O::OP_EXCHANGE_ID]);
             let nfs_resop4::OP_EXCHANGE_ID(Nfs4Res::Ok(e)) = &res.resarray[0] else {
                 unreachable!()
             };
@@ -240,7 +274,7 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "create_session" => {
-            let mut f = shape(name, &res, ok, false, &[nfs_opnum4::OP_CREATE_SESSION]);
+            let mut f = alone(name, &res, ok, &[O::OP_CREATE_SESSION]);
             let nfs_resop4::OP_CREATE_SESSION(Nfs4Res::Ok(c)) = &res.resarray[0] else {
                 unreachable!()
             };
@@ -272,18 +306,13 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f.push("back channel as asked: maxrequestsize 4096, one slot".into());
             f
         }
-        "reclaim_complete" => shape(name, &res, ok, true, &[nfs_opnum4::OP_RECLAIM_COMPLETE]),
+        "reclaim_complete" => in_session(name, &res, ok, &[O::OP_RECLAIM_COMPLETE]),
         "putrootfh_getattr" => {
-            let mut f = shape(
+            let mut f = in_session(
                 name,
                 &res,
                 ok,
-                true,
-                &[
-                    nfs_opnum4::OP_PUTROOTFH,
-                    nfs_opnum4::OP_GETFH,
-                    nfs_opnum4::OP_GETATTR,
-                ],
+                &[O::OP_PUTROOTFH, O::OP_GETFH, O::OP_GETATTR],
             );
             let a = attrs_of(name, &res);
             assert_eq!(a.type_, Some(nfs_ftype4::NF4DIR), "{name}");
@@ -313,10 +342,10 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
         "lookup_export" => {
             // One LOOKUP per component of the export's path.
             let lookups = res.resarray.len().saturating_sub(4).max(1);
-            let mut expect = vec![nfs_opnum4::OP_PUTROOTFH];
-            expect.extend(std::iter::repeat_n(nfs_opnum4::OP_LOOKUP, lookups));
-            expect.extend([nfs_opnum4::OP_GETFH, nfs_opnum4::OP_GETATTR]);
-            let mut f = shape(name, &res, ok, true, &expect);
+            let mut expect = vec![O::OP_PUTROOTFH];
+            expect.extend(std::iter::repeat_n(O::OP_LOOKUP, lookups));
+            expect.extend([O::OP_GETFH, O::OP_GETATTR]);
+            let mut f = in_session(name, &res, ok, &expect);
             let a = attrs_of(name, &res);
             f.push(stat(
                 name,
@@ -336,28 +365,20 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f.push("the export (a LOOKUP per path component below the root): a FSAL VFS handle (16 to 64 bytes; its length varies with the inode), maxread = maxwrite = 1 MiB (the export's MaxRead/MaxWrite), maxfilesize 2^63-1, lease_time 60".into());
             f
         }
-        "lookup_noent" => shape(
+        "lookup_noent" => in_session(
             name,
             &res,
             nfsstat4::NFS4ERR_NOENT,
-            true,
-            &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_LOOKUP],
+            &[O::OP_PUTFH, O::OP_LOOKUP],
         ),
         "open_create" => {
-            let mut f = shape(
+            let mut f = in_session(
                 name,
                 &res,
                 ok,
-                true,
-                &[
-                    nfs_opnum4::OP_PUTFH,
-                    nfs_opnum4::OP_OPEN,
-                    nfs_opnum4::OP_GETFH,
-                    nfs_opnum4::OP_GETATTR,
-                ],
+                &[O::OP_PUTFH, O::OP_OPEN, O::OP_GETFH, O::OP_GETATTR],
             );
-            let nfs_resop4::OP_OPEN(Nfs4Res::Ok(o)) = result(name, &res, nfs_opnum4::OP_OPEN)
-            else {
+            let nfs_resop4::OP_OPEN(Nfs4Res::Ok(o)) = result(name, &res, O::OP_OPEN) else {
                 panic!("{name}")
             };
             assert_eq!(o.stateid.seqid, 1, "{name}");
@@ -382,15 +403,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "write" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_WRITE],
-            );
-            let nfs_resop4::OP_WRITE(Nfs4Res::Ok(w)) = result(name, &res, nfs_opnum4::OP_WRITE)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_WRITE]);
+            let nfs_resop4::OP_WRITE(Nfs4Res::Ok(w)) = result(name, &res, O::OP_WRITE) else {
                 panic!("{name}")
             };
             assert_eq!(
@@ -407,16 +421,9 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "commit" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_COMMIT],
-            );
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_COMMIT]);
             let fast = decode_commit_reply(&mut body(name, &ex.reply)).unwrap();
-            let nfs_resop4::OP_COMMIT(Nfs4Res::Ok(c)) = result(name, &res, nfs_opnum4::OP_COMMIT)
-            else {
+            let nfs_resop4::OP_COMMIT(Nfs4Res::Ok(c)) = result(name, &res, O::OP_COMMIT) else {
                 panic!("{name}")
             };
             assert_eq!(fast.ok, Some(c.writeverf), "{name}");
@@ -431,15 +438,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "read" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READ],
-            );
-            let nfs_resop4::OP_READ(Nfs4Res::Ok(rd)) = result(name, &res, nfs_opnum4::OP_READ)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_READ]);
+            let nfs_resop4::OP_READ(Nfs4Res::Ok(rd)) = result(name, &res, O::OP_READ) else {
                 panic!("{name}")
             };
             assert!(rd.eof, "{name}");
@@ -481,27 +481,15 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "getattr" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_GETATTR],
-            );
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_GETATTR]);
             let a = attrs_of(name, &res);
             f.push(stat(name, a, nfs_ftype4::NF4REG, 0o644, Some(41)));
             assert_eq!(a.numlinks, Some(1), "{name}");
             f
         }
         "setattr" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_SETATTR],
-            );
-            let nfs_resop4::OP_SETATTR(s) = result(name, &res, nfs_opnum4::OP_SETATTR) else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_SETATTR]);
+            let nfs_resop4::OP_SETATTR(s) = result(name, &res, O::OP_SETATTR) else {
                 panic!("{name}")
             };
             assert_eq!(s.attrsset, bitmap4::from_bits(&[FATTR4_MODE]), "{name}");
@@ -509,15 +497,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "access" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_ACCESS],
-            );
-            let nfs_resop4::OP_ACCESS(Nfs4Res::Ok(a)) = result(name, &res, nfs_opnum4::OP_ACCESS)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_ACCESS]);
+            let nfs_resop4::OP_ACCESS(Nfs4Res::Ok(a)) = result(name, &res, O::OP_ACCESS) else {
                 panic!("{name}")
             };
             let asked = ACCESS4_READ | ACCESS4_MODIFY | ACCESS4_EXTEND;
@@ -526,15 +507,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "lock" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_LOCK],
-            );
-            let nfs_resop4::OP_LOCK(LOCK4res::Ok(s)) = result(name, &res, nfs_opnum4::OP_LOCK)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_LOCK]);
+            let nfs_resop4::OP_LOCK(LOCK4res::Ok(s)) = result(name, &res, O::OP_LOCK) else {
                 panic!("{name}")
             };
             assert_eq!(s.seqid, 1, "{name}");
@@ -542,16 +516,13 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "lockt_denied" => {
-            let mut f = shape(
+            let mut f = in_session(
                 name,
                 &res,
                 nfsstat4::NFS4ERR_DENIED,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_LOCKT],
+                &[O::OP_PUTFH, O::OP_LOCKT],
             );
-            let nfs_resop4::OP_LOCKT(LOCKT4res::Denied(d)) =
-                result(name, &res, nfs_opnum4::OP_LOCKT)
-            else {
+            let nfs_resop4::OP_LOCKT(LOCKT4res::Denied(d)) = result(name, &res, O::OP_LOCKT) else {
                 panic!("{name}")
             };
             assert_eq!(
@@ -564,15 +535,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "locku" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_LOCKU],
-            );
-            let nfs_resop4::OP_LOCKU(Nfs4Res::Ok(s)) = result(name, &res, nfs_opnum4::OP_LOCKU)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_LOCKU]);
+            let nfs_resop4::OP_LOCKU(Nfs4Res::Ok(s)) = result(name, &res, O::OP_LOCKU) else {
                 panic!("{name}")
             };
             assert_eq!(s.seqid, 2, "{name}");
@@ -580,9 +544,9 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "test_stateid" => {
-            let mut f = shape(name, &res, ok, true, &[nfs_opnum4::OP_TEST_STATEID]);
+            let mut f = in_session(name, &res, ok, &[O::OP_TEST_STATEID]);
             let nfs_resop4::OP_TEST_STATEID(Nfs4Res::Ok(t)) =
-                result(name, &res, nfs_opnum4::OP_TEST_STATEID)
+                result(name, &res, O::OP_TEST_STATEID)
             else {
                 panic!("{name}")
             };
@@ -598,17 +562,10 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f.push("open stateid OK, unlocked lock stateid OK (until FREE_STATEID), a made-up one NFS4ERR_STALE_STATEID (Ganesha checks its epoch in `other`)".into());
             f
         }
-        "free_stateid" => shape(name, &res, ok, true, &[nfs_opnum4::OP_FREE_STATEID]),
+        "free_stateid" => in_session(name, &res, ok, &[O::OP_FREE_STATEID]),
         "close" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_CLOSE],
-            );
-            let nfs_resop4::OP_CLOSE(Nfs4Res::Ok(s)) = result(name, &res, nfs_opnum4::OP_CLOSE)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_CLOSE]);
+            let nfs_resop4::OP_CLOSE(Nfs4Res::Ok(s)) = result(name, &res, O::OP_CLOSE) else {
                 panic!("{name}")
             };
             assert_eq!(
@@ -623,15 +580,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "open_claim_fh" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_OPEN],
-            );
-            let nfs_resop4::OP_OPEN(Nfs4Res::Ok(o)) = result(name, &res, nfs_opnum4::OP_OPEN)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_OPEN]);
+            let nfs_resop4::OP_OPEN(Nfs4Res::Ok(o)) = result(name, &res, O::OP_OPEN) else {
                 panic!("{name}")
             };
             assert_eq!(o.rflags, OPEN4_RESULT_LOCKTYPE_POSIX, "{name}");
@@ -639,26 +589,18 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f
         }
         "open_claim_previous" => {
-            let mut f = shape(
+            let mut f = in_session(
                 name,
                 &res,
                 nfsstat4::NFS4ERR_NO_GRACE,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_OPEN],
+                &[O::OP_PUTFH, O::OP_OPEN],
             );
             f.push("a reclaim outside any grace period (Graceless server)".into());
             f
         }
         "readdir" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READDIR],
-            );
-            let nfs_resop4::OP_READDIR(Nfs4Res::Ok(d)) = result(name, &res, nfs_opnum4::OP_READDIR)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_READDIR]);
+            let nfs_resop4::OP_READDIR(Nfs4Res::Ok(d)) = result(name, &res, O::OP_READDIR) else {
                 panic!("{name}")
             };
             assert_eq!(d.cookieverf, verifier4::default(), "{name}");
@@ -675,89 +617,38 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f.push("one entry, \"hello.txt\" (no \".\" or \"..\"), NF4REG size 41 mode 0600 with its fileid; eof; cookieverf zero".into());
             f
         }
-        "link" => shape(
+        "link" => in_session(
             name,
             &res,
             ok,
-            true,
-            &[
-                nfs_opnum4::OP_PUTFH,
-                nfs_opnum4::OP_SAVEFH,
-                nfs_opnum4::OP_PUTFH,
-                nfs_opnum4::OP_LINK,
-            ],
+            &[O::OP_PUTFH, O::OP_SAVEFH, O::OP_PUTFH, O::OP_LINK],
         ),
-        "rename" => shape(
+        "rename" => in_session(
             name,
             &res,
             ok,
-            true,
-            &[
-                nfs_opnum4::OP_PUTFH,
-                nfs_opnum4::OP_SAVEFH,
-                nfs_opnum4::OP_PUTFH,
-                nfs_opnum4::OP_RENAME,
-            ],
+            &[O::OP_PUTFH, O::OP_SAVEFH, O::OP_PUTFH, O::OP_RENAME],
         ),
         "create_dir" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[
-                    nfs_opnum4::OP_PUTFH,
-                    nfs_opnum4::OP_CREATE,
-                    nfs_opnum4::OP_GETFH,
-                ],
-            );
-            let nfs_resop4::OP_CREATE(Nfs4Res::Ok(c)) = result(name, &res, nfs_opnum4::OP_CREATE)
-            else {
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_CREATE, O::OP_GETFH]);
+            let nfs_resop4::OP_CREATE(Nfs4Res::Ok(c)) = result(name, &res, O::OP_CREATE) else {
                 panic!("{name}")
             };
             assert_eq!(c.attrset, bitmap4::from_bits(&[FATTR4_MODE]), "{name}");
             f.push("CREATE NF4DIR \"subdir\": attrset {mode}".into());
             f
         }
-        "lookupp" => shape(
-            name,
-            &res,
-            ok,
-            true,
-            &[
-                nfs_opnum4::OP_PUTFH,
-                nfs_opnum4::OP_LOOKUPP,
-                nfs_opnum4::OP_GETFH,
-            ],
-        ),
-        "remove" | "remove_link" => shape(
-            name,
-            &res,
-            ok,
-            true,
-            &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_REMOVE],
-        ),
+        "lookupp" => in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_LOOKUPP, O::OP_GETFH]),
+        "remove" | "remove_link" => in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_REMOVE]),
         "remove_link_replay" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_REMOVE],
-            );
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_REMOVE]);
             f.push("the REMOVE of remove_link re-sent on its slot with its sequence id under a new XID: answered from the reply cache, byte for byte the first reply (after the XID), not NFS4ERR_NOENT".into());
             f
         }
         "secinfo_no_name" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                true,
-                &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_SECINFO_NO_NAME],
-            );
+            let mut f = in_session(name, &res, ok, &[O::OP_PUTFH, O::OP_SECINFO_NO_NAME]);
             let nfs_resop4::OP_SECINFO_NO_NAME(Nfs4Res::Ok(s)) =
-                result(name, &res, nfs_opnum4::OP_SECINFO_NO_NAME)
+                result(name, &res, O::OP_SECINFO_NO_NAME)
             else {
                 panic!("{name}")
             };
@@ -765,57 +656,37 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f.push("one flavor: AUTH_SYS (1)".into());
             f
         }
-        "delegreturn_bad_stateid" => shape(
+        "delegreturn_bad_stateid" => in_session(
             name,
             &res,
             nfsstat4::NFS4ERR_STALE_STATEID,
-            true,
-            &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_DELEGRETURN],
+            &[O::OP_PUTFH, O::OP_DELEGRETURN],
         ),
-        "putfh_bad_handle" => shape(
-            name,
-            &res,
-            nfsstat4::NFS4ERR_BADHANDLE,
-            true,
-            &[nfs_opnum4::OP_PUTFH],
-        ),
+        "putfh_bad_handle" => in_session(name, &res, nfsstat4::NFS4ERR_BADHANDLE, &[O::OP_PUTFH]),
         "seq_misordered" => {
-            let mut f = shape(
+            let mut f = alone(
                 name,
                 &res,
                 nfsstat4::NFS4ERR_SEQ_MISORDERED,
-                false,
-                &[nfs_opnum4::OP_SEQUENCE],
+                &[O::OP_SEQUENCE],
             );
             f.push("SEQUENCE with the slot's sequence id + 11".into());
             f
         }
         "badsession" => {
-            let mut f = shape(
-                name,
-                &res,
-                nfsstat4::NFS4ERR_BADSESSION,
-                false,
-                &[nfs_opnum4::OP_SEQUENCE],
-            );
+            let mut f = alone(name, &res, nfsstat4::NFS4ERR_BADSESSION, &[O::OP_SEQUENCE]);
             f.push("SEQUENCE of a session id that does not exist; nothing after it".into());
             f
         }
         "no_sequence" => {
-            let mut f = shape(name, &res, nfsstat4::NFS4ERR_OP_NOT_IN_SESSION, false, &[]);
+            let mut f = alone(name, &res, nfsstat4::NFS4ERR_OP_NOT_IN_SESSION, &[]);
             f.push(
                 "PUTROOTFH, GETFH without SEQUENCE: Ganesha answers with no results at all".into(),
             );
             f
         }
         "bind_conn_to_session" => {
-            let mut f = shape(
-                name,
-                &res,
-                ok,
-                false,
-                &[nfs_opnum4::OP_BIND_CONN_TO_SESSION],
-            );
+            let mut f = alone(name, &res, ok, &[O::OP_BIND_CONN_TO_SESSION]);
             let nfs_resop4::OP_BIND_CONN_TO_SESSION(Nfs4Res::Ok(b)) = &res.resarray[0] else {
                 unreachable!()
             };
@@ -824,8 +695,8 @@ pub fn check(name: &str, ex: &Exchange) -> Vec<String> {
             f.push("a second connection bound with CDFC4_FORE_OR_BOTH: CDFS4_BOTH granted".into());
             f
         }
-        "destroy_session" => shape(name, &res, ok, false, &[nfs_opnum4::OP_DESTROY_SESSION]),
-        "destroy_clientid" => shape(name, &res, ok, false, &[nfs_opnum4::OP_DESTROY_CLIENTID]),
+        "destroy_session" => alone(name, &res, ok, &[O::OP_DESTROY_SESSION]),
+        "destroy_clientid" => alone(name, &res, ok, &[O::OP_DESTROY_CLIENTID]),
         other => panic!("no facts for step {other}"),
     };
     f.insert(0, format!("{} bytes, one fragment", ex.reply.len()));
