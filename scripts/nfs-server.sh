@@ -37,7 +37,8 @@
 #   DNFS_NFS4=1        serve NFSv4.1 too (Protocols = 3, 4; Minor_Versions = 1),
 #                      with client records in STATE_DIR/v4recovery
 #   DNFS_NFS4_GRACE    NFSv4 grace period in seconds after a start (default 0:
-#                      none, Graceless; reclaim tests want a real one)
+#                      none, Graceless; reclaim tests want a real one; during
+#                      it NFSv3 SETATTR gets NFS3ERR_JUKEBOX too)
 #   DNFS_NFS4_LEASE    NFSv4 lease time in seconds (default: Ganesha's 60)
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
