@@ -26,8 +26,8 @@ use super::io::{COMMIT4resok, WRITE4resok};
 use super::result::Nfs4Res;
 use super::session::{SEQUENCE4args, SEQUENCE4res, SEQUENCE4resok};
 use super::types::{
-    bitmap4, nfs_opnum4, nfsstat4, stable_how4, stateid4, verifier4, MAX_BITMAP_WORDS, NFS4_FHSIZE,
-    NFS4_OPAQUE_LIMIT,
+    bitmap4, nfs_opnum4, nfsstat4, sessionid4, stable_how4, stateid4, verifier4, MAX_BITMAP_WORDS,
+    NFS4_FHSIZE, NFS4_OPAQUE_LIMIT,
 };
 use crate::xdr::{Decode, DecodeError, Encode, XdrReader, XdrWrite};
 
@@ -96,13 +96,44 @@ pub fn encode_read_compound(
     offset: u64,
     count: u32,
 ) {
-    encode_compound_header(out, 3);
-    encode_sequence_op(out, seq);
-    encode_putfh_op(out, fh);
-    out.put_u32(nfs_opnum4::OP_READ.0);
-    stateid.encode(out);
-    out.put_u64(offset);
-    out.put_u32(count);
+    encode_sequence_putfh(out, seq, fh);
+    let mut op = [0u8; 4 + stateid4::SIZE + 12];
+    put_stateid_op(&mut op, nfs_opnum4::OP_READ, stateid, offset);
+    op[28..32].copy_from_slice(&count.to_be_bytes());
+    out.extend_from_slice(&op);
+}
+
+/// Appends the header of a 3-operation COMPOUND and its first two
+/// operations, `SEQUENCE(seq)` and `PUTFH(fh)`, with one copy of the fixed
+/// part: the I/O path pays for each reserve-and-copy.
+#[inline]
+fn encode_sequence_putfh(out: &mut Vec<u8>, seq: &SEQUENCE4args, fh: &[u8]) {
+    debug_assert!(fh.len() <= NFS4_FHSIZE);
+    let mut head = [0u8; COMPOUND_HEADER_LEN + SEQUENCE_OP_LEN + 8];
+    let mut w = |at: usize, v: u32| head[at..at + 4].copy_from_slice(&v.to_be_bytes());
+    // tag length 0 (the array is zeroed), minor version, 3 operations.
+    w(4, NFS4_MINOR_VERSION);
+    w(8, 3);
+    w(12, nfs_opnum4::OP_SEQUENCE.0);
+    w(32, seq.sa_sequenceid);
+    w(36, seq.sa_slotid);
+    w(40, seq.sa_highest_slotid);
+    w(44, seq.sa_cachethis as u32);
+    w(48, nfs_opnum4::OP_PUTFH.0);
+    w(52, fh.len() as u32);
+    head[16..32].copy_from_slice(&seq.sa_sessionid.0);
+    out.extend_from_slice(&head);
+    out.put_opaque_fixed(fh);
+}
+
+/// Writes `op`, `stateid` and `offset` into the first 28 bytes of `buf`
+/// (READ's and WRITE's arguments start alike).
+#[inline]
+fn put_stateid_op(buf: &mut [u8], op: nfs_opnum4, stateid: &stateid4, offset: u64) {
+    buf[0..4].copy_from_slice(&op.0.to_be_bytes());
+    buf[4..8].copy_from_slice(&stateid.seqid.to_be_bytes());
+    buf[8..20].copy_from_slice(&stateid.other);
+    buf[20..28].copy_from_slice(&offset.to_be_bytes());
 }
 
 /// Appends `SEQUENCE, PUTFH(fh), WRITE(stateid, offset, stable, data)` up
@@ -119,14 +150,12 @@ pub fn encode_write_compound_header(
     stable: stable_how4,
     count: u32,
 ) {
-    encode_compound_header(out, 3);
-    encode_sequence_op(out, seq);
-    encode_putfh_op(out, fh);
-    out.put_u32(nfs_opnum4::OP_WRITE.0);
-    stateid.encode(out);
-    out.put_u64(offset);
-    out.put_u32(stable.0);
-    out.put_u32(count);
+    encode_sequence_putfh(out, seq, fh);
+    let mut op = [0u8; 4 + stateid4::SIZE + 16];
+    put_stateid_op(&mut op, nfs_opnum4::OP_WRITE, stateid, offset);
+    op[28..32].copy_from_slice(&stable.0.to_be_bytes());
+    op[32..36].copy_from_slice(&count.to_be_bytes());
+    out.extend_from_slice(&op);
 }
 
 /// Appends `SEQUENCE, PUTFH(fh), COMMIT(offset, count)` (RFC 8881
@@ -139,9 +168,7 @@ pub fn encode_commit_compound(
     offset: u64,
     count: u32,
 ) {
-    encode_compound_header(out, 3);
-    encode_sequence_op(out, seq);
-    encode_putfh_op(out, fh);
+    encode_sequence_putfh(out, seq, fh);
     out.put_u32(nfs_opnum4::OP_COMMIT.0);
     out.put_u64(offset);
     out.put_u32(count);
@@ -150,9 +177,7 @@ pub fn encode_commit_compound(
 /// Appends `SEQUENCE, PUTFH(fh), GETATTR(attrs)` (RFC 8881 §18.7.1).
 #[inline]
 pub fn encode_getattr_compound(out: &mut Vec<u8>, seq: &SEQUENCE4args, fh: &[u8], attrs: &bitmap4) {
-    encode_compound_header(out, 3);
-    encode_sequence_op(out, seq);
-    encode_putfh_op(out, fh);
+    encode_sequence_putfh(out, seq, fh);
     out.put_u32(nfs_opnum4::OP_GETATTR.0);
     attrs.encode(out);
 }
@@ -269,6 +294,14 @@ fn decode_sequenced<'a, T>(
     last: nfs_opnum4,
     ok: impl FnOnce(&mut XdrReader<'a>) -> Result<T, DecodeError>,
 ) -> Result<SequencedReply<T>, DecodeError> {
+    if let Some(seq) = decode_ok_prefix(r, last) {
+        return Ok(SequencedReply {
+            status: nfsstat4::NFS4_OK,
+            sequence: Some(Nfs4Res::Ok(seq)),
+            failed_op: None,
+            ok: Some(ok(r)?),
+        });
+    }
     let mut walk = Walk::head(r, 3)?;
     let mut reply = SequencedReply {
         status: walk.status,
@@ -299,6 +332,49 @@ fn decode_sequenced<'a, T>(
         Some(_) => reply.failed_op = Some(last),
     }
     walk.done(reply)
+}
+
+/// Bytes of a successful `SEQUENCE, PUTFH, op` reply before op's data:
+/// status, empty tag, 3 results, SEQUENCE's, PUTFH's, op's number and
+/// status.
+const OK_PREFIX_LEN: usize = 20 + SEQUENCE4resok::SIZE + 16;
+
+/// The common case in one bounds check (as the RPC reply header's fast
+/// path does): a reply whose status, tag, result count, operation numbers
+/// and statuses are exactly those of a successful `SEQUENCE, PUTFH, last`
+/// with an empty tag. Takes those bytes and returns SEQUENCE's result, or
+/// leaves the reader alone (`None`) for the general walk, which decodes
+/// such a reply the same way (tested).
+#[inline]
+fn decode_ok_prefix(r: &mut XdrReader<'_>, last: nfs_opnum4) -> Option<SEQUENCE4resok> {
+    let b = r.rest().get(..OK_PREFIX_LEN)?;
+    let w = |at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let fixed = [
+        (0, nfsstat4::NFS4_OK.0),
+        (4, 0),
+        (8, 3),
+        (12, nfs_opnum4::OP_SEQUENCE.0),
+        (16, nfsstat4::NFS4_OK.0),
+        (56, nfs_opnum4::OP_PUTFH.0),
+        (60, nfsstat4::NFS4_OK.0),
+        (64, last.0),
+        (68, nfsstat4::NFS4_OK.0),
+    ];
+    if fixed.iter().any(|&(at, v)| w(at) != v) {
+        return None;
+    }
+    let mut sessionid = [0u8; 16];
+    sessionid.copy_from_slice(&b[20..36]);
+    let seq = SEQUENCE4resok {
+        sr_sessionid: sessionid4(sessionid),
+        sr_sequenceid: w(36),
+        sr_slotid: w(40),
+        sr_highest_slotid: w(44),
+        sr_target_highest_slotid: w(48),
+        sr_status_flags: w(52),
+    };
+    r.take(OK_PREFIX_LEN, "COMPOUND4res").ok()?;
+    Some(seq)
 }
 
 /// Walks the results of a COMPOUND4res one operation at a time, holding
@@ -393,7 +469,7 @@ mod tests {
     use crate::nfs4::fh::PUTFH4args;
     use crate::nfs4::getattr::GETATTR4args;
     use crate::nfs4::io::{COMMIT4args, READ4args, READ4resok, WRITE4args};
-    use crate::nfs4::types::{nfs_fh4, sessionid4};
+    use crate::nfs4::types::{nfs_fh4, sessionid4, MAX_BITMAP_WORDS, NFS4_FHSIZE};
     use crate::xdr::{pad_len, to_bytes};
 
     fn seq() -> SEQUENCE4args {
@@ -458,6 +534,43 @@ mod tests {
             attr_request: attrs,
         };
         assert_eq!(out, compound(nfs_argop4::OP_GETATTR(getattr)));
+    }
+
+    #[test]
+    fn encoders_never_grow_a_buffer_reserved_for_the_largest_compound() {
+        let fh = nfs_fh4::new(&[0xfe; NFS4_FHSIZE]).unwrap();
+        let attrs = bitmap4::from_words(&[u32::MAX; MAX_BITMAP_WORDS]).unwrap();
+        let largest = [
+            WRITE_COMPOUND_HEADER_MAX,
+            READ_COMPOUND_MAX,
+            COMMIT_COMPOUND_MAX,
+            GETATTR_COMPOUND_MAX,
+        ];
+        let mut out = Vec::with_capacity(largest.into_iter().max().unwrap());
+        let cap = out.capacity();
+        for _ in 0..3 {
+            out.clear();
+            encode_write_compound_header(
+                &mut out,
+                &seq(),
+                fh.as_bytes(),
+                &stateid(),
+                1,
+                stable_how4::FILE_SYNC4,
+                8192,
+            );
+            assert_eq!(out.len(), WRITE_COMPOUND_HEADER_MAX);
+            out.clear();
+            encode_read_compound(&mut out, &seq(), fh.as_bytes(), &stateid(), 1, 8192);
+            assert_eq!(out.len(), READ_COMPOUND_MAX);
+            out.clear();
+            encode_commit_compound(&mut out, &seq(), fh.as_bytes(), 0, 0);
+            assert_eq!(out.len(), COMMIT_COMPOUND_MAX);
+            out.clear();
+            encode_getattr_compound(&mut out, &seq(), fh.as_bytes(), &attrs);
+            assert_eq!(out.len(), GETATTR_COMPOUND_MAX);
+        }
+        assert_eq!(out.capacity(), cap, "no reallocation");
     }
 
     #[test]
@@ -540,6 +653,22 @@ mod tests {
             })
         );
         assert_eq!(r.remaining(), 0);
+    }
+
+    #[test]
+    fn the_one_check_fast_path_and_the_walk_agree() {
+        let fast_bytes = read_ok(b"hello");
+        // A tag (legal, ours is empty) sends the same reply down the walk.
+        let mut x: COMPOUND4res = crate::xdr::decode_exact(&fast_bytes, "c").unwrap();
+        x.tag = "t".into();
+        let walk_bytes = to_bytes(&x);
+        let fast = decode_read_reply(&mut XdrReader::new(&fast_bytes), 10).unwrap();
+        let walk = decode_read_reply(&mut XdrReader::new(&walk_bytes), 10).unwrap();
+        assert_eq!(fast, walk);
+        assert_eq!(
+            decode_read_reply_head(&mut XdrReader::new(&fast_bytes), 10).unwrap(),
+            decode_read_reply_head(&mut XdrReader::new(&walk_bytes), 10).unwrap()
+        );
     }
 
     #[test]

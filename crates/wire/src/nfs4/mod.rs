@@ -44,9 +44,10 @@
 //! Ask `ca_maxrequests` = the pipeline depth; the server's answer in
 //! `csr_fore_chan_attrs` is the slot count, and `ca_maxrequestsize` /
 //! `ca_maxresponsesize` bound every COMPOUND (so the READ and WRITE sizes,
-//! with the `maxread`/`maxwrite` attributes). Then, once per client ID,
-//! `RECLAIM_COMPLETE(rca_one_fs = false)` (after reclaiming, if the server
-//! restarted) — until then the server may answer OPEN with
+//! with the `maxread`/`maxwrite` attributes of the export's handle, not
+//! the pseudo root's). Then, once per client ID and before the first
+//! non-reclaim OPEN or LOCK, `RECLAIM_COMPLETE(rca_one_fs = false)` (after
+//! reclaiming, if the server restarted): RFC 8881 §18.51.3, else those get
 //! `NFS4ERR_GRACE`. Every other COMPOUND starts with SEQUENCE;
 //! EXCHANGE_ID, CREATE_SESSION, BIND_CONN_TO_SESSION, DESTROY_SESSION and
 //! DESTROY_CLIENTID go alone.
