@@ -574,6 +574,32 @@ mod tests {
     }
 
     #[test]
+    fn building_blocks_make_other_compounds_too() {
+        // A SEQUENCE-only COMPOUND: what renews an idle client's lease.
+        let mut out = Vec::new();
+        encode_compound_header(&mut out, 1);
+        encode_sequence_op(&mut out, &seq());
+        let general = COMPOUND4args {
+            tag: Default::default(),
+            minorversion: 1,
+            argarray: vec![nfs_argop4::OP_SEQUENCE(seq())],
+        };
+        assert_eq!(out, to_bytes(&general));
+        out.clear();
+        encode_compound_header(&mut out, 2);
+        encode_sequence_op(&mut out, &seq());
+        encode_putfh_op(&mut out, fh().as_bytes());
+        let general = COMPOUND4args {
+            argarray: vec![
+                nfs_argop4::OP_SEQUENCE(seq()),
+                nfs_argop4::OP_PUTFH(PUTFH4args { object: fh() }),
+            ],
+            ..general
+        };
+        assert_eq!(out, to_bytes(&general));
+    }
+
+    #[test]
     fn write_header_plus_data_plus_pad_equals_the_compound() {
         let data = b"hello".to_vec();
         let mut out = Vec::new();
