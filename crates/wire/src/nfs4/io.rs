@@ -38,7 +38,7 @@ xdr_struct!(
 /// };
 /// ```
 /// The general-purpose decoder bounds `data` by
-/// [`MAX_DATA_LEN`](crate::nfs3::io::MAX_DATA_LEN); the hot-path decoder
+/// [`MAX_DATA_LEN`]; the hot-path decoder
 /// by the count that was asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[allow(non_camel_case_types)]

@@ -49,8 +49,10 @@
 //! non-reclaim OPEN or LOCK, `RECLAIM_COMPLETE(rca_one_fs = false)` (after
 //! reclaiming, if the server restarted): RFC 8881 §18.51.3, else those get
 //! `NFS4ERR_GRACE`. Every other COMPOUND starts with SEQUENCE;
-//! EXCHANGE_ID, CREATE_SESSION, BIND_CONN_TO_SESSION, DESTROY_SESSION and
-//! DESTROY_CLIENTID go alone.
+//! EXCHANGE_ID, CREATE_SESSION, BIND_CONN_TO_SESSION and DESTROY_CLIENTID
+//! go alone, and DESTROY_SESSION alone or last. Decode replies with
+//! [`COMPOUND4res::decode_expecting`] (the operations sent), or with the
+//! [`hotpath`] decoders for READ, WRITE and COMMIT.
 //!
 //! **Slots and sequence ids (exactly once, RFC 8881 §2.10.6).** Each slot
 //! carries one request at a time and remembers the last sequence id used
