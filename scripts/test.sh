@@ -3,11 +3,13 @@
 #
 # 1. installs what the tests need when missing (Debian packages; root),
 # 2. checks formatting and lints,
-# 3. starts one local NFS-Ganesha (scripts/nfs-server.sh) and runs every
-#    test against it: Rust unit/property/real-server tests, then the
-#    C library and SQLite tests when those exist; as root also the
-#    multipath tests and the fault soak (scripts/soak.sh) in the network
-#    namespace topology; then Miri and the fuzzers,
+# 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
+#    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
+#    and runs every test against it: Rust unit/property/real-server tests
+#    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
+#    library and SQLite tests when those exist;
+#    as root also the multipath tests and the fault soak (scripts/soak.sh)
+#    in the network namespace topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
 # Exit status is non-zero if anything failed.
@@ -81,10 +83,13 @@ main() {
     trap stop_server EXIT
     local url
     url=$(DNFS_STATE_DIR="$STATE_DIR" DNFS_NFS_PORT=${DNFS_TEST_NFS_PORT:-2549} \
-        DNFS_MNT_PORT=${DNFS_TEST_MNT_PORT:-20548} \
+        DNFS_MNT_PORT=${DNFS_TEST_MNT_PORT:-20548} DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
         bash scripts/nfs-server.sh start "$EXPORT_DIR" | tail -n 1)
     log "server: $url"
     export DNFS_TEST_URL="$url"
+    export DNFS_TEST_URL_V41
+    DNFS_TEST_URL_V41=$(DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh url --vers 4.1)
+    log "server (NFSv4.1): $DNFS_TEST_URL_V41"
     export DNFS_TEST_EXPORT_DIR="$EXPORT_DIR"
     export DNFS_TEST_REQUIRE_SERVER=1
     export DNFS_TEST_SERVER_PID
@@ -168,26 +173,27 @@ run_miri() {
         log "SKIPPED Miri: cargo miri setup failed (it builds a sysroot from rust-src)"
         return
     fi
-    log "Miri: unit tests of sqlite, capi, engine, wire; wire's statements, golden, ganesha"
+    log "Miri: unit tests of sqlite, capi, engine, wire; wire's statements, golden, ganesha (v3 and v4.1)"
     # dotlock:: asks the OS for the host name and process start times,
     # which Miri cannot do. -Zmiri-disable-isolation: proptest reads the
     # working directory. About 2 minutes; the timeout only stops a hang.
-    env -u DNFS_TEST_URL -u DNFS_TEST_REQUIRE_SERVER \
+    env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER \
         PROPTEST_CASES="${DNFS_MIRI_PROPTEST_CASES:-8}" MIRIFLAGS=-Zmiri-disable-isolation \
         timeout 900 cargo +nightly miri test --no-fail-fast \
         -p directnfs-sqlite -p directnfs-capi -p directnfs-engine -p directnfs-wire \
-        --lib --test statements --test golden --test ganesha -- --skip dotlock::
+        --lib --test statements --test golden --test ganesha --test golden_v41 \
+        --test ganesha_v41 -- --skip dotlock::
     log "Miri: the client's lock-free call outcome, call reuse and write log"
     # The rest of the client's unit tests need sockets or the clock loop of
     # a transport; these are the ones whose memory ordering and unsafe
     # code Miri can check (about 30 s).
-    env -u DNFS_TEST_URL -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
+    env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
         timeout 600 cargo +nightly miri test -p directnfs --lib -- io::call::tests writelog::
 }
 
 # Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 20), two
 # at a time (DNFS_FUZZ_JOBS, default 2: this machine's two cores; nothing
-# else runs then): 28 x 20 s in about 5 minutes.
+# else runs then): 32 x 20 s in about 5.5 minutes.
 # cargo-fuzz needs a nightly toolchain: used when this machine has one
 # (rustup cannot download one here), otherwise said loudly and skipped.
 run_fuzzers() {

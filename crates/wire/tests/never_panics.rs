@@ -5,12 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod props;
 
 use common::*;
 use directnfs_wire::mount::{exports, mountres3};
 use directnfs_wire::nfs3::*;
 use directnfs_wire::rpc::ReplyHeader;
-use directnfs_wire::xdr::{decode_exact, to_bytes, Decode, Encode, XdrReader};
+use directnfs_wire::xdr::{decode_exact, Decode, XdrReader};
+use props::damaged;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -47,31 +49,6 @@ fn decode_all(bytes: &[u8]) {
     let _ = decode_read_reply_head(&mut XdrReader::new(bytes), max);
     let _ = decode_write_reply(&mut XdrReader::new(bytes));
     let _ = decode_commit_reply(&mut XdrReader::new(bytes));
-}
-
-/// Damages a valid encoding: overwrite one word, then maybe truncate.
-fn damaged<T: Encode + std::fmt::Debug>(
-    s: impl Strategy<Value = T>,
-) -> impl Strategy<Value = Vec<u8>> {
-    (
-        s,
-        any::<prop::sample::Index>(),
-        any::<u32>(),
-        any::<prop::sample::Index>(),
-        any::<bool>(),
-    )
-        .prop_map(|(x, at, word, cut, truncate)| {
-            let mut b = to_bytes(&x);
-            if !b.is_empty() {
-                let i = at.index(b.len()) & !3;
-                let end = (i + 4).min(b.len());
-                b[i..end].copy_from_slice(&word.to_be_bytes()[..end - i]);
-                if truncate {
-                    b.truncate(cut.index(b.len()));
-                }
-            }
-            b
-        })
 }
 
 proptest! {

@@ -5,40 +5,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod props;
 
 use common::*;
 use directnfs_wire::mount::{dirpath, exports, mountres3};
 use directnfs_wire::nfs3::*;
 use directnfs_wire::portmap::Mapping;
-use directnfs_wire::xdr::{decode_exact, pad_len, to_bytes, Decode, Encode, XdrReader};
+use directnfs_wire::xdr::{pad_len, to_bytes, XdrReader};
+use props::roundtrips;
 use proptest::prelude::*;
-
-fn roundtrip<T: Encode + Decode + PartialEq + std::fmt::Debug>(x: &T) -> Result<(), TestCaseError> {
-    let bytes = to_bytes(x);
-    prop_assert_eq!(bytes.len() % 4, 0, "XDR is made of 4-byte units");
-    let back: T =
-        decode_exact(&bytes, "roundtrip").map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(&back, x);
-    // Every strict prefix is refused: the encoding is self-delimiting and
-    // nothing is optional at the end.
-    if let Some(cut) = bytes.len().checked_sub(1) {
-        prop_assert!(decode_exact::<T>(&bytes[..cut], "prefix").is_err());
-    }
-    Ok(())
-}
-
-macro_rules! roundtrips {
-    ($($name:ident: $strategy:expr;)*) => {
-        proptest! {
-            $(
-                #[test]
-                fn $name(x in $strategy) {
-                    roundtrip(&x)?;
-                }
-            )*
-        }
-    };
-}
 
 roundtrips! {
     getattr_args_roundtrip: getattr_args();
