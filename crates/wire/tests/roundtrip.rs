@@ -49,6 +49,9 @@ roundtrips! {
     write_args_roundtrip: write_args();
     create_args_roundtrip: create_args();
     mkdir_args_roundtrip: mkdir_args();
+    readlink_args_roundtrip: readlink_args();
+    symlink_args_roundtrip: symlink_args();
+    link_args_roundtrip: link_args();
     remove_args_roundtrip: remove_args();
     rmdir_args_roundtrip: rmdir_args();
     rename_args_roundtrip: rename_args();
@@ -69,6 +72,9 @@ roundtrips! {
     write_res_roundtrip: write_res();
     create_res_roundtrip: create_res();
     mkdir_res_roundtrip: mkdir_res();
+    readlink_res_roundtrip: readlink_res();
+    symlink_res_roundtrip: symlink_res();
+    link_res_roundtrip: link_res();
     remove_res_roundtrip: remove_res();
     rmdir_res_roundtrip: rmdir_res();
     rename_res_roundtrip: rename_res();
