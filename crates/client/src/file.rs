@@ -132,18 +132,7 @@ impl Client {
                 Err(e) => return Err(e),
             }
         };
-        Ok(File {
-            shared: Arc::new(FileShared {
-                client: self.clone(),
-                fh,
-                path: path.to_string(),
-                uncommitted: Mutex::new(WriteLog::default()),
-                repaired: Condvar::new(),
-                tracked: AtomicBool::new(false),
-                stats: inner.file_stats(path),
-                fsync_lock: Mutex::new(()),
-            }),
-        })
+        Ok(File::from_handle(self, fh, path))
     }
 
     /// Creates a file that LOOKUP just did not find. GUARDED, not
@@ -225,6 +214,24 @@ impl Client {
         };
         let (res, _) = self.inner.call::<nfs3::Setattr>(&args, path)?;
         nfs_result(res.status(), "SETATTR", path)
+    }
+}
+
+impl File {
+    /// The open file of handle `fh`, known to the caller as `path`.
+    pub(crate) fn from_handle(client: &Client, fh: nfs_fh3, path: &str) -> File {
+        File {
+            shared: Arc::new(FileShared {
+                client: client.clone(),
+                fh,
+                path: path.to_string(),
+                uncommitted: Mutex::new(WriteLog::default()),
+                repaired: Condvar::new(),
+                tracked: AtomicBool::new(false),
+                stats: client.inner.file_stats(path),
+                fsync_lock: Mutex::new(()),
+            }),
+        }
     }
 }
 

@@ -27,20 +27,25 @@
 //! # Ok::<(), directnfs::Error>(())
 //! ```
 
+pub mod attrs;
 pub mod batch;
 pub mod client;
 pub mod config;
 pub mod errno;
 pub mod error;
 pub mod file;
+pub mod handle;
 mod io;
+pub mod links;
 pub mod metadata;
 mod mount;
 mod writelog;
 
+pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, Completion};
 pub use client::{Client, Limits, PathSpec, Target};
 pub use config::{DnfsTab, MountOptions, NfsUrl, StableMode};
 pub use error::{Error, Result};
 pub use file::{File, OpenOptions};
+pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
