@@ -1,0 +1,277 @@
+//! Which paths are NFS paths.
+//!
+//! A path is served when it resolves — as an absolute path, relative to the
+//! current directory, or relative to a directory descriptor of an `*at`
+//! call — to a path under a dnfstab `mount:` prefix. Resolution is lexical
+//! (`//`, `.` and `..` are folded before the prefix test); local symbolic
+//! links are not followed into a mount. Symbolic links *on* NFS are
+//! followed by the calls that follow links (resolve.rs).
+//!
+//! The cost for a local path is the one that matters: an absolute path is
+//! compared with each prefix (after a scan for `//`, `/.`), a relative
+//! one costs one atomic load unless the current directory is on NFS or
+//! above a mount prefix, or the path climbs with `..`.
+
+use std::ffi::CStr;
+
+use libc::{c_char, c_int};
+
+use crate::cwd;
+use crate::fdtable;
+use crate::state::{self, State};
+
+/// A path under a mount prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NfsPath {
+    /// Index of the mount.
+    pub mount: usize,
+    /// The normalised absolute host path (`/db/ora/base/1`).
+    pub host: String,
+    /// The path below the export root (`/base/1`, `/` for the root).
+    pub rest: String,
+    /// The path ended with `/` (or `/.`): it must name a directory.
+    pub trailing_slash: bool,
+}
+
+/// Where a call goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// To libc, untouched.
+    Local,
+    /// To NFS.
+    Nfs(NfsPath),
+    /// Nowhere: an NFS path that cannot be served (errno).
+    Bad(c_int),
+}
+
+/// Where `path` (relative to `dirfd`, or `AT_FDCWD`) goes.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+#[inline]
+pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
+    let Some(state) = state::get() else {
+        return Route::Local;
+    };
+    if path.is_null() {
+        return Route::Local;
+    }
+    // SAFETY: the caller passes a C string.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    route_bytes(state, dirfd, bytes)
+}
+
+/// [`route`] of a path given as bytes.
+pub fn route_bytes(state: &State, dirfd: c_int, path: &[u8]) -> Route {
+    match path.first() {
+        None => Route::Local,
+        Some(b'/') => classify_absolute(state, path),
+        Some(_) if dirfd != libc::AT_FDCWD => relative_to_fd(state, dirfd, path),
+        Some(_) => relative_to_cwd(state, path),
+    }
+}
+
+fn relative_to_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
+    let Some(open) = fdtable::get(dirfd) else {
+        return Route::Local;
+    };
+    match &open.path {
+        Some(dir) => classify_absolute(state, &join(dir.host.as_bytes(), path)),
+        None => Route::Bad(libc::EOPNOTSUPP),
+    }
+}
+
+fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
+    if !cwd::may_reach_nfs() && !climbs(path) {
+        return Route::Local;
+    }
+    let base = cwd::host();
+    classify_absolute(state, &join(base.as_bytes(), path))
+}
+
+/// Classifies an absolute path.
+pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
+    if needs_folding(path) {
+        let folded = normalize(path);
+        return classify_normal(state, &folded, trailing_slash(path));
+    }
+    classify_normal(state, path, trailing_slash(path))
+}
+
+fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
+    for (i, m) in state.config.mounts.iter().enumerate() {
+        let prefix = m.prefix.as_bytes();
+        if !path.starts_with(prefix) {
+            continue;
+        }
+        let rest = &path[prefix.len()..];
+        if !(rest.is_empty() || rest[0] == b'/') {
+            continue;
+        }
+        let Ok(host) = std::str::from_utf8(path) else {
+            return Route::Bad(libc::EILSEQ);
+        };
+        let host = host.trim_end_matches('/');
+        let rest = &host[prefix.len()..];
+        return Route::Nfs(NfsPath {
+            mount: i,
+            host: host.to_string(),
+            rest: if rest.is_empty() {
+                "/".into()
+            } else {
+                rest.into()
+            },
+            trailing_slash: trailing,
+        });
+    }
+    Route::Local
+}
+
+/// `dir` + `/` + `rel`.
+pub fn join(dir: &[u8], rel: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(dir.len() + rel.len() + 1);
+    v.extend_from_slice(dir);
+    if !dir.ends_with(b"/") {
+        v.push(b'/');
+    }
+    v.extend_from_slice(rel);
+    v
+}
+
+/// True if an absolute path has `//`, `/.` or `/..` to fold.
+#[inline]
+fn needs_folding(path: &[u8]) -> bool {
+    path.windows(2)
+        .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
+}
+
+fn trailing_slash(path: &[u8]) -> bool {
+    path.len() > 1 && (path.ends_with(b"/") || path.ends_with(b"/."))
+}
+
+/// True if a relative path has a `..` component (it may climb out of the
+/// current directory into a mount prefix).
+#[inline]
+fn climbs(path: &[u8]) -> bool {
+    path.split(|&b| b == b'/').any(|c| c == b"..")
+}
+
+/// Folds `//`, `.` and `..` of an absolute path; never climbs above `/`;
+/// no trailing `/` (except for `/` itself).
+pub fn normalize(path: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    for p in &parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// The directory part of a host path (`/a/b` -> `/a`, `/a` -> `/`).
+pub fn parent(host: &str) -> &str {
+    match host.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &host[..i],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_folds_dots_and_slashes_without_climbing_above_root() {
+        let n = |p: &str| String::from_utf8(normalize(p.as_bytes())).unwrap();
+        assert_eq!(n("/a//b/./c/"), "/a/b/c");
+        assert_eq!(n("/a/b/../c"), "/a/c");
+        assert_eq!(n("/../../x"), "/x");
+        assert_eq!(n("/"), "/");
+        assert_eq!(n("//"), "/");
+        assert_eq!(n("/a/.."), "/");
+    }
+
+    #[test]
+    fn only_paths_with_slash_dot_or_double_slash_need_folding() {
+        assert!(!needs_folding(b"/usr/lib/x86_64-linux-gnu/libc.so.6"));
+        assert!(needs_folding(b"/db//x"));
+        assert!(needs_folding(b"/db/./x"));
+        assert!(needs_folding(b"/tmp/../db"));
+        assert!(
+            needs_folding(b"/db/.hidden"),
+            "harmless: folded, same result"
+        );
+    }
+
+    #[test]
+    fn climbing_is_a_dotdot_component() {
+        assert!(climbs(b"../db"));
+        assert!(climbs(b"a/../../b"));
+        assert!(!climbs(b"..a/b"));
+        assert!(!climbs(b"a/b.."));
+    }
+
+    #[test]
+    fn join_and_parent_split_host_paths() {
+        assert_eq!(join(b"/a", b"b"), b"/a/b");
+        assert_eq!(join(b"/", b"b"), b"/b");
+        assert_eq!(parent("/a/b"), "/a");
+        assert_eq!(parent("/a"), "/");
+        assert_eq!(parent("/"), "/");
+    }
+
+    fn state(prefixes: &[&str]) -> State {
+        let mut text = String::from("server: s\npath: 127.0.0.1\n");
+        for (i, p) in prefixes.iter().enumerate() {
+            text.push_str(&format!("export: /e{i} mount: {p}\n"));
+        }
+        let tab = dnfs::config::parse_str(&text, std::path::Path::new("t")).unwrap();
+        State {
+            config: crate::config::from_tab(&tab).unwrap(),
+            shadow: crate::shadow::Shadow::from_env(),
+        }
+    }
+
+    #[test]
+    fn absolute_paths_match_whole_components_of_the_longest_prefix() {
+        let st = state(&["/db", "/db/redo"]);
+        let nfs = |p: &str| match classify_absolute(&st, p.as_bytes()) {
+            Route::Nfs(n) => Some((
+                st.config.mounts[n.mount].prefix.clone(),
+                n.rest,
+                n.trailing_slash,
+            )),
+            _ => None,
+        };
+        assert_eq!(nfs("/db/x"), Some(("/db".into(), "/x".into(), false)));
+        assert_eq!(
+            nfs("/db/redo/log1"),
+            Some(("/db/redo".into(), "/log1".into(), false))
+        );
+        assert_eq!(nfs("/db"), Some(("/db".into(), "/".into(), false)));
+        assert_eq!(nfs("/db/dir/"), Some(("/db".into(), "/dir".into(), true)));
+        assert_eq!(
+            nfs("/tmp/../db/y"),
+            Some(("/db".into(), "/y".into(), false))
+        );
+        assert_eq!(nfs("/dbx/y"), None);
+        assert_eq!(nfs("/db/../etc/passwd"), None);
+        assert_eq!(nfs("/"), None);
+        assert_eq!(
+            classify_absolute(&st, b"/db/\xff"),
+            Route::Bad(libc::EILSEQ)
+        );
+    }
+}
