@@ -40,6 +40,11 @@ pub enum Route {
     Local,
     /// To NFS.
     Nfs(NfsPath),
+    /// To libc, with this absolute path instead: the path named NFS
+    /// (`/db/ora/..`, or `..` from an NFS current directory) but folds to
+    /// a local one, which the kernel could not reach through the mount
+    /// prefix (it does not exist locally).
+    Redirect(std::ffi::CString),
     /// Nowhere: an NFS path that cannot be served (errno).
     Bad(c_int),
 }
@@ -76,7 +81,7 @@ fn relative_to_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
         return Route::Local;
     };
     match &open.path {
-        Some(dir) => classify_absolute(state, &join(dir.host.as_bytes(), path)),
+        Some(dir) => redirect_local(state, &join(dir.host.as_bytes(), path)),
         None => Route::Bad(libc::EOPNOTSUPP),
     }
 }
@@ -86,14 +91,39 @@ fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
         return Route::Local;
     }
     let base = cwd::host();
-    classify_absolute(state, &join(base.as_bytes(), path))
+    let full = join(base.as_bytes(), path);
+    if cwd::is_nfs() {
+        return redirect_local(state, &full);
+    }
+    classify_absolute(state, &full)
+}
+
+/// Classifies a path built from an NFS directory: a local result is a
+/// redirect to the folded path (the kernel's working directory is not the
+/// NFS directory).
+fn redirect_local(state: &State, full: &[u8]) -> Route {
+    match classify_absolute(state, full) {
+        Route::Local => to_redirect(normalize(full)),
+        other => other,
+    }
+}
+
+fn to_redirect(path: Vec<u8>) -> Route {
+    match std::ffi::CString::new(path) {
+        Ok(c) => Route::Redirect(c),
+        Err(_) => Route::Bad(libc::EINVAL),
+    }
 }
 
 /// Classifies an absolute path.
 pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
     if needs_folding(path) {
         let folded = normalize(path);
-        return classify_normal(state, &folded, trailing_slash(path));
+        let r = classify_normal(state, &folded, trailing_slash(path));
+        if r == Route::Local && through_a_prefix(state, path) {
+            return to_redirect(folded);
+        }
+        return r;
     }
     classify_normal(state, path, trailing_slash(path))
 }
@@ -125,6 +155,14 @@ fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
         });
     }
     Route::Local
+}
+
+/// True if `path` starts with a mount prefix (before any folding).
+fn through_a_prefix(state: &State, path: &[u8]) -> bool {
+    state.config.mounts.iter().any(|m| {
+        let p = m.prefix.as_bytes();
+        path.starts_with(p) && path.get(p.len()).is_none_or(|&b| b == b'/')
+    })
 }
 
 /// `dir` + `/` + `rel`.
@@ -268,6 +306,11 @@ mod tests {
         );
         assert_eq!(nfs("/dbx/y"), None);
         assert_eq!(nfs("/db/../etc/passwd"), None);
+        assert_eq!(
+            classify_absolute(&st, b"/db/../etc/passwd"),
+            Route::Redirect(std::ffi::CString::new("/etc/passwd").unwrap())
+        );
+        assert_eq!(classify_absolute(&st, b"/etc/./passwd"), Route::Local);
         assert_eq!(nfs("/"), None);
         assert_eq!(
             classify_absolute(&st, b"/db/\xff"),

@@ -53,7 +53,9 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
                 links += 1;
                 match next_hop(state, &path.host, &target, "", links)? {
                     Route::Nfs(next) => path = next,
-                    Route::Local => return Ok(Resolved::Local(local_path(&path.host, &target)?)),
+                    Route::Local | Route::Redirect(_) => {
+                        return Ok(Resolved::Local(local_path(&path.host, &target)?))
+                    }
                     Route::Bad(e) => return Err(Errno(e)),
                 }
                 let _ = handle;
@@ -68,7 +70,7 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
                 links += 1;
                 match expand_middle(state, &path, links)? {
                     Some(Route::Nfs(next)) => path = next,
-                    Some(Route::Local) => return Err(Errno(libc::EXDEV)),
+                    Some(Route::Local | Route::Redirect(_)) => return Err(Errno(libc::EXDEV)),
                     Some(Route::Bad(e)) => return Err(Errno(e)),
                     None => return Err(Errno(libc::ENOTDIR)),
                 }

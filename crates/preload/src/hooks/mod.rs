@@ -45,6 +45,7 @@ pub fn on_path<T: FailValue>(
 ) -> T {
     let path = match route {
         Route::Nfs(p) => p,
+        Route::Redirect(p) => return local(p.as_ptr()),
         Route::Bad(e) => {
             set_errno(e);
             return T::fail_value();
@@ -70,21 +71,15 @@ pub fn on_path<T: FailValue>(
     }
 }
 
-/// A path call whose work never leads to a local path.
+/// A path call whose work never leads to a local path (links are not
+/// followed); `local` serves a [`Route::Redirect`].
 pub fn on_path_only<T: FailValue>(
     name: &'static str,
     route: Route,
     work: impl FnOnce(&State, NfsPath) -> Res<T>,
+    local: impl FnOnce(*const c_char) -> T,
 ) -> T {
-    on_path(
-        name,
-        route,
-        |s, p| work(s, p).map(Out::Done),
-        |_| {
-            set_errno(libc::EXDEV);
-            T::fail_value()
-        },
-    )
+    on_path(name, route, |s, p| work(s, p).map(Out::Done), local)
 }
 
 /// The caller's buffer as a slice (`EFAULT` for NULL with a length).

@@ -18,7 +18,13 @@ pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::unlink(path) },
-        r => on_path_only("unlink", r, |s, p| names::unlink(s, p).map(|()| 0)),
+        // SAFETY: a local path the NFS path folded to.
+        r => on_path_only(
+            "unlink",
+            r,
+            |s, p| names::unlink(s, p).map(|()| 0),
+            |p| unsafe { real::unlink(p) },
+        ),
     }
 }
 
@@ -27,7 +33,13 @@ pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::rmdir(path) },
-        r => on_path_only("rmdir", r, |s, p| names::rmdir(s, p).map(|()| 0)),
+        // SAFETY: a local path the NFS path folded to.
+        r => on_path_only(
+            "rmdir",
+            r,
+            |s, p| names::rmdir(s, p).map(|()| 0),
+            |p| unsafe { real::rmdir(p) },
+        ),
     }
 }
 
@@ -36,10 +48,20 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_in
     // SAFETY: the caller passes a C string.
     match unsafe { route(dirfd, path) } {
         Route::Local => unsafe { real::unlinkat(dirfd, path, flags) },
-        r if flags & libc::AT_REMOVEDIR != 0 => {
-            on_path_only("unlinkat", r, |s, p| names::rmdir(s, p).map(|()| 0))
-        }
-        r => on_path_only("unlinkat", r, |s, p| names::unlink(s, p).map(|()| 0)),
+        // SAFETY: a local path the NFS path folded to.
+        r if flags & libc::AT_REMOVEDIR != 0 => on_path_only(
+            "unlinkat",
+            r,
+            |s, p| names::rmdir(s, p).map(|()| 0),
+            |p| unsafe { real::unlinkat(libc::AT_FDCWD, p, flags) },
+        ),
+        // SAFETY: as above.
+        r => on_path_only(
+            "unlinkat",
+            r,
+            |s, p| names::unlink(s, p).map(|()| 0),
+            |p| unsafe { real::unlinkat(libc::AT_FDCWD, p, flags) },
+        ),
     }
 }
 
@@ -50,10 +72,16 @@ pub unsafe extern "C" fn remove(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::remove(path) },
-        r => on_path_only("remove", r, |s, p| match names::unlink(s, p.clone()) {
-            Err(Errno(libc::EISDIR)) => names::rmdir(s, p).map(|()| 0),
-            other => other.map(|()| 0),
-        }),
+        r => on_path_only(
+            "remove",
+            r,
+            |s, p| match names::unlink(s, p.clone()) {
+                Err(Errno(libc::EISDIR)) => names::rmdir(s, p).map(|()| 0),
+                other => other.map(|()| 0),
+            },
+            // SAFETY: a local path the NFS path folded to.
+            |p| unsafe { real::remove(p) },
+        ),
     }
 }
 
@@ -62,7 +90,13 @@ pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::mkdir(path, mode) },
-        r => on_path_only("mkdir", r, |s, p| names::mkdir(s, p, mode).map(|()| 0)),
+        // SAFETY: a local path the NFS path folded to.
+        r => on_path_only(
+            "mkdir",
+            r,
+            |s, p| names::mkdir(s, p, mode).map(|()| 0),
+            |p| unsafe { real::mkdir(p, mode) },
+        ),
     }
 }
 
@@ -71,23 +105,44 @@ pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t
     // SAFETY: the caller passes a C string.
     match unsafe { route(dirfd, path) } {
         Route::Local => unsafe { real::mkdirat(dirfd, path, mode) },
-        r => on_path_only("mkdirat", r, |s, p| names::mkdir(s, p, mode).map(|()| 0)),
+        // SAFETY: a local path the NFS path folded to.
+        r => on_path_only(
+            "mkdirat",
+            r,
+            |s, p| names::mkdir(s, p, mode).map(|()| 0),
+            |p| unsafe { real::mkdir(p, mode) },
+        ),
     }
 }
 
 /// Two paths: both local goes to libc; both NFS is served; one of each is
-/// `EXDEV` (as between two file systems: `mv` then copies).
+/// `EXDEV` (as between two file systems: `mv` then copies). A redirect
+/// (an NFS path that folds to a local one) counts as local, with its
+/// folded path.
 fn two_paths(
     name: &'static str,
     a: Route,
     b: Route,
     work: impl FnOnce(&State, NfsPath, NfsPath) -> Res<()>,
+    local: impl FnOnce(*const c_char, *const c_char) -> c_int,
+    original: (*const c_char, *const c_char),
 ) -> c_int {
-    match (a, b) {
+    let local_path = |r: &Route, orig: *const c_char| match r {
+        Route::Local => Some(orig),
+        Route::Redirect(p) => Some(p.as_ptr()),
+        _ => None,
+    };
+    match (&a, &b) {
         (Route::Bad(e), _) | (_, Route::Bad(e)) => {
-            set_errno(e);
-            -1
+            set_errno(*e);
+            return -1;
         }
+        _ => {}
+    }
+    if let (Some(x), Some(y)) = (local_path(&a, original.0), local_path(&b, original.1)) {
+        return local(x, y);
+    }
+    match (a, b) {
         (Route::Nfs(a), Route::Nfs(b)) => serve(name, || work(st()?, a, b).map(|()| 0)),
         _ => {
             set_errno(libc::EXDEV);
@@ -104,7 +159,15 @@ pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int
         // SAFETY: plain forward.
         return unsafe { real::rename(old, new) };
     }
-    two_paths("rename", a, b, names::rename)
+    // SAFETY: local paths.
+    two_paths(
+        "rename",
+        a,
+        b,
+        names::rename,
+        |x, y| unsafe { real::rename(x, y) },
+        (old, new),
+    )
 }
 
 #[no_mangle]
@@ -120,7 +183,15 @@ pub unsafe extern "C" fn renameat(
         // SAFETY: plain forward.
         return unsafe { real::renameat(olddir, old, newdir, new) };
     }
-    two_paths("renameat", a, b, names::rename)
+    // SAFETY: local paths (absolute when redirected).
+    two_paths(
+        "renameat",
+        a,
+        b,
+        names::rename,
+        |x, y| unsafe { real::renameat(olddir, x, newdir, y) },
+        (old, new),
+    )
 }
 
 /// Flags (`RENAME_NOREPLACE`, `RENAME_EXCHANGE`, `RENAME_WHITEOUT`) on NFS
@@ -144,7 +215,15 @@ pub unsafe extern "C" fn renameat2(
         set_errno(libc::EINVAL);
         return -1;
     }
-    two_paths("renameat2", a, b, names::rename)
+    // SAFETY: local paths (absolute when redirected).
+    two_paths(
+        "renameat2",
+        a,
+        b,
+        names::rename,
+        |x, y| unsafe { real::renameat2(olddir, x, newdir, y, flags) },
+        (old, new),
+    )
 }
 
 #[no_mangle]
@@ -155,7 +234,15 @@ pub unsafe extern "C" fn link(old: *const c_char, new: *const c_char) -> c_int {
         // SAFETY: plain forward.
         return unsafe { real::link(old, new) };
     }
-    two_paths("link", a, b, |s, a, b| names::link(s, a, b, false))
+    // SAFETY: local paths.
+    two_paths(
+        "link",
+        a,
+        b,
+        |s, a, b| names::link(s, a, b, false),
+        |x, y| unsafe { real::link(x, y) },
+        (old, new),
+    )
 }
 
 #[no_mangle]
@@ -173,7 +260,15 @@ pub unsafe extern "C" fn linkat(
         return unsafe { real::linkat(olddir, old, newdir, new, flags) };
     }
     let follow = flags & libc::AT_SYMLINK_FOLLOW != 0;
-    two_paths("linkat", a, b, |s, a, b| names::link(s, a, b, follow))
+    // SAFETY: local paths (absolute when redirected).
+    two_paths(
+        "linkat",
+        a,
+        b,
+        |s, a, b| names::link(s, a, b, follow),
+        |x, y| unsafe { real::linkat(olddir, x, newdir, y, flags) },
+        (old, new),
+    )
 }
 
 #[no_mangle]
@@ -182,9 +277,13 @@ pub unsafe extern "C" fn symlink(target: *const c_char, path: *const c_char) -> 
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::symlink(target, path) },
         // SAFETY: as above.
-        r => on_path_only("symlink", r, |s, p| {
-            names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0)
-        }),
+        r => on_path_only(
+            "symlink",
+            r,
+            |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0),
+            // SAFETY: a local path the NFS path folded to.
+            |p| unsafe { real::symlink(target, p) },
+        ),
     }
 }
 
@@ -198,9 +297,13 @@ pub unsafe extern "C" fn symlinkat(
     match unsafe { route(dirfd, path) } {
         Route::Local => unsafe { real::symlinkat(target, dirfd, path) },
         // SAFETY: as above.
-        r => on_path_only("symlinkat", r, |s, p| {
-            names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0)
-        }),
+        r => on_path_only(
+            "symlinkat",
+            r,
+            |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0),
+            // SAFETY: a local path the NFS path folded to.
+            |p| unsafe { real::symlink(target, p) },
+        ),
     }
 }
 
@@ -284,13 +387,22 @@ pub unsafe extern "C" fn __readlinkat_chk(
     }
 }
 
-fn no_special_files(name: &'static str, r: Route) -> c_int {
+fn no_special_files(
+    name: &'static str,
+    r: Route,
+    local: impl FnOnce(*const c_char) -> c_int,
+) -> c_int {
     if let Route::Nfs(p) = &r {
         warn::once("mknod", || {
             format!("{name}({}): device nodes, FIFOs and sockets cannot be made on NFS here (EOPNOTSUPP)", p.host)
         });
     }
-    on_path_only(name, r, |_, _| Err::<c_int, _>(Errno(libc::EOPNOTSUPP)))
+    on_path_only(
+        name,
+        r,
+        |_, _| Err::<c_int, _>(Errno(libc::EOPNOTSUPP)),
+        local,
+    )
 }
 
 #[no_mangle]
@@ -298,7 +410,8 @@ pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev
     // SAFETY: the caller passes a C string.
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::mknod(path, mode, dev) },
-        r => no_special_files("mknod", r),
+        // SAFETY: a local path the NFS path folded to.
+        r => no_special_files("mknod", r, |p| unsafe { real::mknod(p, mode, dev) }),
     }
 }
 
@@ -312,7 +425,8 @@ pub unsafe extern "C" fn mknodat(
     // SAFETY: the caller passes a C string.
     match unsafe { route(dirfd, path) } {
         Route::Local => unsafe { real::mknodat(dirfd, path, mode, dev) },
-        r => no_special_files("mknodat", r),
+        // SAFETY: a local path the NFS path folded to.
+        r => no_special_files("mknodat", r, |p| unsafe { real::mknod(p, mode, dev) }),
     }
 }
 
@@ -321,7 +435,8 @@ pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
     match unsafe { route(libc::AT_FDCWD, path) } {
         Route::Local => unsafe { real::mkfifo(path, mode) },
-        r => no_special_files("mkfifo", r),
+        // SAFETY: a local path the NFS path folded to.
+        r => no_special_files("mkfifo", r, |p| unsafe { real::mkfifo(p, mode) }),
     }
 }
 
@@ -330,7 +445,8 @@ pub unsafe extern "C" fn mkfifoat(dirfd: c_int, path: *const c_char, mode: mode_
     // SAFETY: the caller passes a C string.
     match unsafe { route(dirfd, path) } {
         Route::Local => unsafe { real::mkfifoat(dirfd, path, mode) },
-        r => no_special_files("mkfifoat", r),
+        // SAFETY: a local path the NFS path folded to.
+        r => no_special_files("mkfifoat", r, |p| unsafe { real::mkfifo(p, mode) }),
     }
 }
 

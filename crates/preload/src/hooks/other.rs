@@ -21,8 +21,12 @@ pub unsafe extern "C" fn umask(mask: mode_t) -> mode_t {
 
 /// NFSv3 has no extended attributes: `ENOTSUP` (what `ls`, `cp -a` and
 /// `tar --xattrs` expect of a file system without them).
-fn no_xattrs<T: crate::fail::FailValue>(name: &'static str, r: Route) -> T {
-    on_path_only(name, r, |_, _| Err(Errno(libc::ENOTSUP)))
+fn no_xattrs<T: crate::fail::FailValue>(
+    name: &'static str,
+    r: Route,
+    local: impl FnOnce(*const c_char) -> T,
+) -> T {
+    on_path_only(name, r, |_, _| Err(Errno(libc::ENOTSUP)), local)
 }
 
 macro_rules! xattr_path {
@@ -32,7 +36,8 @@ macro_rules! xattr_path {
             // SAFETY: the caller passes a C string.
             match unsafe { route(libc::AT_FDCWD, path) } {
                 Route::Local => unsafe { real::$name(path $(, $arg)*) },
-                r => no_xattrs(stringify!($name), r),
+                // SAFETY: a local path the NFS path folded to.
+                r => no_xattrs(stringify!($name), r, |p| unsafe { real::$name(p $(, $arg)*) }),
             }
         }
     };

@@ -128,7 +128,7 @@ fn with_parent_links(
                 links += 1;
                 match resolve::expand_parent(state, &path, links)? {
                     Some(Route::Nfs(next)) => path = next,
-                    Some(Route::Local) => return Err(Errno(libc::EXDEV)),
+                    Some(Route::Local | Route::Redirect(_)) => return Err(Errno(libc::EXDEV)),
                     Some(Route::Bad(e)) => return Err(Errno(e)),
                     None => return Err(Errno(libc::ENOTDIR)),
                 }
