@@ -154,6 +154,11 @@ pub fn is_nfs(fd: c_int) -> bool {
     HIGH.load(Ordering::Relaxed) && lookup(fd as c_int).is_some()
 }
 
+/// True once any NFS descriptor was opened in this process.
+pub fn any() -> bool {
+    ANY.load(Ordering::Relaxed)
+}
+
 /// The description behind `fd`, if it is an NFS descriptor.
 #[inline]
 pub fn get(fd: c_int) -> Option<Arc<Open>> {

@@ -51,6 +51,9 @@ pub fn rmdir(state: &State, path: NfsPath) -> Res<()> {
 
 /// `mkdir(2)`: the mode less the umask.
 pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<()> {
+    if path.rest == "/" {
+        return Err(Errno(libc::EEXIST));
+    }
     let mode = mode & 0o7777 & !config::umask();
     with_parent_links(state, path, |client, p| client.mkdir_mode(&p.rest, mode))
 }
@@ -80,6 +83,9 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
     if existing.meta.is_dir() {
         return Err(Errno(libc::EPERM));
     }
+    if new.rest == "/" {
+        return Err(Errno(libc::EEXIST));
+    }
     let client = clients::get(state, new.mount)?;
     client.link(&existing.path.rest, &new.rest)?;
     Ok(())
@@ -89,6 +95,9 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
 pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<()> {
     if target.is_empty() {
         return Err(Errno(libc::ENOENT));
+    }
+    if path.rest == "/" {
+        return Err(Errno(libc::EEXIST));
     }
     with_parent_links(state, path, |client, p| client.symlink(target, &p.rest))
 }

@@ -104,6 +104,7 @@ pub fn install(
     if fd <= 2 {
         crate::ops::stdio::rewire_standard_stream(fd);
     }
+    crate::ops::unsupported::opened_nfs();
 }
 
 /// The kind of descriptor an existing object gives, or the error `open`

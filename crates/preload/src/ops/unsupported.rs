@@ -6,12 +6,15 @@
 //!   before anything is submitted;
 //! * POSIX AIO (`aio_read`, `aio_write`, `aio_fsync`, `lio_listio`) on an
 //!   NFS descriptor: `EOPNOTSUPP`;
-//! * io_uring submissions (`io_uring_enter` through `syscall(2)`, as fio's
-//!   io_uring engine makes them) with an SQE on an NFS descriptor:
-//!   `EBADF`, nothing submitted; registering an NFS descriptor as a fixed
-//!   file: `EBADF`. A ring set up with `IORING_SETUP_SQPOLL` (the kernel
-//!   polls the queue itself) and rings made through liburing's own system
-//!   calls are not seen: the README says so.
+//! * io_uring submissions made through libc's `syscall(2)` with an SQE on
+//!   an NFS descriptor: `EBADF`, nothing submitted; registering an NFS
+//!   descriptor as a fixed file the same way: `EBADF`. Most io_uring users
+//!   (liburing, fio's engine) enter the kernel with their own system call
+//!   instructions, which no preloaded library sees: for them the library
+//!   notices the ring when it is mapped (through libc's `mmap`) and says
+//!   once, as soon as the same process also has NFS descriptors, that
+//!   io_uring I/O on those does not reach the server. (Reads of it see an
+//!   empty file; writes land in the placeholder and `close` reports them.)
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -101,6 +104,7 @@ static ANY_RING: AtomicBool = AtomicBool::new(false);
 const IORING_SETUP_SQPOLL: u32 = 1 << 1;
 const IORING_SETUP_SQE128: u32 = 1 << 10;
 const IORING_OFF_SQ_RING: i64 = 0;
+const IORING_OFF_CQ_RING: i64 = 0x0800_0000;
 const IORING_OFF_SQES: i64 = 0x1000_0000;
 const IOSQE_FIXED_FILE: u8 = 1;
 const IORING_REGISTER_FILES: c_long = 2;
@@ -143,10 +147,31 @@ pub unsafe fn uring_setup(ring: c_int, params: *const u8) {
     ANY_RING.store(true, Ordering::Relaxed);
 }
 
-/// After a successful `mmap` of `fd` at `off` mapped at `addr`: records
-/// where a tracked ring's queue and entries are.
+/// Set once an io_uring ring was mapped in this process.
+static RING_MAPPED: AtomicBool = AtomicBool::new(false);
+
+/// After a successful `mmap` of `fd` at `off` mapped at `addr`: notices
+/// io_uring rings, and records where a tracked ring's queue and entries
+/// are.
 pub fn uring_mapped(fd: c_int, off: i64, addr: *mut c_void) {
-    if fd < 0 || !ANY_RING.load(Ordering::Relaxed) {
+    if fd < 0 {
+        return;
+    }
+    let ring_offset = matches!(
+        off,
+        IORING_OFF_SQ_RING | IORING_OFF_CQ_RING | IORING_OFF_SQES
+    );
+    if ring_offset
+        && !RING_MAPPED.load(Ordering::Relaxed)
+        && crate::state::get().is_some()
+        && is_ring(fd)
+    {
+        RING_MAPPED.store(true, Ordering::Relaxed);
+        if fdtable::any() {
+            warn_ring_and_nfs();
+        }
+    }
+    if !ANY_RING.load(Ordering::Relaxed) {
         return;
     }
     let mut rings = RINGS.lock().unwrap_or_else(|p| p.into_inner());
@@ -235,6 +260,30 @@ pub unsafe fn uring_register_refused(opcode: c_long, arg: *const c_void, nr: c_l
         }
     }
     false
+}
+
+/// After an NFS descriptor was opened: if this process also has an
+/// io_uring, says (once) that io_uring I/O does not reach NFS.
+pub fn opened_nfs() {
+    if RING_MAPPED.load(Ordering::Relaxed) {
+        warn_ring_and_nfs();
+    }
+}
+
+fn warn_ring_and_nfs() {
+    warn::once("io_uring mapped", || {
+        "this process uses io_uring and NFS descriptors: I/O submitted through io_uring on \
+         NFS descriptors is not served (it reaches local placeholder files: reads see an \
+         empty file, writes are lost and reported at close); use a synchronous engine \
+         (read/write/pread/pwrite)"
+            .into()
+    });
+}
+
+/// True if `fd` is an io_uring instance.
+fn is_ring(fd: c_int) -> bool {
+    std::fs::read_link(format!("/proc/self/fd/{fd}"))
+        .is_ok_and(|t| t.as_os_str() == "anon_inode:[io_uring]")
 }
 
 /// After `close` of a ring descriptor.
