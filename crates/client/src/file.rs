@@ -157,7 +157,9 @@ impl Client {
     /// the server after the first copy created the file gets NFS3_OK (same
     /// verifier), while a file created by someone else gets NFS3ERR_EXIST.
     /// Attributes cannot ride along (the verifier uses their space), so the
-    /// mode is set afterwards.
+    /// mode is set afterwards, and the times too: the server keeps the
+    /// verifier in them (RFC 1813 §3.3.8), which an empty file would show
+    /// as a date far in the future.
     fn create_exclusive(&self, path: &str, mode: u32) -> Result<nfs_fh3> {
         let (dir, name) = self.inner.parent_and_name(path)?;
         let mut verf = [0u8; 8];
@@ -168,6 +170,8 @@ impl Client {
             path,
             sattr3 {
                 mode: Some(mode),
+                atime: nfs3::SetTime::SetToServerTime,
+                mtime: nfs3::SetTime::SetToServerTime,
                 ..Default::default()
             },
         )?;

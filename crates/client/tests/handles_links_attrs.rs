@@ -184,3 +184,24 @@ fn fsstat_reports_sizes_and_mkdir_mode_sets_the_mode() {
     assert_eq!(c.mkdir_mode(&dir, 0o700).unwrap_err().errno(), libc::EEXIST);
     c.rmdir(&dir).unwrap();
 }
+
+#[test]
+fn exclusive_create_leaves_no_verifier_in_the_times() {
+    let c = client();
+    let path = unique("excl-times");
+    let before = SystemTime::now() - Duration::from_secs(60);
+    c.open_with(
+        &path,
+        OpenOptions {
+            create: true,
+            create_new: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let m = c.metadata(&path).unwrap();
+    let after = SystemTime::now() + Duration::from_secs(60);
+    assert!(m.mtime > before && m.mtime < after, "mtime {:?}", m.mtime);
+    assert!(m.atime > before && m.atime < after, "atime {:?}", m.atime);
+    c.remove(&path).unwrap();
+}

@@ -30,6 +30,28 @@ pub fn get() -> Option<&'static State> {
     }
 }
 
+/// Environment variable setting where the clients' own descriptors go.
+pub const ENV_FD_FLOOR: &str = "DIRECTNFS_FD_FLOOR";
+
+/// The lowest descriptor number the clients' sockets and eventfds take:
+/// `$DIRECTNFS_FD_FLOOR`, else half the descriptor limit, at most 1024 —
+/// well above the numbers programs choose themselves (shells use 0-9 and
+/// 10-255), so a program's `dup2` never lands on a connection.
+fn descriptor_floor() -> i32 {
+    if let Some(v) = std::env::var(ENV_FD_FLOOR)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        return v.max(0);
+    }
+    // SAFETY: getrlimit fills the struct it is given.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    (lim.rlim_cur / 2).min(1024) as i32
+}
+
 /// Loads the dnfstab and takes over what an `exec` passed on. Runs once;
 /// calls made while it runs (its own file reads) pass through.
 pub fn init() {
@@ -45,6 +67,7 @@ pub fn init() {
         config,
         shadow: Shadow::from_env(),
     }));
+    dnfs::set_descriptor_floor(descriptor_floor());
     crate::clients::init(state.config.mounts.len());
     STATE.store(state, Ordering::Release);
     crate::fork::register();
