@@ -20,6 +20,9 @@ use crate::cwd;
 use crate::fdtable;
 use crate::state::{self, State};
 
+/// Longest name of one component (as NFS servers and Linux allow).
+const NAME_MAX: usize = 255;
+
 /// A path under a mount prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NfsPath {
@@ -143,6 +146,9 @@ fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
         };
         let host = host.trim_end_matches('/');
         let rest = &host[prefix.len()..];
+        if host.len() >= libc::PATH_MAX as usize || rest.split('/').any(|c| c.len() > NAME_MAX) {
+            return Route::Bad(libc::ENAMETOOLONG);
+        }
         return Route::Nfs(NfsPath {
             mount: i,
             host: host.to_string(),
@@ -315,6 +321,11 @@ mod tests {
         assert_eq!(
             classify_absolute(&st, b"/db/\xff"),
             Route::Bad(libc::EILSEQ)
+        );
+        let long = format!("/db/{}", "x".repeat(256));
+        assert_eq!(
+            classify_absolute(&st, long.as_bytes()),
+            Route::Bad(libc::ENAMETOOLONG)
         );
     }
 }

@@ -233,22 +233,23 @@ group_fio() {
     nfs mkdir "$NFS/fio"
     local e
     for e in psync pvsync; do
-        if nfs fio --name="$e" --directory="$NFS/fio" --size=16m --bs=8k --rw=randrw \
+        if nfs fio --name="$e" --directory="$NFS/fio" --size=8m --bs=8k --rw=randrw \
             --ioengine="$e" --numjobs=4 --verify=crc32c --do_verify=1 --group_reporting \
             >"$WORK/fio-$e" 2>&1 && grep -q "err= 0" "$WORK/fio-$e" && ! grep -qi "verify:" "$WORK/fio-$e"; then
             ok "fio $e: 4 jobs, verify crc32c, 0 errors"
         else
             bad "fio $e" "$(grep -iE 'err=|verify|error' "$WORK/fio-$e" | head -3 | tr '\n' ' ')"
         fi
-        check "fio $e files on the server" "4" "$(find "$VIEW/fio" -name "$e.*" -size 16384k | wc -l)"
+        check "fio $e files on the server" "4" "$(find "$VIEW/fio" -name "$e.*" -size 8192k | wc -l)"
     done
 }
 
 DOWN_STATE=/tmp/dnfs-preload-down-srv
 group_bad() {
     step "bad input: server down, refused export, bad names, broken dnfstab"
-    local out code
+    local out code t0
     # An export the server refuses: EACCES and one message, no crash.
+    t0=$SECONDS
     code=0
     out=$(nfs ls "$MNT-refused" 2>&1) || code=$?
     if ((code > 0 && code < 128)) && [[ $out == *"Permission denied"* && $out == *"cannot mount"* ]]; then
@@ -256,6 +257,7 @@ group_bad() {
     else
         bad "refused export" "exit $code: $out"
     fi
+    echo "   (refused export answered in $((SECONDS - t0)) s)"
     # Names NFS cannot hold.
     out=$(nfs touch "$NFS/$(printf 'x%.0s' $(seq 1 300))" 2>&1) && code=0 || code=$?
     if ((code > 0 && code < 128)) && [[ $out == *"too long"* ]]; then ok "300-byte name: ENAMETOOLONG"; else bad "300-byte name" "exit $code: $out"; fi
@@ -282,7 +284,7 @@ group_bad() {
     dpath=/${dpath%%\?*}
     {
         printf 'server: hard\npath: 127.0.0.1\nport: %s\nmount_port: %s\nhard\nexport: %s mount: /dnfs-down-hard\n' "$dport" "$dmport" "$dpath"
-        printf 'server: soft\npath: 127.0.0.1\nport: %s\nmount_port: %s\noptions: soft,timeo=10,retrans=1\nexport: %s mount: /dnfs-down-soft\n' "$dport" "$dmport" "$dpath"
+        printf 'server: soft\npath: 127.0.0.1\nport: %s\nmount_port: %s\nsoft\ntimeo: 10\nretrans: 1\nexport: %s mount: /dnfs-down-soft\n' "$dport" "$dmport" "$dpath"
     } >"$WORK/down.tab"
     local DRUN=("$DNFS_BIN" --config "$WORK/down.tab" run --)
     "${DRUN[@]}" sh -c 'echo back > /dnfs-down-hard/f'
