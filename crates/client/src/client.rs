@@ -122,16 +122,16 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     pub(crate) options: MountOptions,
     /// Encoded credential + verifier, prefixed to every call.
-    cred: Vec<u8>,
+    pub(crate) cred: Vec<u8>,
     /// Path (inside the export) -> handle. Handles only, never data.
-    handles: RwLock<HashMap<String, nfs_fh3>>,
+    pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
-    files: std::sync::Mutex<FileStatsTable>,
+    pub(crate) files: std::sync::Mutex<FileStatsTable>,
 }
 
 /// Per-file statistics records, bounded by [`MAX_FILE_STATS`].
 #[derive(Debug)]
-struct FileStatsTable {
+pub(crate) struct FileStatsTable {
     by_path: HashMap<String, Arc<IoStats>>,
     /// The summed counters of the records dropped, and how many.
     evicted: Option<RawIoSnapshot>,

@@ -35,6 +35,7 @@ pub mod errno;
 pub mod error;
 mod fdfloor;
 pub mod file;
+mod fork;
 pub mod handle;
 mod io;
 pub mod links;

@@ -205,3 +205,52 @@ fn exclusive_create_leaves_no_verifier_in_the_times() {
     assert!(m.atime > before && m.atime < after, "atime {:?}", m.atime);
     c.remove(&path).unwrap();
 }
+
+#[test]
+fn a_forked_child_gets_its_own_client_from_the_parents_without_a_mount() {
+    let c = client();
+    let path = unique("after-fork");
+    c.create(&path)
+        .unwrap()
+        .write_at(b"from the parent", 0)
+        .unwrap();
+    // SAFETY: the child only runs the code below and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let parent = c.clone();
+            let mine = parent.after_fork().unwrap();
+            std::mem::forget(parent);
+            let f = mine.open(&path).unwrap();
+            let mut buf = [0u8; 15];
+            f.read_exact_at(&mut buf, 0).unwrap();
+            assert_eq!(&buf, b"from the parent");
+            f.write_at(b"CHILD", 0).unwrap();
+            // No MOUNT and no FSINFO in the child: only the calls above.
+            let calls = &mine.stats().servers[0].totals.calls_by_proc;
+            assert!(!calls.contains_key("FSINFO"), "{calls:?}");
+            assert_eq!(
+                calls.get("LOOKUP"),
+                None,
+                "the handle came from the parent's cache: {calls:?}"
+            );
+            std::mem::forget(c.clone());
+        }))
+        .map_or(1, |()| 0);
+        // SAFETY: leaves the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "child failed: {status}"
+    );
+    let mut buf = [0u8; 15];
+    c.open(&path).unwrap().read_exact_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"CHILDthe parent");
+    // The parent's client still works after the child used its copy.
+    c.remove(&path).unwrap();
+}

@@ -1,6 +1,9 @@
 //! One directnfs client per mount, per process, made on the first NFS call
 //! that needs it (a program that never touches NFS never connects), and
-//! made again in a child after `fork` (see fork.rs).
+//! made again in a child after `fork` (see fork.rs) from what the parent's
+//! client knew (`Client::after_fork`: no MOUNT, no FSINFO, the parent's
+//! cached handles): a new PostgreSQL backend's first call costs only its
+//! connects.
 //!
 //! A server that does not answer at that first call is waited for, as the
 //! mount's `hard`/`soft` option says: `hard` (the default) retries until it
@@ -16,41 +19,99 @@ use crate::fail::{Errno, Res};
 use crate::state::State;
 use crate::warn;
 
-/// The mounted clients, by mount index (`None`: not yet mounted).
-pub static SLOTS: RwLock<Vec<Option<Client>>> = RwLock::new(Vec::new());
+/// The client of one mount in this process.
+#[derive(Debug, Default, Clone)]
+pub struct Slot {
+    /// This process's client (`None`: not yet made).
+    client: Option<Client>,
+    /// The client of the process this one was forked from (never used or
+    /// dropped here: only read by `Client::after_fork`).
+    parent: Option<Client>,
+}
+
+/// The clients, by mount index.
+pub static SLOTS: RwLock<Vec<Slot>> = RwLock::new(Vec::new());
 
 /// Sizes the table for `n` mounts.
 pub fn init(n: usize) {
     let mut slots = SLOTS.write().unwrap_or_else(|p| p.into_inner());
     slots.clear();
-    slots.resize(n, None);
+    slots.resize(n, Slot::default());
 }
 
-/// The client of mount `m`, mounted now if it is not yet.
+/// The client of mount `m`, made now if it is not yet.
 pub fn get(state: &State, m: usize) -> Res<Client> {
-    if let Some(Some(c)) = SLOTS.read().unwrap_or_else(|p| p.into_inner()).get(m) {
-        return Ok(c.clone());
-    }
-    // Mounted outside the lock (it may wait for the server); if another
+    let parent = {
+        let slots = SLOTS.read().unwrap_or_else(|p| p.into_inner());
+        let slot = slots.get(m).ok_or(Errno(libc::EINVAL))?;
+        if let Some(c) = &slot.client {
+            return Ok(c.clone());
+        }
+        slot.parent.clone()
+    };
+    // Made outside the lock (it may wait for the server); if another
     // thread was quicker, its client is kept and ours dropped.
-    let fresh = mount(state, m)?;
+    let fresh = make(state, m, parent.as_ref());
+    // The parent's client was cloned only to be read: never drop it here.
+    std::mem::forget(parent);
+    let fresh = fresh?;
     let mut slots = SLOTS.write().unwrap_or_else(|p| p.into_inner());
     let slot = slots.get_mut(m).ok_or(Errno(libc::EINVAL))?;
-    Ok(slot.get_or_insert(fresh).clone())
+    Ok(slot.client.get_or_insert(fresh).clone())
 }
 
-/// Forgets every client without dropping it: in a child after `fork`, the
-/// clients' threads do not exist and their sockets are the parent's, so
-/// running their destructors would wait for nothing or shut the parent's
-/// connections down.
-pub fn forget_all_in_child(slots: &mut Vec<Option<Client>>) {
-    let n = slots.len();
-    let old = std::mem::replace(slots, vec![None; n]);
-    std::mem::forget(old);
+/// In the child after `fork`: every client becomes the parent of the next
+/// one, and is never dropped: the clients' threads do not exist here and
+/// their sockets are the parent's, so running their destructors would wait
+/// for nothing or shut the parent's connections down.
+pub fn forget_all_in_child(slots: &mut [Slot]) {
+    for slot in slots.iter_mut() {
+        if let Some(c) = slot.client.take() {
+            std::mem::forget(slot.parent.replace(c));
+        }
+    }
 }
 
-/// Mounts mount `m`, waiting for its server as `hard`/`soft` say.
-fn mount(state: &State, m: usize) -> Res<Client> {
+/// Environment variable: when set, each process says at exit how many
+/// calls of each NFS procedure its clients made (one line per mount on
+/// stderr): what a program's file calls cost on the wire.
+pub const ENV_STATS: &str = "DIRECTNFS_PRELOAD_STATS";
+
+/// Registers the exit report when [`ENV_STATS`] is set.
+pub fn report_at_exit_if_asked() {
+    extern "C" fn report() {
+        let slots = match SLOTS.try_read() {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let Some(state) = crate::state::get() else {
+            return;
+        };
+        for (m, slot) in slots.iter().enumerate() {
+            let Some(c) = &slot.client else { continue };
+            let totals = &c
+                .stats()
+                .servers
+                .first()
+                .map(|s| s.totals.calls_by_proc.clone())
+                .unwrap_or_default();
+            let calls: Vec<String> = totals.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            warn::always(&format!(
+                "calls for {}: {}",
+                state.config.mounts[m].prefix,
+                calls.join(" ")
+            ));
+        }
+    }
+    if std::env::var_os(ENV_STATS).is_some() {
+        // SAFETY: registers a plain extern "C" function.
+        unsafe { libc::atexit(report) };
+    }
+}
+
+/// Makes the client of mount `m` (from the parent's when there is one),
+/// waiting for its server as `hard`/`soft` say.
+fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
     let mount = state.config.mounts.get(m).ok_or(Errno(libc::EINVAL))?;
     let options = &mount.target.options;
     let patience = options
@@ -59,7 +120,10 @@ fn mount(state: &State, m: usize) -> Res<Client> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(100);
     loop {
-        let result = with_signals_blocked(|| Client::mount(&mount.target));
+        let result = with_signals_blocked(|| match parent {
+            Some(p) => p.after_fork(),
+            None => Client::mount(&mount.target),
+        });
         let e = match result {
             Ok(c) => return Ok(c),
             Err(e) => e,

@@ -15,7 +15,6 @@ use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, MutexGuard, RwLockWriteGuard};
 
-use dnfs::Client;
 use libc::c_int;
 
 use crate::clients;
@@ -27,7 +26,7 @@ type Table = Option<HashMap<c_int, Arc<Open>>>;
 /// thread).
 struct Held {
     table: RwLockWriteGuard<'static, Table>,
-    slots: RwLockWriteGuard<'static, Vec<Option<Client>>>,
+    slots: RwLockWriteGuard<'static, Vec<clients::Slot>>,
     // Held only to be released after the fork, in both processes.
     _cwd: RwLockWriteGuard<'static, String>,
     _said: MutexGuard<'static, Option<HashSet<String>>>,

@@ -71,6 +71,7 @@ pub fn init() {
     crate::clients::init(state.config.mounts.len());
     STATE.store(state, Ordering::Release);
     crate::fork::register();
+    crate::clients::report_at_exit_if_asked();
     crate::cwd::init(state);
     crate::fdtable::take_over_inherited(state);
     crate::ops::stdio::rewire_inherited();

@@ -39,6 +39,9 @@ extern "C" {
     static mut stderr: *mut FILE;
 }
 
+/// Buffer of a stream on an NFS file.
+const STREAM_BUFFER: usize = 256 << 10;
+
 /// Offset of `_fileno` in glibc's `struct _IO_FILE` on LP64 targets
 /// (`_flags` and 11 buffer pointers, `_markers`, `_chain`).
 const FILENO_OFFSET: usize = 112;
@@ -59,6 +62,13 @@ pub fn fopen(state: &State, path: NfsPath, mode: &[u8]) -> Res<Out<*mut FILE>> {
     }
 }
 
+/// What a stream's cookie points to: its descriptor and the stream buffer
+/// (freed with the cookie when the stream is closed).
+struct Cookie {
+    fd: c_int,
+    buffer: *mut libc::c_char,
+}
+
 /// A stream on NFS descriptor `fd` (`fdopen`, and `fopen` above); closing
 /// the stream closes `fd`.
 pub fn stream(fd: c_int, mode: &[u8]) -> Res<*mut FILE> {
@@ -74,13 +84,29 @@ pub fn stream(fd: c_int, mode: &[u8]) -> Res<*mut FILE> {
         seek: Some(cookie_seek),
         close: Some(cookie_close),
     };
-    // SAFETY: the cookie is the descriptor number, never dereferenced; the
-    // mode is NUL-terminated.
-    let fp = unsafe { fopencookie(fd as isize as *mut c_void, cmode.as_ptr().cast(), funcs) };
+    // glibc gives a cookie stream BUFSIZ (8 KiB) of buffer, one READ or
+    // WRITE per 8 KiB, and ignores setvbuf's size without a buffer: ours
+    // makes reading a configuration or cache file one or two calls.
+    // SAFETY: malloc of a positive size; freed by cookie_close.
+    let buffer = unsafe { libc::malloc(STREAM_BUFFER) } as *mut libc::c_char;
+    let cookie = Box::into_raw(Box::new(Cookie { fd, buffer }));
+    // SAFETY: the cookie lives until cookie_close; the mode is
+    // NUL-terminated.
+    let fp = unsafe { fopencookie(cookie.cast(), cmode.as_ptr().cast(), funcs) };
     if fp.is_null() {
-        return Err(Errno(crate::fail::errno()));
+        let e = crate::fail::errno();
+        // SAFETY: not handed to any stream.
+        unsafe {
+            libc::free(buffer.cast());
+            drop(Box::from_raw(cookie));
+        }
+        return Err(Errno(e));
     }
     set_fileno(fp, fd);
+    if !buffer.is_null() {
+        // SAFETY: a fresh stream, before any I/O; the buffer outlives it.
+        unsafe { libc::setvbuf(fp, buffer, libc::_IOFBF, STREAM_BUFFER) };
+    }
     Ok(fp)
 }
 
@@ -174,9 +200,19 @@ fn set_fileno(fp: *mut FILE, fd: c_int) {
     }
 }
 
+/// The descriptor of a cookie.
+///
+/// # Safety
+/// `cookie` was made by [`stream`] and not yet closed.
+unsafe fn fd_of(cookie: *mut c_void) -> c_int {
+    // SAFETY: per the contract.
+    unsafe { (*(cookie as *const Cookie)).fd }
+}
+
 unsafe extern "C" fn cookie_read(cookie: *mut c_void, buf: *mut c_char, size: size_t) -> ssize_t {
-    // SAFETY: glibc passes its buffer; our `read` entry point serves it.
-    unsafe { crate::hooks::io::read(cookie as isize as c_int, buf.cast(), size) }
+    // SAFETY: glibc passes its buffer and our cookie; our `read` entry
+    // point serves it.
+    unsafe { crate::hooks::io::read(fd_of(cookie), buf.cast(), size) }
 }
 
 unsafe extern "C" fn cookie_write(
@@ -184,7 +220,8 @@ unsafe extern "C" fn cookie_write(
     buf: *const c_char,
     size: size_t,
 ) -> ssize_t {
-    let fd = cookie as isize as c_int;
+    // SAFETY: our cookie.
+    let fd = unsafe { fd_of(cookie) };
     let mut done = 0usize;
     while done < size {
         // SAFETY: glibc's buffer, `size` bytes.
@@ -200,7 +237,7 @@ unsafe extern "C" fn cookie_write(
 unsafe extern "C" fn cookie_seek(cookie: *mut c_void, pos: *mut off64_t, whence: c_int) -> c_int {
     // SAFETY: glibc passes a valid position.
     unsafe {
-        let r = crate::hooks::io::lseek64(cookie as isize as c_int, *pos, whence);
+        let r = crate::hooks::io::lseek64(fd_of(cookie), *pos, whence);
         if r < 0 {
             return -1;
         }
@@ -210,7 +247,13 @@ unsafe extern "C" fn cookie_seek(cookie: *mut c_void, pos: *mut off64_t, whence:
 }
 
 unsafe extern "C" fn cookie_close(cookie: *mut c_void) -> c_int {
-    super::fds::close(cookie as isize as c_int)
+    // SAFETY: our cookie, closed once by glibc; the stream no longer uses
+    // its buffer once it calls close (it has flushed).
+    let c = unsafe { Box::from_raw(cookie as *mut Cookie) };
+    let r = super::fds::close(c.fd);
+    // SAFETY: malloc'ed in `stream`.
+    unsafe { libc::free(c.buffer.cast()) };
+    r
 }
 
 /// The standard stream pointers now (to recognise `freopen` of one).
