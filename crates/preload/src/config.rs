@@ -56,14 +56,6 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
     let mut mounts = Vec::new();
     for server in &tab.servers {
         for export in &server.exports {
-            if export.mount == "/" {
-                warn::always(&format!(
-                    "{}:{}: mount: / would send every path to NFS; this export is not served",
-                    tab.source.display(),
-                    export.line
-                ));
-                continue;
-            }
             let located = match locate::locate_in_config(tab, &export.mount) {
                 Ok(l) => l,
                 Err(e) => {
@@ -136,9 +128,9 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn mounts_are_ordered_longest_prefix_first_and_root_is_refused() {
+    fn mounts_are_ordered_longest_prefix_first() {
         let tab = dnfs::config::parse_str(
-            "server: s\npath: 127.0.0.1\nexport: /e1 mount: /db\nexport: /e2 mount: /db/redo\nexport: /e3 mount: /\n",
+            "server: s\npath: 127.0.0.1\nexport: /e1 mount: /db\nexport: /e2 mount: /db/redo\n",
             Path::new("t"),
         )
         .unwrap();

@@ -90,7 +90,7 @@ fn relative_to_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
 }
 
 fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
-    if !cwd::may_reach_nfs() && !climbs(path) {
+    if !cwd::may_reach_nfs() && !(has_dotdot(path) && climbs(path)) {
         return Route::Local;
     }
     let base = cwd::host();
@@ -120,6 +120,9 @@ fn to_redirect(path: Vec<u8>) -> Route {
 
 /// Classifies an absolute path.
 pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
+    if !near_a_prefix(state, path) && !has_dotdot(path) {
+        return Route::Local;
+    }
     if needs_folding(path) {
         let folded = normalize(path);
         let r = classify_normal(state, &folded, trailing_slash(path));
@@ -129,6 +132,58 @@ pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
         return r;
     }
     classify_normal(state, path, trailing_slash(path))
+}
+
+/// True if `path` starts with a mount prefix, or leaves one with `//` or
+/// `/.` exactly where it stops matching (`/db//ora`, `/db/./ora` for
+/// `/db/ora`): the only ways, short of `..`, to name an NFS path. The
+/// common local path differs from every prefix within a few bytes.
+#[inline]
+fn near_a_prefix(state: &State, path: &[u8]) -> bool {
+    state.config.mounts.iter().any(|m| {
+        let prefix = m.prefix.as_bytes();
+        let d = path
+            .iter()
+            .zip(prefix)
+            .position(|(a, b)| a != b)
+            .unwrap_or(prefix.len().min(path.len()));
+        if d == prefix.len() {
+            return true;
+        }
+        d > 0 && path[d - 1] == b'/' && matches!(path.get(d), Some(b'/' | b'.'))
+    })
+}
+
+/// True if `path` has `..` anywhere: eight bytes at a time, each word
+/// turned into a mask of its `.` bytes (exact, no false positives) and
+/// tested for two neighbours, within the word and across words.
+#[inline]
+fn has_dotdot(path: &[u8]) -> bool {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
+    // Bit 7 of each byte set exactly where the byte of `w` is a dot.
+    let dots = |w: u64| {
+        let x = w ^ DOTS;
+        !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
+    };
+    let mut carry = 0u64; // bit 7 set: the previous word ended with a dot
+    let mut chunks = path.chunks_exact(8);
+    for c in &mut chunks {
+        // One unaligned load: `c` is exactly eight bytes.
+        let word = <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes);
+        let m = dots(word);
+        if m & ((m << 8) | carry) != 0 {
+            return true;
+        }
+        carry = m >> 56;
+    }
+    let word = chunks
+        .remainder()
+        .iter()
+        .rev()
+        .fold(0u64, |w, &b| (w << 8) | u64::from(b));
+    let m = dots(word);
+    m & ((m << 8) | carry) != 0
 }
 
 fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
@@ -265,6 +320,16 @@ mod tests {
         assert!(climbs(b"a/../../b"));
         assert!(!climbs(b"..a/b"));
         assert!(!climbs(b"a/b.."));
+        assert!(has_dotdot(b"a/../b") && has_dotdot(b"..") && !has_dotdot(b"a/.b/c."));
+        // Every position, across the 8-byte words.
+        for at in 0..20 {
+            let mut p = vec![b'x'; 21];
+            p[at] = b'.';
+            p[at + 1] = b'.';
+            assert!(has_dotdot(&p), "at {at}");
+            p[at + 1] = b'/';
+            assert!(!has_dotdot(&p), "single dot at {at}");
+        }
     }
 
     #[test]
@@ -317,6 +382,20 @@ mod tests {
             Route::Redirect(std::ffi::CString::new("/etc/passwd").unwrap())
         );
         assert_eq!(classify_absolute(&st, b"/etc/./passwd"), Route::Local);
+        assert_eq!(nfs("//db/x"), Some(("/db".into(), "/x".into(), false)));
+        assert_eq!(nfs("/./db/x"), Some(("/db".into(), "/x".into(), false)));
+        assert_eq!(
+            nfs("/usr/../db/x"),
+            Some(("/db".into(), "/x".into(), false))
+        );
+        assert_eq!(
+            nfs("/d/../db/redo/./y"),
+            Some(("/db/redo".into(), "/y".into(), false))
+        );
+        assert_eq!(
+            nfs("/db/redo//y"),
+            Some(("/db/redo".into(), "/y".into(), false))
+        );
         assert_eq!(nfs("/"), None);
         assert_eq!(
             classify_absolute(&st, b"/db/\xff"),

@@ -3,6 +3,8 @@
 # unmodified Debian programs, against a real NFS-Ganesha, through
 # `dnfs run`:
 #
+#   cost       instructions the library adds to calls it does not serve
+#              (callgrind, repeatable under load; tests/c/passthrough.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
@@ -41,7 +43,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(calls untouched coreutils sqlite fio bad pg)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio bad pg)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -112,6 +114,44 @@ nfs mkdir -p "$NFS"
 [[ -d $VIEW ]] || { echo "run.sh: $NFS did not appear as $VIEW on the server" >&2; exit 1; }
 
 # --- groups -------------------------------------------------------------------
+
+# Most instructions the library may add to one call on a local path (the
+# prefix check) and on a local descriptor (one bitmap load). Measured
+# here: ~260 and ~25 (stat of a 35-byte path, read of /dev/zero).
+MAX_ADDED_PATH=400
+MAX_ADDED_FD=60
+
+group_cost() {
+    step "added cost of calls the library does not serve (callgrind)"
+    if ! command -v valgrind >/dev/null; then
+        bad "valgrind" "not installed (apt-get install valgrind)"
+        return
+    fi
+    cc -O2 -o "$WORK/passthrough" crates/preload/tests/c/passthrough.c
+    local n=2000 lib=$ROOT/target/release/libdirectnfs_preload.so
+    touch "$WORK/Makefile"
+    (cd "$WORK" && valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.plain" ./passthrough $n >/dev/null 2>&1)
+    (cd "$WORK" && DIRECTNFS_TAB=$TAB LD_PRELOAD=$lib valgrind --tool=callgrind \
+        --callgrind-out-file="$WORK/cg.pre" ./passthrough $n >/dev/null 2>&1)
+    local k plain pre added max
+    for k in stat access open read fstat; do
+        # Inclusive instructions of the loop function, per call.
+        plain=$(callgrind_annotate --inclusive=yes "$WORK/cg.plain" 2>/dev/null | awk -v f="loop_$k" '!done && $0 ~ ":" f "[ .]" {gsub(",", "", $1); print int($1 / '$n'); done = 1}')
+        pre=$(callgrind_annotate --inclusive=yes "$WORK/cg.pre" 2>/dev/null | awk -v f="loop_$k" '!done && $0 ~ ":" f "[ .]" {gsub(",", "", $1); print int($1 / '$n'); done = 1}')
+        if [[ -z $plain || -z $pre ]]; then
+            bad "$k: instruction counts" "callgrind gave none"
+            continue
+        fi
+        added=$((pre - plain))
+        max=$MAX_ADDED_PATH
+        [[ $k == read || $k == fstat ]] && max=$MAX_ADDED_FD
+        if ((added <= max)); then
+            ok "$k: +$added instructions per call ($plain -> $pre, at most $max)"
+        else
+            bad "$k: +$added instructions per call" "more than $max"
+        fi
+    done
+}
 
 group_calls() {
     step "every served call (nfscalls.c)"
