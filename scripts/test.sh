@@ -30,6 +30,7 @@ install_packages() {
     command -v ip >/dev/null || missing+=(iproute2)
     # The interception library's tests (crates/preload/tests/run.sh).
     command -v fio >/dev/null || missing+=(fio)
+    command -v valgrind >/dev/null || missing+=(valgrind)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=
     if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
