@@ -282,6 +282,26 @@ group_fio() {
         fi
         check "fio $e files on the server" "4" "$(find "$VIEW/fio" -name "$e.*" -size 8192k | wc -l)"
     done
+    # Engines that cannot be served: a clear error (or, for io_uring, which
+    # enters the kernel with its own instructions, a warning and the lost
+    # bytes reported), never wrong data passed off as right.
+    local out
+    for e in libaio posixaio; do
+        out=$(nfs fio --name="$e" --directory="$NFS/fio" --size=1m --bs=8k --rw=randwrite \
+            --ioengine="$e" 2>&1 || true)
+        if [[ $out == *"err=95"* && $out == *"directnfs["*"refused (EOPNOTSUPP)"* ]]; then
+            ok "fio $e on NFS: EOPNOTSUPP and a warning"
+        else
+            bad "fio $e on NFS" "$(grep -E 'err=|directnfs' <<<"$out" | head -3 | tr '\n' ' ')"
+        fi
+    done
+    out=$(nfs fio --name=uring --directory="$NFS/fio" --size=1m --bs=8k --rw=randwrite \
+        --ioengine=io_uring 2>&1 || true)
+    if [[ $out == *"uses io_uring and NFS descriptors"* && $out == *"did not reach the server"* ]]; then
+        ok "fio io_uring on NFS: warned, lost bytes reported"
+    else
+        bad "fio io_uring on NFS" "$(grep -E 'err=|directnfs' <<<"$out" | head -3 | tr '\n' ' ')"
+    fi
 }
 
 DOWN_STATE=/tmp/dnfs-preload-down-srv
