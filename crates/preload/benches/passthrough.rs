@@ -9,6 +9,9 @@
 //!
 //! `$DIRECTNFS_PRELOAD` names another build of the library.
 
+// A bench: a panic is the failure report.
+#![allow(clippy::expect_used)]
+
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::hint::black_box;
 use std::path::PathBuf;

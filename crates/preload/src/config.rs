@@ -78,7 +78,7 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
     if mounts.is_empty() {
         return None;
     }
-    mounts.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+    mounts.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
     Some(Config { mounts })
 }
 

@@ -103,7 +103,10 @@ pub fn enter_nfs(state: &State, dir: &NfsPath) {
 }
 
 /// `getcwd` of an NFS current directory: `None` when it is local.
-pub fn getcwd_nfs(buf: *mut c_char, size: size_t) -> Option<Res<*mut c_char>> {
+///
+/// # Safety
+/// `buf` is NULL or valid for `size` bytes (`getcwd`'s contract).
+pub unsafe fn getcwd_nfs(buf: *mut c_char, size: size_t) -> Option<Res<*mut c_char>> {
     if !is_nfs() {
         return None;
     }
@@ -124,7 +127,7 @@ pub fn getcwd_nfs(buf: *mut c_char, size: size_t) -> Option<Res<*mut c_char>> {
     if size < need {
         return Some(Err(Errno(libc::ERANGE)));
     }
-    // SAFETY: the caller's buffer holds `size >= need` bytes.
+    // SAFETY: per the contract, the buffer holds `size >= need` bytes.
     unsafe { copy_c(&host, buf) };
     Some(Ok(buf))
 }

@@ -90,7 +90,8 @@ fn relative_to_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
 }
 
 fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
-    if !cwd::may_reach_nfs() && !(has_dotdot(path) && climbs(path)) {
+    let may_reach = cwd::may_reach_nfs() || (has_dotdot(path) && climbs(path));
+    if !may_reach {
         return Route::Local;
     }
     let base = cwd::host();

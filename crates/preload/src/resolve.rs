@@ -33,6 +33,9 @@ pub struct Found {
 }
 
 /// What a path resolved to.
+// Returned once per call and matched at once: boxing `Found` would only
+// add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Resolved {
     /// An NFS object.

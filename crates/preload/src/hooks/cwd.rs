@@ -78,7 +78,8 @@ pub unsafe extern "C" fn fchdir(fd: c_int) -> c_int {
 
 #[no_mangle]
 pub unsafe extern "C" fn getcwd(buf: *mut c_char, size: size_t) -> *mut c_char {
-    match cwd::getcwd_nfs(buf, size) {
+    // SAFETY: the caller's buffer, as getcwd's contract says.
+    match unsafe { cwd::getcwd_nfs(buf, size) } {
         None => unsafe { real::getcwd(buf, size) },
         Some(r) => serve("getcwd", || r),
     }
