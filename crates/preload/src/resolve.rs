@@ -71,24 +71,46 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
             }
             Err(e) if e.errno() == libc::ENOTDIR => {
                 links += 1;
-                match expand_middle(state, &path, links)? {
-                    Some(Route::Nfs(next)) => path = next,
-                    Some(Route::Local | Route::Redirect(_)) => return Err(Errno(libc::EXDEV)),
-                    Some(Route::Bad(e)) => return Err(Errno(e)),
-                    None => return Err(Errno(libc::ENOTDIR)),
-                }
+                path = through_middle_link(state, &path, links)?;
             }
             Err(e) => return Err(e.into()),
         }
     }
 }
 
-/// The path to use for a call that creates or removes `path`'s last
-/// component: the same path, or (when a directory on the way is a link)
-/// the path with that link expanded. `None`: the parent is not a directory
-/// or does not exist (the call's own error stands).
-pub fn expand_parent(state: &State, path: &NfsPath, links: usize) -> Res<Option<Route>> {
-    expand_middle(state, path, links)
+/// Runs `op`, a call that creates or removes `path`'s last component in
+/// its directory; when a directory on the way is a link (the server says
+/// `ENOTDIR`), runs it again through the link. Returns `op`'s result and
+/// the path it ran on.
+pub fn through_links<T>(
+    state: &State,
+    path: NfsPath,
+    op: impl Fn(&dnfs::Client, &NfsPath) -> dnfs::Result<T>,
+) -> Res<(T, NfsPath)> {
+    let mut path = path;
+    let mut links = 0;
+    loop {
+        let client = clients::get(state, path.mount)?;
+        match op(&client, &path) {
+            Ok(v) => return Ok((v, path)),
+            Err(e) if e.errno() == libc::ENOTDIR => {
+                links += 1;
+                path = through_middle_link(state, &path, links)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `path` with the first link among its directories expanded, after the
+/// server said `ENOTDIR`: the error stands when there is none.
+fn through_middle_link(state: &State, path: &NfsPath, links: usize) -> Res<NfsPath> {
+    match expand_middle(state, path, links)? {
+        Some(Route::Nfs(next)) => Ok(next),
+        Some(Route::Local | Route::Redirect(_)) => Err(Errno(libc::EXDEV)),
+        Some(Route::Bad(e)) => Err(Errno(e)),
+        None => Err(Errno(libc::ENOTDIR)),
+    }
 }
 
 /// Resolves the first link among the directories on the way to `path`.

@@ -191,51 +191,45 @@ pub unsafe extern "C" fn io_submit(
     unsafe { real::io_submit(ctx, nr, iocbs) }
 }
 
-macro_rules! posix_aio {
-    ($name:ident) => {
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(cb: *mut libc::aiocb) -> c_int {
-            // SAFETY: the caller's control block.
-            let fd = if cb.is_null() {
-                -1
-            } else {
-                unsafe { (*cb).aio_fildes }
-            };
-            if let Err(Errno(e)) = unsupported::check_posix_aio(fd, stringify!($name)) {
-                set_errno(e);
-                return -1;
-            }
-            // SAFETY: plain forward.
-            unsafe { real::$name(cb) }
-        }
+/// True (errno set) if a POSIX AIO control block names an NFS descriptor.
+///
+/// # Safety
+/// `cb` is NULL or a valid control block.
+unsafe fn aio_refused(cb: *const libc::aiocb, call: &'static str) -> bool {
+    // SAFETY: per the contract.
+    let fd = if cb.is_null() {
+        -1
+    } else {
+        unsafe { (*cb).aio_fildes }
     };
+    match unsupported::check_posix_aio(fd, call) {
+        Ok(()) => false,
+        Err(Errno(e)) => {
+            set_errno(e);
+            true
+        }
+    }
 }
-posix_aio!(aio_read);
-posix_aio!(aio_write);
-posix_aio!(aio_read64);
-posix_aio!(aio_write64);
 
-macro_rules! posix_aio_fsync {
-    ($name:ident) => {
+macro_rules! posix_aio {
+    ($name:ident ($($arg:ident: $ty:ty),*)) => {
         #[no_mangle]
-        pub unsafe extern "C" fn $name(op: c_int, cb: *mut libc::aiocb) -> c_int {
+        pub unsafe extern "C" fn $name($($arg: $ty,)* cb: *mut libc::aiocb) -> c_int {
             // SAFETY: the caller's control block.
-            let fd = if cb.is_null() {
-                -1
-            } else {
-                unsafe { (*cb).aio_fildes }
-            };
-            if let Err(Errno(e)) = unsupported::check_posix_aio(fd, stringify!($name)) {
-                set_errno(e);
+            if unsafe { aio_refused(cb, stringify!($name)) } {
                 return -1;
             }
             // SAFETY: plain forward.
-            unsafe { real::$name(op, cb) }
+            unsafe { real::$name($($arg,)* cb) }
         }
     };
 }
-posix_aio_fsync!(aio_fsync);
-posix_aio_fsync!(aio_fsync64);
+posix_aio!(aio_read());
+posix_aio!(aio_write());
+posix_aio!(aio_read64());
+posix_aio!(aio_write64());
+posix_aio!(aio_fsync(op: c_int));
+posix_aio!(aio_fsync64(op: c_int));
 
 macro_rules! lio {
     ($name:ident) => {
@@ -253,14 +247,8 @@ macro_rules! lio {
                 } else {
                     unsafe { *list.add(i) }
                 };
-                if cb.is_null() {
-                    continue;
-                }
-                // SAFETY: as above.
-                if let Err(Errno(e)) =
-                    unsupported::check_posix_aio(unsafe { (*cb).aio_fildes }, stringify!($name))
-                {
-                    set_errno(e);
+                // SAFETY: as above (NULL entries are skipped by aio_refused).
+                if unsafe { aio_refused(cb, stringify!($name)) } {
                     return -1;
                 }
             }
@@ -289,7 +277,7 @@ pub unsafe extern "C" fn syscall(
 ) -> c_long {
     if crate::state::get().is_some() {
         // SAFETY: the arguments of the system call the caller meant.
-        if let Some(r) = unsafe { served_syscall(num, a1, a2, a3, a4, a5) } {
+        if let Some(r) = unsafe { served_syscall(num, [a1, a2, a3, a4, a5, a6]) } {
             return r;
         }
     }
@@ -303,14 +291,8 @@ pub unsafe extern "C" fn syscall(
 }
 
 /// The system calls `syscall` serves itself (`None`: pass it on).
-unsafe fn served_syscall(
-    num: c_long,
-    a1: c_long,
-    a2: c_long,
-    a3: c_long,
-    a4: c_long,
-    a5: c_long,
-) -> Option<c_long> {
+unsafe fn served_syscall(num: c_long, args: [c_long; 6]) -> Option<c_long> {
+    let [a1, a2, a3, a4, a5, a6] = args;
     use crate::hooks::{files, io, stat};
     let fd = a1 as c_int;
     let nfs = fdtable::is_nfs(fd);
@@ -360,17 +342,12 @@ unsafe fn served_syscall(
                 -1
             }
             libc::SYS_mmap if a5 as c_int >= 0 && fdtable::is_nfs(a5 as c_int) => {
-                files::mmap(a1 as _, a2 as _, a3 as _, a4 as _, a5 as _, a6_unused()) as c_long
+                files::mmap(a1 as _, a2 as _, a3 as _, a4 as _, a5 as _, a6) as c_long
             }
             _ => return None,
         };
         Some(r)
     }
-}
-
-/// `mmap` through `syscall` is refused before its offset matters.
-fn a6_unused() -> libc::off_t {
-    0
 }
 
 /// `posix_spawn` opens its file actions' paths in the child with internal

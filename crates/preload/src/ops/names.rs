@@ -9,7 +9,7 @@ use super::Out;
 use crate::clients;
 use crate::config;
 use crate::fail::{Errno, Res};
-use crate::paths::{NfsPath, Route};
+use crate::paths::NfsPath;
 use crate::resolve::{self, Resolved};
 use crate::shadow::Kind;
 use crate::state::State;
@@ -120,29 +120,12 @@ pub fn readlink(state: &State, path: NfsPath, buf: &mut [u8]) -> Res<Out<usize>>
     Ok(Out::Done(n))
 }
 
-/// Runs a call that creates or removes the last component of `path`; if a
-/// directory on the way is a link (`ENOTDIR`), again through it.
+/// Runs a call that creates or removes the last component of `path`,
+/// through a link among the directories on the way if there is one.
 fn with_parent_links(
     state: &State,
     path: NfsPath,
     op: impl Fn(&dnfs::Client, &NfsPath) -> dnfs::Result<()>,
 ) -> Res<()> {
-    let mut path = path;
-    let mut links = 0;
-    loop {
-        let client = clients::get(state, path.mount)?;
-        match op(&client, &path) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.errno() == libc::ENOTDIR => {
-                links += 1;
-                match resolve::expand_parent(state, &path, links)? {
-                    Some(Route::Nfs(next)) => path = next,
-                    Some(Route::Local | Route::Redirect(_)) => return Err(Errno(libc::EXDEV)),
-                    Some(Route::Bad(e)) => return Err(Errno(e)),
-                    None => return Err(Errno(libc::ENOTDIR)),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
+    resolve::through_links(state, path, op).map(|((), _)| ())
 }

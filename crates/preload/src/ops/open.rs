@@ -14,7 +14,7 @@ use crate::clients;
 use crate::config;
 use crate::fail::{Errno, Res};
 use crate::fdtable::{self, Open};
-use crate::paths::{NfsPath, Route};
+use crate::paths::NfsPath;
 use crate::resolve::{self, Resolved};
 use crate::shadow::Kind;
 use crate::state::State;
@@ -136,28 +136,11 @@ fn create_file(
     mode: mode_t,
 ) -> Res<(dnfs::File, NfsPath)> {
     let mode = mode & 0o7777 & !config::umask();
-    let mut path = path;
-    let mut links = 0;
-    loop {
-        let client = clients::get(state, path.mount)?;
-        let opts = OpenOptions {
-            create: true,
-            create_new: excl,
-            truncate: false,
-            mode: Some(mode),
-        };
-        match client.open_with(&path.rest, opts) {
-            Ok(f) => return Ok((f, path)),
-            Err(e) if e.errno() == libc::ENOTDIR => {
-                links += 1;
-                match resolve::expand_parent(state, &path, links)? {
-                    Some(Route::Nfs(next)) => path = next,
-                    Some(Route::Local | Route::Redirect(_)) => return Err(Errno(libc::EXDEV)),
-                    Some(Route::Bad(e)) => return Err(Errno(e)),
-                    None => return Err(Errno(libc::ENOTDIR)),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
+    let opts = OpenOptions {
+        create: true,
+        create_new: excl,
+        truncate: false,
+        mode: Some(mode),
+    };
+    resolve::through_links(state, path, |client, p| client.open_with(&p.rest, opts))
 }
