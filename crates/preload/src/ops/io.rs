@@ -30,11 +30,18 @@ pub fn read(state: &State, fd: c_int, open: &Open, buf: &mut [u8]) -> Res<usize>
     Ok(n)
 }
 
-/// `write(2)`; `O_APPEND` writes at the size the server reports now.
+/// `write(2)`; `O_APPEND` writes at the size the server reports now. The
+/// flag is the kernel's (the shadow descriptor's status flags): a process
+/// sharing the description may have set it with `F_SETFL`.
 pub fn write(state: &State, fd: c_int, open: &Open, buf: &[u8]) -> Res<usize> {
     check_write(open)?;
     let _turn = open.offset_lock.lock().unwrap_or_else(|p| p.into_inner());
-    let pos = if open.flags() & libc::O_APPEND != 0 {
+    // SAFETY: F_GETFL of our shadow descriptor.
+    let kernel_flags = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+    if kernel_flags < 0 {
+        return Err(Errno(errno()));
+    }
+    let pos = if kernel_flags & libc::O_APPEND != 0 {
         crate::fail::to_off(open.file(state)?.metadata()?.size)?
     } else {
         kernel_offset(fd)?

@@ -142,6 +142,16 @@ static void test_dup_and_offsets(void)
     CHECK(d4 == 101 && (fcntl(101, F_GETFD) & FD_CLOEXEC), "dup3 O_CLOEXEC");
     CHECK(fcntl(fd, F_SETFL, O_APPEND) == 0 && (fcntl(d1, F_GETFL) & O_APPEND), "status flags shared by dups");
     CHECK(write(d1, "X", 1) == 1 && lseek(fd, 0, SEEK_CUR) == 11, "O_APPEND set by F_SETFL on a dup appends");
+    /* O_APPEND set by another process sharing the description */
+    fcntl(fd, F_SETFL, 0);
+    lseek(fd, 0, SEEK_SET);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(fcntl(fd, F_SETFL, O_APPEND) == 0 ? 0 : 1);
+    int status;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && write(fd, "Y", 1) == 1 && lseek(fd, 0, SEEK_CUR) == 12,
+          "O_APPEND set by a child through F_SETFL makes the parent append");
     close(fd);
     CHECK(pread(d1, buf, 1, 10) == 1 && buf[0] == 'X', "dup still open after the original closed");
     /* dup2 onto a local descriptor's number and back */
