@@ -32,11 +32,30 @@ install_packages() {
     command -v sqlite3 >/dev/null || missing+=(sqlite3)
     [[ -e /usr/include/sqlite3.h ]] || missing+=(libsqlite3-dev)
     command -v ip >/dev/null || missing+=(iproute2)
+    # The interception library's tests (crates/preload/tests/run.sh).
+    command -v fio >/dev/null || missing+=(fio)
+    command -v valgrind >/dev/null || missing+=(valgrind)
+    command -v cc >/dev/null || missing+=(gcc libc6-dev)
+    local pg_new=
+    if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
+        missing+=(postgresql)
+        pg_new=1
+        # No "main" cluster: the tests make their own, and nothing the
+        # install starts may keep running.
+        mkdir -p /etc/postgresql-common
+        [[ -e /etc/postgresql-common/createcluster.conf ]] ||
+            echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+    fi
     if ((${#missing[@]})); then
         log "installing: ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq "${missing[@]}" >/dev/null
+        apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+    fi
+    if [[ -n $pg_new ]] && command -v pg_lsclusters >/dev/null; then
+        # Stop any cluster the package started anyway (only ones it made).
+        pg_lsclusters -h 2>/dev/null | awk '$4 == "online" {print $1, $2}' |
+            while read -r ver name; do pg_ctlcluster "$ver" "$name" stop || true; done
     fi
 }
 
@@ -110,6 +129,8 @@ main() {
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         bash crates/sqlite/tests/sanitized.sh
     fi
+    log "interception library: PostgreSQL, sqlite3, fio, coreutils through dnfs run (~5 min)"
+    bash crates/preload/tests/run.sh
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
         bash scripts/multipath-tests.sh

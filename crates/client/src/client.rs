@@ -126,16 +126,16 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     pub(crate) options: MountOptions,
     /// Encoded credential + verifier, prefixed to every call.
-    cred: Vec<u8>,
+    pub(crate) cred: Vec<u8>,
     /// Path (inside the export) -> handle. Handles only, never data.
-    handles: RwLock<HashMap<String, nfs_fh3>>,
+    pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
-    files: std::sync::Mutex<FileStatsTable>,
+    pub(crate) files: std::sync::Mutex<FileStatsTable>,
 }
 
 /// Per-file statistics records, bounded by [`MAX_FILE_STATS`].
 #[derive(Debug)]
-struct FileStatsTable {
+pub(crate) struct FileStatsTable {
     by_path: HashMap<String, Arc<IoStats>>,
     /// The summed counters of the records dropped, and how many.
     evicted: Option<RawIoSnapshot>,
@@ -531,27 +531,9 @@ impl Client {
             .check_retried(nfs3::NFSPROC3_RMDIR, attempts, res.status(), "RMDIR", path)
     }
 
-    /// Creates a directory (mode 0755).
+    /// Creates a directory (mode 0755; [`Client::mkdir_mode`] takes one).
     pub fn mkdir(&self, path: &str) -> Result<()> {
-        self.fresh(|| self.mkdir_once(path))
-    }
-
-    fn mkdir_once(&self, path: &str) -> Result<()> {
-        let (dir, name) = self.inner.parent_and_name(path)?;
-        let args = nfs3::MKDIR3args {
-            where_: diropargs3 { dir, name },
-            attributes: nfs3::sattr3 {
-                mode: Some(0o755),
-                ..Default::default()
-            },
-        };
-        let (res, attempts) = self.inner.call::<nfs3::Mkdir>(&args, path)?;
-        match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status().0) {
-            RetriedStatus::ConfirmByLookup if self.metadata(path).is_ok_and(|m| m.is_dir()) => {
-                Ok(())
-            }
-            _ => nfs_result(res.status(), "MKDIR", path),
-        }
+        self.mkdir_mode(path, 0o755)
     }
 
     /// Renames `from` to `to` (both relative to the export root), replacing

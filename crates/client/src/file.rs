@@ -132,18 +132,7 @@ impl Client {
                 Err(e) => return Err(e),
             }
         };
-        Ok(File {
-            shared: Arc::new(FileShared {
-                client: self.clone(),
-                fh,
-                path: path.to_string(),
-                uncommitted: Mutex::new(WriteLog::default()),
-                repaired: Condvar::new(),
-                tracked: AtomicBool::new(false),
-                stats: inner.file_stats(path),
-                fsync_lock: Mutex::new(()),
-            }),
-        })
+        Ok(File::from_handle(self, fh, path))
     }
 
     /// Creates a file that LOOKUP just did not find. GUARDED, not
@@ -168,7 +157,9 @@ impl Client {
     /// the server after the first copy created the file gets NFS3_OK (same
     /// verifier), while a file created by someone else gets NFS3ERR_EXIST.
     /// Attributes cannot ride along (the verifier uses their space), so the
-    /// mode is set afterwards.
+    /// mode is set afterwards, and the times too: the server keeps the
+    /// verifier in them (RFC 1813 §3.3.8), which an empty file would show
+    /// as a date far in the future.
     fn create_exclusive(&self, path: &str, mode: u32) -> Result<nfs_fh3> {
         let (dir, name) = self.inner.parent_and_name(path)?;
         let mut verf = [0u8; 8];
@@ -179,6 +170,8 @@ impl Client {
             path,
             sattr3 {
                 mode: Some(mode),
+                atime: nfs3::SetTime::SetToServerTime,
+                mtime: nfs3::SetTime::SetToServerTime,
                 ..Default::default()
             },
         )?;
@@ -225,6 +218,24 @@ impl Client {
         };
         let (res, _) = self.inner.call::<nfs3::Setattr>(&args, path)?;
         nfs_result(res.status(), "SETATTR", path)
+    }
+}
+
+impl File {
+    /// The open file of handle `fh`, known to the caller as `path`.
+    pub(crate) fn from_handle(client: &Client, fh: nfs_fh3, path: &str) -> File {
+        File {
+            shared: Arc::new(FileShared {
+                client: client.clone(),
+                fh,
+                path: path.to_string(),
+                uncommitted: Mutex::new(WriteLog::default()),
+                repaired: Condvar::new(),
+                tracked: AtomicBool::new(false),
+                stats: client.inner.file_stats(path),
+                fsync_lock: Mutex::new(()),
+            }),
+        }
     }
 }
 

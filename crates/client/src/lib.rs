@@ -27,21 +27,28 @@
 //! # Ok::<(), directnfs::Error>(())
 //! ```
 
+pub mod attrs;
 pub mod batch;
 pub mod client;
 pub mod config;
 pub mod errno;
 pub mod error;
+mod fdfloor;
 pub mod file;
+mod fork;
+pub mod handle;
 mod io;
 mod links;
 pub mod metadata;
 mod mount;
 mod writelog;
 
+pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, Completion};
 pub use client::{Client, Limits, PathSpec, Target};
 pub use config::{DnfsTab, MountOptions, NfsUrl, SocketBuffers, StableMode};
 pub use error::{Error, Result};
+pub use fdfloor::set_descriptor_floor;
 pub use file::{File, OpenOptions};
+pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};

@@ -811,7 +811,10 @@ fn lock_file(base: &str, db: &str) -> Option<String> {
         "{}/{name}.dnfs-lock",
         client.target_path().trim_end_matches('/')
     );
-    client.read_link(&path).ok()
+    client
+        .readlink(&path)
+        .map(|t| String::from_utf8_lossy(&t).into_owned())
+        .ok()
 }
 
 #[test]

@@ -32,6 +32,9 @@ fn decode_all(bytes: &[u8]) {
     one::<WRITE3res>(bytes);
     one::<CREATE3res>(bytes);
     one::<MKDIR3res>(bytes);
+    one::<READLINK3res>(bytes);
+    one::<SYMLINK3res>(bytes);
+    one::<LINK3res>(bytes);
     one::<REMOVE3res>(bytes);
     one::<RMDIR3res>(bytes);
     one::<RENAME3res>(bytes);
@@ -74,8 +77,9 @@ proptest! {
             damaged(lookup_res()),
             damaged(fsinfo_res()),
             damaged(create_res()),
-            damaged(symlink_res()),
             damaged(readlink_res()),
+            damaged(symlink_res()),
+            damaged(link_res()),
             damaged(mnt_res()),
             damaged(export_res()),
         ]

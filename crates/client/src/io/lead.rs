@@ -84,6 +84,7 @@ impl Lead {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
+        let fd = crate::fdfloor::raise(fd);
         Ok(Self {
             leading: AtomicBool::new(false),
             fallback_leading: AtomicBool::new(false),

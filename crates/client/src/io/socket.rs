@@ -84,7 +84,7 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_time(Duration::from_secs(10))
             .with_interval(Duration::from_secs(2)),
     )?;
-    Ok(socket.into())
+    Ok(crate::fdfloor::raise_owned(socket.into()))
 }
 
 static WMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();

@@ -482,8 +482,8 @@ impl Shared {
                 ));
             }
         };
-        let reader = stream.try_clone()?;
-        let writer = stream.try_clone()?;
+        let reader = crate::fdfloor::raise_owned(stream.try_clone()?);
+        let writer = crate::fdfloor::raise_owned(stream.try_clone()?);
         let epoch = {
             // Lock order: receive state, then channel state (as the leader).
             let mut rx = ch.rx.lock().unwrap_or_else(|p| p.into_inner());

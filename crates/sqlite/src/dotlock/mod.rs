@@ -134,7 +134,7 @@ impl DotLock {
         // One try, and one more after each lock broken or vanished (a
         // third lock broken in a row would be someone else's doing).
         for _ in 0..3 {
-            match client.symlink(&link, &names.lock) {
+            match client.symlink(link.as_bytes(), &names.lock) {
                 Ok(()) => return Ok(held(names, broken)),
                 Err(e) if e.errno() == libc::EEXIST => {}
                 Err(e) => return Err(e),
@@ -303,7 +303,12 @@ mod tests {
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert!(broken.is_empty());
         assert_eq!(c.metadata(&n.lock).unwrap().file_type, FileType::Symlink);
-        assert_eq!(c.read_link(&n.lock).unwrap(), me.to_link());
+        assert_eq!(
+            c.readlink(&n.lock)
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap(),
+            me.to_link()
+        );
         // Another database connection of this process (another nonce) and
         // any other process wait for it: its owner lives.
         let other = Owner::me(random_u64());
@@ -324,10 +329,15 @@ mod tests {
         let Some((c, n, me)) = setup("resent") else {
             return;
         };
-        c.symlink(&me.to_link(), &n.lock).unwrap();
+        c.symlink(me.to_link().as_bytes(), &n.lock).unwrap();
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert!(broken.is_empty(), "nothing broken: it was ours");
-        assert_eq!(c.read_link(&n.lock).unwrap(), me.to_link());
+        assert_eq!(
+            c.readlink(&n.lock)
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap(),
+            me.to_link()
+        );
         lock.release(&c).unwrap();
         cleanup(&c, &n);
     }
@@ -340,17 +350,22 @@ mod tests {
         let mut dead = Owner::me(random_u64());
         dead.pid = dead_pid();
         dead.start = 1;
-        c.symlink(&dead.to_link(), &n.lock).unwrap();
+        c.symlink(dead.to_link().as_bytes(), &n.lock).unwrap();
         let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
         assert_eq!(broken.len(), 1, "{broken:?}");
         assert!(broken[0].contains(&n.lock), "{broken:?}");
         assert!(broken[0].contains(&format!("pid {}", dead.pid)));
-        assert_eq!(c.read_link(&n.lock).unwrap(), me.to_link());
+        assert_eq!(
+            c.readlink(&n.lock)
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap(),
+            me.to_link()
+        );
         lock.release(&c).unwrap();
 
         // The same owner on another host is never judged dead.
         dead.host = "some-other-host".into();
-        c.symlink(&dead.to_link(), &n.lock).unwrap();
+        c.symlink(dead.to_link().as_bytes(), &n.lock).unwrap();
         assert_eq!(
             busy(&c, &n, &me, Duration::ZERO),
             Holder::Process(dead.clone())
@@ -399,7 +414,12 @@ mod tests {
             broken[0].contains(&n.lock) && broken[0].contains("names no owner"),
             "{broken:?}"
         );
-        assert_eq!(c.read_link(&n.lock).unwrap(), me.to_link());
+        assert_eq!(
+            c.readlink(&n.lock)
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap(),
+            me.to_link()
+        );
         // Judging its age marked us as waiting; our release consumes that.
         assert!(lock.release(&c).unwrap(), "the waiter file was seen");
         assert_eq!(c.metadata(&n.want).unwrap_err().errno(), libc::ENOENT);
@@ -411,7 +431,7 @@ mod tests {
         let Some((c, n, me)) = setup("newer") else {
             return;
         };
-        c.symlink("directnfs-sqlite-lock 3 something new", &n.lock)
+        c.symlink("directnfs-sqlite-lock 3 something new".as_bytes(), &n.lock)
             .unwrap();
         assert_eq!(busy(&c, &n, &me, Duration::ZERO), Holder::Newer(3));
         cleanup(&c, &n);

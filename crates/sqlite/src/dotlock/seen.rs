@@ -41,7 +41,11 @@ pub enum Seen {
 pub fn read_lock(client: &Client, path: &str) -> dnfs::Result<Seen> {
     // Lock files come and go under other processes: `fresh` refreshes a
     // stale cached handle.
-    let text = match fresh(client, path, || client.read_link(path)) {
+    let text = match fresh(client, path, || {
+        client
+            .readlink(path)
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+    }) {
         Err(e) if e.errno() == libc::EINVAL => fresh(client, path, || {
             let mut buf = vec![0u8; MAX_OWNER];
             let n = client.open(path)?.read_at(&mut buf, 0)?;

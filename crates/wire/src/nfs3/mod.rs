@@ -11,13 +11,13 @@
 //! * [`attr`]: `fattr3`, `wcc_data`, `sattr3` and friends;
 //! * one module per group of procedures: [`getattr`] (NULL, GETATTR),
 //!   [`setattr`], [`lookup`], [`access`], [`io`] (READ, WRITE, COMMIT),
-//!   [`namespace`] (CREATE, MKDIR, REMOVE, RMDIR, RENAME), [`dir`]
-//!   (READDIR, READDIRPLUS), [`fs`] (FSSTAT, FSINFO, PATHCONF),
-//!   [`symlink`] (SYMLINK, READLINK: the SQLite VFS's lock files);
+//!   [`namespace`] (CREATE, MKDIR, REMOVE, RMDIR, RENAME), [`links`]
+//!   (READLINK, SYMLINK, LINK), [`dir`]
+//!   (READDIR, READDIRPLUS), [`fs`] (FSSTAT, FSINFO, PATHCONF);
 //! * [`hotpath`]: allocation-free encoders and borrowing decoders for the
 //!   I/O driver (READ, WRITE, COMMIT, GETATTR).
 //!
-//! Not implemented: MKNOD, LINK (database files need neither); their XDR
+//! Not implemented: MKNOD (database files need no device nodes); its XDR
 //! is in `spec/nfs3.x`.
 
 // RFC 1813 names (`READ3args`, `nfs_fh3`) are kept so the code greps
@@ -31,11 +31,11 @@ pub mod fs;
 pub mod getattr;
 pub mod hotpath;
 pub mod io;
+pub mod links;
 pub mod lookup;
 pub mod namespace;
 pub mod result;
 pub mod setattr;
-pub mod symlink;
 pub mod types;
 
 pub use access::*;
@@ -45,11 +45,11 @@ pub use fs::*;
 pub use getattr::*;
 pub use hotpath::*;
 pub use io::*;
+pub use links::*;
 pub use lookup::*;
 pub use namespace::*;
 pub use result::Nfs3Res;
 pub use setattr::*;
-pub use symlink::*;
 pub use types::*;
 
 /// RFC 1813 `NFS_PROGRAM`.
@@ -87,7 +87,7 @@ pub const NFSPROC3_REMOVE: u32 = 12;
 pub const NFSPROC3_RMDIR: u32 = 13;
 /// RFC 1813 §3.3.14 `NFSPROC3_RENAME`.
 pub const NFSPROC3_RENAME: u32 = 14;
-/// RFC 1813 §3.3.15 `NFSPROC3_LINK` (not implemented here).
+/// RFC 1813 §3.3.15 `NFSPROC3_LINK`.
 pub const NFSPROC3_LINK: u32 = 15;
 /// RFC 1813 §3.3.16 `NFSPROC3_READDIR`.
 pub const NFSPROC3_READDIR: u32 = 16;

@@ -232,14 +232,8 @@ pub fn create_args() -> impl Strategy<Value = CREATE3args> {
 pub fn mkdir_args() -> impl Strategy<Value = MKDIR3args> {
     (dirop(), sattr()).prop_map(|(where_, attributes)| MKDIR3args { where_, attributes })
 }
-pub fn remove_args() -> impl Strategy<Value = REMOVE3args> {
-    dirop().prop_map(|object| REMOVE3args { object })
-}
-pub fn rmdir_args() -> impl Strategy<Value = RMDIR3args> {
-    dirop().prop_map(|object| RMDIR3args { object })
-}
-pub fn rename_args() -> impl Strategy<Value = RENAME3args> {
-    (dirop(), dirop()).prop_map(|(from, to)| RENAME3args { from, to })
+pub fn readlink_args() -> impl Strategy<Value = READLINK3args> {
+    fh().prop_map(|symlink| READLINK3args { symlink })
 }
 pub fn symlink_args() -> impl Strategy<Value = SYMLINK3args> {
     (dirop(), sattr(), nfspath()).prop_map(|(where_, symlink_attributes, symlink_data)| {
@@ -252,8 +246,17 @@ pub fn symlink_args() -> impl Strategy<Value = SYMLINK3args> {
         }
     })
 }
-pub fn readlink_args() -> impl Strategy<Value = READLINK3args> {
-    fh().prop_map(|symlink| READLINK3args { symlink })
+pub fn link_args() -> impl Strategy<Value = LINK3args> {
+    (fh(), dirop()).prop_map(|(file, link)| LINK3args { file, link })
+}
+pub fn remove_args() -> impl Strategy<Value = REMOVE3args> {
+    dirop().prop_map(|object| REMOVE3args { object })
+}
+pub fn rmdir_args() -> impl Strategy<Value = RMDIR3args> {
+    dirop().prop_map(|object| RMDIR3args { object })
+}
+pub fn rename_args() -> impl Strategy<Value = RENAME3args> {
+    (dirop(), dirop()).prop_map(|(from, to)| RENAME3args { from, to })
 }
 pub fn readdir_args() -> impl Strategy<Value = READDIR3args> {
     (fh(), any::<u64>(), verf8(), any::<u32>()).prop_map(|(dir, cookie, v, count)| READDIR3args {
@@ -381,6 +384,37 @@ pub fn mkdir_res() -> impl Strategy<Value = MKDIR3res> {
         wcc().prop_map(|dir_wcc| MKDIR3resfail { dir_wcc }),
     )
 }
+pub fn readlink_res() -> impl Strategy<Value = READLINK3res> {
+    res(
+        (post_op(), nfspath()).prop_map(|(symlink_attributes, data)| READLINK3resok {
+            symlink_attributes,
+            data,
+        }),
+        post_op().prop_map(|symlink_attributes| READLINK3resfail { symlink_attributes }),
+    )
+}
+pub fn symlink_res() -> impl Strategy<Value = SYMLINK3res> {
+    res(
+        new_obj().prop_map(|(obj, obj_attributes, dir_wcc)| SYMLINK3resok {
+            obj,
+            obj_attributes,
+            dir_wcc,
+        }),
+        wcc().prop_map(|dir_wcc| SYMLINK3resfail { dir_wcc }),
+    )
+}
+pub fn link_res() -> impl Strategy<Value = LINK3res> {
+    res(
+        (post_op(), wcc()).prop_map(|(file_attributes, linkdir_wcc)| LINK3resok {
+            file_attributes,
+            linkdir_wcc,
+        }),
+        (post_op(), wcc()).prop_map(|(file_attributes, linkdir_wcc)| LINK3resfail {
+            file_attributes,
+            linkdir_wcc,
+        }),
+    )
+}
 pub fn remove_res() -> impl Strategy<Value = REMOVE3res> {
     res(
         wcc().prop_map(|dir_wcc| REMOVE3resok { dir_wcc }),
@@ -403,25 +437,6 @@ pub fn rename_res() -> impl Strategy<Value = RENAME3res> {
             fromdir_wcc,
             todir_wcc,
         }),
-    )
-}
-pub fn symlink_res() -> impl Strategy<Value = SYMLINK3res> {
-    res(
-        new_obj().prop_map(|(obj, obj_attributes, dir_wcc)| SYMLINK3resok {
-            obj,
-            obj_attributes,
-            dir_wcc,
-        }),
-        wcc().prop_map(|dir_wcc| SYMLINK3resfail { dir_wcc }),
-    )
-}
-pub fn readlink_res() -> impl Strategy<Value = READLINK3res> {
-    res(
-        (post_op(), nfspath()).prop_map(|(symlink_attributes, data)| READLINK3resok {
-            symlink_attributes,
-            data,
-        }),
-        post_op().prop_map(|symlink_attributes| READLINK3resfail { symlink_attributes }),
     )
 }
 pub fn readdir_res() -> impl Strategy<Value = READDIR3res> {
