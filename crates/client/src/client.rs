@@ -647,6 +647,49 @@ impl Client {
     }
 }
 
+#[cfg(test)]
+impl Client {
+    /// A client on a [`Transport::detached`] (no server, no socket, no
+    /// thread) with transfer sizes `rtmax`/`wtmax`, for unit tests of the
+    /// file and batch API under Miri; `crate::testing` plays the server.
+    pub(crate) fn detached(options: MountOptions, rtmax: u32, wtmax: u32) -> Client {
+        let cred = Vec::new();
+        let transport = Transport::detached(TransportConfig {
+            policy: RetryPolicy {
+                timeo: options.timeo,
+                retrans: options.retrans,
+                hard: options.hard,
+            },
+            backoff: Backoff::default(),
+            max_record: 1 << 20,
+            max_client_inflight: options.max_client_inflight,
+            cred: cred.clone(),
+            prog: nfs3::NFS_PROGRAM,
+            vers: nfs3::NFS_V3,
+        })
+        .unwrap_or_else(|e| panic!("detached transport: {e}"));
+        Client {
+            inner: Arc::new(Inner {
+                transport,
+                name: "detached".into(),
+                export: "/".into(),
+                root: nfs_fh3::default(),
+                target_rest: "/".into(),
+                limits: Limits {
+                    rtmax,
+                    wtmax,
+                    server_rtmax: rtmax,
+                    server_wtmax: wtmax,
+                },
+                options,
+                cred,
+                handles: RwLock::new(HashMap::new()),
+                files: std::sync::Mutex::new(FileStatsTable::default()),
+            }),
+        }
+    }
+}
+
 /// `Ok(())` for NFS3_OK, the matching error otherwise.
 pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Result<()> {
     if status.is_ok() {

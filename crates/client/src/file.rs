@@ -18,7 +18,7 @@ use directnfs_wire::nfs3::{
 use crate::client::{jukebox_delay, nfs_result, Client, Inner};
 use crate::config::StableMode;
 use crate::error::{Error, Result};
-use crate::io::call::{Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
+use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
 use crate::writelog::{Entry, Segment, WriteLog};
@@ -228,6 +228,25 @@ impl Client {
     }
 }
 
+#[cfg(test)]
+impl File {
+    /// An open file of a [`Client::detached`], without asking any server.
+    pub(crate) fn detached(client: &Client, path: &str) -> File {
+        File {
+            shared: Arc::new(FileShared {
+                client: client.clone(),
+                fh: nfs_fh3::default(),
+                path: path.to_string(),
+                uncommitted: Mutex::new(WriteLog::default()),
+                repaired: Condvar::new(),
+                tracked: AtomicBool::new(false),
+                stats: client.inner.file_stats(path),
+                fsync_lock: Mutex::new(()),
+            }),
+        }
+    }
+}
+
 /// Outcome of one READ piece.
 pub(crate) struct ReadPiece {
     pub count: usize,
@@ -322,21 +341,28 @@ impl File {
         let rtmax = self.inner().limits.rtmax as usize;
         let pieces = buf.len().div_ceil(rtmax);
         let group = Group::new(pieces);
-        let mut calls = Vec::with_capacity(pieces);
+        let shared = self.inner().shared();
+        // Dropped (waiting) before `buf`'s borrow ends, however this
+        // function ends: no reply lands in `buf` after it returned.
+        let mut landing = Landing {
+            shared,
+            calls: Vec::with_capacity(pieces),
+        };
         for (i, chunk) in buf.chunks_mut(rtmax).enumerate() {
             // SAFETY: `chunk` borrows the caller's buffer for this whole
-            // function, and we return only after `wait_group` saw every
-            // piece complete; nothing here can unwind in between.
+            // function, and `landing` waits (when dropped, on return or
+            // unwind) until no call can write into it any more.
             let dest = unsafe { ReadDest::new(chunk) };
             let call = self.read_call(
                 offset + (i * rtmax) as u64,
                 dest,
                 Notify::Group(Arc::clone(&group)),
             );
-            calls.push(call);
+            landing.calls.push(call);
         }
-        self.inner().shared().submit_many(calls.iter().cloned());
-        self.inner().shared().wait_group(&group);
+        shared.submit_many(landing.calls.iter().cloned());
+        shared.wait_group(&group);
+        let calls = &landing.calls;
         let mut total = 0usize;
         let mut jukebox = false;
         let mut short = false;
@@ -908,6 +934,27 @@ impl Drop for RepairGuard<'_> {
     }
 }
 
+/// READ calls writing into a caller's buffer. Dropping this waits until
+/// none of them can write any more (each completed, or never handed to the
+/// transport), so the buffer is never written after the function that
+/// lent it returned or unwound.
+struct Landing<'a> {
+    shared: &'a crate::io::transport::Shared,
+    calls: Vec<Arc<Call>>,
+}
+
+impl Drop for Landing<'_> {
+    fn drop(&mut self) {
+        let calls = &self.calls;
+        // Completed calls: nothing to wait for (the normal return).
+        if calls.iter().all(released) {
+            return;
+        }
+        self.shared
+            .wait_until(&|| calls.iter().all(released), None);
+    }
+}
+
 /// Random bytes for verifiers, from the kernel.
 pub(crate) fn fill_random(buf: &mut [u8]) {
     // SAFETY: the pointer and length describe `buf`, valid for writes.
@@ -922,5 +969,74 @@ pub(crate) fn fill_random(buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = (t >> ((i % 8) * 8)) as u8;
         }
+    }
+}
+
+/// The blocking read path against a server played in-process
+/// (`crate::testing`): runs under Miri too.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MountOptions;
+    use crate::testing::{late, pattern, Behaviour, FakeServer};
+    use std::time::Duration;
+
+    fn setup(behaviour: Behaviour) -> (Client, File, FakeServer) {
+        let client = Client::detached(MountOptions::default(), 4096, 4096);
+        let file = File::detached(&client, "/f");
+        let server = FakeServer::start(&client, behaviour);
+        (client, file, server)
+    }
+
+    #[test]
+    fn read_at_fills_the_buffer_from_every_piece() {
+        let (_client, file, _server) = setup(Behaviour {
+            delay: Duration::from_millis(5),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 3 * 4096 + 1];
+        assert_eq!(file.read_at(&mut buf, 11).unwrap(), buf.len());
+        assert!(buf
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(11 + i as u64)));
+    }
+
+    #[test]
+    fn an_unwind_waits_for_the_reads_handed_over_and_not_for_the_others() {
+        let (client, file, server) = setup(Behaviour {
+            // Late enough that a caller which did not wait would be gone.
+            delay: late(),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 2 * 4096];
+        let shared = client.inner.shared();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let (a, b) = buf.split_at_mut(4096);
+            let group = Group::new(2);
+            let mut landing = Landing {
+                shared,
+                calls: Vec::new(),
+            };
+            for (offset, chunk) in [(0u64, a), (4096, b)] {
+                // SAFETY: `landing` waits before the borrow of `buf` ends.
+                let dest = unsafe { ReadDest::new(chunk) };
+                let call = file.read_call(offset, dest, Notify::Group(Arc::clone(&group)));
+                landing.calls.push(call);
+            }
+            // Only the first is handed to the transport before the panic.
+            shared.submit_many(landing.calls[..1].iter().cloned());
+            panic!("a failure between submitting and waiting");
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(server.answered(), 1, "the read handed over was waited for");
+        assert!(buf[..4096]
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(i as u64)));
+        assert!(
+            buf[4096..].iter().all(|b| *b == 0),
+            "the other was never sent"
+        );
     }
 }

@@ -36,9 +36,11 @@ pub mod file;
 mod io;
 pub mod metadata;
 mod mount;
+#[cfg(test)]
+mod testing;
 mod writelog;
 
-pub use batch::{Batch, Completion};
+pub use batch::{Batch, Completion, ScopedBatch};
 pub use client::{Client, Limits, PathSpec, Target};
 pub use config::{DnfsTab, MountOptions, NfsUrl, StableMode};
 pub use error::{Error, Result};

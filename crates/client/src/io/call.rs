@@ -42,8 +42,8 @@ pub(crate) struct ReadDest {
 
 // SAFETY: a ReadDest is only dereferenced by the single owner of the call
 // (see the module doc), and the submitter keeps the buffer alive and
-// unaliased until the call completes (blocking calls wait; a Batch holds
-// the borrow and waits in Drop).
+// unaliased until the call completes (blocking calls wait, on unwind too;
+// a Batch owns the buffer or its scope waits in Drop).
 unsafe impl Send for ReadDest {}
 // SAFETY: as above: no two threads dereference it at once.
 unsafe impl Sync for ReadDest {}
@@ -59,6 +59,15 @@ impl ReadDest {
             ptr: buf.as_mut_ptr(),
             len: buf.len(),
         }
+    }
+
+    /// Wraps `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// As [`new`](Self::new): `ptr..ptr + len` must be valid for writes,
+    /// and accessed by nobody else, until the call completes.
+    pub(crate) unsafe fn from_raw(ptr: *mut u8, len: usize) -> Self {
+        Self { ptr, len }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -88,6 +97,14 @@ impl ReadDest {
         // (see `new`); `n` is within both buffers.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, n) };
     }
+}
+
+/// True once nothing but the caller's own reference can reach `call`:
+/// completed (completing is the last thing its owner does with it), or
+/// never handed to the transport (a submission cut short by a panic). Only
+/// then may the buffer a READ call writes into be used or freed again.
+pub(crate) fn released(call: &Arc<Call>) -> bool {
+    call.is_done() || Arc::strong_count(call) == 1
 }
 
 /// A successful RPC outcome (the RPC layer accepted it; the NFS status

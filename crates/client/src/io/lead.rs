@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use super::call::Group;
 use super::channel::Channel;
+use super::clock::monotonic_ns;
 use super::receive::Lost;
 use super::transport::Shared;
 
@@ -38,6 +39,31 @@ pub(crate) const LEAD_POLL_MAX: Duration = Duration::from_millis(20);
 /// Longest a follower parks before trying to lead again (a safety net: a
 /// leader that stops always unparks one).
 const FOLLOW_PARK_MAX: Duration = Duration::from_millis(20);
+
+/// The lead, held: dropping it gives the lead up (see [`Lead::try_acquire`]).
+#[derive(Debug)]
+pub(crate) struct Leading<'a> {
+    lead: &'a Lead,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.lead.release();
+    }
+}
+
+/// The fallback thread leading: its flags are cleared when this drops
+/// (before the lead itself is given up), on unwind too.
+struct FallbackLeading<'a> {
+    lead: &'a Lead,
+}
+
+impl Drop for FallbackLeading<'_> {
+    fn drop(&mut self) {
+        self.lead.want.store(false, Ordering::SeqCst);
+        self.lead.fallback_leading.store(false, Ordering::SeqCst);
+    }
+}
 
 /// The leadership of one transport.
 #[derive(Debug)]
@@ -51,7 +77,7 @@ pub(crate) struct Lead {
     followers: Mutex<Vec<Thread>>,
     /// Non-blocking eventfd the leader polls beside the connections.
     wake: OwnedFd,
-    /// When the lead was last given up (transport nanoseconds).
+    /// When the lead was last given up (`monotonic_ns`).
     pub(crate) released_ns: AtomicU64,
     /// Wakes the fallback thread (flag: it has work).
     pub(crate) fallback: (Mutex<bool>, Condvar),
@@ -97,11 +123,14 @@ impl Lead {
         })
     }
 
-    /// Takes the lead if nobody holds it.
-    pub(crate) fn try_acquire(&self) -> bool {
+    /// Takes the lead if nobody holds it. The lead is given up when the
+    /// returned token drops — on unwind too, so a panic while leading
+    /// cannot leave every later caller following a leader that is gone.
+    pub(crate) fn try_acquire(&self) -> Option<Leading<'_>> {
         self.leading
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
             .is_ok()
+            .then_some(Leading { lead: self })
     }
 
     pub(crate) fn is_led(&self) -> bool {
@@ -109,8 +138,8 @@ impl Lead {
     }
 
     /// Gives the lead up and hands it to a follower, if any waits.
-    pub(crate) fn release(&self, now_ns: u64) {
-        self.released_ns.store(now_ns, Ordering::Relaxed);
+    fn release(&self) {
+        self.released_ns.store(monotonic_ns(), Ordering::Relaxed);
         self.leading.store(false, Ordering::SeqCst);
         self.hand_off();
     }
@@ -189,6 +218,26 @@ impl Lead {
     }
 }
 
+/// `wait_until` for a transport with no connection to receive on (a test
+/// transport, `Transport::detached`): completions come from elsewhere and
+/// unpark the waiter.
+fn wait_unled(done: &dyn Fn() -> bool, until: Option<Instant>) -> bool {
+    loop {
+        if done() {
+            return true;
+        }
+        let mut park = FOLLOW_PARK_MAX;
+        if let Some(u) = until {
+            let left = u.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return done();
+            }
+            park = park.min(left);
+        }
+        std::thread::park_timeout(park);
+    }
+}
+
 impl Shared {
     /// Waits until every call of `group` has completed.
     pub(crate) fn wait_group(&self, group: &Group) {
@@ -199,14 +248,17 @@ impl Shared {
     /// receiving replies meanwhile whenever nobody else does. `done` is
     /// checked after every batch of replies: keep it cheap.
     pub(crate) fn wait_until(&self, done: &dyn Fn() -> bool, until: Option<Instant>) -> bool {
+        if self.channels.is_empty() {
+            return wait_unled(done, until);
+        }
         loop {
             if done() {
                 return true;
             }
             let passed = until.is_some_and(|u| Instant::now() >= u);
-            if self.lead.try_acquire() {
+            if let Some(leading) = self.lead.try_acquire() {
                 self.lead_loop(done, until, false);
-                self.lead.release(self.now_ns());
+                drop(leading);
                 if done() {
                     return true;
                 }
@@ -354,25 +406,21 @@ impl Shared {
                 return;
             }
             self.lead.fallback_leading.store(true, Ordering::SeqCst);
-            if self.lead.try_acquire() {
+            let _flags = FallbackLeading { lead: &self.lead };
+            if let Some(_leading) = self.lead.try_acquire() {
                 self.lead_loop(&|| false, None, true);
-                self.lead.want.store(false, Ordering::SeqCst);
-                self.lead.fallback_leading.store(false, Ordering::SeqCst);
-                self.lead.release(self.now_ns());
-            } else {
-                self.lead.fallback_leading.store(false, Ordering::SeqCst);
             }
         }
     }
 
     /// Called by the maintenance thread every tick: wakes the fallback
     /// receiver when calls are outstanding and nobody has led for a tick.
-    pub(crate) fn check_orphans(&self, now_ns: u64, tick: Duration) {
+    pub(crate) fn check_orphans(&self, tick: Duration) {
         if self.lead.is_led() || !self.anything_outstanding() {
             return;
         }
         let released = self.lead.released_ns.load(Ordering::Relaxed);
-        if now_ns.saturating_sub(released) >= tick.as_nanos() as u64 {
+        if monotonic_ns().saturating_sub(released) >= tick.as_nanos() as u64 {
             self.lead.signal_fallback();
         }
     }

@@ -3,6 +3,7 @@
 
 pub(crate) mod call;
 pub(crate) mod channel;
+pub(crate) mod clock;
 pub(crate) mod error;
 pub(crate) mod lead;
 pub(crate) mod oneshot;

@@ -24,6 +24,7 @@ use directnfs_wire::{Decode, XdrReader};
 
 use super::call::{Call, Reply, Sink};
 use super::channel::Channel;
+use super::clock::monotonic_ns;
 use super::error::CallError;
 use super::lead::Lead;
 use super::receive::RxState;
@@ -141,6 +142,40 @@ impl Transport {
             maintenance: Some(maintenance),
             fallback: Some(fallback),
         })
+    }
+}
+
+#[cfg(test)]
+impl Transport {
+    /// A transport with no channel and no thread, for unit tests of what
+    /// sits above it (the batch, the file API): every call it is given is
+    /// parked, where a test takes it ([`Shared::take_parked`]) and
+    /// completes it as a server would. Runs under Miri (no socket).
+    pub(crate) fn detached(config: TransportConfig) -> io::Result<Self> {
+        let shared = Arc::new(Shared {
+            channels: Vec::new(),
+            config,
+            origin_ns: monotonic_ns(),
+            rotate: AtomicUsize::new(0),
+            parked: Mutex::new(Vec::new()),
+            completions: AtomicU64::new(0),
+            lead: Lead::new()?,
+            shutdown: AtomicBool::new(false),
+            tick: (Mutex::new(()), Condvar::new()),
+        });
+        Ok(Self {
+            shared,
+            maintenance: None,
+            fallback: None,
+        })
+    }
+}
+
+#[cfg(test)]
+impl Shared {
+    /// The calls parked so far (see [`Transport::detached`]).
+    pub(crate) fn take_parked(&self) -> Vec<Arc<Call>> {
+        std::mem::take(&mut *self.parked.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 
@@ -646,7 +681,7 @@ impl Shared {
                 }
             }
             self.expire_parked(now);
-            self.check_orphans(now, tick);
+            self.check_orphans(tick);
         }
     }
 
@@ -708,21 +743,6 @@ impl Shared {
             self.kick_parked();
         }
     }
-}
-
-/// CLOCK_MONOTONIC (the clock `Instant` reads) in nanoseconds. Read a few
-/// times per I/O, so it skips `Instant`'s checked arithmetic.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec we pass; CLOCK_MONOTONIC
-    // always exists on Linux, so it cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(ts.tv_nsec as u64)
 }
 
 fn candidate(ch: &Arc<Channel>) -> Candidate {
