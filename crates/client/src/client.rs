@@ -458,7 +458,7 @@ impl Client {
             },
         };
         let (res, attempts) = self.inner.call::<nfs3::Mkdir>(&args, path)?;
-        match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status().0) {
+        match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status()) {
             RetriedStatus::ConfirmByLookup if self.metadata(path).is_ok_and(|m| m.is_dir()) => {
                 Ok(())
             }
@@ -796,7 +796,7 @@ impl Inner {
         op: &'static str,
         path: &str,
     ) -> Result<()> {
-        match classify_retried(proc_, attempts, status.0) {
+        match classify_retried(proc_, attempts, status) {
             RetriedStatus::TreatAsSuccess => Ok(()),
             _ => nfs_result(status, op, path),
         }

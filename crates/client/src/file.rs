@@ -950,8 +950,7 @@ impl Drop for Landing<'_> {
         if calls.iter().all(released) {
             return;
         }
-        self.shared
-            .wait_until(&|| calls.iter().all(released), None);
+        self.shared.wait_until(&|| calls.iter().all(released), None);
     }
 }
 
