@@ -304,7 +304,7 @@ impl<'buf> Batch<'buf> {
         if !self.unsent.is_empty() {
             self.client
                 .inner
-                .shared()
+                .transport()
                 .submit_many(self.unsent.drain(..));
         }
     }
@@ -395,8 +395,8 @@ impl<'buf> Batch<'buf> {
             // outlives the piece (this function's contract).
             let dest = unsafe { ReadDest::from_raw(ptr.add(at), n) };
             let piece_offset = offset + at as u64;
-            self.queue_piece(op, piece_offset, n, seq, None, |notify, pool, start_ns| {
-                file.read_call_pooled(piece_offset, dest, notify, pool, start_ns)
+            self.queue_piece(op, piece_offset, n, seq, None, |notify, pool| {
+                file.read_call_pooled(piece_offset, dest, notify, pool)
             });
             seq += 1;
             at += n;
@@ -478,19 +478,13 @@ impl<'buf> Batch<'buf> {
     fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
         let len = data.len();
         let sent = Arc::clone(&data);
-        self.queue_piece(
-            op,
-            offset,
-            len,
-            seq,
-            Some(data),
-            |notify, pool, start_ns| file.write_call_pooled(offset, sent, notify, pool, start_ns),
-        );
+        self.queue_piece(op, offset, len, seq, Some(data), |notify, pool| {
+            file.write_call_pooled(offset, sent, notify, pool)
+        });
     }
 
     /// Makes piece `seq` of op `op` with `make` (given the piece's
-    /// completion notice, the call pool and the op's start time) and
-    /// queues its call.
+    /// completion notice and the call pool) and queues its call.
     fn queue_piece(
         &mut self,
         op: usize,
@@ -498,11 +492,10 @@ impl<'buf> Batch<'buf> {
         len: usize,
         seq: usize,
         data: Option<Arc<[u8]>>,
-        make: impl FnOnce(Notify, &mut CallPool, u64) -> Arc<Call>,
+        make: impl FnOnce(Notify, &mut CallPool) -> Arc<Call>,
     ) {
-        let start_ns = self.ops[op].as_ref().map_or(0, |o| o.start_ns);
         let (slot, notify) = self.piece_slot();
-        let call = make(notify, &mut self.calls, start_ns);
+        let call = make(notify, &mut self.calls);
         self.add_piece(
             slot,
             Piece {
@@ -544,14 +537,14 @@ impl<'buf> Batch<'buf> {
                 // zero timeout still takes what has arrived).
                 self.client
                     .inner
-                    .shared()
+                    .transport()
                     .wait_until(&|| q.count.load(Ordering::Acquire) >= need, deadline);
                 q.want.store(0, Ordering::Release);
             }
             let mut taken = std::mem::take(&mut self.taken);
             self.queue.take_into(&mut taken);
             // One clock read for the completions handed out together.
-            let now = self.client.inner.shared().now_ns();
+            let now = self.client.inner.transport().now_ns();
             for slot in taken.drain(..) {
                 self.piece_done(slot, now);
             }
@@ -680,7 +673,7 @@ impl Drop for Batch<'_> {
         let pieces = &self.pieces;
         self.client
             .inner
-            .shared()
+            .transport()
             .wait_until(&|| pieces.iter().flatten().all(|p| released(&p.call)), None);
     }
 }

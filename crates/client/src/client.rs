@@ -19,9 +19,8 @@ use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 use crate::config::{MountOptions, NfsUrl};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
-use crate::io::channel::Channel;
 use crate::io::socket::ConnectSpec;
-use crate::io::transport::{Shared, Transport, TransportConfig};
+use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
 
@@ -277,7 +276,10 @@ impl Client {
                     dontroute: options.dontroute,
                     resvport: options.resvport,
                 };
-                channels.push(Channel::new(channels.len(), pi, spec, options.max_inflight));
+                channels.push(ChannelSpec {
+                    path: pi,
+                    connect: spec,
+                });
             }
         }
         let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
@@ -291,6 +293,7 @@ impl Client {
                 },
                 backoff: Backoff::default(),
                 max_record,
+                max_inflight: options.max_inflight,
                 max_client_inflight: options.max_client_inflight,
                 cred: cred.clone(),
                 prog: nfs3::NFS_PROGRAM,
@@ -566,7 +569,7 @@ impl Client {
     /// histograms, retransmits, per-path bytes and queue depth).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
-        let channels = &inner.shared().channels;
+        let channels = inner.transport.channels();
         let npaths = channels.iter().map(|c| c.path + 1).max().unwrap_or(0);
         let mut server_raw: Option<RawIoSnapshot> = None;
         let mut paths = Vec::with_capacity(npaths);
@@ -581,15 +584,13 @@ impl Client {
                     Some(r) => r.merge(&raw),
                     None => path_raw = Some(raw.clone()),
                 }
-                any_up |= ch.is_up();
+                any_up |= ch.health.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
                 chans.push(ChannelStats {
                     id: ch.id as u32,
-                    state: ch.lock().health.name().to_string(),
+                    state: ch.health.name().to_string(),
                     totals: raw.summarize(),
-                    queue_depth: ch
-                        .outstanding_requests
-                        .load(std::sync::atomic::Ordering::Relaxed),
+                    queue_depth: ch.queue_depth,
                 });
             }
             let raw = path_raw.unwrap_or_default();
@@ -662,6 +663,7 @@ impl Client {
             },
             backoff: Backoff::default(),
             max_record: 1 << 20,
+            max_inflight: options.max_inflight,
             max_client_inflight: options.max_client_inflight,
             cred: cred.clone(),
             prog: nfs3::NFS_PROGRAM,
@@ -704,8 +706,8 @@ pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Resu
 }
 
 impl Inner {
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.transport.shared
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// The call message after the XID: CALL, RPC version, program, version,
@@ -714,6 +716,11 @@ impl Inner {
         let mut b = Vec::with_capacity(20 + self.cred.len() + capacity);
         self.put_call_header(&mut b, proc_);
         b
+    }
+
+    /// Bytes of the encoded credential and verifier.
+    pub(crate) fn cred_len(&self) -> usize {
+        self.cred.len()
     }
 
     /// Appends the call header after the XID (message type, RPC, program,
@@ -729,62 +736,47 @@ impl Inner {
 
     /// Sends a prepared call and waits for it.
     pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
-        self.shared().submit(call);
-        self.shared().wait_group(group);
+        self.transport.run(call, group);
     }
 
     /// Calls NFS procedure `P` and waits. Returns the results and how many
-    /// times the call was sent. NFS3ERR_JUKEBOX ("try again later") is
-    /// retried here after a pause, as the Linux client does.
+    /// times the call was sent. (NFS3ERR_JUKEBOX, "try again later", was
+    /// retried by the engine after a pause, as the Linux client does: for
+    /// ever on a hard mount, `retrans` times on a soft one.)
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
-        let mut jukebox = 0u32;
-        loop {
-            let mut body = self.call_body(P::PROC, 128);
-            args.encode(&mut body);
-            let group = Group::new(1);
-            let call = Call::new(
-                P::PROC,
-                body,
-                None,
-                256,
-                Sink::Record,
-                Notify::Group(Arc::clone(&group)),
-                self.shared().now_ns(),
-            );
-            self.run(Arc::clone(&call), &group);
-            let attempts = call.attempts();
-            let bytes = match call
-                .take_result()
-                .map_err(|e| Error::from_call(P::NAME, path, e))?
-            {
-                Reply::Results(b) => b,
-                Reply::Read { .. } | Reply::Write { .. } => {
-                    return Err(Error::from_call(
-                        P::NAME,
-                        path,
-                        crate::io::error::CallError::Internal(
-                            "READ or WRITE sink on a record call",
-                        ),
-                    ))
-                }
-            };
-            if is_jukebox(&bytes) && self.may_retry_jukebox(jukebox) {
-                jukebox += 1;
-                std::thread::sleep(jukebox_delay(jukebox));
-                continue;
+        let mut body = self.call_body(P::PROC, 128);
+        args.encode(&mut body);
+        let group = Group::new(1);
+        let call = Call::new(
+            P::PROC,
+            body,
+            None,
+            256,
+            Sink::Record,
+            Notify::Group(Arc::clone(&group)),
+        );
+        self.run(Arc::clone(&call), &group);
+        let attempts = call.attempts();
+        let bytes = match call
+            .take_result()
+            .map_err(|e| Error::from_call(P::NAME, path, e))?
+        {
+            Reply::Results(b) => b,
+            Reply::Read { .. } | Reply::Write { .. } => {
+                return Err(Error::from_call(
+                    P::NAME,
+                    path,
+                    crate::io::error::CallError::Internal("READ or WRITE sink on a record call"),
+                ))
             }
-            let mut r = XdrReader::new(&bytes);
-            let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
-                op: P::NAME,
-                path: path.to_string(),
-                detail: e.to_string(),
-            })?;
-            return Ok((res, attempts + jukebox));
-        }
-    }
-
-    pub(crate) fn may_retry_jukebox(&self, tries: u32) -> bool {
-        self.options.hard || tries < self.options.retrans
+        };
+        let mut r = XdrReader::new(&bytes);
+        let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
+            op: P::NAME,
+            path: path.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok((res, attempts))
     }
 
     /// Applies the retried-request rules to a namespace operation's status.
@@ -968,15 +960,6 @@ impl Inner {
             h.insert(key, fh);
         }
     }
-}
-
-/// NFS3ERR_JUKEBOX is the first word of the results of every procedure.
-pub(crate) fn is_jukebox(results: &[u8]) -> bool {
-    results.get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..])
-}
-
-pub(crate) fn jukebox_delay(tries: u32) -> Duration {
-    Duration::from_millis(100u64 << tries.min(4))
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr> {

@@ -11,11 +11,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
-    self, createhow3, createverf3, diropargs3, encode_read_args, encode_write_args_header, nfs_fh3,
-    nfsstat3, sattr3, stable_how, writeverf3, Nfs3Res,
+    self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, writeverf3,
+    Nfs3Res,
 };
+use directnfs_wire::xdr::XdrWrite;
 
-use crate::client::{jukebox_delay, nfs_result, Client, Inner};
+use crate::client::{nfs_result, Client, Inner};
 use crate::config::StableMode;
 use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
@@ -73,6 +74,35 @@ pub(crate) struct FileShared {
     /// while the first one's COMMIT (which took its writes too) is still
     /// running or failed.
     fsync_lock: Mutex<()>,
+    /// The body of every READ and WRITE call of this file up to the
+    /// offset — call header, credential, handle — encoded once at open:
+    /// a call then costs a copy of it and three words.
+    read_head: Vec<u8>,
+    write_head: Vec<u8>,
+}
+
+impl FileShared {
+    fn new(client: &Client, fh: nfs_fh3, path: &str) -> Self {
+        let inner = &client.inner;
+        let head = |proc_: u32| {
+            let mut b = Vec::with_capacity(64 + inner.cred_len() + fh.as_bytes().len());
+            inner.put_call_header(&mut b, proc_);
+            b.put_opaque(fh.as_bytes());
+            b
+        };
+        Self {
+            client: client.clone(),
+            read_head: head(nfs3::NFSPROC3_READ),
+            write_head: head(nfs3::NFSPROC3_WRITE),
+            fh,
+            path: path.to_string(),
+            uncommitted: Mutex::new(WriteLog::default()),
+            repaired: Condvar::new(),
+            tracked: AtomicBool::new(false),
+            stats: inner.file_stats(path),
+            fsync_lock: Mutex::new(()),
+        }
+    }
 }
 
 /// A WRITE reply, decoded.
@@ -133,16 +163,7 @@ impl Client {
             }
         };
         Ok(File {
-            shared: Arc::new(FileShared {
-                client: self.clone(),
-                fh,
-                path: path.to_string(),
-                uncommitted: Mutex::new(WriteLog::default()),
-                repaired: Condvar::new(),
-                tracked: AtomicBool::new(false),
-                stats: inner.file_stats(path),
-                fsync_lock: Mutex::new(()),
-            }),
+            shared: Arc::new(FileShared::new(self, fh, path)),
         })
     }
 
@@ -233,16 +254,7 @@ impl File {
     /// An open file of a [`Client::detached`], without asking any server.
     pub(crate) fn detached(client: &Client, path: &str) -> File {
         File {
-            shared: Arc::new(FileShared {
-                client: client.clone(),
-                fh: nfs_fh3::default(),
-                path: path.to_string(),
-                uncommitted: Mutex::new(WriteLog::default()),
-                repaired: Condvar::new(),
-                tracked: AtomicBool::new(false),
-                stats: client.inner.file_stats(path),
-                fsync_lock: Mutex::new(()),
-            }),
+            shared: Arc::new(FileShared::new(client, nfs_fh3::default(), path)),
         }
     }
 }
@@ -268,28 +280,9 @@ impl File {
     /// returns a short read), 0 at or past EOF.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_READ);
-        let mut jukebox = 0;
-        let result = loop {
-            if let Err(e) = self.check_range(offset, buf.len(), "READ") {
-                break Err(e);
-            }
-            match self.read_at_once(buf, offset) {
-                // JUKEBOX: the server asked us to retry later.
-                Ok(None) if self.inner().may_retry_jukebox(jukebox) => {
-                    jukebox += 1;
-                    std::thread::sleep(jukebox_delay(jukebox));
-                }
-                Ok(None) => {
-                    break Err(Error::Nfs {
-                        op: "READ",
-                        path: self.path().to_string(),
-                        status: nfsstat3::NFS3ERR_JUKEBOX,
-                    })
-                }
-                Ok(Some(n)) => break Ok(n),
-                Err(e) => break Err(e),
-            }
-        };
+        let result = self
+            .check_range(offset, buf.len(), "READ")
+            .and_then(|()| self.read_at_once(buf, offset));
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
     }
@@ -309,11 +302,11 @@ impl File {
     /// Counts an operation on this file's statistics; returns its start time.
     pub(crate) fn op_start(&self, proc_: u32) -> u64 {
         self.shared.stats.on_submit(proc_);
-        self.inner().shared().now_ns()
+        self.inner().transport().now_ns()
     }
 
     pub(crate) fn op_end(&self, proc_: u32, start: u64, result: &Result<usize>, read: bool) {
-        let now = self.inner().shared().now_ns();
+        let now = self.inner().transport().now_ns();
         self.op_end_at(proc_, start, now, result, read);
     }
 
@@ -334,18 +327,19 @@ impl File {
             .on_complete(proc_, latency, r, w, result.is_ok());
     }
 
-    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<Option<usize>> {
+    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         if buf.is_empty() {
-            return Ok(Some(0));
+            return Ok(0);
         }
         let rtmax = self.inner().limits.rtmax as usize;
-        let pieces = buf.len().div_ceil(rtmax);
+        let len = buf.len();
+        let pieces = len.div_ceil(rtmax);
         let group = Group::new(pieces);
-        let shared = self.inner().shared();
+        let transport = self.inner().transport();
         // Dropped (waiting) before `buf`'s borrow ends, however this
         // function ends: no reply lands in `buf` after it returned.
         let mut landing = Landing {
-            shared,
+            transport,
             calls: Vec::with_capacity(pieces),
         };
         for (i, chunk) in buf.chunks_mut(rtmax).enumerate() {
@@ -360,28 +354,20 @@ impl File {
             );
             landing.calls.push(call);
         }
-        shared.submit_many(landing.calls.iter().cloned());
-        shared.wait_group(&group);
+        transport.submit_many(landing.calls.iter().cloned());
+        transport.wait_group(&group);
         let calls = &landing.calls;
         let mut total = 0usize;
-        let mut jukebox = false;
         let mut short = false;
         for (i, call) in calls.iter().enumerate() {
-            let want = rtmax.min(buf.len() - i * rtmax);
-            match self.finish_read(call) {
-                Ok(p) if !short => {
-                    total += p.count;
-                    short = p.count < want || p.eof;
-                }
-                Ok(_) => {}
-                Err(e) if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX) => jukebox = true,
-                Err(e) => return Err(e),
+            let want = rtmax.min(len - i * rtmax);
+            let p = self.finish_read(call)?;
+            if !short {
+                total += p.count;
+                short = p.count < want || p.eof;
             }
         }
-        if jukebox {
-            return Ok(None);
-        }
-        Ok(Some(total))
+        Ok(total)
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`; hitting EOF first is an
@@ -402,39 +388,36 @@ impl File {
         Ok(())
     }
 
-    /// [`read_call`](Self::read_call) reusing a finished call of `pool`,
-    /// submitted at `now_ns` (the operation's start, already read).
+    /// [`read_call`](Self::read_call) reusing a finished call of `pool`.
     pub(crate) fn read_call_pooled(
         &self,
         offset: u64,
         dest: ReadDest,
         notify: Notify,
         pool: &mut CallPool,
-        now_ns: u64,
     ) -> Arc<Call> {
-        let inner = self.inner();
-        let fh = self.shared.fh.as_bytes();
+        let head = &self.shared.read_head;
         let count = dest.len() as u32;
         let weight = dest.len() as u64;
         Call::new_pooled(
             pool,
             nfs3::NFSPROC3_READ,
+            // READ3args after the handle (RFC 1813 §3.3.6).
             |body| {
-                inner.put_call_header(body, nfs3::NFSPROC3_READ);
-                encode_read_args(body, fh, offset, count);
+                body.extend_from_slice(head);
+                body.put_u64(offset);
+                body.put_u32(count);
             },
             None,
             weight,
             Sink::Read(dest),
             notify,
-            now_ns,
         )
     }
 
     pub(crate) fn read_call(&self, offset: u64, dest: ReadDest, notify: Notify) -> Arc<Call> {
         // An empty pool: a new call, encoded the same way.
-        let now = self.inner().shared().now_ns();
-        self.read_call_pooled(offset, dest, notify, &mut CallPool::default(), now)
+        self.read_call_pooled(offset, dest, notify, &mut CallPool::default())
     }
 
     pub(crate) fn finish_read(&self, call: &Call) -> Result<ReadPiece> {
@@ -479,7 +462,6 @@ impl File {
             .enumerate()
             .map(|(i, c)| (offset + (i * wtmax) as u64, Arc::from(c)))
             .collect();
-        let mut jukebox = 0;
         // A piece asked FILE_SYNC that the server only took UNSTABLE.
         let mut downgraded = false;
         while !pending.is_empty() {
@@ -497,10 +479,9 @@ impl File {
                     )
                 })
                 .collect();
-            self.inner().shared().submit_many(calls.iter().cloned());
-            self.inner().shared().wait_group(&group);
+            self.inner().transport().submit_many(calls.iter().cloned());
+            self.inner().transport().wait_group(&group);
             let mut again = Vec::new();
-            let mut saw_jukebox = false;
             for ((off, data), call) in pending.into_iter().zip(calls) {
                 match self.finish_write_durable(&call, off, &data) {
                     // A server that takes nothing would have us loop forever.
@@ -520,21 +501,10 @@ impl File {
                             again.push((off + n as u64, Arc::from(&data[n..])));
                         }
                     }
-                    Err(e)
-                        if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX)
-                            && self.inner().may_retry_jukebox(jukebox) =>
-                    {
-                        saw_jukebox = true;
-                        again.push((off, data))
-                    }
                     Err(e) => return Err(e),
                 }
             }
             pending = again;
-            if saw_jukebox {
-                jukebox += 1;
-                std::thread::sleep(jukebox_delay(jukebox));
-            }
         }
         // FILE_SYNC asked, UNSTABLE answered: the caller was promised the
         // data is durable when this returns, so COMMIT it now (re-sending
@@ -621,8 +591,7 @@ impl File {
     /// A WRITE call of `data` at `offset`, logged as submitted (in unstable
     /// mode; see [`log_submitted`](Self::log_submitted), which may wait
     /// for a repair of the same bytes to end), reusing a finished call of
-    /// `pool` and submitted at `now_ns` (the operation's start, already
-    /// read). Its reply must go to
+    /// `pool`. Its reply must go to
     /// [`finish_write_durable`](Self::finish_write_durable) with the same
     /// `data`.
     pub(crate) fn write_call_pooled(
@@ -631,10 +600,9 @@ impl File {
         data: Arc<[u8]>,
         notify: Notify,
         pool: &mut CallPool,
-        now_ns: u64,
     ) -> Arc<Call> {
         self.log_submitted(std::iter::once((offset, &data)));
-        self.make_write_call(offset, data, notify, self.stable(), pool, now_ns)
+        self.make_write_call(offset, data, notify, self.stable(), pool)
     }
 
     fn write_call_with(
@@ -645,8 +613,7 @@ impl File {
         stable: stable_how,
     ) -> Arc<Call> {
         // An empty pool: a new call, encoded the same way.
-        let now = self.inner().shared().now_ns();
-        self.make_write_call(offset, data, notify, stable, &mut CallPool::default(), now)
+        self.make_write_call(offset, data, notify, stable, &mut CallPool::default())
     }
 
     fn make_write_call(
@@ -656,14 +623,17 @@ impl File {
         notify: Notify,
         stable: stable_how,
         pool: &mut CallPool,
-        now_ns: u64,
     ) -> Arc<Call> {
-        let inner = self.inner();
-        let fh = self.shared.fh.as_bytes();
+        let head = &self.shared.write_head;
         let count = data.len() as u32;
+        // WRITE3args after the handle, up to the data's length word (RFC
+        // 1813 §3.3.7); the data follows as its own iovec.
         let encode = |body: &mut Vec<u8>| {
-            inner.put_call_header(body, nfs3::NFSPROC3_WRITE);
-            encode_write_args_header(body, fh, offset, count, stable);
+            body.extend_from_slice(head);
+            body.put_u64(offset);
+            body.put_u32(count);
+            body.put_u32(stable.0);
+            body.put_u32(count);
         };
         let weight = data.len() as u64;
         Call::new_pooled(
@@ -674,7 +644,6 @@ impl File {
             weight,
             Sink::Write,
             notify,
-            now_ns,
         )
     }
 
@@ -873,7 +842,8 @@ impl File {
     }
 
     /// COMMIT of the whole file; returns the server's write verifier.
-    /// (JUKEBOX retries and RPC errors are handled by `Inner::call`.)
+    /// (NFS3ERR_JUKEBOX was retried by the engine; RPC errors are turned
+    /// into `Error`s by `Inner::call`.)
     fn commit(&self) -> Result<writeverf3> {
         let args = nfs3::COMMIT3args {
             file: self.shared.fh,
@@ -939,7 +909,7 @@ impl Drop for RepairGuard<'_> {
 /// transport), so the buffer is never written after the function that
 /// lent it returned or unwound.
 struct Landing<'a> {
-    shared: &'a crate::io::transport::Shared,
+    transport: &'a crate::io::transport::Transport,
     calls: Vec<Arc<Call>>,
 }
 
@@ -950,7 +920,8 @@ impl Drop for Landing<'_> {
         if calls.iter().all(released) {
             return;
         }
-        self.shared.wait_until(&|| calls.iter().all(released), None);
+        self.transport
+            .wait_until(&|| calls.iter().all(released), None);
     }
 }
 
@@ -988,6 +959,36 @@ mod tests {
     }
 
     #[test]
+    fn read_and_write_calls_encode_as_the_wire_encoders_do() {
+        let client = Client::detached(MountOptions::default(), 4096, 4096);
+        let fh = nfs_fh3::new(b"a handle of 24 bytes!!!!").expect("handle");
+        let file = File {
+            shared: Arc::new(FileShared::new(&client, fh, "/f")),
+        };
+        let mut buf = [0u8; 100];
+        // SAFETY: the call is never sent; the buffer outlives it.
+        let dest = unsafe { ReadDest::new(&mut buf) };
+        let read = file.read_call(0x1234_5678_9abc, dest, Notify::Group(Group::new(1)));
+        let mut want = Vec::new();
+        client.inner.put_call_header(&mut want, nfs3::NFSPROC3_READ);
+        nfs3::encode_read_args(&mut want, fh.as_bytes(), 0x1234_5678_9abc, 100);
+        assert_eq!(read.body, want);
+        let data: Arc<[u8]> = Arc::from(&[7u8; 10][..]);
+        let write = file.write_call_with(
+            99,
+            data,
+            Notify::Group(Group::new(1)),
+            stable_how::DATA_SYNC,
+        );
+        let mut want = Vec::new();
+        client
+            .inner
+            .put_call_header(&mut want, nfs3::NFSPROC3_WRITE);
+        nfs3::encode_write_args_header(&mut want, fh.as_bytes(), 99, 10, stable_how::DATA_SYNC);
+        assert_eq!(write.body, want);
+    }
+
+    #[test]
     fn read_at_fills_the_buffer_from_every_piece() {
         let (_client, file, _server) = setup(Behaviour {
             delay: Duration::from_millis(5),
@@ -1009,12 +1010,12 @@ mod tests {
             ..Behaviour::default()
         });
         let mut buf = vec![0u8; 2 * 4096];
-        let shared = client.inner.shared();
+        let transport = client.inner.transport();
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let (a, b) = buf.split_at_mut(4096);
             let group = Group::new(2);
             let mut landing = Landing {
-                shared,
+                transport,
                 calls: Vec::new(),
             };
             for (offset, chunk) in [(0u64, a), (4096, b)] {
@@ -1024,7 +1025,7 @@ mod tests {
                 landing.calls.push(call);
             }
             // Only the first is handed to the transport before the panic.
-            shared.submit_many(landing.calls[..1].iter().cloned());
+            transport.submit_many(landing.calls[..1].iter().cloned());
             panic!("a failure between submitting and waiting");
         }));
         assert!(unwound.is_err());

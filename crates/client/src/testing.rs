@@ -1,20 +1,26 @@
 //! A server played in-process for unit tests of the file and batch API
-//! (`Client::detached`): it takes the calls the detached transport parked
-//! and completes them from its own thread, writing READ data into the
-//! callers' buffers the way the receiver does. No socket, so the tests run
-//! under Miri, which checks that no buffer is written after its owner let
-//! it go.
+//! (`Client::detached`): it takes the calls the detached transport "sent"
+//! and answers each with an encoded RPC reply record, fed through the
+//! driver's real reply path (the engine matches it, the READ data is
+//! written into the caller's buffer, the call completes) from its own
+//! thread. No socket, so the tests run under Miri, which checks that no
+//! buffer is written after its owner let it go.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use directnfs_wire::nfs3::{self, nfsstat3, stable_how, writeverf3, WriteOk};
+use directnfs_wire::nfs3::{
+    self, nfsstat3, post_op_attr, stable_how, wcc_data, writeverf3, Nfs3Res, READ3resok,
+    WRITE3resok,
+};
+use directnfs_wire::rpc::{AcceptedReply, OpaqueAuth, ReplyBody, ReplyHeader};
+use directnfs_wire::Encode;
 
 use crate::client::Client;
-use crate::io::call::{Call, Reply, Sink};
-use crate::io::error::CallError;
+use crate::io::call::{Call, Sink};
+use crate::io::receive::Replies;
 
 /// The byte the fake file holds at `offset`.
 pub(crate) fn pattern(offset: u64) -> u8 {
@@ -52,8 +58,8 @@ pub(crate) struct Seen {
     pub writes: Vec<(u64, Vec<u8>)>,
 }
 
-/// The fake server's thread; stopped (answering what is left with
-/// `Shutdown`) when dropped.
+/// The fake server's thread; stopped when dropped (what it did not answer
+/// fails with `Shutdown` when the client is dropped).
 #[derive(Debug)]
 pub(crate) struct FakeServer {
     stop: Arc<AtomicBool>,
@@ -75,20 +81,29 @@ impl FakeServer {
                 Arc::clone(&seen),
             );
             std::thread::spawn(move || {
+                let shared = Arc::clone(client.inner.transport().shared());
+                let take = || -> Vec<crate::io::transport::Sent> {
+                    match &shared.detached {
+                        Some(wire) => {
+                            std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()))
+                        }
+                        None => Vec::new(),
+                    }
+                };
                 while !stop.load(Ordering::Acquire) {
-                    let calls = client.inner.shared().take_parked();
-                    if calls.is_empty() {
+                    let sent = take();
+                    if sent.is_empty() {
                         std::thread::sleep(Duration::from_micros(200));
                         continue;
                     }
                     std::thread::sleep(behaviour.delay);
-                    for call in calls {
-                        answer(&call, &behaviour, &seen);
+                    for (channel, epoch, xid, call) in sent {
+                        let rec = answer(xid, &call, &behaviour, &seen);
+                        let mut replies = shared.replies(channel, epoch);
+                        let now = replies.now();
+                        replies.record(&rec, now);
                         answered.fetch_add(1, Ordering::Release);
                     }
-                }
-                for call in client.inner.shared().take_parked() {
-                    call.complete(Err(CallError::Shutdown));
                 }
             })
         };
@@ -140,10 +155,20 @@ fn offset_and_count(call: &Call) -> (u64, u32) {
     }
 }
 
-fn answer(call: &Arc<Call>, behaviour: &Behaviour, seen: &Mutex<Seen>) {
+/// The reply record (without record mark) to one call.
+fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> Vec<u8> {
     let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    let mut rec = Vec::new();
+    ReplyHeader {
+        xid,
+        body: ReplyBody::Accepted {
+            verf: OpaqueAuth::none(),
+            stat: AcceptedReply::Success,
+        },
+    }
+    .encode(&mut rec);
     match (&call.sink, call.proc_) {
-        (Sink::Read(dest), nfs3::NFSPROC3_READ) => {
+        (Sink::Read(_), nfs3::NFSPROC3_READ) => {
             let (offset, count) = offset_and_count(call);
             seen.reads.push((offset, count));
             let mut n = count;
@@ -158,31 +183,28 @@ fn answer(call: &Arc<Call>, behaviour: &Behaviour, seen: &Mutex<Seen>) {
                     eof = true;
                 }
             }
-            let data: Vec<u8> = (0..n as u64).map(|i| pattern(offset + i)).collect();
-            // SAFETY: the call was taken from the parked list, so this
-            // thread is its only owner until `complete` below.
-            unsafe { dest.fill(&data) };
-            call.complete(Ok(Reply::Read {
-                status: 0,
+            let res: Nfs3Res<READ3resok, post_op_attr> = Nfs3Res::Ok(READ3resok {
+                file_attributes: post_op_attr::default(),
                 count: n,
                 eof,
-            }));
+                data: (0..n as u64).map(|i| pattern(offset + i)).collect(),
+            });
+            res.encode(&mut rec);
         }
         (Sink::Write, nfs3::NFSPROC3_WRITE) => {
             let (offset, count) = offset_and_count(call);
             let data = call.payload.as_deref().unwrap_or(&[]).to_vec();
             seen.writes.push((offset, data));
-            call.complete(Ok(Reply::Write {
-                status: nfsstat3::NFS3_OK,
-                ok: Some(WriteOk {
-                    count,
-                    committed: stable_how::FILE_SYNC,
-                    verf: writeverf3(*b"testing!"),
-                }),
-            }));
+            let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
+                file_wcc: wcc_data::default(),
+                count,
+                committed: stable_how::FILE_SYNC,
+                verf: writeverf3(*b"testing!"),
+            });
+            res.encode(&mut rec);
         }
-        _ => call.complete(Err(CallError::Internal(
-            "the fake server answers READ and WRITE only",
-        ))),
+        // Anything else: a status the caller reports.
+        _ => nfsstat3::NFS3ERR_NOTSUPP.encode(&mut rec),
     }
+    rec
 }

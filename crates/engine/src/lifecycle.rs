@@ -53,14 +53,29 @@ use crate::retry::{AfterFailure, Backoff, RetryPolicy};
 use crate::stats::IoStats;
 
 /// What the engine needs to know about a request; the driver's call type
-/// implements it.
-pub trait Request: Clone {
+/// implements it (the engine holds `Arc`s of it: cloning one is what a
+/// send costs).
+pub trait Request {
     /// NFS procedure number (statistics; NULL has no NFS status).
     fn proc_(&self) -> u32;
     /// Bytes counted against a channel's load (payload or data expected).
     fn weight(&self) -> u64;
     /// A lower-bound guess of the reply's size on the wire.
     fn reply_estimate(&self) -> u64;
+}
+
+impl<T: Request + ?Sized> Request for Arc<T> {
+    fn proc_(&self) -> u32 {
+        (**self).proc_()
+    }
+
+    fn weight(&self) -> u64 {
+        (**self).weight()
+    }
+
+    fn reply_estimate(&self) -> u64 {
+        (**self).reply_estimate()
+    }
 }
 
 /// How often the routes of the paths are checked while any is up.
@@ -251,7 +266,7 @@ pub struct Engine<C> {
     expired: Vec<(u32, Flight<C>)>,
 }
 
-impl<C: Request> Engine<C> {
+impl<C: Request + Clone> Engine<C> {
     /// An engine for `channels` channels (numbered from 0), all down until
     /// [`on_connected`](Self::on_connected).
     pub fn new(config: Config, channels: usize) -> Self {
@@ -484,6 +499,15 @@ impl<C: Request> Engine<C> {
         !self.actions.is_empty()
     }
 
+    /// Moves every queued action, oldest first, to the end of `out`.
+    pub fn take_actions(&mut self, out: &mut VecDeque<Action<C>>) {
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.actions);
+        } else {
+            out.extend(self.actions.drain(..));
+        }
+    }
+
     /// When [`on_tick`](Self::on_tick) next has something to do: the
     /// earliest attempt deadline, JUKEBOX pause end, soft deadline of a
     /// parked request, reconnection or route check. `None`: nothing to
@@ -582,6 +606,13 @@ impl<C: Request> Engine<C> {
     /// (a re-issued request is parked instead: it must not wait behind new
     /// ones). With no channel up the request is parked.
     fn place(&mut self, mut flight: Flight<C>, now: u64, fresh: bool) -> Result<(), Flight<C>> {
+        if self.shutdown {
+            self.actions.push_back(Action::Complete {
+                call: flight.call,
+                failure: Failure::Shutdown,
+            });
+            return Ok(());
+        }
         let Some(c) = self.choose(flight.last_channel) else {
             self.park(flight);
             return Ok(());

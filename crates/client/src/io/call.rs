@@ -1,21 +1,20 @@
-//! One RPC from submission to completion.
+//! One RPC call as the driver holds it: the encoded request, where its
+//! reply goes (a READ's data straight into the caller's buffer), who is
+//! told when it completes, and its outcome.
 //!
-//! Lifecycle (one state at a time, owned by exactly one party):
-//!
-//! ```text
-//! Queued --sent on channel c--> InFlight(c, attempt) --reply--> Done
-//!   ^                               | timeout / channel died
-//!   +------ Retrying(avoid c) <-----+--(soft, out of attempts)--> Done(error)
-//! ```
-//!
-//! While in flight a call lives in exactly one channel's in-flight table.
-//! Whoever *takes* it from that table (the receiver with the reply, the
-//! timer with a timeout, the failure handler with a dead channel) owns it
-//! and either completes it or re-submits it. Completion therefore happens
-//! exactly once, and only the owner touches the caller's READ buffer.
+//! Its life between submission and completion belongs to the engine
+//! (`directnfs_engine::lifecycle`): while in flight a call lives in
+//! exactly one place there — one channel's in-flight table, the parked
+//! list, the JUKEBOX list. Whoever *takes* it from there (the receiver
+//! with its reply, the engine's timeout or failure handling) owns it and
+//! either completes it or gives it back. Completion therefore happens
+//! exactly once, and only the owner touches the caller's READ buffer;
+//! completing is the last thing the owner does with it.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+use directnfs_engine::Request;
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 
@@ -224,24 +223,34 @@ pub(crate) struct Call {
     result: ResultSlot,
     /// Procedure number, for statistics and the idempotency rules.
     pub proc_: u32,
-    /// Attempts so far (1 after the first send).
+    /// Times the call was sent, as the engine counted them; set when it
+    /// completes (the idempotency rules read it).
     pub attempts: AtomicU32,
-    /// Monotonic nanoseconds of the latest send (per-attempt latency).
-    pub sent_ns: std::sync::atomic::AtomicU64,
     /// Size counted against channel load (payload or expected reply data).
     pub weight: u64,
     pub sink: Sink,
     /// Payload sent after `body` (WRITE data), then padded.
     pub payload: Option<Arc<[u8]>>,
     notify: Notify,
-    /// Channel of the last attempt, to avoid it on the next.
-    pub last_channel: AtomicUsize,
-    /// Monotonic nanoseconds of the first submission (latency, soft deadline).
-    pub submitted_ns: u64,
     /// The call message after the XID: msg type, RPC header, credentials
     /// and arguments. The 8 bytes in front of it (record mark and XID)
     /// differ per attempt and are built when sending.
     pub body: Vec<u8>,
+}
+
+/// What the engine needs to know of a call (it holds `Arc`s of them).
+impl Request for Call {
+    fn proc_(&self) -> u32 {
+        self.proc_
+    }
+
+    fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    fn reply_estimate(&self) -> u64 {
+        Call::reply_estimate(self)
+    }
 }
 
 /// A call's outcome: written once by whoever completes the call, taken
@@ -326,7 +335,6 @@ impl std::fmt::Debug for ResultSlot {
 }
 
 impl Call {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         proc_: u32,
         body: Vec<u8>,
@@ -334,7 +342,6 @@ impl Call {
         weight: u64,
         sink: Sink,
         notify: Notify,
-        now_ns: u64,
     ) -> Arc<Self> {
         Arc::new(Self {
             proc_,
@@ -343,9 +350,6 @@ impl Call {
             weight,
             sink,
             attempts: AtomicU32::new(0),
-            last_channel: AtomicUsize::new(usize::MAX),
-            submitted_ns: now_ns,
-            sent_ns: std::sync::atomic::AtomicU64::new(now_ns),
             notify,
             result: ResultSlot::new(),
         })
@@ -355,7 +359,6 @@ impl Call {
     /// buffer) when there is one: the hot path then allocates nothing.
     /// `encode` appends the call body (RPC header, credential, arguments)
     /// to the empty buffer it is given.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_pooled(
         pool: &mut CallPool,
         proc_: u32,
@@ -364,7 +367,6 @@ impl Call {
         weight: u64,
         sink: Sink,
         notify: Notify,
-        now_ns: u64,
     ) -> Arc<Self> {
         while let Some(mut arc) = pool.free.pop() {
             // Unique again: nobody (table, leader, waiter) holds it now.
@@ -378,20 +380,17 @@ impl Call {
             c.weight = weight;
             c.sink = sink;
             *c.attempts.get_mut() = 0;
-            *c.last_channel.get_mut() = usize::MAX;
-            c.submitted_ns = now_ns;
-            *c.sent_ns.get_mut() = now_ns;
             c.notify = notify;
             c.result.reset();
             return arc;
         }
         let mut body = Vec::with_capacity(256);
         encode(&mut body);
-        Self::new(proc_, body, payload, weight, sink, notify, now_ns)
+        Self::new(proc_, body, payload, weight, sink, notify)
     }
 
     /// A lower-bound guess of the reply's size on the wire, for the receive
-    /// batching in `transport.rs` (too high costs at most one short poll
+    /// batching in `receive.rs` (too high costs at most one short poll
     /// timeout, too low only an earlier wake-up).
     pub(crate) fn reply_estimate(&self) -> u64 {
         match &self.sink {
@@ -401,6 +400,13 @@ impl Call {
             Sink::Write => 140,
             Sink::Record => 60,
         }
+    }
+
+    /// Records the outcome (and the attempts it took) and tells the waiter.
+    /// Called once, by the owner, as the last thing it does with the call.
+    pub(crate) fn complete_after(&self, attempts: u32, result: Result<Reply, CallError>) {
+        self.attempts.store(attempts, Ordering::Relaxed);
+        self.complete(result);
     }
 
     /// Records the outcome and tells the waiter. Called once, by the owner.
@@ -523,7 +529,6 @@ mod tests {
             1,
             Sink::Record,
             Notify::Batch(Arc::clone(&q), 0),
-            5,
         );
         let a_ptr = Arc::as_ptr(&a);
         // Not finished: not kept.
@@ -545,13 +550,11 @@ mod tests {
             2,
             Sink::Record,
             Notify::Batch(Arc::clone(&q), 1),
-            8,
         );
         assert_eq!(Arc::as_ptr(&b), a_ptr, "the finished call was reused");
         assert_eq!(b.proc_, 7);
         assert_eq!(b.body, vec![9], "the body was re-encoded, not appended to");
         assert!(!b.is_done(), "a reused call starts unfinished");
         assert_eq!(b.attempts(), 0);
-        assert_eq!(b.submitted_ns, 8);
     }
 }
