@@ -120,7 +120,7 @@ use std::time::{Duration, Instant};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::io::call::{released, BatchQueue, Call, CallPool, Notify, ReadDest};
+use crate::io::call::{released, BatchQueue, Call, CallPool, Notify, ReadDest, Sink};
 
 /// One finished operation.
 #[derive(Debug)]
@@ -573,7 +573,30 @@ impl<'buf> Batch<'buf> {
         op.pending -= 1;
         match op.kind {
             Kind::Read => match op.file.finish_read(&piece.call) {
-                Ok(p) => op.got[piece.seq].1 = Some((p.count, p.eof)),
+                Ok(p) => {
+                    let before = op.got[piece.seq].1.map_or(0, |(n, _)| n);
+                    op.got[piece.seq].1 = Some((before + p.count, p.eof));
+                    if p.count < piece.len && !p.eof {
+                        if p.count == 0 {
+                            let e = op.file.read_without_progress(piece.offset);
+                            op.error.get_or_insert(e);
+                        } else if let Sink::Read(dest) = &piece.call.sink {
+                            // Short before EOF: ask for the rest, into the
+                            // rest of the piece's buffer (see File::read_at).
+                            let file = op.file.clone();
+                            // SAFETY: the rest of this piece's buffer, which
+                            // the op keeps lent until all its pieces are done.
+                            let rest = unsafe { dest.rest(p.count) };
+                            let offset = piece.offset + p.count as u64;
+                            let len = piece.len - p.count;
+                            let op_index = piece.op;
+                            self.queue_piece(op_index, offset, len, piece.seq, None, |n, pool| {
+                                file.read_call_pooled(offset, rest, n, pool)
+                            });
+                            return;
+                        }
+                    }
+                }
                 Err(e) => {
                     op.error.get_or_insert(e);
                 }
@@ -926,6 +949,40 @@ mod tests {
         assert_eq!(writes.len(), 2, "split at wtmax");
         assert_eq!(writes[0], (100, vec![0x5a; RTMAX as usize]));
         assert_eq!(writes[1], (100 + RTMAX as u64, vec![0x5a; 10]));
+    }
+
+    #[test]
+    fn a_short_read_before_eof_is_completed_into_the_rest_of_the_buffer() {
+        let (client, file, server) = setup(Behaviour {
+            short_reads_from: Some(1000),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 2 * RTMAX as usize + 100];
+        let done = client.batch_scope(|batch| {
+            batch.read(&file, 77, &mut buf, 1).unwrap();
+            batch.wait(1, None)
+        });
+        assert_eq!(*done[0].result.as_ref().unwrap(), buf.len(), "never short");
+        assert!(buf == expected(77, buf.len()));
+        assert!(
+            server.seen().reads.len() > 3,
+            "the rest was asked for again"
+        );
+    }
+
+    #[test]
+    fn a_read_across_eof_is_short_exactly_there() {
+        let (client, file, _server) = setup(Behaviour {
+            eof_at: Some(10_000),
+            ..Behaviour::default()
+        });
+        let mut batch = Batch::new(&client);
+        batch
+            .read_owned(&file, 5_000, vec![0u8; 3 * RTMAX as usize], 1)
+            .unwrap();
+        let c = batch.wait(1, None).remove(0);
+        assert_eq!(c.result.unwrap(), 5_000);
+        assert!(c.buffer.unwrap()[..5_000] == expected(5_000, 5_000)[..]);
     }
 
     #[test]

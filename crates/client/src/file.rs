@@ -276,15 +276,45 @@ impl File {
     }
 
     /// Reads up to `buf.len()` bytes at `offset`. Returns the number of
-    /// bytes read: fewer than asked only at end of file (or when the server
-    /// returns a short read), 0 at or past EOF.
+    /// bytes read: fewer than asked only at end of file, 0 at or past it.
+    /// A server may answer a READ with fewer bytes than asked before the
+    /// end of the file (RFC 1813 §3.3.6 allows it); the rest is asked for
+    /// again until the buffer is full or the server says EOF. A READ that
+    /// returns nothing without EOF would loop for ever: it is a `Protocol`
+    /// error (EIO), as in the Linux client.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_READ);
         let result = self
             .check_range(offset, buf.len(), "READ")
-            .and_then(|()| self.read_at_once(buf, offset));
+            .and_then(|()| self.read_full(buf, offset));
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
+    }
+
+    /// Reads until `buf` is full or the server says EOF.
+    fn read_full(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let mut total = 0;
+        while total < buf.len() {
+            let at = offset + total as u64;
+            let (n, eof) = self.read_at_once(&mut buf[total..], at)?;
+            total += n;
+            if eof {
+                break;
+            }
+            if n == 0 {
+                return Err(self.read_without_progress(at));
+            }
+        }
+        Ok(total)
+    }
+
+    /// The error for a READ that returned no data and no EOF.
+    pub(crate) fn read_without_progress(&self, offset: u64) -> Error {
+        Error::Protocol {
+            op: "READ",
+            path: self.path().to_string(),
+            detail: format!("server returned 0 bytes at offset {offset} without end of file"),
+        }
     }
 
     /// Rejects a range whose end does not fit in a 64-bit offset (it would
@@ -327,9 +357,12 @@ impl File {
             .on_complete(proc_, latency, r, w, result.is_ok());
     }
 
-    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+    /// One round of READs over `buf` (one per `rtmax` piece, sent at
+    /// once). Returns the bytes read from the start up to the first short
+    /// piece, and whether the server said EOF there (or at the end).
+    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         if buf.is_empty() {
-            return Ok(0);
+            return Ok((0, false));
         }
         let rtmax = self.inner().limits.rtmax as usize;
         let len = buf.len();
@@ -358,16 +391,18 @@ impl File {
         transport.wait_group(&group);
         let calls = &landing.calls;
         let mut total = 0usize;
-        let mut short = false;
+        let mut stop: Option<bool> = None;
         for (i, call) in calls.iter().enumerate() {
             let want = rtmax.min(len - i * rtmax);
             let p = self.finish_read(call)?;
-            if !short {
+            if stop.is_none() {
                 total += p.count;
-                short = p.count < want || p.eof;
+                if p.count < want || p.eof {
+                    stop = Some(p.eof);
+                }
             }
         }
-        Ok(total)
+        Ok((total, stop.unwrap_or(false)))
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`; hitting EOF first is an
@@ -1000,6 +1035,37 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, b)| *b == pattern(11 + i as u64)));
+    }
+
+    #[test]
+    fn read_at_fills_the_buffer_when_the_server_returns_short_reads() {
+        let (_client, file, server) = setup(Behaviour {
+            short_reads_from: Some(1000),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 3 * 4096 + 1];
+        assert_eq!(file.read_at(&mut buf, 3).unwrap(), buf.len());
+        assert!(buf
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(3 + i as u64)));
+        assert!(server.seen().reads.len() > 4);
+    }
+
+    #[test]
+    fn read_at_is_short_only_at_eof() {
+        let (_client, file, _server) = setup(Behaviour {
+            eof_at: Some(6000),
+            short_reads_from: Some(3000),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 4 * 4096];
+        assert_eq!(file.read_at(&mut buf, 1000).unwrap(), 5000);
+        assert!(buf[..5000]
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(1000 + i as u64)));
+        assert_eq!(file.read_at(&mut buf, 6000).unwrap(), 0, "at EOF");
     }
 
     #[test]

@@ -73,6 +73,20 @@ impl ReadDest {
         self.len
     }
 
+    /// The part of the buffer from byte `from` on (a READ that came back
+    /// short asks for the rest into it).
+    ///
+    /// # Safety
+    /// As [`new`](Self::new): the buffer must still be lent for a call, as
+    /// it is while the READ it belonged to is being completed in pieces.
+    pub(crate) unsafe fn rest(&self, from: usize) -> Self {
+        let from = from.min(self.len);
+        Self {
+            ptr: self.ptr.wrapping_add(from),
+            len: self.len - from,
+        }
+    }
+
     /// The buffer from byte `from` on, to receive into directly.
     ///
     /// # Safety

@@ -24,7 +24,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
-use directnfs_wire::nfs3::decode_read_reply_head;
+use directnfs_wire::nfs3::decode_read_reply_status;
 use directnfs_wire::rpc::{RecordReader, ReplyHeader};
 use directnfs_wire::{Decode, XdrReader};
 
@@ -513,7 +513,7 @@ fn direct_head(have: &[u8], max_record: usize) -> Option<(u32, DirectHead)> {
         return None;
     }
     // The count is checked against the caller's buffer by the claim.
-    let ok = decode_read_reply_head(&mut r, u32::MAX).ok()?.ok?;
+    let ok = decode_read_reply_status(&mut r, u32::MAX).ok()?.1?;
     let data_at = 4 + r.position();
     let count = ok.count as usize;
     let end = data_at.checked_add(count)?;

@@ -634,18 +634,23 @@ fn deliver(call: &Call, mut r: XdrReader<'_>) -> Result<Reply, CallError> {
             })
         }
         Sink::Read(dest) => {
-            let rr = directnfs_wire::nfs3::decode_read_reply(&mut r, dest.len() as u32)
-                .map_err(CallError::Decode)?;
-            let Some(ok) = rr.ok else {
+            // `decode_read_reply` without building the attributes (unused).
+            let (status, ok) =
+                directnfs_wire::nfs3::decode_read_reply_status(&mut r, dest.len() as u32)
+                    .map_err(CallError::Decode)?;
+            let Some(ok) = ok else {
                 return Ok(Reply::Read {
-                    status: rr.status.0,
+                    status: status.0,
                     count: 0,
                     eof: false,
                 });
             };
+            let data = r
+                .opaque_fixed(ok.count as usize, "READ3resok data")
+                .map_err(CallError::Decode)?;
             // SAFETY: the engine handed this call over with its reply, so
             // we are its only owner until `complete` (see call.rs).
-            unsafe { dest.fill(ok.data) };
+            unsafe { dest.fill(data) };
             Ok(Reply::Read {
                 status: 0,
                 count: ok.count,
