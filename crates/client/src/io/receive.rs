@@ -8,9 +8,22 @@
 //! It knows nothing of channels, the engine or statistics: everything goes
 //! through [`Replies`], which the transport implements for one connection
 //! (and the tests below with a socketpair). It hands out each complete
-//! record; and where a successful READ reply's data has not arrived yet, it
-//! asks for the call ([`Replies::claim_read`]) and receives the data
-//! straight into the caller's buffer.
+//! record; and where a successful READ reply's data has not arrived yet —
+//! a reply of any size whose head is in and whose data is still in the
+//! socket — it asks for the call ([`Replies::claim_read`]) and receives
+//! the data straight into the caller's buffer.
+//!
+//! Where the data lands first is decided by the `recv` that takes it, and
+//! which buffer a READ's data belongs in is only known from its reply's
+//! XID. Replies that arrive together are therefore taken together into
+//! the connection's buffer (one `recv` for dozens of replies) and their
+//! data copied from there; only a record of at least [`DIRECT_MIN`] bytes
+//! is read head first, so that all its data goes straight to the caller.
+//! Reading every reply head first would save that copy for small READs
+//! too, but costs a `recv` per reply and defeats the low-water-mark
+//! batching: measured with 2 sessions x 64 random 8 KiB reads, 6.2 to
+//! 13.8 µs of client CPU per I/O instead of 2.6 to 3.3 (system time 3 to
+//! 7 times higher), against about 800 instructions of `memcpy` saved.
 //!
 //! Wake-ups, not decoding, are what a reply costs, so the bytes waited for
 //! are those expected soon — three quarters of what is outstanding on the
@@ -48,8 +61,9 @@ pub(crate) const SPECULATIVE_WAIT: std::time::Duration = std::time::Duration::fr
 /// speculative wait stays bounded by [`SPECULATIVE_WAIT`].
 const BATCH_NUM: usize = 3;
 const BATCH_DEN: usize = 4;
-/// Records at least this long are read head first, so that a READ's data
-/// can be received straight into the caller's buffer.
+/// Records at least this long are read head first, so that all of a
+/// READ's data can be received straight into the caller's buffer (see the
+/// module doc for why smaller ones are not).
 const DIRECT_MIN: usize = 64 * 1024;
 /// Bytes of a large record read before deciding whether its data can be
 /// received directly: the RPC reply header and the READ3resok head.
@@ -427,8 +441,9 @@ impl<C: Claimed> RxState<C> {
 
     /// Starts receiving a READ reply's data straight into the caller's
     /// buffer (one copy less per byte). Applies to a single-fragment record
-    /// not yet complete in the buffer whose head (RPC header and READ3resok
-    /// up to the data) is, answering a READ in flight on this connection.
+    /// of any size not yet complete in the buffer whose head (RPC header
+    /// and READ3resok up to the data) is, answering a READ in flight on
+    /// this connection.
     /// Returns the receive and the bytes of the buffer it consumed, or
     /// `None`: anything else is left to the normal path.
     #[allow(clippy::type_complexity)]
@@ -497,14 +512,14 @@ struct DirectHead {
 }
 
 /// The XID and data layout of a successful READ reply that starts `have`
-/// (a single-fragment record of at least [`DIRECT_MIN`] bytes, within
-/// `max_record`, not complete in `have`, its head complete), or `None`.
+/// (a single-fragment record within `max_record`, of any size, not
+/// complete in `have`, its head complete), or `None`.
 fn direct_head(have: &[u8], max_record: usize) -> Option<(u32, DirectHead)> {
     let h = have.get(..4)?;
     let mark = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
     let len = (mark & 0x7fff_ffff) as usize;
     let last = mark & 0x8000_0000 != 0;
-    if !last || len < DIRECT_MIN || have.len() >= 4 + len || len > max_record {
+    if !last || have.len() >= 4 + len || len > max_record {
         return None;
     }
     let mut r = XdrReader::new(&have[4..]);
@@ -731,6 +746,37 @@ mod tests {
         assert_eq!(to.done, vec![(42, data.len() as u32, false)]);
         assert!(buf == data, "the data is in the caller's buffer");
         assert!(to.records.is_empty());
+    }
+
+    #[test]
+    fn an_8k_read_reply_whose_data_is_still_to_come_goes_straight_to_the_buffer() {
+        let (mut rx, mut server) = pair();
+        let data: Vec<u8> = (0..8192u32).map(|i| (i % 253) as u8).collect();
+        let rec = marked(&read_reply(5, &data));
+        let mut buf = vec![0u8; 8192];
+        let mut to = Sink_::default();
+        read_call(&mut to, 5, &mut buf);
+        // A whole reply before it, then this one's head and 1000 bytes.
+        let first = marked(&read_reply(4, &[4; 8192]));
+        let mut bytes = first.clone();
+        bytes.extend_from_slice(&rec[..1200]);
+        server.write_all(&bytes).expect("write");
+        rx.service(&mut to, true).expect("service");
+        assert_eq!(
+            to.records,
+            vec![first[4..].to_vec()],
+            "the complete one is handed out"
+        );
+        assert!(to.reads.is_empty(), "the incomplete READ was claimed");
+        server.write_all(&rec[1200..]).expect("write");
+        rx.service(&mut to, true).expect("service");
+        assert_eq!(to.done, vec![(5, 8192, false)]);
+        assert!(buf == data);
+        assert_eq!(
+            to.records.len(),
+            1,
+            "its record never went through the buffer"
+        );
     }
 
     #[test]
