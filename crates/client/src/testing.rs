@@ -155,9 +155,8 @@ fn offset_and_count(call: &Call) -> (u64, u32) {
     }
 }
 
-/// The reply record (without record mark) to one call.
-fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> Vec<u8> {
-    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+/// The header of an accepted, successful RPC reply to `xid` (results follow).
+pub(crate) fn success_header(xid: u32) -> Vec<u8> {
     let mut rec = Vec::new();
     ReplyHeader {
         xid,
@@ -167,6 +166,26 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
         },
     }
     .encode(&mut rec);
+    rec
+}
+
+/// A successful READ reply record (without record mark) carrying `data`.
+pub(crate) fn read_reply(xid: u32, data: &[u8], eof: bool) -> Vec<u8> {
+    let mut rec = success_header(xid);
+    let res: Nfs3Res<READ3resok, post_op_attr> = Nfs3Res::Ok(READ3resok {
+        file_attributes: post_op_attr::default(),
+        count: data.len() as u32,
+        eof,
+        data: data.to_vec(),
+    });
+    res.encode(&mut rec);
+    rec
+}
+
+/// The reply record (without record mark) to one call.
+fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> Vec<u8> {
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    let mut rec = success_header(xid);
     match (&call.sink, call.proc_) {
         (Sink::Read(_), nfs3::NFSPROC3_READ) => {
             let (offset, count) = offset_and_count(call);
@@ -183,13 +202,8 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
                     eof = true;
                 }
             }
-            let res: Nfs3Res<READ3resok, post_op_attr> = Nfs3Res::Ok(READ3resok {
-                file_attributes: post_op_attr::default(),
-                count: n,
-                eof,
-                data: (0..n as u64).map(|i| pattern(offset + i)).collect(),
-            });
-            res.encode(&mut rec);
+            let data: Vec<u8> = (0..n as u64).map(|i| pattern(offset + i)).collect();
+            return read_reply(xid, &data, eof);
         }
         (Sink::Write, nfs3::NFSPROC3_WRITE) => {
             let (offset, count) = offset_and_count(call);

@@ -582,10 +582,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
     use std::sync::Arc;
 
-    use directnfs_wire::nfs3::{post_op_attr, Nfs3Res, READ3resok, NFSPROC3_READ};
     use directnfs_wire::rpc::record::fragment_header;
-    use directnfs_wire::rpc::{AcceptedReply, OpaqueAuth, ReplyBody};
-    use directnfs_wire::Encode;
 
     use super::*;
     use crate::io::call::{Group, Notify, ReadDest};
@@ -650,29 +647,12 @@ mod tests {
             Sink::Read(dest),
             Notify::Group(Group::new(1)),
         );
-        let _ = NFSPROC3_READ;
         to.reads.insert(xid, call);
     }
 
     /// An accepted READ reply record (without mark) carrying `data`.
     fn read_reply(xid: u32, data: &[u8]) -> Vec<u8> {
-        let mut rec = Vec::new();
-        ReplyHeader {
-            xid,
-            body: ReplyBody::Accepted {
-                verf: OpaqueAuth::none(),
-                stat: AcceptedReply::Success,
-            },
-        }
-        .encode(&mut rec);
-        let res: Nfs3Res<READ3resok, post_op_attr> = Nfs3Res::Ok(READ3resok {
-            file_attributes: post_op_attr::default(),
-            count: data.len() as u32,
-            eof: false,
-            data: data.to_vec(),
-        });
-        res.encode(&mut rec);
-        rec
+        crate::testing::read_reply(xid, data, false)
     }
 
     fn marked(rec: &[u8]) -> Vec<u8> {
