@@ -166,6 +166,9 @@ pub enum Action<C> {
         channel: usize,
         /// The failed connection.
         epoch: u64,
+        /// Requests that got no reply within `timeo` (0: the driver
+        /// reported the failure, and said why).
+        timed_out: usize,
     },
     /// Connect `channel` (TCP connect and NULL probe), then report
     /// [`Engine::on_connected`] or [`Engine::on_connect_failed`].
@@ -767,7 +770,11 @@ impl<C: Request + Clone> Engine<C> {
         self.in_flight -= drained.len() + expired.len();
         self.wake = true;
         let stats = Arc::clone(&ch.stats);
-        self.actions.push_back(Action::Close { channel, epoch });
+        self.actions.push_back(Action::Close {
+            channel,
+            epoch,
+            timed_out: expired.len(),
+        });
         for flight in drained.drain(..) {
             account_lost(&stats, &flight, now);
             stats.on_failover();

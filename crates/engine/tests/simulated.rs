@@ -144,7 +144,7 @@ impl Sim {
                         .or_default()
                         .push(End::Failed(failure));
                 }
-                Action::Close { channel, epoch } => {
+                Action::Close { channel, epoch, .. } => {
                     self.closed.push((channel, epoch));
                     // Whatever the closed connection still carried is gone.
                     self.wire

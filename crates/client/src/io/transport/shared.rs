@@ -272,8 +272,19 @@ impl Shared {
                         };
                         call.complete_after(attempts, Err(error));
                     }
-                    Action::Close { channel, epoch } => {
+                    Action::Close {
+                        channel,
+                        epoch,
+                        timed_out,
+                    } => {
                         if let Some(ch) = self.channels.get(channel) {
+                            if timed_out > 0 {
+                                tracing::warn!(
+                                    channel = ch.id,
+                                    path = ch.path,
+                                    "channel failed: {timed_out} call(s) got no reply within timeo"
+                                );
+                            }
                             ch.close(epoch);
                         }
                     }
