@@ -26,4 +26,4 @@ pub mod lifecycle;
 pub mod retry;
 pub mod stats;
 
-pub use lifecycle::{Action, Answer, Config, Delivered, Engine, Failure, Load, Request};
+pub use lifecycle::{Action, Answer, Config, Delivered, Engine, Failure, Load, LoadGauge, Request};

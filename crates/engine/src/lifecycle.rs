@@ -41,6 +41,7 @@
 //! ([`crate::choose`]), reply matching ([`crate::inflight`]).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,6 +112,33 @@ pub struct Load {
     pub bytes: u64,
     /// Bytes their replies are expected to take.
     pub reply_bytes: u64,
+}
+
+/// A channel's load as the engine last published it, readable without
+/// the engine: the receiver sizes its waits by it several times per I/O,
+/// and would otherwise take the engine's lock each time. Relaxed atomics:
+/// a hint, never a decision.
+#[derive(Debug, Default)]
+pub struct LoadGauge {
+    requests: AtomicU64,
+    reply_bytes: AtomicU64,
+}
+
+impl LoadGauge {
+    /// Requests in flight on the channel.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+
+    /// Bytes their replies are expected to take.
+    pub fn reply_bytes(&self) -> u64 {
+        self.reply_bytes.load(Relaxed)
+    }
+
+    fn publish(&self, load: &Load) {
+        self.requests.store(load.requests, Relaxed);
+        self.reply_bytes.store(load.reply_bytes, Relaxed);
+    }
 }
 
 /// How a matched reply reads, for the engine's purposes.
@@ -243,6 +271,8 @@ struct Channel<C> {
     /// Bumped on every failure and every connection.
     epoch: u64,
     load: Load,
+    /// `load`, published for the driver.
+    gauge: Arc<LoadGauge>,
     stats: Arc<IoStats>,
 }
 
@@ -287,6 +317,7 @@ impl<C: Request + Clone> Engine<C> {
                 },
                 epoch: 0,
                 load: Load::default(),
+                gauge: Arc::new(LoadGauge::default()),
                 stats: Arc::new(IoStats::new()),
             })
             .collect();
@@ -359,6 +390,7 @@ impl<C: Request + Clone> Engine<C> {
         let flight = ch.table.take(xid)?;
         self.in_flight -= 1;
         remove_load(&mut ch.load, &flight.call);
+        ch.gauge.publish(&ch.load);
         let latency_ns = now.saturating_sub(flight.sent_ns);
         if !self.parked.is_empty() {
             // Room was made: requests parked for want of it go now.
@@ -408,6 +440,7 @@ impl<C: Request + Clone> Engine<C> {
         ch.epoch += 1;
         ch.health.on_connected();
         ch.load = Load::default();
+        ch.gauge.publish(&ch.load);
         if ch.epoch > 1 {
             ch.stats.on_reconnect();
         }
@@ -473,6 +506,8 @@ impl<C: Request + Clone> Engine<C> {
         for ch in &mut self.channels {
             ch.table.drain_into(&mut all);
             ch.load = Load::default();
+            ch.gauge.publish(&ch.load);
+            ch.gauge.publish(&ch.load);
             ch.health = Health::Down {
                 failures: 0,
                 retry_at_ns: u64::MAX,
@@ -582,6 +617,11 @@ impl<C: Request + Clone> Engine<C> {
         self.channels.get(channel).map_or(0, |c| c.epoch)
     }
 
+    /// The published load of `channel` (see [`LoadGauge`]).
+    pub fn gauge(&self, channel: usize) -> Option<&Arc<LoadGauge>> {
+        self.channels.get(channel).map(|c| &c.gauge)
+    }
+
     /// The statistics of `channel` (the engine counts sends, retransmits,
     /// failovers, timeouts, reconnects and lost attempts; the driver
     /// counts replies, with the bytes it received).
@@ -632,6 +672,7 @@ impl<C: Request + Clone> Engine<C> {
             Ok(xid) => {
                 self.in_flight += 1;
                 add_load(&mut ch.load, &call);
+                ch.gauge.publish(&ch.load);
                 if retransmit {
                     ch.stats.on_retransmit();
                 }
@@ -767,6 +808,7 @@ impl<C: Request + Clone> Engine<C> {
         ch.health.on_failure(now, &self.config.backoff);
         ch.epoch += 1;
         ch.load = Load::default();
+        ch.gauge.publish(&ch.load);
         self.in_flight -= drained.len() + expired.len();
         self.wake = true;
         let stats = Arc::clone(&ch.stats);

@@ -258,7 +258,11 @@ fn a_channel_that_dies_with_calls_in_flight_has_them_all_reissued_elsewhere() {
         "load is spread: {} on channel 0",
         on_0.len()
     );
+    let gauge = std::sync::Arc::clone(sim.engine.gauge(0).unwrap());
+    assert_eq!(gauge.requests() as usize, on_0.len(), "the published load");
+    assert_eq!(sim.engine.load(0).requests, gauge.requests());
     sim.fail(0);
+    assert_eq!(gauge.requests(), 0, "a failed channel carries nothing");
     assert!(
         sim.closed.contains(&(0, 1)),
         "the failed connection is closed"

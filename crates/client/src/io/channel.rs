@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use directnfs_engine::stats::IoStats;
-use directnfs_engine::Delivered;
+use directnfs_engine::{Delivered, LoadGauge};
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::xdr::pad_len;
 
@@ -40,6 +40,9 @@ pub(crate) struct Channel {
     /// Counters and latency of this channel (paths and servers add them
     /// up); shared with the engine, which counts what it decides.
     pub stats: Arc<IoStats>,
+    /// The engine's published load of this channel (the receiver's
+    /// batching reads it without the engine's lock).
+    pub gauge: Arc<LoadGauge>,
     /// The sending half and the epoch of its connection; the lock orders
     /// whole records on the stream. A call put in the engine's table under
     /// one epoch is never written to a later connection (it was re-sent
@@ -56,12 +59,19 @@ pub(crate) struct Channel {
 }
 
 impl Channel {
-    pub(crate) fn new(id: usize, path: usize, spec: ConnectSpec, stats: Arc<IoStats>) -> Self {
+    pub(crate) fn new(
+        id: usize,
+        path: usize,
+        spec: ConnectSpec,
+        stats: Arc<IoStats>,
+        gauge: Arc<LoadGauge>,
+    ) -> Self {
         Self {
             id,
             path,
             spec,
             stats,
+            gauge,
             writer: Mutex::new(None),
             rx: Mutex::new(None),
             conn: Mutex::new(None),

@@ -157,7 +157,8 @@ impl Transport {
             .map(|(id, spec)| {
                 engine.begin_connect(id);
                 let stats = engine.stats(id).map(Arc::clone).unwrap_or_default();
-                Channel::new(id, spec.path, spec.connect, stats)
+                let gauge = engine.gauge(id).map(Arc::clone).unwrap_or_default();
+                Channel::new(id, spec.path, spec.connect, stats, gauge)
             })
             .collect();
         if detached {

@@ -540,10 +540,10 @@ impl Replies for ChannelReplies<'_> {
     }
 
     fn due(&self) -> Due {
-        let load = self.shared.engine().load(self.channel);
+        let gauge = &self.shared.channels[self.channel].gauge;
         Due {
-            requests: load.requests as usize,
-            bytes: load.reply_bytes as usize,
+            requests: gauge.requests() as usize,
+            bytes: gauge.reply_bytes() as usize,
         }
     }
 
