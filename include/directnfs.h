@@ -173,8 +173,12 @@ int dnfs_close(dnfs_file *file);
 
 /* Reads up to len bytes at offset into buf. Returns the number of bytes
  * read, fewer than len only at end of file (0 at or past it), or a
- * negative errno. buf is written only during the call. Large reads are
- * split at the server's transfer size and sent in parallel. */
+ * negative errno. A server may answer with fewer bytes before the end of
+ * the file; the rest is then asked for again until buf is full or the
+ * server reports the end (a server answering 0 bytes without reporting
+ * the end gives -EIO rather than a loop). buf is written only during the
+ * call. Large reads are split at the server's transfer size and sent in
+ * parallel. */
 ssize_t dnfs_pread(dnfs_file *file, void *buf, size_t len, int64_t offset);
 
 /* Writes len bytes from buf at offset. Returns len or a negative errno;
@@ -291,7 +295,7 @@ int dnfs_readdir(dnfs_client *client, const char *path, dnfs_readdir_cb cb, void
 struct dnfs_completion {
     uint64_t token;  /* as given at submission */
     int64_t result;  /* bytes transferred (a read: fewer than asked only at
-                        end of file), or a negative errno */
+                        end of file, as dnfs_pread), or a negative errno */
 };
 
 /* A new, empty batch for files of `client`. NULL and errno on failure. */

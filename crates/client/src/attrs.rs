@@ -128,7 +128,7 @@ impl Client {
                 },
             };
             let (res, attempts) = self.inner.call::<nfs3::Mkdir>(&args, path)?;
-            match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status().0) {
+            match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status()) {
                 RetriedStatus::ConfirmByLookup if self.metadata(path).is_ok_and(|m| m.is_dir()) => {
                     Ok(())
                 }

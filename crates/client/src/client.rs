@@ -21,10 +21,9 @@ use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 use crate::config::{MountOptions, NfsUrl, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
-use crate::io::channel::Channel;
 use crate::io::oneshot::nobody_answered;
-use crate::io::socket::{buffer_sizes, BufferRequest, ConnectSpec};
-use crate::io::transport::{Shared, Transport, TransportConfig};
+use crate::io::socket::{BufferRequest, ConnectSpec};
+use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
 
@@ -348,7 +347,10 @@ impl Client {
                     resvport: options.resvport,
                     buffers: socket_buffers(options),
                 };
-                channels.push(Channel::new(channels.len(), pi, spec, options.max_inflight));
+                channels.push(ChannelSpec {
+                    path: pi,
+                    connect: spec,
+                });
             }
         }
         let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
@@ -362,6 +364,7 @@ impl Client {
                 },
                 backoff: Backoff::default(),
                 max_record,
+                max_inflight: options.max_inflight,
                 max_client_inflight: options.max_client_inflight,
                 cred: cred.to_vec(),
                 prog: nfs3::NFS_PROGRAM,
@@ -637,7 +640,7 @@ impl Client {
     /// channel's socket buffers as the kernel reports them now).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
-        let channels = &inner.shared().channels;
+        let channels = inner.transport.channels();
         let npaths = channels.iter().map(|c| c.path + 1).max().unwrap_or(0);
         let mut server_raw: Option<RawIoSnapshot> = None;
         let mut paths = Vec::with_capacity(npaths);
@@ -652,22 +655,15 @@ impl Client {
                     Some(r) => r.merge(&raw),
                     None => path_raw = Some(raw.clone()),
                 }
-                any_up |= ch.is_up();
+                any_up |= ch.health.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
-                let (state, (send_buffer, recv_buffer)) = {
-                    let st = ch.lock();
-                    let buffers = st.sock.as_ref().map_or((0, 0), buffer_sizes);
-                    (st.health.name().to_string(), buffers)
-                };
                 chans.push(ChannelStats {
                     id: ch.id as u32,
-                    state,
+                    state: ch.health.name().to_string(),
                     totals: raw.summarize(),
-                    queue_depth: ch
-                        .outstanding_requests
-                        .load(std::sync::atomic::Ordering::Relaxed),
-                    send_buffer,
-                    recv_buffer,
+                    queue_depth: ch.queue_depth,
+                    send_buffer: ch.buffers.0,
+                    recv_buffer: ch.buffers.1,
                 });
             }
             let raw = path_raw.unwrap_or_default();
@@ -725,6 +721,50 @@ impl Client {
     }
 }
 
+#[cfg(test)]
+impl Client {
+    /// A client on a [`Transport::detached`] (no server, no socket, no
+    /// thread) with transfer sizes `rtmax`/`wtmax`, for unit tests of the
+    /// file and batch API under Miri; `crate::testing` plays the server.
+    pub(crate) fn detached(options: MountOptions, rtmax: u32, wtmax: u32) -> Client {
+        let cred = Vec::new();
+        let transport = Transport::detached(TransportConfig {
+            policy: RetryPolicy {
+                timeo: options.timeo,
+                retrans: options.retrans,
+                hard: options.hard,
+            },
+            backoff: Backoff::default(),
+            max_record: 1 << 20,
+            max_inflight: options.max_inflight,
+            max_client_inflight: options.max_client_inflight,
+            cred: cred.clone(),
+            prog: nfs3::NFS_PROGRAM,
+            vers: nfs3::NFS_V3,
+        })
+        .unwrap_or_else(|e| panic!("detached transport: {e}"));
+        Client {
+            inner: Arc::new(Inner {
+                transport,
+                name: "detached".into(),
+                export: "/".into(),
+                root: nfs_fh3::default(),
+                target_rest: "/".into(),
+                limits: Limits {
+                    rtmax,
+                    wtmax,
+                    server_rtmax: rtmax,
+                    server_wtmax: wtmax,
+                },
+                options,
+                cred,
+                handles: RwLock::new(HashMap::new()),
+                files: std::sync::Mutex::new(FileStatsTable::default()),
+            }),
+        }
+    }
+}
+
 /// `Ok(())` for NFS3_OK, the matching error otherwise.
 pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Result<()> {
     if status.is_ok() {
@@ -739,8 +779,8 @@ pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Resu
 }
 
 impl Inner {
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.transport.shared
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// The call message after the XID: CALL, RPC version, program, version,
@@ -749,6 +789,11 @@ impl Inner {
         let mut b = Vec::with_capacity(20 + self.cred.len() + capacity);
         self.put_call_header(&mut b, proc_);
         b
+    }
+
+    /// Bytes of the encoded credential and verifier.
+    pub(crate) fn cred_len(&self) -> usize {
+        self.cred.len()
     }
 
     /// Appends the call header after the XID (message type, RPC, program,
@@ -764,62 +809,47 @@ impl Inner {
 
     /// Sends a prepared call and waits for it.
     pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
-        self.shared().submit(call);
-        self.shared().wait_group(group);
+        self.transport.run(call, group);
     }
 
     /// Calls NFS procedure `P` and waits. Returns the results and how many
-    /// times the call was sent. NFS3ERR_JUKEBOX ("try again later") is
-    /// retried here after a pause, as the Linux client does.
+    /// times the call was sent. (NFS3ERR_JUKEBOX, "try again later", was
+    /// retried by the engine after a pause, as the Linux client does: for
+    /// ever on a hard mount, `retrans` times on a soft one.)
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
-        let mut jukebox = 0u32;
-        loop {
-            let mut body = self.call_body(P::PROC, 128);
-            args.encode(&mut body);
-            let group = Group::new(1);
-            let call = Call::new(
-                P::PROC,
-                body,
-                None,
-                256,
-                Sink::Record,
-                Notify::Group(Arc::clone(&group)),
-                self.shared().now_ns(),
-            );
-            self.run(Arc::clone(&call), &group);
-            let attempts = call.attempts();
-            let bytes = match call
-                .take_result()
-                .map_err(|e| Error::from_call(P::NAME, path, e))?
-            {
-                Reply::Results(b) => b,
-                Reply::Read { .. } | Reply::Write { .. } => {
-                    return Err(Error::from_call(
-                        P::NAME,
-                        path,
-                        crate::io::error::CallError::Internal(
-                            "READ or WRITE sink on a record call",
-                        ),
-                    ))
-                }
-            };
-            if is_jukebox(&bytes) && self.may_retry_jukebox(jukebox) {
-                jukebox += 1;
-                std::thread::sleep(jukebox_delay(jukebox));
-                continue;
+        let mut body = self.call_body(P::PROC, 128);
+        args.encode(&mut body);
+        let group = Group::new(1);
+        let call = Call::new(
+            P::PROC,
+            body,
+            None,
+            256,
+            Sink::Record,
+            Notify::Group(Arc::clone(&group)),
+        );
+        self.run(Arc::clone(&call), &group);
+        let attempts = call.attempts();
+        let bytes = match call
+            .take_result()
+            .map_err(|e| Error::from_call(P::NAME, path, e))?
+        {
+            Reply::Results(b) => b,
+            Reply::Read { .. } | Reply::Write { .. } => {
+                return Err(Error::from_call(
+                    P::NAME,
+                    path,
+                    crate::io::error::CallError::Internal("READ or WRITE sink on a record call"),
+                ))
             }
-            let mut r = XdrReader::new(&bytes);
-            let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
-                op: P::NAME,
-                path: path.to_string(),
-                detail: e.to_string(),
-            })?;
-            return Ok((res, attempts + jukebox));
-        }
-    }
-
-    pub(crate) fn may_retry_jukebox(&self, tries: u32) -> bool {
-        self.options.hard || tries < self.options.retrans
+        };
+        let mut r = XdrReader::new(&bytes);
+        let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
+            op: P::NAME,
+            path: path.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok((res, attempts))
     }
 
     /// Applies the retried-request rules to a namespace operation's status.
@@ -831,7 +861,7 @@ impl Inner {
         op: &'static str,
         path: &str,
     ) -> Result<()> {
-        match classify_retried(proc_, attempts, status.0) {
+        match classify_retried(proc_, attempts, status) {
             RetriedStatus::TreatAsSuccess => Ok(()),
             _ => nfs_result(status, op, path),
         }
@@ -1003,15 +1033,6 @@ impl Inner {
             h.insert(key, fh);
         }
     }
-}
-
-/// NFS3ERR_JUKEBOX is the first word of the results of every procedure.
-pub(crate) fn is_jukebox(results: &[u8]) -> bool {
-    results.get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..])
-}
-
-pub(crate) fn jukebox_delay(tries: u32) -> Duration {
-    Duration::from_millis(100u64 << tries.min(4))
 }
 
 /// Pauses between mount attempts while the server cannot be reached:

@@ -13,7 +13,6 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
-use crate::io::channel::Channel;
 use crate::io::transport::Transport;
 
 impl Client {
@@ -25,19 +24,13 @@ impl Client {
     /// used. Fails as [`Client::mount`] does when no path connects.
     pub fn after_fork(&self) -> Result<Client> {
         let old = &self.inner;
-        let shared = old.shared();
         // Plain data of the parent's channels (no lock of theirs is taken:
         // a parent thread may have held one at the moment of fork).
-        let channels = shared
-            .channels
-            .iter()
-            .map(|c| Channel::new(c.id, c.path, c.spec.clone(), old.options.max_inflight))
-            .collect();
-        let transport =
-            Transport::start(channels, shared.config.clone()).map_err(|e| Error::Connect {
-                server: old.name.clone(),
-                source: e,
-            })?;
+        let (channels, config) = old.transport().plan();
+        let transport = Transport::start(channels, config).map_err(|e| Error::Connect {
+            server: old.name.clone(),
+            source: e,
+        })?;
         let handles = match old.handles.try_read() {
             Ok(h) => h.clone(),
             Err(_) => HashMap::new(),

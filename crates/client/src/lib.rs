@@ -41,10 +41,12 @@ mod io;
 mod links;
 pub mod metadata;
 mod mount;
+#[cfg(test)]
+mod testing;
 mod writelog;
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
-pub use batch::{Batch, Completion};
+pub use batch::{Batch, Completion, ScopedBatch};
 pub use client::{Client, Limits, PathSpec, Target};
 pub use config::{DnfsTab, MountOptions, NfsUrl, SocketBuffers, StableMode};
 pub use error::{Error, Result};

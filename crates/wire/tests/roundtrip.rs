@@ -86,6 +86,26 @@ proptest! {
     }
 
     #[test]
+    fn read_reply_status_agrees_with_the_head_on_replies(x in read_res(), max in any::<u32>()) {
+        let bytes = to_bytes(&x);
+        let head = decode_read_reply_head(&mut XdrReader::new(&bytes), max).map(|h| (h.status, h.ok));
+        let lean = decode_read_reply_status(&mut XdrReader::new(&bytes), max);
+        prop_assert_eq!(head, lean);
+    }
+
+    #[test]
+    fn read_reply_status_agrees_with_the_head_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200), max in any::<u32>()) {
+        let mut a = XdrReader::new(&bytes);
+        let mut b = XdrReader::new(&bytes);
+        let head = decode_read_reply_head(&mut a, max).map(|h| (h.status, h.ok));
+        let lean = decode_read_reply_status(&mut b, max);
+        prop_assert_eq!(&head, &lean);
+        if head.is_ok() {
+            prop_assert_eq!(a.position(), b.position(), "both stop at the data");
+        }
+    }
+
+    #[test]
     fn hot_read_reply_refuses_any_data_beyond_the_request(x in read_res(), short in 1u32..64) {
         if let Nfs3Res::Ok(ok) = &x {
             if ok.count >= short {

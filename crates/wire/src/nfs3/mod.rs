@@ -102,6 +102,42 @@ pub const NFSPROC3_PATHCONF: u32 = 20;
 /// RFC 1813 §3.3.21 `NFSPROC3_COMMIT`.
 pub const NFSPROC3_COMMIT: u32 = 21;
 
+/// Number of NFSv3 procedures (NULL = 0 ..= COMMIT = 21).
+pub const NFSPROC3_COUNT: usize = 22;
+
+/// The name of every NFSv3 procedure, indexed by its number (RFC 1813
+/// §3.3, without the `NFSPROC3_` prefix): the `NAME` of its
+/// [`Procedure`](crate::Procedure) marker, and what statistics call it.
+pub const NFSPROC3_NAMES: [&str; NFSPROC3_COUNT] = [
+    "NULL",
+    "GETATTR",
+    "SETATTR",
+    "LOOKUP",
+    "ACCESS",
+    "READLINK",
+    "READ",
+    "WRITE",
+    "CREATE",
+    "MKDIR",
+    "SYMLINK",
+    "MKNOD",
+    "REMOVE",
+    "RMDIR",
+    "RENAME",
+    "LINK",
+    "READDIR",
+    "READDIRPLUS",
+    "FSSTAT",
+    "FSINFO",
+    "PATHCONF",
+    "COMMIT",
+];
+
+/// The name of NFSv3 procedure `proc_` (`"READ"`), `None` above COMMIT.
+pub fn procedure_name(proc_: u32) -> Option<&'static str> {
+    NFSPROC3_NAMES.get(proc_ as usize).copied()
+}
+
 /// Declares a marker type for one NFSv3 procedure and its
 /// [`Procedure`](crate::Procedure) impl.
 macro_rules! nfs3_procedure {
@@ -120,3 +156,41 @@ macro_rules! nfs3_procedure {
     };
 }
 use nfs3_procedure;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Procedure;
+
+    fn named<P: Procedure>() -> (u32, &'static str) {
+        (P::PROC, P::NAME)
+    }
+
+    #[test]
+    fn every_procedure_is_named_by_its_number() {
+        let all = [
+            named::<Null>(),
+            named::<Getattr>(),
+            named::<Setattr>(),
+            named::<Lookup>(),
+            named::<Access>(),
+            named::<Read>(),
+            named::<Write>(),
+            named::<Create>(),
+            named::<Mkdir>(),
+            named::<Remove>(),
+            named::<Rmdir>(),
+            named::<Rename>(),
+            named::<Readdir>(),
+            named::<Readdirplus>(),
+            named::<Fsstat>(),
+            named::<Fsinfo>(),
+            named::<Pathconf>(),
+            named::<Commit>(),
+        ];
+        for (proc_, name) in all {
+            assert_eq!(procedure_name(proc_), Some(name));
+        }
+        assert_eq!(procedure_name(NFSPROC3_COMMIT + 1), None);
+    }
+}
