@@ -82,6 +82,47 @@ for capture, target in captured.items():
     if target == "nfs3_commit_res":
         seed("nfs3_commit_reply", res)
 
+# NFSv4.1: the replies captured from Ganesha (README-v41.md), headers
+# stripped. nfs4_compound_res: mode byte 0 (plain) and mode byte 3 with
+# the hot path's three operations (indices into IMPLEMENTED_OPS of
+# fuzz/src/lib.rs: SEQUENCE 30, PUTFH 14, READ 16 / WRITE 23 / COMMIT 2).
+V41_HOT = {"read": (0, 16), "write": (1, 23), "commit": (2, 2)}
+for name in sorted(os.listdir(TESTDATA)):
+    if not (name.startswith("ganesha_v41_") and name.endswith("_reply.bin")):
+        continue
+    step = name[len("ganesha_v41_"):-len("_reply.bin")]
+    rec, header, res = results_of(name)
+    seed("nfs4_compound_res", b"\0" + res)
+    if step in V41_HOT:
+        which, op = V41_HOT[step]
+        seed("nfs4_compound_res", bytes([3, 30, 14, op]) + res)
+        seed("nfs4_hotpath", bytes([which]) + (w(4096) if which == 0 else b"") + res)
+
+# Hand-made NFSv4.1 results (first byte: the decoder of nfs4_op_res) and
+# back-channel calls.
+SESSION = bytes(range(16))
+STATEID = w(1) + bytes(range(12))
+hand_v41 = {
+    "nfs4_op_res": [
+        bytes([0]) + w(22, 0),                                  # nfs_resop4: PUTFH OK
+        bytes([1]) + w(2, 0x12, 0x2, 16, 1, 0, 41, 0o644),      # fattr4: type size mode
+        bytes([4]) + w(0) + SESSION + w(1, 0, 63, 63, 0),       # SEQUENCE4res OK
+        bytes([4]) + w(10052),                                  # SEQUENCE4res BADSESSION
+        bytes([10]) + w(0) + STATEID + w(0, 0, 1, 0, 2, 4, 1, 0x10, 0, 3, 0),  # OPEN4res
+        bytes([12]) + w(0, 1) + opaque(b"hello"),               # READ4res
+        bytes([20]) + w(10010, 0, 0, 0, 10, 2) + w(0, 7) + opaque(b"owner"),  # LOCK4res DENIED
+        bytes([23]) + w(0, 2, 0, 10023),                        # TEST_STATEID4res
+    ],
+    "nfs4_cb_compound": [
+        w(0, 1, 0, 2, 11) + SESSION + w(1, 0, 0, 0, 0, 4) + STATEID + w(0) + opaque(b"fh"),
+        w(0, 1, 0, 2, 11) + SESSION + w(1, 0, 0, 0, 0, 14, 0xFFFFFFFF),
+        w(0, 0, 0, 1, 4) + STATEID + w(1) + opaque(b"fh"),
+    ],
+}
+for target, items in hand_v41.items():
+    for data in items:
+        seed(target, data)
+
 # Hand-made arms, for every NFSv3 result (unknown status included).
 fail_post_op = w(70, 0)
 hand = {
@@ -93,9 +134,14 @@ hand = {
     "nfs3_write_res": [w(0) + WCC + w(3, 2) + b"verifier", w(28) + NO_WCC],
     "nfs3_create_res": [w(0, 1) + FH + w(1) + FATTR + WCC, w(17) + WCC],
     "nfs3_mkdir_res": [w(0, 1) + FH + w(0) + NO_WCC, w(17) + WCC],
+    "nfs3_readlink_res": [w(0, 1) + FATTR + opaque(b"../target"), w(22, 0)],
+    "nfs3_symlink_res": [w(0, 1) + FH + w(0) + NO_WCC, w(17) + WCC],
+    "nfs3_link_res": [w(0, 1) + FATTR + WCC, w(18, 0) + NO_WCC],
     "nfs3_remove_res": [w(0) + WCC, w(2) + NO_WCC],
     "nfs3_rmdir_res": [w(0) + WCC, w(66) + NO_WCC],
     "nfs3_rename_res": [w(0) + WCC + WCC, w(18) + NO_WCC + NO_WCC],
+    "nfs3_symlink_res": [w(0, 1) + FH + w(1) + FATTR + WCC, w(17) + WCC],
+    "nfs3_readlink_res": [w(0, 1) + FATTR + opaque(b"directnfs-sqlite-lock 2 pid=1"), w(22, 0)],
     "nfs3_readdir_res": [
         w(0, 1) + FATTR + b"cookieV!" + w(1, 0, 1) + opaque(b".") + w(0, 1)
         + w(1, 0, 2) + opaque(b"data01") + w(0, 2) + w(0, 1),

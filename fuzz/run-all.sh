@@ -4,7 +4,7 @@
 # the committed seed corpus. New inputs go to fuzz/.work/corpus/<target> (not
 # committed), crashes to fuzz/artifacts/<target>/.
 #
-#   fuzz/run-all.sh 20        # 28 targets x 20 s, 2 at a time: about 5 min
+#   fuzz/run-all.sh 20        # 34 targets x 20 s, 2 at a time: about 6 min
 #   DNFS_FUZZ_JOBS=1 fuzz/run-all.sh 30
 #
 # Every target is built first, in one cargo build. After a crash (or any

@@ -100,9 +100,12 @@ const char *dnfs_last_error(void);
  *   nfs://host[:port]/export/dir?nfsport=N&mountport=M&connections=4&...
  * (keys as in dnfstab; see the directnfs documentation). The URL's path
  * below the export becomes the client's target directory.
- * Returns a client to free with dnfs_client_close, or NULL and errno
- * (EINVAL bad URL, ECONNREFUSED/ETIMEDOUT server unreachable, ENOENT/EACCES
- * export refused). Blocks while connecting and mounting. */
+ * "nfs://host//dir" says the export is "/". Returns a client to free with
+ * dnfs_client_close, or NULL and errno (EINVAL bad URL,
+ * ECONNREFUSED/ETIMEDOUT server unreachable, ENOENT/EACCES export refused).
+ * Blocks while connecting and mounting; while the server cannot be reached
+ * (down, restarting, taking over) it keeps trying for up to mnt_timeout
+ * (600 s unless the URL sets mnt_timeout=SECONDS) before failing. */
 dnfs_client *dnfs_client_open_url(const char *url);
 
 /* Mounts the export that holds `path`, a local-looking path under a
@@ -112,7 +115,9 @@ dnfs_client *dnfs_client_open_url(const char *url);
  * export and options are used; `path` below its mount prefix becomes the
  * client's target directory. Returns NULL and errno EINVAL when the
  * configuration is missing or wrong or `path` is under no mount: prefix
- * (dnfs_last_error names file and line). */
+ * (dnfs_last_error names file and line), or as dnfs_client_open_url when
+ * mounting fails (waiting up to the block's mnt_timeout: for a server that
+ * cannot be reached). */
 dnfs_client *dnfs_client_open_config(const char *config_path, const char *path);
 
 /* Releases the client. Returns 0; NULL is accepted and ignored. Open files
@@ -171,8 +176,12 @@ int dnfs_close(dnfs_file *file);
 
 /* Reads up to len bytes at offset into buf. Returns the number of bytes
  * read, fewer than len only at end of file (0 at or past it), or a
- * negative errno. buf is written only during the call. Large reads are
- * split at the server's transfer size and sent in parallel. */
+ * negative errno. A server may answer with fewer bytes before the end of
+ * the file; the rest is then asked for again until buf is full or the
+ * server reports the end (a server answering 0 bytes without reporting
+ * the end gives -EIO rather than a loop). buf is written only during the
+ * call. Large reads are split at the server's transfer size and sent in
+ * parallel. */
 ssize_t dnfs_pread(dnfs_file *file, void *buf, size_t len, int64_t offset);
 
 /* Writes len bytes from buf at offset. Returns len or a negative errno;
@@ -304,7 +313,7 @@ int dnfs_readdir(dnfs_client *client, const char *path, dnfs_readdir_cb cb, void
 struct dnfs_completion {
     uint64_t token;  /* as given at submission */
     int64_t result;  /* bytes transferred (a read: fewer than asked only at
-                        end of file), or a negative errno */
+                        end of file, as dnfs_pread), or a negative errno */
 };
 
 /* A new, empty batch for files of `client`. NULL and errno on failure. */

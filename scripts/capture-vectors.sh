@@ -10,7 +10,7 @@
 # write one .bin per chosen RPC record and the README with decoded facts.
 # Stop other test servers first if you want the default ports (2049/20048)
 # in the vectors; another Ganesha registered with the same rpcbind loses its
-# registration while this runs (see shared/SERVER-NOTES.md).
+# registration while this runs (see docs/server-notes.md, "rpcbind").
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -106,6 +106,8 @@ write_readme_header() {
 Each \`.bin\` file is one complete ONC RPC record exactly as it crossed the
 wire: the 4-byte record-marking header(s) (RFC 5531 §11, top bit = last
 fragment) followed by the RPC message. Load them with \`include_bytes!\`.
+The NFSv4.1 records (\`ganesha_v41_*.bin\`) have their own README:
+\`README-v41.md\` (\`scripts/capture-vectors-v41.sh\`).
 
 Captured by \`scripts/capture-vectors.sh\` ($(date -u +%Y-%m-%d)), with
 NFS-Ganesha $(dpkg-query -W -f '${Version}' nfs-ganesha) and rpcbind $(dpkg-query -W -f '${Version}' rpcbind)

@@ -13,6 +13,8 @@
 # Environment:
 #   DNFS_NETNS_STATE_DIR  netns.sh state dir (default /tmp/dnfs-multipath-netns)
 #   DNFS_MULTIPATH_TIMEOUT  seconds allowed for the test run (default 600)
+#   DNFS_TEST_SOCKBUF     `sockbuf` of every mount (`auto`, or bytes such as
+#                         `4m`); default: the client's default
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

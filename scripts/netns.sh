@@ -5,20 +5,22 @@
 #   netns.sh up [N]                N paths (2-4, default 2); prints one URL per path
 #   netns.sh down                  kill our processes, delete veths and namespace
 #   netns.sh status                key=value lines, then one URL per path; exit 3 if down
-#   netns.sh urls                  one URL per path
+#   netns.sh urls [--vers 3|4.1]   one URL per path (v4.1 form: DNFS_NFS4=1 servers)
 #   netns.sh rate PATH MBIT|off    tbf rate limit on both ends of path PATH
 #   netns.sh cut PATH              host end link down: connects fail at once
 #   netns.sh blackhole PATH        link up, every packet dropped: connects hang
 #   netns.sh restore PATH          undo cut/blackhole, re-apply the rate limit
-#   netns.sh restart-server [--kill] [--down SECS]
+#   netns.sh restart-server [--kill] [--down SECS] [--grace SECS]
 #                                  SIGTERM (or SIGKILL) the server, stay down
-#                                  SECS (default 2), start it again
+#                                  SECS (default 2), start it again (--grace:
+#                                  with this NFSv4 grace period from now on)
 #
 # Path K (1..N): host dnfs-hK 10.231.K.1/24 <-> dnfs-sK 10.231.K.2/24 in
 # namespace dnfs-srv. URL of path K:
 #   nfs://10.231.K.2<export path>?nfsport=2049&mountport=20048
 # The namespace has its own rpcbind (port 111 on every server address), so
-# URLs without nfsport/mountport work too.
+# URLs without nfsport/mountport work too. With NFSv4.1 on, path K's v4.1
+# URL is nfs://10.231.K.2<export path>?vers=4.1&nfsport=2049.
 #
 # Environment:
 #   DNFS_NETNS_STATE_DIR  state directory (default /tmp/directnfs-netns)
@@ -27,6 +29,9 @@
 #   DNFS_NETNS_NFS_PORT / DNFS_NETNS_MNT_PORT  ports (default 2049 / 20048)
 #   DNFS_START_TIMEOUT    seconds to wait for the server (default 30)
 #   DNFS_NETNS_FORCE=1    `up` replaces a namespace it has no state for
+#   DNFS_NFS4=1           serve NFSv4.1 too (as nfs-server.sh; client records
+#                         in STATE_DIR/v4recovery); DNFS_NFS4_GRACE,
+#                         DNFS_NFS4_LEASE as there
 #   DNFS_KEEP_EXPORT=1    `down` keeps an export dir it created
 set -euo pipefail
 
@@ -46,8 +51,10 @@ GANESHA_LOG=$STATE_DIR/ganesha.log
 GANESHA_OUT=$STATE_DIR/ganesha.out
 GANESHA_PIDFILE=$STATE_DIR/ganesha.pid
 RPCBIND_LOG=$STATE_DIR/rpcbind.log
+RECOVERY_ROOT=$STATE_DIR/v4recovery
 # State variables come only from the state file, never from the caller.
 unset PATHS NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_PID
+unset NFS4 NFS4_GRACE NFS4_LEASE
 for _k in 1 2 3 4; do unset "RATE_$_k" "FAULT_$_k"; done
 
 usage() {
@@ -68,6 +75,9 @@ load_state() {
     [[ -f $STATE_FILE ]] || return 1
     # shellcheck disable=SC1090
     source "$STATE_FILE"
+    NFS4=${NFS4:-0}
+    NFS4_GRACE=${NFS4_GRACE:-0}
+    NFS4_LEASE=${NFS4_LEASE:-}
 }
 
 save_state() {
@@ -79,6 +89,9 @@ save_state() {
         echo "EXPORT_PATH=$EXPORT_PATH"
         echo "EXPORT_CREATED=$EXPORT_CREATED"
         echo "RPCBIND_PID=${RPCBIND_PID:-}"
+        echo "NFS4=$NFS4"
+        echo "NFS4_GRACE=$NFS4_GRACE"
+        echo "NFS4_LEASE=$NFS4_LEASE"
         local k
         for ((k = 1; k <= PATHS; k++)); do
             echo "RATE_$k=$(path_var RATE "$k")"
@@ -105,9 +118,17 @@ path_url() {
     echo "nfs://$(server_addr "$1")$EXPORT_PATH?nfsport=$NFS_PORT&mountport=$MNT_PORT"
 }
 
+path_url41() {
+    echo "nfs://$(server_addr "$1")$EXPORT_PATH?vers=4.1&nfsport=$NFS_PORT"
+}
+
+# One URL per path; VERS 4.1 prints the v4.1 form.
 print_urls() {
-    local k
-    for ((k = 1; k <= PATHS; k++)); do path_url "$k"; done
+    local vers=${1:-3} k
+    [[ $vers == 3 || $NFS4 == 1 ]] || die "this topology's server does not serve NFSv4.1 (up with DNFS_NFS4=1)"
+    for ((k = 1; k <= PATHS; k++)); do
+        if [[ $vers == 4.1 ]]; then path_url41 "$k"; else path_url "$k"; fi
+    done
 }
 
 ganesha_pid() { cat "$GANESHA_PIDFILE" 2>/dev/null || true; }
@@ -171,7 +192,9 @@ start_ns_rpcbind() {
 
 # Starts Ganesha inside the namespace, bound to every server address.
 start_ns_ganesha() {
-    write_ganesha_conf "$CONF" 0.0.0.0 "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH"
+    local v4=()
+    [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
+    write_ganesha_conf "$CONF" 0.0.0.0 "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
     log "starting ganesha in $NS: nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH"
     GANESHA_WRAPPER=(nsenter -t "$RPCBIND_PID" -m -n --)
     start_ganesha "$CONF" "$GANESHA_LOG" "$GANESHA_PIDFILE" "$GANESHA_OUT"
@@ -183,6 +206,7 @@ start_ns_ganesha() {
 wait_for_ganesha() {
     local deadline=$((SECONDS + START_TIMEOUT)) step
     local steps=(pidfile nfs mount rpcbind)
+    [[ $NFS4 == 1 ]] && steps+=(nfs4)
     local k
     for ((k = 1; k <= PATHS; k++)); do
         [[ $(path_var FAULT "$k") == none ]] && steps+=("path$k")
@@ -202,8 +226,15 @@ wait_for_ganesha() {
 check_step() {
     case $1 in
         pidfile) ganesha_running ;;
-        nfs) in_server_ns timeout 5 rpcinfo -n "$NFS_PORT" -t 127.0.0.1 100003 3 >/dev/null 2>&1 ;;
-        mount) in_server_ns timeout 5 rpcinfo -n "$MNT_PORT" -t 127.0.0.1 100005 3 >/dev/null 2>&1 ;;
+        nfs | mount | nfs4)
+            # The NULL call itself, inside the namespace (a faulted path
+            # cannot fail it; no portmapper asked).
+            local port=$NFS_PORT prog=100003 vers=3
+            [[ $1 == mount ]] && { port=$MNT_PORT; prog=100005; }
+            [[ $1 == nfs4 ]] && vers=4
+            in_server_ns bash -c "$(declare -f rpc_null_ok _rpc_null_call _xdr_word); rpc_null_ok 127.0.0.1 $port $prog $vers" \
+                >/dev/null 2>&1
+            ;;
         rpcbind) in_server_ns timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | grep -q nfs ;;
         path*)
             local k=${1#path}
@@ -234,7 +265,7 @@ tbf_rate_args() {
 }
 
 # A tbf whose burst is smaller than any packet drops every packet, while
-# the link stays up: the kernel here has no netem (see SERVER-NOTES).
+# the link stays up: the kernel here has no netem (docs/server-notes.md).
 BLACKHOLE_ARGS="rate 8bit burst 64 limit 64"
 
 # Sets the root qdisc of both ends of path K: ARGS of a tbf, or "" for none.
@@ -353,6 +384,10 @@ new_state() {
     fi
     EXPORT_PATH=${DNFS_EXPORT_PATH:-$EXPORT_DIR}
     [[ $EXPORT_PATH == /* ]] || die "DNFS_EXPORT_PATH must start with /"
+    NFS4=${DNFS_NFS4:-0}
+    [[ $NFS4 == 0 || $NFS4 == 1 ]] || die "DNFS_NFS4 must be 0 or 1"
+    NFS4_GRACE=${DNFS_NFS4_GRACE:-0}
+    NFS4_LEASE=${DNFS_NFS4_LEASE:-}
 }
 
 cmd_down() {
@@ -390,17 +425,23 @@ cmd_fault() {
 }
 
 cmd_restart_server() {
-    local signal=TERM down=2
+    local signal=TERM down=2 grace=
     while (($#)); do
         case $1 in
             --kill) signal=KILL ;;
             --down) down=${2:?--down needs seconds}; shift ;;
+            --grace) grace=${2:?--grace needs seconds}; shift ;;
             *) usage ;;
         esac
         shift
     done
     take_lock
     require_up
+    if [[ -n $grace ]]; then
+        [[ $NFS4 == 1 ]] || die "--grace needs a topology brought up with DNFS_NFS4=1"
+        NFS4_GRACE=$grace
+        save_state
+    fi
     pid_is "$RPCBIND_PID" rpcbind || die "rpcbind of $NS is gone; run down and up"
     stop_ns_ganesha "$signal"
     # Ganesha's write verifier is its start time in seconds.
@@ -429,13 +470,23 @@ cmd_status() {
         echo "path${k}_fault=$(path_var FAULT "$k")"
         echo "path${k}_rate=$(path_var RATE "$k")"
     done
+    echo "nfs4=$NFS4"
+    if [[ $NFS4 == 1 ]]; then
+        echo "nfs4_grace=$NFS4_GRACE"
+        echo "nfs4_lease=${NFS4_LEASE:-default}"
+        for ((k = 1; k <= PATHS; k++)); do
+            echo "path${k}_url_v41=$(path_url41 "$k")"
+        done
+    fi
     echo "log=$GANESHA_LOG"
     print_urls
 }
 
 cmd_urls() {
+    local vers
+    vers=$(parse_vers "$@") || exit 2
     require_up
-    print_urls
+    print_urls "$vers"
 }
 
 main() {
@@ -445,7 +496,7 @@ main() {
         up) cmd_up "$@" ;;
         down) cmd_down ;;
         status) cmd_status ;;
-        urls) cmd_urls ;;
+        urls) cmd_urls "$@" ;;
         rate) cmd_rate "$@" ;;
         cut) cmd_fault cut "$@" ;;
         blackhole) cmd_fault blackhole "$@" ;;

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# nfs-server.sh — one NFS-Ganesha (NFSv3 only) on loopback for directnfs tests.
+# nfs-server.sh — one NFS-Ganesha (NFSv3, optionally NFSv4.1) on loopback
+# for directnfs tests.
 #
 #   nfs-server.sh start [DIR]      start (or find running) and print the URL
 #   nfs-server.sh stop             stop exactly the server we started
 #   nfs-server.sh status           key=value lines, the URL last; exit 3 if down
-#   nfs-server.sh url              the URL only; exit 3 if down
-#   nfs-server.sh restart [--kill] [--down SECS]
+#   nfs-server.sh url [--vers 3|4.1]
+#                                  the URL only (v3 form unless --vers 4.1);
+#                                  exit 3 if down
+#   nfs-server.sh restart [--kill] [--down SECS] [--grace SECS]
 #                                  stop (SIGTERM, or SIGKILL with --kill), stay
 #                                  down SECS (default 2), start the same export
-#                                  on the same ports
+#                                  on the same ports (--grace: with this NFSv4
+#                                  grace period from now on)
 #
 # The last line on stdout of start/status/url is the URL:
 #   nfs://127.0.0.1/<export path>?nfsport=N&mountport=M
+# With NFSv4.1 on, `url --vers 4.1` prints the v4.1 form (no MOUNT protocol;
+# the path is the export's pseudo-file-system path):
+#   nfs://127.0.0.1/<export path>?vers=4.1&nfsport=N
 #
 # Environment:
 #   DNFS_STATE_DIR     state directory (default /tmp/directnfs-server)
@@ -27,10 +34,17 @@
 #   DNFS_KEEP_EXPORT=1 `stop` keeps an export dir it created
 #   DNFS_MAX_IO        export MaxRead/MaxWrite (default 1048576; "server-default"
 #                      omits them: FSINFO then advertises 64 MiB)
+#   DNFS_NFS4=1        serve NFSv4.1 too (Protocols = 3, 4; Minor_Versions = 1),
+#                      with client records in STATE_DIR/v4recovery
+#   DNFS_NFS4_GRACE    NFSv4 grace period in seconds after a start (default 0:
+#                      none, Graceless; reclaim tests want a real one; during
+#                      it NFSv3 SETATTR gets NFS3ERR_JUKEBOX too)
+#   DNFS_NFS4_LEASE    NFSv4 lease time in seconds (default: Ganesha's 60)
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
-# shared/SERVER-NOTES.md); clients given nfsport/mountport never need it.
+# docs/server-notes.md, "rpcbind"); clients given nfsport/mountport never
+# need it.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -43,6 +57,7 @@ START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
 GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
 unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
+unset NFS4 NFS4_GRACE NFS4_LEASE
 RPCBIND_NS=()
 
 STATE_FILE=$STATE_DIR/state.env
@@ -50,6 +65,7 @@ CONF=$STATE_DIR/ganesha.conf
 GANESHA_LOG=$STATE_DIR/ganesha.log
 GANESHA_OUT=$STATE_DIR/ganesha.out
 GANESHA_PIDFILE=$STATE_DIR/ganesha.pid
+RECOVERY_ROOT=$STATE_DIR/v4recovery
 
 usage() {
     sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
@@ -70,6 +86,9 @@ load_state() {
     # shellcheck disable=SC1090
     source "$STATE_FILE"
     RPCBIND_MODE=${RPCBIND_MODE:-shared}
+    NFS4=${NFS4:-0}
+    NFS4_GRACE=${NFS4_GRACE:-0}
+    NFS4_LEASE=${NFS4_LEASE:-}
 }
 
 save_state() {
@@ -83,11 +102,19 @@ EXPORT_CREATED=$EXPORT_CREATED
 RPCBIND_STARTED=$RPCBIND_STARTED
 RPCBIND_PID=$RPCBIND_PID
 RPCBIND_MODE=$RPCBIND_MODE
+NFS4=$NFS4
+NFS4_GRACE=$NFS4_GRACE
+NFS4_LEASE=$NFS4_LEASE
 EOF
 }
 
 server_url() {
     echo "nfs://$BIND_ADDR$EXPORT_PATH?nfsport=$NFS_PORT&mountport=$MNT_PORT"
+}
+
+# The NFSv4.1 URL: no MOUNT port, the path is the pseudo-file-system path.
+server_url41() {
+    echo "nfs://$BIND_ADDR$EXPORT_PATH?vers=4.1&nfsport=$NFS_PORT"
 }
 
 ganesha_pid() {
@@ -175,7 +202,7 @@ rpcbind_has_us() {
 }
 
 # Another Ganesha registered with the shared rpcbind loses its
-# registrations when we start (SERVER-NOTES): say so.
+# registrations when we start (docs/server-notes.md, "rpcbind"): say so.
 warn_if_registered() {
     local port
     port=$(timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | awk '$1 == 100003 && $3 == "tcp" {print $4; exit}')
@@ -199,12 +226,16 @@ stop_rpcbind_if_ours() {
 # NULL calls on their ports, rpcbind lists them, and (when libnfs-utils is
 # there) nfs-ls of the URL works. Fails loudly with the log tail.
 launch_and_wait() {
-    write_ganesha_conf "$CONF" "$BIND_ADDR" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH"
-    log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH"
+    local v4=()
+    [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
+    write_ganesha_conf "$CONF" "$BIND_ADDR" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
+    log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH$(
+        [[ $NFS4 == 1 ]] && echo " (NFSv4.1 too, grace ${NFS4_GRACE}s)")"
     start_ganesha "$CONF" "$GANESHA_LOG" "$GANESHA_PIDFILE" "$GANESHA_OUT"
     local deadline=$((SECONDS + START_TIMEOUT))
-    local step
-    for step in pidfile nfs mount rpcbind nfsls; do
+    local step steps=(pidfile nfs mount rpcbind nfsls)
+    [[ $NFS4 == 1 ]] && steps+=(nfs4)
+    for step in "${steps[@]}"; do
         until check_step "$step"; do
             if ((SECONDS >= deadline)) || { [[ $step != pidfile ]] && ! ganesha_running; }; then
                 show_log_tail "$GANESHA_LOG"
@@ -214,6 +245,8 @@ launch_and_wait() {
         done
     done
     log "ganesha is up (pid $(ganesha_pid))"
+    [[ $NFS4 == 1 ]] && log "NFSv4.1 URL: $(server_url41)"
+    return 0
 }
 
 check_step() {
@@ -223,6 +256,7 @@ check_step() {
         mount) rpc_null_ok "$BIND_ADDR" "$MNT_PORT" 100005 3 >/dev/null 2>&1 ;;
         rpcbind) rpcbind_has_us ;;
         nfsls) ! command -v nfs-ls >/dev/null || timeout 10 nfs-ls "$(server_url)" >/dev/null 2>&1 ;;
+        nfs4) rpc_null_ok "$BIND_ADDR" "$NFS_PORT" 100003 4 >/dev/null 2>&1 ;;
     esac
 }
 
@@ -297,6 +331,10 @@ new_state() {
     [[ $EXPORT_PATH == /* ]] || die "DNFS_EXPORT_PATH must start with /"
     NFS_PORT=$(pick_port "${DNFS_NFS_PORT:-${NFS_PORT:-2049}}")
     MNT_PORT=$(pick_port "${DNFS_MNT_PORT:-${MNT_PORT:-20048}}" "$NFS_PORT")
+    NFS4=${DNFS_NFS4:-0}
+    [[ $NFS4 == 0 || $NFS4 == 1 ]] || die "DNFS_NFS4 must be 0 or 1"
+    NFS4_GRACE=${DNFS_NFS4_GRACE:-0}
+    NFS4_LEASE=${DNFS_NFS4_LEASE:-}
 }
 
 cmd_stop() {
@@ -315,17 +353,23 @@ cmd_stop() {
 }
 
 cmd_restart() {
-    local signal=TERM down=2
+    local signal=TERM down=2 grace=
     while (($#)); do
         case $1 in
             --kill) signal=KILL ;;
             --down) down=${2:?--down needs seconds}; shift ;;
+            --grace) grace=${2:?--grace needs seconds}; shift ;;
             *) usage ;;
         esac
         shift
     done
     take_lock
     load_state || die "nothing to restart: no state in $STATE_DIR (run start first)"
+    if [[ -n $grace ]]; then
+        [[ $NFS4 == 1 ]] || die "--grace needs a server started with DNFS_NFS4=1"
+        NFS4_GRACE=$grace
+        save_state
+    fi
     stop_ganesha "$signal"
     # Ganesha's write verifier is its start time in seconds: a downtime of
     # 1 s or more guarantees the verifier changes.
@@ -353,16 +397,31 @@ rpcbind_ours=$RPCBIND_STARTED
 rpcbind_pid=$RPCBIND_PID
 state_dir=$STATE_DIR
 log=$GANESHA_LOG
+nfs4=$NFS4
 EOF
+    if [[ $NFS4 == 1 ]]; then
+        echo "nfs4_grace=$NFS4_GRACE"
+        echo "nfs4_lease=${NFS4_LEASE:-default}"
+        echo "recovery_root=$RECOVERY_ROOT"
+        echo "url_v41=$(server_url41)"
+    fi
     server_url
 }
 
 cmd_url() {
+    local vers
+    vers=$(parse_vers "$@") || exit 2
     if ! load_state || ! ganesha_running; then
         log "not running"
         exit 3
     fi
-    server_url
+    if [[ $vers == 3 ]]; then
+        server_url
+    elif [[ $NFS4 == 1 ]]; then
+        server_url41
+    else
+        die "this server does not serve NFSv4.1 (start it with DNFS_NFS4=1)"
+    fi
 }
 
 main() {
@@ -373,7 +432,7 @@ main() {
         stop) cmd_stop ;;
         restart) cmd_restart "$@" ;;
         status) cmd_status ;;
-        url) cmd_url ;;
+        url) cmd_url "$@" ;;
         *) usage ;;
     esac
 }

@@ -119,7 +119,50 @@ server_checks_inside() {
     # copy_in_out appends /two.bin to nfs://127.0.0.1/: nfs://127.0.0.1//two.bin
     check "server: file in an export of / is nfs://host//file" copy_in_out "$("$S" url)" two.bin
     check "server: stop (export /)" "$S" stop
+    unset DNFS_EXPORT_PATH
+    private_rpcbind_checks
     echo "$PASSED $FAILED" >"$WORK/server.counts"
+}
+
+# DNFS_PRIVATE_RPCBIND=1, the mode for servers side by side on one host:
+# two servers, each with an rpcbind of its own that only it can see, while
+# nothing answers on port 111 (the shared-mode rpcbind above was ours and
+# is stopped). Every ready check of start and restart must then do without
+# a portmapper.
+private_rpcbind_checks() {
+    local S=$SCRIPT_DIR/nfs-server.sh p1=$WORK/server-private1 p2=$WORK/server-private2 u1 u2
+    check "server: no rpcbind answers on port 111" bash -c "! timeout 5 rpcinfo -p 127.0.0.1"
+    check "server: private rpcbind: start" env DNFS_PRIVATE_RPCBIND=1 DNFS_STATE_DIR="$p1" "$S" start
+    check "server: private rpcbind: a second server side by side" \
+        env DNFS_PRIVATE_RPCBIND=1 DNFS_STATE_DIR="$p2" "$S" start
+    u1=$(DNFS_STATE_DIR=$p1 "$S" url) || true
+    u2=$(DNFS_STATE_DIR=$p2 "$S" url) || true
+    check "server: private rpcbind: the two have their own ports" test "$u1" != "$u2"
+    check "server: private rpcbind: both answer" bash -c "timeout 10 nfs-ls '$u1' && timeout 10 nfs-ls '$u2'"
+    check "server: private rpcbind: status says private" \
+        bash -c "DNFS_STATE_DIR='$p1' \"$S\" status | grep -qx rpcbind_mode=private"
+    check "server: private rpcbind: still nothing on port 111" bash -c "! timeout 5 rpcinfo -p 127.0.0.1"
+    check "server: private rpcbind: restart --kill" env DNFS_STATE_DIR="$p1" "$S" restart --kill --down 1
+    check "server: private rpcbind: both answer after the restart" \
+        bash -c "timeout 10 nfs-ls '$u1' && timeout 10 nfs-ls '$u2'"
+    local pids
+    pids="$(cat "$p1/ganesha.pid" "$p2/ganesha.pid" 2>/dev/null) $(
+        DNFS_STATE_DIR=$p1 "$S" status 2>/dev/null | sed -n 's/^rpcbind_pid=//p'
+        DNFS_STATE_DIR=$p2 "$S" status 2>/dev/null | sed -n 's/^rpcbind_pid=//p'
+    )" || true
+    check "server: private rpcbind: stop both" \
+        bash -c "DNFS_STATE_DIR='$p1' \"$S\" stop && DNFS_STATE_DIR='$p2' \"$S\" stop"
+    # shellcheck disable=SC2086  # one word per PID
+    check "server: private rpcbind: both Ganeshas and both rpcbinds gone" all_exited $pids
+}
+
+# True when every PID (at least 4: two servers and their rpcbinds) has exited.
+all_exited() {
+    (($# >= 4)) || return 1
+    local pid
+    for pid in "$@"; do
+        [[ ! -d /proc/$pid ]] || is_zombie "$pid" || return 1
+    done
 }
 
 stopped_and_unregistered() {

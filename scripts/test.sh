@@ -3,9 +3,14 @@
 #
 # 1. installs what the tests need when missing (Debian packages; root),
 # 2. checks formatting and lints,
-# 3. starts one local NFS-Ganesha (scripts/nfs-server.sh) and runs every
-#    test against it: Rust unit/property/real-server tests, then the
-#    C library and SQLite tests when those exist,
+# 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
+#    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
+#    and runs every test against it: Rust unit/property/real-server tests
+#    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
+#    library and SQLite tests when those exist; as root also the Debian
+#    package test (scripts/package-test.sh), the multipath and operations
+#    tests and the fault soak (scripts/soak.sh) in the network namespace
+#    topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
 # Exit status is non-zero if anything failed.
@@ -36,12 +41,26 @@ install_packages() {
     command -v promtool >/dev/null || missing+=(prometheus)
     command -v dpkg-architecture >/dev/null || missing+=(dpkg-dev)
     command -v pkg-config >/dev/null || missing+=(pkg-config)
+    # The interception library's tests (crates/preload/tests/run.sh).
+    command -v fio >/dev/null || missing+=(fio)
+    command -v valgrind >/dev/null || missing+=(valgrind)
+    command -v cc >/dev/null || missing+=(gcc libc6-dev)
+    local pg_new=
+    if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
+        missing+=(postgresql)
+        pg_new=1
+        # No "main" cluster: the tests make their own, and nothing the
+        # install starts may keep running.
+        mkdir -p /etc/postgresql-common
+        [[ -e /etc/postgresql-common/createcluster.conf ]] ||
+            echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+    fi
     if ((${#missing[@]})); then
         log "installing: ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        # Installing prometheus must not start its daemon on :9090: the
-        # tests run their own. A policy-rc.d that forbids every start,
+        # Installing prometheus (or postgresql) must not start its daemon:
+        # the tests run their own. A policy-rc.d that forbids every start,
         # only for this install (and only if the machine has none).
         local policy=/usr/sbin/policy-rc.d ours=0
         if [[ ! -e $policy ]]; then
@@ -49,8 +68,13 @@ install_packages() {
             chmod 0755 "$policy"
             ours=1
         fi
-        apt-get install -y -qq "${missing[@]}" >/dev/null
+        apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
         if ((ours)); then rm -f "$policy"; fi
+    fi
+    if [[ -n $pg_new ]] && command -v pg_lsclusters >/dev/null; then
+        # Stop any cluster the package started anyway (only ones it made).
+        pg_lsclusters -h 2>/dev/null | awk '$4 == "online" {print $1, $2}' |
+            while read -r ver name; do pg_ctlcluster "$ver" "$name" stop || true; done
     fi
 }
 
@@ -58,8 +82,33 @@ stop_server() {
     DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
 }
 
+# The repository stands on its own: no file sends its reader to documents
+# outside it, and every relative link of its Markdown files resolves.
+check_docs() {
+    local bad=0 file target dir
+    if git ls-files -z | xargs -0 grep -nE '(\.\./)+shared/|shared/(DESIGN|STYLE|SERVER-NOTES)|SERVER-NOTES\.md|[^_]DESIGN\.md|STYLE\.md' \
+        -- 2>/dev/null | grep -v '^scripts/test.sh:'; then
+        log "the lines above refer to documents outside the repository (docs/ has them)"
+        bad=1
+    fi
+    while IFS= read -r file; do
+        dir=$(dirname "$file")
+        while IFS= read -r target; do
+            target=${target%%#*}
+            [[ -z $target || $target == *://* || $target == mailto:* ]] && continue
+            if [[ ! -e $dir/$target ]]; then
+                log "$file: broken link to $target"
+                bad=1
+            fi
+        done < <(grep -oE '\]\([^) ]+\)' "$file" | sed -E 's/^\]\((.*)\)$/\1/')
+    done < <(git ls-files '*.md')
+    return "$bad"
+}
+
 main() {
     install_packages
+    log "docs: no references outside the repository, no broken links"
+    check_docs
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
@@ -72,10 +121,13 @@ main() {
     trap stop_server EXIT
     local url
     url=$(DNFS_STATE_DIR="$STATE_DIR" DNFS_NFS_PORT=${DNFS_TEST_NFS_PORT:-2549} \
-        DNFS_MNT_PORT=${DNFS_TEST_MNT_PORT:-20548} \
+        DNFS_MNT_PORT=${DNFS_TEST_MNT_PORT:-20548} DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
         bash scripts/nfs-server.sh start "$EXPORT_DIR" | tail -n 1)
     log "server: $url"
     export DNFS_TEST_URL="$url"
+    export DNFS_TEST_URL_V41
+    DNFS_TEST_URL_V41=$(DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh url --vers 4.1)
+    log "server (NFSv4.1): $DNFS_TEST_URL_V41"
     export DNFS_TEST_EXPORT_DIR="$EXPORT_DIR"
     export DNFS_TEST_REQUIRE_SERVER=1
     export DNFS_TEST_SERVER_PID
@@ -102,6 +154,8 @@ main() {
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         bash crates/sqlite/tests/sanitized.sh
     fi
+    log "interception library: PostgreSQL, sqlite3, fio, coreutils through dnfs run (~5 min)"
+    bash crates/preload/tests/run.sh
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
         bash scripts/multipath-tests.sh
@@ -110,10 +164,31 @@ main() {
     else
         log "SKIPPED multipath tests: not root"
     fi
+    run_soak
 
     run_miri
     run_fuzzers
     log "all tests passed"
+}
+
+# The fault soak (scripts/soak.sh): DNFS_SOAK_MINUTES of faults (default
+# 3, about 3.5 minutes in all; 0 skips it) with a fresh seed each run, or
+# DNFS_SOAK_SEED. Needs root, like the multipath tests, and the same
+# namespace: it runs after them, never beside them.
+run_soak() {
+    local minutes=${DNFS_SOAK_MINUTES:-3}
+    if [[ $minutes == 0 ]]; then
+        log "SKIPPED fault soak: DNFS_SOAK_MINUTES=0"
+        return
+    fi
+    if [[ $(id -u) != 0 ]]; then
+        log "SKIPPED fault soak: not root"
+        return
+    fi
+    log "fault soak, ${minutes} min (network namespaces, needs root)"
+    local args=(--minutes "$minutes")
+    [[ -n ${DNFS_SOAK_SEED:-} ]] && args+=(--seed "$DNFS_SOAK_SEED")
+    bash scripts/soak.sh "${args[@]}"
 }
 
 # Miri on the unit tests that need neither a socket nor C: the SQLite VFS
@@ -146,26 +221,31 @@ run_miri() {
         log "SKIPPED Miri: cargo miri setup failed (it builds a sysroot from rust-src)"
         return
     fi
-    log "Miri: unit tests of sqlite, capi, engine, wire; wire's statements, golden, ganesha"
+    log "Miri: unit tests of sqlite, capi, engine, wire; wire's statements, golden, ganesha (v3 and v4.1)"
     # dotlock:: asks the OS for the host name and process start times,
     # which Miri cannot do. -Zmiri-disable-isolation: proptest reads the
     # working directory. About 2 minutes; the timeout only stops a hang.
-    env -u DNFS_TEST_URL -u DNFS_TEST_REQUIRE_SERVER \
+    env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER \
         PROPTEST_CASES="${DNFS_MIRI_PROPTEST_CASES:-8}" MIRIFLAGS=-Zmiri-disable-isolation \
         timeout 900 cargo +nightly miri test --no-fail-fast \
         -p directnfs-sqlite -p directnfs-capi -p directnfs-engine -p directnfs-wire \
-        --lib --test statements --test golden --test ganesha -- --skip dotlock::
-    log "Miri: the client's lock-free call outcome, call reuse and write log"
+        --lib --test statements --test golden --test ganesha --test golden_v41 \
+        --test ganesha_v41 -- --skip dotlock::
+    log "Miri: the client's call outcome and reuse, write log, batch and blocking reads"
     # The rest of the client's unit tests need sockets or the clock loop of
     # a transport; these are the ones whose memory ordering and unsafe
-    # code Miri can check (about 30 s).
-    env -u DNFS_TEST_URL -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
-        timeout 600 cargo +nightly miri test -p directnfs --lib -- io::call::tests writelog::
+    # code Miri can check: the batch and read_at tests run against a
+    # server played in-process (src/testing.rs) and would be reported as a
+    # write into freed memory if a buffer were let go while the server
+    # could still write into it (about 1 minute).
+    env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
+        timeout 900 cargo +nightly miri test -p directnfs --lib -- \
+        io::call::tests writelog:: batch::tests file::tests
 }
 
 # Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 20), two
 # at a time (DNFS_FUZZ_JOBS, default 2: this machine's two cores; nothing
-# else runs then): 28 x 20 s in about 5 minutes.
+# else runs then): 35 x 20 s in about 6 minutes.
 # cargo-fuzz needs a nightly toolchain: used when this machine has one
 # (rustup cannot download one here), otherwise said loudly and skipped.
 run_fuzzers() {

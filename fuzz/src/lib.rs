@@ -4,7 +4,7 @@
 //! only when a decoder panics or breaks one of its promises.
 #![forbid(unsafe_code)]
 
-pub use directnfs_wire::{mount, nfs3, portmap, rpc};
+pub use directnfs_wire::{mount, nfs3, nfs4, portmap, rpc};
 
 use directnfs_wire::rpc::RecordReader;
 use directnfs_wire::xdr::{decode_exact, to_bytes, Decode, Encode, XdrReader};
@@ -60,6 +60,194 @@ pub fn commit_reply(data: &[u8]) {
     if let (Ok(f), Ok(s)) = (fast, slow) {
         assert_eq!(f.verf, s.ok().map(|o| o.verf));
     }
+}
+
+/// NFSv4.1 COMPOUND4res. First byte 0: the plain decoder, whose values
+/// survive their own encoding. Else the low 3 bits give how many of the
+/// next bytes name operations sent (each picks one of the implemented
+/// operations), and the reply that follows is decoded against them: an
+/// accepted reply answers at most those operations, in their order (or
+/// OP_ILLEGAL), stops at its first failure, and reads as the plain
+/// decoder reads it.
+pub fn nfs4_compound_res(data: &[u8]) {
+    use nfs4::{nfs_opnum4, COMPOUND4res};
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    if mode == 0 {
+        return roundtrip::<COMPOUND4res>(rest);
+    }
+    let n = usize::from(mode & 7).min(rest.len());
+    let (ops, reply) = rest.split_at(n);
+    let sent: Vec<nfs_opnum4> = ops.iter().map(|b| IMPLEMENTED_OPS[usize::from(*b) % IMPLEMENTED_OPS.len()]).collect();
+    let Ok(res) = COMPOUND4res::decode_expecting(&mut XdrReader::new(reply), &sent) else {
+        return;
+    };
+    assert!(res.resarray.len() <= sent.len());
+    for (r, op) in res.resarray.iter().zip(&sent) {
+        assert!(r.opnum() == *op || r.opnum() == nfs_opnum4::OP_ILLEGAL);
+    }
+    for r in res.resarray.iter().rev().skip(1) {
+        assert!(r.status().is_ok(), "a result after a failure");
+    }
+    if let Some(last) = res.resarray.last() {
+        assert_eq!(last.status(), res.status);
+    }
+    let plain = COMPOUND4res::decode(&mut XdrReader::new(reply));
+    assert_eq!(plain.as_ref().ok(), Some(&res));
+}
+
+/// The operations `nfs_resop4` decodes, for `nfs4_compound_res`.
+const IMPLEMENTED_OPS: &[nfs4::nfs_opnum4] = &[
+    nfs4::nfs_opnum4::OP_ACCESS,
+    nfs4::nfs_opnum4::OP_CLOSE,
+    nfs4::nfs_opnum4::OP_COMMIT,
+    nfs4::nfs_opnum4::OP_CREATE,
+    nfs4::nfs_opnum4::OP_DELEGRETURN,
+    nfs4::nfs_opnum4::OP_GETATTR,
+    nfs4::nfs_opnum4::OP_GETFH,
+    nfs4::nfs_opnum4::OP_LINK,
+    nfs4::nfs_opnum4::OP_LOCK,
+    nfs4::nfs_opnum4::OP_LOCKT,
+    nfs4::nfs_opnum4::OP_LOCKU,
+    nfs4::nfs_opnum4::OP_LOOKUP,
+    nfs4::nfs_opnum4::OP_LOOKUPP,
+    nfs4::nfs_opnum4::OP_OPEN,
+    nfs4::nfs_opnum4::OP_PUTFH,
+    nfs4::nfs_opnum4::OP_PUTROOTFH,
+    nfs4::nfs_opnum4::OP_READ,
+    nfs4::nfs_opnum4::OP_READDIR,
+    nfs4::nfs_opnum4::OP_REMOVE,
+    nfs4::nfs_opnum4::OP_RENAME,
+    nfs4::nfs_opnum4::OP_RESTOREFH,
+    nfs4::nfs_opnum4::OP_SAVEFH,
+    nfs4::nfs_opnum4::OP_SETATTR,
+    nfs4::nfs_opnum4::OP_WRITE,
+    nfs4::nfs_opnum4::OP_BIND_CONN_TO_SESSION,
+    nfs4::nfs_opnum4::OP_EXCHANGE_ID,
+    nfs4::nfs_opnum4::OP_CREATE_SESSION,
+    nfs4::nfs_opnum4::OP_DESTROY_SESSION,
+    nfs4::nfs_opnum4::OP_FREE_STATEID,
+    nfs4::nfs_opnum4::OP_SECINFO_NO_NAME,
+    nfs4::nfs_opnum4::OP_SEQUENCE,
+    nfs4::nfs_opnum4::OP_TEST_STATEID,
+    nfs4::nfs_opnum4::OP_DESTROY_CLIENTID,
+    nfs4::nfs_opnum4::OP_RECLAIM_COMPLETE,
+];
+
+/// Every NFSv4.1 per-operation result decoder (and `fattr4`), picked by
+/// the first byte: each value survives its own encoding. One target for
+/// all of them keeps the fuzzing time of CI where it was.
+pub fn nfs4_op_res(data: &[u8]) {
+    use nfs4::*;
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    match which % 28 {
+        0 => roundtrip::<nfs_resop4>(rest),
+        1 => roundtrip::<fattr4>(rest),
+        2 => roundtrip::<EXCHANGE_ID4res>(rest),
+        3 => roundtrip::<CREATE_SESSION4res>(rest),
+        4 => roundtrip::<SEQUENCE4res>(rest),
+        5 => roundtrip::<BIND_CONN_TO_SESSION4res>(rest),
+        6 => roundtrip::<GETFH4res>(rest),
+        7 => roundtrip::<GETATTR4res>(rest),
+        8 => roundtrip::<SETATTR4res>(rest),
+        9 => roundtrip::<ACCESS4res>(rest),
+        10 => roundtrip::<OPEN4res>(rest),
+        11 => roundtrip::<CLOSE4res>(rest),
+        12 => roundtrip::<READ4res>(rest),
+        13 => roundtrip::<WRITE4res>(rest),
+        14 => roundtrip::<COMMIT4res>(rest),
+        15 => roundtrip::<CREATE4res>(rest),
+        16 => roundtrip::<REMOVE4res>(rest),
+        17 => roundtrip::<RENAME4res>(rest),
+        18 => roundtrip::<LINK4res>(rest),
+        19 => roundtrip::<READDIR4res>(rest),
+        20 => roundtrip::<LOCK4res>(rest),
+        21 => roundtrip::<LOCKT4res>(rest),
+        22 => roundtrip::<LOCKU4res>(rest),
+        23 => roundtrip::<TEST_STATEID4res>(rest),
+        24 => roundtrip::<SECINFO_NO_NAME4res>(rest),
+        25 => roundtrip::<nfsstat4>(rest),
+        26 => roundtrip::<bitmap4>(rest),
+        _ => roundtrip::<CB_COMPOUND4res>(rest),
+    }
+}
+
+/// The NFSv4.1 hot-path reply decoders: the first byte picks READ (and its
+/// head-only form), WRITE or COMMIT; for READ the next 4 bytes are the
+/// count asked for. Data never exceeds the count, the head decoder agrees
+/// with the full one, and each agrees with the general decoder.
+pub fn nfs4_hotpath(data: &[u8]) {
+    use nfs4::*;
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let sent = |last| [nfs_opnum4::OP_SEQUENCE, nfs_opnum4::OP_PUTFH, last];
+    match which % 3 {
+        0 => {
+            let Some((max, reply)) = rest.split_first_chunk::<4>() else {
+                return;
+            };
+            let max = u32::from_be_bytes(*max) & 0x000f_ffff;
+            let head = decode_read_reply_head(&mut XdrReader::new(reply), max);
+            let Ok(full) = decode_read_reply(&mut XdrReader::new(reply), max) else {
+                return;
+            };
+            let head = head.expect("the head decodes where the whole reply does");
+            assert_eq!((head.status, head.sequence, head.failed_op), (full.status, full.sequence, full.failed_op));
+            assert_eq!(head.ok.map(|h| h.count as usize), full.ok.map(|o| o.data.len()));
+            if let Some(ok) = full.ok {
+                assert!(ok.data.len() <= max as usize);
+            }
+            agrees(reply, &sent(nfs_opnum4::OP_READ), full.status);
+        }
+        1 => {
+            if let Ok(r) = decode_write_reply(&mut XdrReader::new(rest)) {
+                agrees(rest, &sent(nfs_opnum4::OP_WRITE), r.status);
+            }
+        }
+        _ => {
+            if let Ok(r) = decode_commit_reply(&mut XdrReader::new(rest)) {
+                agrees(rest, &sent(nfs_opnum4::OP_COMMIT), r.status);
+            }
+        }
+    }
+}
+
+/// What a hot-path decoder accepted, the general decoder accepts with the
+/// same status.
+fn agrees(reply: &[u8], sent: &[nfs4::nfs_opnum4], status: nfs4::nfsstat4) {
+    let general = nfs4::COMPOUND4res::decode_expecting(&mut XdrReader::new(reply), sent)
+        .expect("the general decoder accepts what the hot path accepts");
+    assert_eq!(general.status, status);
+}
+
+/// CB_COMPOUND calls as a server sends them: the decoder never panics, the
+/// reply built by the RFC's rules stops at its first failure with the
+/// COMPOUND status the last result's, and it survives its own encoding.
+pub fn nfs4_cb_compound(data: &[u8]) {
+    use nfs4::*;
+    let Ok(args) = CB_COMPOUND4args::decode(&mut XdrReader::new(data)) else {
+        return;
+    };
+    let again = CB_COMPOUND4args::decode(&mut XdrReader::new(&to_bytes(&args)));
+    assert_eq!(again.as_ref(), Ok(&args));
+    let res = args.reply(|op| match op {
+        nfs_cb_argop4::OP_CB_SEQUENCE(a) => Some(a.reply_ok(0)),
+        nfs_cb_argop4::OP_CB_RECALL(_) => Some(nfs_cb_resop4::Status(nfs_cb_opnum4::OP_CB_RECALL, nfsstat4::NFS4_OK)),
+        _ => None,
+    });
+    assert!(res.resarray.len() <= args.argarray.len());
+    for r in res.resarray.iter().rev().skip(1) {
+        assert!(r.status().is_ok());
+    }
+    if let Some(last) = res.resarray.last() {
+        assert_eq!(last.status(), res.status);
+    }
+    let back = decode_exact::<CB_COMPOUND4res>(&to_bytes(&res), "cb reply");
+    assert_eq!(back.as_ref(), Ok(&res));
 }
 
 /// Record reassembly: the first byte picks the record limit (1..=256) and

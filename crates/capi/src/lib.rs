@@ -626,7 +626,7 @@ pub unsafe extern "C" fn dnfs_statfs(client: *mut DnfsClient, st: *mut DnfsStatf
             return Err(Failure::invalid("st is NULL"));
         }
         OpStats::add(&c.stats.metadata_ops, 1);
-        let f = c.stats.check(c.client.statfs())?;
+        let f = c.stats.check(c.client.fsstat())?;
         // SAFETY: st is non-NULL and points to a writable dnfs_statfs.
         unsafe { st.write(DnfsStatfs::from(&f)) };
         Ok(0)
@@ -803,8 +803,14 @@ pub unsafe extern "C" fn dnfs_batch_read(
             // waits for every piece, so no write lands after that.
             unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) }
         };
-        b.stats
-            .check(b.state().batch.read(&f.file, offset, slice, token))?;
+        // SAFETY: `Batch::read`'s contract is that the batch is dropped or
+        // the read reaped before the buffer is let go. The buffer is the C
+        // caller's, who by the header's contract keeps it until the read's
+        // completion comes out of dnfs_batch_wait or dnfs_batch_free returns
+        // (which drops the batch, waiting for every read); this batch lives
+        // in a Box only dnfs_batch_free frees.
+        let submitted = unsafe { b.state().batch.read(&f.file, offset, slice, token) };
+        b.stats.check(submitted)?;
         OpStats::add(&b.stats.batch_ops, 1);
         Ok(0)
     })

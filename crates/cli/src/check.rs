@@ -1,7 +1,14 @@
 //! `dnfs check`: for every server, path and export of the dnfstab (or each
 //! URL given), connect over that path alone (binding its `local:` address),
 //! MOUNT, FSINFO, and time NULL round trips. Prints one row per
-//! (server, path, export); exits non-zero if any row failed.
+//! (server, path, export), with the socket buffers the kernel gave the
+//! connection (SO_SNDBUF/SO_RCVBUF after connect: a `sockbuf` request as
+//! capped by `net.core.wmem_max`/`rmem_max`, or the autotuned size so far);
+//! exits non-zero if any row failed.
+//!
+//! A check reports what works now: an unreachable server is waited for at
+//! most [`CHECK_MNT_TIMEOUT`] per row, not the configured `mnt_timeout`
+//! (600 s by default, meant for a database waiting out a takeover).
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,6 +20,10 @@ use crate::error::{CliError, Result};
 
 /// NULL calls per path; the median is reported.
 const PINGS: usize = 5;
+
+/// Longest wait for an unreachable server, per row (a smaller configured
+/// `mnt_timeout` is kept).
+const CHECK_MNT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One row of the report.
 struct Row {
@@ -26,6 +37,8 @@ struct Probe {
     rtmax: u32,
     wtmax: u32,
     rtt: Duration,
+    /// SO_SNDBUF and SO_RCVBUF of the connection, bytes.
+    buffers: (u64, u64),
 }
 
 /// Runs the check; `urls` empty means "everything in the dnfstab".
@@ -49,6 +62,7 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
                     let mut options = server.options.clone();
                     // One channel is enough to prove a path; keep it quick.
                     options.connections = 1;
+                    options.mnt_timeout = options.mnt_timeout.min(CHECK_MNT_TIMEOUT);
                     targets.push((
                         server.name.clone(),
                         shown.clone(),
@@ -68,6 +82,7 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
             let url = NfsUrl::parse(u).map_err(|e| CliError::msg(e.to_string()))?;
             let mut target = Target::from_url(&url);
             target.options.connections = 1;
+            target.options.mnt_timeout = target.options.mnt_timeout.min(CHECK_MNT_TIMEOUT);
             targets.push((url.host.clone(), url.host.clone(), target));
         }
     }
@@ -92,10 +107,18 @@ fn probe(target: &Target) -> std::result::Result<Probe, String> {
     }
     rtts.sort();
     let limits = client.limits();
+    let stats = client.stats();
+    let channel = stats
+        .servers
+        .iter()
+        .flat_map(|s| &s.paths)
+        .flat_map(|p| &p.channels)
+        .next();
     Ok(Probe {
         rtmax: limits.rtmax,
         wtmax: limits.wtmax,
         rtt: rtts[rtts.len() / 2],
+        buffers: channel.map_or((0, 0), |c| (c.send_buffer, c.recv_buffer)),
     })
 }
 
@@ -105,20 +128,22 @@ fn print_table(rows: &[Row]) {
     let wp = w(&|r| r.path.len(), 4);
     let we = w(&|r| r.export.len(), 6);
     println!(
-        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}",
-        "SERVER", "PATH", "EXPORT", "STATUS", "RTMAX", "WTMAX", "NULL RTT"
+        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}",
+        "SERVER", "PATH", "EXPORT", "STATUS", "RTMAX", "WTMAX", "NULL RTT", "SNDBUF", "RCVBUF"
     );
     for r in rows {
         match &r.outcome {
             Ok(p) => println!(
-                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us",
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}",
                 r.server,
                 r.path,
                 r.export,
                 "ok",
                 p.rtmax,
                 p.wtmax,
-                p.rtt.as_secs_f64() * 1e6
+                p.rtt.as_secs_f64() * 1e6,
+                p.buffers.0,
+                p.buffers.1
             ),
             Err(e) => println!(
                 "{:ws$}  {:wp$}  {:we$}  {:>6}  {e}",

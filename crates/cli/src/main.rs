@@ -116,6 +116,14 @@ enum Command {
     },
     /// Database I/O benchmark (oltp, scan, redo, sweep): directnfs vs libnfs vs local.
     Bench(bench::BenchArgs),
+    /// Run a program with its files under the dnfstab's mount: prefixes on
+    /// NFS: the interception library is preloaded and the dnfstab passed on
+    /// (children inherit both).
+    Run {
+        /// The program and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Check every server, path and export of the dnfstab (or the URLs
     /// given): connect over each path, MOUNT, FSINFO, NULL round trip.
     /// Exits non-zero if anything fails.
@@ -202,6 +210,11 @@ fn main() -> ExitCode {
     if matches!(cli.command, Command::Cp { .. } | Command::Cat { .. }) {
         alloc::tune_for_bulk_io();
     }
+    if let Command::Run { command } = &cli.command {
+        let (code, e) = commands::run::exec(cli.config.as_deref(), command);
+        eprintln!("dnfs: {}", one_line(&e.to_string()));
+        std::process::exit(code)
+    }
     if let Command::Check { urls } = &cli.command {
         let code = match check::run(cli.config.as_deref(), urls) {
             Ok(true) => 0,
@@ -262,6 +275,7 @@ fn run(resolver: &Resolver, command: Command) -> Result<()> {
         // Handled in main (they have their own exit codes, or mount nothing).
         Command::Bench(_)
         | Command::Check { .. }
+        | Command::Run { .. }
         | Command::Stats(_)
         | Command::Top(_)
         | Command::Exporter(_)

@@ -1,5 +1,6 @@
 //! `dnfs check` against the real server: a good export is `ok` with its
-//! transfer sizes and round trip; an unreachable one fails the command.
+//! transfer sizes, round trip and socket buffers; an unreachable one fails
+//! the command (after at most 5 s, whatever `mnt_timeout` says).
 
 mod common;
 
@@ -22,11 +23,32 @@ fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
         row.contains("1048576") || row.contains("65536"),
         "rtmax shown: {stdout}"
     );
+    assert!(
+        stdout.starts_with("SERVER")
+            && stdout
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .contains("SNDBUF  ")
+    );
+
+    // The socket buffers the kernel granted: 64 KiB asked, reported doubled.
+    let sep = if good.contains('?') { '&' } else { '?' };
+    let small = format!("{good}{sep}sockbuf=64k");
+    let out = dnfs(&["check", &small]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let row = stdout.lines().nth(1).unwrap_or_default();
+    assert!(row.trim_end().ends_with("131072     131072"), "{stdout}");
 
     let dead = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1";
+    let started = std::time::Instant::now();
     let out = dnfs(&["check", &good, dead]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let t = started.elapsed();
+    assert!(t < std::time::Duration::from_secs(15), "waited {t:?}");
+    assert!(stdout.contains("mnt_timeout is 5 s"), "{stdout}");
     assert!(
         stdout.contains("FAILED") && stdout.contains(" ok "),
         "{stdout}"

@@ -1,24 +1,111 @@
-//! The batch API: submit many reads and writes with caller-owned buffers,
-//! then reap completions — at least N of them, with a timeout — the
-//! `aio_waitn` model the Solaris report (seed 002) credits for database
-//! I/O rates.
+//! The batch API: submit many reads and writes, then reap completions —
+//! at least N of them, with a timeout — the `aio_waitn` model the Solaris
+//! report credits for database I/O rates
+//! (docs/design.md "Why it exists").
 //!
 //! ```no_run
 //! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {
 //! let mut a = vec![0u8; 8192];
 //! let mut b = vec![0u8; 8192];
-//! let mut batch = directnfs::Batch::new(file.client());
-//! batch.read(file, 0, &mut a, 1)?;
-//! batch.read(file, 8192, &mut b, 2)?;
-//! for done in batch.wait(2, None) {
-//!     println!("token {} -> {:?} bytes", done.token, done.result);
-//! }
+//! file.client().batch_scope(|batch| {
+//!     batch.read(file, 0, &mut a, 1)?;
+//!     batch.read(file, 8192, &mut b, 2)?;
+//!     for done in batch.wait(2, None) {
+//!         println!("token {} -> {:?} bytes", done.token, done.result);
+//!     }
+//!     Ok::<_, directnfs::Error>(())
+//! })?;
 //! # Ok(()) }
 //! ```
 //!
-//! Buffers are borrowed for the life of the batch (`'buf`): the borrow
-//! checker keeps the caller from touching them while the server may still
-//! write into them. Dropping a batch waits for everything it submitted.
+//! # Buffers
+//!
+//! The server writes a READ's data straight into the caller's buffer, at
+//! any time until the read completes, so a buffer must stay alive and
+//! untouched until then. Three forms keep that promise:
+//!
+//! * **Scoped** ([`Client::batch_scope`], the `std::thread::scope`
+//!   pattern): reads borrow their buffers; the batch lives inside the
+//!   scope, which waits for every read before it returns, however the
+//!   closure ends (unwinding included). The closure only ever holds a
+//!   `&mut` [`ScopedBatch`], so the batch cannot be leaked
+//!   (`std::mem::forget`), moved out or swapped for another scope's.
+//! * **Owned** ([`Batch::read_owned`], [`Batch::write_owned`]): the batch
+//!   owns the buffer until the completion hands it back. Forgetting a
+//!   batch leaks its buffers with it — never frees them under the server.
+//! * **Borrowed on a free-standing batch** ([`Batch::read`]): `unsafe`.
+//!   Dropping the batch waits for its reads, but a batch that is never
+//!   dropped (`std::mem::forget`, a reference cycle) would end the borrow
+//!   while the server may still write: the `thread::scoped` mistake. The
+//!   caller promises not to do that (the C library's contract does).
+//!
+//! Writes copy their data when submitted ([`Batch::write`] borrows only
+//! for the call), so no write form has that hazard.
+//!
+//! The safe API cannot express a leaked borrowed read:
+//!
+//! ```compile_fail,E0133
+//! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {
+//! let mut buf = vec![0u8; 8192];
+//! let mut batch = directnfs::Batch::new(file.client());
+//! batch.read(file, 0, &mut buf, 1)?; // error: `read` is unsafe
+//! std::mem::forget(batch);
+//! drop(buf); // (the server could still be writing here)
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0521
+//! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {
+//! let mut buf = vec![0u8; 8192];
+//! let mut kept = None;
+//! file.client().batch_scope(|batch| {
+//!     batch.read(file, 0, &mut buf, 1)?;
+//!     kept = Some(batch); // error: the batch cannot leave its scope
+//!     Ok::<_, directnfs::Error>(())
+//! })?;
+//! std::mem::forget(kept);
+//! # Ok(()) }
+//! ```
+//!
+//! ```compile_fail,E0521
+//! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {
+//! let mut buf = vec![0u8; 8192];
+//! let client = file.client();
+//! client.batch_scope(|outer| {
+//!     client.batch_scope(|inner| {
+//!         inner.read(file, 0, &mut buf, 1)?;
+//!         // error: two scopes' batches are different types, so the
+//!         // inner one cannot be swapped out to outlive its scope
+//!         std::mem::swap(outer, inner);
+//!         Ok::<_, directnfs::Error>(())
+//!     })
+//! })?;
+//! # Ok(()) }
+//! ```
+//!
+//! The same code without the offending line compiles (this is what the
+//! three tests above would be if they did not fail for that line alone):
+//!
+//! ```no_run
+//! # fn demo(file: &directnfs::File) -> directnfs::Result<()> {
+//! let mut buf = vec![0u8; 8192];
+//! let client = file.client();
+//! client.batch_scope(|outer| {
+//!     client.batch_scope(|inner| {
+//!         inner.read(file, 0, &mut buf, 1)?;
+//!         Ok::<_, directnfs::Error>(())
+//!     })?;
+//!     outer.submit();
+//!     Ok::<_, directnfs::Error>(())
+//! })?;
+//! let mut batch = directnfs::Batch::new(file.client());
+//! // SAFETY: the batch is dropped (waiting for the read) before `buf`.
+//! unsafe { batch.read(file, 0, &mut buf, 1)? };
+//! drop(batch);
+//! # Ok(()) }
+//! ```
+//!
+//! Dropping a batch waits for everything it submitted.
 //!
 //! Submitted operations are queued and go to the server together — one
 //! write per connection for the lot — when the batch is waited on, when
@@ -34,7 +121,7 @@ use std::time::{Duration, Instant};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::io::call::{BatchQueue, Call, CallPool, Notify, ReadDest};
+use crate::io::call::{released, BatchQueue, Call, CallPool, Notify, ReadDest, Sink};
 
 /// One finished operation.
 #[derive(Debug)]
@@ -86,7 +173,8 @@ struct Op {
     owned: Option<Vec<u8>>,
 }
 
-/// A set of asynchronous reads and writes; see the module docs.
+/// A set of asynchronous reads and writes; see the module docs (and
+/// [`Client::batch_scope`] for reads into borrowed buffers).
 #[derive(Debug)]
 pub struct Batch<'buf> {
     client: Client,
@@ -217,13 +305,26 @@ impl<'buf> Batch<'buf> {
         if !self.unsent.is_empty() {
             self.client
                 .inner
-                .shared()
+                .transport()
                 .submit_many(self.unsent.drain(..));
         }
     }
 
-    /// Submits a read of `buf.len()` bytes at `offset` into `buf`.
-    pub fn read(
+    /// Submits a read of `buf.len()` bytes at `offset` into `buf`, which
+    /// the server may write until the read completes.
+    ///
+    /// The safe forms are [`Client::batch_scope`] (borrowed buffers) and
+    /// [`read_owned`](Self::read_owned); see the module docs.
+    ///
+    /// # Safety
+    ///
+    /// The batch must be dropped, or this read returned by
+    /// [`wait`](Self::wait), before `buf` is used or freed again. Dropping
+    /// the batch waits for the read, so the ordinary end of a borrow is
+    /// fine; what is not is a batch that is never dropped while `'buf`
+    /// ends: `std::mem::forget`, `Box::leak` of a batch whose buffers are
+    /// then freed, a reference cycle.
+    pub unsafe fn read(
         &mut self,
         file: &File,
         offset: u64,
@@ -233,7 +334,10 @@ impl<'buf> Batch<'buf> {
         file.check_range(offset, buf.len(), "READ")?;
         self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Read);
-        self.submit_read(file, op, offset, buf);
+        // SAFETY: `buf` is borrowed for 'buf, and the caller promises the
+        // batch is dropped (which waits for every piece) or the read
+        // reaped before that borrow ends.
+        unsafe { self.submit_read(file, op, offset, buf.as_mut_ptr(), buf.len()) };
         Ok(())
     }
 
@@ -250,44 +354,60 @@ impl<'buf> Batch<'buf> {
         file.check_range(offset, buf.len(), "READ")?;
         self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Read);
-        let len = buf.len();
-        // SAFETY: the Vec's heap block does not move when the Vec moves into
-        // the op below, and the op keeps it until every piece has completed
-        // (Drop of the batch waits for all pieces).
-        let slice: &'buf mut [u8] =
-            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), len) };
+        let (ptr, len) = (buf.as_mut_ptr(), buf.len());
         if let Some(Some(o)) = self.ops.get_mut(op) {
             o.owned = Some(buf);
         }
-        self.submit_read(file, op, offset, slice);
+        // SAFETY: the Vec's heap block does not move when the Vec moves into
+        // the op, which keeps it until every piece has completed (a
+        // completion hands it back only then; Drop waits for every piece;
+        // a forgotten batch leaks it rather than freeing it). Nothing else
+        // touches it meanwhile.
+        unsafe { self.submit_read(file, op, offset, ptr, len) };
         Ok(())
     }
 
-    fn submit_read(&mut self, file: &File, op: usize, offset: u64, buf: &'buf mut [u8]) {
-        if buf.is_empty() {
+    /// Splits a read into pieces of at most `rtmax` bytes and queues them.
+    ///
+    /// # Safety
+    /// `ptr..ptr + len` must stay valid for writes, and be accessed by
+    /// nobody else, until every piece of `op` has completed.
+    unsafe fn submit_read(
+        &mut self,
+        file: &File,
+        op: usize,
+        offset: u64,
+        ptr: *mut u8,
+        len: usize,
+    ) {
+        if len == 0 {
             self.finish_empty(op);
             return;
         }
         let rtmax = self.client.inner.limits.rtmax as usize;
-        for (seq, chunk) in buf.chunks_mut(rtmax).enumerate() {
-            let len = chunk.len();
+        let mut seq = 0;
+        let mut at = 0;
+        while at < len {
+            let n = rtmax.min(len - at);
             if let Some(Some(o)) = self.ops.get_mut(op) {
-                o.got.push((len, None));
+                o.got.push((n, None));
             }
-            // SAFETY: the chunk is borrowed for 'buf, which outlives the
-            // batch; the batch does not release the borrow (Drop waits for
-            // every piece) before the call completes.
-            let dest = unsafe { ReadDest::new(chunk) };
-            let offset = offset + (seq * rtmax) as u64;
-            self.queue_piece(op, offset, len, seq, None, |notify, pool, start_ns| {
-                file.read_call_pooled(offset, dest, notify, pool, start_ns)
+            // SAFETY: `at + n <= len`, inside the caller's buffer, which
+            // outlives the piece (this function's contract).
+            let dest = unsafe { ReadDest::from_raw(ptr.add(at), n) };
+            let piece_offset = offset + at as u64;
+            self.queue_piece(op, piece_offset, n, seq, None, |notify, pool| {
+                file.read_call_pooled(piece_offset, dest, notify, pool)
             });
+            seq += 1;
+            at += n;
         }
         self.in_flight += 1;
     }
 
-    /// Submits a write of `buf` at `offset`.
-    pub fn write(&mut self, file: &File, offset: u64, buf: &'buf [u8], token: u64) -> Result<()> {
+    /// Submits a write of `buf` at `offset`. The data is copied when
+    /// submitted: `buf` is free again when this returns.
+    pub fn write(&mut self, file: &File, offset: u64, buf: &[u8], token: u64) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
         file.check_writable()?;
         self.check_file(file)?;
@@ -361,19 +481,13 @@ impl<'buf> Batch<'buf> {
     fn write_piece(&mut self, file: &File, op: usize, offset: u64, data: Arc<[u8]>, seq: usize) {
         let len = data.len();
         let sent = Arc::clone(&data);
-        self.queue_piece(
-            op,
-            offset,
-            len,
-            seq,
-            Some(data),
-            |notify, pool, start_ns| file.write_call_pooled(offset, sent, notify, pool, start_ns),
-        );
+        self.queue_piece(op, offset, len, seq, Some(data), |notify, pool| {
+            file.write_call_pooled(offset, sent, notify, pool)
+        });
     }
 
     /// Makes piece `seq` of op `op` with `make` (given the piece's
-    /// completion notice, the call pool and the op's start time) and
-    /// queues its call.
+    /// completion notice and the call pool) and queues its call.
     fn queue_piece(
         &mut self,
         op: usize,
@@ -381,11 +495,10 @@ impl<'buf> Batch<'buf> {
         len: usize,
         seq: usize,
         data: Option<Arc<[u8]>>,
-        make: impl FnOnce(Notify, &mut CallPool, u64) -> Arc<Call>,
+        make: impl FnOnce(Notify, &mut CallPool) -> Arc<Call>,
     ) {
-        let start_ns = self.ops[op].as_ref().map_or(0, |o| o.start_ns);
         let (slot, notify) = self.piece_slot();
-        let call = make(notify, &mut self.calls, start_ns);
+        let call = make(notify, &mut self.calls);
         self.add_piece(
             slot,
             Piece {
@@ -427,14 +540,14 @@ impl<'buf> Batch<'buf> {
                 // zero timeout still takes what has arrived).
                 self.client
                     .inner
-                    .shared()
+                    .transport()
                     .wait_until(&|| q.count.load(Ordering::Acquire) >= need, deadline);
                 q.want.store(0, Ordering::Release);
             }
             let mut taken = std::mem::take(&mut self.taken);
             self.queue.take_into(&mut taken);
             // One clock read for the completions handed out together.
-            let now = self.client.inner.shared().now_ns();
+            let now = self.client.inner.transport().now_ns();
             for slot in taken.drain(..) {
                 self.piece_done(slot, now);
             }
@@ -463,7 +576,30 @@ impl<'buf> Batch<'buf> {
         op.pending -= 1;
         match op.kind {
             Kind::Read => match op.file.finish_read(&piece.call) {
-                Ok(p) => op.got[piece.seq].1 = Some((p.count, p.eof)),
+                Ok(p) => {
+                    let before = op.got[piece.seq].1.map_or(0, |(n, _)| n);
+                    op.got[piece.seq].1 = Some((before + p.count, p.eof));
+                    if p.count < piece.len && !p.eof {
+                        if p.count == 0 {
+                            let e = op.file.read_without_progress(piece.offset);
+                            op.error.get_or_insert(e);
+                        } else if let Sink::Read(dest) = &piece.call.sink {
+                            // Short before EOF: ask for the rest, into the
+                            // rest of the piece's buffer (see File::read_at).
+                            let file = op.file.clone();
+                            // SAFETY: the rest of this piece's buffer, which
+                            // the op keeps lent until all its pieces are done.
+                            let rest = unsafe { dest.rest(p.count) };
+                            let offset = piece.offset + p.count as u64;
+                            let len = piece.len - p.count;
+                            let op_index = piece.op;
+                            self.queue_piece(op_index, offset, len, piece.seq, None, |n, pool| {
+                                file.read_call_pooled(offset, rest, n, pool)
+                            });
+                            return;
+                        }
+                    }
+                }
                 Err(e) => {
                     op.error.get_or_insert(e);
                 }
@@ -558,11 +694,309 @@ fn contiguous(got: &[PieceResult]) -> usize {
 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
-        // The server may still be writing into borrowed buffers: wait.
+        // The server may still be writing into the buffers of reads: wait.
         self.submit();
-        let shared = self.client.inner.shared();
-        for piece in self.pieces.iter().flatten() {
-            shared.wait_until(&|| piece.call.is_done(), None);
+        let pieces = &self.pieces;
+        self.client
+            .inner
+            .transport()
+            .wait_until(&|| pieces.iter().flatten().all(|p| released(&p.call)), None);
+    }
+}
+
+/// A batch whose reads may borrow their buffers: see
+/// [`Client::batch_scope`]. Only ever reached through `&mut`, from inside
+/// its scope; `'scope` is invariant, so two scopes' batches are different
+/// types and cannot be swapped.
+#[derive(Debug)]
+pub struct ScopedBatch<'scope, 'env: 'scope> {
+    batch: Batch<'env>,
+    _scope: PhantomData<&'scope mut &'scope ()>,
+}
+
+impl Client {
+    /// Runs `f` with a batch whose reads borrow their buffers for `'env`,
+    /// and waits for every operation it submitted before returning —
+    /// however `f` ends, a panic included. The `std::thread::scope`
+    /// pattern: `f` only holds a `&mut` [`ScopedBatch`], which it can
+    /// neither leak nor move out of the scope, so a buffer can never be
+    /// freed while the server may still write into it.
+    ///
+    /// Completions not reaped inside `f` are discarded.
+    pub fn batch_scope<'env, R>(
+        &self,
+        f: impl for<'scope> FnOnce(&'scope mut ScopedBatch<'scope, 'env>) -> R,
+    ) -> R {
+        let mut scoped = ScopedBatch {
+            batch: Batch::new(self),
+            _scope: PhantomData,
+        };
+        // `scoped` is dropped here on return and on unwind alike: Batch's
+        // Drop waits for every piece.
+        f(&mut scoped)
+    }
+}
+
+impl<'scope, 'env> ScopedBatch<'scope, 'env> {
+    /// Submits a read of `buf.len()` bytes at `offset` into `buf`, which
+    /// stays borrowed until the scope ends.
+    pub fn read(
+        &mut self,
+        file: &File,
+        offset: u64,
+        buf: &'env mut [u8],
+        token: u64,
+    ) -> Result<()> {
+        // SAFETY: this batch is dropped by `batch_scope` before it returns
+        // (on unwind too), which waits for the read, and `f` cannot leak it:
+        // it only ever has `&mut`, no constructor is public and two scopes'
+        // batches have different types (invariant 'scope).
+        unsafe { self.batch.read(file, offset, buf, token) }
+    }
+
+    /// See [`Batch::read_owned`].
+    pub fn read_owned(&mut self, file: &File, offset: u64, buf: Vec<u8>, token: u64) -> Result<()> {
+        self.batch.read_owned(file, offset, buf, token)
+    }
+
+    /// See [`Batch::write`].
+    pub fn write(&mut self, file: &File, offset: u64, buf: &[u8], token: u64) -> Result<()> {
+        self.batch.write(file, offset, buf, token)
+    }
+
+    /// See [`Batch::write_owned`].
+    pub fn write_owned(
+        &mut self,
+        file: &File,
+        offset: u64,
+        buf: Vec<u8>,
+        token: u64,
+    ) -> Result<()> {
+        self.batch.write_owned(file, offset, buf, token)
+    }
+
+    /// See [`Batch::submit`].
+    pub fn submit(&mut self) {
+        self.batch.submit()
+    }
+
+    /// See [`Batch::wait`].
+    pub fn wait(&mut self, min: usize, timeout: Option<Duration>) -> Vec<Completion> {
+        self.batch.wait(min, timeout)
+    }
+
+    /// See [`Batch::wait_into`].
+    pub fn wait_into(&mut self, out: &mut Vec<Completion>, min: usize, timeout: Option<Duration>) {
+        self.batch.wait_into(out, min, timeout)
+    }
+
+    /// See [`Batch::outstanding`].
+    pub fn outstanding(&self) -> usize {
+        self.batch.outstanding()
+    }
+}
+
+/// The batch's logic against a server played in-process
+/// (`crate::testing`): no socket, so these run under Miri too, which
+/// proves no buffer is written after its owner let it go.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MountOptions;
+    use crate::testing::{late, pattern, Behaviour, FakeServer};
+
+    const RTMAX: u32 = 4096;
+
+    fn setup(behaviour: Behaviour) -> (Client, File, FakeServer) {
+        let client = Client::detached(MountOptions::default(), RTMAX, RTMAX);
+        let file = File::detached(&client, "/f");
+        let server = FakeServer::start(&client, behaviour);
+        (client, file, server)
+    }
+
+    fn expected(offset: u64, len: usize) -> Vec<u8> {
+        (0..len as u64).map(|i| pattern(offset + i)).collect()
+    }
+
+    /// Answers late enough that a caller which did not wait would be gone
+    /// (see `testing::late`): under Miri, a batch that did not wait would
+    /// be reported as a write into freed memory.
+    fn slow() -> Behaviour {
+        Behaviour {
+            delay: late(),
+            ..Behaviour::default()
         }
+    }
+
+    #[test]
+    fn scoped_reads_land_in_borrowed_buffers_before_the_scope_returns() {
+        let (client, file, _server) = setup(slow());
+        let mut a = vec![0u8; 1000];
+        let mut b = vec![0u8; 3 * RTMAX as usize + 5];
+        let done = client.batch_scope(|batch| {
+            batch.read(&file, 7, &mut a, 1).unwrap();
+            batch.read(&file, 50_000, &mut b, 2).unwrap();
+            batch.wait(2, None)
+        });
+        let mut results: Vec<_> = done
+            .iter()
+            .map(|c| (c.token, *c.result.as_ref().unwrap()))
+            .collect();
+        results.sort();
+        assert_eq!(results, vec![(1, 1000), (2, 3 * RTMAX as usize + 5)]);
+        assert!(a == expected(7, a.len()));
+        assert!(
+            b == expected(50_000, b.len()),
+            "a split read is assembled in order"
+        );
+    }
+
+    #[test]
+    fn a_scope_that_ends_without_reaping_still_waits_for_its_reads() {
+        let (client, file, server) = setup(slow());
+        let mut buf = vec![0u8; 2 * RTMAX as usize];
+        client.batch_scope(|batch| {
+            batch.read(&file, 0, &mut buf, 1).unwrap();
+            batch.submit();
+        });
+        assert_eq!(
+            server.answered(),
+            2,
+            "both pieces were answered before the scope returned"
+        );
+        assert!(buf == expected(0, buf.len()));
+    }
+
+    #[test]
+    fn a_panic_inside_the_scope_waits_for_its_reads_before_unwinding_on() {
+        let (client, file, server) = setup(slow());
+        let mut buf = vec![0u8; RTMAX as usize];
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            client.batch_scope(|batch| {
+                batch.read(&file, 0, &mut buf, 1).unwrap();
+                batch.submit();
+                panic!("the caller's code fails while the read is in flight");
+            })
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(
+            server.answered(),
+            1,
+            "the read was answered before the unwind left the scope"
+        );
+        // Under Miri a write into `buf` after this point (or after it is
+        // freed below) would be reported.
+        assert!(buf == expected(0, buf.len()));
+        drop(buf);
+    }
+
+    #[test]
+    fn owned_reads_come_back_with_their_buffers_filled() {
+        let (client, file, _server) = setup(Behaviour::default());
+        let mut batch = Batch::new(&client);
+        for i in 0..4u64 {
+            batch
+                .read_owned(&file, i * 10_000, vec![0u8; 5000], i)
+                .unwrap();
+        }
+        let mut done = Vec::new();
+        while done.len() < 4 {
+            batch.wait_into(&mut done, 4, None);
+        }
+        for c in done {
+            let buf = c.buffer.expect("the owned buffer comes back");
+            assert_eq!(c.result.unwrap(), 5000);
+            assert!(buf == expected(c.token * 10_000, 5000), "token {}", c.token);
+        }
+    }
+
+    #[test]
+    fn dropping_a_batch_waits_for_its_owned_reads() {
+        let (client, file, server) = setup(slow());
+        let mut batch = Batch::new(&client);
+        batch
+            .read_owned(&file, 0, vec![0u8; 3 * RTMAX as usize], 1)
+            .unwrap();
+        batch.submit();
+        drop(batch);
+        assert_eq!(server.answered(), 3);
+    }
+
+    #[test]
+    fn unsafe_borrowed_reads_are_waited_for_by_drop() {
+        let (client, file, server) = setup(slow());
+        let mut buf = vec![0u8; 100];
+        {
+            let mut batch = Batch::new(&client);
+            // SAFETY: the batch is dropped at the end of this block,
+            // before `buf` is used again.
+            unsafe { batch.read(&file, 3, &mut buf, 1).unwrap() };
+        }
+        assert_eq!(server.answered(), 1);
+        assert!(buf == expected(3, 100));
+    }
+
+    #[test]
+    fn writes_copy_their_data_when_submitted() {
+        let (client, file, server) = setup(slow());
+        let mut data = vec![0x5au8; RTMAX as usize + 10];
+        let mut batch = Batch::new(&client);
+        batch.write(&file, 100, &data, 1).unwrap();
+        // The borrow ended with `write`: the caller may reuse the buffer.
+        data.fill(0);
+        let done = batch.wait(1, None);
+        assert_eq!(*done[0].result.as_ref().unwrap(), RTMAX as usize + 10);
+        let seen = server.seen();
+        let mut writes = seen.writes.clone();
+        writes.sort();
+        assert_eq!(writes.len(), 2, "split at wtmax");
+        assert_eq!(writes[0], (100, vec![0x5a; RTMAX as usize]));
+        assert_eq!(writes[1], (100 + RTMAX as u64, vec![0x5a; 10]));
+    }
+
+    #[test]
+    fn a_short_read_before_eof_is_completed_into_the_rest_of_the_buffer() {
+        let (client, file, server) = setup(Behaviour {
+            short_reads_from: Some(1000),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 2 * RTMAX as usize + 100];
+        let done = client.batch_scope(|batch| {
+            batch.read(&file, 77, &mut buf, 1).unwrap();
+            batch.wait(1, None)
+        });
+        assert_eq!(*done[0].result.as_ref().unwrap(), buf.len(), "never short");
+        assert!(buf == expected(77, buf.len()));
+        assert!(
+            server.seen().reads.len() > 3,
+            "the rest was asked for again"
+        );
+    }
+
+    #[test]
+    fn a_read_across_eof_is_short_exactly_there() {
+        let (client, file, _server) = setup(Behaviour {
+            eof_at: Some(10_000),
+            ..Behaviour::default()
+        });
+        let mut batch = Batch::new(&client);
+        batch
+            .read_owned(&file, 5_000, vec![0u8; 3 * RTMAX as usize], 1)
+            .unwrap();
+        let c = batch.wait(1, None).remove(0);
+        assert_eq!(c.result.unwrap(), 5_000);
+        assert!(c.buffer.unwrap()[..5_000] == expected(5_000, 5_000)[..]);
+    }
+
+    #[test]
+    fn empty_operations_complete_at_once() {
+        let (client, file, server) = setup(Behaviour::default());
+        let mut batch = Batch::new(&client);
+        batch.read_owned(&file, 0, Vec::new(), 1).unwrap();
+        batch.write(&file, 0, &[], 2).unwrap();
+        let done = batch.wait(2, None);
+        assert_eq!(done.len(), 2);
+        assert!(done.iter().all(|c| *c.result.as_ref().unwrap() == 0));
+        assert_eq!(server.answered(), 0, "nothing was sent");
     }
 }

@@ -4,24 +4,26 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
 use directnfs_engine::stats::RawIoSnapshot;
-use directnfs_wire::nfs3::{self, diropargs3, fattr3, filename3, nfs_fh3, nfsstat3, Nfs3Res};
+use directnfs_wire::nfs3::{
+    self, diropargs3, fattr3, filename3, ftype3, nfs_fh3, nfsstat3, Nfs3Res,
+};
 use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
-use crate::alert::{Alerts, ServerWatch};
-use crate::config::{MountOptions, NfsUrl};
+use crate::alert::Alerts;
+use crate::config::{MountOptions, NfsUrl, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
-use crate::io::channel::Channel;
-use crate::io::socket::ConnectSpec;
-use crate::io::transport::{Shared, Transport, TransportConfig};
-use crate::metadata::{DirEntry, FsStat, Metadata};
+use crate::io::oneshot::nobody_answered;
+use crate::io::socket::{BufferRequest, ConnectSpec};
+use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
+use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
 use crate::stats::files::{FileRecord, FileStatsTable};
 use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
@@ -64,7 +66,8 @@ pub struct Target {
 }
 
 impl Target {
-    /// A single-path target from an `nfs://` URL.
+    /// A single-path target from an `nfs://` URL (its export when the URL
+    /// names one: `nfs://host//path`).
     pub fn from_url(url: &NfsUrl) -> Self {
         let mut options = url.options.clone();
         if let Some(p) = url.port {
@@ -76,7 +79,7 @@ impl Target {
                 local: None,
                 server: url.host.clone(),
             }],
-            export: None,
+            export: url.export.clone(),
             path: url.path.clone(),
             options,
         }
@@ -114,20 +117,19 @@ pub(crate) struct Inner {
     pub(crate) limits: Limits,
     pub(crate) options: MountOptions,
     /// Encoded credential + verifier, prefixed to every call.
-    cred: Vec<u8>,
+    pub(crate) cred: Vec<u8>,
     /// Path (inside the export) -> handle. Handles only, never data.
-    handles: RwLock<HashMap<String, nfs_fh3>>,
+    pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
-    files: std::sync::Mutex<FileStatsTable>,
-    /// The alert log's context for this server.
-    pub(crate) alerts: Alerts,
-    /// Write verifier and JUKEBOX watch (server restarts, storms).
-    pub(crate) watch: ServerWatch,
+    pub(crate) files: std::sync::Mutex<FileStatsTable>,
 }
 
 impl Client {
     /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
-    /// The URL's path below the export is [`Client::target_path`].
+    /// The URL's path below the export is [`Client::target_path`]; see
+    /// [`NfsUrl`] for how the export is found (`nfs://host//path` says it
+    /// is `/`), and [`Client::mount`] for how long an unreachable server is
+    /// waited for (`mnt_timeout`).
     ///
     /// ```no_run
     /// let client = directnfs::Client::connect("nfs://127.0.0.1/export/db?nfsport=2049&mountport=20048")?;
@@ -142,6 +144,16 @@ impl Client {
     }
 
     /// Mounts a target (one or more paths, options).
+    ///
+    /// While the server cannot be reached — connections refused, reset or
+    /// timing out, the portmapper not (yet) knowing the programs, every
+    /// path alike — the mount is tried again, with a growing pause (0.25 s
+    /// doubling up to 5 s), until `mnt_timeout` (600 s by default, as
+    /// oranfstab) has passed: a database started during a filer takeover
+    /// waits for the filer instead of failing. The error then names the
+    /// server, the attempts and the time spent. A server that answers and
+    /// refuses (MOUNT or RPC errors, bad credentials, a malformed or no
+    /// reply on a connection it accepted) fails the mount at once.
     pub fn mount(target: &Target) -> Result<Client> {
         let options = target.options.clone();
         options
@@ -157,12 +169,56 @@ impl Client {
                 "a server needs at least one path".into(),
             ));
         }
+        let started = Instant::now();
+        let deadline = started + options.mnt_timeout;
+        let mut attempts = 0u32;
+        loop {
+            attempts += 1;
+            let e = match Self::mount_once(target, &options, &cred, deadline, &alerts) {
+                Ok(client) => return Ok(client),
+                Err(e) if server_absent(&e) => e,
+                Err(e) => return Err(e),
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(gave_up(e, target, attempts, started.elapsed(), &options));
+            }
+            let pause = MOUNT_BACKOFF
+                .delay(attempts)
+                .min(deadline.saturating_duration_since(now));
+            if attempts == 1 {
+                tracing::warn!(
+                    "server {} not reachable ({e}): trying again until mnt_timeout ({:?}) has passed",
+                    target.name,
+                    options.mnt_timeout
+                );
+            } else {
+                tracing::debug!("server {} still not reachable: {e}", target.name);
+            }
+            let export = target.export.as_deref().unwrap_or(&target.path);
+            alerts.mount_retry(export, attempts, pause, &e.to_string());
+            std::thread::sleep(pause);
+        }
+    }
+
+    /// One attempt at [`mount`](Self::mount): ports and MOUNT, channels,
+    /// FSINFO; cold-path calls end by `deadline` (at least 1 s each).
+    fn mount_once(
+        target: &Target,
+        options: &MountOptions,
+        cred: &[u8],
+        deadline: Instant,
+        alerts: &Alerts,
+    ) -> Result<Client> {
+        let cold_timeout = deadline
+            .saturating_duration_since(Instant::now())
+            .clamp(Duration::from_secs(1), COLD_TIMEOUT);
         // Ports and MOUNT over the first path that answers: a dead path
         // must not stop a database from starting on the others.
-        let mut first_err = None;
+        let mut errors = Vec::new();
         let mut found = None;
         for p in &target.paths {
-            match Self::discover(p, &options, &cred, target) {
+            match Self::discover(p, options, cred, target, cold_timeout) {
                 Ok(v) => {
                     found = Some(v);
                     break;
@@ -173,13 +229,25 @@ impl Client {
                 }
                 Err(e) => {
                     tracing::warn!("path {} unusable for MOUNT: {e}", p.server);
-                    first_err.get_or_insert(e);
+                    errors.push(e);
                 }
             }
         }
-        let Some((nfs_port, mounted)) = found else {
-            return Err(first_err.unwrap_or_else(|| Error::InvalidInput("no path".into())));
+        let Some(found) = found else {
+            // A path whose server answered and refused says more than
+            // paths where nobody answered (only those are tried again).
+            let pick = errors.iter().position(|e| !server_absent(e)).unwrap_or(0);
+            return Err(if errors.is_empty() {
+                Error::InvalidInput("no path".into())
+            } else {
+                errors.swap_remove(pick)
+            });
         };
+        let Discovered {
+            nfs_port,
+            mount_spec,
+            mut mounted,
+        } = found;
 
         // Channels: `connections` per path, all to the NFS port.
         let mut channels = Vec::new();
@@ -194,8 +262,12 @@ impl Client {
                         .clamp(Duration::from_secs(1), Duration::from_secs(10)),
                     dontroute: options.dontroute,
                     resvport: options.resvport,
+                    buffers: socket_buffers(options),
                 };
-                channels.push(Channel::new(channels.len(), pi, spec, options.max_inflight));
+                channels.push(ChannelSpec {
+                    path: pi,
+                    connect: spec,
+                });
             }
         }
         let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
@@ -209,8 +281,9 @@ impl Client {
                 },
                 backoff: Backoff::default(),
                 max_record,
+                max_inflight: options.max_inflight,
                 max_client_inflight: options.max_client_inflight,
-                cred: cred.clone(),
+                cred: cred.to_vec(),
                 prog: nfs3::NFS_PROGRAM,
                 vers: nfs3::NFS_V3,
                 alerts: alerts.clone(),
@@ -223,22 +296,35 @@ impl Client {
         let mut inner = Inner {
             transport,
             name: target.name.clone(),
-            export: mounted.export,
+            export: String::new(),
             root: mounted.root,
-            target_rest: mounted.rest,
+            target_rest: String::new(),
             limits: Limits {
                 rtmax: FALLBACK_TRANSFER,
                 wtmax: FALLBACK_TRANSFER,
                 server_rtmax: 0,
                 server_wtmax: 0,
             },
-            options,
-            cred,
+            options: options.clone(),
+            cred: cred.to_vec(),
             handles: RwLock::new(HashMap::new()),
             files: std::sync::Mutex::new(FileStatsTable::default()),
-            alerts,
-            watch: ServerWatch::default(),
         };
+        // An export found by probing MNT must be a directory: a server
+        // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
+        // nothing about where the export is, only that the file exists.
+        while mounted.probed
+            && inner.getattr(&mounted.root, &mounted.export)?.type_ != ftype3::NF3DIR
+        {
+            tracing::debug!(
+                "MNT {} gave the handle of a file, not a directory: looking for the export above it",
+                mounted.export
+            );
+            mounted = mount::mount_above(&mount_spec, cred, &target.path, &mounted.export)?;
+        }
+        inner.root = mounted.root;
+        inner.export = mounted.export;
+        inner.target_rest = mounted.rest;
         inner.limits = inner.fsinfo()?;
         let inner = Arc::new(inner);
         crate::publish::register(&inner);
@@ -251,14 +337,16 @@ impl Client {
         options: &MountOptions,
         cred: &[u8],
         target: &Target,
-    ) -> Result<(u16, mount::Mounted)> {
+        timeout: Duration,
+    ) -> Result<Discovered> {
         let ip = resolve(&path.server, 0)?.ip();
         let cold = |port: u16| ConnectSpec {
             remote: SocketAddr::new(ip, port),
             local: path.local,
-            timeout: COLD_TIMEOUT.min(options.mnt_timeout.max(Duration::from_secs(1))),
+            timeout,
             dontroute: options.dontroute,
             resvport: options.resvport,
+            buffers: socket_buffers(options),
         };
         let nfs_port = match options.nfs_port {
             Some(p) => p,
@@ -273,13 +361,13 @@ impl Client {
                 directnfs_wire::mount::MOUNT_V3,
             )?,
         };
-        let mounted = mount::mount_path(
-            &cold(mount_port),
-            cred,
-            &target.path,
-            target.export.as_deref(),
-        )?;
-        Ok((nfs_port, mounted))
+        let mount_spec = cold(mount_port);
+        let mounted = mount::mount_path(&mount_spec, cred, &target.path, target.export.as_deref())?;
+        Ok(Discovered {
+            nfs_port,
+            mount_spec,
+            mounted,
+        })
     }
 
     /// Runs `op`; if the server says a handle is stale (the file or a
@@ -369,27 +457,9 @@ impl Client {
             .check_retried(nfs3::NFSPROC3_RMDIR, attempts, res.status(), "RMDIR", path)
     }
 
-    /// Creates a directory (mode 0755).
+    /// Creates a directory (mode 0755; [`Client::mkdir_mode`] takes one).
     pub fn mkdir(&self, path: &str) -> Result<()> {
-        self.fresh(|| self.mkdir_once(path))
-    }
-
-    fn mkdir_once(&self, path: &str) -> Result<()> {
-        let (dir, name) = self.inner.parent_and_name(path)?;
-        let args = nfs3::MKDIR3args {
-            where_: diropargs3 { dir, name },
-            attributes: nfs3::sattr3 {
-                mode: Some(0o755),
-                ..Default::default()
-            },
-        };
-        let (res, attempts) = self.inner.call::<nfs3::Mkdir>(&args, path)?;
-        match classify_retried(nfs3::NFSPROC3_MKDIR, attempts, res.status().0) {
-            RetriedStatus::ConfirmByLookup if self.metadata(path).is_ok_and(|m| m.is_dir()) => {
-                Ok(())
-            }
-            _ => nfs_result(res.status(), "MKDIR", path),
-        }
+        self.mkdir_mode(path, 0o755)
     }
 
     /// Renames `from` to `to` (both relative to the export root), replacing
@@ -489,12 +559,13 @@ impl Client {
     /// A snapshot of every counter: this server, each path, each channel,
     /// each file opened through this client (Oracle's v$dnfs_servers,
     /// v$dnfs_channels, v$dnfs_files and v$dnfs_stats, plus latency
-    /// histograms, retransmits, per-path bytes and queue depth). Rendered by
-    /// the [`crate::stats`] module; every process also publishes it (see
+    /// histograms, retransmits, per-path bytes, queue depth and each
+    /// channel's socket buffers as the kernel reports them now). Rendered
+    /// by the [`crate::stats`] module; every process also publishes it (see
     /// `dnfs stats`).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
-        let channels = &inner.shared().channels;
+        let channels = inner.transport.channels();
         let npaths = channels.iter().map(|c| c.path + 1).max().unwrap_or(0);
         let mut server_raw = RawIoSnapshot::default();
         let mut paths = Vec::with_capacity(npaths);
@@ -506,26 +577,16 @@ impl Client {
             for ch in channels.iter().filter(|c| c.path == p) {
                 let raw = ch.stats.raw_snapshot();
                 path_raw.merge(&raw);
-                any_up |= ch.is_up();
+                any_up |= ch.health.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
-                let (state, (so_sndbuf, so_rcvbuf)) = {
-                    let st = ch.lock();
-                    let buffers = st
-                        .sock
-                        .as_ref()
-                        .map_or((None, None), crate::io::socket::buffer_sizes);
-                    (st.health.name().to_string(), buffers)
-                };
                 chans.push(ChannelStats {
                     id: ch.id as u32,
                     pid: None,
-                    state,
+                    state: ch.health.name().to_string(),
                     totals: IoSnapshot::from_raw(&raw),
-                    queue_depth: ch
-                        .outstanding_requests
-                        .load(std::sync::atomic::Ordering::Relaxed),
-                    so_sndbuf,
-                    so_rcvbuf,
+                    queue_depth: ch.queue_depth,
+                    send_buffer: ch.buffers.0,
+                    recv_buffer: ch.buffers.1,
                 });
             }
             server_raw.merge(&path_raw);
@@ -571,26 +632,48 @@ impl Client {
         self.inner.call::<nfs3::Null>(&(), "NULL")?;
         Ok(start.elapsed())
     }
+}
 
-    /// Space and file slots of the export's file system (FSSTAT, RFC 1813
-    /// §3.3.18), as `dnfs df` and the C library's `dnfs_statfs` show them.
-    pub fn statfs(&self) -> Result<FsStat> {
-        let args = nfs3::FSSTAT3args {
-            fsroot: self.inner.root,
-        };
-        match self.inner.call::<nfs3::Fsstat>(&args, "/")?.0 {
-            Nfs3Res::Ok(ok) => Ok(FsStat {
-                total_bytes: ok.tbytes,
-                free_bytes: ok.fbytes,
-                avail_bytes: ok.abytes,
-                total_files: ok.tfiles,
-                free_files: ok.ffiles,
-                avail_files: ok.afiles,
-            }),
-            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
-                op: "FSSTAT",
-                path: "/".to_owned(),
-                status,
+#[cfg(test)]
+impl Client {
+    /// A client on a [`Transport::detached`] (no server, no socket, no
+    /// thread) with transfer sizes `rtmax`/`wtmax`, for unit tests of the
+    /// file and batch API under Miri; `crate::testing` plays the server.
+    pub(crate) fn detached(options: MountOptions, rtmax: u32, wtmax: u32) -> Client {
+        let cred = Vec::new();
+        let transport = Transport::detached(TransportConfig {
+            policy: RetryPolicy {
+                timeo: options.timeo,
+                retrans: options.retrans,
+                hard: options.hard,
+            },
+            backoff: Backoff::default(),
+            max_record: 1 << 20,
+            max_inflight: options.max_inflight,
+            max_client_inflight: options.max_client_inflight,
+            cred: cred.clone(),
+            prog: nfs3::NFS_PROGRAM,
+            vers: nfs3::NFS_V3,
+            alerts: Alerts::new("detached"),
+        })
+        .unwrap_or_else(|e| panic!("detached transport: {e}"));
+        Client {
+            inner: Arc::new(Inner {
+                transport,
+                name: "detached".into(),
+                export: "/".into(),
+                root: nfs_fh3::default(),
+                target_rest: "/".into(),
+                limits: Limits {
+                    rtmax,
+                    wtmax,
+                    server_rtmax: rtmax,
+                    server_wtmax: wtmax,
+                },
+                options,
+                cred,
+                handles: RwLock::new(HashMap::new()),
+                files: std::sync::Mutex::new(FileStatsTable::default()),
             }),
         }
     }
@@ -610,8 +693,8 @@ pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Resu
 }
 
 impl Inner {
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
-        &self.transport.shared
+    pub(crate) fn transport(&self) -> &Transport {
+        &self.transport
     }
 
     /// The call message after the XID: CALL, RPC version, program, version,
@@ -620,6 +703,11 @@ impl Inner {
         let mut b = Vec::with_capacity(20 + self.cred.len() + capacity);
         self.put_call_header(&mut b, proc_);
         b
+    }
+
+    /// Bytes of the encoded credential and verifier.
+    pub(crate) fn cred_len(&self) -> usize {
+        self.cred.len()
     }
 
     /// Appends the call header after the XID (message type, RPC, program,
@@ -635,62 +723,50 @@ impl Inner {
 
     /// Sends a prepared call and waits for it.
     pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
-        self.shared().submit(call);
-        self.shared().wait_group(group);
+        self.transport.run(call, group);
     }
 
     /// Calls NFS procedure `P` and waits. Returns the results and how many
-    /// times the call was sent. NFS3ERR_JUKEBOX ("try again later") is
-    /// retried here after a pause, as the Linux client does.
+    /// times the call was sent. (NFS3ERR_JUKEBOX, "try again later", was
+    /// retried by the engine after a pause, as the Linux client does: for
+    /// ever on a hard mount, `retrans` times on a soft one.)
+    /// A `ro` mount refuses anything that would change the server (EROFS)
+    /// before sending it.
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
         self.check_writable(P::PROC, P::NAME, path)?;
-        let mut jukebox = 0u32;
-        loop {
-            let mut body = self.call_body(P::PROC, 128);
-            args.encode(&mut body);
-            let group = Group::new(1);
-            let call = Call::new(
-                P::PROC,
-                body,
-                None,
-                256,
-                Sink::Record,
-                Notify::Group(Arc::clone(&group)),
-                self.shared().now_ns(),
-            );
-            self.run(Arc::clone(&call), &group);
-            let attempts = call.attempts();
-            let bytes = match call
-                .take_result()
-                .map_err(|e| Error::from_call(P::NAME, path, e))?
-            {
-                Reply::Results(b) => b,
-                Reply::Read { .. } | Reply::Write { .. } => {
-                    return Err(Error::from_call(
-                        P::NAME,
-                        path,
-                        crate::io::error::CallError::Internal(
-                            "READ or WRITE sink on a record call",
-                        ),
-                    ))
-                }
-            };
-            if is_jukebox(&bytes) {
-                self.note_jukebox();
-                if self.may_retry_jukebox(jukebox) {
-                    jukebox += 1;
-                    std::thread::sleep(jukebox_delay(jukebox));
-                    continue;
-                }
+        let mut body = self.call_body(P::PROC, 128);
+        args.encode(&mut body);
+        let group = Group::new(1);
+        let call = Call::new(
+            P::PROC,
+            body,
+            None,
+            256,
+            Sink::Record,
+            Notify::Group(Arc::clone(&group)),
+        );
+        self.run(Arc::clone(&call), &group);
+        let attempts = call.attempts();
+        let bytes = match call
+            .take_result()
+            .map_err(|e| Error::from_call(P::NAME, path, e))?
+        {
+            Reply::Results(b) => b,
+            Reply::Read { .. } | Reply::Write { .. } => {
+                return Err(Error::from_call(
+                    P::NAME,
+                    path,
+                    crate::io::error::CallError::Internal("READ or WRITE sink on a record call"),
+                ))
             }
-            let mut r = XdrReader::new(&bytes);
-            let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
-                op: P::NAME,
-                path: path.to_string(),
-                detail: e.to_string(),
-            })?;
-            return Ok((res, attempts + jukebox));
-        }
+        };
+        let mut r = XdrReader::new(&bytes);
+        let res = P::Res::decode(&mut r).map_err(|e| Error::Protocol {
+            op: P::NAME,
+            path: path.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok((res, attempts))
     }
 
     /// A `ro` mount refuses, before sending it, any call that would
@@ -705,19 +781,10 @@ impl Inner {
         Ok(())
     }
 
-    /// A reply said NFS3ERR_JUKEBOX (for the storm alert).
-    pub(crate) fn note_jukebox(&self) {
-        self.watch.on_jukebox(self.shared().now_ns(), &self.alerts);
-    }
-
     /// A WRITE or COMMIT reply carried this write verifier (a change means
     /// the server restarted: alert).
-    pub(crate) fn note_verifier(&self, verf: directnfs_wire::nfs3::writeverf3) {
-        self.watch.on_verifier(verf.0, &self.alerts);
-    }
-
-    pub(crate) fn may_retry_jukebox(&self, tries: u32) -> bool {
-        self.options.hard || tries < self.options.retrans
+    pub(crate) fn note_verifier(&self, verf: nfs3::writeverf3) {
+        self.transport.note_verifier(verf.0);
     }
 
     /// Applies the retried-request rules to a namespace operation's status.
@@ -729,7 +796,7 @@ impl Inner {
         op: &'static str,
         path: &str,
     ) -> Result<()> {
-        match classify_retried(proc_, attempts, status.0) {
+        match classify_retried(proc_, attempts, status) {
             RetriedStatus::TreatAsSuccess => Ok(()),
             _ => nfs_result(status, op, path),
         }
@@ -915,16 +982,74 @@ impl Inner {
 /// Procedures that change the server (RFC 1813 §3.3): SETATTR, WRITE,
 /// CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT.
 fn modifies(proc_: u32) -> bool {
-    matches!(proc_, 2 | 7..=15 | 21)
+    matches!(
+        proc_,
+        nfs3::NFSPROC3_SETATTR
+            | nfs3::NFSPROC3_WRITE
+            | nfs3::NFSPROC3_CREATE
+            | nfs3::NFSPROC3_MKDIR
+            | nfs3::NFSPROC3_SYMLINK
+            | nfs3::NFSPROC3_MKNOD
+            | nfs3::NFSPROC3_REMOVE
+            | nfs3::NFSPROC3_RMDIR
+            | nfs3::NFSPROC3_RENAME
+            | nfs3::NFSPROC3_LINK
+            | nfs3::NFSPROC3_COMMIT
+    )
 }
 
-/// NFS3ERR_JUKEBOX is the first word of the results of every procedure.
-pub(crate) fn is_jukebox(results: &[u8]) -> bool {
-    results.get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..])
+/// Pauses between mount attempts while the server cannot be reached:
+/// short at first (a restart takes seconds), then every 5 s.
+const MOUNT_BACKOFF: Backoff = Backoff {
+    initial: Duration::from_millis(250),
+    max: Duration::from_secs(5),
+};
+
+/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`).
+fn socket_buffers(options: &MountOptions) -> BufferRequest {
+    match options.sockbuf {
+        SocketBuffers::Auto => BufferRequest::Auto,
+        SocketBuffers::Fixed(n) => BufferRequest::Fixed(n as usize),
+        SocketBuffers::Prefer(n) => BufferRequest::Prefer(n as usize),
+    }
 }
 
-pub(crate) fn jukebox_delay(tries: u32) -> Duration {
-    Duration::from_millis(100u64 << tries.min(4))
+/// What one path told us: the NFS port, where MOUNT is, the export.
+struct Discovered {
+    nfs_port: u16,
+    mount_spec: ConnectSpec,
+    mounted: mount::Mounted,
+}
+
+/// True for the failures that mean the server could not be reached at all
+/// (see [`nobody_answered`]), as opposed to a server that answered.
+fn server_absent(e: &Error) -> bool {
+    matches!(e, Error::Connect { source, .. } if nobody_answered(source))
+}
+
+/// The last failure of a mount that gave up at `mnt_timeout`, naming the
+/// server, the attempts and the time spent.
+fn gave_up(
+    e: Error,
+    target: &Target,
+    attempts: u32,
+    spent: Duration,
+    options: &MountOptions,
+) -> Error {
+    match e {
+        Error::Connect { server, source } => Error::Connect {
+            server: format!(
+                "{server}; gave up on server \"{}\" after {attempts} attempt{} over {:.1} s \
+                 (mnt_timeout is {} s)",
+                target.name,
+                if attempts == 1 { "" } else { "s" },
+                spent.as_secs_f64(),
+                options.mnt_timeout.as_secs_f64()
+            ),
+            source,
+        },
+        other => other,
+    }
 }
 
 fn resolve(host: &str, port: u16) -> Result<SocketAddr> {

@@ -10,14 +10,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use directnfs_wire::nfs3::{
-    self, createhow3, createverf3, diropargs3, encode_read_args, encode_write_args_header, nfs_fh3,
-    nfsstat3, sattr3, stable_how, writeverf3, Nfs3Res,
+    self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, writeverf3,
+    Nfs3Res,
 };
+use directnfs_wire::xdr::XdrWrite;
 
-use crate::client::{jukebox_delay, nfs_result, Client, Inner};
+use crate::client::{nfs_result, Client, Inner};
 use crate::config::StableMode;
 use crate::error::{Error, Result};
-use crate::io::call::{Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
+use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
 use crate::writelog::{Entry, Segment, WriteLog};
@@ -72,6 +73,35 @@ pub(crate) struct FileShared {
     /// while the first one's COMMIT (which took its writes too) is still
     /// running or failed.
     fsync_lock: Mutex<()>,
+    /// The body of every READ and WRITE call of this file up to the
+    /// offset — call header, credential, handle — encoded once at open:
+    /// a call then costs a copy of it and three words.
+    read_head: Vec<u8>,
+    write_head: Vec<u8>,
+}
+
+impl FileShared {
+    fn new(client: &Client, fh: nfs_fh3, path: &str) -> Self {
+        let inner = &client.inner;
+        let head = |proc_: u32| {
+            let mut b = Vec::with_capacity(64 + inner.cred_len() + fh.as_bytes().len());
+            inner.put_call_header(&mut b, proc_);
+            b.put_opaque(fh.as_bytes());
+            b
+        };
+        Self {
+            client: client.clone(),
+            read_head: head(nfs3::NFSPROC3_READ),
+            write_head: head(nfs3::NFSPROC3_WRITE),
+            fh,
+            path: path.to_string(),
+            uncommitted: Mutex::new(WriteLog::default()),
+            repaired: Condvar::new(),
+            tracked: AtomicBool::new(false),
+            stats: inner.file_stats(path),
+            fsync_lock: Mutex::new(()),
+        }
+    }
 }
 
 /// A WRITE reply, decoded.
@@ -137,22 +167,11 @@ impl Client {
                 Err(e) => return Err(e),
             }
         };
-        let stats = inner.file_stats(path);
+        let file = File::from_handle(self, fh, path);
         if let Some(size) = size {
-            stats.set_size(size);
+            file.shared.stats.set_size(size);
         }
-        Ok(File {
-            shared: Arc::new(FileShared {
-                client: self.clone(),
-                fh,
-                path: path.to_string(),
-                uncommitted: Mutex::new(WriteLog::default()),
-                repaired: Condvar::new(),
-                tracked: AtomicBool::new(false),
-                stats,
-                fsync_lock: Mutex::new(()),
-            }),
-        })
+        Ok(file)
     }
 
     /// Creates a file that LOOKUP just did not find. GUARDED, not
@@ -177,7 +196,9 @@ impl Client {
     /// the server after the first copy created the file gets NFS3_OK (same
     /// verifier), while a file created by someone else gets NFS3ERR_EXIST.
     /// Attributes cannot ride along (the verifier uses their space), so the
-    /// mode is set afterwards.
+    /// mode is set afterwards, and the times too: the server keeps the
+    /// verifier in them (RFC 1813 §3.3.8), which an empty file would show
+    /// as a date far in the future.
     fn create_exclusive(&self, path: &str, mode: u32) -> Result<nfs_fh3> {
         let (dir, name) = self.inner.parent_and_name(path)?;
         let mut verf = [0u8; 8];
@@ -188,6 +209,8 @@ impl Client {
             path,
             sattr3 {
                 mode: Some(mode),
+                atime: nfs3::SetTime::SetToServerTime,
+                mtime: nfs3::SetTime::SetToServerTime,
                 ..Default::default()
             },
         )?;
@@ -237,6 +260,25 @@ impl Client {
     }
 }
 
+impl File {
+    /// The open file of handle `fh`, known to the caller as `path`.
+    pub(crate) fn from_handle(client: &Client, fh: nfs_fh3, path: &str) -> File {
+        File {
+            shared: Arc::new(FileShared::new(client, fh, path)),
+        }
+    }
+}
+
+#[cfg(test)]
+impl File {
+    /// An open file of a [`Client::detached`], without asking any server.
+    pub(crate) fn detached(client: &Client, path: &str) -> File {
+        File {
+            shared: Arc::new(FileShared::new(client, nfs_fh3::default(), path)),
+        }
+    }
+}
+
 /// Outcome of one READ piece.
 pub(crate) struct ReadPiece {
     pub count: usize,
@@ -254,35 +296,45 @@ impl File {
     }
 
     /// Reads up to `buf.len()` bytes at `offset`. Returns the number of
-    /// bytes read: fewer than asked only at end of file (or when the server
-    /// returns a short read), 0 at or past EOF.
+    /// bytes read: fewer than asked only at end of file, 0 at or past it.
+    /// A server may answer a READ with fewer bytes than asked before the
+    /// end of the file (RFC 1813 §3.3.6 allows it); the rest is asked for
+    /// again until the buffer is full or the server says EOF. A READ that
+    /// returns nothing without EOF would loop for ever: it is a `Protocol`
+    /// error (EIO), as in the Linux client.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_READ);
-        let mut jukebox = 0;
-        let result = loop {
-            if let Err(e) = self.check_range(offset, buf.len(), "READ") {
-                break Err(e);
-            }
-            match self.read_at_once(buf, offset) {
-                // JUKEBOX: the server asked us to retry later.
-                Ok(None) => {
-                    self.inner().note_jukebox();
-                    if !self.inner().may_retry_jukebox(jukebox) {
-                        break Err(Error::Nfs {
-                            op: "READ",
-                            path: self.path().to_string(),
-                            status: nfsstat3::NFS3ERR_JUKEBOX,
-                        });
-                    }
-                    jukebox += 1;
-                    std::thread::sleep(jukebox_delay(jukebox));
-                }
-                Ok(Some(n)) => break Ok(n),
-                Err(e) => break Err(e),
-            }
-        };
+        let result = self
+            .check_range(offset, buf.len(), "READ")
+            .and_then(|()| self.read_full(buf, offset));
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
+    }
+
+    /// Reads until `buf` is full or the server says EOF.
+    fn read_full(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let mut total = 0;
+        while total < buf.len() {
+            let at = offset + total as u64;
+            let (n, eof) = self.read_at_once(&mut buf[total..], at)?;
+            total += n;
+            if eof {
+                break;
+            }
+            if n == 0 {
+                return Err(self.read_without_progress(at));
+            }
+        }
+        Ok(total)
+    }
+
+    /// The error for a READ that returned no data and no EOF.
+    pub(crate) fn read_without_progress(&self, offset: u64) -> Error {
+        Error::Protocol {
+            op: "READ",
+            path: self.path().to_string(),
+            detail: format!("server returned 0 bytes at offset {offset} without end of file"),
+        }
     }
 
     /// Rejects a range whose end does not fit in a 64-bit offset (it would
@@ -306,11 +358,11 @@ impl File {
     /// Counts an operation on this file's statistics; returns its start time.
     pub(crate) fn op_start(&self, proc_: u32) -> u64 {
         self.shared.stats.on_submit(proc_);
-        self.inner().shared().now_ns()
+        self.inner().transport().now_ns()
     }
 
     pub(crate) fn op_end(&self, proc_: u32, start: u64, result: &Result<usize>, read: bool) {
-        let now = self.inner().shared().now_ns();
+        let now = self.inner().transport().now_ns();
         self.op_end_at(proc_, start, now, result, read);
     }
 
@@ -331,47 +383,52 @@ impl File {
             .on_complete(proc_, latency, r, w, result.is_ok());
     }
 
-    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<Option<usize>> {
+    /// One round of READs over `buf` (one per `rtmax` piece, sent at
+    /// once). Returns the bytes read from the start up to the first short
+    /// piece, and whether the server said EOF there (or at the end).
+    fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         if buf.is_empty() {
-            return Ok(Some(0));
+            return Ok((0, false));
         }
         let rtmax = self.inner().limits.rtmax as usize;
-        let pieces = buf.len().div_ceil(rtmax);
+        let len = buf.len();
+        let pieces = len.div_ceil(rtmax);
         let group = Group::new(pieces);
-        let mut calls = Vec::with_capacity(pieces);
+        let transport = self.inner().transport();
+        // Dropped (waiting) before `buf`'s borrow ends, however this
+        // function ends: no reply lands in `buf` after it returned.
+        let mut landing = Landing {
+            transport,
+            calls: Vec::with_capacity(pieces),
+        };
         for (i, chunk) in buf.chunks_mut(rtmax).enumerate() {
             // SAFETY: `chunk` borrows the caller's buffer for this whole
-            // function, and we return only after `wait_group` saw every
-            // piece complete; nothing here can unwind in between.
+            // function, and `landing` waits (when dropped, on return or
+            // unwind) until no call can write into it any more.
             let dest = unsafe { ReadDest::new(chunk) };
             let call = self.read_call(
                 offset + (i * rtmax) as u64,
                 dest,
                 Notify::Group(Arc::clone(&group)),
             );
-            calls.push(call);
+            landing.calls.push(call);
         }
-        self.inner().shared().submit_many(calls.iter().cloned());
-        self.inner().shared().wait_group(&group);
+        transport.submit_many(landing.calls.iter().cloned());
+        transport.wait_group(&group);
+        let calls = &landing.calls;
         let mut total = 0usize;
-        let mut jukebox = false;
-        let mut short = false;
+        let mut stop: Option<bool> = None;
         for (i, call) in calls.iter().enumerate() {
-            let want = rtmax.min(buf.len() - i * rtmax);
-            match self.finish_read(call) {
-                Ok(p) if !short => {
-                    total += p.count;
-                    short = p.count < want || p.eof;
+            let want = rtmax.min(len - i * rtmax);
+            let p = self.finish_read(call)?;
+            if stop.is_none() {
+                total += p.count;
+                if p.count < want || p.eof {
+                    stop = Some(p.eof);
                 }
-                Ok(_) => {}
-                Err(e) if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX) => jukebox = true,
-                Err(e) => return Err(e),
             }
         }
-        if jukebox {
-            return Ok(None);
-        }
-        Ok(Some(total))
+        Ok((total, stop.unwrap_or(false)))
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`; hitting EOF first is an
@@ -392,39 +449,36 @@ impl File {
         Ok(())
     }
 
-    /// [`read_call`](Self::read_call) reusing a finished call of `pool`,
-    /// submitted at `now_ns` (the operation's start, already read).
+    /// [`read_call`](Self::read_call) reusing a finished call of `pool`.
     pub(crate) fn read_call_pooled(
         &self,
         offset: u64,
         dest: ReadDest,
         notify: Notify,
         pool: &mut CallPool,
-        now_ns: u64,
     ) -> Arc<Call> {
-        let inner = self.inner();
-        let fh = self.shared.fh.as_bytes();
+        let head = &self.shared.read_head;
         let count = dest.len() as u32;
         let weight = dest.len() as u64;
         Call::new_pooled(
             pool,
             nfs3::NFSPROC3_READ,
+            // READ3args after the handle (RFC 1813 §3.3.6).
             |body| {
-                inner.put_call_header(body, nfs3::NFSPROC3_READ);
-                encode_read_args(body, fh, offset, count);
+                body.extend_from_slice(head);
+                body.put_u64(offset);
+                body.put_u32(count);
             },
             None,
             weight,
             Sink::Read(dest),
             notify,
-            now_ns,
         )
     }
 
     pub(crate) fn read_call(&self, offset: u64, dest: ReadDest, notify: Notify) -> Arc<Call> {
         // An empty pool: a new call, encoded the same way.
-        let now = self.inner().shared().now_ns();
-        self.read_call_pooled(offset, dest, notify, &mut CallPool::default(), now)
+        self.read_call_pooled(offset, dest, notify, &mut CallPool::default())
     }
 
     pub(crate) fn finish_read(&self, call: &Call) -> Result<ReadPiece> {
@@ -473,7 +527,6 @@ impl File {
             .enumerate()
             .map(|(i, c)| (offset + (i * wtmax) as u64, Arc::from(c)))
             .collect();
-        let mut jukebox = 0;
         // A piece asked FILE_SYNC that the server only took UNSTABLE.
         let mut downgraded = false;
         while !pending.is_empty() {
@@ -491,10 +544,9 @@ impl File {
                     )
                 })
                 .collect();
-            self.inner().shared().submit_many(calls.iter().cloned());
-            self.inner().shared().wait_group(&group);
+            self.inner().transport().submit_many(calls.iter().cloned());
+            self.inner().transport().wait_group(&group);
             let mut again = Vec::new();
-            let mut saw_jukebox = false;
             for ((off, data), call) in pending.into_iter().zip(calls) {
                 match self.finish_write_durable(&call, off, &data) {
                     // A server that takes nothing would have us loop forever.
@@ -514,21 +566,10 @@ impl File {
                             again.push((off + n as u64, Arc::from(&data[n..])));
                         }
                     }
-                    Err(e)
-                        if e.nfs_status() == Some(nfsstat3::NFS3ERR_JUKEBOX)
-                            && self.inner().may_retry_jukebox(jukebox) =>
-                    {
-                        saw_jukebox = true;
-                        again.push((off, data))
-                    }
                     Err(e) => return Err(e),
                 }
             }
             pending = again;
-            if saw_jukebox {
-                jukebox += 1;
-                std::thread::sleep(jukebox_delay(jukebox));
-            }
         }
         // FILE_SYNC asked, UNSTABLE answered: the caller was promised the
         // data is durable when this returns, so COMMIT it now (re-sending
@@ -615,8 +656,7 @@ impl File {
     /// A WRITE call of `data` at `offset`, logged as submitted (in unstable
     /// mode; see [`log_submitted`](Self::log_submitted), which may wait
     /// for a repair of the same bytes to end), reusing a finished call of
-    /// `pool` and submitted at `now_ns` (the operation's start, already
-    /// read). Its reply must go to
+    /// `pool`. Its reply must go to
     /// [`finish_write_durable`](Self::finish_write_durable) with the same
     /// `data`.
     pub(crate) fn write_call_pooled(
@@ -625,10 +665,9 @@ impl File {
         data: Arc<[u8]>,
         notify: Notify,
         pool: &mut CallPool,
-        now_ns: u64,
     ) -> Arc<Call> {
         self.log_submitted(std::iter::once((offset, &data)));
-        self.make_write_call(offset, data, notify, self.stable(), pool, now_ns)
+        self.make_write_call(offset, data, notify, self.stable(), pool)
     }
 
     fn write_call_with(
@@ -639,8 +678,7 @@ impl File {
         stable: stable_how,
     ) -> Arc<Call> {
         // An empty pool: a new call, encoded the same way.
-        let now = self.inner().shared().now_ns();
-        self.make_write_call(offset, data, notify, stable, &mut CallPool::default(), now)
+        self.make_write_call(offset, data, notify, stable, &mut CallPool::default())
     }
 
     fn make_write_call(
@@ -650,14 +688,17 @@ impl File {
         notify: Notify,
         stable: stable_how,
         pool: &mut CallPool,
-        now_ns: u64,
     ) -> Arc<Call> {
-        let inner = self.inner();
-        let fh = self.shared.fh.as_bytes();
+        let head = &self.shared.write_head;
         let count = data.len() as u32;
+        // WRITE3args after the handle, up to the data's length word (RFC
+        // 1813 §3.3.7); the data follows as its own iovec.
         let encode = |body: &mut Vec<u8>| {
-            inner.put_call_header(body, nfs3::NFSPROC3_WRITE);
-            encode_write_args_header(body, fh, offset, count, stable);
+            body.extend_from_slice(head);
+            body.put_u64(offset);
+            body.put_u32(count);
+            body.put_u32(stable.0);
+            body.put_u32(count);
         };
         let weight = data.len() as u64;
         Call::new_pooled(
@@ -668,7 +709,6 @@ impl File {
             weight,
             Sink::Write,
             notify,
-            now_ns,
         )
     }
 
@@ -713,7 +753,6 @@ impl File {
             }
         };
         if status == nfsstat3::NFS3ERR_JUKEBOX {
-            self.inner().note_jukebox();
             return Err(Error::Nfs {
                 op: "WRITE",
                 path: self.path().to_string(),
@@ -869,7 +908,8 @@ impl File {
     }
 
     /// COMMIT of the whole file; returns the server's write verifier.
-    /// (JUKEBOX retries and RPC errors are handled by `Inner::call`.)
+    /// (NFS3ERR_JUKEBOX was retried by the engine; RPC errors are turned
+    /// into `Error`s by `Inner::call`.)
     fn commit(&self) -> Result<writeverf3> {
         let args = nfs3::COMMIT3args {
             file: self.shared.fh,
@@ -935,6 +975,27 @@ impl Drop for RepairGuard<'_> {
     }
 }
 
+/// READ calls writing into a caller's buffer. Dropping this waits until
+/// none of them can write any more (each completed, or never handed to the
+/// transport), so the buffer is never written after the function that
+/// lent it returned or unwound.
+struct Landing<'a> {
+    transport: &'a crate::io::transport::Transport,
+    calls: Vec<Arc<Call>>,
+}
+
+impl Drop for Landing<'_> {
+    fn drop(&mut self) {
+        let calls = &self.calls;
+        // Completed calls: nothing to wait for (the normal return).
+        if calls.iter().all(released) {
+            return;
+        }
+        self.transport
+            .wait_until(&|| calls.iter().all(released), None);
+    }
+}
+
 /// Random bytes for verifiers, from the kernel.
 pub(crate) fn fill_random(buf: &mut [u8]) {
     // SAFETY: the pointer and length describe `buf`, valid for writes.
@@ -949,5 +1010,135 @@ pub(crate) fn fill_random(buf: &mut [u8]) {
         for (i, b) in buf.iter_mut().enumerate() {
             *b = (t >> ((i % 8) * 8)) as u8;
         }
+    }
+}
+
+/// The blocking read path against a server played in-process
+/// (`crate::testing`): runs under Miri too.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MountOptions;
+    use crate::testing::{late, pattern, Behaviour, FakeServer};
+    use std::time::Duration;
+
+    fn setup(behaviour: Behaviour) -> (Client, File, FakeServer) {
+        let client = Client::detached(MountOptions::default(), 4096, 4096);
+        let file = File::detached(&client, "/f");
+        let server = FakeServer::start(&client, behaviour);
+        (client, file, server)
+    }
+
+    #[test]
+    fn read_and_write_calls_encode_as_the_wire_encoders_do() {
+        let client = Client::detached(MountOptions::default(), 4096, 4096);
+        let fh = nfs_fh3::new(b"a handle of 24 bytes!!!!").expect("handle");
+        let file = File {
+            shared: Arc::new(FileShared::new(&client, fh, "/f")),
+        };
+        let mut buf = [0u8; 100];
+        // SAFETY: the call is never sent; the buffer outlives it.
+        let dest = unsafe { ReadDest::new(&mut buf) };
+        let read = file.read_call(0x1234_5678_9abc, dest, Notify::Group(Group::new(1)));
+        let mut want = Vec::new();
+        client.inner.put_call_header(&mut want, nfs3::NFSPROC3_READ);
+        nfs3::encode_read_args(&mut want, fh.as_bytes(), 0x1234_5678_9abc, 100);
+        assert_eq!(read.body, want);
+        let data: Arc<[u8]> = Arc::from(&[7u8; 10][..]);
+        let write = file.write_call_with(
+            99,
+            data,
+            Notify::Group(Group::new(1)),
+            stable_how::DATA_SYNC,
+        );
+        let mut want = Vec::new();
+        client
+            .inner
+            .put_call_header(&mut want, nfs3::NFSPROC3_WRITE);
+        nfs3::encode_write_args_header(&mut want, fh.as_bytes(), 99, 10, stable_how::DATA_SYNC);
+        assert_eq!(write.body, want);
+    }
+
+    #[test]
+    fn read_at_fills_the_buffer_from_every_piece() {
+        let (_client, file, _server) = setup(Behaviour {
+            delay: Duration::from_millis(5),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 3 * 4096 + 1];
+        assert_eq!(file.read_at(&mut buf, 11).unwrap(), buf.len());
+        assert!(buf
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(11 + i as u64)));
+    }
+
+    #[test]
+    fn read_at_fills_the_buffer_when_the_server_returns_short_reads() {
+        let (_client, file, server) = setup(Behaviour {
+            short_reads_from: Some(1000),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 3 * 4096 + 1];
+        assert_eq!(file.read_at(&mut buf, 3).unwrap(), buf.len());
+        assert!(buf
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(3 + i as u64)));
+        assert!(server.seen().reads.len() > 4);
+    }
+
+    #[test]
+    fn read_at_is_short_only_at_eof() {
+        let (_client, file, _server) = setup(Behaviour {
+            eof_at: Some(6000),
+            short_reads_from: Some(3000),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 4 * 4096];
+        assert_eq!(file.read_at(&mut buf, 1000).unwrap(), 5000);
+        assert!(buf[..5000]
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(1000 + i as u64)));
+        assert_eq!(file.read_at(&mut buf, 6000).unwrap(), 0, "at EOF");
+    }
+
+    #[test]
+    fn an_unwind_waits_for_the_reads_handed_over_and_not_for_the_others() {
+        let (client, file, server) = setup(Behaviour {
+            // Late enough that a caller which did not wait would be gone.
+            delay: late(),
+            ..Behaviour::default()
+        });
+        let mut buf = vec![0u8; 2 * 4096];
+        let transport = client.inner.transport();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let (a, b) = buf.split_at_mut(4096);
+            let group = Group::new(2);
+            let mut landing = Landing {
+                transport,
+                calls: Vec::new(),
+            };
+            for (offset, chunk) in [(0u64, a), (4096, b)] {
+                // SAFETY: `landing` waits before the borrow of `buf` ends.
+                let dest = unsafe { ReadDest::new(chunk) };
+                let call = file.read_call(offset, dest, Notify::Group(Arc::clone(&group)));
+                landing.calls.push(call);
+            }
+            // Only the first is handed to the transport before the panic.
+            transport.submit_many(landing.calls[..1].iter().cloned());
+            panic!("a failure between submitting and waiting");
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(server.answered(), 1, "the read handed over was waited for");
+        assert!(buf[..4096]
+            .iter()
+            .enumerate()
+            .all(|(i, b)| *b == pattern(i as u64)));
+        assert!(
+            buf[4096..].iter().all(|b| *b == 0),
+            "the other was never sent"
+        );
     }
 }

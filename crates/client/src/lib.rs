@@ -28,22 +28,32 @@
 //! ```
 
 pub mod alert;
+pub mod attrs;
 pub mod batch;
 pub mod client;
 pub mod config;
 pub mod errno;
 pub mod error;
+mod fdfloor;
 pub mod file;
+mod fork;
+pub mod handle;
 mod io;
+mod links;
 pub mod metadata;
 mod mount;
 pub mod publish;
 pub mod stats;
+#[cfg(test)]
+mod testing;
 mod writelog;
 
-pub use batch::{Batch, Completion};
+pub use attrs::{FsStat, SetAttrs, SetTimeTo};
+pub use batch::{Batch, Completion, ScopedBatch};
 pub use client::{Client, Limits, PathSpec, Target};
-pub use config::{DnfsTab, MountOptions, NfsUrl, StableMode};
+pub use config::{DnfsTab, MountOptions, NfsUrl, SocketBuffers, StableMode};
 pub use error::{Error, Result};
+pub use fdfloor::set_descriptor_floor;
 pub use file::{File, OpenOptions};
-pub use metadata::{DirEntry, FileType, FsStat, Metadata};
+pub use handle::Handle;
+pub use metadata::{DirEntry, FileType, Metadata};

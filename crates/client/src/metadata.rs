@@ -108,22 +108,3 @@ pub struct DirEntry {
     /// Attributes, when the server sent them (READDIRPLUS usually does).
     pub metadata: Option<Metadata>,
 }
-
-/// Space and file slots of a server file system (FSSTAT3resok, RFC 1813
-/// §3.3.18). "Available" is what this user may use (quotas, reserved
-/// blocks); "free" is what the file system has left.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FsStat {
-    /// Size of the file system in bytes.
-    pub total_bytes: u64,
-    /// Free bytes.
-    pub free_bytes: u64,
-    /// Bytes this user may still write.
-    pub avail_bytes: u64,
-    /// File slots (inodes) in all.
-    pub total_files: u64,
-    /// Free file slots.
-    pub free_files: u64,
-    /// File slots this user may still use.
-    pub avail_files: u64,
-}

@@ -1,116 +1,38 @@
 //! Finding the server and the export: PORTMAP GETPORT, MOUNT EXPORT and
-//! MNT, each as a one-shot RPC over its own short-lived TCP connection
-//! (cold path: done once per client).
+//! MNT, each a one-shot RPC over its own short-lived TCP connection
+//! (`io::oneshot`; cold path: done once per mount).
 //!
-//! The export of a path is the longest prefix the server lets us MOUNT
-//! (DESIGN.md "Configuration"): ask EXPORT for the list; where the server
-//! has no EXPORT procedure, or the list names nothing that fits, try MNT on
-//! every prefix from the longest down to `/`. A MOUNT path is at most
-//! `MNTPATHLEN` (1,024) bytes: longer prefixes cannot be exports and are
-//! never sent, and an export named longer than that is refused before
+//! The export of a path is the longest prefix of it that the server lists
+//! in EXPORT and lets us MOUNT (docs/design.md "Configuration"). Where the server has no EXPORT procedure,
+//! or the list names nothing that fits, MNT is tried on every prefix from
+//! the longest down to `/`, and what it accepts is doubted twice, because
+//! some servers answer MNT for paths they do not export:
+//!
+//! * a server that answers every path with its root handle would make a
+//!   file name the export: a shorter prefix MNT answers with the *same*
+//!   handle is the same directory, and the shortest such is the export
+//!   ([`shortest_alias`]);
+//! * a server that MOUNTs a file hands out the file's own handle: the
+//!   caller checks that a probed export's root is a directory and asks for
+//!   the export above it otherwise ([`mount_above`]).
+//!
+//! An export named by the configuration (dnfstab `export:`) or by the URL
+//! (`nfs://host//path`: export `/`) is MOUNTed as it is. A MOUNT path is at
+//! most `MNTPATHLEN` (1,024) bytes: longer prefixes cannot be exports and
+//! are never sent, and an export named longer than that is refused before
 //! anything is sent (a server would answer GARBAGE_ARGS).
 
-use std::io::{self, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use directnfs_wire::mount::{self, dirpath, mountres3, MNTPATHLEN};
 use directnfs_wire::nfs3::nfs_fh3;
 use directnfs_wire::portmap::{self, Mapping};
-use directnfs_wire::rpc::record::fragment_header;
-use directnfs_wire::rpc::{
-    encode_call_header, AcceptedReply, RejectedReply, ReplyBody, ReplyHeader,
-};
-use directnfs_wire::{Decode, Procedure, XdrReader};
 
 use crate::error::{Error, Result};
-use crate::io::socket::{connect, ConnectSpec};
-
-/// Largest reply accepted on the cold path (an EXPORT list can be long).
-const MAX_COLD_REPLY: usize = 4 << 20;
-
-/// Calls procedure `P` once on a fresh connection to `spec.remote`.
-pub(crate) fn rpc_once<P: Procedure>(
-    spec: &ConnectSpec,
-    cred: &[u8],
-    args: &P::Args,
-) -> Result<P::Res> {
-    let server = spec.remote.to_string();
-    let io_err = |e: io::Error| Error::Connect {
-        server: server.clone(),
-        source: e,
-    };
-    let mut stream = connect(spec).map_err(io_err)?;
-    stream
-        .set_read_timeout(Some(spec.timeout))
-        .map_err(io_err)?;
-    stream
-        .set_write_timeout(Some(spec.timeout))
-        .map_err(io_err)?;
-    let xid = 0x6d00_0000 ^ std::process::id().rotate_left(8) ^ P::PROC;
-    let mut body = Vec::with_capacity(256);
-    encode_call_header(&mut body, xid, P::PROG, P::VERS, P::PROC, cred);
-    directnfs_wire::Encode::encode(args, &mut body);
-    let mut msg = fragment_header(body.len(), true).to_vec();
-    msg.extend_from_slice(&body);
-    stream.write_all(&msg).map_err(io_err)?;
-
-    let deadline = std::time::Instant::now() + spec.timeout;
-    let record = crate::io::oneshot::read_record(&mut stream, MAX_COLD_REPLY, deadline).map_err(
-        |e| match e.kind() {
-            io::ErrorKind::InvalidData => Error::Protocol {
-                op: P::NAME,
-                path: server.clone(),
-                detail: e.to_string(),
-            },
-            _ => io_err(e),
-        },
-    )?;
-    let protocol = |detail: String| Error::Protocol {
-        op: P::NAME,
-        path: server.clone(),
-        detail,
-    };
-    let mut r = XdrReader::new(&record);
-    let header = ReplyHeader::decode(&mut r).map_err(|e| protocol(e.to_string()))?;
-    if header.xid != xid {
-        return Err(protocol(format!(
-            "reply XID {:#x} does not match call {xid:#x}",
-            header.xid
-        )));
-    }
-    match header.body {
-        ReplyBody::Accepted {
-            stat: AcceptedReply::Success,
-            ..
-        } => P::Res::decode(&mut r).map_err(|e| protocol(e.to_string())),
-        ReplyBody::Denied(RejectedReply::AuthError(status)) => Err(Error::Auth {
-            op: P::NAME,
-            path: server.clone(),
-            status,
-        }),
-        ReplyBody::Denied(RejectedReply::RpcMismatch { low, high }) => Err(Error::Rpc {
-            op: P::NAME,
-            path: server.clone(),
-            detail: format!(
-                "server rejected the call: RPC version mismatch (supports {low}..={high})"
-            ),
-        }),
-        ReplyBody::Accepted { stat, .. } => Err(Error::Rpc {
-            op: P::NAME,
-            path: server.clone(),
-            detail: match stat {
-                AcceptedReply::ProgMismatch { low, high } => format!(
-                    "server does not support version {} of program {} (supports {low}..={high})",
-                    P::VERS,
-                    P::PROG
-                ),
-                AcceptedReply::Error(s) => format!("server could not run the call: {s}"),
-                AcceptedReply::Success => "success".to_string(),
-            },
-        }),
-    }
-}
+use crate::io::oneshot::rpc_once;
+use crate::io::socket::ConnectSpec;
 
 /// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`.
 ///
@@ -180,60 +102,77 @@ pub(crate) struct Mounted {
     pub export: String,
     pub root: nfs_fh3,
     pub rest: String,
+    /// The export was found by probing MNT (neither given nor listed by
+    /// EXPORT): the caller must check that its root is a directory, since
+    /// some servers MOUNT a file as willingly as a directory.
+    pub probed: bool,
 }
 
-/// Finds the export holding `path` and MOUNTs it.
+/// Finds the export holding `path` and MOUNTs it (`known_export`: the
+/// export named by the configuration or by a URL's `//`, used as it is).
 pub(crate) fn mount_path(
     spec: &ConnectSpec,
     cred: &[u8],
     path: &str,
     known_export: Option<&str>,
 ) -> Result<Mounted> {
-    if let Some(export) = known_export {
-        let root = mnt(spec, cred, export)?;
-        let rest = crate::config::split_by_export(path, export)
-            .unwrap_or("/")
-            .to_string();
-        return Ok(Mounted {
-            export: export.to_string(),
-            root,
-            rest,
-        });
+    match known_export {
+        Some(export) => Ok(mounted(path, export, mnt(spec, cred, export)?, false)),
+        None => discover(spec, cred, path, usize::MAX),
     }
+}
+
+/// Finds the export holding `path` among the prefixes shorter than
+/// `not_export`: the server MOUNTed `not_export` but its root is not a
+/// directory (a file), so it cannot be the export.
+pub(crate) fn mount_above(
+    spec: &ConnectSpec,
+    cred: &[u8],
+    path: &str,
+    not_export: &str,
+) -> Result<Mounted> {
+    discover(spec, cred, path, not_export.len())
+}
+
+/// The export of `path`: the longest of its prefixes (shorter than
+/// `shorter_than` bytes) that the server lists in EXPORT and lets us MOUNT;
+/// where there is none (no EXPORT procedure, or nothing listed fits), the
+/// longest prefix MNT accepts, confirmed by [`shortest_alias`].
+fn discover(spec: &ConnectSpec, cred: &[u8], path: &str, shorter_than: usize) -> Result<Mounted> {
     // A prefix longer than MNTPATHLEN cannot be an export: never sent.
     let candidates: Vec<String> = prefixes(path)
         .into_iter()
-        .filter(|c| c.len() <= MNTPATHLEN)
+        .filter(|c| c.len() <= MNTPATHLEN && c.len() < shorter_than)
         .collect();
-    // Prefer what EXPORT lists; fall back to probing every prefix.
     let listed: Vec<String> = match rpc_once::<mount::Export>(spec, cred, &()) {
         Ok(list) => list
             .0
             .iter()
-            .map(|e| String::from_utf8_lossy(e.ex_dir.as_bytes()).into_owned())
+            .map(|e| normalize(&String::from_utf8_lossy(e.ex_dir.as_bytes())))
             .collect(),
         Err(e) => {
             tracing::debug!("MOUNT EXPORT unavailable ({e}); probing prefixes");
             Vec::new()
         }
     };
-    let ordered: Vec<&String> = candidates
-        .iter()
-        .filter(|c| listed.iter().any(|l| normalize(l) == **c))
-        .chain(candidates.iter())
-        .collect();
     let mut last_err = None;
-    for export in ordered {
+    let mut refused = Vec::new();
+    // What the server lists, it exports: no need to doubt its handle.
+    for export in candidates.iter().filter(|c| listed.contains(c)) {
+        match mnt(spec, cred, export) {
+            Ok(root) => return Ok(mounted(path, export, root, false)),
+            Err(e @ Error::Mount { .. }) => {
+                refused.push(export.as_str());
+                last_err = Some(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for export in candidates.iter().filter(|c| !refused.contains(&c.as_str())) {
         match mnt(spec, cred, export) {
             Ok(root) => {
-                let rest = crate::config::split_by_export(path, export)
-                    .unwrap_or("/")
-                    .to_string();
-                return Ok(Mounted {
-                    export: export.clone(),
-                    root,
-                    rest,
-                });
+                let export = shortest_alias(spec, cred, &candidates, export, &root)?;
+                return Ok(mounted(path, export, root, true));
             }
             Err(e @ Error::Mount { .. }) => last_err = Some(e),
             Err(e) => return Err(e),
@@ -241,6 +180,54 @@ pub(crate) fn mount_path(
     }
     Err(last_err
         .unwrap_or_else(|| Error::InvalidInput(format!("no export of the server contains {path}"))))
+}
+
+/// The shortest prefix of `candidates` (longest first) that MNT answers
+/// with the same `root` handle as `export`, or `export` itself.
+///
+/// Some servers have no EXPORT procedure and answer MNT of *any* path
+/// with the handle of their one export (several small servers do): the
+/// longest prefix they accept says nothing, and taking it would make a
+/// file name (`nfs://host/f.bin`) the export, a directory that is in fact
+/// the server's root. Two prefixes with the same handle are the same
+/// directory, so the shorter one is the export and the rest of the path
+/// lies below it. Shortest first: such a server answers `/` at once.
+fn shortest_alias<'a>(
+    spec: &ConnectSpec,
+    cred: &[u8],
+    candidates: &'a [String],
+    export: &'a str,
+    root: &nfs_fh3,
+) -> Result<&'a str> {
+    for shorter in candidates.iter().rev().filter(|c| c.len() < export.len()) {
+        match mnt(spec, cred, shorter) {
+            Ok(h) if h == *root => {
+                tracing::debug!(
+                    "MNT {export} and MNT {shorter} give the same handle: the export is {shorter}"
+                );
+                return Ok(shorter);
+            }
+            // The server has answered for `export` already: a refusal of
+            // a shorter prefix (a MOUNT status, an RPC or credential error,
+            // a garbled reply) only says it is not the same directory.
+            Ok(_) => {}
+            Err(e @ Error::Connect { .. }) => return Err(e),
+            Err(e) => tracing::debug!("MNT {shorter} while confirming {export}: {e}"),
+        }
+    }
+    Ok(export)
+}
+
+fn mounted(path: &str, export: &str, root: nfs_fh3, probed: bool) -> Mounted {
+    let rest = crate::config::split_by_export(path, export)
+        .unwrap_or("/")
+        .to_string();
+    Mounted {
+        export: export.to_string(),
+        root,
+        rest,
+        probed,
+    }
 }
 
 /// Refuses a MOUNT path the protocol cannot carry (RFC 1813 §5.1

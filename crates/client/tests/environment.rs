@@ -4,8 +4,9 @@
 //!
 //! | fault | expected client behaviour | test |
 //! |---|---|---|
-//! | nothing listening on port 111 (no rpcbind) | `Connect` (ECONNREFUSED) at once, naming the portmapper and `nfsport=`/`mountport=` | `portmapper_not_listening_*` |
-//! | the portmapper has no TCP registration for NFS / MOUNT v3 | `Connect` (ECONNREFUSED) at once, naming the program | `portmapper_without_*` |
+//! | nothing listening on port 111 (no rpcbind) | `Connect` (ECONNREFUSED) once `mnt_timeout` has passed (asked again meanwhile), naming the portmapper and `nfsport=`/`mountport=` | `portmapper_not_listening_*` |
+//! | the portmapper has no TCP registration for NFS / MOUNT v3 | `Connect` (ECONNREFUSED) once `mnt_timeout` has passed (asked again meanwhile: a server taking over registers late), naming the program | `portmapper_without_*` |
+//! | the registration appears 1 s after the client started | the mount waits for it and succeeds | `portmapper_that_registers_late_*` |
 //! | the portmapper never answers | `Connect` (ETIMEDOUT) within `mnt_timeout` per question | `portmapper_that_never_answers_*` |
 //! | the portmapper refuses GETPORT (PROG_UNAVAIL) | `Rpc` (EIO) naming the portmapper | `portmapper_refusing_*` |
 //! | (control) a working portmapper | ports found, mounted, data read | `portmapper_that_knows_*` |
@@ -38,17 +39,13 @@ use directnfs::{Client, Error};
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply};
 
 use harness::capture;
-use harness::watch::{internal_panics, within};
+use harness::watch::{assert_no_internal_panic, within};
 use harness::{pattern_at, Fault, HostileServer, Options, Plan, Proc, EXPORT, FILE};
 
-/// Soft mount, 1 s per attempt, and 1 s for each cold-path question.
+/// Soft mount, 1 s per attempt, and 1 s for the mount (`mnt_timeout`).
 const SOFT: &str = "timeo=10&retrans=1&soft&connections=1&mnt_timeout=1";
 /// Hard deadline for one connect.
 const LIMIT: Duration = Duration::from_secs(10);
-
-fn assert_no_internal_panic() {
-    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
-}
 
 fn connect(url: &str) -> (directnfs::Result<Client>, Duration) {
     let url = url.to_string();
@@ -105,7 +102,7 @@ fn ip(args: &[&str]) {
 // The portmapper
 
 #[test]
-fn portmapper_not_listening_fails_connect_at_once_naming_it() {
+fn portmapper_not_listening_fails_connect_after_mnt_timeout_naming_it() {
     in_fresh_netns("portmapper_not_listening", || {
         // Nothing listens on 127.0.0.1:111 in this namespace.
         let (r, t) = connect(&format!("nfs://127.0.0.1{EXPORT}{FILE}?{SOFT}"));
@@ -115,10 +112,17 @@ fn portmapper_not_listening_fails_connect_at_once_naming_it() {
         assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
         let msg = e.to_string();
         eprintln!("{msg}");
-        for needle in ["127.0.0.1:111", "portmapper", "NFS v3", "nfsport="] {
+        for needle in [
+            "127.0.0.1:111",
+            "portmapper",
+            "NFS v3",
+            "nfsport=",
+            "mnt_timeout is 1 s",
+        ] {
             assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
         }
-        assert!(t < Duration::from_secs(2), "took {t:?}");
+        assert!(t >= Duration::from_millis(900), "gave up early: {t:?}");
+        assert!(t < Duration::from_secs(3), "took {t:?}");
         // The same for the MOUNT port when only the NFS port is given.
         let (r, _) = connect(&format!(
             "nfs://127.0.0.1{EXPORT}{FILE}?nfsport=2049&{SOFT}"
@@ -178,8 +182,10 @@ fn portmapper_without_the_program_registered_fails_connect_naming_it() {
         ] {
             assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
         }
-        assert!(t < Duration::from_secs(2), "took {t:?}");
-        assert_eq!(server.count(Proc::GETPORT), 1);
+        assert!(t >= Duration::from_millis(900), "gave up early: {t:?}");
+        assert!(t < Duration::from_secs(3), "took {t:?}");
+        // Asked again within mnt_timeout (pauses of 0.25, 0.5 s, ...).
+        assert!(server.count(Proc::GETPORT) >= 2, "not asked again");
         assert_eq!(server.count(Proc::MNT), 0);
 
         // MOUNT not registered (NFS port given).
@@ -194,6 +200,28 @@ fn portmapper_without_the_program_registered_fails_connect_naming_it() {
 }
 
 #[test]
+fn portmapper_that_registers_late_is_waited_for() {
+    in_fresh_netns("portmapper_registers_late", || {
+        let server = portmapper(Plan::always(Proc::GETPORT, Fault::Getport(0)));
+        let url = format!("nfs://127.0.0.1{EXPORT}{FILE}?timeo=10&retrans=1&soft&mnt_timeout=20");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(Client::connect(&url));
+        });
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(server.count(Proc::GETPORT) >= 1);
+        server.set_plan(Plan::none());
+        let client = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("mount did not finish")
+            .unwrap_or_else(|e| panic!("mount did not wait for the registration: {e}"));
+        assert_eq!(client.export(), EXPORT);
+        assert_eq!(server.count(Proc::MNT), 1);
+    });
+    assert_no_internal_panic();
+}
+
+#[test]
 fn portmapper_that_never_answers_fails_connect_within_mnt_timeout() {
     in_fresh_netns("portmapper_silent", || {
         let server = portmapper(Plan::always(Proc::GETPORT, Fault::Silent));
@@ -203,7 +231,8 @@ fn portmapper_that_never_answers_fails_connect_within_mnt_timeout() {
         assert_eq!(e.errno(), libc::ETIMEDOUT, "{e}");
         assert_eq!(e.kind(), ErrorKind::TimedOut);
         assert!(e.to_string().contains("portmapper"), "{e}");
-        // mnt_timeout=1: one GETPORT, 1 s.
+        // mnt_timeout=1: one GETPORT, 1 s (a server that accepted the
+        // connection and stays silent is not asked again).
         assert!(t >= Duration::from_millis(900), "took only {t:?}");
         assert!(t < Duration::from_secs(3), "took {t:?}");
         assert_eq!(server.count(Proc::GETPORT), 1);

@@ -23,7 +23,7 @@
 //! | unsolicited XIDs, empty and 3-byte records, a CALL | dropped; the real reply completes the call | `unsolicited_*` |
 //! | legal reply in many small fragments, slowly | reassembled (data path, NULL, MNT) | `*_split_into_fragments_*` |
 //! | READ with more data than asked / count ≠ data length | `Protocol` (EIO); nothing written past the caller's buffer | `read_reply_*` |
-//! | READ `eof` mid-file / 0 bytes without `eof` | a short read (never wrong bytes); `read_exact_at` completes or errors, never loops | `read_reply_with_eof_*`, `read_reply_of_zero_bytes_*` |
+//! | READ `eof` mid-file / short without `eof` / 0 bytes without `eof` | a short read at the EOF the server claims (never wrong bytes) / the rest asked for again, the buffer filled (`read_at` and batch) / `Protocol` (EIO), never a loop | `read_reply_with_eof_*`, `short_read*`, `read_reply_of_zero_bytes_*` |
 //! | garbage after an accepted SUCCESS header | `Protocol` (EIO) | `accepted_reply_with_garbage_*` |
 //! | WRITE reply cut short after its status | `Protocol` (EIO), blocking and batch | `malformed_write_reply_*` |
 //! | absurd attributes (size u64::MAX, type 0xffff, ns > 1e9) | reported as they are (type `Other`), no panic | `absurd_attributes_*` |
@@ -34,7 +34,7 @@
 //! | EXPORT refused, garbled or unanswered | mount falls back to MNT on each prefix of the path | `refused_or_garbled_export_list_*` |
 //! | accepts and never answers | soft: `TimedOut` in timeo×(retrans+1); hard: waits, resumes when the server answers | `silent_*` |
 //! | trickles one byte per second | soft: `TimedOut` on time; once: retried | `trickled_*` |
-//! | NFS3ERR_JUKEBOX | retried after a pause; soft gives up after `retrans` | `jukebox_*` |
+//! | NFS3ERR_JUKEBOX (blocking, batch, the fsync repair's re-sends) | retried after a pause; soft gives up after `retrans` | `jukebox_*`, `persistent_jukebox_*` |
 //! | NFS3ERR_ACCES / STALE / unknown status, MNT3ERR_ACCES | `Nfs`/`Mount` error with the POSIX errno | `*_is_eacces`, `*_is_estale`, `unknown_nfs_status_*`, `mnt_access_*` |
 //! | WRITE reply claiming 0 / fewer / more bytes than sent | 0: error; fewer: rest re-sent; more: clamped | `write_reply_*`, `short_write_*` |
 //! | READDIRPLUS that never reaches EOF (cookie loop, endless entries) | an error in bounded time and memory | `directory_*`, `endless_directory_*` |
@@ -70,7 +70,7 @@ use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply, AuthStat, RejectedReply};
 
 use harness::watch::{
-    internal_panics, largest_allocation, memory_lock, peak_rss_kib, within, within_or,
+    assert_no_internal_panic, largest_allocation, memory_lock, peak_rss_kib, within, within_or,
 };
 use harness::{
     absurd_attr, pattern_at, Fault, HostileServer, Options, Plan, Proc, ReadShape, DIR_NAME, FILE,
@@ -137,10 +137,6 @@ fn assert_reads_ok(file: &File, offset: u64, len: usize) {
     let data = r.unwrap_or_else(|e| panic!("read at {offset} failed: {e}"));
     assert_eq!(data.len(), len, "short read at {offset}");
     assert!(data == pattern_at(offset, len), "wrong data at {offset}");
-}
-
-fn assert_no_internal_panic() {
-    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
 }
 
 fn is_protocol(e: &Error) -> bool {
@@ -506,6 +502,41 @@ fn short_read_without_eof_is_completed_by_read_exact_at() {
 }
 
 #[test]
+fn short_reads_before_eof_are_completed_by_read_at_and_by_a_batch() {
+    // A server that returns 512 bytes per READ (without EOF), whatever
+    // was asked: read_at and a batch read still fill the whole buffer,
+    // asking for the rest again and again, and never return a short count.
+    // (Lengths are multiples of 512: this server would send 512 bytes for
+    // a smaller request too, which is an error of its own.)
+    let shape = ReadShape {
+        data_len: Some(512),
+        eof: Some(false),
+        ..Default::default()
+    };
+    let server = HostileServer::start(Plan::always(Proc::READ, Fault::Read(shape)));
+    let (_client, file) = mount(&server, SOFT);
+    let (r, _) = read(&file, OFF, LEN);
+    assert!(
+        r.unwrap() == pattern_at(OFF, LEN),
+        "read_at: full, right bytes"
+    );
+    assert_eq!(server.count(Proc::READ), LEN / 512);
+    // Three pieces (rtmax is 64 KiB), each answered 512 bytes at a time.
+    let len = 2 * 65536 + 4096;
+    let (r, _) = read(&file, 0, len);
+    assert!(
+        r.unwrap() == pattern_at(0, len),
+        "a split read_at: full, right bytes"
+    );
+    let r = batch_reads(&file, 3);
+    for (i, r) in r.into_iter().enumerate() {
+        let offset = OFF + (i * LEN) as u64;
+        assert!(r.unwrap() == pattern_at(offset, LEN), "batch read {i}");
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
 fn read_reply_of_zero_bytes_without_eof_reads_as_zero_and_never_loops() {
     let shape = ReadShape {
         data_len: Some(0),
@@ -514,11 +545,13 @@ fn read_reply_of_zero_bytes_without_eof_reads_as_zero_and_never_loops() {
     };
     let server = HostileServer::start(Plan::always(Proc::READ, Fault::Read(shape)));
     let (_client, file) = mount(&server, SOFT);
-    // read_at: 0 bytes (today) or an error; never a loop, never bytes.
+    // read_at: an error (EIO, as in the Linux client): a read is short
+    // only at end of file, and asking again would loop for ever. Never a
+    // loop, never bytes.
     let (r, _) = read(&file, OFF, LEN);
-    if let Ok(data) = r {
-        assert!(data.is_empty());
-    }
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Protocol { .. }), "{e:?}");
+    assert_eq!(e.errno(), libc::EIO);
     let (r, _) = read_exact(&file, OFF, LEN);
     let e = r.unwrap_err();
     assert!(
@@ -987,6 +1020,146 @@ fn persistent_jukebox_fails_a_soft_write_and_getattr_with_eagain() {
     ));
     let (r, _) = within("metadata", SOFT_LIMIT, move || client.metadata(FILE));
     assert_eq!(r.unwrap_err().nfs_status(), Some(nfsstat3::NFS3ERR_JUKEBOX));
+    assert_no_internal_panic();
+}
+
+/// Reads `n` blocks of `LEN` (at `OFF`, `OFF + LEN`, ...) through one
+/// batch and returns each completion's result and data, by token.
+fn batch_reads(file: &File, n: usize) -> Vec<directnfs::Result<Vec<u8>>> {
+    let f = file.clone();
+    within("batch reads", SOFT_LIMIT, move || {
+        let mut batch = directnfs::Batch::new(f.client());
+        for i in 0..n {
+            let offset = OFF + (i * LEN) as u64;
+            batch
+                .read_owned(&f, offset, vec![0u8; LEN], i as u64)
+                .unwrap_or_else(|e| panic!("read_owned: {e}"));
+        }
+        let mut out: Vec<Option<directnfs::Result<Vec<u8>>>> = (0..n).map(|_| None).collect();
+        let mut done = 0;
+        while done < n {
+            for c in batch.wait(n, None) {
+                let buf = c.buffer.unwrap_or_default();
+                out[c.token as usize] = Some(c.result.map(|k| buf[..k].to_vec()));
+                done += 1;
+            }
+        }
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| panic!("a completion is missing")))
+            .collect()
+    })
+    .0
+}
+
+#[test]
+fn jukebox_on_batch_reads_and_writes_is_retried_on_a_hard_mount() {
+    // The engine retries JUKEBOX for every request: a Batch's (and so the
+    // C library's dnfs_batch_*) as well as the blocking calls'.
+    let plan = Plan::times(Proc::READ, Fault::Status(nfsstat3::NFS3ERR_JUKEBOX), 3);
+    let server = HostileServer::start(plan);
+    let (client, file) = mount(&server, HARD);
+    for (i, r) in batch_reads(&file, 4).into_iter().enumerate() {
+        let offset = OFF + (i * LEN) as u64;
+        assert!(r.unwrap() == pattern_at(offset, LEN), "read {i}");
+    }
+    assert_eq!(
+        server.count(Proc::READ),
+        4 + 3,
+        "each JUKEBOX answer was re-sent"
+    );
+    server.set_plan(Plan::times(
+        Proc::WRITE,
+        Fault::Status(nfsstat3::NFS3ERR_JUKEBOX),
+        2,
+    ));
+    let f = file.clone();
+    let (results, _) = within("batch writes", SOFT_LIMIT, move || {
+        let mut batch = directnfs::Batch::new(&client);
+        for i in 0..2u64 {
+            batch
+                .write(&f, OFF + i * LEN as u64, &pattern_at(OFF, LEN), i)
+                .unwrap();
+        }
+        let mut results = Vec::new();
+        while results.len() < 2 {
+            results.extend(batch.wait(2, None).into_iter().map(|c| c.result));
+        }
+        results
+    });
+    for r in results {
+        assert_eq!(r.unwrap(), LEN);
+    }
+    assert_eq!(server.count(Proc::WRITE), 2 + 2);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn persistent_jukebox_fails_a_soft_batch_read_with_eagain_after_retrans() {
+    let plan = Plan::always(Proc::READ, Fault::Status(nfsstat3::NFS3ERR_JUKEBOX));
+    let server = HostileServer::start(plan);
+    let (_client, file) = mount(&server, SOFT);
+    let r = batch_reads(&file, 1).remove(0);
+    let e = r.unwrap_err();
+    assert_eq!(e.nfs_status(), Some(nfsstat3::NFS3ERR_JUKEBOX), "{e:?}");
+    assert_eq!(e.errno(), libc::EAGAIN);
+    assert_eq!(
+        server.count(Proc::READ),
+        2,
+        "sent once, retried retrans=1 times"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn jukebox_on_the_fsync_repairs_resent_writes_is_retried_on_a_hard_mount() {
+    // The server restarts between the WRITEs and fsync's COMMIT (losing
+    // them), then answers the repair's first re-sent WRITEs with JUKEBOX:
+    // they are sent again after the pause and fsync makes it all durable.
+    let len = 3 * 65536;
+    let data = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, &format!("{HARD}&stable=unstable"));
+    write_data(&file, 0, &data);
+    server.lose_unstable_data(*b"reboot-1");
+    server.set_plan(Plan::times(
+        Proc::WRITE,
+        Fault::Status(nfsstat3::NFS3ERR_JUKEBOX),
+        3,
+    ));
+    fsync(&file).unwrap();
+    assert_eq!(
+        count_writes(&server, FILE_SYNC),
+        3 + 3,
+        "{:?}",
+        writes_seen(&server)
+    );
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert!(
+        durable_after_a_crash(&server, 0, len) == data,
+        "fsync returned before the data was durable"
+    );
+    assert_no_internal_panic();
+}
+
+#[test]
+fn jukebox_for_ever_on_the_repair_fails_a_soft_fsync_and_keeps_the_data() {
+    let len = 3 * 65536;
+    let data = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    write_data(&file, 0, &data);
+    server.lose_unstable_data(*b"reboot-1");
+    server.set_plan(Plan::always(
+        Proc::WRITE,
+        Fault::Status(nfsstat3::NFS3ERR_JUKEBOX),
+    ));
+    let e = fsync(&file).unwrap_err();
+    assert_eq!(e.nfs_status(), Some(nfsstat3::NFS3ERR_JUKEBOX), "{e:?}");
+    assert_eq!(e.errno(), libc::EAGAIN);
+    assert_eq!(file.uncommitted_bytes(), len, "every byte kept");
+    server.set_plan(Plan::none());
+    fsync(&file).unwrap();
+    assert!(durable_after_a_crash(&server, 0, len) == data);
     assert_no_internal_panic();
 }
 
@@ -1566,7 +1739,7 @@ fn failed_fsync_keeps_its_data_until_a_commit_succeeds() {
 
 #[test]
 fn file_sync_write_answered_unstable_is_committed_before_write_returns() {
-    // A FILE_SYNC write returns once the data is durable (DESIGN.md
+    // A FILE_SYNC write returns once the data is durable (docs/design.md
     // "Semantics"; a database in the default mode never calls fsync).
     // When the server only takes it UNSTABLE, the client COMMITs before
     // returning.

@@ -20,7 +20,7 @@ mod harness;
 
 use std::time::Duration;
 
-use directnfs::{Batch, Client, File};
+use directnfs::{Client, File};
 use directnfs_wire::nfs3::nfsstat3;
 
 use harness::capture;
@@ -125,13 +125,14 @@ fn file_contents_never_appear_in_the_log_at_any_level() {
         &file,
         move |f| {
             let mut rd = vec![0u8; 65536];
-            let mut batch = Batch::new(f.client());
-            batch.write(&f, 4096, &b[..65536], 1)?;
-            batch.read(&f, 4096, &mut rd, 2)?;
-            for c in batch.wait(2, Some(LIMIT)) {
-                c.result?;
-            }
-            Ok(())
+            f.client().batch_scope(|batch| {
+                batch.write(&f, 4096, &b[..65536], 1)?;
+                batch.read(&f, 4096, &mut rd, 2)?;
+                for c in batch.wait(2, Some(LIMIT)) {
+                    c.result?;
+                }
+                Ok(())
+            })
         },
         &mut errors,
     );

@@ -207,13 +207,23 @@ impl Drop for Watchdog {
     }
 }
 
+/// `sockbuf` of every mount: `DNFS_TEST_SOCKBUF` (to compare `auto` with
+/// a fixed size on these tests), else the default.
+fn sockbuf() -> String {
+    std::env::var("DNFS_TEST_SOCKBUF")
+        .unwrap_or_else(|_| MountOptions::default().sockbuf.to_string())
+}
+
 /// A target over the given topology paths (1-based), with `opts` on top
-/// of explicit ports.
+/// of explicit ports (and `sockbuf`).
 fn target(paths: &[u8], opts: &[(&str, &str)]) -> Target {
     let topo = topology();
     let mut options = MountOptions::default();
     options.nfs_port = Some(topo.nfs_port);
     options.mount_port = Some(topo.mnt_port);
+    options
+        .set("sockbuf", &sockbuf())
+        .expect("DNFS_TEST_SOCKBUF");
     for (k, v) in opts {
         options.set(k, v).expect("mount option");
     }
@@ -917,9 +927,10 @@ fn four_rate_limited_paths_read_at_least_3_4x_one_path() {
         }
     }
     eprintln!(
-        "RESULT throughput (200 Mbit/s per path, {} MiB, 1 MiB reads x{SCAN_DEPTH}): \
+        "RESULT throughput (200 Mbit/s per path, {} MiB, 1 MiB reads x{SCAN_DEPTH}, sockbuf={}): \
          1 path {:.1} MB/s, 2 paths {:.1} MB/s, 4 paths {:.1} MB/s; best 4/1 ratio {best:.2}x",
         SCAN_BYTES >> 20,
+        sockbuf(),
         last.0,
         last.1,
         last.2

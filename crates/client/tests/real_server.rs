@@ -278,20 +278,20 @@ fn batch_completes_each_operation_with_its_own_result() {
         assert_eq!(batch.outstanding(), 0);
     }
     let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8192]; 65];
-    let mut batch = Batch::new(&c);
     let (last, rest) = bufs.split_last_mut().unwrap();
-    for (i, b) in rest.iter_mut().enumerate() {
-        batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
-    }
-    // One read entirely past EOF completes with 0 bytes, not an error.
-    batch.read(&f, 64 * 8192, last, 999).unwrap();
     let mut results = std::collections::HashMap::new();
-    while results.len() < 65 {
-        for comp in batch.wait(65, Some(Duration::from_secs(30))) {
-            results.insert(comp.token, comp.result.unwrap());
+    c.batch_scope(|batch| {
+        for (i, b) in rest.iter_mut().enumerate() {
+            batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
         }
-    }
-    drop(batch);
+        // One read entirely past EOF completes with 0 bytes, not an error.
+        batch.read(&f, 64 * 8192, last, 999).unwrap();
+        while results.len() < 65 {
+            for comp in batch.wait(65, Some(Duration::from_secs(30))) {
+                results.insert(comp.token, comp.result.unwrap());
+            }
+        }
+    });
     assert_eq!(results[&999], 0);
     for (i, b) in bufs[..64].iter().enumerate() {
         assert_eq!(results[&(i as u64)], 8192);
@@ -321,9 +321,12 @@ fn transfer_sizes_come_from_fsinfo_clamped_to_one_mib() {
 
 #[test]
 fn connect_to_a_closed_port_fails_with_a_clear_error() {
-    let err = Client::connect("nfs://127.0.0.1/nothing?nfsport=1&mountport=1").unwrap_err();
+    // Refused connections are tried again until mnt_timeout (1 s here).
+    let url = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1&mnt_timeout=1";
+    let err = Client::connect(url).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("127.0.0.1"), "{msg}");
+    assert!(msg.contains("127.0.0.1:1;"), "{msg}");
+    assert!(msg.contains("mnt_timeout is 1 s"), "{msg}");
     assert_eq!(err.errno(), libc::ECONNREFUSED, "{msg}");
 }
 
@@ -350,11 +353,11 @@ fn a_batch_refuses_a_file_of_another_client() {
     let b = client();
     let path = unique("foreign");
     let f = b.create(&path).unwrap();
-    let mut batch = Batch::new(&a);
     let mut buf = [0u8; 8];
-    let err = batch.read(&f, 0, &mut buf, 1).unwrap_err();
+    let err = a
+        .batch_scope(|batch| batch.read(&f, 0, &mut buf, 1))
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    drop(batch);
     b.remove(&path).unwrap();
 }
 
@@ -391,8 +394,7 @@ fn replies_nobody_waits_for_are_received_before_timeo() {
     let data = pattern(64 * 8192, 9);
     f.write_at(&data, 0).unwrap();
     let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8192]; 64];
-    {
-        let mut batch = Batch::new(&c);
+    c.batch_scope(|batch| {
         for (i, b) in bufs.iter_mut().enumerate() {
             batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
         }
@@ -408,7 +410,7 @@ fn replies_nobody_waits_for_are_received_before_timeo() {
         for comp in done {
             assert_eq!(comp.result.unwrap(), 8192, "token {}", comp.token);
         }
-    }
+    });
     for (i, b) in bufs.iter().enumerate() {
         assert!(b[..] == data[i * 8192..(i + 1) * 8192], "block {i}");
     }
@@ -444,16 +446,16 @@ fn threads_share_the_receive_and_hand_the_lead_on() {
                     if t % 4 == 0 {
                         // A batch of 4 beside the blocking callers.
                         let mut bufs = vec![vec![0u8; block]; 4];
-                        let mut batch = Batch::new(f.client());
-                        for (k, b) in bufs.iter_mut().enumerate() {
-                            let j = (i + k) % blocks;
-                            batch.read(&f, (j * block) as u64, b, j as u64).unwrap();
-                        }
-                        let mut n = 0;
-                        while n < 4 {
-                            n += batch.wait(1, None).len();
-                        }
-                        drop(batch);
+                        f.client().batch_scope(|batch| {
+                            for (k, b) in bufs.iter_mut().enumerate() {
+                                let j = (i + k) % blocks;
+                                batch.read(&f, (j * block) as u64, b, j as u64).unwrap();
+                            }
+                            let mut n = 0;
+                            while n < 4 {
+                                n += batch.wait(1, None).len();
+                            }
+                        });
                         for (k, b) in bufs.iter().enumerate() {
                             let j = (i + k) % blocks;
                             assert!(b[..] == data[j * block..(j + 1) * block], "block {j}");
@@ -480,8 +482,7 @@ fn client_inflight_limit_makes_a_batch_wait_for_room() {
     let data = pattern(64 * 8192, 5);
     f.write_at(&data, 0).unwrap();
     let mut bufs: Vec<Vec<u8>> = vec![vec![0u8; 8192]; 64];
-    {
-        let mut batch = Batch::new(&c);
+    c.batch_scope(|batch| {
         for (i, b) in bufs.iter_mut().enumerate() {
             batch.read(&f, (i * 8192) as u64, b, i as u64).unwrap();
         }
@@ -492,7 +493,7 @@ fn client_inflight_limit_makes_a_batch_wait_for_room() {
                 n += 1;
             }
         }
-    }
+    });
     for (i, b) in bufs.iter().enumerate() {
         assert!(b[..] == data[i * 8192..(i + 1) * 8192], "block {i}");
     }

@@ -2,24 +2,8 @@
 //! leaves MaxRead/MaxWrite unset so FSINFO advertises 64 MiB, and is reached
 //! through the portmapper (no ports in the URL).
 
-use std::process::Command;
-
-fn repo() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-const STATE: &str = "/tmp/dnfs-root-export-test";
-
-struct Stop;
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(repo().join("scripts/nfs-server.sh"))
-            .arg("stop")
-            .env("DNFS_STATE_DIR", STATE)
-            .output();
-    }
-}
+use directnfs::Client;
+use directnfs_testkit::ganesha::{wanted, OwnGanesha};
 
 /// Peak resident set size of this process, in KiB.
 fn peak_rss_kib() -> u64 {
@@ -35,29 +19,19 @@ fn peak_rss_kib() -> u64 {
 
 #[test]
 fn root_export_via_portmapper_with_huge_advertised_transfer_size() {
-    if std::env::var("DNFS_TEST_URL").is_err() && std::env::var("DNFS_TEST_REQUIRE_SERVER").is_err()
-    {
-        eprintln!("SKIPPED: set DNFS_TEST_URL (scripts/test.sh does) to run real-server tests");
+    if !wanted("root_export") {
         return;
     }
-    let dir = "/tmp/dnfs-root-export-dir";
-    let out = Command::new("bash")
-        .arg(repo().join("scripts/nfs-server.sh"))
-        .arg("start")
-        .arg(dir)
-        .env("DNFS_STATE_DIR", STATE)
-        .env("DNFS_EXPORT_PATH", "/")
-        .env("DNFS_MAX_IO", "server-default")
-        .env("DNFS_NFS_PORT", "2649")
-        .env("DNFS_MNT_PORT", "20648")
-        .output()
-        .unwrap();
-    let _stop = Stop;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let server = OwnGanesha::start(
+        "root-export",
+        &[
+            ("DNFS_EXPORT_PATH", "/"),
+            ("DNFS_MAX_IO", "server-default"),
+            ("DNFS_NFS_PORT", "2649"),
+            ("DNFS_MNT_PORT", "20648"),
+        ],
+    )
+    .unwrap();
 
     // No ports: PORTMAP GETPORT finds them; the export is "/".
     let c = directnfs::Client::connect("nfs://127.0.0.1//").unwrap();
@@ -95,4 +69,50 @@ fn root_export_via_portmapper_with_huge_advertised_transfer_size() {
         );
     }
     c.remove(&name).unwrap();
+    drop(server);
+}
+
+/// A file that does not exist yet, named by a URL with and without `//`:
+/// the export is `/`, never the file's name, and the file lands at that
+/// name in the exported directory.
+#[test]
+fn new_file_named_by_url_is_created_at_its_name_in_a_root_export() {
+    if !wanted("root_export") {
+        return;
+    }
+    let server = OwnGanesha::start(
+        "root-export-names",
+        &[
+            ("DNFS_EXPORT_PATH", "/"),
+            ("DNFS_PRIVATE_RPCBIND", "1"),
+            ("DNFS_NFS_PORT", "2651"),
+            ("DNFS_MNT_PORT", "20651"),
+        ],
+    )
+    .unwrap();
+    let query = server.url().split_once('?').map(|(_, q)| q).unwrap();
+    for (i, slashes) in ["/", "//"].into_iter().enumerate() {
+        let name = format!("f{i}-{}.bin", std::process::id());
+        let url = format!("nfs://127.0.0.1{slashes}{name}?{query}");
+        let c = Client::connect(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(c.export(), "/", "{url}");
+        assert_eq!(c.target_path(), format!("/{name}"), "{url}");
+        let data = vec![i as u8 + 1; 100_000];
+        let f = c.create(c.target_path()).unwrap();
+        f.write_at(&data, 0).unwrap();
+        drop(f);
+        let local = server.export_dir().join(&name);
+        assert_eq!(std::fs::read(&local).unwrap(), data, "{}", local.display());
+        // Opened again by a client of the other spelling.
+        let other = format!("nfs://127.0.0.1{}{name}?{query}", ["//", "/"][i]);
+        let c2 = Client::connect(&other).unwrap();
+        assert_eq!(c2.export(), "/", "{other}");
+        let mut back = vec![0u8; data.len()];
+        c2.open(c2.target_path())
+            .unwrap()
+            .read_exact_at(&mut back, 0)
+            .unwrap();
+        assert!(back == data);
+    }
+    drop(server);
 }

@@ -8,23 +8,9 @@
 //! Solaris) treat these as success; so do we. This is only applied when the
 //! request was sent more than once.
 
-/// NFSv3 status codes this module cares about (RFC 1813 §2.6).
-mod status {
-    pub const NFS3ERR_NOENT: u32 = 2;
-    pub const NFS3ERR_EXIST: u32 = 17;
-    #[cfg(test)]
-    pub const NFS3ERR_NOTEMPTY: u32 = 66;
-}
-use status::*;
-
-/// NFSv3 procedure numbers this module cares about (RFC 1813 §3.3).
-mod proc_ {
-    pub const CREATE: u32 = 8;
-    pub const MKDIR: u32 = 9;
-    pub const REMOVE: u32 = 12;
-    pub const RMDIR: u32 = 13;
-    pub const RENAME: u32 = 14;
-}
+use directnfs_wire::nfs3::{
+    nfsstat3, NFSPROC3_CREATE, NFSPROC3_MKDIR, NFSPROC3_REMOVE, NFSPROC3_RENAME, NFSPROC3_RMDIR,
+};
 
 /// How to read the status of a reply to a request sent `attempts` times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,16 +24,18 @@ pub enum RetriedStatus {
     ConfirmByLookup,
 }
 
-/// Classifies the nfsstat3 `status` for procedure `proc_` sent `attempts` times.
-pub fn classify_retried(proc_: u32, attempts: u32, status: u32) -> RetriedStatus {
+/// Classifies the `status` of procedure `proc_` sent `attempts` times.
+pub fn classify_retried(proc_: u32, attempts: u32, status: nfsstat3) -> RetriedStatus {
     if attempts <= 1 {
         return RetriedStatus::AsIs;
     }
     match (proc_, status) {
-        (proc_::REMOVE | proc_::RMDIR | proc_::RENAME, NFS3ERR_NOENT) => {
+        (NFSPROC3_REMOVE | NFSPROC3_RMDIR | NFSPROC3_RENAME, nfsstat3::NFS3ERR_NOENT) => {
             RetriedStatus::TreatAsSuccess
         }
-        (proc_::MKDIR | proc_::CREATE, NFS3ERR_EXIST) => RetriedStatus::ConfirmByLookup,
+        (NFSPROC3_MKDIR | NFSPROC3_CREATE, nfsstat3::NFS3ERR_EXIST) => {
+            RetriedStatus::ConfirmByLookup
+        }
         _ => RetriedStatus::AsIs,
     }
 }
@@ -59,7 +47,7 @@ mod tests {
     #[test]
     fn retried_remove_that_finds_nothing_succeeded() {
         assert_eq!(
-            classify_retried(proc_::REMOVE, 2, NFS3ERR_NOENT),
+            classify_retried(NFSPROC3_REMOVE, 2, nfsstat3::NFS3ERR_NOENT),
             RetriedStatus::TreatAsSuccess
         );
     }
@@ -67,7 +55,7 @@ mod tests {
     #[test]
     fn first_attempt_errors_are_reported_as_is() {
         assert_eq!(
-            classify_retried(proc_::REMOVE, 1, NFS3ERR_NOENT),
+            classify_retried(NFSPROC3_REMOVE, 1, nfsstat3::NFS3ERR_NOENT),
             RetriedStatus::AsIs
         );
     }
@@ -75,11 +63,11 @@ mod tests {
     #[test]
     fn retried_mkdir_that_finds_the_directory_must_be_confirmed() {
         assert_eq!(
-            classify_retried(proc_::MKDIR, 3, NFS3ERR_EXIST),
+            classify_retried(NFSPROC3_MKDIR, 3, nfsstat3::NFS3ERR_EXIST),
             RetriedStatus::ConfirmByLookup
         );
         assert_eq!(
-            classify_retried(proc_::RMDIR, 3, NFS3ERR_NOTEMPTY),
+            classify_retried(NFSPROC3_RMDIR, 3, nfsstat3::NFS3ERR_NOTEMPTY),
             RetriedStatus::AsIs
         );
     }

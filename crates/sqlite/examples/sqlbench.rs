@@ -159,7 +159,7 @@ fn remove_nfs(url: &str) {
         return;
     };
     let dir = client.target_path().trim_end_matches('/').to_string();
-    for suffix in ["", "-journal", "-wal", "-shm", ".dnfs-lock"] {
+    for suffix in ["", "-journal", "-wal", "-shm", ".dnfs-lock", ".dnfs-want"] {
         let _ = client.remove(&format!("{dir}/sqlbench.db{suffix}"));
     }
 }

@@ -27,24 +27,29 @@
 //! ## Locking: what is supported, and how it is enforced
 //!
 //! * **Connections and threads of one process**: full SQLite semantics.
-//!   A per-file lock table ([`lock::Inode`], the unix VFS's inode table)
+//!   A per-file lock table (`lock::Inode`, the unix VFS's inode table)
 //!   implements SHARED / RESERVED / PENDING / EXCLUSIVE across all of the
 //!   process's connections, so readers and writers in threads are correct
 //!   in every journal mode, and WAL readers run concurrently with a writer.
 //! * **Other processes and other hosts**: safe, by a lock file. While any
 //!   connection of a process holds SHARED or more, the process owns
-//!   `<db>.dnfs-lock`, created with NFS EXCLUSIVE CREATE (atomic on the
-//!   server, like SQLite's unix-dotfile VFS) and removed when the last lock
+//!   `<db>.dnfs-lock`: a symbolic link made by one NFS SYMLINK, whose
+//!   content is its owner (host, pid, process start time, nonce). Taking
+//!   the lock and recording its owner are thus one atomic step on the
+//!   server (SQLite's unix-dotfile scheme, without its window between
+//!   creating the file and writing it); it is removed when the last lock
 //!   is released. A second process gets SQLITE_BUSY ("database is
 //!   locked"; the busy handler / `busy_timeout` waits) until then. So
 //!   processes take turns transaction by transaction: readers of two
 //!   processes do not overlap (this is coarser than POSIX locks, but never
 //!   unsafe), and a hot journal left by a crash is rolled back by the next
 //!   process that reads.
-//! * **Stale lock files**: a lock file names host, pid and process start
-//!   time. One left by a dead process of THIS host is broken automatically
-//!   (see [`dotlock`]); one of another host is not (its owner's liveness
-//!   cannot be known): remove it by hand once that process is gone.
+//! * **Stale lock files**: one left by a dead process of THIS host is
+//!   broken automatically, with a warning naming it (see `dotlock`); one
+//!   of another host is not (its owner's liveness cannot be known): remove
+//!   it by hand once that process is gone. A lock file that names no owner
+//!   (left by an older directnfs killed while taking it) is broken once
+//!   unchanged for 10 s.
 //! * **WAL**: the WAL-index ("-shm") lives in the memory of the process
 //!   (an NFS server cannot give processes shared memory). So a WAL database
 //!   is used by one process at a time, enforced: the process keeps the lock
@@ -67,7 +72,7 @@
 //!
 //! SQLite warns that network file systems have broken POSIX advisory locks
 //! and caching. Neither applies: locking never uses fcntl/NLM (lock
-//! table + exclusive-create lock file), and directnfs caches no data and
+//! table + symbolic-link lock file), and directnfs caches no data and
 //! no attributes (xFileSize asks the server). What still applies: the lock
 //! file protects only programs that use this VFS — a program opening the
 //! same file through a kernel NFS mount or another client ignores it; a
@@ -99,6 +104,9 @@ mod dotlock;
 mod lock;
 mod names;
 pub mod sys;
+mod test_hooks;
+#[cfg(test)]
+mod test_server;
 mod vfs;
 
 use std::cell::RefCell;

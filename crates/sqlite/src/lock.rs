@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use dnfs::Client;
 
-use crate::dotlock::{self, Acquire, DotLock};
+use crate::dotlock::{self, Acquire, DotLock, Holder, Names, Owner};
 use crate::sys::*;
 
 /// How long one xLock keeps retrying a lock file held by another process
@@ -56,7 +56,9 @@ pub enum LockError {
 #[derive(Debug)]
 pub struct Inode {
     client: Client,
-    lock_path: String,
+    names: Names,
+    /// This process, as named in the lock files it takes for this file.
+    me: Owner,
     display: String,
     state: Mutex<State>,
 }
@@ -108,7 +110,8 @@ pub fn inode_for(key: InodeKey, client: &Client, db_path: &str, display: &str) -
     t.retain(|_, w| w.strong_count() > 0);
     let inode = Arc::new(Inode {
         client: client.clone(),
-        lock_path: format!("{db_path}{}", dotlock::SUFFIX),
+        names: Names::of_db(db_path),
+        me: Owner::me(dotlock::random_u64()),
         display: display.to_string(),
         state: Mutex::new(State::default()),
     });
@@ -135,36 +138,55 @@ impl Inode {
         let deadline = Instant::now() + POLL_FOR;
         let mut asked = false;
         loop {
-            let owner = match DotLock::acquire(&self.client, &self.lock_path) {
-                Ok(Acquire::Held(lock)) => {
+            let holder = match DotLock::acquire(
+                &self.client,
+                &self.names,
+                &self.me,
+                dotlock::OWNERLESS_AFTER,
+            ) {
+                Ok(Acquire::Held { lock, broken }) => {
+                    for warning in broken {
+                        crate::report(SQLITE_WARNING, &warning);
+                    }
                     st.dot = Some(lock);
+                    crate::test_hooks::lock_taken(&self.names.lock);
                     return Ok(());
                 }
-                Ok(Acquire::Busy(owner)) => owner,
+                Ok(Acquire::Busy(holder)) => holder,
                 Err(e) => {
                     return Err(LockError::Io(
                         SQLITE_IOERR_LOCK,
-                        format!("{}: cannot create lock file: {e}", self.display),
+                        format!("{}: cannot take lock file: {e}", self.display),
                     ))
                 }
             };
             if !asked {
-                dotlock::mark_wanted(&self.client, &self.lock_path);
+                dotlock::mark_wanted(&self.client, &self.names);
                 asked = true;
             }
             if Instant::now() >= deadline {
-                return Err(LockError::Busy(match owner {
-                    Some(o) => format!(
-                        "{}: locked by {o} (lock file {}; if that process is gone and ran on another host, remove the file)",
-                        self.display, self.lock_path
-                    ),
-                    None => format!(
-                        "{}: locked by another process (lock file {})",
-                        self.display, self.lock_path
-                    ),
-                }));
+                return Err(LockError::Busy(self.busy_message(&holder)));
             }
             std::thread::sleep(POLL_EVERY);
+        }
+    }
+
+    /// Says who holds the lock file and what can be done about it.
+    fn busy_message(&self, holder: &Holder) -> String {
+        let (db, file) = (&self.display, &self.names.lock);
+        match holder {
+            Holder::Process(o) => format!(
+                "{db}: locked by {o} (lock file {file}; if that process is gone and ran on another host, remove the file)"
+            ),
+            Holder::Ownerless { age } => format!(
+                "{db}: locked by a lock file that names no owner ({file}, unchanged for {} s; broken once unchanged for {} s)",
+                age.as_secs(),
+                dotlock::OWNERLESS_AFTER.as_secs()
+            ),
+            Holder::Newer(v) => format!(
+                "{db}: locked by a newer directnfs (lock file {file}, record version {v})"
+            ),
+            Holder::Unknown => format!("{db}: locked by another process (lock file {file})"),
         }
     }
 
@@ -263,7 +285,7 @@ impl Inode {
             return Ok(false);
         }
         drop(st);
-        dotlock::exists(&self.client, &self.lock_path).map_err(|e| {
+        dotlock::exists(&self.client, &self.names).map_err(|e| {
             LockError::Io(
                 SQLITE_IOERR_CHECKRESERVEDLOCK,
                 format!("{}: {e}", self.display),

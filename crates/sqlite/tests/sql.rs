@@ -5,9 +5,12 @@
 //! * bulk: schema, 200k rows in transactions, indexes, queries, rollback,
 //!   `PRAGMA integrity_check` in DELETE and WAL (smaller runs in TRUNCATE
 //!   and PERSIST);
-//! * crash: a writer process killed with SIGKILL in the middle of its
-//!   transactions, then reopened: integrity ok, every committed transaction
-//!   present, none of the uncommitted (DELETE and WAL);
+//! * crash: a writer process of back-to-back small transactions killed
+//!   with SIGKILL 24 times at varied points (every fourth exactly after it
+//!   took the lock file), each time opened by another process: integrity
+//!   ok, every committed transaction present, none of the uncommitted, the
+//!   lock left behind broken with a warning naming it (DELETE and WAL); a
+//!   lock file without an owner (older versions) broken once 10 s old;
 //! * threads: readers and a writer in threads of one process;
 //! * second process: behaves as the crate documents (serialized by the
 //!   lock file; refused with SQLITE_BUSY while a WAL database is open).
@@ -40,11 +43,13 @@ fn child_process_entry() {
         "writer" => child_writer(&db),
         "incrementer" => child_incrementer(&db),
         "probe" => child_probe(&db),
+        "verifier" => child_verifier(&db),
         other => panic!("unknown child role {other}"),
     }
 }
 
-const ROWS_PER_TXN: i64 = 400;
+/// Small transactions, back to back: a kill lands in every phase of one.
+const ROWS_PER_TXN: i64 = 10;
 
 /// Commits transaction after transaction, each ROWS_PER_TXN rows tagged
 /// with its number; prints "committed N" after each COMMIT returned.
@@ -53,7 +58,7 @@ fn child_writer(db: &str) {
     let mut txn: i64 = c
         .query_row("SELECT coalesce(max(txn), 0) FROM rows", [], |r| r.get(0))
         .expect("max txn");
-    let payload = "p".repeat(200);
+    let payload = "p".repeat(100);
     let mut out = std::io::stdout();
     loop {
         txn += 1;
@@ -92,6 +97,37 @@ fn child_incrementer(db: &str) {
         }
     }
     println!("\ndone {n}");
+}
+
+/// Opens the database after a crash; prints "integrity R", then for the
+/// crash tests' tables "txn T N" per transaction and "total N".
+fn child_verifier(db: &str) {
+    let c = open(db).expect("verifier open");
+    println!("\nintegrity {}", integrity(&c));
+    let has_rows: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'rows'",
+            [],
+            |r| r.get(0),
+        )
+        .expect("schema");
+    if has_rows == 0 {
+        return;
+    }
+    let mut stmt = c
+        .prepare("SELECT txn, count(*) FROM rows GROUP BY txn")
+        .expect("prepare");
+    let rows = stmt
+        .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+        .expect("query");
+    for row in rows {
+        let (t, n) = row.expect("row");
+        println!("txn {t} {n}");
+    }
+    let total: i64 = c
+        .query_row("SELECT total FROM meta", [], |r| r.get(0))
+        .expect("meta");
+    println!("total {total}");
 }
 
 /// Tries to read the database with a short busy timeout; prints
@@ -258,7 +294,96 @@ fn bulk_rows_in_persist_mode() {
 }
 
 // ---------------------------------------------------------------------
-// Crash: SIGKILL a writer in the middle of its transactions.
+// Crash: SIGKILL a writer of back-to-back small transactions, at many
+// points, then open the database from another process.
+
+/// Kills per journal mode. Every fourth lands exactly after the writer took
+/// the lock file (the test-only pause point), the others after a delay that
+/// varies from round to round (0-239 ms after its first commit).
+const CRASH_ROUNDS: usize = 24;
+
+/// The VFS's test-only pause point (crates/sqlite/src/test_hooks.rs).
+const PAUSE_AFTER_LOCK: &str = "DIRECTNFS_SQLITE_TEST_PAUSE_AFTER_LOCK";
+
+/// What a child process said, line by line.
+enum Said {
+    Out(String),
+    Err(String),
+}
+
+/// Collects the stdout and stderr lines of `child` into one channel.
+fn listen(
+    child: &mut std::process::Child,
+) -> (mpsc::Receiver<Said>, Vec<std::thread::JoinHandle<()>>) {
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().expect("stdout");
+    let err = child.stderr.take().expect("stderr");
+    let tx2 = tx.clone();
+    let readers = vec![
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(Said::Out(line));
+            }
+        }),
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx2.send(Said::Err(line));
+            }
+        }),
+    ];
+    (rx, readers)
+}
+
+/// What another process finds when it opens the database.
+struct Found {
+    integrity: String,
+    per_txn: BTreeMap<i64, i64>,
+    total: i64,
+    /// Its stderr (with DIRECTNFS_SQLITE_VERBOSE=1: the VFS's warnings).
+    stderr: String,
+}
+
+/// Opens the database in a new process (the `verifier` role) and reports
+/// what it found.
+fn open_elsewhere(db: &str) -> Found {
+    let mut child = spawn_child_piped(
+        "child_process_entry",
+        "verifier",
+        &[("DNFS_SQL_DB", db), ("DIRECTNFS_SQLITE_VERBOSE", "1")],
+    );
+    let (rx, readers) = listen(&mut child);
+    let status = child.wait().expect("verifier");
+    for r in readers {
+        r.join().expect("reader");
+    }
+    let mut found = Found {
+        integrity: String::new(),
+        per_txn: BTreeMap::new(),
+        total: -1,
+        stderr: String::new(),
+    };
+    for said in rx.try_iter() {
+        match said {
+            Said::Err(line) => {
+                found.stderr.push_str(&line);
+                found.stderr.push('\n');
+            }
+            Said::Out(line) => {
+                let words: Vec<&str> = line.split(' ').collect();
+                match words[..] {
+                    ["integrity", v] => found.integrity = v.to_string(),
+                    ["txn", t, n] => {
+                        found.per_txn.insert(t.parse().unwrap(), n.parse().unwrap());
+                    }
+                    ["total", t] => found.total = t.parse().unwrap(),
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(status.success(), "verifier failed: {}", found.stderr);
+    found
+}
 
 fn crash(test: &str, mode: &str) {
     let Some(base) = server_url(test) else {
@@ -276,106 +401,153 @@ fn crash(test: &str, mode: &str) {
         )
         .expect("schema");
     }
+    let lock_name = format!("{}.dnfs-lock", db_file_name(&db));
+    let started = Instant::now();
     let (mut hot_journals, mut stale_locks) = (0, 0);
-    let mut kill_after = [3usize, 9, 17, 26];
-    for (round, after) in kill_after.iter_mut().enumerate() {
-        let mut child = spawn_child(
-            "child_process_entry",
-            "writer",
-            &[("DNFS_SQL_DB", &db), ("DNFS_SQL_MODE", mode)],
-        );
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel::<i64>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(n) = line.strip_prefix("committed ") {
-                    let _ = tx.send(n.parse().expect("txn number"));
-                }
+    // Highest commit any writer reported so far.
+    let mut committed = 0i64;
+    for round in 0..CRASH_ROUNDS {
+        // WAL: the writer takes the lock once, at its first read, and
+        // keeps it (WAL-index). DELETE: once for that read, then once per
+        // transaction, so the 2nd and 3rd land inside the writing.
+        let pause_at = (round % 4 == 3).then(|| {
+            if mode == "wal" {
+                1
+            } else {
+                1 + (round / 4) % 3
             }
         });
-        let mut reported = Vec::new();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        while reported.len() < *after {
+        let pause_env = pause_at.map(|k| k.to_string());
+        let mut env = vec![("DNFS_SQL_DB", db.as_str())];
+        if let Some(k) = &pause_env {
+            env.push((PAUSE_AFTER_LOCK, k.as_str()));
+        }
+        let mut child = spawn_child_piped("child_process_entry", "writer", &env);
+        let (rx, readers) = listen(&mut child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut first_commit = false;
+        let mut paused = false;
+        // Until the pause point is reached, or the first commit is seen.
+        while !(paused || first_commit && pause_at.is_none()) {
             match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-                Ok(n) => reported.push(n),
-                Err(_) => panic!("{test}: child committed only {reported:?}"),
+                Ok(Said::Out(line)) => {
+                    if let Some(n) = line.strip_prefix("committed ") {
+                        committed = committed.max(n.parse().expect("txn number"));
+                        first_commit = true;
+                    }
+                }
+                Ok(Said::Err(line)) => {
+                    paused |= line.contains("test pause after taking lock");
+                    eprintln!("{test} writer: {line}");
+                }
+                Err(_) => panic!("{test} round {round}: the writer neither committed nor paused"),
             }
         }
-        // Land somewhere inside the next transaction.
-        std::thread::sleep(Duration::from_millis(7 * round as u64 + 3));
+        let delay = Duration::from_millis((round as u64 * 53 + 11) % 240);
+        if pause_at.is_none() {
+            std::thread::sleep(delay);
+        }
         child.kill().expect("SIGKILL"); // Child::kill sends SIGKILL on Unix
         child.wait().expect("wait");
-        reader.join().expect("reader");
-        reported.extend(rx.try_iter());
-        let last = *reported.iter().max().expect("some commits");
-        // What the killed writer left on the server.
+        for r in readers {
+            r.join().expect("reader");
+        }
+        for said in rx.try_iter() {
+            if let Said::Out(line) = said {
+                if let Some(n) = line.strip_prefix("committed ") {
+                    committed = committed.max(n.parse().expect("txn number"));
+                }
+            }
+        }
+        // What the killed writer left on the server (as far as its last
+        // requests, which the server may still be running, have landed).
         let left_journal = companion_exists(&base, &db, "-journal");
         let left_lock = companion_exists(&base, &db, ".dnfs-lock");
         hot_journals += usize::from(left_journal);
-        stale_locks += usize::from(left_lock);
-
-        let c = open(&db).expect("reopen after kill");
-        assert_eq!(integrity(&c), "ok", "{test} round {round}");
-        let mut per_txn: BTreeMap<i64, i64> = BTreeMap::new();
-        let mut stmt = c
-            .prepare("SELECT txn, count(*) FROM rows GROUP BY txn")
-            .unwrap();
-        for row in stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-            .unwrap()
-        {
-            let (t, n) = row.unwrap();
-            per_txn.insert(t, n);
+        if pause_at.is_some() {
+            assert!(left_lock, "{test} round {round}: killed holding the lock");
         }
-        drop(stmt);
-        let max = *per_txn.keys().max().expect("rows");
+
+        let found = open_elsewhere(&db);
+        assert_eq!(found.integrity, "ok", "{test} round {round}");
+        let max = found.per_txn.keys().max().copied().unwrap_or(0);
         // Every reported commit is there; at most the one in flight beyond.
         assert!(
-            max == last || max == last + 1,
-            "{test} round {round}: last reported commit {last}, database has up to {max}"
+            max == committed || max == committed + 1,
+            "{test} round {round}: last reported commit {committed}, database has up to {max}"
         );
         for t in 1..=max {
             assert_eq!(
-                per_txn.get(&t),
+                found.per_txn.get(&t),
                 Some(&ROWS_PER_TXN),
                 "{test} round {round}: transaction {t} is partial or missing"
             );
         }
-        let total: i64 = c
-            .query_row("SELECT total FROM meta", [], |r| r.get(0))
-            .unwrap();
         assert_eq!(
-            total,
+            found.total,
             max * ROWS_PER_TXN,
-            "{test} round {round}: meta total"
+            "{test} round {round}: meta"
         );
-        eprintln!(
-            "{test} round {round}: killed after {last} reported commits (left: journal {left_journal}, lock file {left_lock}); {max} transactions present, all complete"
-        );
-        drop(c);
+        // A lock left by the writer is broken by that first open, which
+        // says so naming it; none is left after it. (Only a writer stopped
+        // at the pause point surely left one: one killed elsewhere may
+        // have had the REMOVE of its lock on its way to the server.)
+        let broke = found
+            .stderr
+            .lines()
+            .any(|l| l.contains("breaking stale lock") && l.contains(&lock_name));
+        stale_locks += usize::from(broke);
+        if pause_at.is_some() {
+            assert!(
+                broke,
+                "{test} round {round}: no warning naming {lock_name}: {}",
+                found.stderr
+            );
+        }
         assert!(
             !companion_exists(&base, &db, ".dnfs-lock"),
-            "stale lock file broken and ours released"
+            "{test} round {round}: a lock file is left behind"
+        );
+        committed = max;
+        eprintln!(
+            "{test} round {round}: killed {} (left: journal {left_journal}, lock {left_lock}; lock broken {broke}); {max} transactions present, all complete",
+            match pause_at {
+                Some(k) => format!("right after taking the lock (lock number {k} of its life)"),
+                None => format!("{} ms after its first commit", delay.as_millis()),
+            }
         );
     }
     // The kills landed inside transactions: the writer held the lock file
-    // (broken as stale by the reopen) and, in DELETE mode, left a hot
-    // journal that the reopen rolled back.
-    assert!(stale_locks > 0, "{test}: no kill hit a transaction");
+    // (broken as stale by the next open, not only after the pause point)
+    // and, in DELETE mode, left a hot journal that the next open rolled
+    // back.
+    assert!(
+        stale_locks > CRASH_ROUNDS / 4,
+        "{test}: only the pause point left locks ({stale_locks})"
+    );
     if mode == "delete" {
         assert!(hot_journals > 0, "{test}: no hot journal was left");
     }
+    eprintln!(
+        "{test}: {CRASH_ROUNDS} kills, {stale_locks} locks broken, {hot_journals} hot journals, {committed} transactions, {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
     remove_db(&base, &db);
+}
+
+/// The database's file name, without directory or URL query.
+fn db_file_name(db: &str) -> &str {
+    let path = db.split('?').next().unwrap_or(db);
+    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// Does `<db><suffix>` exist on the server (asked through a new client)?
 fn companion_exists(base: &str, db: &str, suffix: &str) -> bool {
     let client = dnfs::Client::connect(base).expect("client");
-    let name = db.split('?').next().unwrap().rsplit('/').next().unwrap();
     let path = format!(
-        "{}/{name}{suffix}",
-        client.target_path().trim_end_matches('/')
+        "{}/{}{suffix}",
+        client.target_path().trim_end_matches('/'),
+        db_file_name(db)
     );
     client.metadata(&path).is_ok()
 }
@@ -388,6 +560,61 @@ fn sigkilled_writer_loses_no_commit_in_delete_mode() {
 #[test]
 fn sigkilled_writer_loses_no_commit_in_wal_mode() {
     crash("crash_wal", "wal");
+}
+
+/// The lock file a directnfs before the symbolic-link lock left when it
+/// was killed between creating the file and writing its owner (as observed:
+/// 4095 zero bytes and the byte a waiter wrote at the end). Once it has
+/// been unchanged for the bound, the first open breaks it and says so.
+#[test]
+fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged_for_10_s() {
+    let Some(base) = server_url("ownerless_lock") else {
+        return;
+    };
+    let db = fresh_db(&base, "ownerless");
+    {
+        let c = open(&db).unwrap();
+        c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES(1),(2);")
+            .unwrap();
+    }
+    let client = dnfs::Client::connect(&base).unwrap();
+    let lock_name = format!("{}.dnfs-lock", db_file_name(&db));
+    let lock = format!("{}/{lock_name}", client.target_path().trim_end_matches('/'));
+    let planted = Instant::now();
+    let f = client
+        .open_with(
+            &lock,
+            dnfs::OpenOptions {
+                create: true,
+                create_new: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    f.write_at(b"W", 4095).unwrap();
+
+    let seen = probe(&db);
+    assert!(seen.starts_with("BUSY"), "a fresh ownerless lock: {seen}");
+    std::thread::sleep(
+        (planted + Duration::from_millis(10_500)).saturating_duration_since(Instant::now()),
+    );
+    let found = open_elsewhere(&db);
+    assert_eq!(found.integrity, "ok");
+    assert!(
+        found
+            .stderr
+            .lines()
+            .any(|l| l.contains("breaking lock file")
+                && l.contains(&lock_name)
+                && l.contains("names no owner")),
+        "no warning naming {lock_name}: {}",
+        found.stderr
+    );
+    assert!(
+        !companion_exists(&base, &db, ".dnfs-lock"),
+        "no lock file left behind"
+    );
+    remove_db(&base, &db);
 }
 
 // ---------------------------------------------------------------------
@@ -575,7 +802,8 @@ fn probe(db: &str) -> String {
         .to_string()
 }
 
-/// The lock file's text, read through the plain directnfs client.
+/// The lock's owner record (the content of the symbolic link), read
+/// through the plain directnfs client.
 fn lock_file(base: &str, db: &str) -> Option<String> {
     let client = dnfs::Client::connect(base).ok()?;
     let name = db.split('?').next()?.rsplit('/').next()?;
@@ -583,10 +811,10 @@ fn lock_file(base: &str, db: &str) -> Option<String> {
         "{}/{name}.dnfs-lock",
         client.target_path().trim_end_matches('/')
     );
-    let f = client.open(&path).ok()?;
-    let mut buf = vec![0u8; 1024];
-    let n = f.read_at(&mut buf, 0).ok()?;
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
+    client
+        .readlink(&path)
+        .map(|t| String::from_utf8_lossy(&t).into_owned())
+        .ok()
 }
 
 #[test]

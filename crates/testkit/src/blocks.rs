@@ -1,6 +1,6 @@
 //! Self-describing, checksummed blocks and a ledger of what was written,
 //! so a final pass over a file proves that nothing acknowledged was lost,
-//! torn or misplaced (DESIGN.md "Test topology", "Data checks").
+//! torn or misplaced (docs/design.md "Data checks").
 //!
 //! # Block layout
 //!
@@ -35,6 +35,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
+
+use crate::rng::{SplitMix64, GAMMA};
 
 /// Size of the blocks the tests write (a database block).
 pub const BLOCK_SIZE: usize = 8192;
@@ -138,24 +140,18 @@ fn put_u64(buf: &mut [u8], at: usize, v: u64) {
 }
 
 /// The payload stream of `(block_no, seq)`: splitmix64.
-struct Stream(u64);
+struct Stream(SplitMix64);
 
 impl Stream {
     fn new(block_no: u64, seq: u64) -> Self {
-        Stream(block_no.rotate_left(32) ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xd1b5_4a32)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        Stream(SplitMix64::new(
+            block_no.rotate_left(32) ^ seq.wrapping_mul(GAMMA) ^ 0xd1b5_4a32,
+        ))
     }
 
     fn fill(&mut self, out: &mut [u8]) {
         for chunk in out.chunks_mut(8) {
-            let v = self.next().to_le_bytes();
+            let v = self.0.next_u64().to_le_bytes();
             chunk.copy_from_slice(&v[..chunk.len()]);
         }
     }

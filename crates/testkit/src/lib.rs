@@ -3,7 +3,18 @@
 //! * [`blocks`]: self-describing checksummed blocks and the [`blocks::Ledger`]
 //!   that proves, after a fault test, that nothing acknowledged was lost,
 //!   torn or misplaced.
+//! * [`ganesha`]: an NFS-Ganesha of a test's own ([`ganesha::OwnGanesha`]),
+//!   for tests that need a server set up or stopped differently from the
+//!   shared one.
+//! * [`proxy`]: an RPC proxy for one network path that forwards NFSv3
+//!   traffic to a real server and answers a chosen share of READ, WRITE
+//!   and COMMIT calls with NFS3ERR_JUKEBOX itself (the fault soak's way to
+//!   make a server say "try again later").
+//! * [`rng`]: the splitmix64 generator they share.
 
 pub mod blocks;
+pub mod ganesha;
+pub mod proxy;
+pub mod rng;
 
 pub use blocks::{encode_block, verify_block, BlockError, Durability, Ledger, BLOCK_SIZE};

@@ -3,7 +3,9 @@
 //! * XDR primitives (RFC 4506) in [`xdr`],
 //! * ONC RPC v2 call/reply messages, record marking and AUTH_SYS (RFC 5531) in [`rpc`],
 //! * PORTMAP v2 (RFC 1833) in [`portmap`], MOUNT v3 (RFC 1813 appendix I) in [`mount`],
-//! * NFSv3 (RFC 1813) in [`nfs3`].
+//! * NFSv3 (RFC 1813) in [`nfs3`],
+//! * NFSv4.1 (RFC 8881, XDR of RFC 5662) in [`nfs4`]: COMPOUND, the
+//!   operations a file API needs, and the callback side.
 //!
 //! What this crate does **not** do: open sockets, spawn threads, read clocks,
 //! log, or keep global state. Bytes go in, values come out, and every length
@@ -15,6 +17,7 @@
 
 pub mod mount;
 pub mod nfs3;
+pub mod nfs4;
 pub mod portmap;
 pub mod rpc;
 pub mod xdr;

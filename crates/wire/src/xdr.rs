@@ -298,6 +298,18 @@ impl Decode for u64 {
         r.u64("uint64")
     }
 }
+/// XDR `hyper` (RFC 4506 §4.5): the same 64 bits as `unsigned hyper`,
+/// two's complement.
+impl Encode for i64 {
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.put_u64(*self as u64);
+    }
+}
+impl Decode for i64 {
+    fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
+        Ok(r.u64("hyper")? as i64)
+    }
+}
 impl Encode for bool {
     fn encode(&self, out: &mut Vec<u8>) {
         out.put_bool(*self);

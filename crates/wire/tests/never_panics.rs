@@ -5,12 +5,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod props;
 
 use common::*;
 use directnfs_wire::mount::{exports, mountres3};
 use directnfs_wire::nfs3::*;
 use directnfs_wire::rpc::ReplyHeader;
-use directnfs_wire::xdr::{decode_exact, to_bytes, Decode, Encode, XdrReader};
+use directnfs_wire::xdr::{decode_exact, Decode, XdrReader};
+use props::damaged;
 use proptest::collection::vec;
 use proptest::prelude::*;
 
@@ -30,9 +32,14 @@ fn decode_all(bytes: &[u8]) {
     one::<WRITE3res>(bytes);
     one::<CREATE3res>(bytes);
     one::<MKDIR3res>(bytes);
+    one::<READLINK3res>(bytes);
+    one::<SYMLINK3res>(bytes);
+    one::<LINK3res>(bytes);
     one::<REMOVE3res>(bytes);
     one::<RMDIR3res>(bytes);
     one::<RENAME3res>(bytes);
+    one::<SYMLINK3res>(bytes);
+    one::<READLINK3res>(bytes);
     one::<READDIR3res>(bytes);
     one::<READDIRPLUS3res>(bytes);
     one::<FSSTAT3res>(bytes);
@@ -45,31 +52,6 @@ fn decode_all(bytes: &[u8]) {
     let _ = decode_read_reply_head(&mut XdrReader::new(bytes), max);
     let _ = decode_write_reply(&mut XdrReader::new(bytes));
     let _ = decode_commit_reply(&mut XdrReader::new(bytes));
-}
-
-/// Damages a valid encoding: overwrite one word, then maybe truncate.
-fn damaged<T: Encode + std::fmt::Debug>(
-    s: impl Strategy<Value = T>,
-) -> impl Strategy<Value = Vec<u8>> {
-    (
-        s,
-        any::<prop::sample::Index>(),
-        any::<u32>(),
-        any::<prop::sample::Index>(),
-        any::<bool>(),
-    )
-        .prop_map(|(x, at, word, cut, truncate)| {
-            let mut b = to_bytes(&x);
-            if !b.is_empty() {
-                let i = at.index(b.len()) & !3;
-                let end = (i + 4).min(b.len());
-                b[i..end].copy_from_slice(&word.to_be_bytes()[..end - i]);
-                if truncate {
-                    b.truncate(cut.index(b.len()));
-                }
-            }
-            b
-        })
 }
 
 proptest! {
@@ -95,6 +77,9 @@ proptest! {
             damaged(lookup_res()),
             damaged(fsinfo_res()),
             damaged(create_res()),
+            damaged(readlink_res()),
+            damaged(symlink_res()),
+            damaged(link_res()),
             damaged(mnt_res()),
             damaged(export_res()),
         ]

@@ -5,40 +5,15 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod props;
 
 use common::*;
 use directnfs_wire::mount::{dirpath, exports, mountres3};
 use directnfs_wire::nfs3::*;
 use directnfs_wire::portmap::Mapping;
-use directnfs_wire::xdr::{decode_exact, pad_len, to_bytes, Decode, Encode, XdrReader};
+use directnfs_wire::xdr::{pad_len, to_bytes, XdrReader};
+use props::roundtrips;
 use proptest::prelude::*;
-
-fn roundtrip<T: Encode + Decode + PartialEq + std::fmt::Debug>(x: &T) -> Result<(), TestCaseError> {
-    let bytes = to_bytes(x);
-    prop_assert_eq!(bytes.len() % 4, 0, "XDR is made of 4-byte units");
-    let back: T =
-        decode_exact(&bytes, "roundtrip").map_err(|e| TestCaseError::fail(e.to_string()))?;
-    prop_assert_eq!(&back, x);
-    // Every strict prefix is refused: the encoding is self-delimiting and
-    // nothing is optional at the end.
-    if let Some(cut) = bytes.len().checked_sub(1) {
-        prop_assert!(decode_exact::<T>(&bytes[..cut], "prefix").is_err());
-    }
-    Ok(())
-}
-
-macro_rules! roundtrips {
-    ($($name:ident: $strategy:expr;)*) => {
-        proptest! {
-            $(
-                #[test]
-                fn $name(x in $strategy) {
-                    roundtrip(&x)?;
-                }
-            )*
-        }
-    };
-}
 
 roundtrips! {
     getattr_args_roundtrip: getattr_args();
@@ -49,6 +24,9 @@ roundtrips! {
     write_args_roundtrip: write_args();
     create_args_roundtrip: create_args();
     mkdir_args_roundtrip: mkdir_args();
+    readlink_args_roundtrip: readlink_args();
+    symlink_args_roundtrip: symlink_args();
+    link_args_roundtrip: link_args();
     remove_args_roundtrip: remove_args();
     rmdir_args_roundtrip: rmdir_args();
     rename_args_roundtrip: rename_args();
@@ -69,6 +47,9 @@ roundtrips! {
     write_res_roundtrip: write_res();
     create_res_roundtrip: create_res();
     mkdir_res_roundtrip: mkdir_res();
+    readlink_res_roundtrip: readlink_res();
+    symlink_res_roundtrip: symlink_res();
+    link_res_roundtrip: link_res();
     remove_res_roundtrip: remove_res();
     rmdir_res_roundtrip: rmdir_res();
     rename_res_roundtrip: rename_res();
@@ -101,6 +82,26 @@ proptest! {
                 prop_assert!(fast.ok.is_none());
                 prop_assert_eq!(fast.file_attributes, fail.file_attributes);
             }
+        }
+    }
+
+    #[test]
+    fn read_reply_status_agrees_with_the_head_on_replies(x in read_res(), max in any::<u32>()) {
+        let bytes = to_bytes(&x);
+        let head = decode_read_reply_head(&mut XdrReader::new(&bytes), max).map(|h| (h.status, h.ok));
+        let lean = decode_read_reply_status(&mut XdrReader::new(&bytes), max);
+        prop_assert_eq!(head, lean);
+    }
+
+    #[test]
+    fn read_reply_status_agrees_with_the_head_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200), max in any::<u32>()) {
+        let mut a = XdrReader::new(&bytes);
+        let mut b = XdrReader::new(&bytes);
+        let head = decode_read_reply_head(&mut a, max).map(|h| (h.status, h.ok));
+        let lean = decode_read_reply_status(&mut b, max);
+        prop_assert_eq!(&head, &lean);
+        if head.is_ok() {
+            prop_assert_eq!(a.position(), b.position(), "both stop at the data");
         }
     }
 

@@ -199,10 +199,12 @@ fn procedure_numbers_are_the_rfc_ones() {
     assert_eq!(n::<Setattr>(), (100003, 3, 2, "SETATTR"));
     assert_eq!(n::<Lookup>(), (100003, 3, 3, "LOOKUP"));
     assert_eq!(n::<Access>(), (100003, 3, 4, "ACCESS"));
+    assert_eq!(n::<Readlink>(), (100003, 3, 5, "READLINK"));
     assert_eq!(n::<Read>(), (100003, 3, 6, "READ"));
     assert_eq!(n::<Write>(), (100003, 3, 7, "WRITE"));
     assert_eq!(n::<Create>(), (100003, 3, 8, "CREATE"));
     assert_eq!(n::<Mkdir>(), (100003, 3, 9, "MKDIR"));
+    assert_eq!(n::<Symlink>(), (100003, 3, 10, "SYMLINK"));
     assert_eq!(n::<Remove>(), (100003, 3, 12, "REMOVE"));
     assert_eq!(n::<Rmdir>(), (100003, 3, 13, "RMDIR"));
     assert_eq!(n::<Rename>(), (100003, 3, 14, "RENAME"));

@@ -7,7 +7,7 @@
 //! reads a job as JSON on stdin and prints its result as JSON on stdout. So
 //! the CPU time billed to an engine (getrusage over the measured window) is
 //! that engine's work only. The parent prints the table, writes the JSON
-//! (DESIGN.md "Machine-readable output") and draws the plots.
+//! (docs/design.md "Machine-readable output") and draws the plots.
 
 pub mod block;
 mod driver;

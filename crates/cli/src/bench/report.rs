@@ -1,4 +1,4 @@
-//! The JSON report (DESIGN.md "Machine-readable output", a contract: fields
+//! The JSON report (docs/design.md "Machine-readable output", a contract: fields
 //! may be added, never renamed) and the table printed on stdout.
 
 use std::collections::BTreeMap;

@@ -5,4 +5,5 @@ pub mod cat;
 pub mod cp;
 pub mod ls;
 pub mod namespace;
+pub mod run;
 pub mod stat;

@@ -26,7 +26,7 @@ pub fn run(resolver: &Resolver, args: &[String], bytes: bool) -> Result<()> {
     .map(str::to_owned)];
     for arg in args {
         let (client, _) = resolver.nfs(arg, "df")?;
-        let fs = client.statfs()?;
+        let fs = client.fsstat()?;
         rows.push(row(
             &format!("{}:{}", client.server_name(), client.export()),
             &fs,

@@ -640,6 +640,7 @@ mod tests {
     use proptest::prelude::*;
     use std::time::Duration;
 
+    /// The example of docs/design.md "Configuration".
     const DESIGN_EXAMPLE: &str = "\
 server: filer1
 local: 10.231.1.1

@@ -40,11 +40,15 @@
 //! * `nfs_version:` must be `nfsv3`; `security_default:`/`security:` must be
 //!   `sys`. `management:` and `community:` are accepted and ignored (listed in
 //!   [`DnfsTab::ignored`]). `mnt_timeout:` (seconds) and `dontroute` work as
-//!   in oranfstab.
+//!   in oranfstab: a mount keeps trying while the server cannot be reached
+//!   (connections refused or timing out, programs not yet registered with
+//!   its portmapper) until `mnt_timeout` has passed, 600 s by default
+//!   (`Client::mount`).
 //! * directnfs keys are those of [`MountOptions`] (table in its module):
 //!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
 //!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
-//!   `max_client_inflight`, `rsize`, `wsize`, `resvport`. They apply to the whole server block.
+//!   `max_client_inflight`, `rsize`, `wsize`, `sockbuf`, `resvport`. They
+//!   apply to the whole server block.
 //!
 //! Errors name the file, line and token, and suggest a key for a typo:
 //! `dnfstab:12: unknown key "conections" (did you mean "connections"?)`.
@@ -52,7 +56,10 @@
 //! # URLs
 //!
 //! `nfs://host[:port]/export/path?key=value&...` in the libnfs style, with the
-//! same option keys: see [`NfsUrl`].
+//! same option keys: see [`NfsUrl`]. The export is the longest prefix of
+//! the path the server exports (asked with MOUNT EXPORT, else by MNT of
+//! each prefix, never taking a file for an export); `nfs://host//path`
+//! says it is `/`.
 
 mod dnfstab;
 pub mod kernel;
@@ -63,5 +70,5 @@ pub use dnfstab::{
     find_config, load, parse_str, ConfigError, ConfigWarning, DnfsTab, ExportEntry, PathEntry,
     Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
-pub use options::{MountOptions, NfsVersion, OptionError, StableMode};
+pub use options::{MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
 pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

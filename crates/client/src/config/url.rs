@@ -8,9 +8,12 @@
 //! * The path is percent-decoded and normalised: duplicate slashes collapse,
 //!   `.` components and a trailing slash are dropped, `..` is an error. So
 //!   `nfs://host/file` and `nfs://host//file` both name `/file`, and
-//!   `nfs://host` names `/`. Which prefix of the path is the export is only
-//!   known after asking the server: see [`NfsUrl::export_candidates`] and
-//!   [`split_by_export`].
+//!   `nfs://host` names `/`.
+//! * Which prefix of the path is the export is only known after asking the
+//!   server (see [`NfsUrl::export_candidates`] and [`split_by_export`]),
+//!   unless the URL says so: a path written with `//` after the host
+//!   (`nfs://host//file`, libnfs's way of naming a file in an export of
+//!   `/`) sets [`NfsUrl::export`] to `/`, and nothing is guessed.
 //! * The query holds [`MountOptions`] keys (see
 //!   [`MountOptions::set`](super::MountOptions::set)), percent-decoded; a key
 //!   without `=` is a flag (`?soft`). libnfs's `readahead`, `autoreconnect`
@@ -35,6 +38,9 @@ pub struct NfsUrl {
     pub port: Option<u16>,
     /// Full, normalised path: export and file, always starting with `/`.
     pub path: String,
+    /// The export, when the URL names it: `Some("/")` for a path written
+    /// `//...`; `None` leaves it to be found by asking the server.
+    pub export: Option<String>,
     /// Options from the query, applied over the defaults.
     pub options: MountOptions,
     /// Query keys that were accepted but have no effect, as written.
@@ -112,10 +118,15 @@ impl NfsUrl {
 
     /// Every prefix of [`path`](Self::path) that could be the export, from the
     /// longest (the whole path) to `/`: the order in which to try MOUNT on a
-    /// server that cannot list its exports.
+    /// server that cannot list its exports. Only [`export`](Self::export)
+    /// when the URL names it.
     ///
-    /// `/vol/a/f` gives `["/vol/a/f", "/vol/a", "/vol", "/"]`.
+    /// `/vol/a/f` gives `["/vol/a/f", "/vol/a", "/vol", "/"]`; `//vol/a/f`
+    /// gives `["/"]`.
     pub fn export_candidates(&self) -> Vec<String> {
+        if let Some(export) = &self.export {
+            return vec![export.clone()];
+        }
         let mut out = Vec::new();
         let mut p = self.path.as_str();
         while p != "/" && !p.is_empty() {
@@ -139,7 +150,8 @@ impl FromStr for NfsUrl {
 }
 
 /// `nfs://host[:port]/path`, percent-encoded so that it parses back to the
-/// same host, port and path. Options are not shown.
+/// same host, port, path and export (`//path` for an export of `/`).
+/// Options are not shown.
 impl fmt::Display for NfsUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("nfs://")?;
@@ -150,6 +162,9 @@ impl fmt::Display for NfsUrl {
         }
         if let Some(port) = self.port {
             write!(f, ":{port}")?;
+        }
+        if self.export.as_deref() == Some("/") {
+            f.write_str("/")?;
         }
         for &b in self.path.as_bytes() {
             if b.is_ascii_alphanumeric() || b"-._~/!$&'()*+,;=:@".contains(&b) {
@@ -227,6 +242,9 @@ fn parse_inner(input: &str) -> Result<NfsUrl, UrlErrorKind> {
 
     let decoded = percent_decode(raw_path)?;
     let path = normalize_path(&decoded, false).map_err(UrlErrorKind::InvalidPath)?;
+    // `//` as written (not `%2F`): an empty first component, libnfs's
+    // spelling of a path in an export of `/`.
+    let export = raw_path.starts_with("//").then(|| "/".to_owned());
 
     let mut options = MountOptions {
         nfs_port: authority_port,
@@ -254,6 +272,7 @@ fn parse_inner(input: &str) -> Result<NfsUrl, UrlErrorKind> {
         host,
         port: options.nfs_port,
         path,
+        export,
         options,
         ignored,
     })
@@ -420,6 +439,37 @@ mod tests {
         for url in ["nfs://host//file", "nfs://host/file", "nfs://host///file/"] {
             assert_eq!(NfsUrl::parse(url).unwrap().path, "/file", "{url}");
         }
+    }
+
+    #[test]
+    fn double_slash_says_the_export_is_root_and_nothing_else_does() {
+        for url in [
+            "nfs://host//file",
+            "nfs://h:2049///file/",
+            "nfs://h//",
+            "nfs://h//a/b?uid=1",
+        ] {
+            let u = NfsUrl::parse(url).unwrap();
+            assert_eq!(u.export.as_deref(), Some("/"), "{url}");
+            assert_eq!(u.export_candidates(), ["/"], "{url}");
+        }
+        for url in [
+            "nfs://host/file",
+            "nfs://h/",
+            "nfs://h",
+            "nfs://h/%2Ffile",
+            "nfs://h?uid=1",
+        ] {
+            assert_eq!(
+                NfsUrl::parse(url).unwrap_or_else(|e| panic!("{e}")).export,
+                None,
+                "{url}"
+            );
+        }
+        let u = NfsUrl::parse("nfs://h//a/b").unwrap();
+        assert_eq!(u.path, "/a/b");
+        assert_eq!(u.to_string(), "nfs://h//a/b");
+        assert_eq!(NfsUrl::parse(&u.to_string()).unwrap(), u);
     }
 
     #[test]
@@ -601,7 +651,7 @@ mod tests {
 
     #[test]
     fn display_is_canonical() {
-        let u = NfsUrl::parse("nfs://[fe80::1%25eth0]:2049//vol/a%20b?uid=1").unwrap();
+        let u = NfsUrl::parse("nfs://[fe80::1%25eth0]:2049/./vol//a%20b/?uid=1").unwrap();
         assert_eq!(u.to_string(), "nfs://[fe80::1%25eth0]:2049/vol/a%20b");
         assert_eq!(NfsUrl::parse(&u.to_string()).unwrap().path, u.path);
     }
@@ -622,6 +672,7 @@ mod tests {
             host in "[a-z][a-z0-9.-]{0,20}",
             port in proptest::option::of(1u16..),
             parts in proptest::collection::vec("[^/\u{0}]{1,12}", 0..5),
+            root_export in any::<bool>(),
         ) {
             let parts: Vec<String> =
                 parts.into_iter().filter(|p| p != "." && p != "..").collect();
@@ -630,6 +681,7 @@ mod tests {
                 host,
                 port,
                 path: normalize_path(&path, false).map_err(TestCaseError::fail)?,
+                export: root_export.then(|| "/".to_owned()),
                 options: MountOptions::default(),
                 ignored: Vec::new(),
             };
@@ -637,6 +689,7 @@ mod tests {
             prop_assert_eq!(&back.host, &u.host);
             prop_assert_eq!(back.port, u.port);
             prop_assert_eq!(&back.path, &u.path);
+            prop_assert_eq!(&back.export, &u.export);
         }
     }
 }

@@ -1,21 +1,20 @@
-//! One RPC from submission to completion.
+//! One RPC call as the driver holds it: the encoded request, where its
+//! reply goes (a READ's data straight into the caller's buffer), who is
+//! told when it completes, and its outcome.
 //!
-//! Lifecycle (one state at a time, owned by exactly one party):
-//!
-//! ```text
-//! Queued --sent on channel c--> InFlight(c, attempt) --reply--> Done
-//!   ^                               | timeout / channel died
-//!   +------ Retrying(avoid c) <-----+--(soft, out of attempts)--> Done(error)
-//! ```
-//!
-//! While in flight a call lives in exactly one channel's in-flight table.
-//! Whoever *takes* it from that table (the receiver with the reply, the
-//! timer with a timeout, the failure handler with a dead channel) owns it
-//! and either completes it or re-submits it. Completion therefore happens
-//! exactly once, and only the owner touches the caller's READ buffer.
+//! Its life between submission and completion belongs to the engine
+//! (`directnfs_engine::lifecycle`): while in flight a call lives in
+//! exactly one place there — one channel's in-flight table, the parked
+//! list, the JUKEBOX list. Whoever *takes* it from there (the receiver
+//! with its reply, the engine's timeout or failure handling) owns it and
+//! either completes it or gives it back. Completion therefore happens
+//! exactly once, and only the owner touches the caller's READ buffer;
+//! completing is the last thing the owner does with it.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+
+use directnfs_engine::Request;
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 
@@ -42,8 +41,8 @@ pub(crate) struct ReadDest {
 
 // SAFETY: a ReadDest is only dereferenced by the single owner of the call
 // (see the module doc), and the submitter keeps the buffer alive and
-// unaliased until the call completes (blocking calls wait; a Batch holds
-// the borrow and waits in Drop).
+// unaliased until the call completes (blocking calls wait, on unwind too;
+// a Batch owns the buffer or its scope waits in Drop).
 unsafe impl Send for ReadDest {}
 // SAFETY: as above: no two threads dereference it at once.
 unsafe impl Sync for ReadDest {}
@@ -61,8 +60,31 @@ impl ReadDest {
         }
     }
 
+    /// Wraps `len` bytes at `ptr`.
+    ///
+    /// # Safety
+    /// As [`new`](Self::new): `ptr..ptr + len` must be valid for writes,
+    /// and accessed by nobody else, until the call completes.
+    pub(crate) unsafe fn from_raw(ptr: *mut u8, len: usize) -> Self {
+        Self { ptr, len }
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The part of the buffer from byte `from` on (a READ that came back
+    /// short asks for the rest into it).
+    ///
+    /// # Safety
+    /// As [`new`](Self::new): the buffer must still be lent for a call, as
+    /// it is while the READ it belonged to is being completed in pieces.
+    pub(crate) unsafe fn rest(&self, from: usize) -> Self {
+        let from = from.min(self.len);
+        Self {
+            ptr: self.ptr.wrapping_add(from),
+            len: self.len - from,
+        }
     }
 
     /// The buffer from byte `from` on, to receive into directly.
@@ -88,6 +110,14 @@ impl ReadDest {
         // (see `new`); `n` is within both buffers.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr, n) };
     }
+}
+
+/// True once nothing but the caller's own reference can reach `call`:
+/// completed (completing is the last thing its owner does with it), or
+/// never handed to the transport (a submission cut short by a panic). Only
+/// then may the buffer a READ call writes into be used or freed again.
+pub(crate) fn released(call: &Arc<Call>) -> bool {
+    call.is_done() || Arc::strong_count(call) == 1
 }
 
 /// A successful RPC outcome (the RPC layer accepted it; the NFS status
@@ -207,24 +237,34 @@ pub(crate) struct Call {
     result: ResultSlot,
     /// Procedure number, for statistics and the idempotency rules.
     pub proc_: u32,
-    /// Attempts so far (1 after the first send).
+    /// Times the call was sent, as the engine counted them; set when it
+    /// completes (the idempotency rules read it).
     pub attempts: AtomicU32,
-    /// Monotonic nanoseconds of the latest send (per-attempt latency).
-    pub sent_ns: std::sync::atomic::AtomicU64,
     /// Size counted against channel load (payload or expected reply data).
     pub weight: u64,
     pub sink: Sink,
     /// Payload sent after `body` (WRITE data), then padded.
     pub payload: Option<Arc<[u8]>>,
     notify: Notify,
-    /// Channel of the last attempt, to avoid it on the next.
-    pub last_channel: AtomicUsize,
-    /// Monotonic nanoseconds of the first submission (latency, soft deadline).
-    pub submitted_ns: u64,
     /// The call message after the XID: msg type, RPC header, credentials
     /// and arguments. The 8 bytes in front of it (record mark and XID)
     /// differ per attempt and are built when sending.
     pub body: Vec<u8>,
+}
+
+/// What the engine needs to know of a call (it holds `Arc`s of them).
+impl Request for Call {
+    fn proc_(&self) -> u32 {
+        self.proc_
+    }
+
+    fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    fn reply_estimate(&self) -> u64 {
+        Call::reply_estimate(self)
+    }
 }
 
 /// A call's outcome: written once by whoever completes the call, taken
@@ -309,7 +349,6 @@ impl std::fmt::Debug for ResultSlot {
 }
 
 impl Call {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         proc_: u32,
         body: Vec<u8>,
@@ -317,7 +356,6 @@ impl Call {
         weight: u64,
         sink: Sink,
         notify: Notify,
-        now_ns: u64,
     ) -> Arc<Self> {
         Arc::new(Self {
             proc_,
@@ -326,9 +364,6 @@ impl Call {
             weight,
             sink,
             attempts: AtomicU32::new(0),
-            last_channel: AtomicUsize::new(usize::MAX),
-            submitted_ns: now_ns,
-            sent_ns: std::sync::atomic::AtomicU64::new(now_ns),
             notify,
             result: ResultSlot::new(),
         })
@@ -338,7 +373,6 @@ impl Call {
     /// buffer) when there is one: the hot path then allocates nothing.
     /// `encode` appends the call body (RPC header, credential, arguments)
     /// to the empty buffer it is given.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new_pooled(
         pool: &mut CallPool,
         proc_: u32,
@@ -347,7 +381,6 @@ impl Call {
         weight: u64,
         sink: Sink,
         notify: Notify,
-        now_ns: u64,
     ) -> Arc<Self> {
         while let Some(mut arc) = pool.free.pop() {
             // Unique again: nobody (table, leader, waiter) holds it now.
@@ -361,20 +394,17 @@ impl Call {
             c.weight = weight;
             c.sink = sink;
             *c.attempts.get_mut() = 0;
-            *c.last_channel.get_mut() = usize::MAX;
-            c.submitted_ns = now_ns;
-            *c.sent_ns.get_mut() = now_ns;
             c.notify = notify;
             c.result.reset();
             return arc;
         }
         let mut body = Vec::with_capacity(256);
         encode(&mut body);
-        Self::new(proc_, body, payload, weight, sink, notify, now_ns)
+        Self::new(proc_, body, payload, weight, sink, notify)
     }
 
     /// A lower-bound guess of the reply's size on the wire, for the receive
-    /// batching in `transport.rs` (too high costs at most one short poll
+    /// batching in `receive.rs` (too high costs at most one short poll
     /// timeout, too low only an earlier wake-up).
     pub(crate) fn reply_estimate(&self) -> u64 {
         match &self.sink {
@@ -384,6 +414,13 @@ impl Call {
             Sink::Write => 140,
             Sink::Record => 60,
         }
+    }
+
+    /// Records the outcome (and the attempts it took) and tells the waiter.
+    /// Called once, by the owner, as the last thing it does with the call.
+    pub(crate) fn complete_after(&self, attempts: u32, result: Result<Reply, CallError>) {
+        self.attempts.store(attempts, Ordering::Relaxed);
+        self.complete(result);
     }
 
     /// Records the outcome and tells the waiter. Called once, by the owner.
@@ -506,7 +543,6 @@ mod tests {
             1,
             Sink::Record,
             Notify::Batch(Arc::clone(&q), 0),
-            5,
         );
         let a_ptr = Arc::as_ptr(&a);
         // Not finished: not kept.
@@ -528,13 +564,11 @@ mod tests {
             2,
             Sink::Record,
             Notify::Batch(Arc::clone(&q), 1),
-            8,
         );
         assert_eq!(Arc::as_ptr(&b), a_ptr, "the finished call was reused");
         assert_eq!(b.proc_, 7);
         assert_eq!(b.body, vec![9], "the body was re-encoded, not appended to");
         assert!(!b.is_done(), "a reused call starts unfinished");
         assert_eq!(b.attempts(), 0);
-        assert_eq!(b.submitted_ns, 8);
     }
 }

@@ -1,31 +1,33 @@
-//! One channel: a TCP connection to one server address over one path, its
-//! in-flight table, and the state of receiving its replies.
+//! One channel: a TCP connection to one server address over one path —
+//! its sending half, its receiving half (driven by the leader, see
+//! `transport/leader.rs`), and a handle to close it. Which requests it
+//! carries, and when it is up, is the engine's business; a channel only
+//! moves bytes, for the connection of one epoch at a time.
 
+use std::borrow::Borrow;
 use std::io::{self, IoSlice, Write};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
-use directnfs_engine::health::Health;
-use directnfs_engine::inflight::InflightTable;
 use directnfs_engine::stats::IoStats;
+use directnfs_engine::{Delivered, LoadGauge};
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::xdr::pad_len;
 
 use super::call::Call;
-use super::receive::RxState;
+use super::receive::{Claimed, RxState};
 use super::socket::ConnectSpec;
 
-/// Mutable state of a channel, behind one short-held lock.
-#[derive(Debug)]
-pub(crate) struct ChannelState {
-    pub table: InflightTable<Arc<Call>>,
-    pub health: Health,
-    /// Bumped on every failure; a receive state or sender holding an older
-    /// epoch belongs to a dead connection and must not touch the table.
-    pub epoch: u64,
-    /// A handle on the live connection, kept to shut it down on failure.
-    pub sock: Option<TcpStream>,
+/// A READ reply the receiver took for a direct receive: the engine handed
+/// its call over with the reply ([`Delivered`]), and gets it back with
+/// `on_receive_lost` if the connection breaks first.
+pub(crate) type ReadClaim = Delivered<Arc<Call>>;
+
+impl Claimed for ReadClaim {
+    fn call(&self) -> &Call {
+        Delivered::<Arc<Call>>::call(self)
+    }
 }
 
 /// A channel. See the module doc.
@@ -35,116 +37,62 @@ pub(crate) struct Channel {
     /// Index of the path this channel belongs to.
     pub path: usize,
     pub spec: ConnectSpec,
-    pub state: Mutex<ChannelState>,
+    /// Counters and latency of this channel (paths and servers add them
+    /// up); shared with the engine, which counts what it decides.
+    pub stats: Arc<IoStats>,
+    /// The engine's published load of this channel (the receiver's
+    /// batching reads it without the engine's lock).
+    pub gauge: Arc<LoadGauge>,
     /// The sending half and the epoch of its connection; the lock orders
-    /// whole records on the stream. A call inserted under one epoch is
-    /// never written to a later connection (it was re-sent elsewhere when
-    /// its own failed: writing it again could replay a stale WRITE).
-    pub writer: Mutex<Option<(TcpStream, u64)>>,
-    /// The receiving half, driven by the transport's leader (`lead.rs`).
-    /// Lock order: `rx` before `state`.
-    pub rx: Mutex<Option<RxState>>,
-    /// Lock-free copies of what the chooser reads.
-    pub up: AtomicBool,
-    pub outstanding_bytes: AtomicU64,
-    pub outstanding_requests: AtomicU64,
-    /// A reconnect thread is running.
-    pub reconnecting: AtomicBool,
-    /// Estimated bytes of the replies still to come (receive batching).
-    pub expected_reply_bytes: AtomicU64,
-    /// Counters and latency of this channel (paths and servers add them up).
-    pub stats: IoStats,
+    /// whole records on the stream. A call put in the engine's table under
+    /// one epoch is never written to a later connection (it was re-sent
+    /// elsewhere when its own failed: writing it again could replay a
+    /// stale WRITE).
+    writer: Mutex<Option<(TcpStream, u64)>>,
+    /// The receiving half, driven by the transport's leader.
+    pub rx: Mutex<Option<RxState<ReadClaim>>>,
+    /// A handle on the live connection, to close it on failure without
+    /// waiting for a sender blocked in `writev`.
+    conn: Mutex<Option<(TcpStream, u64)>>,
+    /// A connection attempt is running.
+    pub connecting: AtomicBool,
 }
 
 impl Channel {
-    pub(crate) fn new(id: usize, path: usize, spec: ConnectSpec, max_inflight: usize) -> Self {
+    pub(crate) fn new(
+        id: usize,
+        path: usize,
+        spec: ConnectSpec,
+        stats: Arc<IoStats>,
+        gauge: Arc<LoadGauge>,
+    ) -> Self {
         Self {
             id,
             path,
             spec,
-            state: Mutex::new(ChannelState {
-                table: InflightTable::new(max_inflight, (id as u32).wrapping_mul(0x9e37_79b9)),
-                health: Health::Down {
-                    failures: 0,
-                    retry_at_ns: 0,
-                },
-                epoch: 0,
-                sock: None,
-            }),
+            stats,
+            gauge,
             writer: Mutex::new(None),
             rx: Mutex::new(None),
-            up: AtomicBool::new(false),
-            outstanding_bytes: AtomicU64::new(0),
-            outstanding_requests: AtomicU64::new(0),
-            reconnecting: AtomicBool::new(false),
-            expected_reply_bytes: AtomicU64::new(0),
-            stats: IoStats::new(),
+            conn: Mutex::new(None),
+            connecting: AtomicBool::new(false),
         }
     }
 
-    /// Locks the state. A poisoned lock (a panic while holding it) still
-    /// hands out the state: every update to it is a few field writes that
-    /// leave it consistent.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, ChannelState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    pub(crate) fn is_up(&self) -> bool {
-        self.up.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn add_load(&self, call: &Call) {
-        self.outstanding_bytes
-            .fetch_add(call.weight, Ordering::Relaxed);
-        self.outstanding_requests.fetch_add(1, Ordering::Relaxed);
-        self.expected_reply_bytes
-            .fetch_add(call.reply_estimate(), Ordering::Relaxed);
-    }
-
-    pub(crate) fn remove_load(&self, call: &Call) {
-        let estimate = call.reply_estimate();
-        let _ = self
-            .expected_reply_bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                Some(v.saturating_sub(estimate))
-            });
-        let weight = call.weight;
-        // Saturating: a reset after failure may already have zeroed these.
-        let _ = self
-            .outstanding_bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                Some(v.saturating_sub(weight))
-            });
-        let _ = self
-            .outstanding_requests
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
-                Some(v.saturating_sub(1))
-            });
-    }
-
-    /// Writes one call as one record: `[mark, xid] body payload pad`, with
-    /// a single vectored write in the common case (no copy of the payload).
-    pub(crate) fn send(&self, xid: u32, call: &Call, epoch: u64) -> io::Result<()> {
-        let payload: &[u8] = call.payload.as_deref().unwrap_or(&[]);
-        let pad = [0u8; 3];
-        let pad = &pad[..pad_len(payload.len())];
-        let len = 4 + call.body.len() + payload.len() + pad.len();
-        let mut head = [0u8; 8];
-        head[..4].copy_from_slice(&fragment_header(len, true));
-        head[4..].copy_from_slice(&xid.to_be_bytes());
-        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        let stream = writer
-            .as_mut()
-            .filter(|(_, e)| *e == epoch)
-            .map(|(s, _)| s)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "channel is down"))?;
-        let mut slices = [
-            IoSlice::new(&head),
-            IoSlice::new(&call.body),
-            IoSlice::new(payload),
-            IoSlice::new(pad),
-        ];
-        write_all_vectored(stream, &mut slices)
+    /// Takes a fresh connection (connected and probed) as the one of
+    /// `epoch`: its halves replace whatever was left of the previous one.
+    pub(crate) fn install(
+        &self,
+        stream: TcpStream,
+        epoch: u64,
+        max_record: usize,
+    ) -> io::Result<()> {
+        let reader = crate::fdfloor::raise_owned(stream.try_clone()?);
+        let writer = crate::fdfloor::raise_owned(stream.try_clone()?);
+        *lock(&self.rx) = Some(RxState::new(reader, epoch, max_record));
+        *lock(&self.writer) = Some((writer, epoch));
+        *lock(&self.conn) = Some((stream, epoch));
+        Ok(())
     }
 
     /// Writes several calls with as few `writev`s as possible (one per
@@ -153,9 +101,13 @@ impl Channel {
     /// loopback the sender also pays for delivering each segment to the
     /// server. Record marks and iovecs are built on the stack: nothing is
     /// allocated per batch.
-    pub(crate) fn send_many(&self, calls: &[(u32, Arc<Call>)], epoch: u64) -> io::Result<()> {
+    pub(crate) fn send_many<C: Borrow<Call>>(
+        &self,
+        calls: &[(u32, C)],
+        epoch: u64,
+    ) -> io::Result<()> {
         const PAD: [u8; 3] = [0; 3];
-        let mut writer = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut writer = lock(&self.writer);
         let stream = writer
             .as_mut()
             .filter(|(_, e)| *e == epoch)
@@ -164,6 +116,7 @@ impl Channel {
         let mut heads = [[0u8; 8]; SEND_CHUNK];
         for chunk in calls.chunks(SEND_CHUNK) {
             for ((xid, call), head) in chunk.iter().zip(heads.iter_mut()) {
+                let call: &Call = call.borrow();
                 let payload = call.payload.as_deref().map_or(0, <[u8]>::len);
                 let len = 4 + call.body.len() + payload + pad_len(payload);
                 head[..4].copy_from_slice(&fragment_header(len, true));
@@ -172,6 +125,7 @@ impl Channel {
             let mut slices = [IoSlice::new(&[]); SEND_CHUNK * 4];
             let mut n = 0;
             for ((_, call), head) in chunk.iter().zip(heads.iter()) {
+                let call: &Call = call.borrow();
                 slices[n] = IoSlice::new(head);
                 slices[n + 1] = IoSlice::new(&call.body);
                 n += 2;
@@ -186,8 +140,38 @@ impl Channel {
         Ok(())
     }
 
+    /// Closes the connection of `epoch` (if it is still this channel's)
+    /// abortively: SO_LINGER 0, so the close sends RST and discards the
+    /// send queue.
+    ///
+    /// Its in-flight calls are being re-sent on other channels. A plain
+    /// close would leave the kernel retransmitting whatever the socket still
+    /// holds (calls not yet acknowledged by the server's TCP) as an orphan,
+    /// for minutes: once a cut or black-holed path comes back, an old WRITE
+    /// would reach the server *after* its re-sent copy, and after newer
+    /// writes to the same blocks, and silently overwrite them (found by the
+    /// multipath tests: an acknowledged write lost after a cut). With linger
+    /// 0 the final close (when the receiver drops its handle, milliseconds
+    /// later) discards it all.
+    pub(crate) fn close(&self, epoch: u64) {
+        {
+            let mut conn = lock(&self.conn);
+            if conn.as_ref().is_some_and(|(_, e)| *e == epoch) {
+                if let Some((s, _)) = conn.take() {
+                    let _ = socket2::SockRef::from(&s).set_linger(Some(std::time::Duration::ZERO));
+                    let _ = s.shutdown(Shutdown::Both);
+                }
+            }
+        }
+        let mut writer = lock(&self.writer);
+        if writer.as_ref().is_some_and(|(_, e)| *e == epoch) {
+            *writer = None;
+        }
+    }
+
     /// Sends a NULL call on a fresh connection and waits for its reply:
-    /// proof that the server answers on this path, not just that TCP connected.
+    /// proof that the server answers on this path, not just that TCP
+    /// connected.
     pub(crate) fn probe(
         stream: &mut TcpStream,
         cred: &[u8],
@@ -195,56 +179,33 @@ impl Channel {
         vers: u32,
         timeout: std::time::Duration,
     ) -> io::Result<()> {
-        let mut body = Vec::with_capacity(64);
-        directnfs_wire::rpc::encode_call_header(&mut body, 0, prog, vers, 0, cred);
-        let xid = 0x5eed_0000 | (std::process::id() & 0xffff);
-        body[..4].copy_from_slice(&xid.to_be_bytes());
-        let mut msg = fragment_header(body.len(), true).to_vec();
-        msg.extend_from_slice(&body);
-        stream.write_all(&msg)?;
-        // One deadline for the whole reply: a server trickling bytes
-        // cannot hold a connect (or a reconnect thread) past it.
-        let deadline = std::time::Instant::now() + timeout;
-        let rec = super::oneshot::read_record(stream, 64 * 1024, deadline)?;
-        let mut r = directnfs_wire::XdrReader::new(&rec);
-        use directnfs_wire::Decode;
-        let h = directnfs_wire::rpc::ReplyHeader::decode(&mut r)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        if h.xid == xid && h.is_success() {
-            Ok(())
-        } else {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("unexpected NULL probe reply: {h:?}"),
-            ))
-        }
+        super::oneshot::null_probe(stream, cred, prog, vers, timeout)
     }
 
-    /// Shuts down the socket of a *failed* connection and makes its close
-    /// abortive (SO_LINGER 0: RST, send queue discarded).
-    ///
-    /// Its in-flight calls are about to be re-sent on other channels. A
-    /// plain close would leave the kernel retransmitting whatever the
-    /// socket still holds (calls not yet acknowledged by the server's TCP)
-    /// as an orphan, for minutes: once a cut or black-holed path comes back,
-    /// an old WRITE would reach the server *after* its re-sent copy, and
-    /// after newer writes to the same blocks, and silently overwrite them
-    /// (found by the multipath tests: an acknowledged write lost after a
-    /// cut). With linger 0 the final close (when the receive state and
-    /// the writer drop their handles, milliseconds later) discards it all.
-    pub(crate) fn abort_socket(state: &mut ChannelState) {
-        if let Some(s) = &state.sock {
-            let _ = socket2::SockRef::from(s).set_linger(Some(std::time::Duration::ZERO));
-        }
-        Self::shutdown_socket(state);
-    }
-
-    /// Shuts the socket down so both the receiver and any blocked sender wake.
-    pub(crate) fn shutdown_socket(state: &mut ChannelState) {
-        if let Some(s) = state.sock.take() {
+    /// Shuts the connection down (the transport is stopping) so the
+    /// receiver and any blocked sender wake.
+    pub(crate) fn shut_down(&self) {
+        if let Some((s, _)) = lock(&self.conn).take() {
             let _ = s.shutdown(Shutdown::Both);
         }
+        *lock(&self.writer) = None;
     }
+}
+
+/// Locks a channel's mutex. A poisoned lock (a panic while holding it)
+/// still hands out its value: every update to one is a single assignment.
+impl Channel {
+    /// The connection's socket buffer sizes as the kernel reports them now
+    /// (send, receive); zeros while there is no connection.
+    pub(crate) fn buffer_sizes(&self) -> (u64, u64) {
+        lock(&self.conn)
+            .as_ref()
+            .map_or((0, 0), |(s, _)| super::socket::buffer_sizes(s))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Calls per `writev` in `send_many` (at most 4 iovecs each, far below

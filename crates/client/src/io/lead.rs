@@ -1,43 +1,40 @@
-//! Who receives: leader/follower.
+//! Who receives: the lead token of a transport.
 //!
 //! There is no receiver thread per connection. A caller that waits for its
 //! calls *leads* the transport: it polls every connection itself, hands out
 //! every reply that arrives (its own and other callers'), and stops leading
-//! as soon as what it waits for is done. A reply for the leader therefore
-//! costs no thread hand-off at all (one wake-up, from `poll`), which is
-//! what a database's I/O rate is made of; with a receiver thread per
-//! connection every reply cost two (receiver woken, then the caller).
+//! as soon as what it waits for is done (`transport/leader.rs`). A reply
+//! for the leader therefore costs no thread hand-off at all (one wake-up,
+//! from `poll`), which is what a database's I/O rate is made of; with a
+//! receiver thread per connection every reply cost two (receiver woken,
+//! then the caller).
 //!
 //! Callers that find a leader already there are *followers*: they park,
 //! the leader completes their calls and unparks them, and a leader that
 //! stops hands the lead to one follower.
 //!
 //! Calls nobody waits for (a `Batch` submitted and not yet reaped) still
-//! get received: the maintenance thread notices a transport with calls
-//! outstanding and no leader for a tick and wakes the *fallback* thread,
-//! which leads until nothing is outstanding or a caller wants the lead
-//! (it asks through [`Lead::want`] and the wake-up eventfd, which also
-//! tells a leader that a connection was added or the transport is
-//! shutting down).
+//! get received: the maintenance thread notices calls outstanding and no
+//! leader for a tick and wakes the *fallback* thread, which leads until
+//! nothing is outstanding or a caller wants the lead (it asks through
+//! [`Lead::want`] and the wake-up eventfd, which also tells a leader that
+//! a connection was added or the transport is shutting down).
+//!
+//! This module is the token and its bookkeeping; the loops are in
+//! `transport/leader.rs`.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
-use super::call::Group;
-use super::channel::Channel;
-use super::receive::Lost;
-use super::transport::Shared;
+use super::clock::monotonic_ns;
 
-/// Longest a leader sleeps in `poll` before re-checking what it waits for
-/// (completions by other threads: soft timeouts, shutdown).
-pub(crate) const LEAD_POLL_MAX: Duration = Duration::from_millis(20);
 /// Longest a follower parks before trying to lead again (a safety net: a
 /// leader that stops always unparks one).
-const FOLLOW_PARK_MAX: Duration = Duration::from_millis(20);
+pub(crate) const FOLLOW_PARK_MAX: Duration = Duration::from_millis(20);
 
 /// The leadership of one transport.
 #[derive(Debug)]
@@ -51,29 +48,58 @@ pub(crate) struct Lead {
     followers: Mutex<Vec<Thread>>,
     /// Non-blocking eventfd the leader polls beside the connections.
     wake: OwnedFd,
-    /// When the lead was last given up (transport nanoseconds).
-    pub(crate) released_ns: AtomicU64,
+    /// When the lead was last given up (`monotonic_ns`).
+    released_ns: AtomicU64,
     /// Wakes the fallback thread (flag: it has work).
-    pub(crate) fallback: (Mutex<bool>, Condvar),
+    fallback: (Mutex<bool>, Condvar),
     /// The leader's poll set, kept to avoid allocating per lead.
-    scratch: Mutex<Scratch>,
+    poll_set: Mutex<PollSet>,
 }
 
-/// Poll set of the leader (only the leader locks it).
+/// The leader's poll set (reached only through [`Leading`]).
 #[derive(Default)]
-struct Scratch {
-    fds: Vec<libc::pollfd>,
+pub(crate) struct PollSet {
+    pub fds: Vec<libc::pollfd>,
     /// Channel index of `fds[1..]`.
-    which: Vec<usize>,
+    pub which: Vec<usize>,
     /// Per channel: the last poll reported it readable.
-    ready: Vec<bool>,
+    pub ready: Vec<bool>,
 }
 
-impl std::fmt::Debug for Scratch {
+impl std::fmt::Debug for PollSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Scratch")
+        f.debug_struct("PollSet")
             .field("fds", &self.fds.len())
             .finish()
+    }
+}
+
+/// The lead, held: dropping it gives the lead up — on unwind too, so a
+/// panic while leading cannot leave every later caller following a leader
+/// that is gone. It is the only way to the leader's poll set.
+#[derive(Debug)]
+pub(crate) struct Leading<'a> {
+    lead: &'a Lead,
+    pub poll_set: MutexGuard<'a, PollSet>,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.lead.release();
+    }
+}
+
+/// The fallback thread leading: its flags are cleared when this drops
+/// (before the lead itself is given up), on unwind too.
+#[derive(Debug)]
+pub(crate) struct FallbackLeading<'a> {
+    lead: &'a Lead,
+}
+
+impl Drop for FallbackLeading<'_> {
+    fn drop(&mut self) {
+        self.lead.want.store(false, Ordering::SeqCst);
+        self.lead.fallback_leading.store(false, Ordering::SeqCst);
     }
 }
 
@@ -84,6 +110,7 @@ impl Lead {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
+        let fd = crate::fdfloor::raise(fd);
         Ok(Self {
             leading: AtomicBool::new(false),
             fallback_leading: AtomicBool::new(false),
@@ -93,24 +120,40 @@ impl Lead {
             wake: unsafe { OwnedFd::from_raw_fd(fd) },
             released_ns: AtomicU64::new(0),
             fallback: (Mutex::new(false), Condvar::new()),
-            scratch: Mutex::new(Scratch::default()),
+            poll_set: Mutex::new(PollSet::default()),
         })
     }
 
     /// Takes the lead if nobody holds it.
-    pub(crate) fn try_acquire(&self) -> bool {
+    pub(crate) fn try_acquire(&self) -> Option<Leading<'_>> {
         self.leading
             .compare_exchange(false, true, Ordering::SeqCst, Ordering::Relaxed)
-            .is_ok()
+            .ok()?;
+        Some(Leading {
+            lead: self,
+            poll_set: self.poll_set.lock().unwrap_or_else(|p| p.into_inner()),
+        })
+    }
+
+    /// The fallback thread takes the lead if nobody holds it; it is marked
+    /// as the fallback's until the returned tokens drop.
+    pub(crate) fn try_acquire_fallback(&self) -> (FallbackLeading<'_>, Option<Leading<'_>>) {
+        self.fallback_leading.store(true, Ordering::SeqCst);
+        (FallbackLeading { lead: self }, self.try_acquire())
     }
 
     pub(crate) fn is_led(&self) -> bool {
         self.leading.load(Ordering::SeqCst)
     }
 
+    /// Nanoseconds (`monotonic_ns`) since the lead was last given up.
+    pub(crate) fn unled_for_ns(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.released_ns.load(Ordering::Relaxed))
+    }
+
     /// Gives the lead up and hands it to a follower, if any waits.
-    pub(crate) fn release(&self, now_ns: u64) {
-        self.released_ns.store(now_ns, Ordering::Relaxed);
+    fn release(&self) {
+        self.released_ns.store(monotonic_ns(), Ordering::Relaxed);
         self.leading.store(false, Ordering::SeqCst);
         self.hand_off();
     }
@@ -181,205 +224,21 @@ impl Lead {
         let _ = unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
     }
 
-    /// Tells the fallback thread there are calls nobody receives.
+    /// Tells the fallback thread there are calls nobody receives (or that
+    /// the transport is stopping).
     pub(crate) fn signal_fallback(&self) {
         let mut work = self.fallback.0.lock().unwrap_or_else(|p| p.into_inner());
         *work = true;
         self.fallback.1.notify_one();
     }
-}
 
-impl Shared {
-    /// Waits until every call of `group` has completed.
-    pub(crate) fn wait_group(&self, group: &Group) {
-        self.wait_until(&|| group.is_done(), None);
-    }
-
-    /// Returns once `done()` holds (true) or `until` passed (false),
-    /// receiving replies meanwhile whenever nobody else does. `done` is
-    /// checked after every batch of replies: keep it cheap.
-    pub(crate) fn wait_until(&self, done: &dyn Fn() -> bool, until: Option<Instant>) -> bool {
-        loop {
-            if done() {
-                return true;
-            }
-            let passed = until.is_some_and(|u| Instant::now() >= u);
-            if self.lead.try_acquire() {
-                self.lead_loop(done, until, false);
-                self.lead.release(self.now_ns());
-                if done() {
-                    return true;
-                }
-            } else if !passed {
-                if self.lead.fallback_leading.load(Ordering::SeqCst) {
-                    self.lead.want.store(true, Ordering::SeqCst);
-                    self.lead.wake();
-                }
-                self.lead.follow(until, done);
-                continue;
-            }
-            if passed || until.is_some_and(|u| Instant::now() >= u) {
-                return done();
-            }
+    /// The fallback thread waits here until signalled (or `stop()`).
+    pub(crate) fn wait_for_fallback_work(&self, stop: &dyn Fn() -> bool) {
+        let (lock, cv) = &self.fallback;
+        let mut work = lock.lock().unwrap_or_else(|p| p.into_inner());
+        while !*work && !stop() {
+            work = cv.wait(work).unwrap_or_else(|p| p.into_inner());
         }
-    }
-
-    /// Receives on every connection until `done()`, `until`, shutdown, or
-    /// (for the fallback thread) nothing outstanding or a caller wanting
-    /// the lead. Always makes one pass over what is already buffered and
-    /// queued, even when `until` has passed.
-    fn lead_loop(&self, done: &dyn Fn() -> bool, until: Option<Instant>, fallback: bool) {
-        let mut scratch = self.lead.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let Scratch { fds, which, ready } = &mut *scratch;
-        ready.clear();
-        // First pass: hand out what is buffered, then poll (a socket that
-        // holds what its low-water mark asks for is readable at once).
-        ready.resize(self.channels.len(), false);
-        let mut timed_out = false;
-        loop {
-            fds.clear();
-            which.clear();
-            fds.push(libc::pollfd {
-                fd: self.lead.wake_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            let mut speculative = false;
-            for (i, ch) in self.channels.iter().enumerate() {
-                if let Some(spec) = self.service_channel(ch, ready[i], timed_out) {
-                    speculative |= spec.0;
-                    fds.push(libc::pollfd {
-                        fd: spec.1,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    });
-                    which.push(i);
-                }
-            }
-            if done() || self.is_shutdown() {
-                return;
-            }
-            if fallback && (self.lead.want.load(Ordering::SeqCst) || !self.anything_outstanding()) {
-                return;
-            }
-            let mut timeout = if speculative {
-                super::receive::SPECULATIVE_WAIT
-            } else {
-                LEAD_POLL_MAX
-            };
-            if let Some(u) = until {
-                let left = u.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return;
-                }
-                timeout = timeout.min(left);
-            }
-            let ts = libc::timespec {
-                tv_sec: timeout.as_secs() as libc::time_t,
-                tv_nsec: timeout.subsec_nanos() as libc::c_long,
-            };
-            // SAFETY: `fds` is a live array of `fds.len()` pollfds; `ts`
-            // outlives the call; no signal mask is passed.
-            let rc = unsafe {
-                libc::ppoll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    &ts,
-                    std::ptr::null(),
-                )
-            };
-            timed_out = rc == 0;
-            ready.iter_mut().for_each(|r| *r = false);
-            if rc > 0 {
-                if fds[0].revents != 0 {
-                    self.lead.drain_wake();
-                }
-                for (pfd, &i) in fds[1..].iter().zip(which.iter()) {
-                    ready[i] = pfd.revents != 0;
-                }
-            }
-        }
-    }
-
-    /// One leader pass over a connection: hand out what arrived, then arm
-    /// the next wait. Returns whether that wait is speculative and the fd
-    /// to poll, or None when the channel has no connection (or just lost
-    /// it: then it is failed and its calls re-sent here).
-    fn service_channel(
-        &self,
-        ch: &Channel,
-        readable: bool,
-        timed_out: bool,
-    ) -> Option<(bool, libc::c_int)> {
-        let mut guard = ch.rx.lock().unwrap_or_else(|p| p.into_inner());
-        let rx = guard.as_mut()?;
-        if timed_out {
-            rx.wait_timed_out();
-        }
-        // After a timeout every socket is read: data below its low-water
-        // mark does not make it readable.
-        let result = rx.service(self, ch, readable || timed_out).and_then(|()| {
-            rx.arm(ch).map_err(|e| Lost {
-                why: format!("setting SO_RCVLOWAT failed: {e}"),
-                call: None,
-            })
-        });
-        match result {
-            Ok(spec) => Some((spec, rx.fd())),
-            Err(lost) => {
-                let epoch = rx.epoch;
-                *guard = None;
-                drop(guard);
-                if !self.is_shutdown() {
-                    self.fail_from_lead(ch, epoch, lost);
-                }
-                None
-            }
-        }
-    }
-
-    /// The fallback receiver: leads when the maintenance thread finds
-    /// calls nobody receives (see the module doc).
-    pub(crate) fn fallback_loop(&self) {
-        loop {
-            {
-                let (lock, cv) = &self.lead.fallback;
-                let mut work = lock.lock().unwrap_or_else(|p| p.into_inner());
-                while !*work && !self.is_shutdown() {
-                    work = cv.wait(work).unwrap_or_else(|p| p.into_inner());
-                }
-                *work = false;
-            }
-            if self.is_shutdown() {
-                return;
-            }
-            self.lead.fallback_leading.store(true, Ordering::SeqCst);
-            if self.lead.try_acquire() {
-                self.lead_loop(&|| false, None, true);
-                self.lead.want.store(false, Ordering::SeqCst);
-                self.lead.fallback_leading.store(false, Ordering::SeqCst);
-                self.lead.release(self.now_ns());
-            } else {
-                self.lead.fallback_leading.store(false, Ordering::SeqCst);
-            }
-        }
-    }
-
-    /// Called by the maintenance thread every tick: wakes the fallback
-    /// receiver when calls are outstanding and nobody has led for a tick.
-    pub(crate) fn check_orphans(&self, now_ns: u64, tick: Duration) {
-        if self.lead.is_led() || !self.anything_outstanding() {
-            return;
-        }
-        let released = self.lead.released_ns.load(Ordering::Relaxed);
-        if now_ns.saturating_sub(released) >= tick.as_nanos() as u64 {
-            self.lead.signal_fallback();
-        }
-    }
-
-    fn anything_outstanding(&self) -> bool {
-        self.channels
-            .iter()
-            .any(|c| c.outstanding_requests.load(Ordering::Relaxed) > 0)
+        *work = false;
     }
 }

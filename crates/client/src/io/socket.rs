@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | bind the local address before connect | multipath: each path leaves through its own NIC | none: a path with a bad `local:` fails |
 //! | `TCP_NODELAY` | an RPC is a complete message; Nagle would hold it back | none needed |
-//! | large `SO_SNDBUF`/`SO_RCVBUF` | hundreds of 1 MiB requests in flight | the kernel's clamp (`wmem_max`) |
+//! | `SO_SNDBUF`/`SO_RCVBUF` as [`BufferRequest`] says (`sockbuf`) | a fixed size is there from the first byte; the kernel's autotuning grows buffers only with the traffic, but past `rmem_max` | the kernel's clamp (`wmem_max`/`rmem_max`), reported by [`buffer_sizes`]; `prefer` leaves a direction the clamp would cut to autotuning |
 //! | `SO_DONTROUTE` (`dontroute`) | oranfstab: keep storage traffic off the routed network | none |
 //! | privileged source port (`resvport`) | servers that insist on ports < 1024 | an ordinary port, with a warning |
 //! | connect timeout | a black-holed path hangs in SYN retries | none needed |
@@ -13,6 +13,7 @@
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{SocketAddr, TcpStream};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// How to open one TCP connection.
@@ -28,6 +29,8 @@ pub(crate) struct ConnectSpec {
     pub dontroute: bool,
     /// Try to bind a source port below 1024.
     pub resvport: bool,
+    /// SO_SNDBUF and SO_RCVBUF to ask for.
+    pub buffers: BufferRequest,
 }
 
 impl ConnectSpec {
@@ -41,17 +44,47 @@ impl ConnectSpec {
     }
 }
 
-/// Socket buffer size asked for; the kernel clamps it to its maximum.
-const SOCKET_BUFFER_BYTES: usize = 4 << 20;
+/// What to ask of the kernel for a connection's socket buffers. Setting a
+/// size turns the kernel's autotuning off for that direction, and the
+/// kernel caps the size at `net.core.wmem_max` (send) / `rmem_max`
+/// (receive) without a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BufferRequest {
+    /// Nothing: autotuning both ways.
+    Auto,
+    /// This many bytes both ways, whatever the kernel grants.
+    Fixed(usize),
+    /// This many bytes in each direction whose maximum allows it in full;
+    /// autotuning in a direction where it would be capped (or whose
+    /// maximum cannot be read).
+    Prefer(usize),
+}
 
 /// Opens a tuned TCP connection as `spec` says.
 pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
     let domain = Domain::for_address(spec.remote);
     let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
     socket.set_tcp_nodelay(true)?;
-    // Best effort: a smaller buffer is slower, not wrong.
-    let _ = socket.set_send_buffer_size(SOCKET_BUFFER_BYTES);
-    let _ = socket.set_recv_buffer_size(SOCKET_BUFFER_BYTES);
+    let (send, recv) = match spec.buffers {
+        BufferRequest::Auto => (None, None),
+        BufferRequest::Fixed(n) => (Some(n), Some(n)),
+        BufferRequest::Prefer(n) => (
+            kernel_max(&WMEM_MAX, "wmem_max")
+                .filter(|&max| n <= max)
+                .map(|_| n),
+            kernel_max(&RMEM_MAX, "rmem_max")
+                .filter(|&max| n <= max)
+                .map(|_| n),
+        ),
+    };
+    // Before connect: the receive buffer sets the window scale the SYN
+    // announces. Best effort: a smaller buffer is slower, not wrong.
+    if let Some(n) = send {
+        let _ = socket.set_send_buffer_size(n);
+    }
+    if let Some(n) = recv {
+        let _ = socket.set_recv_buffer_size(n);
+    }
     if spec.dontroute {
         set_dontroute(&socket)?;
     }
@@ -62,7 +95,30 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_time(Duration::from_secs(10))
             .with_interval(Duration::from_secs(2)),
     )?;
-    Ok(socket.into())
+    Ok(crate::fdfloor::raise_owned(socket.into()))
+}
+
+static WMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();
+static RMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();
+
+/// `net.core.NAME` (the most SO_SNDBUF/SO_RCVBUF may ask for), read once
+/// per process; `None` when it cannot be read.
+fn kernel_max(cache: &OnceLock<Option<usize>>, name: &str) -> Option<usize> {
+    *cache.get_or_init(|| {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+    })
+}
+
+/// The send and receive buffer sizes of a connection as the kernel reports
+/// them now (SO_SNDBUF, SO_RCVBUF): what a fixed request was capped to,
+/// doubled for the kernel's bookkeeping, or what autotuning has grown
+/// them to so far. 0 for a size the kernel would not tell.
+pub(crate) fn buffer_sizes(stream: &TcpStream) -> (u64, u64) {
+    let s = socket2::SockRef::from(stream);
+    let size = |r: io::Result<usize>| r.map_or(0, |n| n as u64);
+    (size(s.send_buffer_size()), size(s.recv_buffer_size()))
 }
 
 /// Checks, without sending a packet, that the kernel can still route from
@@ -151,16 +207,4 @@ fn set_dontroute(socket: &Socket) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
-}
-
-/// The send and receive buffer sizes the kernel gave a connection
-/// (`SO_SNDBUF`/`SO_RCVBUF` read back: what was asked, clamped by
-/// `net.core.{w,r}mem_max` and doubled by Linux for its bookkeeping), for
-/// the statistics.
-pub(crate) fn buffer_sizes(stream: &TcpStream) -> (Option<u64>, Option<u64>) {
-    let s = socket2::SockRef::from(stream);
-    (
-        s.send_buffer_size().ok().map(|v| v as u64),
-        s.recv_buffer_size().ok().map(|v| v as u64),
-    )
 }

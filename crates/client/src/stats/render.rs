@@ -237,7 +237,6 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
             );
             for c in &p.channels {
                 let t = &c.totals;
-                let opt = |v: Option<u64>| v.map_or_else(|| "-".to_owned(), |v| v.to_string());
                 channels.row(pid_cell(c.pid).into_iter().chain([
                     srv.name.clone(),
                     local.clone(),
@@ -253,8 +252,8 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
                     t.inflight.to_string(),
                     t.inflight_peak.to_string(),
                     c.queue_depth.to_string(),
-                    opt(c.so_sndbuf),
-                    opt(c.so_rcvbuf),
+                    c.send_buffer.to_string(),
+                    c.recv_buffer.to_string(),
                 ]));
             }
         }
@@ -517,8 +516,8 @@ struct Scope<'a> {
     io: &'a IoSnapshot,
     state: Option<&'a str>,
     queue_depth: Option<u64>,
-    /// Effective socket buffers (channels): send, receive.
-    buffers: Option<(Option<u64>, Option<u64>)>,
+    /// Effective socket buffers (channels): send, receive; 0 without a connection.
+    buffers: Option<(u64, u64)>,
     /// Last known size (files).
     size: Option<u64>,
     /// rtmax, wtmax (servers).
@@ -645,21 +644,19 @@ fn write_families(out: &mut String, scopes: &[Scope<'_>]) {
         out,
         "directnfs_socket_buffer_bytes",
         "gauge",
-        "Effective socket buffer of a connected channel, as the kernel sized it.",
+        "A channel's effective socket buffer as the kernel reports it (direction: send or receive; 0 while it has no connection).",
     );
     for sc in scopes {
         if let Some((snd, rcv)) = sc.buffers {
             for (dir, v) in [("send", snd), ("receive", rcv)] {
-                if let Some(v) = v {
-                    let d = [("direction", dir)];
-                    sample(
-                        out,
-                        "directnfs_socket_buffer_bytes",
-                        &sc.labels,
-                        &d,
-                        &v.to_string(),
-                    );
-                }
+                let d = [("direction", dir)];
+                sample(
+                    out,
+                    "directnfs_socket_buffer_bytes",
+                    &sc.labels,
+                    &d,
+                    &v.to_string(),
+                );
             }
         }
     }
@@ -747,7 +744,7 @@ fn scopes<'a>(s: &'a StatsSnapshot, extra: &[(&'static str, String)]) -> Vec<Sco
                     io: &c.totals,
                     state: Some(&c.state),
                     queue_depth: Some(c.queue_depth),
-                    buffers: Some((c.so_sndbuf, c.so_rcvbuf)),
+                    buffers: Some((c.send_buffer, c.recv_buffer)),
                     size: None,
                     transfer: None,
                 });
@@ -938,8 +935,8 @@ mod tests {
                                 state: "up".into(),
                                 totals: io(150, 30),
                                 queue_depth: 3,
-                                so_sndbuf: Some(425_984),
-                                so_rcvbuf: Some(131_072),
+                                send_buffer: 8 << 20,
+                                recv_buffer: 8 << 20,
                                 ..ChannelStats::default()
                             },
                             ChannelStats {
@@ -947,6 +944,8 @@ mod tests {
                                 state: "up".into(),
                                 totals: io(150, 30),
                                 queue_depth: 0,
+                                send_buffer: 87040,
+                                recv_buffer: 131072,
                                 ..ChannelStats::default()
                             },
                         ],
@@ -1307,6 +1306,32 @@ mod tests {
         assert!(up.contains(&("path".into(), "10.231.2.2".into(), 0.0)));
         assert!(up.contains(&("channel".into(), "10.231.2.2".into(), 0.0)));
         assert_eq!(up.len(), 5);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn socket_buffers_are_shown_per_channel() {
+        let samples = parse_exposition(&render_prometheus(&sample_snapshot()));
+        let bufs: Vec<(String, String, f64)> = samples
+            .iter()
+            .filter(|s| s.name == "directnfs_socket_buffer_bytes")
+            .map(|s| {
+                (
+                    s.labels["channel"].clone(),
+                    s.labels["direction"].clone(),
+                    s.value,
+                )
+            })
+            .collect();
+        assert_eq!(bufs.len(), 6, "send and receive of 3 channels: {bufs:?}");
+        assert!(bufs.contains(&("0".into(), "send".into(), 8388608.0)));
+        assert!(bufs.contains(&("1".into(), "receive".into(), 131072.0)));
+        assert!(bufs.contains(&("2".into(), "send".into(), 0.0)));
+        let text = render_text(&sample_snapshot());
+        let channels = section(&text, "CHANNELS");
+        assert!(channels[0].contains("sndbuf") && channels[0].contains("rcvbuf"));
+        let cells: Vec<&str> = channels[2].split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 2..], ["87040", "131072"], "{channels:?}");
     }
 
     #[test]

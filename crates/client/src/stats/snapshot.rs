@@ -96,12 +96,13 @@ pub struct ChannelStats {
     pub totals: IoSnapshot,
     /// Calls queued for the channel but not yet written to its socket.
     pub queue_depth: u64,
-    /// The connection's send buffer as the kernel sized it (`SO_SNDBUF`
-    /// read back), while connected.
-    pub so_sndbuf: Option<u64>,
-    /// The connection's receive buffer as the kernel sized it (`SO_RCVBUF`
-    /// read back), while connected.
-    pub so_rcvbuf: Option<u64>,
+    /// The connection's send buffer in bytes, as the kernel reports it
+    /// (SO_SNDBUF: a fixed `sockbuf` request as capped by
+    /// `net.core.wmem_max`, doubled for bookkeeping; or what autotuning has
+    /// grown it to); 0 while the channel has no connection.
+    pub send_buffer: u64,
+    /// The connection's receive buffer in bytes (SO_RCVBUF), likewise.
+    pub recv_buffer: u64,
 }
 
 /// The [`FileStats::path`] of the record that sums the files whose own
@@ -390,7 +391,8 @@ mod tests {
                         state: state::UP.into(),
                         totals: io.clone(),
                         queue_depth: 2,
-                        so_sndbuf: Some(2_626_560),
+                        send_buffer: 2_626_560,
+                        recv_buffer: 8_388_608,
                         ..ChannelStats::default()
                     }],
                 }],

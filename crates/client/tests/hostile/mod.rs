@@ -29,6 +29,13 @@
 //! sees every call before it is executed: it may do either of those, wait
 //! (holding that connection's calls back), and delay the reply.
 //!
+//! With [`Options::mount_any`] it plays a server without the MOUNT EXPORT
+//! procedure whose MNT says yes to paths it does not export: any path
+//! answered with the root handle ([`MountAny::RootHandle`], several small
+//! servers do this), or any path that exists answered with that file's or
+//! directory's own handle ([`MountAny::OwnHandle`]). Its export is then
+//! `/`, holding [`FILE_NAME`]; [`HostileServer::url_of`] names a path in it.
+//!
 //! Every connection is served by its own thread; every call is logged
 //! ([`HostileServer::calls`]) so tests can count attempts and reconnects.
 //! Dropping the server shuts down the listener and every connection.
@@ -295,6 +302,22 @@ pub struct Seen {
     pub faulted: bool,
 }
 
+/// What MNT answers for paths other than [`EXPORT`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MountAny {
+    /// Only [`EXPORT`] is mounted (anything else: MNT3ERR_NOENT), and
+    /// EXPORT lists it.
+    #[default]
+    Off,
+    /// No EXPORT procedure (PROC_UNAVAIL), and MNT of *any* path, existing
+    /// or not, answers the root handle: the server's one export is `/`.
+    RootHandle,
+    /// No EXPORT procedure; MNT of `/` answers the root handle, MNT of a
+    /// file or directory in it that exists answers that object's own
+    /// handle (a file's too), anything else MNT3ERR_NOENT.
+    OwnHandle,
+}
+
 /// Settings of the well-behaved part.
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
@@ -307,7 +330,8 @@ pub struct Options {
     /// Port to listen on (127.0.0.1); 0 for any free one.
     pub port: u16,
     /// Keep what WRITEs write (up to [`MAX_STORED`] bytes) and READ it
-    /// back, instead of the fixed [`pattern`].
+    /// back, instead of the fixed [`pattern`]; files CREATE made keep
+    /// their content too ([`HostileServer::created_content`]).
     pub store: bool,
     /// LOOKUP finds every name in every directory (a directory, [`ANY_FH`]),
     /// so a client can be made to cache any number of handles.
@@ -320,6 +344,9 @@ pub struct Options {
     /// for the plan's calls only. See also
     /// [`HostileServer::set_downgrade_writes`].
     pub downgrade_writes: bool,
+    /// MOUNT without EXPORT, saying yes to more than its export; see
+    /// [`MountAny`].
+    pub mount_any: MountAny,
 }
 
 impl Default for Options {
@@ -333,6 +360,7 @@ impl Default for Options {
             lookup_any: false,
             forget_verifiers: false,
             downgrade_writes: false,
+            mount_any: MountAny::Off,
         }
     }
 }
@@ -353,8 +381,12 @@ struct State {
     /// `None` once REMOVEd.
     file_name: Mutex<Option<Vec<u8>>>,
     dir_made: AtomicBool,
+    /// Every path MNT was asked for.
+    mnt_paths: Mutex<Vec<String>>,
     /// Files made by CREATE: name -> the EXCLUSIVE verifier, if any.
     created: Mutex<HashMap<Vec<u8>, Option<[u8; 8]>>>,
+    /// [`Options::store`]: the content of files made by CREATE, by handle.
+    created_data: Mutex<HashMap<Vec<u8>, Vec<u8>>>,
     /// [`Options::store`]: the file's content.
     data: Mutex<Vec<u8>>,
     /// [`Options::store`]: what of it is on stable storage.
@@ -400,7 +432,9 @@ impl HostileServer {
             peers: Mutex::new(Vec::new()),
             file_name: Mutex::new(Some(FILE_NAME.as_bytes().to_vec())),
             dir_made: AtomicBool::new(false),
+            mnt_paths: Mutex::new(Vec::new()),
             created: Mutex::new(HashMap::new()),
+            created_data: Mutex::new(HashMap::new()),
             data: Mutex::new(if opts.store {
                 pattern_at(0, opts.size as usize)
             } else {
@@ -435,6 +469,36 @@ impl HostileServer {
     pub fn url(&self, options: &str) -> String {
         let p = self.port;
         format!("nfs://127.0.0.1{EXPORT}{FILE}?nfsport={p}&mountport={p}&{options}")
+    }
+
+    /// The URL of `path` (starting with `/`, written as given: `//f` is
+    /// libnfs's way of saying "export `/`") with `options`, for a server
+    /// with [`Options::mount_any`].
+    pub fn url_of(&self, path: &str, options: &str) -> String {
+        let p = self.port;
+        format!("nfs://127.0.0.1{path}?nfsport={p}&mountport={p}&{options}")
+    }
+
+    /// The paths MNT was asked for so far, in order.
+    pub fn mounted_paths(&self) -> Vec<String> {
+        self.state.mnt_paths.lock().unwrap().clone()
+    }
+
+    /// [`Options::store`]: the content of the file CREATE made as `name`.
+    pub fn created_content(&self, name: &str) -> Option<Vec<u8>> {
+        let files = self.state.created_data.lock().unwrap();
+        files.get(&created_fh(name.as_bytes())).cloned()
+    }
+
+    /// Names of the files CREATE made (and not removed since), sorted.
+    pub fn created_names(&self) -> Vec<String> {
+        let created = self.state.created.lock().unwrap();
+        let mut v: Vec<String> = created
+            .keys()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
+        v.sort();
+        v
     }
 
     /// Replaces the plan (the hit counter starts again from zero).
@@ -1005,6 +1069,9 @@ fn results(
         },
         Some(Proc::Mount(p)) => match p {
             mount::MOUNTPROC3_NULL | mount::MOUNTPROC3_UMNT => {}
+            mount::MOUNTPROC3_EXPORT if state.opts.mount_any != MountAny::Off => {
+                return Err(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL))
+            }
             mount::MOUNTPROC3_EXPORT => exports(vec![exportnode {
                 ex_dir: dirpath::from(EXPORT),
                 ex_groups: Vec::new(),
@@ -1012,14 +1079,15 @@ fn results(
             .encode(&mut out),
             mount::MOUNTPROC3_MNT => {
                 let path = dirpath::decode(&mut r).map_err(|_| garbage())?;
-                if path.as_bytes() == EXPORT.as_bytes() {
-                    mountres3::Ok(mountres3_ok {
-                        fhandle: nfs_fh3::new(ROOT_FH).unwrap(),
+                let path = String::from_utf8_lossy(path.as_bytes()).into_owned();
+                state.mnt_paths.lock().unwrap().push(path.clone());
+                match mnt_handle(state, &path) {
+                    Some(fh) => mountres3::Ok(mountres3_ok {
+                        fhandle: nfs_fh3::new(&fh).unwrap(),
                         auth_flavors: vec![1],
                     })
-                    .encode(&mut out);
-                } else {
-                    mountres3::Err(mountstat3::MNT3ERR_NOENT).encode(&mut out);
+                    .encode(&mut out),
+                    None => mountres3::Err(mountstat3::MNT3ERR_NOENT).encode(&mut out),
                 }
             }
             _ => return Err(AcceptedReply::Error(AcceptStat::PROC_UNAVAIL)),
@@ -1040,14 +1108,8 @@ fn results(
                 let a = LOOKUP3args::decode(&mut r).map_err(|_| garbage())?;
                 let in_root = a.what.dir.as_bytes() == ROOT_FH;
                 let name = a.what.name.as_bytes();
-                let found = if !in_root {
-                    None
-                } else if state.file_name.lock().unwrap().as_deref() == Some(name) {
-                    Some(FILE_FH.to_vec())
-                } else if name == DIR_NAME.as_bytes() && state.dir_made.load(Ordering::SeqCst) {
-                    Some(DIR_FH.to_vec())
-                } else if state.created.lock().unwrap().contains_key(name) {
-                    Some(created_fh(name))
+                let found = if in_root {
+                    lookup_in_root(state, name)
                 } else {
                     None
                 };
@@ -1076,10 +1138,14 @@ fn results(
                     _ => a.stable.0,
                 };
                 if state.opts.store && a.file.as_bytes() == FILE_FH {
-                    store(&state.data, a.offset, &a.data);
+                    store(&mut state.data.lock().unwrap(), a.offset, &a.data);
                     if committed != nfs3::stable_how::UNSTABLE.0 {
-                        store(&state.durable, a.offset, &a.data);
+                        store(&mut state.durable.lock().unwrap(), a.offset, &a.data);
                     }
+                } else if state.opts.store && a.file.as_bytes().starts_with(CREATED) {
+                    let mut files = state.created_data.lock().unwrap();
+                    let content = files.entry(a.file.as_bytes().to_vec()).or_default();
+                    store(content, a.offset, &a.data);
                 }
                 nfsstat3::NFS3_OK.encode(&mut out);
                 out.put_u32(0); // wcc before: none
@@ -1122,6 +1188,8 @@ fn results(
                         *f = None;
                         true
                     } else {
+                        let fh = created_fh(name);
+                        state.created_data.lock().unwrap().remove(&fh);
                         state.created.lock().unwrap().remove(name).is_some()
                     }
                 };
@@ -1225,6 +1293,18 @@ fn results(
 }
 
 fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut Vec<u8>) {
+    if state.opts.store && a.file.as_bytes().starts_with(CREATED) {
+        let files = state.created_data.lock().unwrap();
+        let d = files.get(a.file.as_bytes()).map_or(&[][..], Vec::as_slice);
+        let from = (a.offset.min(d.len() as u64)) as usize;
+        let n = (d.len() - from).min(a.count as usize);
+        nfsstat3::NFS3_OK.encode(out);
+        Some(file_attr(d.len() as u64)).encode(out);
+        out.put_u32(n as u32);
+        out.put_bool(from + n >= d.len());
+        out.put_opaque(&d[from..from + n]);
+        return;
+    }
     if a.file.as_bytes() != FILE_FH {
         nfsstat3::NFS3ERR_STALE.encode(out);
         out.put_u32(0);
@@ -1255,10 +1335,9 @@ fn read_results(state: &State, a: &READ3args, fault: Option<&Fault>, out: &mut V
     }
 }
 
-/// [`Options::store`]: puts a WRITE's data into the file (`to`: its
+/// [`Options::store`]: puts a WRITE's data into the file (`d`: its
 /// content, or its stable copy).
-fn store(to: &Mutex<Vec<u8>>, offset: u64, data: &[u8]) {
-    let mut d = to.lock().unwrap();
+fn store(d: &mut Vec<u8>, offset: u64, data: &[u8]) {
     let Some(end) = offset.checked_add(data.len() as u64) else {
         return;
     };
@@ -1272,9 +1351,41 @@ fn store(to: &Mutex<Vec<u8>>, offset: u64, data: &[u8]) {
     d[from..end].copy_from_slice(data);
 }
 
+/// What MNT answers for `path`: a handle, or `None` for MNT3ERR_NOENT.
+fn mnt_handle(state: &State, path: &str) -> Option<Vec<u8>> {
+    match state.opts.mount_any {
+        MountAny::Off => (path == EXPORT).then(|| ROOT_FH.to_vec()),
+        MountAny::RootHandle => Some(ROOT_FH.to_vec()),
+        MountAny::OwnHandle => {
+            let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+            match parts.as_slice() {
+                [] => Some(ROOT_FH.to_vec()),
+                [name] => lookup_in_root(state, name.as_bytes()),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The handle of `name` in the root directory, if it exists.
+fn lookup_in_root(state: &State, name: &[u8]) -> Option<Vec<u8>> {
+    if state.file_name.lock().unwrap().as_deref() == Some(name) {
+        Some(FILE_FH.to_vec())
+    } else if name == DIR_NAME.as_bytes() && state.dir_made.load(Ordering::SeqCst) {
+        Some(DIR_FH.to_vec())
+    } else if state.created.lock().unwrap().contains_key(name) {
+        Some(created_fh(name))
+    } else {
+        None
+    }
+}
+
+/// Prefix of the handles of files CREATE made.
+const CREATED: &[u8] = b"created:";
+
 /// The handle of a file CREATE made.
 fn created_fh(name: &[u8]) -> Vec<u8> {
-    let mut fh = b"created:".to_vec();
+    let mut fh = CREATED.to_vec();
     fh.extend_from_slice(&name[..name.len().min(56)]);
     fh
 }
@@ -1387,7 +1498,10 @@ fn attrs_of(state: &State, fh: &nfs_fh3, fault: Option<&Fault>) -> Option<fattr3
         } else {
             state.opts.size
         })),
-        b if b.starts_with(b"created:") => Some(file_attr(0)),
+        b if b.starts_with(CREATED) => {
+            let files = state.created_data.lock().unwrap();
+            Some(file_attr(files.get(b).map_or(0, |d| d.len() as u64)))
+        }
         _ => None,
     }
 }

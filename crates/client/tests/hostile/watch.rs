@@ -97,6 +97,11 @@ pub fn internal_panics() -> usize {
     INTERNAL_PANICS.load(Ordering::SeqCst)
 }
 
+/// Fails the test if a client thread (`dnfs-*`) has panicked.
+pub fn assert_no_internal_panic() {
+    assert_eq!(internal_panics(), 0, "a client thread (dnfs-*) panicked");
+}
+
 /// Runs `f` on a new thread and returns its result with the time it took.
 /// Fails the test if `f` panics or has not returned after `limit`.
 pub fn within<T, F>(what: &str, limit: Duration, f: F) -> (T, Duration)

@@ -132,7 +132,7 @@ pub fn remove_db(base: &str, db: &str) {
         .unwrap_or_default()
         .to_string();
     let dir = client.target_path().trim_end_matches('/').to_string();
-    for suffix in ["", "-journal", "-wal", "-shm", ".dnfs-lock"] {
+    for suffix in ["", "-journal", "-wal", "-shm", ".dnfs-lock", ".dnfs-want"] {
         let _ = client.remove(&format!("{dir}/{file}{suffix}"));
     }
 }
@@ -140,16 +140,31 @@ pub fn remove_db(base: &str, db: &str) {
 /// Runs this test binary again as a child, executing the test `entry` with
 /// `DNFS_SQL_CHILD=role` and the given extra environment.
 pub fn spawn_child(entry: &str, role: &str, env: &[(&str, &str)]) -> Child {
+    child_command(entry, role, env)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn child test process")
+}
+
+/// [`spawn_child`], with the child's stderr piped too (to read what the
+/// VFS reports there).
+pub fn spawn_child_piped(entry: &str, role: &str, env: &[(&str, &str)]) -> Child {
+    child_command(entry, role, env)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn child test process")
+}
+
+fn child_command(entry: &str, role: &str, env: &[(&str, &str)]) -> Command {
     let exe = std::env::current_exe().expect("current_exe");
     let mut cmd = Command::new(exe);
     cmd.args(["--exact", entry, "--nocapture", "--test-threads=1"])
         .env("DNFS_SQL_CHILD", role)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stdout(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.spawn().expect("spawn child test process")
+    cmd
 }
 
 /// The role when running as a child, else None.

@@ -8,13 +8,14 @@
 //!   separate iovecs, so the payload is never copied into the request.
 //! * READ: [`decode_read_reply_head`] decodes everything before the data
 //!   bytes, so a driver can receive the payload straight into the caller's
-//!   buffer; [`decode_read_reply`] does the same on a complete record and
-//!   returns the payload as a slice of it.
+//!   buffer; [`decode_read_reply_status`] does the same without building
+//!   the attributes; [`decode_read_reply`] does the same on a complete
+//!   record and returns the payload as a slice of it.
 //!
 //! The bytes are exactly those of the general-purpose types in
 //! [`io`](super::io) and [`getattr`](super::getattr) (tested).
 
-use super::attr::{post_op_attr, wcc_data};
+use super::attr::{post_op_attr, wcc_data, FATTR3_SIZE};
 use super::io::check_count;
 use super::types::{nfsstat3, stable_how, writeverf3, NFS3_FHSIZE};
 use crate::xdr::{Decode, DecodeError, XdrReader, XdrWrite};
@@ -134,12 +135,40 @@ pub fn decode_read_reply_head(
 ) -> Result<ReadReplyHead, DecodeError> {
     let status = nfsstat3::decode(r)?;
     let file_attributes = post_op_attr::decode(r)?;
+    let ok = read_ok_head(r, status, max_count)?;
+    Ok(ReadReplyHead {
+        status,
+        file_attributes,
+        ok,
+    })
+}
+
+/// [`decode_read_reply_head`] without the attributes: the status and, on
+/// success, count and eof — all the I/O driver needs. The attributes are
+/// checked (their presence flag and their length) and skipped, so the
+/// result and the errors are those of [`decode_read_reply_head`] (tested);
+/// building them would cost as much as the rest of the reply.
+pub fn decode_read_reply_status(
+    r: &mut XdrReader<'_>,
+    max_count: u32,
+) -> Result<(nfsstat3, Option<ReadOkHead>), DecodeError> {
+    let status = nfsstat3::decode(r)?;
+    // post_op_attr: the same reads `post_op_attr::decode` makes.
+    if r.bool("optional-data")? {
+        let _: &[u8; FATTR3_SIZE] = r.array("fattr3")?;
+    }
+    Ok((status, read_ok_head(r, status, max_count)?))
+}
+
+/// The rest of a READ3res head after the attributes: on success, count,
+/// eof and the data's length, checked against each other and `max_count`.
+fn read_ok_head(
+    r: &mut XdrReader<'_>,
+    status: nfsstat3,
+    max_count: u32,
+) -> Result<Option<ReadOkHead>, DecodeError> {
     if !status.is_ok() {
-        return Ok(ReadReplyHead {
-            status,
-            file_attributes,
-            ok: None,
-        });
+        return Ok(None);
     }
     let count = r.u32("READ3resok count")?;
     let eof = r.bool("READ3resok eof")?;
@@ -157,11 +186,7 @@ pub fn decode_read_reply_head(
         "READ3resok data (longer than count)",
         "READ3resok data (shorter than count)",
     )?;
-    Ok(ReadReplyHead {
-        status,
-        file_attributes,
-        ok: Some(ReadOkHead { count, eof }),
-    })
+    Ok(Some(ReadOkHead { count, eof }))
 }
 
 /// Decodes a complete `READ3res` (RFC 1813 §3.3.6), borrowing the data

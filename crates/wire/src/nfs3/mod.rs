@@ -11,13 +11,14 @@
 //! * [`attr`]: `fattr3`, `wcc_data`, `sattr3` and friends;
 //! * one module per group of procedures: [`getattr`] (NULL, GETATTR),
 //!   [`setattr`], [`lookup`], [`access`], [`io`] (READ, WRITE, COMMIT),
-//!   [`namespace`] (CREATE, MKDIR, REMOVE, RMDIR, RENAME), [`dir`]
+//!   [`namespace`] (CREATE, MKDIR, REMOVE, RMDIR, RENAME), [`links`]
+//!   (READLINK, SYMLINK, LINK), [`dir`]
 //!   (READDIR, READDIRPLUS), [`fs`] (FSSTAT, FSINFO, PATHCONF);
 //! * [`hotpath`]: allocation-free encoders and borrowing decoders for the
 //!   I/O driver (READ, WRITE, COMMIT, GETATTR).
 //!
-//! Not implemented: READLINK, SYMLINK, MKNOD, LINK (database files need
-//! none of them); their XDR is in `spec/nfs3.x`.
+//! Not implemented: MKNOD (database files need no device nodes); its XDR
+//! is in `spec/nfs3.x`.
 
 // RFC 1813 names (`READ3args`, `nfs_fh3`) are kept so the code greps
 // against the RFC.
@@ -30,6 +31,7 @@ pub mod fs;
 pub mod getattr;
 pub mod hotpath;
 pub mod io;
+pub mod links;
 pub mod lookup;
 pub mod namespace;
 pub mod result;
@@ -43,6 +45,7 @@ pub use fs::*;
 pub use getattr::*;
 pub use hotpath::*;
 pub use io::*;
+pub use links::*;
 pub use lookup::*;
 pub use namespace::*;
 pub use result::Nfs3Res;
@@ -64,7 +67,7 @@ pub const NFSPROC3_SETATTR: u32 = 2;
 pub const NFSPROC3_LOOKUP: u32 = 3;
 /// RFC 1813 §3.3.4 `NFSPROC3_ACCESS`.
 pub const NFSPROC3_ACCESS: u32 = 4;
-/// RFC 1813 §3.3.5 `NFSPROC3_READLINK` (not implemented here).
+/// RFC 1813 §3.3.5 `NFSPROC3_READLINK`.
 pub const NFSPROC3_READLINK: u32 = 5;
 /// RFC 1813 §3.3.6 `NFSPROC3_READ`.
 pub const NFSPROC3_READ: u32 = 6;
@@ -74,7 +77,7 @@ pub const NFSPROC3_WRITE: u32 = 7;
 pub const NFSPROC3_CREATE: u32 = 8;
 /// RFC 1813 §3.3.9 `NFSPROC3_MKDIR`.
 pub const NFSPROC3_MKDIR: u32 = 9;
-/// RFC 1813 §3.3.10 `NFSPROC3_SYMLINK` (not implemented here).
+/// RFC 1813 §3.3.10 `NFSPROC3_SYMLINK`.
 pub const NFSPROC3_SYMLINK: u32 = 10;
 /// RFC 1813 §3.3.11 `NFSPROC3_MKNOD` (not implemented here).
 pub const NFSPROC3_MKNOD: u32 = 11;
@@ -84,7 +87,7 @@ pub const NFSPROC3_REMOVE: u32 = 12;
 pub const NFSPROC3_RMDIR: u32 = 13;
 /// RFC 1813 §3.3.14 `NFSPROC3_RENAME`.
 pub const NFSPROC3_RENAME: u32 = 14;
-/// RFC 1813 §3.3.15 `NFSPROC3_LINK` (not implemented here).
+/// RFC 1813 §3.3.15 `NFSPROC3_LINK`.
 pub const NFSPROC3_LINK: u32 = 15;
 /// RFC 1813 §3.3.16 `NFSPROC3_READDIR`.
 pub const NFSPROC3_READDIR: u32 = 16;
@@ -98,6 +101,42 @@ pub const NFSPROC3_FSINFO: u32 = 19;
 pub const NFSPROC3_PATHCONF: u32 = 20;
 /// RFC 1813 §3.3.21 `NFSPROC3_COMMIT`.
 pub const NFSPROC3_COMMIT: u32 = 21;
+
+/// Number of NFSv3 procedures (NULL = 0 ..= COMMIT = 21).
+pub const NFSPROC3_COUNT: usize = 22;
+
+/// The name of every NFSv3 procedure, indexed by its number (RFC 1813
+/// §3.3, without the `NFSPROC3_` prefix): the `NAME` of its
+/// [`Procedure`](crate::Procedure) marker, and what statistics call it.
+pub const NFSPROC3_NAMES: [&str; NFSPROC3_COUNT] = [
+    "NULL",
+    "GETATTR",
+    "SETATTR",
+    "LOOKUP",
+    "ACCESS",
+    "READLINK",
+    "READ",
+    "WRITE",
+    "CREATE",
+    "MKDIR",
+    "SYMLINK",
+    "MKNOD",
+    "REMOVE",
+    "RMDIR",
+    "RENAME",
+    "LINK",
+    "READDIR",
+    "READDIRPLUS",
+    "FSSTAT",
+    "FSINFO",
+    "PATHCONF",
+    "COMMIT",
+];
+
+/// The name of NFSv3 procedure `proc_` (`"READ"`), `None` above COMMIT.
+pub fn procedure_name(proc_: u32) -> Option<&'static str> {
+    NFSPROC3_NAMES.get(proc_ as usize).copied()
+}
 
 /// Declares a marker type for one NFSv3 procedure and its
 /// [`Procedure`](crate::Procedure) impl.
@@ -117,3 +156,41 @@ macro_rules! nfs3_procedure {
     };
 }
 use nfs3_procedure;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Procedure;
+
+    fn named<P: Procedure>() -> (u32, &'static str) {
+        (P::PROC, P::NAME)
+    }
+
+    #[test]
+    fn every_procedure_is_named_by_its_number() {
+        let all = [
+            named::<Null>(),
+            named::<Getattr>(),
+            named::<Setattr>(),
+            named::<Lookup>(),
+            named::<Access>(),
+            named::<Read>(),
+            named::<Write>(),
+            named::<Create>(),
+            named::<Mkdir>(),
+            named::<Remove>(),
+            named::<Rmdir>(),
+            named::<Rename>(),
+            named::<Readdir>(),
+            named::<Readdirplus>(),
+            named::<Fsstat>(),
+            named::<Fsinfo>(),
+            named::<Pathconf>(),
+            named::<Commit>(),
+        ];
+        for (proc_, name) in all {
+            assert_eq!(procedure_name(proc_), Some(name));
+        }
+        assert_eq!(procedure_name(NFSPROC3_COMMIT + 1), None);
+    }
+}

@@ -234,43 +234,56 @@ pub type mode3 = u32;
 /// RFC 1813 §2.5 `typedef uint32 count3;`
 pub type count3 = u32;
 
-/// Declares a fixed 8-byte verifier (`typedef opaque X[8];`).
-macro_rules! verifier {
-    ($(#[$m:meta])* $name:ident) => {
+/// Declares a fixed-size opaque (`typedef opaque X[N];`), stored inline;
+/// `Debug` prints it in hex. Shared with NFSv4 (`verifier4`, `sessionid4`).
+macro_rules! fixed_opaque {
+    ($(#[$m:meta])* $name:ident, $n:expr) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
         #[allow(non_camel_case_types)]
-        pub struct $name(pub [u8; 8]);
+        pub struct $name(pub [u8; $n]);
 
-        impl Encode for $name {
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(concat!(stringify!($name), "("))?;
+                for b in &self.0 {
+                    write!(f, "{b:02x}")?;
+                }
+                f.write_str(")")
+            }
+        }
+        impl $crate::xdr::Encode for $name {
             #[inline]
             fn encode(&self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.0);
             }
         }
-        impl Decode for $name {
+        impl $crate::xdr::Decode for $name {
             #[inline]
-            fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
-                let b = r.take(8, stringify!($name))?;
-                let mut v = [0u8; 8];
-                v.copy_from_slice(b);
-                Ok($name(v))
+            fn decode(
+                r: &mut $crate::xdr::XdrReader<'_>,
+            ) -> Result<Self, $crate::xdr::DecodeError> {
+                Ok($name(*r.array::<$n>(stringify!($name))?))
             }
         }
     };
 }
+pub(crate) use fixed_opaque;
 
-verifier!(
+fixed_opaque!(
     /// RFC 1813 §2.5 `typedef opaque cookieverf3[NFS3_COOKIEVERFSIZE];`
-    cookieverf3
+    cookieverf3,
+    NFS3_COOKIEVERFSIZE
 );
-verifier!(
+fixed_opaque!(
     /// RFC 1813 §2.5 `typedef opaque createverf3[NFS3_CREATEVERFSIZE];`
-    createverf3
+    createverf3,
+    NFS3_CREATEVERFSIZE
 );
-verifier!(
+fixed_opaque!(
     /// RFC 1813 §2.5 `typedef opaque writeverf3[NFS3_WRITEVERFSIZE];`
-    writeverf3
+    writeverf3,
+    NFS3_WRITEVERFSIZE
 );
 
 /// Declares a byte-string newtype (`string X<MAX>`), bounded on decode.

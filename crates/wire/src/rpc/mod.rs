@@ -7,7 +7,7 @@ pub mod record;
 
 pub use auth::{AuthSys, OpaqueAuth};
 pub use msg::{
-    encode_call_header, AcceptStat, AcceptedReply, AuthStat, CallHeader, RejectedReply, ReplyBody,
-    ReplyHeader, RPC_VERSION,
+    encode_call_header, peek_msg_type, AcceptStat, AcceptedReply, AuthStat, CallHeader, MsgType,
+    RejectedReply, ReplyBody, ReplyHeader, RPC_VERSION,
 };
 pub use record::{RecordError, RecordReader, RecordWriter, MAX_FRAGMENT_LEN};

@@ -146,6 +146,16 @@ pub fn encode_call_header(
     out.extend_from_slice(cred_and_verf);
 }
 
+/// The `msg_type` of an RPC message (its second word), without decoding
+/// the rest: on an NFSv4.1 connection the server sends both replies to the
+/// client's calls and calls of its own (the back channel, RFC 8881
+/// §2.10.3.1), and a driver must tell them apart. `None` if `record` is
+/// shorter than 8 bytes.
+pub fn peek_msg_type(record: &[u8]) -> Option<MsgType> {
+    let w = record.get(4..8)?;
+    Some(MsgType(u32::from_be_bytes([w[0], w[1], w[2], w[3]])))
+}
+
 /// RFC 5531 §9 `accepted_reply`, with the results left in the reader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AcceptedReply {
@@ -351,6 +361,19 @@ mod tests {
         }
         // A truncated plain header is an error, not a fast-path success.
         assert!(ReplyHeader::decode(&mut XdrReader::new(&bytes[..23])).is_err());
+    }
+
+    #[test]
+    fn peek_msg_type_tells_calls_from_replies() {
+        assert_eq!(
+            peek_msg_type(&[0, 0, 0, 9, 0, 0, 0, 0]),
+            Some(MsgType::CALL)
+        );
+        assert_eq!(
+            peek_msg_type(&[0, 0, 0, 9, 0, 0, 0, 1, 7]),
+            Some(MsgType::REPLY)
+        );
+        assert_eq!(peek_msg_type(&[0, 0, 0, 9, 0, 0, 0]), None);
     }
 
     #[test]

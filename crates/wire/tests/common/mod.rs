@@ -24,6 +24,14 @@ pub fn filename() -> impl Strategy<Value = filename3> {
     .prop_map(filename3)
 }
 
+pub fn nfspath() -> impl Strategy<Value = nfspath3> {
+    prop_oneof![
+        4 => vec(any::<u8>(), 0..40),
+        1 => vec(any::<u8>(), 0..=MAX_PATH_LEN),
+    ]
+    .prop_map(nfspath3)
+}
+
 pub fn mount_dirpath() -> impl Strategy<Value = dirpath> {
     prop_oneof![
         4 => vec(any::<u8>(), 0..40),
@@ -224,6 +232,23 @@ pub fn create_args() -> impl Strategy<Value = CREATE3args> {
 pub fn mkdir_args() -> impl Strategy<Value = MKDIR3args> {
     (dirop(), sattr()).prop_map(|(where_, attributes)| MKDIR3args { where_, attributes })
 }
+pub fn readlink_args() -> impl Strategy<Value = READLINK3args> {
+    fh().prop_map(|symlink| READLINK3args { symlink })
+}
+pub fn symlink_args() -> impl Strategy<Value = SYMLINK3args> {
+    (dirop(), sattr(), nfspath()).prop_map(|(where_, symlink_attributes, symlink_data)| {
+        SYMLINK3args {
+            where_,
+            symlink: symlinkdata3 {
+                symlink_attributes,
+                symlink_data,
+            },
+        }
+    })
+}
+pub fn link_args() -> impl Strategy<Value = LINK3args> {
+    (fh(), dirop()).prop_map(|(file, link)| LINK3args { file, link })
+}
 pub fn remove_args() -> impl Strategy<Value = REMOVE3args> {
     dirop().prop_map(|object| REMOVE3args { object })
 }
@@ -357,6 +382,37 @@ pub fn mkdir_res() -> impl Strategy<Value = MKDIR3res> {
             dir_wcc,
         }),
         wcc().prop_map(|dir_wcc| MKDIR3resfail { dir_wcc }),
+    )
+}
+pub fn readlink_res() -> impl Strategy<Value = READLINK3res> {
+    res(
+        (post_op(), nfspath()).prop_map(|(symlink_attributes, data)| READLINK3resok {
+            symlink_attributes,
+            data,
+        }),
+        post_op().prop_map(|symlink_attributes| READLINK3resfail { symlink_attributes }),
+    )
+}
+pub fn symlink_res() -> impl Strategy<Value = SYMLINK3res> {
+    res(
+        new_obj().prop_map(|(obj, obj_attributes, dir_wcc)| SYMLINK3resok {
+            obj,
+            obj_attributes,
+            dir_wcc,
+        }),
+        wcc().prop_map(|dir_wcc| SYMLINK3resfail { dir_wcc }),
+    )
+}
+pub fn link_res() -> impl Strategy<Value = LINK3res> {
+    res(
+        (post_op(), wcc()).prop_map(|(file_attributes, linkdir_wcc)| LINK3resok {
+            file_attributes,
+            linkdir_wcc,
+        }),
+        (post_op(), wcc()).prop_map(|(file_attributes, linkdir_wcc)| LINK3resfail {
+            file_attributes,
+            linkdir_wcc,
+        }),
     )
 }
 pub fn remove_res() -> impl Strategy<Value = REMOVE3res> {

@@ -1,0 +1,58 @@
+//! A client for the child of `fork`.
+//!
+//! After `fork` the child has a copy of the parent's client in memory but
+//! none of its threads, and its sockets are shared with the parent: that
+//! client must never be used (or dropped) in the child. What it knows is
+//! still true, though — the server, the export's root handle, the transfer
+//! sizes, the handles of the paths it looked up — so the child's own client
+//! is made from it with new connections and no MOUNT or FSINFO: the first
+//! call of a new process (a PostgreSQL backend) costs only its connects.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::client::{Client, Inner};
+use crate::error::{Error, Result};
+use crate::io::transport::Transport;
+
+impl Client {
+    /// A new client in the child of `fork`, made from this (the parent's)
+    /// client without calling it: same server, paths, options, export root
+    /// and cached handles; new connections. Call it in the child only, on
+    /// a client that existed at the `fork`; the parent's client itself must
+    /// then be leaked in the child (`std::mem::forget`), never dropped or
+    /// used. Fails as [`Client::mount`] does when no path connects.
+    pub fn after_fork(&self) -> Result<Client> {
+        let old = &self.inner;
+        // Plain data of the parent's channels (no lock of theirs is taken:
+        // a parent thread may have held one at the moment of fork).
+        let (channels, mut config) = old.transport().plan();
+        // The child's own alert context: the parent's path states may have
+        // been locked by one of its threads at the moment of fork.
+        config.alerts = crate::alert::Alerts::new(&old.name);
+        let transport = Transport::start(channels, config).map_err(|e| Error::Connect {
+            server: old.name.clone(),
+            source: e,
+        })?;
+        let handles = match old.handles.try_read() {
+            Ok(h) => h.clone(),
+            Err(_) => HashMap::new(),
+        };
+        let inner = Arc::new(Inner {
+                transport,
+                name: old.name.clone(),
+                export: old.export.clone(),
+                root: old.root,
+                target_rest: old.target_rest.clone(),
+                limits: old.limits,
+                options: old.options.clone(),
+                cred: old.cred.clone(),
+                handles: RwLock::new(handles),
+            files: Mutex::new(Default::default()),
+        });
+        // The child publishes its own statistics endpoint (the parent's
+        // thread and socket are not its own).
+        crate::publish::register(&inner);
+        Ok(Client { inner })
+    }
+}

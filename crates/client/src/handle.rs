@@ -1,0 +1,106 @@
+//! File handles for callers that keep state across their own calls (the
+//! interception library): a LOOKUP that always asks the server and returns
+//! the attributes with the handle, and opening a file by a handle kept
+//! from earlier (after `fork`, or by another open of the same file).
+
+use std::fmt;
+
+use directnfs_wire::nfs3::{self, diropargs3, nfs_fh3, Nfs3Res};
+
+use crate::client::{Client, Inner};
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::metadata::Metadata;
+
+/// An NFS file handle (RFC 1813 §2.5 `nfs_fh3`, at most 64 opaque bytes):
+/// names one file on its server for as long as the file exists, whatever
+/// it is renamed to.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle(pub(crate) nfs_fh3);
+
+impl Handle {
+    /// A handle from its bytes (as [`as_bytes`](Self::as_bytes) gave them).
+    /// More than 64 bytes is `InvalidInput`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Handle> {
+        nfs_fh3::new(bytes)
+            .map(Handle)
+            .map_err(|e| Error::InvalidInput(format!("not an NFSv3 file handle: {e}")))
+    }
+
+    /// The handle's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Handle(")?;
+        for b in self.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl Client {
+    /// The current handle and attributes of `path` (relative to the export
+    /// root). The last component is always looked up on the server (the
+    /// directories above it come from the handle cache), so a file another
+    /// process replaced by `rename` is seen at once. A symbolic link is not
+    /// followed: its own handle and attributes are returned.
+    pub fn lookup(&self, path: &str) -> Result<(Handle, Metadata)> {
+        self.fresh(|| self.lookup_once(path))
+    }
+
+    fn lookup_once(&self, path: &str) -> Result<(Handle, Metadata)> {
+        let inner = &self.inner;
+        if Inner::components(path)?.is_empty() {
+            let attrs = inner.getattr(&inner.root, path)?;
+            return Ok((Handle(inner.root), Metadata::from_fattr(&attrs)));
+        }
+        let (dir, name) = inner.parent_and_name(path)?;
+        let args = nfs3::LOOKUP3args {
+            what: diropargs3 { dir, name },
+        };
+        match inner.call::<nfs3::Lookup>(&args, path)?.0 {
+            Nfs3Res::Ok(ok) => {
+                inner.remember(path, &ok.object);
+                let attrs = match ok.obj_attributes {
+                    Some(a) => a,
+                    None => inner.getattr(&ok.object, path)?,
+                };
+                Ok((Handle(ok.object), Metadata::from_fattr(&attrs)))
+            }
+            Nfs3Res::Fail(status, _) => {
+                inner.forget(path);
+                Err(Error::Nfs {
+                    op: "LOOKUP",
+                    path: path.to_string(),
+                    status,
+                })
+            }
+        }
+    }
+
+    /// Opens the file a handle names, without any call to the server;
+    /// `path` is only used in messages and statistics. A handle of a file
+    /// removed since fails its first I/O with `ESTALE`.
+    pub fn open_handle(&self, handle: &Handle, path: &str) -> File {
+        File::from_handle(self, handle.0, path)
+    }
+
+    /// Attributes of the file a handle names (GETATTR).
+    pub fn metadata_of(&self, handle: &Handle, path: &str) -> Result<Metadata> {
+        self.inner
+            .getattr(&handle.0, path)
+            .map(|a| Metadata::from_fattr(&a))
+    }
+}
+
+impl File {
+    /// The file's handle (to open it again with [`Client::open_handle`]).
+    pub fn handle(&self) -> Handle {
+        Handle(self.shared.fh)
+    }
+}

@@ -1,0 +1,275 @@
+//! The transport: every channel to one server, the engine deciding what
+//! goes where, and the threads that keep it moving. The front door of the
+//! driver for the file and batch API.
+//!
+//! * [`Transport::submit_many`] hands calls to the engine, which picks a
+//!   channel for each (or parks it while no channel is up); the sends of
+//!   one batch go out together, one write per connection;
+//! * replies are received by the waiting callers themselves, one leading
+//!   at a time ([`Transport::wait_until`], `leader.rs`; the per-connection
+//!   receive state machine is `io/receive.rs`), or by a fallback thread
+//!   for calls nobody waits for;
+//! * the maintenance thread (`maintenance.rs`) gives the engine its time:
+//!   timeouts (failing the channel, whose calls the engine re-sends
+//!   elsewhere), JUKEBOX re-sends, reconnections with backoff, parked
+//!   calls;
+//! * `shared.rs` is what they share, and where engine actions become I/O
+//!   and received replies become engine events.
+
+mod leader;
+mod maintenance;
+mod shared;
+
+use std::io;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use directnfs_engine::health::Health;
+use directnfs_engine::stats::IoStats;
+use directnfs_engine::Engine;
+
+use super::call::{Call, Group};
+use super::channel::Channel;
+use super::socket::ConnectSpec;
+#[cfg(test)]
+pub(crate) use shared::Sent;
+pub(crate) use shared::{Shared, TransportConfig};
+
+/// One channel to open: its path and where to connect.
+#[derive(Debug, Clone)]
+pub(crate) struct ChannelSpec {
+    /// Index of the path it belongs to.
+    pub path: usize,
+    pub connect: ConnectSpec,
+}
+
+/// A channel as statistics show it.
+#[derive(Debug, Clone)]
+pub(crate) struct ChannelView {
+    pub id: usize,
+    pub path: usize,
+    pub spec: ConnectSpec,
+    pub health: Health,
+    pub queue_depth: u64,
+    pub stats: Arc<IoStats>,
+    /// Socket buffer sizes now (send, receive).
+    pub buffers: (u64, u64),
+}
+
+/// Owner handle: shuts everything down when dropped.
+#[derive(Debug)]
+pub(crate) struct Transport {
+    shared: Arc<Shared>,
+    maintenance: Option<JoinHandle<()>>,
+    fallback: Option<JoinHandle<()>>,
+}
+
+impl Transport {
+    /// Creates the transport and connects every channel in parallel. Fails
+    /// only if no channel at all could connect.
+    pub(crate) fn start(specs: Vec<ChannelSpec>, config: TransportConfig) -> io::Result<Self> {
+        let shared = Self::build(specs, &config, false)?;
+        let errors: Vec<io::Error> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..shared.channels.len())
+                .map(|c| {
+                    let shared = &shared;
+                    s.spawn(move || shared.connect_channel(c))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().ok().and_then(|r| r.err()))
+                .collect()
+        });
+        let up = {
+            let e = shared.engine();
+            (0..shared.channels.len()).any(|c| e.health(c).is_some_and(|h| h.is_up()))
+        };
+        if !up {
+            shared.shut_down();
+            return Err(errors
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| io::Error::other("no channel to connect")));
+        }
+        for e in &errors {
+            tracing::warn!("a channel failed to connect and will be retried: {e}");
+        }
+        let s2 = Arc::clone(&shared);
+        let maintenance = std::thread::Builder::new()
+            .name("dnfs-maint".into())
+            .spawn(move || maintenance::run(&s2))?;
+        let s3 = Arc::clone(&shared);
+        let fallback = std::thread::Builder::new()
+            .name("dnfs-rx".into())
+            .spawn(move || leader::fallback_loop(&s3))?;
+        Ok(Self {
+            shared,
+            maintenance: Some(maintenance),
+            fallback: Some(fallback),
+        })
+    }
+
+    /// A transport with one channel that has no socket and no thread, for
+    /// unit tests of what sits above it (the batch, the file API): what it
+    /// sends is kept for `crate::testing`'s in-process server, which
+    /// answers through the real reply path. Runs under Miri.
+    #[cfg(test)]
+    pub(crate) fn detached(config: TransportConfig) -> io::Result<Self> {
+        let spec = ChannelSpec {
+            path: 0,
+            connect: ConnectSpec {
+                remote: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+                local: None,
+                timeout: std::time::Duration::from_secs(1),
+                dontroute: false,
+                resvport: false,
+                buffers: crate::io::socket::BufferRequest::Auto,
+            },
+        };
+        let shared = Self::build(vec![spec], &config, true)?;
+        shared.drive(|e, now| {
+            e.begin_connect(0);
+            e.on_connected(0, now)
+        });
+        Ok(Self {
+            shared,
+            maintenance: None,
+            fallback: None,
+        })
+    }
+
+    fn build(
+        specs: Vec<ChannelSpec>,
+        config: &TransportConfig,
+        detached: bool,
+    ) -> io::Result<Arc<Shared>> {
+        let mut engine = Engine::new(
+            directnfs_engine::Config {
+                policy: config.policy,
+                backoff: config.backoff,
+                max_inflight: config.max_inflight,
+                max_client_inflight: config.max_client_inflight,
+            },
+            specs.len(),
+        );
+        let channels = specs
+            .into_iter()
+            .enumerate()
+            .map(|(id, spec)| {
+                engine.set_path(id, spec.path);
+                engine.begin_connect(id);
+                let stats = engine.stats(id).map(Arc::clone).unwrap_or_default();
+                let gauge = engine.gauge(id).map(Arc::clone).unwrap_or_default();
+                Channel::new(id, spec.path, spec.connect, stats, gauge)
+            })
+            .collect();
+        if detached {
+            #[cfg(test)]
+            return Shared::new_detached(channels, config.clone(), engine);
+        }
+        Shared::new(channels, config.clone(), engine)
+    }
+
+    /// The state the driver's threads share (tests reach in through it).
+    #[cfg(test)]
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Monotonic nanoseconds since the transport started.
+    pub(crate) fn now_ns(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    /// Sends a caller's call (see [`submit_many`](Self::submit_many)).
+    pub(crate) fn submit(&self, call: Arc<Call>) {
+        self.submit_many(std::iter::once(call));
+    }
+
+    /// Sends a caller's calls, those going to the same channel in one
+    /// write. With `max_client_inflight` calls in flight (or every table of
+    /// the channels up full) it waits for room, receiving replies meanwhile.
+    pub(crate) fn submit_many(&self, calls: impl IntoIterator<Item = Arc<Call>>) {
+        let mut refused = Vec::new();
+        self.shared.submit_many(calls, &mut refused);
+        while !refused.is_empty() {
+            leader::wait_for_room(&self.shared);
+            let again = std::mem::take(&mut refused);
+            self.shared.submit_many(again, &mut refused);
+        }
+    }
+
+    /// Sends a prepared call and waits for it.
+    pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
+        self.submit(call);
+        self.wait_group(group);
+    }
+
+    /// Waits until every call of `group` has completed.
+    pub(crate) fn wait_group(&self, group: &Group) {
+        leader::wait_group(&self.shared, group);
+    }
+
+    /// Returns once `done()` holds (true) or `until` passed (false),
+    /// receiving replies meanwhile whenever nobody else does.
+    pub(crate) fn wait_until(&self, done: &dyn Fn() -> bool, until: Option<Instant>) -> bool {
+        leader::wait_until(&self.shared, done, until)
+    }
+
+    /// A WRITE or COMMIT reply carried this write verifier (see
+    /// `Shared::note_verifier`).
+    pub(crate) fn note_verifier(&self, verf: [u8; 8]) {
+        self.shared.note_verifier(verf);
+    }
+
+    /// What this transport was started with (its channels' specs and the
+    /// configuration), read from plain data only — no lock is taken, so a
+    /// child of `fork` may call it on the parent's transport, whose threads
+    /// it does not have, to start its own.
+    pub(crate) fn plan(&self) -> (Vec<ChannelSpec>, TransportConfig) {
+        let specs = self
+            .shared
+            .channels
+            .iter()
+            .map(|c| ChannelSpec {
+                path: c.path,
+                connect: c.spec.clone(),
+            })
+            .collect();
+        (specs, self.shared.config.clone())
+    }
+
+    /// Every channel, for statistics.
+    pub(crate) fn channels(&self) -> Vec<ChannelView> {
+        let e = self.shared.engine();
+        self.shared
+            .channels
+            .iter()
+            .map(|c| ChannelView {
+                id: c.id,
+                path: c.path,
+                spec: c.spec.clone(),
+                health: e.health(c.id).unwrap_or(Health::Connecting),
+                queue_depth: e.load(c.id).requests,
+                stats: Arc::clone(&c.stats),
+                buffers: c.buffer_sizes(),
+            })
+            .collect()
+    }
+}
+
+impl Drop for Transport {
+    fn drop(&mut self) {
+        self.shared.shut_down();
+        for h in [self.maintenance.take(), self.fallback.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = h.join();
+        }
+        // Anything still parked or in flight fails now rather than hanging.
+        self.shared.fail_all();
+    }
+}

@@ -1,0 +1,731 @@
+//! What every thread of a transport shares — the engine, the channels, the
+//! lead — and the two translations between them: engine actions into I/O
+//! ([`Shared::execute`]: writes, completions, closes, connects, route
+//! checks) and what a connection received into engine events
+//! ([`ChannelReplies`], the receiver's [`Replies`]).
+//!
+//! The engine (`directnfs_engine::lifecycle`) decides everything about a
+//! request's life; it sits behind one mutex, held only for the event
+//! itself, never across a system call. Lock order: a channel's receive
+//! state, then the engine; nothing locks a receive state while holding the
+//! engine.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+
+use directnfs_engine::{Action, Answer, Engine, Failure};
+use directnfs_wire::nfs3::nfsstat3;
+use directnfs_wire::rpc::{AcceptedReply, RejectedReply, ReplyBody, ReplyHeader};
+use directnfs_wire::{Decode, XdrReader};
+
+use crate::alert::{Alerts, ServerWatch};
+use crate::io::call::{Call, Reply, Sink};
+use crate::io::channel::{Channel, ReadClaim};
+use crate::io::clock::monotonic_ns;
+use crate::io::error::CallError;
+use crate::io::lead::Lead;
+use crate::io::receive::{Due, Replies};
+use directnfs_engine::retry::{Backoff, RetryPolicy};
+
+/// What a transport needs to know at creation.
+#[derive(Debug, Clone)]
+pub(crate) struct TransportConfig {
+    pub policy: RetryPolicy,
+    pub backoff: Backoff,
+    /// Largest reply record accepted.
+    pub max_record: usize,
+    /// Calls in flight per channel.
+    pub max_inflight: usize,
+    /// Calls in flight over all channels before new ones wait.
+    pub max_client_inflight: usize,
+    /// Encoded credential and verifier, put in every call.
+    pub cred: Vec<u8>,
+    /// RPC program and version probed with NULL on (re)connect.
+    pub prog: u32,
+    pub vers: u32,
+    /// Where path and channel events go (the alert log).
+    pub alerts: Alerts,
+}
+
+/// State shared by callers (who take turns receiving), the fallback
+/// receiver and the maintenance thread.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub channels: Vec<Channel>,
+    pub config: TransportConfig,
+    engine: Mutex<Engine<Arc<Call>>>,
+    /// `monotonic_ns()` when the transport started.
+    origin_ns: u64,
+    /// Replies handed out so far (callers waiting for room in a full
+    /// engine wait for this to move).
+    completions: AtomicU64,
+    /// Who receives (see lead.rs).
+    pub lead: Lead,
+    shutdown: AtomicBool,
+    /// Wakes the maintenance thread before its deadline (an event moved
+    /// the engine's next deadline earlier, or shutdown).
+    maintenance: (Mutex<bool>, Condvar),
+    /// Itself, to hand to the threads it spawns (connection attempts).
+    me: Weak<Shared>,
+    /// The server's write verifier and JUKEBOX replies, for the alerts
+    /// (server restart, JUKEBOX storm).
+    watch: ServerWatch,
+    /// Tests only: a transport with no socket, whose sends are kept here
+    /// for an in-process server (`crate::testing`).
+    #[cfg(test)]
+    pub(crate) detached: Option<Mutex<Vec<Sent>>>,
+}
+
+/// A call a detached transport "sent": channel, epoch, XID, call.
+#[cfg(test)]
+pub(crate) type Sent = (usize, u64, u32, Arc<Call>);
+
+/// Per-thread vectors the actions of one event are carried out with (kept
+/// for their capacity: nothing is allocated per I/O).
+#[derive(Default)]
+struct Scratch {
+    actions: VecDeque<Action<Arc<Call>>>,
+    /// Sends grouped per channel, and the epoch they are for.
+    sends: Vec<Vec<(u32, Arc<Call>)>>,
+    epochs: Vec<u64>,
+    /// Why the driver failed a connection (channel, epoch, why), for the
+    /// alert line of its `Close` (failures only: never on the I/O path).
+    reasons: Vec<(usize, u64, String)>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's scratch (a fresh one if it is in use
+/// further up the stack).
+fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => f(&mut Scratch::default()),
+    })
+}
+
+impl Shared {
+    pub(crate) fn new(
+        channels: Vec<Channel>,
+        config: TransportConfig,
+        engine: Engine<Arc<Call>>,
+    ) -> io::Result<Arc<Self>> {
+        Self::build(channels, config, engine, false)
+    }
+
+    /// A transport whose one channel has no socket: its sends are kept in
+    /// [`detached`](Self::detached) for an in-process server.
+    #[cfg(test)]
+    pub(crate) fn new_detached(
+        channels: Vec<Channel>,
+        config: TransportConfig,
+        engine: Engine<Arc<Call>>,
+    ) -> io::Result<Arc<Self>> {
+        Self::build(channels, config, engine, true)
+    }
+
+    fn build(
+        channels: Vec<Channel>,
+        config: TransportConfig,
+        engine: Engine<Arc<Call>>,
+        #[allow(unused_variables)] detached: bool,
+    ) -> io::Result<Arc<Self>> {
+        let lead = Lead::new()?;
+        Ok(Arc::new_cyclic(|me| Shared {
+            channels,
+            config,
+            engine: Mutex::new(engine),
+            origin_ns: monotonic_ns(),
+            completions: AtomicU64::new(0),
+            lead,
+            shutdown: AtomicBool::new(false),
+            maintenance: (Mutex::new(false), Condvar::new()),
+            me: me.clone(),
+            watch: ServerWatch::default(),
+            #[cfg(test)]
+            detached: detached.then(|| Mutex::new(Vec::new())),
+        }))
+    }
+
+    /// True for a transport without sockets (tests): nothing to poll.
+    pub(crate) fn is_detached(&self) -> bool {
+        #[cfg(test)]
+        return self.detached.is_some();
+        #[cfg(not(test))]
+        false
+    }
+
+    /// Monotonic nanoseconds since the transport started.
+    pub(crate) fn now_ns(&self) -> u64 {
+        monotonic_ns().saturating_sub(self.origin_ns)
+    }
+
+    pub(crate) fn is_shutdown(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Replies handed out so far.
+    pub(crate) fn completions(&self) -> u64 {
+        self.completions.load(Ordering::Acquire)
+    }
+
+    /// Locks the engine. A poisoned lock (a panic inside an event) still
+    /// hands it out: the engine's state is consistent between its steps.
+    pub(crate) fn engine(&self) -> MutexGuard<'_, Engine<Arc<Call>>> {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs one engine event, then carries out the actions it queued.
+    pub(crate) fn drive<R>(&self, event: impl FnOnce(&mut Engine<Arc<Call>>, u64) -> R) -> R {
+        let now = self.now_ns();
+        with_scratch(|scratch| {
+            let r = {
+                let mut e = self.engine();
+                let r = event(&mut e, now);
+                self.take_actions(&mut e, scratch);
+                r
+            };
+            self.execute(scratch);
+            r
+        })
+    }
+
+    /// Submits calls, those going to the same channel in one write.
+    /// Calls the engine has no room for go to `refused` (the caller waits
+    /// for a completion and submits them again).
+    pub(crate) fn submit_many(
+        &self,
+        calls: impl IntoIterator<Item = Arc<Call>>,
+        refused: &mut Vec<Arc<Call>>,
+    ) {
+        // One clock read for the whole batch: sent together, timed together.
+        self.drive(|e, now| {
+            for call in calls {
+                if let Err(call) = e.submit(call, now) {
+                    refused.push(call);
+                }
+            }
+        });
+    }
+
+    /// Requests in flight over all channels.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.engine().in_flight()
+    }
+
+    /// Stops everything: every call still held completes with `Shutdown`.
+    pub(crate) fn shut_down(&self) {
+        self.shutdown.store(true, Ordering::Release);
+        self.wake_maintenance();
+        self.lead.signal_fallback();
+        self.lead.wake();
+        for ch in &self.channels {
+            ch.shut_down();
+        }
+    }
+
+    /// Fails what is left after the threads stopped.
+    pub(crate) fn fail_all(&self) {
+        self.drive(|e, _| e.shutdown());
+        for ch in &self.channels {
+            *ch.rx.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+    }
+
+    /// Moves the engine's queued actions to `scratch`, and wakes the
+    /// maintenance thread if an event made its next deadline earlier.
+    fn take_actions(&self, e: &mut Engine<Arc<Call>>, scratch: &mut Scratch) {
+        e.take_actions(&mut scratch.actions);
+        if e.take_wake() {
+            self.wake_maintenance();
+        }
+    }
+
+    /// Carries out the actions in `scratch` (and those they lead to: a
+    /// failed write fails its channel, whose calls are re-sent).
+    fn execute(&self, scratch: &mut Scratch) {
+        let n = self.channels.len();
+        if scratch.sends.len() < n {
+            scratch.sends.resize_with(n, Vec::new);
+            scratch.epochs.resize(n, 0);
+        }
+        while !scratch.actions.is_empty() {
+            while let Some(action) = scratch.actions.pop_front() {
+                match action {
+                    Action::Send {
+                        channel,
+                        epoch,
+                        xid,
+                        call,
+                        ..
+                    } => {
+                        // A connection that changed between two sends of
+                        // this batch: write what was queued for the old
+                        // one first (it will fail and be re-sent).
+                        if !scratch.sends[channel].is_empty() && scratch.epochs[channel] != epoch {
+                            self.flush(channel, scratch);
+                        }
+                        scratch.epochs[channel] = epoch;
+                        scratch.sends[channel].push((xid, call));
+                    }
+                    Action::Complete { call, failure } => {
+                        let (attempts, error) = match failure {
+                            Failure::TimedOut { attempts } => {
+                                (attempts, CallError::TimedOut { attempts })
+                            }
+                            Failure::Shutdown => (call.attempts(), CallError::Shutdown),
+                        };
+                        call.complete_after(attempts, Err(error));
+                    }
+                    Action::Close {
+                        channel,
+                        epoch,
+                        timed_out,
+                        moved,
+                    } => {
+                        if let Some(ch) = self.channels.get(channel) {
+                            let why = if timed_out > 0 {
+                                tracing::warn!(
+                                    channel = ch.id,
+                                    path = ch.path,
+                                    "channel failed: {timed_out} call(s) got no reply within timeo"
+                                );
+                                format!("{timed_out} call(s) got no reply within timeo")
+                            } else {
+                                take_reason(&mut scratch.reasons, channel, epoch)
+                            };
+                            ch.close(epoch);
+                            self.alert_failed(ch, &why, moved);
+                        }
+                    }
+                    Action::Connect { channel } => self.spawn_connect(channel),
+                    Action::CheckRoutes => self.check_routes(scratch),
+                }
+            }
+            for channel in 0..n {
+                if !scratch.sends[channel].is_empty() {
+                    self.flush(channel, scratch);
+                }
+            }
+        }
+    }
+
+    /// Writes the sends queued for `channel`; a failed write fails the
+    /// channel (its calls are still in the engine's table: re-sent).
+    fn flush(&self, channel: usize, scratch: &mut Scratch) {
+        let epoch = scratch.epochs[channel];
+        let mut sends = std::mem::take(&mut scratch.sends[channel]);
+        #[cfg(test)]
+        if let Some(wire) = &self.detached {
+            let mut wire = wire.lock().unwrap_or_else(|p| p.into_inner());
+            wire.extend(
+                sends
+                    .drain(..)
+                    .map(|(xid, call)| (channel, epoch, xid, call)),
+            );
+            scratch.sends[channel] = sends;
+            return;
+        }
+        let result = self.channels[channel].send_many(&sends, epoch);
+        sends.clear();
+        scratch.sends[channel] = sends;
+        if let Err(e) = result {
+            self.fail_into(channel, epoch, &format!("send failed: {e}"), scratch);
+        }
+    }
+
+    /// Fails the connection of `epoch` of `channel` (a stale epoch is
+    /// ignored) and carries out the re-sends.
+    pub(crate) fn fail(&self, channel: usize, epoch: u64, why: &str) {
+        with_scratch(|scratch| {
+            self.fail_into(channel, epoch, why, scratch);
+            self.execute(scratch);
+        });
+    }
+
+    fn fail_into(&self, channel: usize, epoch: u64, why: &str, scratch: &mut Scratch) {
+        let now = self.now_ns();
+        let mut e = self.engine();
+        if e.epoch(channel) == epoch && e.health(channel).is_some_and(|h| h.is_up()) {
+            let ch = &self.channels[channel];
+            tracing::warn!(channel = ch.id, path = ch.path, "channel failed: {why}");
+            // For the alert line of the Close this failure queues.
+            scratch.reasons.push((channel, epoch, why.to_owned()));
+        }
+        e.on_channel_failed(channel, epoch, now);
+        self.take_actions(&mut e, scratch);
+    }
+
+    /// The alert lines of a failed channel: the failover (with how many
+    /// calls it carried), and the path DOWN if no channel of its path is
+    /// up any more. Called without the engine's lock held.
+    fn alert_failed(&self, ch: &Channel, why: &str, moved: usize) {
+        let path_down = {
+            let e = self.engine();
+            !self
+                .channels
+                .iter()
+                .filter(|c| c.path == ch.path)
+                .any(|c| e.health(c.id).is_some_and(|h| h.is_up()))
+        };
+        self.config
+            .alerts
+            .channel_failed(ch.id, &ch.spec.label(), why, moved, path_down);
+    }
+
+    /// A WRITE or COMMIT reply carried this write verifier (a change means
+    /// the server restarted: alert).
+    pub(crate) fn note_verifier(&self, verf: [u8; 8]) {
+        self.watch.on_verifier(verf, &self.config.alerts);
+    }
+
+    /// Fails every channel of a path whose route is gone (see
+    /// `socket::route_lost`): a cut path (interface down) is then left
+    /// within ~0.1 s and its in-flight calls move to the other paths at
+    /// once, instead of after `timeo`. Silent paths (black-holed, or a dead
+    /// switch) still rely on `timeo`. The channels reconnect with backoff as
+    /// after any failure; connects fail at once while the route is missing.
+    fn check_routes(&self, scratch: &mut Scratch) {
+        let mut checked: Vec<usize> = Vec::new();
+        for first in &self.channels {
+            if checked.contains(&first.path) {
+                continue;
+            }
+            checked.push(first.path);
+            let on_path: Vec<(usize, u64)> = {
+                let e = self.engine();
+                self.channels
+                    .iter()
+                    .filter(|c| c.path == first.path)
+                    .filter(|c| e.health(c.id).is_some_and(|h| h.is_up()))
+                    .map(|c| (c.id, e.epoch(c.id)))
+                    .collect()
+            };
+            if on_path.is_empty() {
+                continue;
+            }
+            let Some(err) = crate::io::socket::route_lost(&first.spec) else {
+                continue;
+            };
+            for (c, epoch) in on_path {
+                let ch = &self.channels[c];
+                let why = format!(
+                    "no route to {} from {:?}: {err}",
+                    ch.spec.remote, ch.spec.local
+                );
+                self.fail_into(c, epoch, &why, scratch);
+            }
+        }
+    }
+
+    /// Starts a connection attempt of `channel` on its own thread (a
+    /// black-holed path hangs in SYN retries for the connect timeout).
+    fn spawn_connect(&self, channel: usize) {
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        let Some(ch) = self.channels.get(channel) else {
+            return;
+        };
+        if ch.connecting.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let spawned = std::thread::Builder::new()
+            .name(format!("dnfs-conn{channel}"))
+            .spawn(move || {
+                let _ = me.connect_channel(channel);
+                me.channels[channel]
+                    .connecting
+                    .store(false, Ordering::Release);
+            });
+        if spawned.is_err() {
+            ch.connecting.store(false, Ordering::Release);
+            let now = self.now_ns();
+            self.engine().on_connect_failed(channel, now);
+        }
+    }
+
+    /// Connects (or reconnects) one channel: TCP connect, NULL probe, then
+    /// its halves for the connection of the next epoch; the engine marks it
+    /// up (sending what was parked) only once the server answered.
+    pub(crate) fn connect_channel(&self, channel: usize) -> io::Result<()> {
+        let ch = &self.channels[channel];
+        let result = (|| {
+            let mut stream = crate::io::socket::connect(&ch.spec)?;
+            stream.set_write_timeout(Some(ch.spec.timeout))?;
+            Channel::probe(
+                &mut stream,
+                &self.config.cred,
+                self.config.prog,
+                self.config.vers,
+                ch.spec.timeout,
+            )?;
+            stream.set_write_timeout(None)?;
+            stream.set_read_timeout(None)?;
+            Ok::<_, io::Error>(stream)
+        })();
+        let stream = match result {
+            Ok(s) => s,
+            Err(e) => {
+                self.drive(|e, now| e.on_connect_failed(channel, now));
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("connect to {} failed: {e}", ch.spec.remote),
+                ));
+            }
+        };
+        // The halves are in place, tagged with the epoch the engine gives
+        // this connection, before the engine sends anything on it. (Only a
+        // connection changes a channel's epoch while it is not up.)
+        let epoch = self.engine().epoch(channel) + 1;
+        if let Err(e) = ch.install(stream, epoch, self.config.max_record) {
+            self.drive(|e, now| e.on_connect_failed(channel, now));
+            return Err(e);
+        }
+        let got = self.drive(|e, now| e.on_connected(channel, now));
+        debug_assert_eq!(got, epoch);
+        // Epoch 1 is the first connection; any later one is a reconnect.
+        self.config
+            .alerts
+            .channel_connected(ch.id, &ch.spec.label(), got > 1);
+        // A leader polling the other connections must add this one.
+        self.lead.wake();
+        Ok(())
+    }
+
+    /// Wakes the maintenance thread before its deadline.
+    pub(crate) fn wake_maintenance(&self) {
+        let (lock, cv) = &self.maintenance;
+        *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        cv.notify_one();
+    }
+
+    /// The maintenance thread sleeps here for at most `timeout`, or until
+    /// woken.
+    pub(crate) fn sleep_maintenance(&self, timeout: std::time::Duration) {
+        let (lock, cv) = &self.maintenance;
+        let mut woken = lock.lock().unwrap_or_else(|p| p.into_inner());
+        if !*woken && !self.is_shutdown() {
+            woken = cv
+                .wait_timeout(woken, timeout)
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        *woken = false;
+    }
+
+    /// The receiver's view of the connection of `epoch` of `channel`.
+    pub(crate) fn replies(&self, channel: usize, epoch: u64) -> ChannelReplies<'_> {
+        ChannelReplies {
+            shared: self,
+            channel,
+            epoch,
+        }
+    }
+
+    /// A reply event, and the actions it led to (a parked call sent).
+    fn on_reply(
+        &self,
+        channel: usize,
+        epoch: u64,
+        xid: u32,
+        answer: Answer,
+        now: u64,
+    ) -> Option<ReadClaim> {
+        let mut e = self.engine();
+        let delivered = e.on_reply(channel, epoch, xid, answer, now);
+        if e.has_actions() {
+            with_scratch(|scratch| {
+                self.take_actions(&mut e, scratch);
+                drop(e);
+                self.execute(scratch);
+            });
+        }
+        delivered
+    }
+
+    /// Closes the statistics of a reply.
+    fn account(&self, d: &ReadClaim, ok: bool, bytes_read: u64) {
+        let call = d.call();
+        let bytes_written = call.payload.as_ref().map_or(0, |p| p.len() as u64);
+        self.channels[d.channel()].stats.on_complete(
+            call.proc_,
+            d.latency_ns(),
+            bytes_read,
+            bytes_written,
+            ok,
+        );
+        self.completions.fetch_add(1, Ordering::Release);
+    }
+
+    /// Hands a connection's loss of a claimed READ back to the engine.
+    pub(crate) fn receive_lost(&self, claim: ReadClaim) {
+        self.drive(|e, now| e.on_receive_lost(claim, now));
+    }
+}
+
+/// The receiver of one connection talking to its transport.
+pub(crate) struct ChannelReplies<'a> {
+    shared: &'a Shared,
+    channel: usize,
+    epoch: u64,
+}
+
+impl Replies for ChannelReplies<'_> {
+    type Claim = ReadClaim;
+
+    fn now(&self) -> u64 {
+        self.shared.now_ns()
+    }
+
+    fn due(&self) -> Due {
+        let gauge = &self.shared.channels[self.channel].gauge;
+        Due {
+            requests: gauge.requests() as usize,
+            bytes: gauge.reply_bytes() as usize,
+        }
+    }
+
+    fn record(&mut self, rec: &[u8], now: u64) {
+        let mut r = XdrReader::new(rec);
+        let header = ReplyHeader::decode(&mut r);
+        let xid = match &header {
+            Ok(h) => h.xid,
+            // The XID is the first word even when the rest is garbage.
+            Err(_) => match rec.get(..4) {
+                Some(b) => u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                None => return,
+            },
+        };
+        let ok = header.as_ref().is_ok_and(|h| h.is_success());
+        // Every NFS procedure's results start with its status (NULL's are
+        // empty, and the engine never retries NULL).
+        let answer =
+            if ok && r.rest().get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..]) {
+                // Every JUKEBOX reply, retried by the engine or handed out.
+                self.shared.watch.on_jukebox(now, &self.shared.config.alerts);
+                Answer::Jukebox
+            } else {
+                Answer::Final
+            };
+        let Some(d) = self
+            .shared
+            .on_reply(self.channel, self.epoch, xid, answer, now)
+        else {
+            tracing::debug!(
+                channel = self.channel,
+                xid,
+                "reply matches no call in flight; dropped"
+            );
+            return;
+        };
+        let bytes_read = match (&d.call().sink, ok) {
+            (Sink::Read(dest), true) => dest.len() as u64,
+            _ => 0,
+        };
+        self.shared.account(&d, ok, bytes_read);
+        let result = match header {
+            Err(e) => Err(CallError::Decode(e)),
+            Ok(h) => match h.body {
+                ReplyBody::Accepted { stat, .. } => match stat {
+                    AcceptedReply::Success => deliver(d.call(), r),
+                    AcceptedReply::ProgMismatch { low, high } => {
+                        Err(CallError::ProgMismatch { low, high })
+                    }
+                    AcceptedReply::Error(s) => Err(CallError::Accept(s)),
+                },
+                ReplyBody::Denied(RejectedReply::RpcMismatch { low, high }) => {
+                    Err(CallError::RpcMismatch { low, high })
+                }
+                ReplyBody::Denied(RejectedReply::AuthError(s)) => Err(CallError::Auth(s)),
+            },
+        };
+        let attempts = d.attempts();
+        d.into_call().complete_after(attempts, result);
+    }
+
+    fn claim_read(&mut self, xid: u32, count: u32, now: u64) -> Option<ReadClaim> {
+        {
+            let e = self.shared.engine();
+            let call = e.peek(self.channel, self.epoch, xid)?;
+            match &call.sink {
+                Sink::Read(dest) if dest.len() >= count as usize => {}
+                // More data than asked (an error the whole record will
+                // report), or not a READ.
+                _ => return None,
+            }
+        }
+        self.shared
+            .on_reply(self.channel, self.epoch, xid, Answer::Final, now)
+    }
+
+    fn read_done(&mut self, claim: ReadClaim, count: u32, eof: bool, _now: u64) {
+        self.shared.account(&claim, true, count as u64);
+        let attempts = claim.attempts();
+        claim.into_call().complete_after(
+            attempts,
+            Ok(Reply::Read {
+                status: 0,
+                count,
+                eof,
+            }),
+        );
+    }
+}
+
+/// Why the driver failed the connection of `epoch` of `channel`, taken
+/// from `reasons` (a connection closed for a reason not recorded there —
+/// none is expected — gets a generic one).
+fn take_reason(reasons: &mut Vec<(usize, u64, String)>, channel: usize, epoch: u64) -> String {
+    match reasons
+        .iter()
+        .position(|(c, e, _)| *c == channel && *e == epoch)
+    {
+        Some(i) => reasons.swap_remove(i).2,
+        None => "connection failed".to_owned(),
+    }
+}
+
+/// Hands a successful reply to its call: READ data into the caller's
+/// buffer, anything else as the results' bytes.
+fn deliver(call: &Call, mut r: XdrReader<'_>) -> Result<Reply, CallError> {
+    match &call.sink {
+        Sink::Record => Ok(Reply::Results(r.rest().to_vec())),
+        Sink::Write => {
+            let w = directnfs_wire::nfs3::decode_write_reply(&mut r).map_err(CallError::Decode)?;
+            Ok(Reply::Write {
+                status: w.status,
+                ok: w.ok,
+            })
+        }
+        Sink::Read(dest) => {
+            // `decode_read_reply` without building the attributes (unused).
+            let (status, ok) =
+                directnfs_wire::nfs3::decode_read_reply_status(&mut r, dest.len() as u32)
+                    .map_err(CallError::Decode)?;
+            let Some(ok) = ok else {
+                return Ok(Reply::Read {
+                    status: status.0,
+                    count: 0,
+                    eof: false,
+                });
+            };
+            let data = r
+                .opaque_fixed(ok.count as usize, "READ3resok data")
+                .map_err(CallError::Decode)?;
+            // SAFETY: the engine handed this call over with its reply, so
+            // we are its only owner until `complete` (see call.rs).
+            unsafe { dest.fill(data) };
+            Ok(Reply::Read {
+                status: 0,
+                count: ok.count,
+                eof: ok.eof,
+            })
+        }
+    }
+}

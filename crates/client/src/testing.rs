@@ -1,0 +1,224 @@
+//! A server played in-process for unit tests of the file and batch API
+//! (`Client::detached`): it takes the calls the detached transport "sent"
+//! and answers each with an encoded RPC reply record, fed through the
+//! driver's real reply path (the engine matches it, the READ data is
+//! written into the caller's buffer, the call completes) from its own
+//! thread. No socket, so the tests run under Miri, which checks that no
+//! buffer is written after its owner let it go.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use directnfs_wire::nfs3::{
+    self, nfsstat3, post_op_attr, stable_how, wcc_data, writeverf3, Nfs3Res, READ3resok,
+    WRITE3resok,
+};
+use directnfs_wire::rpc::{AcceptedReply, OpaqueAuth, ReplyBody, ReplyHeader};
+use directnfs_wire::Encode;
+
+use crate::client::Client;
+use crate::io::call::{Call, Sink};
+use crate::io::receive::Replies;
+
+/// The byte the fake file holds at `offset`.
+pub(crate) fn pattern(offset: u64) -> u8 {
+    (offset % 251) as u8 ^ (offset >> 8) as u8
+}
+
+/// A delay after which a caller that did not wait for its calls would be
+/// gone: long under Miri, which takes a second or more to unwind a panic.
+pub(crate) fn late() -> Duration {
+    if cfg!(miri) {
+        Duration::from_secs(5)
+    } else {
+        Duration::from_millis(100)
+    }
+}
+
+/// How the fake server answers.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Behaviour {
+    /// Waits this long after taking calls before answering them (so the
+    /// caller is already waiting, or dropping, or unwinding).
+    pub delay: Duration,
+    /// READs whose count is at least this return only half of it.
+    pub short_reads_from: Option<u32>,
+    /// The file ends here: READs past it return fewer bytes and EOF.
+    pub eof_at: Option<u64>,
+}
+
+/// What the fake server saw.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// Every READ: offset and count.
+    pub reads: Vec<(u64, u32)>,
+    /// Every WRITE: offset and data.
+    pub writes: Vec<(u64, Vec<u8>)>,
+}
+
+/// The fake server's thread; stopped when dropped (what it did not answer
+/// fails with `Shutdown` when the client is dropped).
+#[derive(Debug)]
+pub(crate) struct FakeServer {
+    stop: Arc<AtomicBool>,
+    answered: Arc<AtomicUsize>,
+    seen: Arc<Mutex<Seen>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeServer {
+    pub(crate) fn start(client: &Client, behaviour: Behaviour) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let answered = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let thread = {
+            let (client, stop, answered, seen) = (
+                client.clone(),
+                Arc::clone(&stop),
+                Arc::clone(&answered),
+                Arc::clone(&seen),
+            );
+            std::thread::spawn(move || {
+                let shared = Arc::clone(client.inner.transport().shared());
+                let take = || -> Vec<crate::io::transport::Sent> {
+                    match &shared.detached {
+                        Some(wire) => {
+                            std::mem::take(&mut *wire.lock().unwrap_or_else(|p| p.into_inner()))
+                        }
+                        None => Vec::new(),
+                    }
+                };
+                while !stop.load(Ordering::Acquire) {
+                    let sent = take();
+                    if sent.is_empty() {
+                        std::thread::sleep(Duration::from_micros(200));
+                        continue;
+                    }
+                    std::thread::sleep(behaviour.delay);
+                    for (channel, epoch, xid, call) in sent {
+                        let rec = answer(xid, &call, &behaviour, &seen);
+                        let mut replies = shared.replies(channel, epoch);
+                        let now = replies.now();
+                        replies.record(&rec, now);
+                        answered.fetch_add(1, Ordering::Release);
+                    }
+                }
+            })
+        };
+        Self {
+            stop,
+            answered,
+            seen,
+            thread: Some(thread),
+        }
+    }
+
+    /// Calls answered so far.
+    pub(crate) fn answered(&self) -> usize {
+        self.answered.load(Ordering::Acquire)
+    }
+
+    /// What it saw so far.
+    pub(crate) fn seen(&self) -> std::sync::MutexGuard<'_, Seen> {
+        self.seen.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// READ3args and the head of WRITE3args end with offset (u64) and count
+/// (u32) after the handle: read them from the end of the body.
+fn offset_and_count(call: &Call) -> (u64, u32) {
+    let b = &call.body;
+    let n = b.len();
+    let word = |at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    match call.proc_ {
+        // offset, count
+        nfs3::NFSPROC3_READ => (
+            (word(n - 12) as u64) << 32 | word(n - 8) as u64,
+            word(n - 4),
+        ),
+        // offset, count, stable, data length
+        _ => (
+            (word(n - 20) as u64) << 32 | word(n - 16) as u64,
+            word(n - 12),
+        ),
+    }
+}
+
+/// The header of an accepted, successful RPC reply to `xid` (results follow).
+pub(crate) fn success_header(xid: u32) -> Vec<u8> {
+    let mut rec = Vec::new();
+    ReplyHeader {
+        xid,
+        body: ReplyBody::Accepted {
+            verf: OpaqueAuth::none(),
+            stat: AcceptedReply::Success,
+        },
+    }
+    .encode(&mut rec);
+    rec
+}
+
+/// A successful READ reply record (without record mark) carrying `data`.
+pub(crate) fn read_reply(xid: u32, data: &[u8], eof: bool) -> Vec<u8> {
+    let mut rec = success_header(xid);
+    let res: Nfs3Res<READ3resok, post_op_attr> = Nfs3Res::Ok(READ3resok {
+        file_attributes: post_op_attr::default(),
+        count: data.len() as u32,
+        eof,
+        data: data.to_vec(),
+    });
+    res.encode(&mut rec);
+    rec
+}
+
+/// The reply record (without record mark) to one call.
+fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> Vec<u8> {
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    let mut rec = success_header(xid);
+    match (&call.sink, call.proc_) {
+        (Sink::Read(_), nfs3::NFSPROC3_READ) => {
+            let (offset, count) = offset_and_count(call);
+            seen.reads.push((offset, count));
+            let mut n = count;
+            if behaviour.short_reads_from.is_some_and(|m| count >= m) {
+                n = count / 2;
+            }
+            let mut eof = false;
+            if let Some(end) = behaviour.eof_at {
+                let left = end.saturating_sub(offset);
+                if left <= n as u64 {
+                    n = left as u32;
+                    eof = true;
+                }
+            }
+            let data: Vec<u8> = (0..n as u64).map(|i| pattern(offset + i)).collect();
+            return read_reply(xid, &data, eof);
+        }
+        (Sink::Write, nfs3::NFSPROC3_WRITE) => {
+            let (offset, count) = offset_and_count(call);
+            let data = call.payload.as_deref().unwrap_or(&[]).to_vec();
+            seen.writes.push((offset, data));
+            let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
+                file_wcc: wcc_data::default(),
+                count,
+                committed: stable_how::FILE_SYNC,
+                verf: writeverf3(*b"testing!"),
+            });
+            res.encode(&mut rec);
+        }
+        // Anything else: a status the caller reports.
+        _ => nfsstat3::NFS3ERR_NOTSUPP.encode(&mut rec),
+    }
+    rec
+}

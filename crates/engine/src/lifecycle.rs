@@ -1,0 +1,918 @@
+//! The life of every request of one client, from submission to completion,
+//! as a state machine: events in, actions out, time as an input.
+//!
+//! ```text
+//!            submit
+//!              |
+//!              v            no channel up
+//!   +------> Sending ---------------------------> Parked --(soft: timeo x (retrans+1))--> TimedOut
+//!   |          | Send(channel, xid)                 ^  \--(a channel connects)--> Sending
+//!   |          v                                    |
+//!   |       InFlight(channel, attempt) ---(channel failed / no reply in timeo)--+
+//!   |          |                                                               |
+//!   |          | reply matched by XID                      retry (hard; soft: attempts <= retrans)
+//!   |          v                                              else TimedOut
+//!   |      NFS3ERR_JUKEBOX? --yes, may retry--> Delayed(200 ms doubling to 1.6 s)
+//!   |          | no                                 |
+//!   +----------+-------------------------<----------+
+//!              v
+//!          Delivered (the driver decodes the reply and completes the call)
+//! ```
+//!
+//! [`Engine`] owns every request from [`Engine::submit`] until it hands it
+//! back: in a [`Delivered`] reply, or in an [`Action::Complete`] with a
+//! failure. In between the request sits in exactly one place — one
+//! channel's in-flight table, the parked list or the JUKEBOX list — so it
+//! completes exactly once, and a reply from a connection that failed (its
+//! requests re-issued elsewhere) matches nothing and is dropped.
+//!
+//! The driver feeds the events — [`submit`](Engine::submit),
+//! [`on_reply`](Engine::on_reply), [`on_channel_failed`](Engine::on_channel_failed),
+//! [`on_connected`](Engine::on_connected), [`on_tick`](Engine::on_tick) —
+//! and carries out the [`Action`]s queued by them ([`poll_action`](Engine::poll_action)):
+//! send this request on that channel, complete that one with a failure,
+//! close or (re)connect that channel, check the routes. It sleeps until
+//! [`next_deadline`](Engine::next_deadline). Nothing here reads a clock,
+//! touches a socket or spawns a thread; the tests (`tests/simulated.rs`)
+//! run failover, timeouts and back-off in simulated time, in milliseconds.
+//!
+//! Policies: [`RetryPolicy`] (`timeo`, `retrans`, hard/soft), [`Backoff`]
+//! between reconnects, [`jukebox_delay`], channel choice by load
+//! ([`crate::choose`]), reply matching ([`crate::inflight`]).
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use directnfs_wire::nfs3::NFSPROC3_NULL;
+
+use crate::choose::{least_loaded_by, Candidate};
+use crate::health::Health;
+use crate::inflight::InflightTable;
+use crate::retry::{AfterFailure, Backoff, RetryPolicy};
+use crate::stats::IoStats;
+
+/// What the engine needs to know about a request; the driver's call type
+/// implements it (the engine holds `Arc`s of it: cloning one is what a
+/// send costs).
+pub trait Request {
+    /// NFS procedure number (statistics; NULL has no NFS status).
+    fn proc_(&self) -> u32;
+    /// Bytes counted against a channel's load (payload or data expected).
+    fn weight(&self) -> u64;
+    /// A lower-bound guess of the reply's size on the wire.
+    fn reply_estimate(&self) -> u64;
+}
+
+impl<T: Request + ?Sized> Request for Arc<T> {
+    fn proc_(&self) -> u32 {
+        (**self).proc_()
+    }
+
+    fn weight(&self) -> u64 {
+        (**self).weight()
+    }
+
+    fn reply_estimate(&self) -> u64 {
+        (**self).reply_estimate()
+    }
+}
+
+/// How often the routes of the paths are checked while any is up.
+pub const ROUTE_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The pause before re-sending a request the server answered with
+/// NFS3ERR_JUKEBOX ("try again later") for the `tries`-th time (1 for the
+/// first): 200 ms doubling to 1.6 s, as the Linux client.
+pub fn jukebox_delay(tries: u32) -> Duration {
+    Duration::from_millis(100u64 << tries.min(4))
+}
+
+/// Limits and policies of one engine.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `timeo`, `retrans`, hard or soft.
+    pub policy: RetryPolicy,
+    /// Delays between reconnection attempts.
+    pub backoff: Backoff,
+    /// Requests in flight per channel (its in-flight table's capacity).
+    pub max_inflight: usize,
+    /// Requests in flight over all channels before [`Engine::submit`]
+    /// refuses new ones (re-issued ones are never held back).
+    pub max_client_inflight: usize,
+}
+
+/// A channel's load: what is sent on it and not yet answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Requests in flight.
+    pub requests: u64,
+    /// Their weight (bytes).
+    pub bytes: u64,
+    /// Bytes their replies are expected to take.
+    pub reply_bytes: u64,
+}
+
+/// A channel's load as the engine last published it, readable without
+/// the engine: the receiver sizes its waits by it several times per I/O,
+/// and would otherwise take the engine's lock each time. Relaxed atomics:
+/// a hint, never a decision.
+#[derive(Debug, Default)]
+pub struct LoadGauge {
+    requests: AtomicU64,
+    reply_bytes: AtomicU64,
+}
+
+impl LoadGauge {
+    /// Requests in flight on the channel.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Relaxed)
+    }
+
+    /// Bytes their replies are expected to take.
+    pub fn reply_bytes(&self) -> u64 {
+        self.reply_bytes.load(Relaxed)
+    }
+
+    fn publish(&self, load: &Load) {
+        self.requests.store(load.requests, Relaxed);
+        self.reply_bytes.store(load.reply_bytes, Relaxed);
+    }
+}
+
+/// How a matched reply reads, for the engine's purposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Anything but NFS3ERR_JUKEBOX: hand it to the caller.
+    Final,
+    /// NFS3ERR_JUKEBOX: the server asks to try again later.
+    Jukebox,
+}
+
+/// Why the engine completes a request without a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// A soft mount ran out of attempts (or of time while no channel was up).
+    TimedOut {
+        /// Times the request was sent.
+        attempts: u32,
+    },
+    /// The engine was shut down.
+    Shutdown,
+}
+
+/// Something the driver must do, queued by an event.
+#[derive(Debug)]
+pub enum Action<C> {
+    /// Write `call` with this XID on `channel`, if its connection is still
+    /// the one of `epoch` (a later one must never see it: the engine
+    /// re-issued it elsewhere when that connection failed).
+    Send {
+        /// The channel.
+        channel: usize,
+        /// Its connection when the request was put in its table.
+        epoch: u64,
+        /// The XID of this attempt.
+        xid: u32,
+        /// The request.
+        call: C,
+        /// Times it was sent, this attempt included.
+        attempt: u32,
+    },
+    /// Complete `call` with a failure: the engine is done with it.
+    Complete {
+        /// The request.
+        call: C,
+        /// Why.
+        failure: Failure,
+    },
+    /// The connection of `epoch` failed: close it abortively (nothing it
+    /// still holds may reach the server after its requests were re-issued).
+    Close {
+        /// The channel.
+        channel: usize,
+        /// The failed connection.
+        epoch: u64,
+        /// Requests that got no reply within `timeo` (0: the driver
+        /// reported the failure, and said why).
+        timed_out: usize,
+        /// Requests that were in flight on it (the timed-out ones
+        /// included): each is re-issued on another channel, parked, or
+        /// failed on a soft mount out of attempts.
+        moved: usize,
+    },
+    /// Connect `channel` (TCP connect and NULL probe), then report
+    /// [`Engine::on_connected`] or [`Engine::on_connect_failed`].
+    Connect {
+        /// The channel.
+        channel: usize,
+    },
+    /// Check that each path still has a route, and report the channels of
+    /// any path that lost it with [`Engine::on_channel_failed`].
+    CheckRoutes,
+}
+
+/// A reply the engine matched to its request: the request is the
+/// driver's now, to complete — or to give back with
+/// [`Engine::on_receive_lost`] if its connection fails before the reply
+/// was received whole.
+#[derive(Debug)]
+pub struct Delivered<C> {
+    flight: Flight<C>,
+    channel: usize,
+    latency_ns: u64,
+}
+
+impl<C> Delivered<C> {
+    /// The request.
+    pub fn call(&self) -> &C {
+        &self.flight.call
+    }
+
+    /// Times it was sent (JUKEBOX re-sends included).
+    pub fn attempts(&self) -> u32 {
+        self.flight.attempts
+    }
+
+    /// From this attempt's send to the reply.
+    pub fn latency_ns(&self) -> u64 {
+        self.latency_ns
+    }
+
+    /// The channel the reply came on.
+    pub fn channel(&self) -> usize {
+        self.channel
+    }
+
+    /// The request, for the driver to complete.
+    pub fn into_call(self) -> C {
+        self.flight.call
+    }
+}
+
+/// A request and its history.
+#[derive(Debug)]
+struct Flight<C> {
+    call: C,
+    /// Times sent.
+    attempts: u32,
+    /// NFS3ERR_JUKEBOX answers so far.
+    jukebox: u32,
+    /// First submission (the soft deadline of a parked request).
+    submitted_ns: u64,
+    /// This attempt's send.
+    sent_ns: u64,
+    /// The channel of the last attempt, avoided by the next.
+    last_channel: Option<usize>,
+}
+
+/// One channel as the engine sees it.
+#[derive(Debug)]
+struct Channel<C> {
+    table: InflightTable<Flight<C>>,
+    health: Health,
+    /// Bumped on every failure and every connection.
+    epoch: u64,
+    load: Load,
+    /// `load`, published for the driver.
+    gauge: Arc<LoadGauge>,
+    stats: Arc<IoStats>,
+    /// The network path it belongs to (see [`Engine::set_path`]).
+    path: usize,
+}
+
+/// The request lifecycle of one client; see the module doc.
+#[derive(Debug)]
+pub struct Engine<C> {
+    config: Config,
+    channels: Vec<Channel<C>>,
+    /// Waiting for a channel to come up or to have room, oldest first.
+    parked: VecDeque<Flight<C>>,
+    /// Answered JUKEBOX, to be re-sent at their time.
+    delayed: Vec<(u64, Flight<C>)>,
+    actions: VecDeque<Action<C>>,
+    /// Requests in all in-flight tables.
+    in_flight: usize,
+    /// Tie-break rotation of the channel choice.
+    rotate: usize,
+    next_route_check: u64,
+    /// An event moved the next deadline earlier than a submission can.
+    wake: bool,
+    shutdown: bool,
+    /// Scratch for failing a channel (kept for its capacity).
+    drained: Vec<Flight<C>>,
+    expired: Vec<(u32, Flight<C>)>,
+}
+
+impl<C: Request + Clone> Engine<C> {
+    /// An engine for `channels` channels (numbered from 0), all down until
+    /// [`on_connected`](Self::on_connected).
+    pub fn new(config: Config, channels: usize) -> Self {
+        let channels = (0..channels)
+            .map(|i| Channel {
+                // Salted per channel: two channels never produce the same
+                // XID sequence (a server's duplicate cache keys on XID).
+                table: InflightTable::new(
+                    config.max_inflight,
+                    (i as u32).wrapping_mul(0x9e37_79b9),
+                ),
+                health: Health::Down {
+                    failures: 0,
+                    retry_at_ns: 0,
+                },
+                epoch: 0,
+                load: Load::default(),
+                gauge: Arc::new(LoadGauge::default()),
+                stats: Arc::new(IoStats::new()),
+                path: 0,
+            })
+            .collect();
+        Self {
+            config,
+            channels,
+            parked: VecDeque::new(),
+            delayed: Vec::new(),
+            actions: VecDeque::new(),
+            in_flight: 0,
+            rotate: 0,
+            next_route_check: 0,
+            wake: false,
+            shutdown: false,
+            drained: Vec::new(),
+            expired: Vec::new(),
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Events
+
+    /// A new request. Sent on the least-loaded channel that is up (an
+    /// [`Action::Send`]), or parked while none is. Given back (`Err`) when
+    /// `max_client_inflight` requests are in flight or every channel that
+    /// is up has a full table: the caller waits for a completion and tries
+    /// again (backpressure; nothing queues without bound).
+    pub fn submit(&mut self, call: C, now: u64) -> Result<(), C> {
+        if self.shutdown {
+            self.actions.push_back(Action::Complete {
+                call,
+                failure: Failure::Shutdown,
+            });
+            return Ok(());
+        }
+        if self.in_flight >= self.config.max_client_inflight {
+            return Err(call);
+        }
+        let flight = Flight {
+            call,
+            attempts: 0,
+            jukebox: 0,
+            submitted_ns: now,
+            sent_ns: now,
+            last_channel: None,
+        };
+        match self.place(flight, now, true) {
+            Ok(()) => Ok(()),
+            Err(flight) => Err(flight.call),
+        }
+    }
+
+    /// A reply with `xid` arrived on the connection of `epoch` of
+    /// `channel`. Returns the request it answers — the driver's to
+    /// complete — or `None`: no request waits for it (a late reply to an
+    /// attempt re-issued elsewhere, a duplicate, a connection that is no
+    /// longer current), or it said JUKEBOX and will be re-sent later.
+    pub fn on_reply(
+        &mut self,
+        channel: usize,
+        epoch: u64,
+        xid: u32,
+        answer: Answer,
+        now: u64,
+    ) -> Option<Delivered<C>> {
+        let ch = self.channels.get_mut(channel)?;
+        if ch.epoch != epoch {
+            return None;
+        }
+        let flight = ch.table.take(xid)?;
+        self.in_flight -= 1;
+        remove_load(&mut ch.load, &flight.call);
+        ch.gauge.publish(&ch.load);
+        let latency_ns = now.saturating_sub(flight.sent_ns);
+        if !self.parked.is_empty() {
+            // Room was made: requests parked for want of it go now.
+            self.kick_parked(now);
+        }
+        if answer == Answer::Jukebox && flight.call.proc_() != NFSPROC3_NULL {
+            let stats = Arc::clone(&self.channels[channel].stats);
+            return self.on_jukebox(flight, &stats, latency_ns, now);
+        }
+        Some(Delivered {
+            flight,
+            channel,
+            latency_ns,
+        })
+    }
+
+    /// The connection broke while a [`Delivered`] reply was still being
+    /// received (its data straight into the caller's buffer): the attempt
+    /// is lost, and the request is re-issued or failed like any other on a
+    /// failed connection. Report the failure of the channel too.
+    pub fn on_receive_lost(&mut self, delivered: Delivered<C>, now: u64) {
+        let channel = delivered.channel;
+        let flight = delivered.flight;
+        if let Some(ch) = self.channels.get(channel) {
+            account_lost(&ch.stats, &flight, now);
+            ch.stats.on_failover();
+        }
+        self.retry_or_fail(flight, now);
+    }
+
+    /// The connection of `epoch` of `channel` failed (closed, reset, a send
+    /// failed, the byte stream broke, its route is gone). Everything in
+    /// flight on it is re-issued on other channels (or parked, or failed on
+    /// a soft mount out of attempts), and it reconnects after a back-off.
+    /// A stale `epoch` (already failed) is ignored.
+    pub fn on_channel_failed(&mut self, channel: usize, epoch: u64, now: u64) {
+        self.fail_channel(channel, epoch, now, false);
+    }
+
+    /// `channel` connected and answered its NULL probe: it carries requests
+    /// from now on, under the returned epoch (the driver tags the
+    /// connection with it). Parked requests are sent.
+    pub fn on_connected(&mut self, channel: usize, now: u64) -> u64 {
+        let Some(ch) = self.channels.get_mut(channel) else {
+            return 0;
+        };
+        ch.epoch += 1;
+        ch.health.on_connected();
+        ch.load = Load::default();
+        ch.gauge.publish(&ch.load);
+        if ch.epoch > 1 {
+            ch.stats.on_reconnect();
+        }
+        let epoch = ch.epoch;
+        self.kick_parked(now);
+        epoch
+    }
+
+    /// A connection attempt of `channel` failed: try again after a back-off.
+    pub fn on_connect_failed(&mut self, channel: usize, now: u64) {
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.health.on_failure(now, &self.config.backoff);
+            self.wake = true;
+        }
+    }
+
+    /// Says which network path `channel` belongs to (all are on path 0
+    /// until told): a lost attempt re-sent on a channel of another path
+    /// counts as moved to another path in the statistics.
+    pub fn set_path(&mut self, channel: usize, path: usize) {
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.path = path;
+        }
+    }
+
+    /// Marks `channel` as connecting (the driver's first connection of it).
+    pub fn begin_connect(&mut self, channel: usize) {
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.health = Health::Connecting;
+        }
+    }
+
+    /// Time passed: expires attempts without a reply for `timeo` (failing
+    /// their channel: a connection that does not deliver one reply in time
+    /// is not trusted with the others), re-sends JUKEBOX requests whose
+    /// pause is over, fails parked requests past the soft deadline, sends
+    /// parked ones when a channel is up, and asks for reconnections whose
+    /// back-off passed and for the route check.
+    pub fn on_tick(&mut self, now: u64) {
+        if self.shutdown {
+            return;
+        }
+        for c in 0..self.channels.len() {
+            let ch = &mut self.channels[c];
+            if ch.health.is_up() && ch.table.next_deadline().is_some_and(|d| d <= now) {
+                let epoch = ch.epoch;
+                self.fail_channel(c, epoch, now, true);
+            }
+        }
+        self.resend_delayed(now);
+        self.expire_parked(now);
+        if self.channels.iter().any(|c| c.health.is_up()) {
+            self.kick_parked(now);
+            if now >= self.next_route_check {
+                self.next_route_check = now.saturating_add(nanos(ROUTE_CHECK_INTERVAL));
+                self.actions.push_back(Action::CheckRoutes);
+            }
+        }
+        for (c, ch) in self.channels.iter_mut().enumerate() {
+            if ch.health.start_reconnect_if_due(now).is_some() {
+                self.actions.push_back(Action::Connect { channel: c });
+            }
+        }
+    }
+
+    /// Fails everything: every request comes back in an
+    /// [`Action::Complete`] with [`Failure::Shutdown`], and so does every
+    /// one submitted later.
+    pub fn shutdown(&mut self) {
+        self.shutdown = true;
+        let mut all = Vec::new();
+        for ch in &mut self.channels {
+            ch.table.drain_into(&mut all);
+            ch.load = Load::default();
+            ch.gauge.publish(&ch.load);
+            ch.gauge.publish(&ch.load);
+            ch.health = Health::Down {
+                failures: 0,
+                retry_at_ns: u64::MAX,
+            };
+        }
+        self.in_flight = 0;
+        all.extend(self.parked.drain(..));
+        all.extend(self.delayed.drain(..).map(|(_, f)| f));
+        for f in all {
+            self.actions.push_back(Action::Complete {
+                call: f.call,
+                failure: Failure::Shutdown,
+            });
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Outputs and queries
+
+    /// The next action to carry out, oldest first.
+    pub fn poll_action(&mut self) -> Option<Action<C>> {
+        self.actions.pop_front()
+    }
+
+    /// True when actions are queued.
+    pub fn has_actions(&self) -> bool {
+        !self.actions.is_empty()
+    }
+
+    /// Moves every queued action, oldest first, to the end of `out`.
+    pub fn take_actions(&mut self, out: &mut VecDeque<Action<C>>) {
+        if out.is_empty() {
+            std::mem::swap(out, &mut self.actions);
+        } else {
+            out.extend(self.actions.drain(..));
+        }
+    }
+
+    /// When [`on_tick`](Self::on_tick) next has something to do: the
+    /// earliest attempt deadline, JUKEBOX pause end, soft deadline of a
+    /// parked request, reconnection or route check. `None`: nothing to
+    /// wait for (a new submission brings its own deadline, `timeo` later).
+    pub fn next_deadline(&self) -> Option<u64> {
+        let mut next: Option<u64> = None;
+        let mut at = |t: u64| next = Some(next.map_or(t, |n| n.min(t)));
+        let mut any_up = false;
+        for ch in &self.channels {
+            match ch.health {
+                Health::Up => {
+                    any_up = true;
+                    if let Some(d) = ch.table.next_deadline() {
+                        at(d);
+                    }
+                }
+                Health::Down { retry_at_ns, .. } if !self.shutdown => at(retry_at_ns),
+                _ => {}
+            }
+        }
+        for (due, _) in &self.delayed {
+            at(*due);
+        }
+        if let (Some(limit), false) = (self.config.policy.soft_deadline(), self.parked.is_empty()) {
+            for f in &self.parked {
+                at(f.submitted_ns.saturating_add(nanos(limit)));
+            }
+        }
+        if any_up {
+            at(self.next_route_check);
+        }
+        next
+    }
+
+    /// True (once) when an event since the last call moved the next
+    /// deadline earlier than `timeo` after now — a failure, a JUKEBOX
+    /// pause, a parked request: a driver sleeping toward the previous
+    /// deadline should wake and ask again. Submissions never set it (their
+    /// deadline is `timeo` away).
+    pub fn take_wake(&mut self) -> bool {
+        std::mem::take(&mut self.wake)
+    }
+
+    /// Requests in flight over all channels.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Requests waiting for a channel or a JUKEBOX pause.
+    pub fn waiting(&self) -> usize {
+        self.parked.len() + self.delayed.len()
+    }
+
+    /// The load of `channel`.
+    pub fn load(&self, channel: usize) -> Load {
+        self.channels
+            .get(channel)
+            .map(|c| c.load)
+            .unwrap_or_default()
+    }
+
+    /// The health of `channel`.
+    pub fn health(&self, channel: usize) -> Option<Health> {
+        self.channels.get(channel).map(|c| c.health)
+    }
+
+    /// The current epoch of `channel`.
+    pub fn epoch(&self, channel: usize) -> u64 {
+        self.channels.get(channel).map_or(0, |c| c.epoch)
+    }
+
+    /// The published load of `channel` (see [`LoadGauge`]).
+    pub fn gauge(&self, channel: usize) -> Option<&Arc<LoadGauge>> {
+        self.channels.get(channel).map(|c| &c.gauge)
+    }
+
+    /// The statistics of `channel` (the engine counts sends, retransmits,
+    /// failovers, timeouts, reconnects, lost attempts and the calls moved
+    /// off the channel, to the same path or another; the driver counts
+    /// replies, with the bytes it received).
+    pub fn stats(&self, channel: usize) -> Option<&Arc<IoStats>> {
+        self.channels.get(channel).map(|c| &c.stats)
+    }
+
+    /// The request waiting for `xid` on the connection of `epoch` of
+    /// `channel`, without taking it.
+    pub fn peek(&self, channel: usize, epoch: u64, xid: u32) -> Option<&C> {
+        let ch = self.channels.get(channel)?;
+        (ch.epoch == epoch).then(|| ch.table.get(xid).map(|f| &f.call))?
+    }
+
+    /// Number of channels.
+    pub fn channel_count(&self) -> usize {
+        self.channels.len()
+    }
+
+    // ------------------------------------------------------------------
+    // Transitions
+
+    /// Puts a request in the table of the best channel and queues its
+    /// send. `fresh`: a new submission, given back when there is no room
+    /// (a re-issued request is parked instead: it must not wait behind new
+    /// ones). With no channel up the request is parked.
+    fn place(&mut self, mut flight: Flight<C>, now: u64, fresh: bool) -> Result<(), Flight<C>> {
+        if self.shutdown {
+            self.actions.push_back(Action::Complete {
+                call: flight.call,
+                failure: Failure::Shutdown,
+            });
+            return Ok(());
+        }
+        let Some(c) = self.choose(flight.last_channel) else {
+            self.park(flight);
+            return Ok(());
+        };
+        let deadline = now.saturating_add(nanos(self.config.policy.timeo));
+        let previous = flight.last_channel;
+        flight.attempts += 1;
+        flight.sent_ns = now;
+        flight.last_channel = Some(c);
+        let call = flight.call.clone();
+        let attempt = flight.attempts;
+        // Re-sent after a lost attempt (a JUKEBOX re-send is not one).
+        let retransmit = attempt > 1 + flight.jukebox;
+        // Where the lost attempt was: its channel counts the call as moved.
+        let moved_from = previous
+            .filter(|_| retransmit)
+            .and_then(|p| self.channels.get(p))
+            .map(|old| (Arc::clone(&old.stats), old.path));
+        let ch = &mut self.channels[c];
+        match ch.table.insert(flight, deadline) {
+            Ok(xid) => {
+                self.in_flight += 1;
+                add_load(&mut ch.load, &call);
+                ch.gauge.publish(&ch.load);
+                if retransmit {
+                    ch.stats.on_retransmit();
+                }
+                if let Some((old, old_path)) = moved_from {
+                    old.on_moved(old_path != ch.path);
+                }
+                ch.stats.on_submit(call.proc_());
+                self.actions.push_back(Action::Send {
+                    channel: c,
+                    epoch: ch.epoch,
+                    xid,
+                    call,
+                    attempt,
+                });
+                Ok(())
+            }
+            Err(mut flight) => {
+                flight.attempts -= 1;
+                if fresh {
+                    Err(flight)
+                } else {
+                    self.park(flight);
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    /// The least-loaded channel that is up and has room, avoiding `avoid`
+    /// when another one qualifies.
+    fn choose(&mut self, avoid: Option<usize>) -> Option<usize> {
+        let channels = &self.channels;
+        // One channel (`connections=1`, one path): no choice to make.
+        if channels.len() == 1 {
+            let ch = &channels[0];
+            return (ch.health.is_up() && !ch.table.is_full()).then_some(0);
+        }
+        self.rotate = self.rotate.wrapping_add(1);
+        least_loaded_by(
+            channels.len(),
+            |i| {
+                let ch = &channels[i];
+                Candidate {
+                    up: ch.health.is_up() && !ch.table.is_full(),
+                    outstanding_bytes: ch.load.bytes,
+                    outstanding_requests: ch.load.requests,
+                }
+            },
+            self.rotate,
+            avoid,
+        )
+    }
+
+    /// Parks a request with no channel up, or none with room; it is sent
+    /// when one connects or a reply makes room ([`kick_parked`](Self::kick_parked)).
+    fn park(&mut self, flight: Flight<C>) {
+        self.parked.push_back(flight);
+        self.wake = true;
+    }
+
+    /// After a lost attempt: re-issue, or fail a soft mount's request that
+    /// is out of attempts (JUKEBOX re-sends are not lost attempts).
+    fn retry_or_fail(&mut self, flight: Flight<C>, now: u64) {
+        let lost_attempts = flight.attempts.saturating_sub(flight.jukebox);
+        match self.config.policy.after_failure(lost_attempts) {
+            AfterFailure::Retry => {
+                // Never refused: a re-issued request parks instead.
+                let _ = self.place(flight, now, false);
+            }
+            AfterFailure::GiveUp => self.actions.push_back(Action::Complete {
+                failure: Failure::TimedOut {
+                    attempts: flight.attempts,
+                },
+                call: flight.call,
+            }),
+        }
+    }
+
+    /// NFS3ERR_JUKEBOX: pause and re-send while the mount allows (hard:
+    /// always; soft: `retrans` times), else deliver the answer.
+    fn on_jukebox(
+        &mut self,
+        mut flight: Flight<C>,
+        stats: &IoStats,
+        latency_ns: u64,
+        now: u64,
+    ) -> Option<Delivered<C>> {
+        let channel = flight.last_channel.unwrap_or(0);
+        if !self.config.policy.hard && flight.jukebox >= self.config.policy.retrans {
+            return Some(Delivered {
+                flight,
+                channel,
+                latency_ns,
+            });
+        }
+        // The attempt got its answer: it counts as a completed call.
+        stats.on_complete(flight.call.proc_(), latency_ns, 0, 0, false);
+        flight.jukebox += 1;
+        let due = now.saturating_add(nanos(jukebox_delay(flight.jukebox)));
+        self.delayed.push((due, flight));
+        self.wake = true;
+        None
+    }
+
+    fn resend_delayed(&mut self, now: u64) {
+        if self.delayed.iter().all(|(due, _)| *due > now) {
+            return;
+        }
+        let mut i = 0;
+        while i < self.delayed.len() {
+            if self.delayed[i].0 <= now {
+                let (_, flight) = self.delayed.swap_remove(i);
+                let _ = self.place(flight, now, false);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Fails a channel's connection of `epoch`; with `timed_out`, its
+    /// attempts past their deadline count as timeouts (re-issued after
+    /// the others, so that they avoid this channel).
+    fn fail_channel(&mut self, channel: usize, epoch: u64, now: u64, timed_out: bool) {
+        let Some(ch) = self.channels.get_mut(channel) else {
+            return;
+        };
+        if ch.epoch != epoch || !ch.health.is_up() {
+            return;
+        }
+        let mut expired = std::mem::take(&mut self.expired);
+        let mut drained = std::mem::take(&mut self.drained);
+        if timed_out {
+            ch.table.take_expired(now, &mut expired);
+        }
+        ch.table.drain_into(&mut drained);
+        ch.health.on_failure(now, &self.config.backoff);
+        ch.epoch += 1;
+        ch.load = Load::default();
+        ch.gauge.publish(&ch.load);
+        self.in_flight -= drained.len() + expired.len();
+        self.wake = true;
+        let stats = Arc::clone(&ch.stats);
+        self.actions.push_back(Action::Close {
+            channel,
+            epoch,
+            timed_out: expired.len(),
+            moved: drained.len() + expired.len(),
+        });
+        for flight in drained.drain(..) {
+            account_lost(&stats, &flight, now);
+            stats.on_failover();
+            self.retry_or_fail(flight, now);
+        }
+        for (_, flight) in expired.drain(..) {
+            account_lost(&stats, &flight, now);
+            stats.on_timeout();
+            self.retry_or_fail(flight, now);
+        }
+        self.expired = expired;
+        self.drained = drained;
+    }
+
+    /// Sends parked requests, oldest first, while a channel is up with room.
+    fn kick_parked(&mut self, now: u64) {
+        while !self.parked.is_empty() && self.choose(None).is_some() {
+            if let Some(flight) = self.parked.pop_front() {
+                let _ = self.place(flight, now, false);
+            }
+        }
+    }
+
+    /// Soft mounts: a parked request fails once it has waited
+    /// `timeo x (retrans + 1)` since its submission.
+    fn expire_parked(&mut self, now: u64) {
+        let Some(limit) = self.config.policy.soft_deadline() else {
+            return;
+        };
+        let limit = nanos(limit);
+        let mut i = 0;
+        while i < self.parked.len() {
+            if now.saturating_sub(self.parked[i].submitted_ns) < limit {
+                i += 1;
+                continue;
+            }
+            if let Some(flight) = self.parked.remove(i) {
+                self.actions.push_back(Action::Complete {
+                    failure: Failure::TimedOut {
+                        attempts: flight.attempts,
+                    },
+                    call: flight.call,
+                });
+            }
+        }
+    }
+}
+
+fn add_load<C: Request>(load: &mut Load, call: &C) {
+    load.requests += 1;
+    load.bytes += call.weight();
+    load.reply_bytes += call.reply_estimate();
+}
+
+fn remove_load<C: Request>(load: &mut Load, call: &C) {
+    load.requests = load.requests.saturating_sub(1);
+    load.bytes = load.bytes.saturating_sub(call.weight());
+    load.reply_bytes = load.reply_bytes.saturating_sub(call.reply_estimate());
+}
+
+/// Closes the statistics of an attempt that got no reply (an error
+/// completion, counted apart as lost: replies received are the sends
+/// neither lost nor in flight).
+fn account_lost<C: Request>(stats: &IoStats, flight: &Flight<C>, now: u64) {
+    let latency = now.saturating_sub(flight.sent_ns);
+    stats.on_lost(flight.call.proc_(), latency);
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

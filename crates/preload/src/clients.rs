@@ -1,0 +1,189 @@
+//! One directnfs client per mount, per process, made on the first NFS call
+//! that needs it (a program that never touches NFS never connects), and
+//! made again in a child after `fork` (see fork.rs) from what the parent's
+//! client knew (`Client::after_fork`: no MOUNT, no FSINFO, the parent's
+//! cached handles): a new PostgreSQL backend's first call costs only its
+//! connects.
+//!
+//! A server that does not answer at that first call is waited for, as the
+//! mount's `hard`/`soft` option says: `hard` (the default) retries until it
+//! answers, saying so once on stderr; `soft` fails with `ETIMEDOUT` after
+//! `timeo` x (`retrans` + 1).
+
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+use dnfs::{Client, Error};
+
+use crate::fail::{Errno, Res};
+use crate::state::State;
+use crate::warn;
+
+/// The client of one mount in this process.
+#[derive(Debug, Default, Clone)]
+pub struct Slot {
+    /// This process's client (`None`: not yet made).
+    client: Option<Client>,
+    /// The client of the process this one was forked from (never used or
+    /// dropped here: only read by `Client::after_fork`).
+    parent: Option<Client>,
+}
+
+/// The clients, by mount index.
+pub static SLOTS: RwLock<Vec<Slot>> = RwLock::new(Vec::new());
+
+/// Sizes the table for `n` mounts.
+pub fn init(n: usize) {
+    let mut slots = SLOTS.write().unwrap_or_else(|p| p.into_inner());
+    slots.clear();
+    slots.resize(n, Slot::default());
+}
+
+/// The client of mount `m`, made now if it is not yet.
+pub fn get(state: &State, m: usize) -> Res<Client> {
+    let parent = {
+        let slots = SLOTS.read().unwrap_or_else(|p| p.into_inner());
+        let slot = slots.get(m).ok_or(Errno(libc::EINVAL))?;
+        if let Some(c) = &slot.client {
+            return Ok(c.clone());
+        }
+        slot.parent.clone()
+    };
+    // Made outside the lock (it may wait for the server); if another
+    // thread was quicker, its client is kept and ours dropped.
+    let fresh = make(state, m, parent.as_ref());
+    // The parent's client was cloned only to be read: never drop it here.
+    std::mem::forget(parent);
+    let fresh = fresh?;
+    let mut slots = SLOTS.write().unwrap_or_else(|p| p.into_inner());
+    let slot = slots.get_mut(m).ok_or(Errno(libc::EINVAL))?;
+    Ok(slot.client.get_or_insert(fresh).clone())
+}
+
+/// In the child after `fork`: every client becomes the parent of the next
+/// one, and is never dropped: the clients' threads do not exist here and
+/// their sockets are the parent's, so running their destructors would wait
+/// for nothing or shut the parent's connections down.
+pub fn forget_all_in_child(slots: &mut [Slot]) {
+    for slot in slots.iter_mut() {
+        if let Some(c) = slot.client.take() {
+            std::mem::forget(slot.parent.replace(c));
+        }
+    }
+}
+
+/// Environment variable: when set, each process says at exit how many
+/// calls of each NFS procedure its clients made (one line per mount on
+/// stderr): what a program's file calls cost on the wire.
+pub const ENV_STATS: &str = "DIRECTNFS_PRELOAD_STATS";
+
+/// Registers the exit report when [`ENV_STATS`] is set.
+pub fn report_at_exit_if_asked() {
+    extern "C" fn report() {
+        let slots = match SLOTS.try_read() {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let Some(state) = crate::state::get() else {
+            return;
+        };
+        for (m, slot) in slots.iter().enumerate() {
+            let Some(c) = &slot.client else { continue };
+            let totals = &c
+                .stats()
+                .servers
+                .first()
+                .map(|s| s.totals.calls_by_proc.clone())
+                .unwrap_or_default();
+            let calls: Vec<String> = totals.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            warn::always(&format!(
+                "calls for {}: {}",
+                state.config.mounts[m].prefix,
+                calls.join(" ")
+            ));
+        }
+    }
+    if std::env::var_os(ENV_STATS).is_some() {
+        // SAFETY: registers a plain extern "C" function.
+        unsafe { libc::atexit(report) };
+    }
+}
+
+/// Makes the client of mount `m` (from the parent's when there is one),
+/// waiting for its server as `hard`/`soft` say.
+fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
+    let mount = state.config.mounts.get(m).ok_or(Errno(libc::EINVAL))?;
+    let options = &mount.target.options;
+    let patience = options
+        .timeo
+        .saturating_mul(options.retrans.saturating_add(1));
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        let result = with_signals_blocked(|| match parent {
+            Some(p) => p.after_fork(),
+            None => Client::mount(&mount.target),
+        });
+        let e = match result {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        if !retryable(&e) {
+            warn::once(&format!("mount {}", mount.prefix), || {
+                format!("cannot mount {} for {}: {e}", mount.label, mount.prefix)
+            });
+            return Err(Errno(e.errno()));
+        }
+        if !options.hard && start.elapsed() >= patience {
+            warn::always(&format!(
+                "server {} for {} not responding after {:?} (soft): {e}",
+                mount.label,
+                mount.prefix,
+                start.elapsed()
+            ));
+            return Err(Errno(libc::ETIMEDOUT));
+        }
+        warn::once(&format!("down {}", mount.prefix), || {
+            format!(
+                "server {} for {} not responding ({e}); {}",
+                mount.label,
+                mount.prefix,
+                if options.hard {
+                    "hard mount: still trying"
+                } else {
+                    "soft mount: trying until timeo x (retrans + 1)"
+                }
+            )
+        });
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_secs(2));
+    }
+}
+
+/// Errors worth waiting out: the server (or the path to it) is not there
+/// yet. A refused export, a bad config or credential is the answer.
+fn retryable(e: &Error) -> bool {
+    !matches!(
+        e,
+        Error::Mount { .. } | Error::Auth { .. } | Error::Config(_) | Error::InvalidInput(_)
+    )
+}
+
+/// Runs `f` with every signal blocked in this thread, so the threads it
+/// starts (the client's receiver, maintenance and connect threads inherit
+/// the mask) never take a signal meant for the program: PostgreSQL, for
+/// one, relies on its own threads receiving them.
+pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset_t values initialised by sigfillset/sigemptyset before
+    // use; pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigemptyset(&mut old);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let v = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        v
+    }
+}

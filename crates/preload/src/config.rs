@@ -1,0 +1,149 @@
+//! The process's view of the dnfstab: each `mount:` prefix with the target
+//! to mount for it, loaded once when the library is loaded (the file is
+//! found as everywhere else: `$DIRECTNFS_TAB`, `./dnfstab`,
+//! `/etc/dnfstab`; `dnfs run` sets `$DIRECTNFS_TAB`).
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use dnfs::config::DnfsTab;
+use dnfs::Target;
+
+use crate::locate;
+use crate::warn;
+
+/// One `export: E mount: M` line.
+#[derive(Debug)]
+pub struct Mount {
+    /// The host path prefix (`mount:`), normalised, without a trailing `/`.
+    pub prefix: String,
+    /// What to mount (the export's root).
+    pub target: Target,
+    /// Identifies server and export in shadow file names; the same in
+    /// every process with the same dnfstab.
+    pub key: u64,
+    /// `st_dev` of its files.
+    pub dev: u64,
+    /// `server:export` for messages.
+    pub label: String,
+}
+
+/// Every mount of the dnfstab, longest prefix first.
+#[derive(Debug)]
+pub struct Config {
+    /// The mounts.
+    pub mounts: Vec<Mount>,
+}
+
+/// The dnfstab of this process, if there is one with at least one mount
+/// (`None` leaves the library passing every call through). A broken file is
+/// said once on stderr.
+pub fn load() -> Option<Config> {
+    match dnfs::config::find_config(None) {
+        Ok(Some(tab)) => from_tab(&tab),
+        Ok(None) => None,
+        Err(e) => {
+            warn::always(&format!("{e}; no NFS path is served"));
+            None
+        }
+    }
+}
+
+/// The mounts of a parsed dnfstab.
+pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
+    for w in &tab.warnings {
+        warn::always(&w.to_string());
+    }
+    let mut mounts = Vec::new();
+    for server in &tab.servers {
+        for export in &server.exports {
+            let located = match locate::locate_in_config(tab, &export.mount) {
+                Ok(l) => l,
+                Err(e) => {
+                    warn::always(&format!("{e}; this export is not served"));
+                    continue;
+                }
+            };
+            let key = fnv64(&[server.name.as_bytes(), b"\0", export.export.as_bytes()]);
+            mounts.push(Mount {
+                prefix: export.mount.trim_end_matches('/').to_string(),
+                target: located.target,
+                key,
+                // A device number no local file system has: major 0x6e66
+                // ("nf"), minor from the key.
+                dev: libc::makedev(0x6e66, (key & 0x000f_ffff) as u32),
+                label: format!("{}:{}", server.name, export.export),
+            });
+        }
+    }
+    if mounts.is_empty() {
+        return None;
+    }
+    mounts.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
+    Some(Config { mounts })
+}
+
+/// FNV-1a, 64 bits: a stable name for a server and export.
+pub fn fnv64(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &b in *part {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The process's umask, kept up to date by the `umask` entry point (files
+/// and directories created on NFS get `mode & !umask`, as the kernel does).
+static UMASK: AtomicU32 = AtomicU32::new(0o022);
+
+/// The current umask.
+pub fn umask() -> u32 {
+    UMASK.load(Ordering::Relaxed)
+}
+
+/// Records a new umask.
+pub fn set_umask(mask: u32) {
+    UMASK.store(mask & 0o777, Ordering::Relaxed);
+}
+
+/// Reads the umask without changing it (`/proc/self/status`, Linux 4.7+).
+pub fn read_umask() {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return;
+    };
+    let found = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|v| u32::from_str_radix(v.trim(), 8).ok());
+    if let Some(mask) = found {
+        set_umask(mask);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn mounts_are_ordered_longest_prefix_first() {
+        let tab = dnfs::config::parse_str(
+            "server: s\npath: 127.0.0.1\nexport: /e1 mount: /db\nexport: /e2 mount: /db/redo\n",
+            Path::new("t"),
+        )
+        .unwrap();
+        let cfg = from_tab(&tab).unwrap();
+        let prefixes: Vec<_> = cfg.mounts.iter().map(|m| m.prefix.as_str()).collect();
+        assert_eq!(prefixes, ["/db/redo", "/db"]);
+        assert_ne!(cfg.mounts[0].key, cfg.mounts[1].key);
+        assert_ne!(cfg.mounts[0].dev, cfg.mounts[1].dev);
+    }
+
+    #[test]
+    fn the_key_of_a_mount_is_the_same_in_every_process() {
+        assert_eq!(fnv64(&[b"s", b"\0", b"/e1"]), fnv64(&[b"s\0/e1"]));
+        assert_eq!(fnv64(&[b""]), 0xcbf2_9ce4_8422_2325);
+    }
+}

@@ -1,0 +1,376 @@
+//! The rest: `umask`, extended attributes, temporary files, asynchronous
+//! I/O, `syscall(2)`, `posix_spawn` file actions.
+
+use libc::{c_char, c_int, c_long, c_void, mode_t, size_t, ssize_t};
+
+use super::on_path_only;
+use crate::config;
+use crate::fail::{set_errno, Errno};
+use crate::fdtable;
+use crate::ops::unsupported;
+use crate::paths::{route, Route};
+use crate::real;
+use crate::warn;
+
+#[no_mangle]
+pub unsafe extern "C" fn umask(mask: mode_t) -> mode_t {
+    config::set_umask(mask);
+    // SAFETY: plain forward.
+    unsafe { real::umask(mask) }
+}
+
+/// NFSv3 has no extended attributes: `ENOTSUP` (what `ls`, `cp -a` and
+/// `tar --xattrs` expect of a file system without them).
+fn no_xattrs<T: crate::fail::FailValue>(
+    name: &'static str,
+    r: Route,
+    local: impl FnOnce(*const c_char) -> T,
+) -> T {
+    on_path_only(name, r, |_, _| Err(Errno(libc::ENOTSUP)), local)
+}
+
+macro_rules! xattr_path {
+    ($name:ident, ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(path: *const c_char $(, $arg: $ty)*) -> $ret {
+            // SAFETY: the caller passes a C string.
+            match unsafe { route(libc::AT_FDCWD, path) } {
+                Route::Local => unsafe { real::$name(path $(, $arg)*) },
+                // SAFETY: a local path the NFS path folded to.
+                r => no_xattrs(stringify!($name), r, |p| unsafe { real::$name(p $(, $arg)*) }),
+            }
+        }
+    };
+}
+xattr_path!(getxattr, (name: *const c_char, value: *mut c_void, size: size_t) -> ssize_t);
+xattr_path!(lgetxattr, (name: *const c_char, value: *mut c_void, size: size_t) -> ssize_t);
+xattr_path!(listxattr, (list: *mut c_char, size: size_t) -> ssize_t);
+xattr_path!(llistxattr, (list: *mut c_char, size: size_t) -> ssize_t);
+xattr_path!(setxattr, (name: *const c_char, value: *const c_void, size: size_t, flags: c_int) -> c_int);
+xattr_path!(lsetxattr, (name: *const c_char, value: *const c_void, size: size_t, flags: c_int) -> c_int);
+xattr_path!(removexattr, (name: *const c_char) -> c_int);
+xattr_path!(lremovexattr, (name: *const c_char) -> c_int);
+
+macro_rules! xattr_fd {
+    ($name:ident, ($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(fd: c_int $(, $arg: $ty)*) -> $ret {
+            if !fdtable::is_nfs(fd) {
+                // SAFETY: plain forward.
+                return unsafe { real::$name(fd $(, $arg)*) };
+            }
+            set_errno(libc::ENOTSUP);
+            <$ret as crate::fail::FailValue>::fail_value()
+        }
+    };
+}
+xattr_fd!(fgetxattr, (name: *const c_char, value: *mut c_void, size: size_t) -> ssize_t);
+xattr_fd!(flistxattr, (list: *mut c_char, size: size_t) -> ssize_t);
+xattr_fd!(fsetxattr, (name: *const c_char, value: *const c_void, size: size_t, flags: c_int) -> c_int);
+xattr_fd!(fremovexattr, (name: *const c_char) -> c_int);
+
+/// The `mkstemp` family on an NFS template: glibc's versions open with
+/// internal calls, so the names are tried here (`O_CREAT | O_EXCL`, an
+/// EXCLUSIVE CREATE on the server).
+unsafe fn mkstemp_nfs(
+    template: *mut c_char,
+    suffix: c_int,
+    flags: c_int,
+    dir: bool,
+) -> Option<c_int> {
+    if template.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's template, NUL-terminated.
+    let len = unsafe { libc::strlen(template) };
+    let suffix = suffix.max(0) as usize;
+    // SAFETY: the caller passes a C string.
+    let r = unsafe { route(libc::AT_FDCWD, template) };
+    let Route::Nfs(_) = r else {
+        if let Route::Bad(e) = r {
+            set_errno(e);
+            return Some(-1);
+        }
+        return None;
+    };
+    if len < 6 + suffix {
+        set_errno(libc::EINVAL);
+        return Some(-1);
+    }
+    let xs = len - suffix - 6;
+    // SAFETY: the six bytes before the suffix are inside the template.
+    let tail = unsafe { std::slice::from_raw_parts_mut(template.add(xs) as *mut u8, 6) };
+    if tail != b"XXXXXX" {
+        set_errno(libc::EINVAL);
+        return Some(-1);
+    }
+    const CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    for _ in 0..100 {
+        let mut rnd = [0u8; 6];
+        // SAFETY: buffer of 6 bytes.
+        unsafe { libc::getrandom(rnd.as_mut_ptr().cast(), 6, 0) };
+        for (t, r) in tail.iter_mut().zip(rnd) {
+            *t = CHARS[r as usize % CHARS.len()];
+        }
+        // SAFETY: the template is a C string again.
+        let result = if dir {
+            unsafe { crate::hooks::names::mkdir(template, 0o700) }
+        } else {
+            // SAFETY: as above.
+            unsafe {
+                crate::hooks::files::open(
+                    template,
+                    (flags & !libc::O_ACCMODE) | libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+                    0o600,
+                )
+            }
+        };
+        if result >= 0 || crate::fail::errno() != libc::EEXIST {
+            return Some(result);
+        }
+    }
+    set_errno(libc::EEXIST);
+    Some(-1)
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mkstemp(template: *mut c_char) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { mkstemp_nfs(template, 0, 0, false).unwrap_or_else(|| real::mkstemp(template)) }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mkostemp(template: *mut c_char, flags: c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        mkstemp_nfs(template, 0, flags, false).unwrap_or_else(|| real::mkostemp(template, flags))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mkstemps(template: *mut c_char, suffixlen: c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        mkstemp_nfs(template, suffixlen, 0, false)
+            .unwrap_or_else(|| real::mkstemps(template, suffixlen))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mkostemps(template: *mut c_char, suffixlen: c_int, flags: c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        mkstemp_nfs(template, suffixlen, flags, false)
+            .unwrap_or_else(|| real::mkostemps(template, suffixlen, flags))
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn mkdtemp(template: *mut c_char) -> *mut c_char {
+    // SAFETY: forwarded contract.
+    match unsafe { mkstemp_nfs(template, 0, 0, true) } {
+        None => unsafe { real::mkdtemp(template) },
+        Some(r) if r >= 0 => template,
+        Some(_) => std::ptr::null_mut(),
+    }
+}
+
+/// libaio's `io_submit`: refused (`-EOPNOTSUPP`, libaio's convention) when
+/// an iocb names an NFS descriptor.
+#[no_mangle]
+pub unsafe extern "C" fn io_submit(
+    ctx: libc::c_ulong,
+    nr: c_long,
+    iocbs: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: the caller's iocb array.
+    if unsafe { unsupported::io_submit_refused(nr, iocbs) } {
+        return -libc::EOPNOTSUPP;
+    }
+    // SAFETY: plain forward.
+    unsafe { real::io_submit(ctx, nr, iocbs) }
+}
+
+/// True (errno set) if a POSIX AIO control block names an NFS descriptor.
+///
+/// # Safety
+/// `cb` is NULL or a valid control block.
+unsafe fn aio_refused(cb: *const libc::aiocb, call: &'static str) -> bool {
+    // SAFETY: per the contract.
+    let fd = if cb.is_null() {
+        -1
+    } else {
+        unsafe { (*cb).aio_fildes }
+    };
+    match unsupported::check_posix_aio(fd, call) {
+        Ok(()) => false,
+        Err(Errno(e)) => {
+            set_errno(e);
+            true
+        }
+    }
+}
+
+macro_rules! posix_aio {
+    ($name:ident ($($arg:ident: $ty:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty,)* cb: *mut libc::aiocb) -> c_int {
+            // SAFETY: the caller's control block.
+            if unsafe { aio_refused(cb, stringify!($name)) } {
+                return -1;
+            }
+            // SAFETY: plain forward.
+            unsafe { real::$name($($arg,)* cb) }
+        }
+    };
+}
+posix_aio!(aio_read());
+posix_aio!(aio_write());
+posix_aio!(aio_read64());
+posix_aio!(aio_write64());
+posix_aio!(aio_fsync(op: c_int));
+posix_aio!(aio_fsync64(op: c_int));
+
+macro_rules! lio {
+    ($name:ident) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(
+            mode: c_int,
+            list: *const *mut libc::aiocb,
+            n: c_int,
+            sev: *mut libc::sigevent,
+        ) -> c_int {
+            for i in 0..n.max(0) as usize {
+                // SAFETY: the caller's list of n control blocks (NULL allowed).
+                let cb = if list.is_null() {
+                    std::ptr::null_mut()
+                } else {
+                    unsafe { *list.add(i) }
+                };
+                // SAFETY: as above (NULL entries are skipped by aio_refused).
+                if unsafe { aio_refused(cb, stringify!($name)) } {
+                    return -1;
+                }
+            }
+            // SAFETY: plain forward.
+            unsafe { real::$name(mode, list, n, sev) }
+        }
+    };
+}
+lio!(lio_listio);
+lio!(lio_listio64);
+
+/// `syscall(2)`: file system calls on NFS descriptors and paths are served
+/// as the libc calls of the same name would be (programs that make raw
+/// system calls through libc's `syscall` get NFS too); io_uring
+/// submissions that name NFS descriptors are refused. Everything else is
+/// passed on.
+#[no_mangle]
+pub unsafe extern "C" fn syscall(
+    num: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    if crate::state::get().is_some() {
+        // SAFETY: the arguments of the system call the caller meant.
+        if let Some(r) = unsafe { served_syscall(num, [a1, a2, a3, a4, a5, a6]) } {
+            return r;
+        }
+    }
+    // SAFETY: plain forward.
+    let r = unsafe { real::syscall(num, a1, a2, a3, a4, a5, a6) };
+    if num == libc::SYS_io_uring_setup && r >= 0 {
+        // SAFETY: a2 is the io_uring_params the kernel filled.
+        unsafe { unsupported::uring_setup(r as c_int, a2 as *const u8) };
+    }
+    r
+}
+
+/// The system calls `syscall` serves itself (`None`: pass it on).
+unsafe fn served_syscall(num: c_long, args: [c_long; 6]) -> Option<c_long> {
+    let [a1, a2, a3, a4, a5, a6] = args;
+    use crate::hooks::{files, io, stat};
+    let fd = a1 as c_int;
+    let nfs = fdtable::is_nfs(fd);
+    // SAFETY: each arm calls our entry point of the same system call with
+    // the caller's arguments.
+    unsafe {
+        let r: c_long = match num {
+            libc::SYS_read if nfs => io::read(fd, a2 as _, a3 as _) as c_long,
+            libc::SYS_write if nfs => io::write(fd, a2 as _, a3 as _) as c_long,
+            libc::SYS_pread64 if nfs => io::pread64(fd, a2 as _, a3 as _, a4) as c_long,
+            libc::SYS_pwrite64 if nfs => io::pwrite64(fd, a2 as _, a3 as _, a4) as c_long,
+            libc::SYS_readv if nfs => io::readv(fd, a2 as _, a3 as _) as c_long,
+            libc::SYS_writev if nfs => io::writev(fd, a2 as _, a3 as _) as c_long,
+            libc::SYS_preadv if nfs => io::preadv64(fd, a2 as _, a3 as _, a4) as c_long,
+            libc::SYS_pwritev if nfs => io::pwritev64(fd, a2 as _, a3 as _, a4) as c_long,
+            libc::SYS_lseek if nfs => io::lseek64(fd, a2, a3 as _),
+            libc::SYS_fsync if nfs => io::fsync(fd) as c_long,
+            libc::SYS_fdatasync if nfs => io::fdatasync(fd) as c_long,
+            libc::SYS_ftruncate if nfs => io::ftruncate64(fd, a2) as c_long,
+            libc::SYS_fallocate if nfs => io::fallocate64(fd, a2 as _, a3, a4) as c_long,
+            libc::SYS_fstat if nfs => stat::fstat64(fd, a2 as _) as c_long,
+            libc::SYS_close if nfs => files::close(fd) as c_long,
+            libc::SYS_openat => match route(fd, a2 as *const c_char) {
+                Route::Local => return None,
+                _ => files::openat(fd, a2 as _, a3 as _, a4 as _) as c_long,
+            },
+            libc::SYS_newfstatat => match route(fd, a2 as *const c_char) {
+                Route::Local if !(nfs && a4 as c_int & libc::AT_EMPTY_PATH != 0) => return None,
+                _ => stat::fstatat64(fd, a2 as _, a3 as _, a4 as _) as c_long,
+            },
+            libc::SYS_statx => match route(fd, a2 as *const c_char) {
+                Route::Local if !(nfs && a3 as c_int & libc::AT_EMPTY_PATH != 0) => return None,
+                _ => stat::statx(fd, a2 as _, a3 as _, a4 as _, a5 as _) as c_long,
+            },
+            libc::SYS_io_uring_enter if unsupported::uring_enter_refused(fd, a2 as u32) => {
+                set_errno(libc::EBADF);
+                -1
+            }
+            libc::SYS_io_uring_register
+                if unsupported::uring_register_refused(a2, a3 as *const c_void, a4) =>
+            {
+                set_errno(libc::EBADF);
+                -1
+            }
+            libc::SYS_io_submit if unsupported::io_submit_refused(a2, a3 as *mut *mut c_void) => {
+                set_errno(libc::EOPNOTSUPP);
+                -1
+            }
+            libc::SYS_mmap if a5 as c_int >= 0 && fdtable::is_nfs(a5 as c_int) => {
+                files::mmap(a1 as _, a2 as _, a3 as _, a4 as _, a5 as _, a6) as c_long
+            }
+            _ => return None,
+        };
+        Some(r)
+    }
+}
+
+/// `posix_spawn` opens its file actions' paths in the child with internal
+/// calls; an NFS path there cannot be served: `EOPNOTSUPP`. (Open the file
+/// first and use `posix_spawn_file_actions_adddup2`.)
+#[no_mangle]
+pub unsafe extern "C" fn posix_spawn_file_actions_addopen(
+    actions: *mut c_void,
+    fd: c_int,
+    path: *const c_char,
+    flags: c_int,
+    mode: mode_t,
+) -> c_int {
+    // SAFETY: the caller passes a C string.
+    match unsafe { route(libc::AT_FDCWD, path) } {
+        Route::Local => unsafe {
+            real::posix_spawn_file_actions_addopen(actions, fd, path, flags, mode)
+        },
+        _ => {
+            warn::once("posix_spawn", || {
+                "posix_spawn_file_actions_addopen with an NFS path is not supported (EOPNOTSUPP): the child opens it with internal calls".into()
+            });
+            libc::EOPNOTSUPP
+        }
+    }
+}

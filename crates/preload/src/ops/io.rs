@@ -1,0 +1,379 @@
+//! Reads, writes, offsets and sizes of NFS descriptors.
+//!
+//! The file offset of a descriptor is the offset of its shadow descriptor
+//! in the kernel (set with `lseek` after each `read`/`write`), so it is
+//! shared exactly as POSIX shares it: by `dup`'d descriptors, across `fork`
+//! and `exec`. Within a process, `read`/`write`/`lseek` of one open file
+//! description take turns (the offset moves atomically, as on Linux);
+//! between processes sharing a description they do not (see README).
+//! `pread`/`pwrite` and their vector forms touch no offset and run fully in
+//! parallel.
+
+use libc::{c_int, off_t};
+
+use crate::fail::{errno, Errno, Res};
+use crate::fdtable::Open;
+use crate::real;
+use crate::shadow::Kind;
+use crate::state::State;
+
+/// Largest piece `copy_file_range`/`sendfile` move per step.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// `read(2)`.
+pub fn read(state: &State, fd: c_int, open: &Open, buf: &mut [u8]) -> Res<usize> {
+    check_read(open)?;
+    let _turn = open.offset_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let pos = kernel_offset(fd)?;
+    let n = read_at(state, open, buf, pos as u64)?;
+    set_kernel_offset(fd, pos + n as off_t)?;
+    Ok(n)
+}
+
+/// `write(2)`; `O_APPEND` writes at the size the server reports now. The
+/// flag is the kernel's (the shadow descriptor's status flags): a process
+/// sharing the description may have set it with `F_SETFL`.
+pub fn write(state: &State, fd: c_int, open: &Open, buf: &[u8]) -> Res<usize> {
+    check_write(open)?;
+    let _turn = open.offset_lock.lock().unwrap_or_else(|p| p.into_inner());
+    // SAFETY: F_GETFL of our shadow descriptor.
+    let kernel_flags = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+    if kernel_flags < 0 {
+        return Err(Errno(errno()));
+    }
+    let pos = if kernel_flags & libc::O_APPEND != 0 {
+        crate::fail::to_off(open.file(state)?.metadata()?.size)?
+    } else {
+        kernel_offset(fd)?
+    };
+    let n = write_at(state, open, buf, pos as u64)?;
+    set_kernel_offset(fd, pos + n as off_t)?;
+    Ok(n)
+}
+
+/// `pread(2)`.
+pub fn pread(state: &State, open: &Open, buf: &mut [u8], off: off_t) -> Res<usize> {
+    check_read(open)?;
+    if off < 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    read_at(state, open, buf, off as u64)
+}
+
+/// `pwrite(2)`.
+pub fn pwrite(state: &State, open: &Open, buf: &[u8], off: off_t) -> Res<usize> {
+    check_write(open)?;
+    if off < 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    write_at(state, open, buf, off as u64)
+}
+
+/// `readv` (`off` None) and `preadv` (`off` Some): one READ of the total,
+/// scattered into the buffers.
+pub fn readv(
+    state: &State,
+    fd: c_int,
+    open: &Open,
+    bufs: &mut [&mut [u8]],
+    off: Option<off_t>,
+) -> Res<usize> {
+    let total: usize = bufs.iter().map(|b| b.len()).sum();
+    if bufs.len() == 1 {
+        return match off {
+            Some(o) => pread(state, open, bufs[0], o),
+            None => read(state, fd, open, bufs[0]),
+        };
+    }
+    let mut tmp = vec![0u8; total];
+    let n = match off {
+        Some(o) => pread(state, open, &mut tmp, o)?,
+        None => read(state, fd, open, &mut tmp)?,
+    };
+    let mut src = &tmp[..n];
+    for b in bufs.iter_mut() {
+        let k = b.len().min(src.len());
+        b[..k].copy_from_slice(&src[..k]);
+        src = &src[k..];
+    }
+    Ok(n)
+}
+
+/// `writev` (`off` None) and `pwritev` (`off` Some): gathered into one
+/// WRITE (or as many as the transfer size needs).
+pub fn writev(
+    state: &State,
+    fd: c_int,
+    open: &Open,
+    bufs: &[&[u8]],
+    off: Option<off_t>,
+) -> Res<usize> {
+    let data: Vec<u8>;
+    let one: &[u8] = if bufs.len() == 1 {
+        bufs[0]
+    } else {
+        data = bufs.concat();
+        &data
+    };
+    match off {
+        Some(o) => pwrite(state, open, one, o),
+        None => write(state, fd, open, one),
+    }
+}
+
+/// `lseek(2)`: `SEEK_SET`/`SEEK_CUR` on the kernel offset, `SEEK_END`,
+/// `SEEK_DATA` and `SEEK_HOLE` from the size the server reports (a file
+/// has no holes as far as NFSv3 can tell).
+pub fn lseek(state: &State, fd: c_int, open: &Open, off: off_t, whence: c_int) -> Res<off_t> {
+    let _turn = open.offset_lock.lock().unwrap_or_else(|p| p.into_inner());
+    let to = match whence {
+        libc::SEEK_SET | libc::SEEK_CUR => {
+            // SAFETY: lseek on our shadow descriptor.
+            let r = unsafe { real::lseek(fd, off, whence) };
+            return if r < 0 { Err(Errno(errno())) } else { Ok(r) };
+        }
+        libc::SEEK_END => {
+            let size = size_of(state, open)?;
+            size.checked_add(off).ok_or(Errno(libc::EOVERFLOW))?
+        }
+        libc::SEEK_DATA => {
+            if off < 0 || off >= size_of(state, open)? {
+                return Err(Errno(libc::ENXIO));
+            }
+            off
+        }
+        libc::SEEK_HOLE => {
+            let size = size_of(state, open)?;
+            if off < 0 || off >= size {
+                return Err(Errno(libc::ENXIO));
+            }
+            size
+        }
+        _ => return Err(Errno(libc::EINVAL)),
+    };
+    if to < 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    set_kernel_offset(fd, to)?;
+    Ok(to)
+}
+
+/// `fsync`/`fdatasync`: COMMIT in `unstable` mode, nothing to do with
+/// FILE_SYNC writes (durable when acknowledged). Directory operations are
+/// synchronous on the server (RFC 1813 §3.3), so a directory has nothing
+/// to flush either.
+pub fn fsync(state: &State, open: &Open) -> Res<()> {
+    if open.kind == Kind::File && open.accmode != libc::O_PATH {
+        open.file(state)?.fsync()?;
+    }
+    if open.accmode == libc::O_PATH {
+        return Err(Errno(libc::EBADF));
+    }
+    Ok(())
+}
+
+/// `ftruncate(2)`.
+pub fn ftruncate(state: &State, open: &Open, len: off_t) -> Res<()> {
+    if len < 0 || open.kind != Kind::File {
+        return Err(Errno(libc::EINVAL));
+    }
+    if !open.writable() {
+        return Err(Errno(if open.accmode == libc::O_PATH {
+            libc::EBADF
+        } else {
+            libc::EINVAL
+        }));
+    }
+    open.file(state)?.set_len(len as u64)?;
+    Ok(())
+}
+
+/// `fallocate(2)`: mode 0 extends the file to `off + len` (NFSv3 has no
+/// preallocation: the new range is a hole the server fills on write);
+/// `FALLOC_FL_KEEP_SIZE` alone is accepted and does nothing; other modes
+/// are `EOPNOTSUPP`.
+pub fn fallocate(state: &State, open: &Open, mode: c_int, off: off_t, len: off_t) -> Res<()> {
+    if off < 0 || len <= 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    if !open.writable() {
+        return Err(Errno(libc::EBADF));
+    }
+    if open.kind != Kind::File {
+        return Err(Errno(libc::ENODEV));
+    }
+    match mode {
+        0 => {
+            let end = off.checked_add(len).ok_or(Errno(libc::EFBIG))?;
+            let file = open.file(state)?;
+            if file.metadata()?.size < end as u64 {
+                file.set_len(end as u64)?;
+            }
+            Ok(())
+        }
+        libc::FALLOC_FL_KEEP_SIZE => Ok(()),
+        _ => {
+            crate::warn::once("fallocate mode", || {
+                format!("fallocate mode {mode:#x} (punch hole, collapse, zero range) is not supported on NFS files (EOPNOTSUPP)")
+            });
+            Err(Errno(libc::EOPNOTSUPP))
+        }
+    }
+}
+
+/// One side of a copy: an NFS description or a local descriptor.
+#[derive(Debug)]
+pub enum End<'a> {
+    /// An NFS descriptor.
+    Nfs(c_int, &'a Open),
+    /// A local descriptor.
+    Local(c_int),
+}
+
+/// `copy_file_range`/`sendfile` with an NFS side, served by reading and
+/// writing: at most `len` bytes (1 MiB per step), from `*off_in` (or the
+/// input's offset) to `*off_out` (or the output's). Returns the bytes
+/// copied; 0 at the input's end.
+pub fn copy(
+    state: &State,
+    input: End<'_>,
+    off_in: Option<&mut i64>,
+    output: End<'_>,
+    off_out: Option<&mut i64>,
+    len: usize,
+) -> Res<usize> {
+    let mut buf = vec![0u8; len.min(COPY_CHUNK)];
+    let n = match (&input, off_in.as_deref()) {
+        (End::Nfs(_, o), Some(&at)) => pread(state, o, &mut buf, at)?,
+        (End::Nfs(fd, o), None) => read(state, *fd, o, &mut buf)?,
+        (End::Local(fd), at) => local_read(*fd, &mut buf, at.copied())?,
+    };
+    if n == 0 {
+        return Ok(0);
+    }
+    let data = &buf[..n];
+    let written = match (&output, off_out.as_deref()) {
+        (End::Nfs(_, o), Some(&at)) => pwrite(state, o, data, at)?,
+        (End::Nfs(fd, o), None) => write(state, *fd, o, data)?,
+        (End::Local(fd), at) => local_write(*fd, data, at.copied())?,
+    };
+    if written < n {
+        // The output took less (a full local disk): put the input back.
+        if off_in.is_none() {
+            rewind_input(state, &input, (n - written) as i64)?;
+        }
+    }
+    if let Some(o) = off_in {
+        *o += written as i64;
+    }
+    if let Some(o) = off_out {
+        *o += written as i64;
+    }
+    Ok(written)
+}
+
+fn rewind_input(state: &State, input: &End<'_>, by: i64) -> Res<()> {
+    match input {
+        End::Nfs(fd, o) => lseek(state, *fd, o, -by, libc::SEEK_CUR).map(|_| ()),
+        // SAFETY: lseek of the caller's descriptor.
+        End::Local(fd) => match unsafe { real::lseek(*fd, -by, libc::SEEK_CUR) } {
+            r if r < 0 => Err(Errno(errno())),
+            _ => Ok(()),
+        },
+    }
+}
+
+fn local_read(fd: c_int, buf: &mut [u8], at: Option<i64>) -> Res<usize> {
+    // SAFETY: buf is valid for its length.
+    let r = unsafe {
+        match at {
+            Some(o) => real::pread(fd, buf.as_mut_ptr().cast(), buf.len(), o),
+            None => real::read(fd, buf.as_mut_ptr().cast(), buf.len()),
+        }
+    };
+    if r < 0 {
+        Err(Errno(errno()))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn local_write(fd: c_int, buf: &[u8], at: Option<i64>) -> Res<usize> {
+    // SAFETY: buf is valid for its length.
+    let r = unsafe {
+        match at {
+            Some(o) => real::pwrite(fd, buf.as_ptr().cast(), buf.len(), o),
+            None => real::write(fd, buf.as_ptr().cast(), buf.len()),
+        }
+    };
+    if r < 0 {
+        Err(Errno(errno()))
+    } else {
+        Ok(r as usize)
+    }
+}
+
+fn check_read(open: &Open) -> Res<()> {
+    if !open.readable() {
+        return Err(Errno(libc::EBADF));
+    }
+    if open.kind == Kind::Dir {
+        return Err(Errno(libc::EISDIR));
+    }
+    Ok(())
+}
+
+fn check_write(open: &Open) -> Res<()> {
+    if !open.writable() {
+        return Err(Errno(libc::EBADF));
+    }
+    Ok(())
+}
+
+fn read_at(state: &State, open: &Open, buf: &mut [u8], off: u64) -> Res<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    Ok(open.file(state)?.read_at(buf, off)?)
+}
+
+fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    if off
+        .checked_add(buf.len() as u64)
+        .is_none_or(|end| end > i64::MAX as u64)
+    {
+        return Err(Errno(libc::EFBIG));
+    }
+    let file = open.file(state)?;
+    let n = file.write_at(buf, off)?;
+    // O_SYNC/O_DSYNC: durable before returning, also in unstable mode.
+    if open.flags() & (libc::O_SYNC | libc::O_DSYNC) != 0 && file.uncommitted_bytes() > 0 {
+        file.fsync()?;
+    }
+    Ok(n)
+}
+
+fn size_of(state: &State, open: &Open) -> Res<off_t> {
+    crate::fail::to_off(open.file(state)?.metadata()?.size)
+}
+
+fn kernel_offset(fd: c_int) -> Res<off_t> {
+    // SAFETY: lseek on our shadow descriptor.
+    let r = unsafe { real::lseek(fd, 0, libc::SEEK_CUR) };
+    if r < 0 {
+        Err(Errno(errno()))
+    } else {
+        Ok(r)
+    }
+}
+
+fn set_kernel_offset(fd: c_int, to: off_t) -> Res<()> {
+    // SAFETY: lseek on our shadow descriptor.
+    if unsafe { real::lseek(fd, to, libc::SEEK_SET) } < 0 {
+        return Err(Errno(errno()));
+    }
+    Ok(())
+}

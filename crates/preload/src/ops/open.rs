@@ -1,0 +1,146 @@
+//! `open` of an NFS path: look the name up on the server (always: another
+//! process may have replaced it), follow links, create (GUARDED, or
+//! EXCLUSIVE for `O_EXCL`), truncate, check permissions, then give the
+//! program the descriptor of the file's shadow file (shadow.rs).
+
+use std::sync::Arc;
+
+use dnfs::{FileType, Handle, OpenOptions};
+use libc::{c_int, mode_t};
+
+use super::access::{may, wanted_by_open, Who};
+use super::Out;
+use crate::clients;
+use crate::config;
+use crate::fail::{Errno, Res};
+use crate::fdtable::{self, Open};
+use crate::paths::NfsPath;
+use crate::resolve::{self, Resolved};
+use crate::shadow::Kind;
+use crate::state::State;
+use crate::warn;
+
+/// Opens `path` as `open(2)` does with `flags` and `mode`; returns the new
+/// descriptor.
+pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out<c_int>> {
+    if flags & libc::O_TMPFILE == libc::O_TMPFILE {
+        warn::once("O_TMPFILE", || {
+            format!(
+                "open({}, O_TMPFILE): unnamed temporary files cannot be made on NFS (EOPNOTSUPP)",
+                path.host
+            )
+        });
+        return Err(Errno(libc::EOPNOTSUPP));
+    }
+    if flags & libc::O_ACCMODE == libc::O_ACCMODE && flags & libc::O_PATH == 0 {
+        return Err(Errno(libc::EINVAL));
+    }
+    let create = flags & libc::O_CREAT != 0 && flags & libc::O_PATH == 0;
+    let excl = create && flags & libc::O_EXCL != 0;
+    let follow = flags & libc::O_NOFOLLOW == 0 && !excl;
+    let found = match resolve::resolve(state, path.clone(), follow) {
+        Ok(Resolved::Local(p)) => return Ok(Out::Local(p)),
+        Ok(Resolved::Nfs(f)) => Some(f),
+        Err(Errno(libc::ENOENT)) if create => None,
+        Err(e) => return Err(e),
+    };
+    let (mount, handle, kind, file, where_) = match found {
+        Some(f) => {
+            if excl {
+                return Err(Errno(libc::EEXIST));
+            }
+            let kind = kind_for_open(f.meta.file_type, flags)?;
+            if flags & libc::O_PATH == 0 {
+                let who = Who::effective(state, f.path.mount);
+                if !may(who, &f.meta, wanted_by_open(flags)) {
+                    return Err(Errno(libc::EACCES));
+                }
+            }
+            let mut file = None;
+            let truncate = flags & libc::O_TRUNC != 0
+                && flags & libc::O_ACCMODE != libc::O_RDONLY
+                && kind == Kind::File;
+            if truncate && f.meta.size > 0 {
+                let client = clients::get(state, f.path.mount)?;
+                let opened = client.open_handle(&f.handle, &f.path.rest);
+                opened.set_len(0)?;
+                file = Some(opened);
+            }
+            (f.path.mount, f.handle, kind, file, f.path)
+        }
+        None => {
+            if flags & libc::O_DIRECTORY != 0 {
+                return Err(Errno(libc::EINVAL));
+            }
+            if path.trailing_slash {
+                return Err(Errno(libc::EISDIR));
+            }
+            let (file, where_) = create_file(state, path, excl, mode)?;
+            (where_.mount, file.handle(), Kind::File, Some(file), where_)
+        }
+    };
+    let fd = state
+        .shadow
+        .open(&state.config.mounts[mount], kind, &handle, flags)?;
+    install(fd, mount, handle, Some(where_), kind, flags, file);
+    Ok(Out::Done(fd))
+}
+
+/// Records a new NFS descriptor (and gives the standard streams a stdio
+/// stream that can reach NFS when it is 0, 1 or 2).
+pub fn install(
+    fd: c_int,
+    mount: usize,
+    handle: Handle,
+    path: Option<NfsPath>,
+    kind: Kind,
+    flags: c_int,
+    file: Option<dnfs::File>,
+) {
+    fdtable::insert(
+        fd,
+        Arc::new(Open::new(mount, handle, path, kind, flags, file)),
+    );
+    if fd <= 2 {
+        crate::ops::stdio::rewire_standard_stream(fd);
+    }
+    crate::ops::unsupported::opened_nfs();
+}
+
+/// The kind of descriptor an existing object gives, or the error `open`
+/// returns for it.
+fn kind_for_open(t: FileType, flags: c_int) -> Res<Kind> {
+    let path_only = flags & libc::O_PATH != 0;
+    match t {
+        FileType::Dir => {
+            let write = flags & libc::O_ACCMODE != libc::O_RDONLY || flags & libc::O_CREAT != 0;
+            if write && !path_only {
+                return Err(Errno(libc::EISDIR));
+            }
+            Ok(Kind::Dir)
+        }
+        FileType::Symlink if path_only => Ok(Kind::Link),
+        // Not followed: O_NOFOLLOW on a link.
+        FileType::Symlink => Err(Errno(libc::ELOOP)),
+        _ if flags & libc::O_DIRECTORY != 0 => Err(Errno(libc::ENOTDIR)),
+        _ => Ok(Kind::File),
+    }
+}
+
+/// Creates a regular file (GUARDED; EXCLUSIVE with `excl`, safe to resend),
+/// through a link among the directories on the way if there is one.
+fn create_file(
+    state: &State,
+    path: NfsPath,
+    excl: bool,
+    mode: mode_t,
+) -> Res<(dnfs::File, NfsPath)> {
+    let mode = mode & 0o7777 & !config::umask();
+    let opts = OpenOptions {
+        create: true,
+        create_new: excl,
+        truncate: false,
+        mode: Some(mode),
+    };
+    resolve::through_links(state, path, |client, p| client.open_with(&p.rest, opts))
+}

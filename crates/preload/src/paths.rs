@@ -1,0 +1,411 @@
+//! Which paths are NFS paths.
+//!
+//! A path is served when it resolves — as an absolute path, relative to the
+//! current directory, or relative to a directory descriptor of an `*at`
+//! call — to a path under a dnfstab `mount:` prefix. Resolution is lexical
+//! (`//`, `.` and `..` are folded before the prefix test); local symbolic
+//! links are not followed into a mount. Symbolic links *on* NFS are
+//! followed by the calls that follow links (resolve.rs).
+//!
+//! The cost for a local path is the one that matters: an absolute path is
+//! compared with each prefix (after a scan for `//`, `/.`), a relative
+//! one costs one atomic load unless the current directory is on NFS or
+//! above a mount prefix, or the path climbs with `..`.
+
+use std::ffi::CStr;
+
+use libc::{c_char, c_int};
+
+use crate::cwd;
+use crate::fdtable;
+use crate::state::{self, State};
+
+/// Longest name of one component (as NFS servers and Linux allow).
+const NAME_MAX: usize = 255;
+
+/// A path under a mount prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NfsPath {
+    /// Index of the mount.
+    pub mount: usize,
+    /// The normalised absolute host path (`/db/ora/base/1`).
+    pub host: String,
+    /// The path below the export root (`/base/1`, `/` for the root).
+    pub rest: String,
+    /// The path ended with `/` (or `/.`): it must name a directory.
+    pub trailing_slash: bool,
+}
+
+/// Where a call goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    /// To libc, untouched.
+    Local,
+    /// To NFS.
+    Nfs(NfsPath),
+    /// To libc, with this absolute path instead: the path named NFS
+    /// (`/db/ora/..`, or `..` from an NFS current directory) but folds to
+    /// a local one, which the kernel could not reach through the mount
+    /// prefix (it does not exist locally).
+    Redirect(std::ffi::CString),
+    /// Nowhere: an NFS path that cannot be served (errno).
+    Bad(c_int),
+}
+
+/// Where `path` (relative to `dirfd`, or `AT_FDCWD`) goes.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string.
+#[inline]
+pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
+    let Some(state) = state::get() else {
+        return Route::Local;
+    };
+    if path.is_null() {
+        return Route::Local;
+    }
+    // SAFETY: the caller passes a C string.
+    let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    route_bytes(state, dirfd, bytes)
+}
+
+/// [`route`] of a path given as bytes.
+pub fn route_bytes(state: &State, dirfd: c_int, path: &[u8]) -> Route {
+    match path.first() {
+        None => Route::Local,
+        Some(b'/') => classify_absolute(state, path),
+        Some(_) if dirfd != libc::AT_FDCWD => relative_to_fd(state, dirfd, path),
+        Some(_) => relative_to_cwd(state, path),
+    }
+}
+
+fn relative_to_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
+    let Some(open) = fdtable::get(dirfd) else {
+        return Route::Local;
+    };
+    match &open.path {
+        Some(dir) => redirect_local(state, &join(dir.host.as_bytes(), path)),
+        None => Route::Bad(libc::EOPNOTSUPP),
+    }
+}
+
+fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
+    let may_reach = cwd::may_reach_nfs() || (has_dotdot(path) && climbs(path));
+    if !may_reach {
+        return Route::Local;
+    }
+    let base = cwd::host();
+    let full = join(base.as_bytes(), path);
+    if cwd::is_nfs() {
+        return redirect_local(state, &full);
+    }
+    classify_absolute(state, &full)
+}
+
+/// Classifies a path built from an NFS directory: a local result is a
+/// redirect to the folded path (the kernel's working directory is not the
+/// NFS directory).
+fn redirect_local(state: &State, full: &[u8]) -> Route {
+    match classify_absolute(state, full) {
+        Route::Local => to_redirect(normalize(full)),
+        other => other,
+    }
+}
+
+fn to_redirect(path: Vec<u8>) -> Route {
+    match std::ffi::CString::new(path) {
+        Ok(c) => Route::Redirect(c),
+        Err(_) => Route::Bad(libc::EINVAL),
+    }
+}
+
+/// Classifies an absolute path.
+pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
+    if !near_a_prefix(state, path) && !has_dotdot(path) {
+        return Route::Local;
+    }
+    if needs_folding(path) {
+        let folded = normalize(path);
+        let r = classify_normal(state, &folded, trailing_slash(path));
+        if r == Route::Local && through_a_prefix(state, path) {
+            return to_redirect(folded);
+        }
+        return r;
+    }
+    classify_normal(state, path, trailing_slash(path))
+}
+
+/// True if `path` starts with a mount prefix, or leaves one with `//` or
+/// `/.` exactly where it stops matching (`/db//ora`, `/db/./ora` for
+/// `/db/ora`): the only ways, short of `..`, to name an NFS path. The
+/// common local path differs from every prefix within a few bytes.
+#[inline]
+fn near_a_prefix(state: &State, path: &[u8]) -> bool {
+    state.config.mounts.iter().any(|m| {
+        let prefix = m.prefix.as_bytes();
+        let d = path
+            .iter()
+            .zip(prefix)
+            .position(|(a, b)| a != b)
+            .unwrap_or(prefix.len().min(path.len()));
+        if d == prefix.len() {
+            return true;
+        }
+        d > 0 && path[d - 1] == b'/' && matches!(path.get(d), Some(b'/' | b'.'))
+    })
+}
+
+/// True if `path` has `..` anywhere: eight bytes at a time, each word
+/// turned into a mask of its `.` bytes (exact, no false positives) and
+/// tested for two neighbours, within the word and across words.
+#[inline]
+fn has_dotdot(path: &[u8]) -> bool {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const DOTS: u64 = 0x2e2e_2e2e_2e2e_2e2e;
+    // Bit 7 of each byte set exactly where the byte of `w` is a dot.
+    let dots = |w: u64| {
+        let x = w ^ DOTS;
+        !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
+    };
+    let mut carry = 0u64; // bit 7 set: the previous word ended with a dot
+    let mut chunks = path.chunks_exact(8);
+    for c in &mut chunks {
+        // One unaligned load: `c` is exactly eight bytes.
+        let word = <[u8; 8]>::try_from(c).map_or(0, u64::from_le_bytes);
+        let m = dots(word);
+        if m & ((m << 8) | carry) != 0 {
+            return true;
+        }
+        carry = m >> 56;
+    }
+    let word = chunks
+        .remainder()
+        .iter()
+        .rev()
+        .fold(0u64, |w, &b| (w << 8) | u64::from(b));
+    let m = dots(word);
+    m & ((m << 8) | carry) != 0
+}
+
+fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
+    for (i, m) in state.config.mounts.iter().enumerate() {
+        let prefix = m.prefix.as_bytes();
+        if !path.starts_with(prefix) {
+            continue;
+        }
+        let rest = &path[prefix.len()..];
+        if !(rest.is_empty() || rest[0] == b'/') {
+            continue;
+        }
+        let Ok(host) = std::str::from_utf8(path) else {
+            return Route::Bad(libc::EILSEQ);
+        };
+        let host = host.trim_end_matches('/');
+        let rest = &host[prefix.len()..];
+        if host.len() >= libc::PATH_MAX as usize || rest.split('/').any(|c| c.len() > NAME_MAX) {
+            return Route::Bad(libc::ENAMETOOLONG);
+        }
+        return Route::Nfs(NfsPath {
+            mount: i,
+            host: host.to_string(),
+            rest: if rest.is_empty() {
+                "/".into()
+            } else {
+                rest.into()
+            },
+            trailing_slash: trailing,
+        });
+    }
+    Route::Local
+}
+
+/// True if `path` starts with a mount prefix (before any folding).
+fn through_a_prefix(state: &State, path: &[u8]) -> bool {
+    state.config.mounts.iter().any(|m| {
+        let p = m.prefix.as_bytes();
+        path.starts_with(p) && path.get(p.len()).is_none_or(|&b| b == b'/')
+    })
+}
+
+/// `dir` + `/` + `rel`.
+pub fn join(dir: &[u8], rel: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(dir.len() + rel.len() + 1);
+    v.extend_from_slice(dir);
+    if !dir.ends_with(b"/") {
+        v.push(b'/');
+    }
+    v.extend_from_slice(rel);
+    v
+}
+
+/// True if an absolute path has `//`, `/.` or `/..` to fold.
+#[inline]
+fn needs_folding(path: &[u8]) -> bool {
+    path.windows(2)
+        .any(|w| w[0] == b'/' && (w[1] == b'/' || w[1] == b'.'))
+}
+
+fn trailing_slash(path: &[u8]) -> bool {
+    path.len() > 1 && (path.ends_with(b"/") || path.ends_with(b"/."))
+}
+
+/// True if a relative path has a `..` component (it may climb out of the
+/// current directory into a mount prefix).
+#[inline]
+fn climbs(path: &[u8]) -> bool {
+    path.split(|&b| b == b'/').any(|c| c == b"..")
+}
+
+/// Folds `//`, `.` and `..` of an absolute path; never climbs above `/`;
+/// no trailing `/` (except for `/` itself).
+pub fn normalize(path: &[u8]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for c in path.split(|&b| b == b'/') {
+        match c {
+            b"" | b"." => {}
+            b".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    for p in &parts {
+        out.push(b'/');
+        out.extend_from_slice(p);
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+/// The directory part of a host path (`/a/b` -> `/a`, `/a` -> `/`).
+pub fn parent(host: &str) -> &str {
+    match host.rfind('/') {
+        Some(0) | None => "/",
+        Some(i) => &host[..i],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_folds_dots_and_slashes_without_climbing_above_root() {
+        let n = |p: &str| String::from_utf8(normalize(p.as_bytes())).unwrap();
+        assert_eq!(n("/a//b/./c/"), "/a/b/c");
+        assert_eq!(n("/a/b/../c"), "/a/c");
+        assert_eq!(n("/../../x"), "/x");
+        assert_eq!(n("/"), "/");
+        assert_eq!(n("//"), "/");
+        assert_eq!(n("/a/.."), "/");
+    }
+
+    #[test]
+    fn only_paths_with_slash_dot_or_double_slash_need_folding() {
+        assert!(!needs_folding(b"/usr/lib/x86_64-linux-gnu/libc.so.6"));
+        assert!(needs_folding(b"/db//x"));
+        assert!(needs_folding(b"/db/./x"));
+        assert!(needs_folding(b"/tmp/../db"));
+        assert!(
+            needs_folding(b"/db/.hidden"),
+            "harmless: folded, same result"
+        );
+    }
+
+    #[test]
+    fn climbing_is_a_dotdot_component() {
+        assert!(climbs(b"../db"));
+        assert!(climbs(b"a/../../b"));
+        assert!(!climbs(b"..a/b"));
+        assert!(!climbs(b"a/b.."));
+        assert!(has_dotdot(b"a/../b") && has_dotdot(b"..") && !has_dotdot(b"a/.b/c."));
+        // Every position, across the 8-byte words.
+        for at in 0..20 {
+            let mut p = vec![b'x'; 21];
+            p[at] = b'.';
+            p[at + 1] = b'.';
+            assert!(has_dotdot(&p), "at {at}");
+            p[at + 1] = b'/';
+            assert!(!has_dotdot(&p), "single dot at {at}");
+        }
+    }
+
+    #[test]
+    fn join_and_parent_split_host_paths() {
+        assert_eq!(join(b"/a", b"b"), b"/a/b");
+        assert_eq!(join(b"/", b"b"), b"/b");
+        assert_eq!(parent("/a/b"), "/a");
+        assert_eq!(parent("/a"), "/");
+        assert_eq!(parent("/"), "/");
+    }
+
+    fn state(prefixes: &[&str]) -> State {
+        let mut text = String::from("server: s\npath: 127.0.0.1\n");
+        for (i, p) in prefixes.iter().enumerate() {
+            text.push_str(&format!("export: /e{i} mount: {p}\n"));
+        }
+        let tab = dnfs::config::parse_str(&text, std::path::Path::new("t")).unwrap();
+        State {
+            config: crate::config::from_tab(&tab).unwrap(),
+            shadow: crate::shadow::Shadow::from_env(),
+        }
+    }
+
+    #[test]
+    fn absolute_paths_match_whole_components_of_the_longest_prefix() {
+        let st = state(&["/db", "/db/redo"]);
+        let nfs = |p: &str| match classify_absolute(&st, p.as_bytes()) {
+            Route::Nfs(n) => Some((
+                st.config.mounts[n.mount].prefix.clone(),
+                n.rest,
+                n.trailing_slash,
+            )),
+            _ => None,
+        };
+        assert_eq!(nfs("/db/x"), Some(("/db".into(), "/x".into(), false)));
+        assert_eq!(
+            nfs("/db/redo/log1"),
+            Some(("/db/redo".into(), "/log1".into(), false))
+        );
+        assert_eq!(nfs("/db"), Some(("/db".into(), "/".into(), false)));
+        assert_eq!(nfs("/db/dir/"), Some(("/db".into(), "/dir".into(), true)));
+        assert_eq!(
+            nfs("/tmp/../db/y"),
+            Some(("/db".into(), "/y".into(), false))
+        );
+        assert_eq!(nfs("/dbx/y"), None);
+        assert_eq!(nfs("/db/../etc/passwd"), None);
+        assert_eq!(
+            classify_absolute(&st, b"/db/../etc/passwd"),
+            Route::Redirect(std::ffi::CString::new("/etc/passwd").unwrap())
+        );
+        assert_eq!(classify_absolute(&st, b"/etc/./passwd"), Route::Local);
+        assert_eq!(nfs("//db/x"), Some(("/db".into(), "/x".into(), false)));
+        assert_eq!(nfs("/./db/x"), Some(("/db".into(), "/x".into(), false)));
+        assert_eq!(
+            nfs("/usr/../db/x"),
+            Some(("/db".into(), "/x".into(), false))
+        );
+        assert_eq!(
+            nfs("/d/../db/redo/./y"),
+            Some(("/db/redo".into(), "/y".into(), false))
+        );
+        assert_eq!(
+            nfs("/db/redo//y"),
+            Some(("/db/redo".into(), "/y".into(), false))
+        );
+        assert_eq!(nfs("/"), None);
+        assert_eq!(
+            classify_absolute(&st, b"/db/\xff"),
+            Route::Bad(libc::EILSEQ)
+        );
+        let long = format!("/db/{}", "x".repeat(256));
+        assert_eq!(
+            classify_absolute(&st, long.as_bytes()),
+            Route::Bad(libc::ENAMETOOLONG)
+        );
+    }
+}

@@ -1,0 +1,170 @@
+//! From an NFS path to the object it names, following symbolic links on
+//! NFS as the kernel would: the last component when the call follows links
+//! (`stat`, `open` without `O_NOFOLLOW`), and any directory on the way.
+//!
+//! The server resolves one component per LOOKUP and never follows a link,
+//! so links are found as they come: a link at the end by its attributes, a
+//! link in the middle by the `ENOTDIR` its LOOKUP gets (only then are the
+//! components walked one by one). A link may lead anywhere, another mount
+//! or a local path included: [`Resolved::Local`] says so and the caller
+//! passes the call to libc with that path.
+
+use std::ffi::CString;
+
+use dnfs::{FileType, Handle, Metadata};
+
+use crate::clients;
+use crate::fail::{Errno, Res};
+use crate::paths::{self, NfsPath, Route};
+use crate::state::State;
+
+/// Most links followed for one path (Linux's limit).
+pub const MAX_LINKS: usize = 40;
+
+/// An NFS object found.
+#[derive(Debug, Clone)]
+pub struct Found {
+    /// Its path, links resolved.
+    pub path: NfsPath,
+    /// Its handle.
+    pub handle: Handle,
+    /// Its attributes, fresh from the server.
+    pub meta: Metadata,
+}
+
+/// What a path resolved to.
+// Returned once per call and matched at once: boxing `Found` would only
+// add an allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Resolved {
+    /// An NFS object.
+    Nfs(Found),
+    /// A link led to a local path.
+    Local(CString),
+}
+
+/// Looks `path` up; `follow` follows a link at the end.
+pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
+    let mut path = path;
+    let mut links = 0;
+    loop {
+        let client = clients::get(state, path.mount)?;
+        match client.lookup(&path.rest) {
+            Ok((handle, meta)) if meta.file_type == FileType::Symlink && follow => {
+                let target = client.readlink(&path.rest)?;
+                links += 1;
+                match next_hop(state, &path.host, &target, "", links)? {
+                    Route::Nfs(next) => path = next,
+                    Route::Local | Route::Redirect(_) => {
+                        return Ok(Resolved::Local(local_path(&path.host, &target)?))
+                    }
+                    Route::Bad(e) => return Err(Errno(e)),
+                }
+                let _ = handle;
+            }
+            Ok((handle, meta)) => {
+                if path.trailing_slash && !meta.is_dir() && meta.file_type != FileType::Symlink {
+                    return Err(Errno(libc::ENOTDIR));
+                }
+                return Ok(Resolved::Nfs(Found { path, handle, meta }));
+            }
+            Err(e) if e.errno() == libc::ENOTDIR => {
+                links += 1;
+                path = through_middle_link(state, &path, links)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Runs `op`, a call that creates or removes `path`'s last component in
+/// its directory; when a directory on the way is a link (the server says
+/// `ENOTDIR`), runs it again through the link. Returns `op`'s result and
+/// the path it ran on.
+pub fn through_links<T>(
+    state: &State,
+    path: NfsPath,
+    op: impl Fn(&dnfs::Client, &NfsPath) -> dnfs::Result<T>,
+) -> Res<(T, NfsPath)> {
+    let mut path = path;
+    let mut links = 0;
+    loop {
+        let client = clients::get(state, path.mount)?;
+        match op(&client, &path) {
+            Ok(v) => return Ok((v, path)),
+            Err(e) if e.errno() == libc::ENOTDIR => {
+                links += 1;
+                path = through_middle_link(state, &path, links)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// `path` with the first link among its directories expanded, after the
+/// server said `ENOTDIR`: the error stands when there is none.
+fn through_middle_link(state: &State, path: &NfsPath, links: usize) -> Res<NfsPath> {
+    match expand_middle(state, path, links)? {
+        Some(Route::Nfs(next)) => Ok(next),
+        Some(Route::Local | Route::Redirect(_)) => Err(Errno(libc::EXDEV)),
+        Some(Route::Bad(e)) => Err(Errno(e)),
+        None => Err(Errno(libc::ENOTDIR)),
+    }
+}
+
+/// Resolves the first link among the directories on the way to `path`.
+fn expand_middle(state: &State, path: &NfsPath, links: usize) -> Res<Option<Route>> {
+    let client = clients::get(state, path.mount)?;
+    let prefix = &state.config.mounts[path.mount].prefix;
+    let comps: Vec<&str> = path.rest.split('/').filter(|c| !c.is_empty()).collect();
+    for i in 1..comps.len() {
+        let sub = format!("/{}", comps[..i].join("/"));
+        let Ok((_, meta)) = client.lookup(&sub) else {
+            return Ok(None);
+        };
+        match meta.file_type {
+            FileType::Dir => continue,
+            FileType::Symlink => {
+                let target = client.readlink(&sub)?;
+                let host = format!("{prefix}{sub}");
+                let remaining = comps[i..].join("/");
+                return next_hop(state, &host, &target, &remaining, links).map(Some);
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Where a link at `link_host` with `target` leads, with `remaining`
+/// components after it.
+fn next_hop(
+    state: &State,
+    link_host: &str,
+    target: &[u8],
+    remaining: &str,
+    links: usize,
+) -> Res<Route> {
+    if links > MAX_LINKS {
+        return Err(Errno(libc::ELOOP));
+    }
+    let mut next = if target.first() == Some(&b'/') {
+        target.to_vec()
+    } else {
+        paths::join(paths::parent(link_host).as_bytes(), target)
+    };
+    if !remaining.is_empty() {
+        next = paths::join(&next, remaining.as_bytes());
+    }
+    Ok(paths::classify_absolute(state, &paths::normalize(&next)))
+}
+
+fn local_path(link_host: &str, target: &[u8]) -> Res<CString> {
+    let full = if target.first() == Some(&b'/') {
+        target.to_vec()
+    } else {
+        paths::join(paths::parent(link_host).as_bytes(), target)
+    };
+    CString::new(paths::normalize(&full)).map_err(|_| Errno(libc::EINVAL))
+}

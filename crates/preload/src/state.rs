@@ -1,0 +1,78 @@
+//! The library's process-wide state, made once when the library is loaded
+//! (an `.init_array` constructor, before `main`) and never freed. Until it
+//! exists, and when there is no dnfstab, every call passes through.
+
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+use crate::config::{self, Config};
+use crate::shadow::Shadow;
+
+/// Everything the entry points consult.
+#[derive(Debug)]
+pub struct State {
+    /// The mounts.
+    pub config: Config,
+    /// Where placeholder files live.
+    pub shadow: Shadow,
+}
+
+static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The state, when NFS paths are served in this process.
+#[inline(always)]
+pub fn get() -> Option<&'static State> {
+    let p = STATE.load(Ordering::Acquire);
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: set once from a leaked Box and never freed or changed.
+        Some(unsafe { &*p })
+    }
+}
+
+/// Environment variable setting where the clients' own descriptors go.
+pub const ENV_FD_FLOOR: &str = "DIRECTNFS_FD_FLOOR";
+
+/// The lowest descriptor number the clients' sockets and eventfds take:
+/// `$DIRECTNFS_FD_FLOOR`, else half the descriptor limit, at most 1024 —
+/// well above the numbers programs choose themselves (shells use 0-9 and
+/// 10-255), so a program's `dup2` never lands on a connection.
+fn descriptor_floor() -> i32 {
+    if let Some(v) = std::env::var(ENV_FD_FLOOR)
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    {
+        return v.max(0);
+    }
+    // SAFETY: getrlimit fills the struct it is given.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    (lim.rlim_cur / 2).min(1024) as i32
+}
+
+/// Loads the dnfstab and takes over what an `exec` passed on. Runs once;
+/// calls made while it runs (its own file reads) pass through.
+pub fn init() {
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    config::read_umask();
+    let Some(config) = config::load() else {
+        return;
+    };
+    let state = Box::leak(Box::new(State {
+        config,
+        shadow: Shadow::from_env(),
+    }));
+    dnfs::set_descriptor_floor(descriptor_floor());
+    crate::clients::init(state.config.mounts.len());
+    STATE.store(state, Ordering::Release);
+    crate::fork::register();
+    crate::clients::report_at_exit_if_asked();
+    crate::cwd::init(state);
+    crate::fdtable::take_over_inherited(state);
+    crate::ops::stdio::rewire_inherited();
+}

@@ -1,0 +1,451 @@
+#!/usr/bin/env bash
+# crates/preload/tests/run.sh — the interception library with real,
+# unmodified Debian programs, against a real NFS-Ganesha, through
+# `dnfs run`:
+#
+#   cost       instructions the library adds to calls it does not serve
+#              (callgrind, repeatable under load; tests/c/passthrough.c)
+#   calls      every served libc call, checked (tests/c/nfscalls.c)
+#   untouched  local files, pipes and sockets behave the same with and
+#              without the library (tests/c/untouched.c)
+#   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
+#              tar c / tar x: results compared with the server's local view
+#   sqlite     sqlite3 CLI: 50k rows, integrity_check; two processes
+#              contending for the write lock (SQLITE_BUSY or a wait)
+#   fio        psync and pvsync random I/O, numjobs=4, verify=crc32c
+#   bad        a server down (hard waits and completes, soft: ETIMEDOUT),
+#              an export the server refuses, names NFS cannot hold, a broken
+#              dnfstab: the documented errno, never a crash
+#   pg         PostgreSQL 15 as the postgres user: initdb -k, pgbench,
+#              pg_amcheck, clean restart; kill -9 of the postmaster and every
+#              backend during a workload, recovery, every committed
+#              transaction present; then the server's local copy of the data
+#              directory started without the library
+#
+#   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
+#   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
+#
+# DNFS_PRELOAD_PGBENCH_SECONDS (default 30) sets the pgbench -T run.
+# Needs root (runuser, chown) and the packages scripts/test.sh installs.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
+cd "$ROOT"
+
+if [[ -z ${DNFS_TEST_URL:-} ]]; then
+    [[ -z ${DNFS_TEST_REQUIRE_SERVER:-} ]] || {
+        echo "run.sh: DNFS_TEST_REQUIRE_SERVER set but DNFS_TEST_URL not" >&2
+        exit 1
+    }
+    echo "run.sh: SKIPPED interception library tests: DNFS_TEST_URL is not set" >&2
+    exit 0
+fi
+: "${DNFS_TEST_EXPORT_DIR:?run.sh needs DNFS_TEST_EXPORT_DIR (the export as the server sees it)}"
+[[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
+
+GROUPS_TO_RUN=("$@")
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio bad pg)
+
+# --- the server and the dnfstab ---------------------------------------------
+url=${DNFS_TEST_URL#nfs://}
+host=${url%%/*}
+rest=/${url#*/}
+export_path=${rest%%\?*}
+query=${rest#*\?}
+[[ $query == "$rest" ]] && query=
+nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$query")
+mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$query")
+
+cargo build --release -p directnfs-cli -p directnfs-preload
+DNFS_BIN=$ROOT/target/release/dnfs
+
+WORK=$(mktemp -d /tmp/dnfs-preload-test.XXXXXX)
+chmod 755 "$WORK"
+MNT=/dnfs-preload-test
+RUNID=run-$$-$RANDOM
+NFS=$MNT/$RUNID
+VIEW=$DNFS_TEST_EXPORT_DIR/$RUNID
+TAB=$WORK/dnfstab
+{
+    echo "server: test"
+    echo "path: $host"
+    [[ -n $nfsport ]] && echo "port: $nfsport"
+    [[ -n $mountport ]] && echo "mount_port: $mountport"
+    echo "export: $export_path mount: $MNT"
+    echo "server: refused"
+    echo "path: $host"
+    [[ -n $nfsport ]] && echo "port: $nfsport"
+    [[ -n $mountport ]] && echo "mount_port: $mountport"
+    echo "export: /no/such/export mount: $MNT-refused"
+} >"$TAB"
+chmod 644 "$TAB"
+RUN=("$DNFS_BIN" --config "$TAB" run --)
+RUNS="$DNFS_BIN --config $TAB run --" # for bash -c (no spaces in these paths)
+
+pass=0
+fail=0
+PG_STARTED=()
+DOWN_STARTED=
+cleanup() {
+    local d
+    for d in "${PG_STARTED[@]}"; do
+        runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+    done
+    if [[ -n $DOWN_STARTED ]]; then
+        DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    fi
+    rm -rf "$WORK" "$VIEW"
+}
+trap cleanup EXIT
+
+ok() { echo "ok   $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1${2:+: $2}"; fail=$((fail + 1)); }
+# check NAME EXPECTED ACTUAL
+check() { if [[ $2 == "$3" ]]; then ok "$1"; else bad "$1" "expected [$2] got [$3]"; fi; }
+# expect NAME COMMAND...: the command succeeds
+expect() {
+    local name=$1
+    shift
+    if "$@" >"$WORK/out" 2>&1; then ok "$name"; else bad "$name" "exit $?: $(tail -3 "$WORK/out" | tr '\n' ' ')"; fi
+}
+step() { echo "== $1 ($(date +%T))"; }
+nfs() { "${RUN[@]}" "$@"; }
+
+nfs mkdir -p "$NFS"
+[[ -d $VIEW ]] || { echo "run.sh: $NFS did not appear as $VIEW on the server" >&2; exit 1; }
+
+# --- groups -------------------------------------------------------------------
+
+# Most instructions the library may add to one call on a local path (the
+# prefix check) and on a local descriptor (one bitmap load). Measured
+# here: ~260 and ~25 (stat of a 35-byte path, read of /dev/zero).
+MAX_ADDED_PATH=400
+MAX_ADDED_FD=60
+
+group_cost() {
+    step "added cost of calls the library does not serve (callgrind)"
+    if ! command -v valgrind >/dev/null; then
+        bad "valgrind" "not installed (apt-get install valgrind)"
+        return
+    fi
+    cc -O2 -o "$WORK/passthrough" crates/preload/tests/c/passthrough.c
+    local n=2000 lib=$ROOT/target/release/libdirectnfs_preload.so
+    touch "$WORK/Makefile"
+    (cd "$WORK" && valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.plain" ./passthrough $n >/dev/null 2>&1)
+    (cd "$WORK" && DIRECTNFS_TAB=$TAB LD_PRELOAD=$lib valgrind --tool=callgrind \
+        --callgrind-out-file="$WORK/cg.pre" ./passthrough $n >/dev/null 2>&1)
+    local k plain pre added max
+    for k in stat access open read fstat; do
+        # Inclusive instructions of the loop function, per call.
+        plain=$(callgrind_annotate --inclusive=yes "$WORK/cg.plain" 2>/dev/null | awk -v f="loop_$k" '!done && $0 ~ ":" f "[ .]" {gsub(",", "", $1); print int($1 / '$n'); done = 1}')
+        pre=$(callgrind_annotate --inclusive=yes "$WORK/cg.pre" 2>/dev/null | awk -v f="loop_$k" '!done && $0 ~ ":" f "[ .]" {gsub(",", "", $1); print int($1 / '$n'); done = 1}')
+        if [[ -z $plain || -z $pre ]]; then
+            bad "$k: instruction counts" "callgrind gave none"
+            continue
+        fi
+        added=$((pre - plain))
+        max=$MAX_ADDED_PATH
+        [[ $k == read || $k == fstat ]] && max=$MAX_ADDED_FD
+        if ((added <= max)); then
+            ok "$k: +$added instructions per call ($plain -> $pre, at most $max)"
+        else
+            bad "$k: +$added instructions per call" "more than $max"
+        fi
+    done
+}
+
+group_calls() {
+    step "every served call (nfscalls.c)"
+    cc -O1 -o "$WORK/nfscalls" crates/preload/tests/c/nfscalls.c
+    nfs mkdir "$NFS/calls"
+    if nfs "$WORK/nfscalls" "$NFS/calls" "$VIEW/calls" >"$WORK/calls.out" 2>"$WORK/calls.err"; then
+        ok "nfscalls: $(grep -c '^ok' "$WORK/calls.out") checks"
+    else
+        grep -v '^ok' "$WORK/calls.out" || true
+        bad "nfscalls" "$(tail -1 "$WORK/calls.out")"
+    fi
+    # Each refused call is said once on stderr, naming it.
+    for what in "mmap of NFS descriptor" "O_TMPFILE" "fallocate mode" "mknod"; do
+        if grep -q "$what" "$WORK/calls.err"; then ok "warning names: $what"; else bad "warning names: $what"; fi
+    done
+}
+
+group_untouched() {
+    step "local files, pipes and sockets untouched (untouched.c)"
+    cc -O1 -o "$WORK/untouched" crates/preload/tests/c/untouched.c
+    mkdir -p "$WORK/plain" "$WORK/preloaded"
+    "$WORK/untouched" "$WORK/plain" >"$WORK/plain.out" 2>&1
+    nfs "$WORK/untouched" "$WORK/preloaded" >"$WORK/preloaded.out" 2>"$WORK/preloaded.err"
+    check "same output with and without the library" "$(cat "$WORK/plain.out")" "$(cat "$WORK/preloaded.out")"
+    check "nothing on stderr with the library" "" "$(cat "$WORK/preloaded.err")"
+}
+
+group_coreutils() {
+    step "coreutils and tar, compared with the server's view"
+    local src=$WORK/src d=$NFS/cu v=$VIEW/cu
+    mkdir -p "$src/a/b/c" "$src/empty"
+    head -c 5000000 /dev/urandom >"$src/big"
+    : >"$src/zero"
+    for i in $(seq 1 40); do echo "file $i" >"$src/a/f$i"; done
+    echo deep >"$src/a/b/c/deep.txt"
+    ln -s a/f1 "$src/link"
+    chmod 640 "$src/a/f2"
+    nfs mkdir "$d"
+    expect "cp -r into NFS" nfs cp -r "$src" "$d/src"
+    expect "server view equals the source (diff -r)" diff -r "$src" "$v/src"
+    check "symlink kept" "a/f1" "$(readlink "$v/src/link")"
+    expect "cp -p keeps modes and times" nfs cp -p "$src/a/f2" "$d/f2p"
+    check "cp -p result on the server" "$(stat -c '%a %Y' "$src/a/f2")" "$(stat -c '%a %Y' "$v/f2p")"
+    expect "cat out of NFS" bash -c "$RUNS cat '$d/src/big' | cmp - '$src/big'"
+    check "ls -l names and sizes" \
+        "$(cd "$v/src/a" && ls -l | awk '{print $1, $5, $9}')" \
+        "$(nfs sh -c "cd '$d/src/a' && ls -l" | awk '{print $1, $5, $9}')"
+    check "stat -c matches the server (size, mode, mtime, inode)" \
+        "$(stat -c '%s %a %Y %i' "$v/src/big")" "$(nfs stat -c '%s %a %Y %i' "$d/src/big")"
+    expect "mkdir -p" nfs mkdir -p "$d/x/y/z"
+    check "mkdir -p made every level" "directory" "$(stat -c %F "$v/x/y/z")"
+    expect "mv within NFS" nfs mv "$d/src/a/f3" "$d/src/a/moved"
+    check "mv seen by the server" "file 3" "$(cat "$v/src/a/moved")"
+    expect "mv NFS -> local copies and removes" nfs mv "$d/src/a/f4" "$WORK/f4"
+    check "mv'd to local" "file 4|no" "$(cat "$WORK/f4")|$([[ -e $v/src/a/f4 ]] && echo yes || echo no)"
+    head -c 3000000 /dev/urandom >"$WORK/dd.in"
+    expect "dd conv=fsync into NFS" nfs dd if="$WORK/dd.in" of="$d/dd.out" bs=64k conv=fsync status=none
+    expect "dd result on the server" cmp "$WORK/dd.in" "$v/dd.out"
+    expect "dd out of NFS with skip" bash -c "$RUNS dd if='$d/dd.out' bs=4096 skip=10 status=none | cmp - <(tail -c +40961 '$WORK/dd.in')"
+    expect "tar c of an NFS tree" nfs tar cf "$WORK/t.tar" -C "$d" src
+    mkdir -p "$WORK/untar"
+    tar xf "$WORK/t.tar" -C "$WORK/untar"
+    expect "tar c archive holds the tree" diff -r "$v/src" "$WORK/untar/src"
+    nfs mkdir "$d/tx"
+    expect "tar x into NFS" nfs tar xf "$WORK/t.tar" -C "$d/tx"
+    expect "tar x result on the server" diff -r "$v/src" "$v/tx/src"
+    check "tar x kept mtimes" "$(stat -c %Y "$v/src/a/f5")" "$(stat -c %Y "$v/tx/src/a/f5")"
+    expect "ln and ln -s" nfs sh -c "ln '$d/src/a/f6' '$d/hard' && ln -s src/a/f6 '$d/soft'"
+    check "hard link count on the server" "2" "$(stat -c %h "$v/hard")"
+    check "symlink on the server" "src/a/f6" "$(readlink "$v/soft")"
+    expect "touch -d, chmod" nfs sh -c "touch -d 2001-02-03T04:05:06Z '$d/src/zero' && chmod 600 '$d/src/zero'"
+    check "times and mode on the server" "981173106 600" "$(stat -c '%Y %a' "$v/src/zero")"
+    expect "shell redirections (>, >>, <, fd 3)" nfs sh -c "
+        echo one > '$d/redir' && echo two >> '$d/redir' &&
+        exec 3< '$d/redir' && read a <&3 && read b <&3 && [ \"\$a \$b\" = 'one two' ] &&
+        wc -l < '$d/redir' | grep -qx 2"
+    check "du -b and find agree with the server" \
+        "$(cd "$v" && find src -type f | sort | md5sum)" "$(nfs sh -c "cd '$d' && find src -type f" | sort | md5sum)"
+    expect "rm -r" nfs rm -r "$d/src" "$d/tx"
+    check "rm -r seen by the server" "no no" "$([[ -e $v/src ]] && echo yes || echo no) $([[ -e $v/tx ]] && echo yes || echo no)"
+}
+
+group_sqlite() {
+    step "sqlite3 CLI (its own unix VFS through the library)"
+    local db=$NFS/sq/t.db
+    nfs mkdir "$NFS/sq"
+    check "create, 50k rows, integrity_check" "$(printf '50000\nok')" "$(nfs sqlite3 "$db" "
+        PRAGMA journal_mode=DELETE;
+        CREATE TABLE t(i INTEGER PRIMARY KEY, v TEXT);
+        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 50000)
+        INSERT INTO t SELECT i, printf('row-%06d', i) FROM n;
+        CREATE INDEX t_v ON t(v);
+        SELECT count(*) FROM t; PRAGMA integrity_check;" 2>&1 | tail -2)"
+    # A holds the write lock for 3 s; B without a timeout gets SQLITE_BUSY;
+    # C with one waits for A's commit.
+    (echo "BEGIN EXCLUSIVE; INSERT INTO t(v) VALUES ('A');"; sleep 3; echo "COMMIT;") |
+        nfs sqlite3 "$db" >"$WORK/sqA" 2>&1 &
+    local a=$!
+    sleep 1
+    local busy
+    busy=$(nfs sqlite3 "$db" "INSERT INTO t(v) VALUES ('B');" 2>&1 || true)
+    if [[ $busy == *"database is locked"* ]]; then ok "second writer without a timeout: SQLITE_BUSY"; else bad "second writer without a timeout: SQLITE_BUSY" "$busy"; fi
+    local t0=$SECONDS
+    expect "second writer with .timeout waits for the first" nfs sqlite3 -cmd ".timeout 30000" "$db" "INSERT INTO t(v) VALUES ('C');"
+    wait "$a"
+    if (( SECONDS - t0 >= 1 )); then ok "the waiter waited for the commit"; else bad "the waiter waited for the commit" "$((SECONDS - t0)) s"; fi
+    # Two writers at once, each 300 single-row transactions.
+    for w in X Y; do
+        nfs sqlite3 -cmd ".timeout 60000" "$db" "$(for i in $(seq 1 300); do echo "INSERT INTO t(v) VALUES ('$w$i');"; done)" &
+    done
+    wait
+    check "rows after contention, integrity" "$(printf '50602\nok')" "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
+    check "the server's copy is the same database" "$(printf 'ok\n50602|A|C')" \
+        "$(sqlite3 "file:$VIEW/sq/t.db?immutable=1" "PRAGMA integrity_check; SELECT count(*), max(CASE WHEN v='A' THEN v END), max(CASE WHEN v='C' THEN v END) FROM t;")"
+}
+
+group_fio() {
+    step "fio psync and pvsync, numjobs=4, verify=crc32c"
+    nfs mkdir "$NFS/fio"
+    local e
+    for e in psync pvsync; do
+        if nfs fio --name="$e" --directory="$NFS/fio" --size=8m --bs=8k --rw=randrw \
+            --ioengine="$e" --numjobs=4 --verify=crc32c --do_verify=1 --group_reporting \
+            >"$WORK/fio-$e" 2>&1 && grep -q "err= 0" "$WORK/fio-$e" && ! grep -qi "verify:" "$WORK/fio-$e"; then
+            ok "fio $e: 4 jobs, verify crc32c, 0 errors"
+        else
+            bad "fio $e" "$(grep -iE 'err=|verify|error' "$WORK/fio-$e" | head -3 | tr '\n' ' ')"
+        fi
+        check "fio $e files on the server" "4" "$(find "$VIEW/fio" -name "$e.*" -size 8192k | wc -l)"
+    done
+    # Engines that cannot be served: a clear error (or, for io_uring, which
+    # enters the kernel with its own instructions, a warning and the lost
+    # bytes reported), never wrong data passed off as right.
+    local out
+    for e in libaio posixaio; do
+        out=$(nfs fio --name="$e" --directory="$NFS/fio" --size=1m --bs=8k --rw=randwrite \
+            --ioengine="$e" 2>&1 || true)
+        if [[ $out == *"err=95"* && $out == *"directnfs["*"refused (EOPNOTSUPP)"* ]]; then
+            ok "fio $e on NFS: EOPNOTSUPP and a warning"
+        else
+            bad "fio $e on NFS" "$(grep -E 'err=|directnfs' <<<"$out" | head -3 | tr '\n' ' ')"
+        fi
+    done
+    out=$(nfs fio --name=uring --directory="$NFS/fio" --size=1m --bs=8k --rw=randwrite \
+        --ioengine=io_uring 2>&1 || true)
+    if [[ $out == *"uses io_uring and NFS descriptors"* && $out == *"did not reach the server"* ]]; then
+        ok "fio io_uring on NFS: warned, lost bytes reported"
+    else
+        bad "fio io_uring on NFS" "$(grep -E 'err=|directnfs' <<<"$out" | head -3 | tr '\n' ' ')"
+    fi
+}
+
+DOWN_STATE=/tmp/dnfs-preload-down-srv
+group_bad() {
+    step "bad input: server down, refused export, bad names, broken dnfstab"
+    local out code t0
+    # An export the server refuses: EACCES and one message, no crash.
+    t0=$SECONDS
+    code=0
+    out=$(nfs ls "$MNT-refused" 2>&1) || code=$?
+    if ((code > 0 && code < 128)) && [[ $out == *"Permission denied"* && $out == *"cannot mount"* ]]; then
+        ok "refused export: EACCES and a message"
+    else
+        bad "refused export" "exit $code: $out"
+    fi
+    echo "   (refused export answered in $((SECONDS - t0)) s)"
+    # Names NFS cannot hold.
+    out=$(nfs touch "$NFS/$(printf 'x%.0s' $(seq 1 300))" 2>&1) && code=0 || code=$?
+    if ((code > 0 && code < 128)) && [[ $out == *"too long"* ]]; then ok "300-byte name: ENAMETOOLONG"; else bad "300-byte name" "exit $code: $out"; fi
+    out=$(nfs touch "$NFS/bad"$'\xff' 2>&1) && code=0 || code=$?
+    if ((code > 0 && code < 128)); then ok "non-UTF-8 name: an error, no crash ($out)"; else bad "non-UTF-8 name" "exit $code: $out"; fi
+    # A broken dnfstab: the program runs, NFS paths are not served, said once.
+    printf 'server: x\nconections: 4\n' >"$WORK/broken"
+    out=$(DIRECTNFS_TAB=$WORK/broken LD_PRELOAD=$ROOT/target/release/libdirectnfs_preload.so ls / 2>&1 >/dev/null) && code=0 || code=$?
+    if ((code == 0)) && [[ $out == *"unknown key"* && $out == *"no NFS path is served"* ]]; then ok "broken dnfstab: said once, program runs"; else bad "broken dnfstab" "exit $code: $out"; fi
+    out=$("$DNFS_BIN" --config "$WORK/broken" run -- true 2>&1) && code=0 || code=$?
+    if ((code == 1)) && [[ $out == *"unknown key"* ]]; then ok "dnfs run refuses a broken dnfstab"; else bad "dnfs run with a broken dnfstab" "exit $code: $out"; fi
+
+    # A server that is down: hard waits and completes when it is back; soft
+    # fails with ETIMEDOUT after timeo x (retrans + 1).
+    local durl
+    durl=$(DNFS_STATE_DIR=$DOWN_STATE DNFS_NFS_PORT=${DNFS_PRELOAD_DOWN_NFS_PORT:-2561} \
+        DNFS_MNT_PORT=${DNFS_PRELOAD_DOWN_MNT_PORT:-20561} \
+        bash scripts/nfs-server.sh start "$WORK/down-export" 2>/dev/null | tail -n1)
+    DOWN_STARTED=1
+    local dport dmport dpath
+    dport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$durl")
+    dmport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$durl")
+    dpath=${durl#nfs://*/}
+    dpath=/${dpath%%\?*}
+    {
+        printf 'server: hard\npath: 127.0.0.1\nport: %s\nmount_port: %s\nhard\nexport: %s mount: /dnfs-down-hard\n' "$dport" "$dmport" "$dpath"
+        printf 'server: soft\npath: 127.0.0.1\nport: %s\nmount_port: %s\nsoft\ntimeo: 10\nretrans: 1\nexport: %s mount: /dnfs-down-soft\n' "$dport" "$dmport" "$dpath"
+    } >"$WORK/down.tab"
+    local DRUN=("$DNFS_BIN" --config "$WORK/down.tab" run --)
+    "${DRUN[@]}" sh -c 'echo back > /dnfs-down-hard/f'
+    DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh restart --down 6 >/dev/null 2>&1 &
+    local restarting=$!
+    sleep 1.5
+    "${DRUN[@]}" cat /dnfs-down-hard/f >"$WORK/hard.out" 2>"$WORK/hard.err" &
+    local hard=$!
+    local t0=$SECONDS
+    out=$("${DRUN[@]}" cat /dnfs-down-soft/f 2>&1) && code=0 || code=$?
+    if ((code > 0 && code < 128)) && [[ $out == *"timed out"* ]] && ((SECONDS - t0 <= 5)); then
+        ok "soft mount, server down: ETIMEDOUT after $((SECONDS - t0)) s"
+    else
+        bad "soft mount, server down" "exit $code after $((SECONDS - t0)) s: $out"
+    fi
+    if kill -0 "$hard" 2>/dev/null; then ok "hard mount, server down: the call waits"; else bad "hard mount: the call waits" "it ended: $(cat "$WORK/hard.err")"; fi
+    wait "$restarting" || true
+    if wait "$hard"; then
+        check "hard mount: the call completes when the server is back" "back" "$(cat "$WORK/hard.out")"
+    else
+        bad "hard mount: the call completes when the server is back" "$(cat "$WORK/hard.err")"
+    fi
+    if grep -q "not responding" "$WORK/hard.err"; then ok "hard mount: said once that it waits"; else bad "hard mount message" "$(cat "$WORK/hard.err")"; fi
+    DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    DOWN_STARTED=
+}
+
+PGBIN=/usr/lib/postgresql/15/bin
+group_pg() {
+    step "PostgreSQL 15 on NFS as the postgres user"
+    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
+    local data=$NFS/pg/data sock=$WORK/pgsock log=$WORK/pg.log
+    mkdir -p "$sock"
+    chown postgres "$sock" "$WORK"
+    nfs mkdir "$NFS/pg"
+    nfs chown postgres:postgres "$NFS/pg"
+    local PG=(runuser -u postgres -- "${RUN[@]}")
+    local PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -At -h "$sock" -p 5432 postgres)
+    local opts="-p 5432 -k $sock -c listen_addresses=''"
+    expect "initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
+    check "data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$VIEW/pg/data")"
+    expect "pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
+    PG_STARTED+=("$data")
+    expect "pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
+    local secs=${DNFS_PRELOAD_PGBENCH_SECONDS:-30}
+    if runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 8 -j 2 -T "$secs" postgres >"$WORK/pgbench" 2>&1 &&
+        grep -q "number of failed transactions: 0" "$WORK/pgbench"; then
+        ok "pgbench -c 8 -j 2 -T $secs: $(grep -o 'tps = [0-9.]*' "$WORK/pgbench" | head -1), 0 failed"
+    else
+        bad "pgbench -c 8 -j 2 -T $secs" "$(tail -3 "$WORK/pgbench" | tr '\n' ' ')"
+    fi
+    expect "pg_amcheck --all clean" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    expect "clean restart" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -m fast -w -t 120 restart
+    "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY)" >/dev/null
+
+    # kill -9 of the postmaster and every backend while a client records each
+    # transaction it saw committed and pgbench writes.
+    runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 4 -j 2 -T 60 postgres >/dev/null 2>&1 &
+    local bench=$!
+    (for i in $(seq 1 1000000); do echo "INSERT INTO ledger VALUES ($i);"; echo "\\echo c $i"; done) |
+        runuser -u postgres -- "$PGBIN/psql" -X -q -h "$sock" -p 5432 -v ON_ERROR_STOP=1 postgres >"$WORK/ledger.out" 2>&1 &
+    local ledger=$!
+    sleep 6
+    local pm pids
+    pm=$(head -1 "$VIEW/pg/data/postmaster.pid")
+    pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+    kill -9 $pids 2>/dev/null || true
+    local waited=0
+    for p in $pids; do
+        while kill -0 "$p" 2>/dev/null && ((waited < 300)); do sleep 0.1; waited=$((waited + 1)); done
+    done
+    wait "$bench" 2>/dev/null || true
+    wait "$ledger" 2>/dev/null || true
+    local committed
+    committed=$(grep -c '^c ' "$WORK/ledger.out" || true)
+    if ((committed > 50)); then ok "kill -9 during the workload ($committed ledger commits seen)"; else bad "ledger client" "only $committed commits: $(tail -2 "$WORK/ledger.out")"; fi
+    expect "restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
+    if grep -q "database system was interrupted\|redo done" "$log"; then ok "the log shows crash recovery"; else bad "crash recovery in the log" "$(tail -3 "$log")"; fi
+    sed -n 's/^c //p' "$WORK/ledger.out" | sort -n >"$WORK/seen"
+    "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/have"
+    check "every transaction the client saw committed is present" "" "$(comm -23 "$WORK/seen" "$WORK/have" | head -5 | tr '\n' ' ')"
+    expect "pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    local q="SELECT count(*), sum(abalance) FROM pgbench_accounts; SELECT count(*), max(id) FROM ledger;"
+    local before
+    before=$("${PSQL[@]}" -c "$q")
+    expect "clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    PG_STARTED=()
+
+    # The files directnfs wrote are a valid cluster: start it locally.
+    local local_data=$VIEW/pg/data
+    expect "PostgreSQL starts on the server's local copy (no library)" \
+        runuser -u postgres -- "$PGBIN/pg_ctl" -D "$local_data" -l "$WORK/pg-local.log" -o "$opts" -w -t 120 start
+    PG_STARTED+=("$local_data")
+    check "the local copy answers the same queries" "$before" "$("${PSQL[@]}" -c "$q")"
+    expect "pg_amcheck of the local copy" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all
+    runuser -u postgres -- "$PGBIN/pg_ctl" -D "$local_data" -m fast -w stop >/dev/null
+    PG_STARTED=()
+}
+
+for g in "${GROUPS_TO_RUN[@]}"; do
+    "group_$g"
+done
+echo "$pass passed, $fail failed"
+((fail == 0))

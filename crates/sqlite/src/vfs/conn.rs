@@ -1,0 +1,76 @@
+//! An open file of the VFS: the `sqlite3_file` SQLite allocates for us and
+//! the connection it points to, made by [`open_conn`] from a database name.
+
+use std::ffi::c_int;
+use std::sync::Arc;
+
+use dnfs::{Error, File, OpenOptions};
+
+use crate::lock::{inode_for, Inode, InodeKey, ShmConn};
+use crate::names::{self, Mount};
+use crate::sys::*;
+
+/// Our `sqlite3_file`: SQLite allocates `szOsFile` bytes and we fill them.
+#[repr(C)]
+pub(super) struct DnfsFile {
+    pub(super) base: sqlite3_file,
+    pub(super) conn: *mut Conn,
+}
+
+/// An open file of the VFS.
+pub(super) struct Conn {
+    pub(super) file: File,
+    /// Keeps the client (and its connections) alive.
+    pub(super) _mount: Arc<Mount>,
+    pub(super) path: String,
+    pub(super) name: String,
+    pub(super) delete_on_close: bool,
+    /// This connection's lock level (main databases only).
+    pub(super) lock: c_int,
+    pub(super) inode: Option<Arc<Inode>>,
+    pub(super) shm: ShmConn,
+}
+
+/// Opens (or creates, as `flags` say) the file `name` names, and for a
+/// main database finds the lock state it shares with the other
+/// connections of this process.
+pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
+    let r = names::resolve(name)?;
+    let writable = flags & SQLITE_OPEN_READONLY == 0;
+    let create = writable && flags & SQLITE_OPEN_CREATE != 0;
+    let opts = OpenOptions {
+        create,
+        create_new: create && flags & SQLITE_OPEN_EXCLUSIVE != 0,
+        truncate: false,
+        mode: Some(0o644),
+    };
+    let client = &r.mount.client;
+    let (file, fileid) = names::fresh(client, &r.path, || {
+        let file = client.open_with(&r.path, opts)?;
+        let fileid = if flags & SQLITE_OPEN_MAIN_DB != 0 {
+            file.metadata()?.fileid
+        } else {
+            0
+        };
+        Ok((file, fileid))
+    })?;
+    let inode = if flags & SQLITE_OPEN_MAIN_DB != 0 {
+        let key = InodeKey {
+            mount: r.mount.key.clone(),
+            fileid,
+        };
+        Some(inode_for(key, &r.mount.client, &r.path, name))
+    } else {
+        None
+    };
+    Ok(Conn {
+        file,
+        _mount: Arc::clone(&r.mount),
+        path: r.path,
+        name: name.to_string(),
+        delete_on_close: flags & SQLITE_OPEN_DELETEONCLOSE != 0,
+        lock: SQLITE_LOCK_NONE,
+        inode,
+        shm: ShmConn::default(),
+    })
+}

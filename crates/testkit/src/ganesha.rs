@@ -1,0 +1,111 @@
+//! An NFS-Ganesha of a test's own, for tests that need a server set up
+//! differently from the shared one of `DNFS_TEST_URL` (an export of `/`,
+//! a server the test stops and starts): started with
+//! `scripts/nfs-server.sh` under a state directory of its own, stopped when
+//! dropped.
+//!
+//! Such tests run where the real-server tests run ([`wanted`]): they need
+//! the Ganesha packages, which `scripts/test.sh` installs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output};
+
+/// True when real-server tests should run: `DNFS_TEST_URL` or
+/// `DNFS_TEST_REQUIRE_SERVER` is set. Otherwise prints that the caller is
+/// skipped, naming it.
+pub fn wanted(test: &str) -> bool {
+    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
+    if set("DNFS_TEST_URL") || set("DNFS_TEST_REQUIRE_SERVER") {
+        return true;
+    }
+    eprintln!("SKIPPED {test}: set DNFS_TEST_URL (scripts/test.sh does) to run real-server tests");
+    false
+}
+
+/// A running Ganesha; see the module doc.
+#[derive(Debug)]
+pub struct OwnGanesha {
+    state_dir: PathBuf,
+    export_dir: PathBuf,
+    env: Vec<(String, String)>,
+    url: String,
+}
+
+impl OwnGanesha {
+    /// Starts a server named `name` (state in `/tmp/dnfs-test-NAME`, files
+    /// in `/tmp/dnfs-test-NAME-export`) with the `nfs-server.sh` settings
+    /// in `env` (`DNFS_EXPORT_PATH`, `DNFS_NFS_PORT`, ...). The error holds
+    /// the script's output.
+    pub fn start(name: &str, env: &[(&str, &str)]) -> Result<Self, String> {
+        let mut server = Self {
+            state_dir: PathBuf::from(format!("/tmp/dnfs-test-{name}")),
+            export_dir: PathBuf::from(format!("/tmp/dnfs-test-{name}-export")),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            url: String::new(),
+        };
+        // A server left behind by an earlier run that was killed.
+        let _ = server.run(&["stop"]);
+        let export = server.export_dir.to_string_lossy().into_owned();
+        let out = server.run(&["start", &export])?;
+        server.url = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .rfind(|l| l.starts_with("nfs://"))
+            .map(str::to_string)
+            .ok_or_else(|| "nfs-server.sh start printed no URL".to_string())?;
+        Ok(server)
+    }
+
+    /// The URL `start` printed: `nfs://127.0.0.1/EXPORT_PATH?nfsport=N&mountport=M`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The exported directory, as seen locally.
+    pub fn export_dir(&self) -> &Path {
+        &self.export_dir
+    }
+
+    /// Runs `nfs-server.sh restart ARGS` (`--kill`, `--down SECS`) in the
+    /// background: the caller waits for it.
+    pub fn spawn_restart(&self, args: &[&str]) -> std::io::Result<Child> {
+        self.command(&[&["restart"], args].concat()).spawn()
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut cmd = Command::new("bash");
+        cmd.arg(repo.join("scripts/nfs-server.sh"))
+            .args(args)
+            .env("DNFS_STATE_DIR", &self.state_dir);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    fn run(&self, args: &[&str]) -> Result<Output, String> {
+        let out = self
+            .command(args)
+            .output()
+            .map_err(|e| format!("nfs-server.sh {args:?}: {e}"))?;
+        if out.status.success() {
+            Ok(out)
+        } else {
+            Err(format!(
+                "nfs-server.sh {args:?} failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ))
+        }
+    }
+}
+
+impl Drop for OwnGanesha {
+    fn drop(&mut self) {
+        let _ = self.run(&["stop"]);
+        let _ = std::fs::remove_dir_all(&self.export_dir);
+    }
+}

@@ -1,0 +1,754 @@
+//! A fault-injecting RPC proxy for NFSv3 over TCP: it sits on one network
+//! path between a client and a real server, forwards every call and reply
+//! unchanged, and, when told to, answers a share of the READ, WRITE and
+//! COMMIT calls with `NFS3ERR_JUKEBOX` itself.
+//!
+//! Why a proxy: NFS-Ganesha cannot be told to answer JUKEBOX ("try again
+//! later", RFC 1813 §2.6), yet a client must retry it, on a hard mount for
+//! as long as it takes. The proxy answers *instead of* forwarding, so the
+//! server never executed the call and a retry by the client is exactly
+//! right: the proxy never makes a correct client see a contradiction
+//! (what a server would do with a JUKEBOX after executing the call is the
+//! server's bug, not the client's).
+//!
+//! What else it mirrors: each client connection gets its own connection
+//! to the server, made when the client connects. When the server side
+//! closes, fails or cannot be reached, the client side is closed too;
+//! when the server side is silent (a black-holed path), so is the proxy.
+//! An established connection across a path that goes down stays open on
+//! both sides, as a kernel keeps it across a short link-down, so a client
+//! sees a *cut* of the proxy's path as silence, not as a reset.
+//!
+//! Records are split with [`RecordReader`] and calls decoded with
+//! [`CallHeader`]: a multi-fragment call is forwarded as one fragment, and
+//! a stream that is not record-marked RPC closes the connection.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use directnfs_wire::nfs3::{
+    nfsstat3, COMMIT3res, COMMIT3resfail, READ3res, READ3resfail, WRITE3res, WRITE3resfail,
+    NFSPROC3_COMMIT, NFSPROC3_READ, NFSPROC3_WRITE, NFS_PROGRAM, NFS_V3,
+};
+use directnfs_wire::rpc::record::fragment_header;
+use directnfs_wire::rpc::ReplyHeader;
+use directnfs_wire::rpc::{AcceptedReply, CallHeader, OpaqueAuth, RecordReader, ReplyBody};
+use directnfs_wire::{Decode, Encode, XdrReader};
+use socket2::SockRef;
+
+use crate::rng::{mix, GAMMA};
+
+/// Largest record the proxy passes on: a 1 MiB READ reply or WRITE call
+/// plus headers, with room to spare.
+pub const MAX_RECORD: usize = (1 << 20) + 4096;
+
+/// Where the proxy listens and where it forwards to.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Address to listen on (port 0 picks a free one).
+    pub listen: SocketAddr,
+    /// The server's address.
+    pub upstream: SocketAddr,
+    /// Bound on connecting to the server; past it the client's connection
+    /// is closed, as the server's refusal would close it.
+    pub connect_timeout: Duration,
+    /// Seed of the generator that picks which calls get JUKEBOX.
+    pub seed: u64,
+}
+
+/// What the proxy did so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProxyCounts {
+    /// Client connections accepted.
+    pub connections: u64,
+    /// Of those, closed because the server could not be reached.
+    pub upstream_failures: u64,
+    /// Calls forwarded to the server.
+    pub forwarded: u64,
+    /// READ calls answered with NFS3ERR_JUKEBOX by the proxy.
+    pub jukebox_read: u64,
+    /// WRITE calls answered with NFS3ERR_JUKEBOX by the proxy.
+    pub jukebox_write: u64,
+    /// COMMIT calls answered with NFS3ERR_JUKEBOX by the proxy.
+    pub jukebox_commit: u64,
+}
+
+impl ProxyCounts {
+    /// Every call answered with NFS3ERR_JUKEBOX.
+    pub fn jukebox(&self) -> u64 {
+        self.jukebox_read + self.jukebox_write + self.jukebox_commit
+    }
+}
+
+/// A running proxy; stopped (every connection closed) when dropped.
+#[derive(Debug)]
+pub struct FaultProxy {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    accept: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    config: ProxyConfig,
+    stop: AtomicBool,
+    /// Share of READ/WRITE/COMMIT calls answered JUKEBOX, per mille.
+    jukebox_per_mille: AtomicU32,
+    rng: AtomicU64,
+    connections: AtomicU64,
+    upstream_failures: AtomicU64,
+    forwarded: AtomicU64,
+    jukebox_read: AtomicU64,
+    jukebox_write: AtomicU64,
+    jukebox_commit: AtomicU64,
+    /// Both sockets of every live connection, to close them on drop.
+    live: Mutex<HashMap<u64, [TcpStream; 2]>>,
+}
+
+impl FaultProxy {
+    /// Binds `config.listen` and starts accepting.
+    pub fn start(config: ProxyConfig) -> io::Result<Self> {
+        let listener = TcpListener::bind(config.listen)?;
+        // Non-blocking, polled: the accept loop sees `stop` within a tick.
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            rng: AtomicU64::new(config.seed),
+            config,
+            stop: AtomicBool::new(false),
+            jukebox_per_mille: AtomicU32::new(0),
+            connections: AtomicU64::new(0),
+            upstream_failures: AtomicU64::new(0),
+            forwarded: AtomicU64::new(0),
+            jukebox_read: AtomicU64::new(0),
+            jukebox_write: AtomicU64::new(0),
+            jukebox_commit: AtomicU64::new(0),
+            live: Mutex::new(HashMap::new()),
+        });
+        let accept = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("fault-proxy".into())
+                .spawn(move || accept_loop(&shared, &listener))?
+        };
+        Ok(Self {
+            shared,
+            addr,
+            accept: Some(accept),
+        })
+    }
+
+    /// The address clients connect to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Answers `per_mille` out of 1000 READ, WRITE and COMMIT calls with
+    /// NFS3ERR_JUKEBOX from now on (0: forward everything; capped at 1000).
+    pub fn set_jukebox(&self, per_mille: u32) {
+        self.shared
+            .jukebox_per_mille
+            .store(per_mille.min(1000), Ordering::Relaxed);
+    }
+
+    /// The counters so far.
+    pub fn counts(&self) -> ProxyCounts {
+        let s = &self.shared;
+        ProxyCounts {
+            connections: s.connections.load(Ordering::Relaxed),
+            upstream_failures: s.upstream_failures.load(Ordering::Relaxed),
+            forwarded: s.forwarded.load(Ordering::Relaxed),
+            jukebox_read: s.jukebox_read.load(Ordering::Relaxed),
+            jukebox_write: s.jukebox_write.load(Ordering::Relaxed),
+            jukebox_commit: s.jukebox_commit.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.join();
+        }
+        for [client, server] in self.shared.live().drain().map(|(_, s)| s) {
+            let _ = client.shutdown(Shutdown::Both);
+            let _ = server.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Shared {
+    fn live(&self) -> MutexGuard<'_, HashMap<u64, [TcpStream; 2]>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// splitmix64 over a shared state: one draw per call decided, from
+    /// whichever connection's thread.
+    fn draw(&self) -> u64 {
+        mix(self
+            .rng
+            .fetch_add(GAMMA, Ordering::Relaxed)
+            .wrapping_add(GAMMA))
+    }
+
+    /// The framed JUKEBOX reply to `record`, if this call is to get one.
+    fn jukebox_reply(&self, call: &CallHeader) -> Option<Vec<u8>> {
+        if call.prog != NFS_PROGRAM || call.vers != NFS_V3 {
+            return None;
+        }
+        let counter = match call.proc_ {
+            NFSPROC3_READ => &self.jukebox_read,
+            NFSPROC3_WRITE => &self.jukebox_write,
+            NFSPROC3_COMMIT => &self.jukebox_commit,
+            _ => return None,
+        };
+        let per_mille = u64::from(self.jukebox_per_mille.load(Ordering::Relaxed));
+        if per_mille == 0 || self.draw() % 1000 >= per_mille {
+            return None;
+        }
+        counter.fetch_add(1, Ordering::Relaxed);
+        Some(jukebox_reply(call.xid, call.proc_))
+    }
+}
+
+/// A whole record-marked reply to call `xid` of NFSv3 procedure `proc_`
+/// (READ, WRITE or COMMIT): accepted, SUCCESS at the RPC level, status
+/// NFS3ERR_JUKEBOX with no attributes (RFC 1813 §3.3.6, §3.3.7, §3.3.21:
+/// the resfail arms carry only optional attributes).
+pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
+    let mut body = Vec::with_capacity(40);
+    ReplyHeader {
+        xid,
+        body: ReplyBody::Accepted {
+            verf: OpaqueAuth::default(),
+            stat: AcceptedReply::Success,
+        },
+    }
+    .encode(&mut body);
+    let status = nfsstat3::NFS3ERR_JUKEBOX;
+    match proc_ {
+        NFSPROC3_READ => READ3res::Fail(status, READ3resfail::default()).encode(&mut body),
+        NFSPROC3_WRITE => WRITE3res::Fail(status, WRITE3resfail::default()).encode(&mut body),
+        _ => COMMIT3res::Fail(status, COMMIT3resfail::default()).encode(&mut body),
+    }
+    let mut out = fragment_header(body.len(), true).to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
+    let mut next_id = 0u64;
+    while !shared.stop.load(Ordering::Relaxed) {
+        match listener.accept() {
+            Ok((client, _)) => {
+                next_id += 1;
+                shared.connections.fetch_add(1, Ordering::Relaxed);
+                let shared = Arc::clone(shared);
+                let id = next_id;
+                // A connection that cannot get its threads is dropped,
+                // which the client sees as a reset: it reconnects.
+                let _ = std::thread::Builder::new()
+                    .name("fault-proxy-conn".into())
+                    .spawn(move || connection(&shared, id, client));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+}
+
+/// One client connection: connect to the server, then pump calls one way
+/// and replies the other until either side ends; then close both.
+///
+/// Three threads: this one reads calls from the client (never blocked by a
+/// server that stopped reading, so it notices at once when the client gives
+/// up the connection), one writes them to the server, one passes replies
+/// back. The server side is closed with a reset and linger 0, as a client
+/// resets a connection it gives up: calls still queued for a cut or
+/// black-holed path are dropped, not delivered once the path is back
+/// (after the client re-sent them elsewhere and wrote newer data since).
+fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
+    let upstream = shared.config.upstream;
+    let server = match TcpStream::connect_timeout(&upstream, shared.config.connect_timeout) {
+        Ok(s) => s,
+        Err(_) => {
+            shared.upstream_failures.fetch_add(1, Ordering::Relaxed);
+            let _ = client.shutdown(Shutdown::Both);
+            return;
+        }
+    };
+    let _ = client.set_nodelay(true);
+    let _ = server.set_nodelay(true);
+    let _ = SockRef::from(&server).set_linger(Some(Duration::ZERO));
+    let Ok(handles) = Handles::of(&client, &server) else {
+        let _ = client.shutdown(Shutdown::Both);
+        return;
+    };
+    if shared.stop.load(Ordering::Relaxed) {
+        return;
+    }
+    shared
+        .live()
+        .insert(id, [handles.client_keep, handles.server_keep]);
+    let client_w = Arc::new(Mutex::new(handles.client_w));
+    let (to_server, queued) = mpsc::channel::<Vec<u8>>();
+    let writer = {
+        let mut server_w = handles.server_w;
+        std::thread::Builder::new()
+            .name("fault-proxy-calls".into())
+            .spawn(move || {
+                for chunk in queued {
+                    if server_w.write_all(&chunk).is_err() {
+                        break;
+                    }
+                }
+                let _ = server_w.shutdown(Shutdown::Both);
+            })
+    };
+    let replies = {
+        let client_w = Arc::clone(&client_w);
+        let server_r = handles.server_r;
+        std::thread::Builder::new()
+            .name("fault-proxy-replies".into())
+            .spawn(move || pump_replies(server_r, &client_w))
+    };
+    pump_calls(shared, client, to_server, &client_w);
+    // Either side is gone: close both; the last handle of the server side
+    // dropped below sends the reset.
+    let _ = server.shutdown(Shutdown::Both);
+    if let Ok(writer) = writer {
+        let _ = writer.join();
+    }
+    if let Ok(replies) = replies {
+        let _ = replies.join();
+    }
+    shared.live().remove(&id);
+}
+
+/// The other handles of a connection's two sockets.
+struct Handles {
+    /// The client side, written by the reply pump and for JUKEBOX replies.
+    client_w: TcpStream,
+    /// The server side, read by the reply pump.
+    server_r: TcpStream,
+    /// The server side, written by the call writer.
+    server_w: TcpStream,
+    /// Both kept to close the connection from [`FaultProxy`]'s drop.
+    client_keep: TcpStream,
+    server_keep: TcpStream,
+}
+
+impl Handles {
+    fn of(client: &TcpStream, server: &TcpStream) -> io::Result<Self> {
+        Ok(Self {
+            client_w: client.try_clone()?,
+            server_r: server.try_clone()?,
+            server_w: server.try_clone()?,
+            client_keep: client.try_clone()?,
+            server_keep: server.try_clone()?,
+        })
+    }
+}
+
+fn lock(w: &Mutex<TcpStream>) -> MutexGuard<'_, TcpStream> {
+    w.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Calls from the client: each is queued for the server, or answered
+/// JUKEBOX here. Returns when the client ends, fails or sends something
+/// that is not an RPC call, or the server side is gone.
+fn pump_calls(
+    shared: &Shared,
+    mut client: TcpStream,
+    to_server: mpsc::Sender<Vec<u8>>,
+    client_w: &Mutex<TcpStream>,
+) {
+    let mut forward = Vec::new();
+    let mut to_client = Vec::new();
+    let _ = for_each_record(&mut client, |event| match event {
+        Event::Record(record) => {
+            let call = CallHeader::decode(&mut XdrReader::new(record))
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            match shared.jukebox_reply(&call) {
+                Some(reply) => to_client.extend_from_slice(&reply),
+                None => {
+                    shared.forwarded.fetch_add(1, Ordering::Relaxed);
+                    forward.extend_from_slice(&fragment_header(record.len(), true));
+                    forward.extend_from_slice(record);
+                }
+            }
+            Ok(())
+        }
+        // After each read: pass on what it produced (the JUKEBOX replies
+        // need no ordering against the forwarded calls).
+        Event::ReadDone => {
+            if !forward.is_empty() {
+                to_server
+                    .send(std::mem::take(&mut forward))
+                    .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
+            }
+            if !to_client.is_empty() {
+                lock(client_w).write_all(&to_client)?;
+                to_client.clear();
+            }
+            Ok(())
+        }
+    });
+    let _ = client.shutdown(Shutdown::Both);
+}
+
+/// Replies from the server, passed to the client whole records at a time
+/// (so that they never interleave with the proxy's own replies).
+fn pump_replies(mut server: TcpStream, client_w: &Mutex<TcpStream>) {
+    let mut out = Vec::new();
+    let _ = for_each_record(&mut server, |event| {
+        match event {
+            Event::Record(record) => {
+                out.extend_from_slice(&fragment_header(record.len(), true));
+                out.extend_from_slice(record);
+            }
+            Event::ReadDone if !out.is_empty() => {
+                lock(client_w).write_all(&out)?;
+                out.clear();
+            }
+            Event::ReadDone => {}
+        }
+        Ok(())
+    });
+    // The client sees the server's end as the end of its connection.
+    let _ = lock(client_w).shutdown(Shutdown::Both);
+    let _ = server.shutdown(Shutdown::Both);
+}
+
+/// What [`for_each_record`] hands its callback.
+enum Event<'a> {
+    /// A complete record (without its record marks).
+    Record(&'a [u8]),
+    /// Every complete record of the last read was handed over.
+    ReadDone,
+}
+
+/// Reads `stream` until it ends or fails, handing `on` every complete
+/// record and an [`Event::ReadDone`] after each read. Returns the error
+/// that ended it (end of stream is `Ok`).
+fn for_each_record(
+    stream: &mut TcpStream,
+    mut on: impl FnMut(Event<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut reader = RecordReader::new(MAX_RECORD);
+    let mut buf = vec![0u8; 256 << 10];
+    let mut filled = 0usize;
+    loop {
+        if filled == buf.len() {
+            // A fragment longer than the buffer (bounded by MAX_RECORD).
+            let want = reader
+                .bytes_needed(&buf[..filled])
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            buf.resize(want.max(buf.len() + 1), 0);
+        }
+        let n = stream.read(&mut buf[filled..])?;
+        if n == 0 {
+            return Ok(());
+        }
+        filled += n;
+        let mut start = 0;
+        loop {
+            let step = reader
+                .next(&buf[start..filled])
+                .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+            if step.consumed == 0 {
+                break;
+            }
+            if let Some(record) = &step.record {
+                on(Event::Record(record))?;
+            }
+            start += step.consumed;
+        }
+        buf.copy_within(start..filled, 0);
+        filled -= start;
+        on(Event::ReadDone)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use directnfs_wire::nfs3::NFSPROC3_GETATTR;
+    use directnfs_wire::rpc::RecordWriter;
+
+    /// A stand-in server: answers every call with a SUCCESS reply whose
+    /// results are the procedure number, and counts the calls it got.
+    struct Echo {
+        addr: SocketAddr,
+        calls: Arc<AtomicU64>,
+    }
+
+    fn echo_server() -> Echo {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let calls = Arc::new(AtomicU64::new(0));
+        let counter = Arc::clone(&calls);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let counter = Arc::clone(&counter);
+                std::thread::spawn(move || {
+                    let mut w = stream.try_clone().unwrap();
+                    let _ = for_each_record(&mut stream, |event| {
+                        let Event::Record(record) = event else {
+                            return Ok(());
+                        };
+                        let call = CallHeader::decode(&mut XdrReader::new(record)).unwrap();
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        let mut body = Vec::new();
+                        ReplyHeader {
+                            xid: call.xid,
+                            body: ReplyBody::Accepted {
+                                verf: OpaqueAuth::default(),
+                                stat: AcceptedReply::Success,
+                            },
+                        }
+                        .encode(&mut body);
+                        body.extend_from_slice(&call.proc_.to_be_bytes());
+                        let mut out = fragment_header(body.len(), true).to_vec();
+                        out.extend_from_slice(&body);
+                        w.write_all(&out)
+                    });
+                });
+            }
+        });
+        Echo { addr, calls }
+    }
+
+    fn proxy_to(upstream: SocketAddr) -> FaultProxy {
+        FaultProxy::start(ProxyConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream,
+            connect_timeout: Duration::from_secs(2),
+            seed: 7,
+        })
+        .unwrap()
+    }
+
+    fn call(xid: u32, proc_: u32, payload: usize) -> Vec<u8> {
+        let mut rec = Vec::new();
+        CallHeader {
+            xid,
+            prog: NFS_PROGRAM,
+            vers: NFS_V3,
+            proc_,
+            cred: OpaqueAuth::default(),
+            verf: OpaqueAuth::default(),
+        }
+        .encode(&mut rec);
+        rec.resize(rec.len() + payload, 0xab);
+        rec
+    }
+
+    /// Sends `record` (in fragments of `max_fragment`) and returns the reply
+    /// record.
+    fn round_trip(s: &mut TcpStream, record: &[u8], max_fragment: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        RecordWriter::with_max_fragment(max_fragment).write_record(record, &mut out);
+        s.write_all(&out).unwrap();
+        let mut reply = None;
+        let _ = for_each_record(s, |event| match event {
+            Event::Record(r) => {
+                reply = Some(r.to_vec());
+                Err(io::Error::other("got one"))
+            }
+            Event::ReadDone => Ok(()),
+        });
+        reply.expect("a reply")
+    }
+
+    /// The XID and the NFS status of an accepted reply whose results are a
+    /// `T` and nothing more.
+    fn results<T: Decode>(reply: &[u8], status: fn(&T) -> nfsstat3) -> (u32, nfsstat3) {
+        let (h, mut r) = reply_header(reply);
+        assert!(h.is_success(), "{h:?}");
+        let res = T::decode(&mut r).unwrap();
+        r.finish("results").unwrap();
+        (h.xid, status(&res))
+    }
+
+    fn reply_header(reply: &[u8]) -> (ReplyHeader, XdrReader<'_>) {
+        let mut r = XdrReader::new(reply);
+        let h = ReplyHeader::decode(&mut r).unwrap();
+        (h, r)
+    }
+
+    #[test]
+    fn forwards_calls_and_replies_unchanged_when_no_fault_is_set() {
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        for (xid, proc_) in [
+            (1, NFSPROC3_READ),
+            (2, NFSPROC3_WRITE),
+            (3, NFSPROC3_COMMIT),
+        ] {
+            let reply = round_trip(&mut s, &call(xid, proc_, 100), usize::MAX);
+            let (h, mut rest) = reply_header(&reply);
+            assert_eq!(h.xid, xid);
+            assert_eq!(rest.u32("proc").unwrap(), proc_, "the server's own results");
+        }
+        assert_eq!(echo.calls.load(Ordering::Relaxed), 3);
+        let c = proxy.counts();
+        assert_eq!((c.connections, c.forwarded, c.jukebox()), (1, 3, 0));
+    }
+
+    #[test]
+    fn answers_io_calls_with_jukebox_itself_and_never_forwards_them() {
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        proxy.set_jukebox(1000);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+
+        let jukebox = nfsstat3::NFS3ERR_JUKEBOX;
+        let reply = round_trip(&mut s, &call(10, NFSPROC3_READ, 0), usize::MAX);
+        assert_eq!(results(&reply, READ3res::status), (10, jukebox));
+        let reply = round_trip(&mut s, &call(11, NFSPROC3_WRITE, 8192), usize::MAX);
+        assert_eq!(results(&reply, WRITE3res::status), (11, jukebox));
+        let reply = round_trip(&mut s, &call(12, NFSPROC3_COMMIT, 12), usize::MAX);
+        assert_eq!(results(&reply, COMMIT3res::status), (12, jukebox));
+
+        // Other procedures still reach the server.
+        let reply = round_trip(&mut s, &call(13, NFSPROC3_GETATTR, 36), usize::MAX);
+        let (h, mut r) = reply_header(&reply);
+        assert_eq!((h.xid, r.u32("proc").unwrap()), (13, NFSPROC3_GETATTR));
+
+        assert_eq!(
+            echo.calls.load(Ordering::Relaxed),
+            1,
+            "only GETATTR was forwarded"
+        );
+        let c = proxy.counts();
+        assert_eq!(
+            (c.jukebox_read, c.jukebox_write, c.jukebox_commit),
+            (1, 1, 1)
+        );
+
+        proxy.set_jukebox(0);
+        let reply = round_trip(&mut s, &call(14, NFSPROC3_READ, 0), usize::MAX);
+        let (_, mut r) = reply_header(&reply);
+        assert_eq!(
+            r.u32("proc").unwrap(),
+            NFSPROC3_READ,
+            "forwarded once the fault is off"
+        );
+    }
+
+    #[test]
+    fn a_share_of_calls_gets_jukebox() {
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        proxy.set_jukebox(250);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        for xid in 0..400 {
+            round_trip(&mut s, &call(xid, NFSPROC3_WRITE, 16), usize::MAX);
+        }
+        let c = proxy.counts();
+        assert_eq!(c.jukebox() + c.forwarded, 400);
+        assert!((60..=140).contains(&c.jukebox()), "about a quarter: {c:?}");
+    }
+
+    #[test]
+    fn multi_fragment_calls_are_forwarded_whole() {
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        let reply = round_trip(&mut s, &call(5, NFSPROC3_WRITE, 300_000), 1000);
+        let (h, mut r) = reply_header(&reply);
+        assert_eq!((h.xid, r.u32("proc").unwrap()), (5, NFSPROC3_WRITE));
+    }
+
+    #[test]
+    fn a_server_that_cannot_be_reached_closes_the_client_connection() {
+        // A port nothing listens on: bind, note it, close.
+        let gone = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let proxy = proxy_to(gone);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 4];
+        assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
+        assert_eq!(proxy.counts().upstream_failures, 1);
+    }
+
+    #[test]
+    fn garbage_instead_of_a_call_closes_the_connection() {
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut out = fragment_header(8, true).to_vec();
+        out.extend_from_slice(&[0xff; 8]);
+        s.write_all(&out).unwrap();
+        let mut b = [0u8; 4];
+        assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
+        assert_eq!(echo.calls.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn calls_still_queued_when_the_client_leaves_never_reach_the_server() {
+        // A server that does not read stands for a stalled path: the
+        // proxy's calls queue up. When the client gives the connection up
+        // (having re-sent its calls elsewhere), those calls must be dropped
+        // with a reset, not delivered once the path moves again.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy = proxy_to(listener.local_addr().unwrap());
+        let mut c = TcpStream::connect(proxy.local_addr()).unwrap();
+        let (mut server_side, _) = listener.accept().unwrap();
+        let mut out = Vec::new();
+        let calls = 256;
+        for xid in 0..calls {
+            RecordWriter::default().write_record(&call(xid, NFSPROC3_WRITE, 128 << 10), &mut out);
+        }
+        c.write_all(&out).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        drop(c);
+        std::thread::sleep(Duration::from_millis(300));
+        server_side
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let mut got = 0usize;
+        let mut b = vec![0u8; 1 << 20];
+        let end = loop {
+            match server_side.read(&mut b) {
+                Ok(0) => break Ok(()),
+                Ok(n) => got += n,
+                Err(e) => break Err(e),
+            }
+        };
+        assert!(
+            matches!(&end, Err(e) if e.kind() == io::ErrorKind::ConnectionReset),
+            "the server side was reset: {end:?}"
+        );
+        assert!(got < out.len(), "only {got} of {} bytes arrived", out.len());
+    }
+
+    #[test]
+    fn dropping_the_proxy_closes_its_connections() {
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        round_trip(&mut s, &call(1, NFSPROC3_READ, 0), usize::MAX);
+        drop(proxy);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut b = [0u8; 4];
+        assert!(matches!(s.read(&mut b), Ok(0) | Err(_)));
+    }
+}

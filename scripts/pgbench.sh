@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# pgbench.sh — PostgreSQL 15 on directnfs (unmodified, through `dnfs run`
+# and the interception library) side by side with the same cluster on the
+# local file system, then fio through the library side by side with
+# `dnfs bench` on the same sessions and depth.
+#
+#   scripts/pgbench.sh         install what is missing, build, start a local
+#                              NFS-Ganesha, make the two clusters, run each
+#                              workload on both (interleaved, medians of the
+#                              repeats), print the tables and write them to
+#                              bench-results/pgbench.md (+ .json), stop what
+#                              it started.
+#
+# Workloads (the same settings on both clusters):
+#   TPC-B        pgbench -c 8 -j 2 -T S, synchronous_commit on, shared_buffers 128MB
+#   select-only  pgbench -S -c 8 -j 2 -T S, shared_buffers 16MB (scale 10 is
+#                ~160 MB: reads reach storage)
+#   -C           pgbench -C -S -c 8 -j 2 -T S: a new backend per transaction
+#                (what a process's first NFS calls cost)
+#   fio          psync random 8 KiB reads (and 75/25 read/write), 4 jobs,
+#                through the library, vs dnfs bench oltp with 4 sessions at
+#                queue depth 1 on the same file
+#
+# About 12 minutes with the defaults. Environment (all optional):
+#   DNFS_PGBENCH_SECONDS   seconds per run (default 30)
+#   DNFS_PGBENCH_REPEATS   runs per engine and workload, interleaved (default 3)
+#   DNFS_PGBENCH_SCALE     pgbench scale (default 10)
+#   DNFS_PGBENCH_CONNECTIONS  connections per process (dnfstab `connections:`, default 1)
+#   DNFS_PGBENCH_OUT       results directory (default bench-results)
+#   DNFS_PGBENCH_EXPORT    exported directory (default /tmp/dnfs-pgbench-export)
+#   DNFS_PGBENCH_LOCAL     the local cluster's parent directory (default /var/tmp/dnfs-pgbench-local)
+#   DNFS_PGBENCH_KEEP=1    keep both clusters afterwards (they are reused next time)
+#   DNFS_PGBENCH_SKIP_FIO=1  only the pgbench part
+#   DNFS_STATE_DIR, DNFS_NFS_PORT, DNFS_MNT_PORT: passed to nfs-server.sh
+#                          (state dir default here: /tmp/dnfs-pgbench-server)
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+SECS=${DNFS_PGBENCH_SECONDS:-30}
+REPEATS=${DNFS_PGBENCH_REPEATS:-3}
+SCALE=${DNFS_PGBENCH_SCALE:-10}
+CONNS=${DNFS_PGBENCH_CONNECTIONS:-1}
+OUT=${DNFS_PGBENCH_OUT:-bench-results}
+EXPORT=${DNFS_PGBENCH_EXPORT:-/tmp/dnfs-pgbench-export}
+LOCAL=${DNFS_PGBENCH_LOCAL:-/var/tmp/dnfs-pgbench-local}
+export DNFS_STATE_DIR=${DNFS_STATE_DIR:-/tmp/dnfs-pgbench-server}
+PGBIN=/usr/lib/postgresql/15/bin
+MNT=/dnfs-pgbench
+
+say() { printf '\n== %s\n' "$*" >&2; }
+die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
+[[ $(id -u) == 0 ]] || die "run as root (PostgreSQL runs as the postgres user through runuser)"
+
+# --- packages, build, server ----------------------------------------------------
+missing=()
+command -v ganesha.nfsd >/dev/null || missing+=(nfs-ganesha nfs-ganesha-vfs rpcbind)
+command -v fio >/dev/null || missing+=(fio)
+if [[ ! -x $PGBIN/postgres ]]; then
+    missing+=(postgresql)
+    mkdir -p /etc/postgresql-common
+    [[ -e /etc/postgresql-common/createcluster.conf ]] ||
+        echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+fi
+if ((${#missing[@]})); then
+    say "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+fi
+say "building (release)"
+cargo build --release -p directnfs-cli -p directnfs-preload
+DNFS=$ROOT/target/release/dnfs
+
+STARTED=0
+if bash scripts/nfs-server.sh status >/dev/null 2>&1; then
+    URL=$(bash scripts/nfs-server.sh url | tail -1)
+    # shellcheck disable=SC1091
+    EXPORT=$(. "$DNFS_STATE_DIR/state.env" && echo "$EXPORT_DIR")
+else
+    mkdir -p "$EXPORT"
+    URL=$(bash scripts/nfs-server.sh start "$EXPORT" | tail -1)
+    STARTED=1
+fi
+chmod 755 "$EXPORT"
+SRVPID=$(cat "$DNFS_STATE_DIR/ganesha.pid")
+rest=/${URL#nfs://*/}
+export_path=${rest%%\?*}
+nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$URL")
+mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$URL")
+
+WORK=$(mktemp -d /tmp/dnfs-pgbench.XXXXXX)
+chmod 755 "$WORK"
+mkdir -p "$WORK/sock" "$WORK/log" "$OUT"
+chown postgres "$WORK/sock" "$WORK/log"
+TAB=$WORK/dnfstab
+cat >"$TAB" <<EOF
+server: pgbench
+path: 127.0.0.1
+port: $nfsport
+mount_port: $mountport
+connections: $CONNS
+export: $export_path mount: $MNT
+EOF
+chmod 644 "$TAB"
+RUN=("$DNFS" --config "$TAB" run --)
+
+declare -A DATA=([nfs]=$MNT/pg/data [local]=$LOCAL/pg/data)
+declare -A PORT=([nfs]=5433 [local]=5434)
+RUNNING=()
+pg_ctl() { # ENGINE ARGS...
+    local e=$1
+    shift
+    if [[ $e == nfs ]]; then
+        runuser -u postgres -- "${RUN[@]}" "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
+    else
+        runuser -u postgres -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
+    fi
+}
+start_pg() { # ENGINE SHARED_BUFFERS
+    pg_ctl "$1" -l "$WORK/log/$1.log" -w -t 300 \
+        -o "-p ${PORT[$1]} -k $WORK/sock -c listen_addresses='' -c shared_buffers=$2 -c max_connections=40" start >/dev/null
+    RUNNING+=("$1")
+}
+# pg_ctl polls postmaster.pid while the postmaster removes it; on NFS a
+# read of a file removed by another process fails (README: ESTALE), which
+# pg_ctl reports as "invalid data in PID file": ask again until it is gone.
+stop_pg() {
+    local i
+    for i in 1 2 3 4 5; do
+        pg_ctl "$1" -m fast -w -t 300 stop >/dev/null 2>&1 || true
+        pg_ctl "$1" status >/dev/null 2>&1 || return 0
+        sleep 1
+    done
+    die "cannot stop the $1 cluster"
+}
+cleanup() {
+    local e
+    for e in "${RUNNING[@]}"; do stop_pg "$e" 2>/dev/null || true; done
+    if [[ ${DNFS_PGBENCH_KEEP:-} != 1 ]]; then
+        "${RUN[@]}" rm -rf "$MNT/pg" 2>/dev/null || true
+        rm -rf "$LOCAL"
+    fi
+    rm -rf "$WORK"
+    if ((STARTED)); then bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+pgbench() { # ENGINE ARGS...
+    local e=$1
+    shift
+    runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "${PORT[$e]}" "$@" postgres
+}
+
+# --- the two clusters ------------------------------------------------------------------
+for e in nfs local; do
+    if [[ $e == nfs ]]; then
+        "${RUN[@]}" sh -c "mkdir -p $MNT/pg && chown postgres:postgres $MNT/pg"
+        exists=$("${RUN[@]}" sh -c "test -f ${DATA[nfs]}/PG_VERSION && echo yes || true")
+    else
+        mkdir -p "$LOCAL/pg"
+        chown postgres:postgres "$LOCAL" "$LOCAL/pg"
+        exists=$(test -f "${DATA[local]}/PG_VERSION" && echo yes || true)
+    fi
+    if [[ $exists != yes ]]; then
+        say "initdb -k ($e) and pgbench -i -s $SCALE"
+        if [[ $e == nfs ]]; then
+            runuser -u postgres -- "${RUN[@]}" "$PGBIN/initdb" -k -A trust -D "${DATA[$e]}" >/dev/null
+        else
+            runuser -u postgres -- "$PGBIN/initdb" -k -A trust -D "${DATA[$e]}" >/dev/null
+        fi
+        start_pg "$e" 128MB
+        pgbench "$e" -q -i -s "$SCALE" >/dev/null 2>&1
+        stop_pg "$e"
+        RUNNING=()
+    fi
+done
+
+# --- pgbench, interleaved ----------------------------------------------------------------
+declare -A TPS CONN
+run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
+    local name=$1 sb=$2 r e out
+    shift 2
+    say "$name: pgbench $* -T $SECS, shared_buffers $sb, $REPEATS x each engine"
+    start_pg nfs "$sb"
+    start_pg local "$sb"
+    for ((r = 1; r <= REPEATS; r++)); do
+        for e in nfs local; do
+            out=$(pgbench "$e" "$@" -T "$SECS" 2>&1)
+            TPS[$name,$e]+="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1) "
+            CONN[$name,$e]+="$(sed -n 's/^average connection time = \([0-9.]*\) ms/\1/p' <<<"$out" | head -1) "
+            echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1)" >&2
+        done
+    done
+    stop_pg nfs
+    stop_pg local
+    RUNNING=()
+}
+run_workload tpcb 128MB -c 8 -j 2
+run_workload select 16MB -S -c 8 -j 2
+run_workload connect 128MB -C -S -c 8 -j 2
+
+median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:] if x]; print(f"{statistics.median(v):.1f}" if v else "-")' "$@"; }
+ratio() { python3 -c 'import sys; a,b=sys.argv[1:]; print(f"{float(a)/float(b):.2f}x" if a not in "-" and b not in "-" and float(b) else "-")' "$1" "$2"; }
+
+# --- fio through the library vs dnfs bench ----------------------------------------------------
+declare -A IOPS
+if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
+    file=$MNT/fio-bench.dat
+    say "fio (psync, 4 jobs) vs dnfs bench oltp (4 sessions x 1) on $file, ${SECS}s, $REPEATS x each"
+    "$DNFS" --config "$TAB" bench oltp --target "$file" --size 1g --engine directnfs --sessions 4 \
+        --queue-depth 1 --duration 1 --warmup 0 --quiet >/dev/null
+    for mix in 0 25; do
+        for ((r = 1; r <= REPEATS; r++)); do
+            "$DNFS" --config "$TAB" bench oltp --target "$file" --size 1g --engine directnfs \
+                --sessions 4 --queue-depth 1 --connections "$CONNS" --write-pct $mix \
+                --duration "$SECS" --warmup 2 --quiet --json "$WORK/bench.json" >/dev/null
+            IOPS[bench,$mix]+="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["runs"][0]["iops"]))' "$WORK/bench.json") "
+            rw=randread
+            ((mix > 0)) && rw=randrw
+            "${RUN[@]}" fio --name=fio --filename="$file" --size=1g --bs=8k --rw=$rw \
+                --rwmixread=$((100 - mix)) --ioengine=psync --numjobs=4 --time_based \
+                --runtime="$SECS" --ramp_time=2 --group_reporting --output-format=json \
+                >"$WORK/fio.json" 2>/dev/null
+            IOPS[fio,$mix]+="$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(round(j["read"]["iops"]+j["write"]["iops"]))' "$WORK/fio.json") "
+            echo "  run $r (${mix}% writes): dnfs bench $(awk '{print $NF}' <<<"${IOPS[bench,$mix]}") IOPS, fio $(awk '{print $NF}' <<<"${IOPS[fio,$mix]}") IOPS" >&2
+        done
+    done
+    "${RUN[@]}" rm -f "$file"
+fi
+
+# --- the tables --------------------------------------------------------------------------
+{
+    echo "PostgreSQL 15, pgbench scale $SCALE, -T $SECS, median of $REPEATS interleaved runs;"
+    echo "the same settings on both clusters; directnfs through \`dnfs run\` ($CONNS connection(s) per process)."
+    echo
+    echo "| workload | directnfs TPS | local FS TPS | directnfs / local |"
+    echo "|---|---|---|---|"
+    for w in tpcb select connect; do
+        case $w in
+            tpcb) label="TPC-B, 8 clients, synchronous_commit on" ;;
+            select) label="select-only, 8 clients, shared_buffers 16MB" ;;
+            connect) label="-C select-only (a new backend per transaction)" ;;
+        esac
+        n=$(median ${TPS[$w,nfs]})
+        l=$(median ${TPS[$w,local]})
+        echo "| $label | $n | $l | $(ratio "$n" "$l") |"
+    done
+    n=$(median ${CONN[connect,nfs]})
+    l=$(median ${CONN[connect,local]})
+    echo "| -C: average connection time (ms) | $n | $l | $(ratio "$n" "$l") |"
+    if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
+        echo
+        echo "fio through the library vs \`dnfs bench oltp\`, random 8 KiB, 4 sessions (fio: 4 psync jobs) at queue depth 1, same file:"
+        echo
+        echo "| workload | fio via dnfs run (IOPS) | dnfs bench (IOPS) | fio / dnfs bench |"
+        echo "|---|---|---|---|"
+        for mix in 0 25; do
+            f=$(median ${IOPS[fio,$mix]})
+            b=$(median ${IOPS[bench,$mix]})
+            echo "| ${mix}% writes | $f | $b | $(ratio "$f" "$b") |"
+        done
+    fi
+} | tee "$OUT/pgbench.md"
+python3 - "$OUT/pgbench.json" <<EOF
+import json, sys
+tps = {$(for k in "${!TPS[@]}"; do printf '"%s": "%s", ' "$k" "${TPS[$k]}"; done)}
+conn = {$(for k in "${!CONN[@]}"; do printf '"%s": "%s", ' "$k" "${CONN[$k]}"; done)}
+iops = {$(for k in "${!IOPS[@]}"; do printf '"%s": "%s", ' "$k" "${IOPS[$k]}"; done)}
+num = lambda d: {k: [float(x) for x in v.split()] for k, v in d.items()}
+json.dump({"seconds": $SECS, "repeats": $REPEATS, "scale": $SCALE, "connections": $CONNS,
+           "tps": num(tps), "connection_ms": num(conn), "fio_vs_bench_iops": num(iops),
+           "server_pid": $SRVPID}, open(sys.argv[1], "w"), indent=1)
+EOF
+echo "(written to $OUT/pgbench.md and $OUT/pgbench.json)" >&2
