@@ -235,7 +235,7 @@ check_step() {
             in_server_ns bash -c "$(declare -f rpc_null_ok _rpc_null_call _xdr_word); rpc_null_ok 127.0.0.1 $port $prog $vers" \
                 >/dev/null 2>&1
             ;;
-        rpcbind) in_server_ns timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | grep -q nfs ;;
+        rpcbind) in_server_ns timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null | grep nfs >/dev/null ;;
         path*)
             local k=${1#path}
             rpc_null_ok "$(server_addr "$k")" "$NFS_PORT" 100003 3 >/dev/null 2>&1 &&

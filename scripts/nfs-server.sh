@@ -179,7 +179,7 @@ use_rpcbind() {
 
 rpcbind_answers() {
     if [[ $RPCBIND_MODE == private ]]; then
-        "${RPCBIND_NS[@]}" timeout 5 rpcinfo | grep -q portmapper
+        "${RPCBIND_NS[@]}" timeout 5 rpcinfo | grep portmapper >/dev/null
     else
         timeout 5 rpcinfo -p 127.0.0.1
     fi

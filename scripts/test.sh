@@ -91,6 +91,11 @@ check_docs() {
         log "the lines above refer to documents outside the repository (docs/ has them)"
         bad=1
     fi
+    # A merge conflict committed by mistake (it happened once, in the docs).
+    if git grep -nE '^(<<<<<<< |>>>>>>> )' -- ':!scripts/test.sh'; then
+        log "the lines above are merge conflict markers"
+        bad=1
+    fi
     while IFS= read -r file; do
         dir=$(dirname "$file")
         while IFS= read -r target; do
@@ -107,7 +112,7 @@ check_docs() {
 
 main() {
     install_packages
-    log "docs: no references outside the repository, no broken links"
+    log "docs: no references outside the repository, no broken links, no conflict markers"
     check_docs
     log "cargo fmt --check"
     cargo fmt --all -- --check

@@ -90,8 +90,11 @@ fi
     -L"$OUT/lib" -lsqlite3 -Wl,-rpath,"$OUT/lib"
 
 # The test binary must load the sanitized library, not the system's.
-LD_LIBRARY_PATH=$OUT/lib ldd "$testbin" | grep -q "$lib" \
-    || { echo "sanitized.sh: $testbin does not load $lib" >&2; ldd "$testbin" >&2; exit 1; }
+# (ldd's output is captured first: `ldd | grep -q` under pipefail fails at
+# random when grep exits at the first match and ldd gets SIGPIPE.)
+loaded=$(LD_LIBRARY_PATH=$OUT/lib ldd "$testbin")
+[[ $loaded == *"$lib"* ]] \
+    || { echo "sanitized.sh: $testbin does not load $lib" >&2; echo "$loaded" >&2; exit 1; }
 
 asan_rt=$("$CC" -print-file-name=libasan.so)
 [[ -f $asan_rt ]] || { echo "sanitized.sh: no ASan runtime for $CC" >&2; exit 1; }
