@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use directnfs::stats::{HostStats, IoSnapshot, LatencySummary};
+use directnfs::stats::{FileStats, HostStats, IoSnapshot, LatencySummary, ServerStats};
 use serde::Serialize;
 
 /// Rates of every scope over one interval.
@@ -208,6 +208,16 @@ impl Delta {
     }
 }
 
+/// The record of `earlier` that matches the one following `before` in the
+/// current reading: the n-th record alike (by `same`) in both, where n is
+/// how many alike records `before` holds. Several clients of one process
+/// may list the same server or file; each must be compared with its own
+/// earlier record, not the first of its kind.
+fn nth_alike<'a, T>(before: &[T], earlier: &'a [T], same: impl Fn(&&T) -> bool) -> Option<&'a T> {
+    let n = before.iter().filter(|t| same(t)).count();
+    earlier.iter().filter(|t| same(t)).nth(n)
+}
+
 /// The rates between `prev` and `cur`, taken `secs` apart.
 pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
     let secs = secs.max(1e-3);
@@ -217,14 +227,13 @@ pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
     let mut files = Vec::new();
     for p in &cur.processes {
         let before = prev.processes.iter().find(|q| q.pid == p.pid);
-        for srv in &p.stats.servers {
+        for (i, srv) in p.stats.servers.iter().enumerate() {
             let key = format!("{}:{}", srv.name, srv.export);
-            let old = before.and_then(|b| {
-                b.stats
-                    .servers
-                    .iter()
-                    .find(|s| s.name == srv.name && s.export == srv.export)
-            });
+            // A process with several clients of one server lists it once
+            // per client, in a stable order: the n-th is compared with the
+            // n-th of the earlier reading.
+            let same = |s: &&ServerStats| s.name == srv.name && s.export == srv.export;
+            let old = before.and_then(|b| nth_alike(&p.stats.servers[..i], &b.stats.servers, same));
             let delta = |cur: &IoSnapshot, old: Option<&IoSnapshot>| match old {
                 Some(o) => Delta::between(cur, o),
                 None => Delta::first(cur),
@@ -252,8 +261,9 @@ pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
                 }
             }
         }
-        for f in &p.stats.files {
-            let old = before.and_then(|b| b.stats.files.iter().find(|x| x.path == f.path));
+        for (i, f) in p.stats.files.iter().enumerate() {
+            let same = |x: &&FileStats| x.path == f.path;
+            let old = before.and_then(|b| nth_alike(&p.stats.files[..i], &b.stats.files, same));
             let d = match old {
                 Some(o) => Delta::between(&f.totals, &o.totals),
                 None => Delta::first(&f.totals),
@@ -357,7 +367,7 @@ fn truncate(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use directnfs::stats::{PathStats, ProcessStats, ServerStats, StatsSnapshot};
+    use directnfs::stats::{PathStats, ProcessStats, StatsSnapshot};
 
     fn io(reads: u64, lat_sum_us: f64, buckets: Vec<(f64, u64)>) -> IoSnapshot {
         let mut io = IoSnapshot {
@@ -423,6 +433,57 @@ mod tests {
         assert!((mean - 0.5).abs() < 1e-9, "{mean}");
         assert!((p99 - 0.52).abs() < 1e-9, "{p99}");
         assert_eq!(r.paths[0].state.as_deref(), Some("up"));
+    }
+
+    /// One process, two clients of the same server with the same file open
+    /// (as `dnfs bench` sessions): each record is compared with its own.
+    fn two_clients(a: IoSnapshot, b: IoSnapshot) -> HostStats {
+        let mut h = host(7, a.clone());
+        let other = host(7, b.clone()).processes[0].stats.servers[0].clone();
+        let stats = &mut h.processes[0].stats;
+        stats.servers.push(other);
+        for io in [a, b] {
+            stats.files.push(FileStats {
+                path: "/db.dat".into(),
+                totals: io,
+                ..FileStats::default()
+            });
+        }
+        h
+    }
+
+    #[test]
+    fn two_clients_of_one_server_in_one_process_are_each_compared_with_their_own() {
+        // Client A is slow (1 ms reads), client B fast (0.1 ms); each
+        // makes 100 reads in the interval.
+        let prev = two_clients(
+            io(1000, 1000.0 * 1000.0, vec![(1024.0, 1000)]),
+            io(5000, 5000.0 * 100.0, vec![(102.4, 5000)]),
+        );
+        let cur = two_clients(
+            io(1100, 1100.0 * 1000.0, vec![(1024.0, 1100)]),
+            io(5100, 5100.0 * 100.0, vec![(102.4, 5100)]),
+        );
+        let r = between(&prev, &cur, 1.0);
+        assert_eq!(r.servers.len(), 1);
+        let s = &r.servers[0];
+        assert_eq!(s.reads_per_s, 200.0);
+        let (mean, p99) = s.read_ms.expect("latency");
+        assert!((mean - 0.55).abs() < 1e-9, "{mean}");
+        assert!((p99 - 1.024).abs() < 1e-9, "{p99}");
+        let files: Vec<_> = r
+            .files
+            .iter()
+            .map(|f| f.read_ms.expect("latency"))
+            .collect();
+        assert_eq!(files.len(), 2);
+        for (mean, p99) in files {
+            assert!(p99 >= mean, "p99 {p99} below mean {mean}");
+            assert!(
+                (mean - 1.0).abs() < 1e-9 || (mean - 0.1).abs() < 1e-9,
+                "{mean}"
+            );
+        }
     }
 
     #[test]
