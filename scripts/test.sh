@@ -139,7 +139,7 @@ main() {
     DNFS_TEST_SERVER_PID=$(cat "$STATE_DIR/ganesha.pid" 2>/dev/null || echo "")
 
     log "cargo test"
-    cargo test --workspace --release
+    cargo test --workspace --release --no-fail-fast
 
     if [[ -x tests/c/run.sh || -f tests/c/run.sh ]]; then
         log "C library tests"

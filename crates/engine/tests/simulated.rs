@@ -184,6 +184,11 @@ impl Sim {
             .engine
             .on_reply(s.channel, s.epoch, s.xid, answer, self.now)
         {
+            // What the driver does with a reply: close its statistics on
+            // the channel that carried it (the engine counts the sends).
+            if let Some(stats) = self.engine.stats(d.channel()) {
+                stats.on_complete(d.call().proc_(), d.latency_ns(), 0, 0, true);
+            }
             let attempts = d.attempts();
             let id = d.into_call().id;
             self.ends
