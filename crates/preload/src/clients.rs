@@ -109,6 +109,11 @@ pub fn report_at_exit_if_asked() {
     }
 }
 
+/// How long one attempt to mount a server that cannot be reached lasts
+/// (the client's shortest `mnt_timeout`) before [`make`] decides whether
+/// to wait on.
+const MOUNT_ATTEMPT: Duration = Duration::from_secs(1);
+
 /// Makes the client of mount `m` (from the parent's when there is one),
 /// waiting for its server as `hard`/`soft` say.
 fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
@@ -117,12 +122,18 @@ fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
     let patience = options
         .timeo
         .saturating_mul(options.retrans.saturating_add(1));
+    // This loop is the waiting policy (hard: as long as it takes, said
+    // once; soft: timeo x (retrans + 1)), so each mount attempt is short:
+    // left to `mnt_timeout` (600 s by default), a first call would wait
+    // silently for ten minutes, on a soft mount too.
+    let mut target = mount.target.clone();
+    target.options.mnt_timeout = MOUNT_ATTEMPT;
     let start = Instant::now();
     let mut pause = Duration::from_millis(100);
     loop {
         let result = with_signals_blocked(|| match parent {
             Some(p) => p.after_fork(),
-            None => Client::mount(&mount.target),
+            None => Client::mount(&target),
         });
         let e = match result {
             Ok(c) => return Ok(c),
