@@ -62,12 +62,27 @@ check "bash, zsh and fish completions" bash -c \
 check "pkg-config finds the installed library" bash -c \
     'pkg-config --cflags --libs directnfs | grep -q -- "-ldirectnfs" && test "$(pkg-config --variable=includedir directnfs)" = /usr/include'
 check "the C example builds against the installed header" bash -c \
-    "cc -std=c11 -Wall -Werror -o '$WORK/example' tests/c/example.c \$(pkg-config --cflags --libs directnfs) && ! ldd '$WORK/example' | grep -q '$ROOT'"
+    "cc -std=c11 -Wall -Werror -o '$WORK/example' tests/c/example.c \$(pkg-config --cflags --libs directnfs) && libs=\$(ldd '$WORK/example') && [[ \$libs != *'$ROOT'* ]]"
 
 if [[ -n ${DNFS_TEST_URL:-} ]]; then
     check "dnfs check URL (installed binary)" /usr/bin/dnfs check "$DNFS_TEST_URL"
     check "the installed C example runs against the server" "$WORK/example" "$DNFS_TEST_URL"
     check "dnfs df (installed binary)" /usr/bin/dnfs df "$DNFS_TEST_URL"
+    # dnfs run with the installed interception library (found in the
+    # library directory, not next to /usr/bin/dnfs): ls of the export.
+    rest=${DNFS_TEST_URL#nfs://}
+    host=${rest%%/*}
+    export_path=/${rest#*/}
+    export_path=${export_path%%\?*}
+    {
+        echo "server: pkgtest"
+        echo "path: ${host%%:*}"
+        echo "port: $(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$DNFS_TEST_URL")"
+        echo "mount_port: $(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$DNFS_TEST_URL")"
+        echo "export: $export_path mount: /dnfs-pkgtest"
+    } >"$WORK/dnfstab"
+    check "dnfs run finds the installed interception library" bash -c \
+        "env -u DIRECTNFS_PRELOAD /usr/bin/dnfs run --config '$WORK/dnfstab' -- ls /dnfs-pkgtest >/dev/null"
 else
     log "SKIPPED the server steps: DNFS_TEST_URL is not set"
 fi
