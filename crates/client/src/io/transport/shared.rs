@@ -414,10 +414,10 @@ impl Shared {
             };
             for (c, epoch) in on_path {
                 let ch = &self.channels[c];
-                let why = format!(
-                    "no route to {} from {:?}: {err}",
-                    ch.spec.remote, ch.spec.local
-                );
+                let why = match ch.spec.local {
+                    Some(local) => format!("no route to {} from {local}: {err}", ch.spec.remote),
+                    None => format!("no route to {}: {err}", ch.spec.remote),
+                };
                 self.fail_into(c, epoch, &why, scratch);
             }
         }
