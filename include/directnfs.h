@@ -141,7 +141,10 @@ const char *dnfs_client_target(const dnfs_client *client);
  *    "engine":{"servers":[...],"files":[...]}}
  * "ops" counts calls made through this C library on this client (its files
  * and batches included). "engine" is the client's own statistics snapshot,
- * the model `dnfs stats --json` prints: per server, path and channel the
+ * the model `dnfs stats --json` prints for each process (its
+ * "processes"[i]."stats", which sums every client of the process; every
+ * process publishes it unless the URL/config says stats=off or the
+ * environment DIRECTNFS_STATS=off): per server, path and channel the
  * RPC counts, bytes, retransmissions, failovers and latency histograms, and
  * per file its I/O totals (every open file; closed ones up to a bound of
  * 1,024 records, beyond which they are summed in one entry whose "path" is
@@ -231,6 +234,21 @@ struct dnfs_stat {
  * written only on success. */
 int dnfs_fstat(dnfs_file *file, struct dnfs_stat *st);
 int dnfs_stat(dnfs_client *client, const char *path, struct dnfs_stat *st);
+
+/* Space and file slots of the client's export (NFS FSSTAT), as `dnfs df`
+ * shows them. "avail" is what this user may still use (quotas, reserved
+ * space); "free" is what the file system has left. */
+struct dnfs_statfs {
+    uint64_t total_bytes; /* size of the file system */
+    uint64_t free_bytes;
+    uint64_t avail_bytes;
+    uint64_t total_files; /* file slots (inodes) */
+    uint64_t free_files;
+    uint64_t avail_files;
+};
+
+/* 0 or negative errno; *st is written only on success. */
+int dnfs_statfs(dnfs_client *client, struct dnfs_statfs *st);
 
 /* Removes a file (not a directory: -EISDIR or -EPERM, as the server says). */
 int dnfs_unlink(dnfs_client *client, const char *path);

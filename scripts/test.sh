@@ -7,9 +7,10 @@
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
 #    and runs every test against it: Rust unit/property/real-server tests
 #    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
-#    library and SQLite tests when those exist;
-#    as root also the multipath tests and the fault soak (scripts/soak.sh)
-#    in the network namespace topology; then Miri and the fuzzers,
+#    library and SQLite tests when those exist; as root also the Debian
+#    package test (scripts/package-test.sh), the multipath and operations
+#    tests and the fault soak (scripts/soak.sh) in the network namespace
+#    topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
 # Exit status is non-zero if anything failed.
@@ -32,6 +33,14 @@ install_packages() {
     command -v sqlite3 >/dev/null || missing+=(sqlite3)
     [[ -e /usr/include/sqlite3.h ]] || missing+=(libsqlite3-dev)
     command -v ip >/dev/null || missing+=(iproute2)
+    # Operations (issue 15): dnfs top under tmux, dnfs exporter scraped by
+    # Prometheus and checked by promtool, the Debian package built and
+    # installed (dpkg-dev, pkg-config for the C example against it).
+    command -v tmux >/dev/null || missing+=(tmux)
+    command -v prometheus >/dev/null || missing+=(prometheus)
+    command -v promtool >/dev/null || missing+=(prometheus)
+    command -v dpkg-architecture >/dev/null || missing+=(dpkg-dev)
+    command -v pkg-config >/dev/null || missing+=(pkg-config)
     # The interception library's tests (crates/preload/tests/run.sh).
     command -v fio >/dev/null || missing+=(fio)
     command -v valgrind >/dev/null || missing+=(valgrind)
@@ -50,7 +59,17 @@ install_packages() {
         log "installing: ${missing[*]}"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
+        # Installing prometheus (or postgresql) must not start its daemon:
+        # the tests run their own. A policy-rc.d that forbids every start,
+        # only for this install (and only if the machine has none).
+        local policy=/usr/sbin/policy-rc.d ours=0
+        if [[ ! -e $policy ]]; then
+            printf '#!/bin/sh\nexit 101\n' >"$policy"
+            chmod 0755 "$policy"
+            ours=1
+        fi
         apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+        if ((ours)); then rm -f "$policy"; fi
     fi
     if [[ -n $pg_new ]] && command -v pg_lsclusters >/dev/null; then
         # Stop any cluster the package started anyway (only ones it made).
@@ -120,11 +139,17 @@ main() {
     DNFS_TEST_SERVER_PID=$(cat "$STATE_DIR/ganesha.pid" 2>/dev/null || echo "")
 
     log "cargo test"
-    cargo test --workspace --release
+    cargo test --workspace --release --no-fail-fast
 
     if [[ -x tests/c/run.sh || -f tests/c/run.sh ]]; then
         log "C library tests"
         bash tests/c/run.sh
+    fi
+    if [[ $(id -u) == 0 ]]; then
+        log "Debian package: build, apt-get install, dnfs check, C example via pkg-config, remove"
+        bash scripts/package-test.sh
+    else
+        log "SKIPPED the Debian package test: not root (apt-get install)"
     fi
     if [[ -f crates/sqlite/tests/run.sh ]]; then
         log "SQLite VFS tests"
@@ -139,6 +164,8 @@ main() {
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
         bash scripts/multipath-tests.sh
+        log "ops: a cut path in dnfs stats/top/exporter and the alert log (network namespaces)"
+        bash scripts/ops-netns-tests.sh
     else
         log "SKIPPED multipath tests: not root"
     fi

@@ -16,6 +16,7 @@
 
 _Static_assert(sizeof(struct dnfs_stat) == 96, "dnfs_stat layout");
 _Static_assert(sizeof(struct dnfs_completion) == 16, "dnfs_completion layout");
+_Static_assert(sizeof(struct dnfs_statfs) == 48, "dnfs_statfs layout");
 
 static const char *g_url;
 static dnfs_client *g_client;
@@ -507,6 +508,78 @@ static int cleanup_dir(void *ctx, const struct dnfs_dirent *e)
     return 0;
 }
 
+static int statfs_reports_the_export_space(void)
+{
+    struct dnfs_statfs st;
+    memset(&st, 0xff, sizeof st);
+    CHECK_EQ(dnfs_statfs(g_client, &st), 0);
+    CHECK(st.total_bytes > 0);
+    CHECK(st.free_bytes <= st.total_bytes);
+    CHECK(st.avail_bytes <= st.free_bytes);
+    CHECK(st.total_files > 0);
+    CHECK(st.free_files <= st.total_files);
+    CHECK_EQ(dnfs_statfs(g_client, NULL), -EINVAL);
+    CHECK_EQ(dnfs_statfs(NULL, &st), -EINVAL);
+    return 0;
+}
+
+/* The URL with one more option appended (the test URL has a query). */
+static char *url_with(const char *opt)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%s%s%s", g_url, strchr(g_url, '?') ? "&" : "?", opt);
+    return buf;
+}
+
+static int read_only_mount_refuses_every_write_with_erofs(void)
+{
+    dnfs_file *w = dnfs_open(g_client, path("ro"), DNFS_O_CREAT | DNFS_O_TRUNC, 0644);
+    CHECK(w != NULL);
+    CHECK_EQ(dnfs_pwrite(w, "data", 4, 0), 4);
+    dnfs_close(w);
+
+    /* A kernel mount-option string, as in a DBA's runbook. */
+    dnfs_client *ro = dnfs_client_open_url(url_with("options=ro,bg,hard,nointr,tcp,vers=3,timeo=600,actimeo=0"));
+    CHECK(ro != NULL);
+    dnfs_file *f = dnfs_open(ro, path("ro"), 0, 0);
+    CHECK(f != NULL);
+    char b[4];
+    CHECK_EQ(dnfs_pread(f, b, 4, 0), 4);
+    CHECK(memcmp(b, "data", 4) == 0);
+    CHECK_EQ(dnfs_pwrite(f, "xxxx", 4, 0), -EROFS);
+    CHECK(strstr(dnfs_last_error(), "read-only") != NULL);
+    CHECK_EQ(dnfs_ftruncate(f, 0), -EROFS);
+    CHECK_EQ(dnfs_fsync(f), 0); /* nothing was written: nothing to commit */
+    dnfs_close(f);
+    CHECK(dnfs_open(ro, path("ro-new"), DNFS_O_CREAT, 0644) == NULL);
+    CHECK_EQ(errno, EROFS);
+    CHECK_EQ(dnfs_unlink(ro, path("ro")), -EROFS);
+    CHECK_EQ(dnfs_mkdir(ro, path("ro-dir"), 0755), -EROFS);
+    CHECK_EQ(dnfs_rename(ro, path("ro"), path("ro2")), -EROFS);
+    dnfs_client_close(ro);
+
+    /* The data is untouched, and a rejected option names itself. */
+    CHECK(dnfs_client_open_url(url_with("options=rw,udp")) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    CHECK(strstr(dnfs_last_error(), "\"udp\"") != NULL);
+    CHECK_EQ(dnfs_unlink(g_client, path("ro")), 0);
+    return 0;
+}
+
+static int the_process_publishes_its_statistics(void)
+{
+    /* dnfs stats finds this process through its endpoint. */
+    const char *base = getenv("DIRECTNFS_RUN_DIR");
+    char sock[512];
+    snprintf(sock, sizeof sock, "%s/directnfs-%u/%d.sock", base && *base ? base : "/tmp",
+             (unsigned)geteuid(), (int)getpid());
+    struct stat st;
+    CHECK_EQ(lstat(sock, &st), 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK_EQ(st.st_mode & 077, 0);
+    return 0;
+}
+
 int main(void)
 {
     g_url = getenv("DNFS_TEST_URL");
@@ -552,6 +625,9 @@ int main(void)
         T(a_name_recreated_by_another_client_is_looked_up_again),
         T(stats_json_is_snprintf_like),
         T(config_client_resolves_a_mount_path),
+        T(statfs_reports_the_export_space),
+        T(read_only_mount_refuses_every_write_with_erofs),
+        T(the_process_publishes_its_statistics),
 #undef T
     };
     int n = (int)(sizeof tests / sizeof tests[0]);

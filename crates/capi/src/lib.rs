@@ -143,6 +143,31 @@ pub struct DnfsStat {
     pub ctime_nsec: i64,
 }
 
+/// `struct dnfs_statfs` (layout pinned by a test and by test_capi.c).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DnfsStatfs {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    pub avail_bytes: u64,
+    pub total_files: u64,
+    pub free_files: u64,
+    pub avail_files: u64,
+}
+
+impl From<&dnfs::FsStat> for DnfsStatfs {
+    fn from(f: &dnfs::FsStat) -> Self {
+        DnfsStatfs {
+            total_bytes: f.total_bytes,
+            free_bytes: f.free_bytes,
+            avail_bytes: f.avail_bytes,
+            total_files: f.total_files,
+            free_files: f.free_files,
+            avail_files: f.avail_files,
+        }
+    }
+}
+
 /// `struct dnfs_dirent`.
 #[repr(C)]
 #[derive(Debug)]
@@ -591,6 +616,23 @@ pub unsafe extern "C" fn dnfs_stat(
     })
 }
 
+/// See `dnfs_statfs` in directnfs.h.
+#[no_mangle]
+pub unsafe extern "C" fn dnfs_statfs(client: *mut DnfsClient, st: *mut DnfsStatfs) -> c_int {
+    ffi_try(|| {
+        // SAFETY: NULL or a live client (header contract).
+        let c = unsafe { arg_ref(client, "client") }?;
+        if st.is_null() {
+            return Err(Failure::invalid("st is NULL"));
+        }
+        OpStats::add(&c.stats.metadata_ops, 1);
+        let f = c.stats.check(c.client.fsstat())?;
+        // SAFETY: st is non-NULL and points to a writable dnfs_statfs.
+        unsafe { st.write(DnfsStatfs::from(&f)) };
+        Ok(0)
+    })
+}
+
 /// Runs a namespace operation on one path.
 unsafe fn path_op(
     client: *mut DnfsClient,
@@ -889,6 +931,12 @@ pub unsafe extern "C" fn dnfs_batch_free(batch: *mut DnfsBatch) -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn statfs_struct_layout_matches_the_header() {
+        assert_eq!(std::mem::size_of::<DnfsStatfs>(), 48);
+        assert_eq!(std::mem::align_of::<DnfsStatfs>(), 8);
+    }
 
     #[test]
     fn stat_struct_layout_matches_the_header() {

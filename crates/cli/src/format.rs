@@ -42,24 +42,9 @@ fn epoch(t: SystemTime) -> (i64, u32) {
     }
 }
 
-/// Civil date (year, month, day) of a day count since 1970-01-01
-/// (H. Hinnant's `civil_from_days`).
-fn civil(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 fn parts(t: SystemTime) -> (i64, u32, u32, i64, i64, i64, u32) {
     let (secs, nanos) = epoch(t);
-    let (y, mo, d) = civil(secs.div_euclid(86_400));
+    let (y, mo, d) = directnfs::alert::civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     (y, mo, d, sod / 3600, sod / 60 % 60, sod % 60, nanos)
 }

@@ -13,6 +13,7 @@ mod commands;
 mod error;
 mod format;
 mod location;
+mod ops;
 mod progress;
 mod transfer;
 
@@ -130,6 +131,53 @@ enum Command {
         /// nfs:// URLs to check instead of the dnfstab.
         urls: Vec<String>,
     },
+    /// Live statistics of every directnfs process of this host: the
+    /// v$dnfs_servers, v$dnfs_channels, v$dnfs_files and v$dnfs_stats views,
+    /// latency per class and path, the latest alert-log lines.
+    ///
+    /// Each process publishes its statistics on a local socket readable by
+    /// its own user and root only (see `DIRECTNFS_RUN_DIR`); nothing is sent
+    /// over the network. Without --pid the processes are summed.
+    Stats(ops::stats::StatsArgs),
+    /// Live terminal view of every directnfs process: per server, path and
+    /// busiest file, IOPS, MB/s, mean and p99 latency, in flight, errors.
+    /// q quits.
+    Top(ops::top::TopArgs),
+    /// Serve every local directnfs process's statistics to Prometheus
+    /// (text exposition at http://ADDR/metrics).
+    Exporter(ops::exporter::ExporterArgs),
+    /// Space and file slots of the file systems holding PATHs (FSSTAT).
+    Df {
+        /// NFS paths.
+        #[arg(required = true)]
+        paths: Vec<String>,
+        /// Sizes in bytes instead of K/M/G.
+        #[arg(long)]
+        bytes: bool,
+    },
+    /// Write man pages or shell completions generated from this command
+    /// line (used to build the package).
+    #[command(hide = true)]
+    Generate {
+        #[command(subcommand)]
+        what: Generate,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum Generate {
+    /// Man pages (dnfs.1, dnfs-COMMAND.1) into DIR.
+    Man {
+        /// Output directory.
+        dir: PathBuf,
+    },
+    /// The completion script of SHELL into DIR.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+        /// Output directory.
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -149,6 +197,15 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Command::Bench(args) = cli.command {
         return bench::run(args, cli.config);
+    }
+    if let Some(result) = run_ops(&cli.command) {
+        return match result {
+            Ok(()) | Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("dnfs: {}", one_line(&e.to_string()));
+                ExitCode::FAILURE
+            }
+        };
     }
     if matches!(cli.command, Command::Cp { .. } | Command::Cat { .. }) {
         alloc::tune_for_bulk_io();
@@ -173,7 +230,7 @@ fn main() -> ExitCode {
     let result = run(&resolver, cli.command);
     if cli.stats {
         for client in resolver.mounted() {
-            eprint!("{}", directnfs_engine::stats::render_text(&client.stats()));
+            eprint!("{}", directnfs::stats::render_text(&client.stats()));
         }
     }
     let code = match result {
@@ -214,9 +271,36 @@ fn run(resolver: &Resolver, command: Command) -> Result<()> {
         } => commands::namespace::rm(resolver, &path, recursive, force),
         Command::Mkdir { path, parents } => commands::namespace::mkdir(resolver, &path, parents),
         Command::Mv { src, dst } => commands::namespace::mv(resolver, &src, &dst),
-        // Handled in main (they have their own exit codes).
-        Command::Bench(_) | Command::Check { .. } | Command::Run { .. } => Ok(()),
+        Command::Df { paths, bytes } => ops::df::run(resolver, &paths, bytes),
+        // Handled in main (they have their own exit codes, or mount nothing).
+        Command::Bench(_)
+        | Command::Check { .. }
+        | Command::Run { .. }
+        | Command::Stats(_)
+        | Command::Top(_)
+        | Command::Exporter(_)
+        | Command::Generate { .. } => Ok(()),
     }
+}
+
+/// The commands that read other processes' statistics or write files
+/// about the command line, mounting nothing; `None` for the others.
+fn run_ops(command: &Command) -> Option<Result<()>> {
+    Some(match command {
+        Command::Stats(args) => ops::stats::run(args),
+        Command::Top(args) => ops::top::run(args),
+        Command::Exporter(args) => ops::exporter::run(args),
+        Command::Generate { what } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            match what {
+                Generate::Man { dir } => ops::generate::man(&cmd, dir),
+                Generate::Completions { shell, dir } => {
+                    ops::generate::completions(&mut cmd, *shell, dir)
+                }
+            }
+        }
+        _ => return None,
+    })
 }
 
 /// Messages are one line: embedded newlines become `; `.

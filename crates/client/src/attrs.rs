@@ -43,20 +43,23 @@ pub enum SetTimeTo {
     At(SystemTime),
 }
 
-/// File system totals (FSSTAT), for `statfs` and `df`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Space and file slots of a server file system (FSSTAT3resok, RFC 1813
+/// §3.3.18), for `statfs`, `dnfs df` and the C library's `dnfs_statfs`.
+/// "Available" is what this user may use (quotas, reserved blocks); "free"
+/// is what the file system has left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FsStat {
     /// Size of the file system in bytes.
     pub total_bytes: u64,
     /// Free bytes.
     pub free_bytes: u64,
-    /// Free bytes available to this user.
+    /// Bytes this user may still write.
     pub avail_bytes: u64,
-    /// Total file slots (inodes).
+    /// File slots (inodes) in all.
     pub total_files: u64,
     /// Free file slots.
     pub free_files: u64,
-    /// Free file slots available to this user.
+    /// File slots this user may still use.
     pub avail_files: u64,
 }
 
@@ -92,7 +95,8 @@ impl Client {
         })
     }
 
-    /// File system totals of the export (FSSTAT).
+    /// Space and file slots of the export's file system (FSSTAT, RFC 1813
+    /// §3.3.18).
     pub fn fsstat(&self) -> Result<FsStat> {
         let args = nfs3::FSSTAT3args {
             fsroot: self.inner.root,

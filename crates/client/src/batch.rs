@@ -409,6 +409,7 @@ impl<'buf> Batch<'buf> {
     /// submitted: `buf` is free again when this returns.
     pub fn write(&mut self, file: &File, offset: u64, buf: &[u8], token: u64) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
+        file.check_writable()?;
         self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Write);
         self.submit_write(file, op, offset, buf);
@@ -424,6 +425,7 @@ impl<'buf> Batch<'buf> {
         token: u64,
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "WRITE")?;
+        file.check_writable()?;
         self.check_file(file)?;
         let op = self.new_op(file, token, Kind::Write);
         // The pieces copy the data, so the buffer is only parked in the op.

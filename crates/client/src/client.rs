@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
-use directnfs_engine::stats::{
-    ChannelStats, FileStats, IoStats, PathStats, RawIoSnapshot, ServerStats, StatsSnapshot,
-};
+use directnfs_engine::stats::RawIoSnapshot;
 use directnfs_wire::nfs3::{
     self, diropargs3, fattr3, filename3, ftype3, nfs_fh3, nfsstat3, Nfs3Res,
 };
@@ -18,6 +16,7 @@ use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
+use crate::alert::Alerts;
 use crate::config::{MountOptions, NfsUrl, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
@@ -26,6 +25,8 @@ use crate::io::socket::{BufferRequest, ConnectSpec};
 use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
 use crate::metadata::{DirEntry, Metadata};
 use crate::mount::{self, COLD_TIMEOUT};
+use crate::stats::files::{FileRecord, FileStatsTable};
+use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
 
 /// Most entries one `read_dir` returns (a bound on memory and time).
 pub const MAX_DIR_LISTING: usize = 1 << 20;
@@ -33,16 +34,7 @@ pub const MAX_DIR_LISTING: usize = 1 << 20;
 /// Most handles cached (path -> handle) before the cache is cleared.
 const MAX_CACHED_HANDLES: usize = 65536;
 
-/// Per-file statistics records (v$dnfs_files) kept before those of files
-/// no longer open are dropped, their counters added to one
-/// [`EVICTED_FILES`] record. A record is about 30 KiB (seven latency
-/// histograms), so this bounds what closed files cost at about 30 MiB
-/// however many distinct paths a program opens. Files still open are never
-/// dropped: with more open than this, the table holds them all and the
-/// next sweep waits until it has doubled.
-pub const MAX_FILE_STATS: usize = 1024;
-
-pub use directnfs_engine::stats::EVICTED_FILES;
+pub use crate::stats::{EVICTED_FILES, MAX_FILE_STATS};
 
 /// Transfer size used when the server's FSINFO gives none.
 const FALLBACK_TRANSFER: u32 = 64 * 1024;
@@ -132,88 +124,6 @@ pub(crate) struct Inner {
     pub(crate) files: std::sync::Mutex<FileStatsTable>,
 }
 
-/// Per-file statistics records, bounded by [`MAX_FILE_STATS`].
-#[derive(Debug)]
-pub(crate) struct FileStatsTable {
-    by_path: HashMap<String, Arc<IoStats>>,
-    /// The summed counters of the records dropped, and how many.
-    evicted: Option<RawIoSnapshot>,
-    /// Size of `by_path` at which the next sweep runs.
-    sweep_at: usize,
-}
-
-impl Default for FileStatsTable {
-    fn default() -> Self {
-        Self {
-            by_path: HashMap::new(),
-            evicted: None,
-            sweep_at: MAX_FILE_STATS,
-        }
-    }
-}
-
-impl FileStatsTable {
-    /// The record of `path`, made (and the table swept) if needed.
-    fn get(&mut self, path: &str) -> Arc<IoStats> {
-        if let Some(s) = self.by_path.get(path) {
-            return Arc::clone(s);
-        }
-        if self.by_path.len() >= self.sweep_at {
-            self.sweep();
-        }
-        let s = Arc::new(IoStats::new());
-        self.by_path.insert(path.to_string(), Arc::clone(&s));
-        s
-    }
-
-    /// Drops the records no open `File` holds (the table's reference is
-    /// the only one; no new one can be taken without the table's lock),
-    /// adding their counters to the evicted total.
-    fn sweep(&mut self) {
-        let evicted = &mut self.evicted;
-        self.by_path.retain(|_, s| {
-            if Arc::strong_count(s) > 1 {
-                return true;
-            }
-            let raw = s.raw_snapshot();
-            match evicted {
-                Some(total) => {
-                    // The highest peak of any one file, not their sum.
-                    let peak = total.inflight_peak.max(raw.inflight_peak);
-                    total.merge(&raw);
-                    total.inflight_peak = peak;
-                }
-                None => *evicted = Some(raw),
-            }
-            false
-        });
-        // Open files beyond the cap: sweep again only once the table has
-        // doubled, so opening a file costs O(1) amortised.
-        self.sweep_at = MAX_FILE_STATS.max(2 * self.by_path.len());
-    }
-
-    fn snapshot(&self, server: &str) -> Vec<FileStats> {
-        let mut v: Vec<FileStats> = self
-            .by_path
-            .iter()
-            .map(|(path, s)| FileStats {
-                path: path.clone(),
-                server: server.to_string(),
-                totals: s.snapshot(),
-            })
-            .collect();
-        v.sort_by(|a, b| a.path.cmp(&b.path));
-        if let Some(raw) = &self.evicted {
-            v.push(FileStats {
-                path: EVICTED_FILES.to_string(),
-                server: server.to_string(),
-                totals: raw.summarize(),
-            });
-        }
-        v
-    }
-}
-
 impl Client {
     /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
     /// The URL's path below the export is [`Client::target_path`]; see
@@ -250,6 +160,10 @@ impl Client {
             .validate()
             .map_err(|e| Error::Config(e.to_string()))?;
         let cred = credential(&options);
+        if let Some(sink) = &options.alert_log {
+            crate::alert::set_sink(sink.clone());
+        }
+        let alerts = Alerts::new(&target.name);
         if target.paths.is_empty() {
             return Err(Error::InvalidInput(
                 "a server needs at least one path".into(),
@@ -260,7 +174,7 @@ impl Client {
         let mut attempts = 0u32;
         loop {
             attempts += 1;
-            let e = match Self::mount_once(target, &options, &cred, deadline) {
+            let e = match Self::mount_once(target, &options, &cred, deadline, &alerts) {
                 Ok(client) => return Ok(client),
                 Err(e) if server_absent(&e) => e,
                 Err(e) => return Err(e),
@@ -281,6 +195,8 @@ impl Client {
             } else {
                 tracing::debug!("server {} still not reachable: {e}", target.name);
             }
+            let export = target.export.as_deref().unwrap_or(&target.path);
+            alerts.mount_retry(export, attempts, pause, &e.to_string());
             std::thread::sleep(pause);
         }
     }
@@ -292,6 +208,7 @@ impl Client {
         options: &MountOptions,
         cred: &[u8],
         deadline: Instant,
+        alerts: &Alerts,
     ) -> Result<Client> {
         let cold_timeout = deadline
             .saturating_duration_since(Instant::now())
@@ -369,6 +286,7 @@ impl Client {
                 cred: cred.to_vec(),
                 prog: nfs3::NFS_PROGRAM,
                 vers: nfs3::NFS_V3,
+                alerts: alerts.clone(),
             },
         )
         .map_err(|e| Error::Connect {
@@ -408,9 +326,9 @@ impl Client {
         inner.export = mounted.export;
         inner.target_rest = mounted.rest;
         inner.limits = inner.fsinfo()?;
-        Ok(Client {
-            inner: Arc::new(inner),
-        })
+        let inner = Arc::new(inner);
+        crate::publish::register(&inner);
+        Ok(Client { inner })
     }
 
     /// Finds the NFS port and MOUNTs the target's export over one path.
@@ -463,6 +381,11 @@ impl Client {
             }
             other => other,
         }
+    }
+
+    /// The server's name (dnfstab `server:`, or the URL host).
+    pub fn server_name(&self) -> &str {
+        &self.inner.name
     }
 
     /// The export mounted.
@@ -637,40 +560,36 @@ impl Client {
     /// each file opened through this client (Oracle's v$dnfs_servers,
     /// v$dnfs_channels, v$dnfs_files and v$dnfs_stats, plus latency
     /// histograms, retransmits, per-path bytes, queue depth and each
-    /// channel's socket buffers as the kernel reports them now).
+    /// channel's socket buffers as the kernel reports them now). Rendered
+    /// by the [`crate::stats`] module; every process also publishes it (see
+    /// `dnfs stats`).
     pub fn stats(&self) -> StatsSnapshot {
         let inner = &self.inner;
         let channels = inner.transport.channels();
         let npaths = channels.iter().map(|c| c.path + 1).max().unwrap_or(0);
-        let mut server_raw: Option<RawIoSnapshot> = None;
+        let mut server_raw = RawIoSnapshot::default();
         let mut paths = Vec::with_capacity(npaths);
         for p in 0..npaths {
-            let mut path_raw: Option<RawIoSnapshot> = None;
+            let mut path_raw = RawIoSnapshot::default();
             let mut chans = Vec::new();
             let mut any_up = false;
             let mut spec = None;
             for ch in channels.iter().filter(|c| c.path == p) {
                 let raw = ch.stats.raw_snapshot();
-                match &mut path_raw {
-                    Some(r) => r.merge(&raw),
-                    None => path_raw = Some(raw.clone()),
-                }
+                path_raw.merge(&raw);
                 any_up |= ch.health.is_up();
                 spec.get_or_insert_with(|| ch.spec.clone());
                 chans.push(ChannelStats {
                     id: ch.id as u32,
+                    pid: None,
                     state: ch.health.name().to_string(),
-                    totals: raw.summarize(),
+                    totals: IoSnapshot::from_raw(&raw),
                     queue_depth: ch.queue_depth,
                     send_buffer: ch.buffers.0,
                     recv_buffer: ch.buffers.1,
                 });
             }
-            let raw = path_raw.unwrap_or_default();
-            match &mut server_raw {
-                Some(r) => r.merge(&raw),
-                None => server_raw = Some(raw.clone()),
-            }
+            server_raw.merge(&path_raw);
             paths.push(PathStats {
                 local: spec.as_ref().and_then(|s| s.local.map(|l| l.to_string())),
                 remote: spec
@@ -678,7 +597,7 @@ impl Client {
                     .map(|s| s.remote.to_string())
                     .unwrap_or_default(),
                 state: if any_up { "up" } else { "down" }.to_string(),
-                totals: raw.summarize(),
+                totals: IoSnapshot::from_raw(&path_raw),
                 channels: chans,
             });
         }
@@ -692,8 +611,13 @@ impl Client {
         StatsSnapshot {
             servers: vec![ServerStats {
                 name: inner.name.clone(),
+                export: inner.export.clone(),
+                nfs_version: "3".to_owned(),
+                rtmax: inner.limits.rtmax,
+                wtmax: inner.limits.wtmax,
+                clients: 1,
                 addresses,
-                totals: server_raw.unwrap_or_default().summarize(),
+                totals: IoSnapshot::from_raw(&server_raw),
                 paths,
             }],
             files,
@@ -707,17 +631,6 @@ impl Client {
         let start = std::time::Instant::now();
         self.inner.call::<nfs3::Null>(&(), "NULL")?;
         Ok(start.elapsed())
-    }
-
-    /// Server file system totals: (total bytes, free bytes, available bytes).
-    pub fn statfs(&self) -> Result<(u64, u64, u64)> {
-        let args = nfs3::FSSTAT3args {
-            fsroot: self.inner.root,
-        };
-        match self.inner.call::<nfs3::Fsstat>(&args, "/")?.0 {
-            Nfs3Res::Ok(ok) => Ok((ok.tbytes, ok.fbytes, ok.abytes)),
-            Nfs3Res::Fail(status, _) => nfs_result(status, "FSSTAT", "/").map(|_| (0, 0, 0)),
-        }
     }
 }
 
@@ -741,6 +654,7 @@ impl Client {
             cred: cred.clone(),
             prog: nfs3::NFS_PROGRAM,
             vers: nfs3::NFS_V3,
+            alerts: Alerts::new("detached"),
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {
@@ -816,7 +730,10 @@ impl Inner {
     /// times the call was sent. (NFS3ERR_JUKEBOX, "try again later", was
     /// retried by the engine after a pause, as the Linux client does: for
     /// ever on a hard mount, `retrans` times on a soft one.)
+    /// A `ro` mount refuses anything that would change the server (EROFS)
+    /// before sending it.
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
+        self.check_writable(P::PROC, P::NAME, path)?;
         let mut body = self.call_body(P::PROC, 128);
         args.encode(&mut body);
         let group = Group::new(1);
@@ -850,6 +767,24 @@ impl Inner {
             detail: e.to_string(),
         })?;
         Ok((res, attempts))
+    }
+
+    /// A `ro` mount refuses, before sending it, any call that would
+    /// change the server: EROFS.
+    pub(crate) fn check_writable(&self, proc_: u32, op: &'static str, path: &str) -> Result<()> {
+        if self.options.read_only && modifies(proc_) {
+            return Err(Error::ReadOnly {
+                op,
+                path: path.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A WRITE or COMMIT reply carried this write verifier (a change means
+    /// the server restarted: alert).
+    pub(crate) fn note_verifier(&self, verf: nfs3::writeverf3) {
+        self.transport.note_verifier(verf.0);
     }
 
     /// Applies the retried-request rules to a namespace operation's status.
@@ -934,12 +869,20 @@ impl Inner {
     /// Resolves a path below the export to a handle, one LOOKUP per
     /// component not yet cached.
     pub(crate) fn lookup_path(&self, path: &str) -> Result<nfs_fh3> {
+        self.lookup_path_sized(path).map(|(fh, _)| fh)
+    }
+
+    /// [`lookup_path`](Self::lookup_path), with the file's size when the
+    /// last component was looked up now (not taken from the handle cache)
+    /// and the server sent its attributes.
+    pub(crate) fn lookup_path_sized(&self, path: &str) -> Result<(nfs_fh3, Option<u64>)> {
         let comps = Self::components(path)?;
         let key = format!("/{}", comps.join("/"));
         if let Some(fh) = self.handles.read().ok().and_then(|h| h.get(&key).cloned()) {
-            return Ok(fh);
+            return Ok((fh, None));
         }
         let mut fh = self.root;
+        let mut size = None;
         let mut sofar = String::new();
         for c in comps {
             sofar.push('/');
@@ -951,15 +894,16 @@ impl Inner {
                 .and_then(|h| h.get(&sofar).cloned())
             {
                 fh = cached;
+                size = None;
                 continue;
             }
-            fh = self.lookup_one(&fh, c, &sofar)?;
+            (fh, size) = self.lookup_one(&fh, c, &sofar)?;
             self.cache_handle(sofar.clone(), fh);
         }
-        Ok(fh)
+        Ok((fh, size))
     }
 
-    pub(crate) fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<nfs_fh3> {
+    fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<(nfs_fh3, Option<u64>)> {
         let args = nfs3::LOOKUP3args {
             what: diropargs3 {
                 dir: *dir,
@@ -967,7 +911,7 @@ impl Inner {
             },
         };
         match self.call::<nfs3::Lookup>(&args, full)?.0 {
-            Nfs3Res::Ok(ok) => Ok(ok.object),
+            Nfs3Res::Ok(ok) => Ok((ok.object, ok.obj_attributes.map(|a| a.size))),
             Nfs3Res::Fail(status, _) => Err(Error::Nfs {
                 op: "LOOKUP",
                 path: full.to_string(),
@@ -1002,7 +946,7 @@ impl Inner {
 
     /// The statistics record of a file path (created on first use;
     /// bounded, see [`MAX_FILE_STATS`]).
-    pub(crate) fn file_stats(&self, path: &str) -> Arc<IoStats> {
+    pub(crate) fn file_stats(&self, path: &str) -> Arc<FileRecord> {
         self.files
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -1033,6 +977,25 @@ impl Inner {
             h.insert(key, fh);
         }
     }
+}
+
+/// Procedures that change the server (RFC 1813 §3.3): SETATTR, WRITE,
+/// CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT.
+fn modifies(proc_: u32) -> bool {
+    matches!(
+        proc_,
+        nfs3::NFSPROC3_SETATTR
+            | nfs3::NFSPROC3_WRITE
+            | nfs3::NFSPROC3_CREATE
+            | nfs3::NFSPROC3_MKDIR
+            | nfs3::NFSPROC3_SYMLINK
+            | nfs3::NFSPROC3_MKNOD
+            | nfs3::NFSPROC3_REMOVE
+            | nfs3::NFSPROC3_RMDIR
+            | nfs3::NFSPROC3_RENAME
+            | nfs3::NFSPROC3_LINK
+            | nfs3::NFSPROC3_COMMIT
+    )
 }
 
 /// Pauses between mount attempts while the server cannot be reached:

@@ -112,6 +112,15 @@ pub enum Error {
     /// A configuration file or URL error.
     #[error("{0}")]
     Config(String),
+    /// The mount is read-only (`ro`): the operation would change the
+    /// server and was not sent. EROFS.
+    #[error("{op} {path}: read-only mount (ro)")]
+    ReadOnly {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+    },
     /// The client was shut down while the operation waited.
     #[error("{op} {path}: client shut down")]
     Shutdown {
@@ -139,6 +148,7 @@ impl Error {
             Error::Connect { source, .. } => connect_errno(source),
             Error::InvalidInput(_) | Error::Config(_) => libc::EINVAL,
             Error::Shutdown { .. } => libc::ESHUTDOWN,
+            Error::ReadOnly { .. } => libc::EROFS,
         }
     }
 

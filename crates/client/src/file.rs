@@ -9,7 +9,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use directnfs_engine::stats::IoStats;
 use directnfs_wire::nfs3::{
     self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, writeverf3,
     Nfs3Res,
@@ -69,7 +68,7 @@ pub(crate) struct FileShared {
     /// land on them). False on the default hot path: no lock taken.
     tracked: AtomicBool,
     /// This file's counters (v$dnfs_files).
-    pub(crate) stats: Arc<IoStats>,
+    pub(crate) stats: Arc<crate::stats::files::FileRecord>,
     /// Serialises `fsync`s of this file: a second caller must not return
     /// while the first one's COMMIT (which took its writes too) is still
     /// running or failed.
@@ -139,11 +138,16 @@ impl Client {
 
     fn open_with_once(&self, path: &str, opts: OpenOptions) -> Result<File> {
         let inner = &self.inner;
-        let fh = if opts.create_new {
-            self.create_exclusive(path, opts.mode.unwrap_or(0o644))?
+        // The size for v$dnfs_files: from LOOKUP's attributes, 0 when made
+        // or truncated here; unknown when the handle came from the cache.
+        let (fh, size) = if opts.create_new {
+            (
+                self.create_exclusive(path, opts.mode.unwrap_or(0o644))?,
+                Some(0),
+            )
         } else {
-            match inner.lookup_path(path) {
-                Ok(fh) => {
+            match inner.lookup_path_sized(path) {
+                Ok((fh, size)) => {
                     if opts.truncate {
                         self.setattr(
                             &fh,
@@ -154,15 +158,20 @@ impl Client {
                             },
                         )?;
                     }
-                    fh
+                    (fh, if opts.truncate { Some(0) } else { size })
                 }
-                Err(e) if opts.create && e.nfs_status() == Some(nfsstat3::NFS3ERR_NOENT) => {
-                    self.create_unchecked(path, opts.mode.unwrap_or(0o644))?
-                }
+                Err(e) if opts.create && e.nfs_status() == Some(nfsstat3::NFS3ERR_NOENT) => (
+                    self.create_unchecked(path, opts.mode.unwrap_or(0o644))?,
+                    Some(0),
+                ),
                 Err(e) => return Err(e),
             }
         };
-        Ok(File::from_handle(self, fh, path))
+        let file = File::from_handle(self, fh, path);
+        if let Some(size) = size {
+            file.shared.stats.set_size(size);
+        }
+        Ok(file)
     }
 
     /// Creates a file that LOOKUP just did not find. GUARDED, not
@@ -340,6 +349,12 @@ impl File {
         }
     }
 
+    /// A `ro` mount refuses writes (EROFS) before anything is sent.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        self.inner()
+            .check_writable(nfs3::NFSPROC3_WRITE, "WRITE", self.path())
+    }
+
     /// Counts an operation on this file's statistics; returns its start time.
     pub(crate) fn op_start(&self, proc_: u32) -> u64 {
         self.shared.stats.on_submit(proc_);
@@ -497,11 +512,15 @@ impl File {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
         let result = self.write_at_inner(buf, offset);
         self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
+        if let Ok(n) = result {
+            self.shared.stats.extend_to(offset.saturating_add(n as u64));
+        }
         result
     }
 
     fn write_at_inner(&self, buf: &[u8], offset: u64) -> Result<usize> {
         self.check_range(offset, buf.len(), "WRITE")?;
+        self.check_writable()?;
         let wtmax = self.inner().limits.wtmax as usize;
         let mut pending: Vec<(u64, Arc<[u8]>)> = buf
             .chunks(wtmax)
@@ -744,6 +763,7 @@ impl File {
         let Some(ok) = ok else {
             return Err(self.call_error("WRITE", CallError::Internal("WRITE OK without body")));
         };
+        self.inner().note_verifier(ok.verf);
         Ok(Written {
             count: (ok.count as usize).min(data.len()),
             durable: ok.committed == stable_how::FILE_SYNC || ok.committed == stable_how::DATA_SYNC,
@@ -897,7 +917,10 @@ impl File {
             count: 0,
         };
         match self.inner().call::<nfs3::Commit>(&args, self.path())?.0 {
-            Nfs3Res::Ok(ok) => Ok(ok.verf),
+            Nfs3Res::Ok(ok) => {
+                self.inner().note_verifier(ok.verf);
+                Ok(ok.verf)
+            }
             Nfs3Res::Fail(status, _) => Err(Error::Nfs {
                 op: "COMMIT",
                 path: self.path().to_string(),
@@ -921,14 +944,16 @@ impl File {
                 size: Some(size),
                 ..Default::default()
             },
-        )
+        )?;
+        self.shared.stats.set_size(size);
+        Ok(())
     }
 
     /// Current attributes, from the server.
     pub fn metadata(&self) -> Result<Metadata> {
-        self.inner()
-            .getattr(&self.shared.fh, self.path())
-            .map(|a| Metadata::from_fattr(&a))
+        let a = self.inner().getattr(&self.shared.fh, self.path())?;
+        self.shared.stats.set_size(a.size);
+        Ok(Metadata::from_fattr(&a))
     }
 
     /// The client this file belongs to.

@@ -26,7 +26,10 @@ impl Client {
         let old = &self.inner;
         // Plain data of the parent's channels (no lock of theirs is taken:
         // a parent thread may have held one at the moment of fork).
-        let (channels, config) = old.transport().plan();
+        let (channels, mut config) = old.transport().plan();
+        // The child's own alert context: the parent's path states may have
+        // been locked by one of its threads at the moment of fork.
+        config.alerts = crate::alert::Alerts::new(&old.name);
         let transport = Transport::start(channels, config).map_err(|e| Error::Connect {
             server: old.name.clone(),
             source: e,
@@ -35,19 +38,21 @@ impl Client {
             Ok(h) => h.clone(),
             Err(_) => HashMap::new(),
         };
-        Ok(Client {
-            inner: Arc::new(Inner {
-                transport,
-                name: old.name.clone(),
-                export: old.export.clone(),
-                root: old.root,
-                target_rest: old.target_rest.clone(),
-                limits: old.limits,
-                options: old.options.clone(),
-                cred: old.cred.clone(),
-                handles: RwLock::new(handles),
-                files: Mutex::new(Default::default()),
-            }),
-        })
+        let inner = Arc::new(Inner {
+            transport,
+            name: old.name.clone(),
+            export: old.export.clone(),
+            root: old.root,
+            target_rest: old.target_rest.clone(),
+            limits: old.limits,
+            options: old.options.clone(),
+            cred: old.cred.clone(),
+            handles: RwLock::new(handles),
+            files: Mutex::new(Default::default()),
+        });
+        // The child publishes its own statistics endpoint (the parent's
+        // thread and socket are not its own).
+        crate::publish::register(&inner);
+        Ok(Client { inner })
     }
 }

@@ -27,6 +27,7 @@
 //! # Ok::<(), directnfs::Error>(())
 //! ```
 
+pub mod alert;
 pub mod attrs;
 pub mod batch;
 pub mod client;
@@ -41,6 +42,8 @@ mod io;
 mod links;
 pub mod metadata;
 mod mount;
+pub mod publish;
+pub mod stats;
 #[cfg(test)]
 mod testing;
 mod writelog;

@@ -2381,9 +2381,9 @@ fn file_statistics_stay_bounded_when_many_distinct_paths_are_opened() {
     assert_eq!(writes, opened as u64 + 10);
     assert_eq!(bytes, opened as u64 + 100);
     // The renderers take it as any other file.
-    let json = directnfs_engine::stats::render_json(&stats).unwrap();
+    let json = directnfs::stats::render_json(&stats).unwrap();
     assert!(json.contains(EVICTED_FILES));
-    let prom = directnfs_engine::stats::render_prometheus(&stats);
+    let prom = directnfs::stats::render_prometheus(&stats);
     assert!(
         prom.contains(&format!("file=\"{EVICTED_FILES}\"")),
         "{prom}"
@@ -2551,5 +2551,72 @@ fn write_at_offset_near_u64_max_is_an_error_not_a_panic() {
     let (r, _) = write(&file, u64::MAX - 10, 3 * 65536);
     assert!(r.is_err(), "a write past u64::MAX succeeded");
     assert_no_wrapped_offset(&server);
+    assert_no_internal_panic();
+}
+
+// ---------------------------------------------------------------------------
+// The alert log (issue 15 item 4): events no single reply shows
+
+#[test]
+fn alert_log_names_a_jukebox_storm_and_a_server_restart() {
+    // Lines of every test of this binary land in the same process-wide
+    // log: look for this test's events only.
+    let log = std::env::temp_dir().join(format!("dnfs-hostile-alerts-{}", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    directnfs::alert::set_sink(directnfs::alert::Sink::File(log.clone()));
+
+    // 40 readers answered "try again later" at once: a storm.
+    let server = Arc::new(HostileServer::start(Plan::times(
+        Proc::READ,
+        Fault::Status(nfsstat3::NFS3ERR_JUKEBOX),
+        40,
+    )));
+    let (_client, file) = mount(&server, HARD);
+    let readers: Vec<_> = (0..40)
+        .map(|_| {
+            let f = file.clone();
+            std::thread::spawn(move || {
+                let mut buf = vec![0u8; LEN];
+                f.read_at(&mut buf, OFF).map(|_| buf)
+            })
+        })
+        .collect();
+    for r in readers {
+        assert!(r.join().expect("reader").expect("read") == pattern_at(OFF, LEN));
+    }
+    let lines = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        lines
+            .lines()
+            .any(|l| l.contains("WARNING:") && l.contains("JUKEBOX storm: 20 ")),
+        "no storm line in:\n{lines}"
+    );
+
+    // The write verifier changes between two WRITEs: the server restarted.
+    let (_, wfile) = mount(&server, HARD);
+    write(&wfile, OFF, LEN).0.expect("first write");
+    server
+        .control()
+        .set_verifier(*b"\x11\x22\x33\x44\x55\x66\x77\x88");
+    write(&wfile, OFF, LEN).0.expect("second write");
+    let lines = std::fs::read_to_string(&log).unwrap_or_default();
+    let restart: Vec<&str> = lines
+        .lines()
+        .filter(|l| l.contains("server restart detected"))
+        .collect();
+    assert!(
+        restart.iter().any(|l| l.contains("-> 1122334455667788)")),
+        "no restart line in:\n{lines}"
+    );
+    // Every line: timestamp, process, level.
+    let pid = format!("directnfs[{}]: ", std::process::id());
+    for l in lines.lines() {
+        assert!(
+            l.len() > 24 && l.as_bytes()[10] == b'T' && l.contains(&pid),
+            "{l}"
+        );
+    }
+    directnfs::alert::set_sink(directnfs::alert::Sink::Stderr);
+    let _ = std::fs::remove_file(&log);
     assert_no_internal_panic();
 }

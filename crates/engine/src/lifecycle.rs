@@ -197,6 +197,10 @@ pub enum Action<C> {
         /// Requests that got no reply within `timeo` (0: the driver
         /// reported the failure, and said why).
         timed_out: usize,
+        /// Requests that were in flight on it (the timed-out ones
+        /// included): each is re-issued on another channel, parked, or
+        /// failed on a soft mount out of attempts.
+        moved: usize,
     },
     /// Connect `channel` (TCP connect and NULL probe), then report
     /// [`Engine::on_connected`] or [`Engine::on_connect_failed`].
@@ -274,6 +278,8 @@ struct Channel<C> {
     /// `load`, published for the driver.
     gauge: Arc<LoadGauge>,
     stats: Arc<IoStats>,
+    /// The network path it belongs to (see [`Engine::set_path`]).
+    path: usize,
 }
 
 /// The request lifecycle of one client; see the module doc.
@@ -319,6 +325,7 @@ impl<C: Request + Clone> Engine<C> {
                 load: Load::default(),
                 gauge: Arc::new(LoadGauge::default()),
                 stats: Arc::new(IoStats::new()),
+                path: 0,
             })
             .collect();
         Self {
@@ -454,6 +461,15 @@ impl<C: Request + Clone> Engine<C> {
         if let Some(ch) = self.channels.get_mut(channel) {
             ch.health.on_failure(now, &self.config.backoff);
             self.wake = true;
+        }
+    }
+
+    /// Says which network path `channel` belongs to (all are on path 0
+    /// until told): a lost attempt re-sent on a channel of another path
+    /// counts as moved to another path in the statistics.
+    pub fn set_path(&mut self, channel: usize, path: usize) {
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.path = path;
         }
     }
 
@@ -623,8 +639,9 @@ impl<C: Request + Clone> Engine<C> {
     }
 
     /// The statistics of `channel` (the engine counts sends, retransmits,
-    /// failovers, timeouts, reconnects and lost attempts; the driver
-    /// counts replies, with the bytes it received).
+    /// failovers, timeouts, reconnects, lost attempts and the calls moved
+    /// off the channel, to the same path or another; the driver counts
+    /// replies, with the bytes it received).
     pub fn stats(&self, channel: usize) -> Option<&Arc<IoStats>> {
         self.channels.get(channel).map(|c| &c.stats)
     }
@@ -660,14 +677,21 @@ impl<C: Request + Clone> Engine<C> {
             self.park(flight);
             return Ok(());
         };
-        let ch = &mut self.channels[c];
         let deadline = now.saturating_add(nanos(self.config.policy.timeo));
+        let previous = flight.last_channel;
         flight.attempts += 1;
         flight.sent_ns = now;
         flight.last_channel = Some(c);
         let call = flight.call.clone();
         let attempt = flight.attempts;
+        // Re-sent after a lost attempt (a JUKEBOX re-send is not one).
         let retransmit = attempt > 1 + flight.jukebox;
+        // Where the lost attempt was: its channel counts the call as moved.
+        let moved_from = previous
+            .filter(|_| retransmit)
+            .and_then(|p| self.channels.get(p))
+            .map(|old| (Arc::clone(&old.stats), old.path));
+        let ch = &mut self.channels[c];
         match ch.table.insert(flight, deadline) {
             Ok(xid) => {
                 self.in_flight += 1;
@@ -675,6 +699,9 @@ impl<C: Request + Clone> Engine<C> {
                 ch.gauge.publish(&ch.load);
                 if retransmit {
                     ch.stats.on_retransmit();
+                }
+                if let Some((old, old_path)) = moved_from {
+                    old.on_moved(old_path != ch.path);
                 }
                 ch.stats.on_submit(call.proc_());
                 self.actions.push_back(Action::Send {
@@ -816,6 +843,7 @@ impl<C: Request + Clone> Engine<C> {
             channel,
             epoch,
             timed_out: expired.len(),
+            moved: drained.len() + expired.len(),
         });
         for flight in drained.drain(..) {
             account_lost(&stats, &flight, now);
@@ -877,10 +905,12 @@ fn remove_load<C: Request>(load: &mut Load, call: &C) {
     load.reply_bytes = load.reply_bytes.saturating_sub(call.reply_estimate());
 }
 
-/// Closes the statistics of an attempt that got no reply.
+/// Closes the statistics of an attempt that got no reply (an error
+/// completion, counted apart as lost: replies received are the sends
+/// neither lost nor in flight).
 fn account_lost<C: Request>(stats: &IoStats, flight: &Flight<C>, now: u64) {
     let latency = now.saturating_sub(flight.sent_ns);
-    stats.on_complete(flight.call.proc_(), latency, 0, 0, false);
+    stats.on_lost(flight.call.proc_(), latency);
 }
 
 fn nanos(d: Duration) -> u64 {

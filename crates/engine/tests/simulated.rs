@@ -70,6 +70,8 @@ struct Sim {
     connecting: Vec<usize>,
     /// Close actions seen: (channel, epoch).
     closed: Vec<(usize, u64)>,
+    /// The `moved` count of each Close action seen.
+    moved: Vec<usize>,
     next_id: u64,
 }
 
@@ -98,6 +100,7 @@ impl Sim {
             reachable: vec![true; channels],
             connecting: Vec::new(),
             closed: Vec::new(),
+            moved: Vec::new(),
             next_id: 0,
         };
         for c in 0..channels {
@@ -144,8 +147,14 @@ impl Sim {
                         .or_default()
                         .push(End::Failed(failure));
                 }
-                Action::Close { channel, epoch, .. } => {
+                Action::Close {
+                    channel,
+                    epoch,
+                    moved,
+                    ..
+                } => {
                     self.closed.push((channel, epoch));
+                    self.moved.push(moved);
                     // Whatever the closed connection still carried is gone.
                     self.wire
                         .retain(|s| !(s.channel == channel && s.epoch == epoch));
@@ -175,6 +184,11 @@ impl Sim {
             .engine
             .on_reply(s.channel, s.epoch, s.xid, answer, self.now)
         {
+            // What the driver does with a reply: close its statistics on
+            // the channel that carried it (the engine counts the sends).
+            if let Some(stats) = self.engine.stats(d.channel()) {
+                stats.on_complete(d.call().proc_(), d.latency_ns(), 0, 0, true);
+            }
             let attempts = d.attempts();
             let id = d.into_call().id;
             self.ends
@@ -280,6 +294,39 @@ fn a_channel_that_dies_with_calls_in_flight_has_them_all_reissued_elsewhere() {
     assert_eq!(sim.engine.epoch(0), 2, "still down before the back-off");
     sim.run_until(100 * MS);
     assert_eq!(sim.engine.epoch(0), 3, "reconnected at 100 ms");
+}
+
+#[test]
+fn calls_moved_off_a_failed_channel_are_counted_by_path_and_as_lost() {
+    for (paths, other_path) in [([0, 1], true), ([0, 0], false)] {
+        let mut sim = Sim::new(2, config(true, 3));
+        for (c, p) in paths.into_iter().enumerate() {
+            sim.engine.set_path(c, p);
+        }
+        let ids: Vec<u64> = (0..10).map(|_| sim.submit(NFSPROC3_READ)).collect();
+        let on_0 = sim.wire.iter().filter(|s| s.channel == 0).count();
+        assert!(on_0 > 0);
+        sim.fail(0);
+        assert_eq!(sim.moved, [on_0], "the Close says how many calls moved");
+        sim.reply_all_but(None);
+        sim.assert_each_once(ids);
+        let t = sim.engine.stats(0).unwrap().raw_snapshot();
+        let (same, other) = if other_path { (0, on_0) } else { (on_0, 0) };
+        assert_eq!(
+            (t.moved_same_path as usize, t.moved_other_path as usize),
+            (same, other),
+            "paths {paths:?}"
+        );
+        assert_eq!(t.lost as usize, on_0, "lost attempts are not replies");
+        assert_eq!(t.receives(), 0, "channel 0 received nothing");
+        let t1 = sim.engine.stats(1).unwrap().raw_snapshot();
+        assert_eq!(
+            (t1.moved_same_path, t1.moved_other_path, t1.lost),
+            (0, 0, 0)
+        );
+        assert_eq!(t1.receives(), 10, "channel 1 answered every call");
+        assert_eq!(t1.retransmits as usize, on_0);
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use directnfs_engine::stats::Histogram;
+use directnfs::stats::Histogram;
 
 use super::block::{self, BLOCK_SIZE};
 use super::engines::{Kind, Session};

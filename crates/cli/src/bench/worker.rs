@@ -19,6 +19,11 @@ pub const PROGRESS_TAG: &str = "@@dnfs-bench-progress ";
 
 /// `dnfs bench worker`: job on stdin, reply on stdout.
 pub fn main() -> ExitCode {
+    // Started as /proc/self/exe, the kernel names this process "exe";
+    // `dnfs stats` and `dnfs top` show the name, so say what it is.
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16
+    // bytes, which the literal is; it changes only this thread's name.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c"dnfs-bench".as_ptr()) };
     let mut input = String::new();
     if let Err(e) = std::io::stdin().read_to_string(&mut input) {
         eprintln!("bench worker: reading the job: {e}");
@@ -351,7 +356,7 @@ fn run_inner(job: &Job) -> Result<RunResult, String> {
         _ => None,
     };
     let snap = shared.hist.snapshot();
-    let s = snap.summary();
+    let s = directnfs::stats::LatencySummary::from_histogram(&snap);
     let passes = windows.passes.load(Relaxed);
 
     let (verify, verify_detail) = if job.verify {

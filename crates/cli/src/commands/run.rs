@@ -83,14 +83,21 @@ fn check_mounts(tab: &DnfsTab) -> Result<()> {
     Ok(())
 }
 
-/// The library: `$DIRECTNFS_PRELOAD`, else next to this binary.
+/// The library: `$DIRECTNFS_PRELOAD`, else next to this binary (a cargo
+/// build), else in the library directory beside its `bin/` (an installed
+/// package: `/usr/bin/dnfs` and `/usr/lib/x86_64-linux-gnu/`).
 fn library() -> Result<PathBuf> {
     let path = match std::env::var_os(ENV_LIBRARY) {
         Some(p) if !p.is_empty() => PathBuf::from(p),
         _ => {
             let exe = std::env::current_exe()
                 .map_err(|e| CliError::Msg(format!("run: cannot find the dnfs binary: {e}")))?;
-            exe.with_file_name(LIBRARY)
+            let candidates = library_candidates(&exe);
+            candidates
+                .iter()
+                .find(|p| p.is_file())
+                .unwrap_or(&candidates[0])
+                .clone()
         }
     };
     if !path.is_file() {
@@ -100,6 +107,17 @@ fn library() -> Result<PathBuf> {
         )));
     }
     absolute(&path)
+}
+
+/// Where the library may be for the binary `exe`, in order.
+fn library_candidates(exe: &Path) -> Vec<PathBuf> {
+    let mut out = vec![exe.with_file_name(LIBRARY)];
+    if let Some(prefix) = exe.parent().and_then(Path::parent) {
+        let multiarch = format!("{}-linux-gnu", std::env::consts::ARCH);
+        out.push(prefix.join("lib").join(multiarch).join(LIBRARY));
+        out.push(prefix.join("lib").join(LIBRARY));
+    }
+    out
 }
 
 /// `LD_PRELOAD` with the library first, other preloaded libraries kept.
@@ -125,6 +143,20 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_installed_dnfs_finds_the_library_in_the_multiarch_directory() {
+        let c = library_candidates(Path::new("/usr/bin/dnfs"));
+        assert_eq!(c[0], Path::new("/usr/bin/libdirectnfs_preload.so"));
+        assert_eq!(
+            c[1],
+            Path::new(&format!(
+                "/usr/lib/{}-linux-gnu/libdirectnfs_preload.so",
+                std::env::consts::ARCH
+            ))
+        );
+        assert_eq!(c[2], Path::new("/usr/lib/libdirectnfs_preload.so"));
+    }
 
     #[test]
     fn the_library_goes_first_and_others_are_kept_once() {

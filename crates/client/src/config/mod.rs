@@ -62,6 +62,7 @@
 //! says it is `/`.
 
 mod dnfstab;
+pub mod kernel;
 mod options;
 mod url;
 

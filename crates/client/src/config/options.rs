@@ -25,6 +25,10 @@
 //! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
 //! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`; anything else is an error | 3 |
 //! | `security` (`security_default`, `sec`) | `sys` only; anything else is an error | sys |
+//! | `ro` / `rw` | flag: `ro` makes every write (WRITE, SETATTR, CREATE, REMOVE, RENAME, MKDIR, COMMIT, ...) fail with EROFS before it is sent | rw |
+//! | `options` | a kernel mount-option string (`rw,bg,hard,tcp,vers=3,timeo=600,...`): see [`super::kernel`] | |
+//! | `stats` (`publish_stats`) | flag: publish this client's statistics on the process's local endpoint (`dnfs stats`; see [`crate::publish`]) | on |
+//! | `alert_log` | where this process's alert lines go: `stderr`, `off`, `syslog`, `syslog:SOCKET`, `file:PATH` or an absolute path (see [`crate::alert`]) | stderr |
 //! | `readahead`, `autoreconnect`, `tcp_syncnt` | libnfs URL keys: accepted and **ignored** (see [`MountOptions::is_ignored_key`]) | |
 //!
 //! Why these defaults: FILE_SYNC and hard mounts are what a database needs
@@ -173,6 +177,16 @@ pub struct MountOptions {
     pub resvport: bool,
     /// Protocol version; only NFSv3.
     pub nfs_version: NfsVersion,
+    /// Read-only mount (`ro`): every call that would change the server
+    /// fails with EROFS before it is sent. Default off (`rw`).
+    pub read_only: bool,
+    /// Publish this client's statistics on the process's local endpoint
+    /// (`stats=off` keeps it out). Default on.
+    pub publish_stats: bool,
+    /// Where the process's alert lines go, when this option sets it; the
+    /// last client mounted with it wins. Default: not set (stderr, or
+    /// `DIRECTNFS_ALERT_LOG`).
+    pub alert_log: Option<crate::alert::Sink>,
 }
 
 impl Default for MountOptions {
@@ -197,6 +211,9 @@ impl Default for MountOptions {
             mnt_timeout: Duration::from_secs(600),
             resvport: false,
             nfs_version: NfsVersion::V3,
+            read_only: false,
+            publish_stats: true,
+            alert_log: None,
         }
     }
 }
@@ -237,6 +254,15 @@ pub enum OptionError {
         key: String,
         /// The version as written.
         value: String,
+    },
+    /// An option of a kernel mount-option string (`options=`) that
+    /// directnfs does not take, or whose value is invalid.
+    #[error("mount option \"{option}\" rejected: {reason}")]
+    RejectedKernelOption {
+        /// The option as written (`udp`, `rsize=12`).
+        option: String,
+        /// Why.
+        reason: String,
     },
     /// A security flavor other than AUTH_SYS was asked for.
     #[error(
@@ -283,6 +309,11 @@ enum Key {
     NoResvport,
     Version,
     Security,
+    ReadOnly,
+    ReadWrite,
+    Options,
+    Stats,
+    AlertLog,
     Ignored,
 }
 
@@ -318,6 +349,12 @@ const KEYS: &[(&str, Key)] = &[
     ("security", Key::Security),
     ("security_default", Key::Security),
     ("sec", Key::Security),
+    ("ro", Key::ReadOnly),
+    ("rw", Key::ReadWrite),
+    ("options", Key::Options),
+    ("stats", Key::Stats),
+    ("publish_stats", Key::Stats),
+    ("alert_log", Key::AlertLog),
     // libnfs URL keys that mean nothing here: the driver always reconnects
     // and fails over, never reads ahead (no cache), and connects without a
     // SYN-count knob.
@@ -424,6 +461,16 @@ impl MountOptions {
             Key::NoResvport => self.resvport = !p.flag()?,
             Key::Version => self.nfs_version = p.version()?,
             Key::Security => p.security()?,
+            Key::ReadOnly => self.read_only = p.flag()?,
+            Key::ReadWrite => self.read_only = !p.flag()?,
+            Key::Options => {
+                super::kernel::apply(self, p.required()?)?;
+            }
+            Key::Stats => self.publish_stats = p.flag()?,
+            Key::AlertLog => {
+                self.alert_log =
+                    Some(crate::alert::Sink::parse(p.required()?).map_err(|e| p.invalid(e))?)
+            }
             Key::Ignored => {}
         }
         Ok(())
@@ -809,7 +856,10 @@ mod tests {
     fn every_known_key_accepts_a_sane_value() {
         for key in MountOptions::known_keys() {
             let value = match key {
-                "hard" | "soft" | "dontroute" | "resvport" | "noresvport" => "",
+                "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
+                | "stats" | "publish_stats" => "",
+                "options" => "rw,bg,hard,tcp,vers=3",
+                "alert_log" => "off",
                 "stable" => "unstable",
                 "nfs_version" | "version" | "vers" | "nfsvers" => "3",
                 "security" | "security_default" | "sec" => "sys",
@@ -822,6 +872,31 @@ mod tests {
             assert_eq!(o.set(key, value), Ok(()), "{key}={value}");
             assert_eq!(o.validate(), Ok(()), "{key}={value}");
         }
+    }
+
+    #[test]
+    fn ro_options_stats_and_alert_log_keys_are_parsed() {
+        let o = set(&[("options", "ro,hard,timeo=600,tcp")]).unwrap();
+        assert!(o.read_only && o.hard);
+        assert_eq!(o.timeo, Duration::from_secs(60));
+        let o = set(&[("ro", ""), ("rw", "")]).unwrap();
+        assert!(!o.read_only);
+        let o = set(&[("stats", "off")]).unwrap();
+        assert!(!o.publish_stats);
+        assert!(MountOptions::default().publish_stats);
+        let o = set(&[("alert_log", "syslog")]).unwrap();
+        assert_eq!(
+            o.alert_log,
+            Some(crate::alert::Sink::Syslog("/dev/log".into()))
+        );
+        assert!(matches!(
+            set(&[("alert_log", "mail")]),
+            Err(OptionError::InvalidValue { .. })
+        ));
+        assert!(matches!(
+            set(&[("options", "rw,udp")]),
+            Err(OptionError::RejectedKernelOption { .. })
+        ));
     }
 
     #[test]

@@ -33,6 +33,17 @@ pub(crate) struct ConnectSpec {
     pub buffers: BufferRequest,
 }
 
+impl ConnectSpec {
+    /// The path as the alert log names it: `LOCAL->REMOTE`, `*` for an
+    /// unbound local address.
+    pub(crate) fn label(&self) -> String {
+        match self.local {
+            Some(l) => format!("{l}->{}", self.remote),
+            None => format!("*->{}", self.remote),
+        }
+    }
+}
+
 /// What to ask of the kernel for a connection's socket buffers. Setting a
 /// size turns the kernel's autotuning off for that direction, and the
 /// kernel caps the size at `net.core.wmem_max` (send) / `rmem_max`

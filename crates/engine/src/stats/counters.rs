@@ -5,12 +5,10 @@
 //! synchronisation, and a snapshot taken while I/O runs is allowed to see one
 //! call's effects partly. Nothing here locks or allocates on the record path.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 use super::histogram::{Histogram, HistogramSnapshot};
-use super::snapshot::IoSnapshot;
 
 use directnfs_wire::nfs3::{
     NFSPROC3_ACCESS, NFSPROC3_COMMIT, NFSPROC3_CREATE, NFSPROC3_FSINFO, NFSPROC3_FSSTAT,
@@ -200,6 +198,9 @@ pub struct IoStats {
     timeouts: AtomicU64,
     reconnects: AtomicU64,
     failovers: AtomicU64,
+    lost: AtomicU64,
+    moved_same_path: AtomicU64,
+    moved_other_path: AtomicU64,
     // Signed so an unmatched completion shows as 0, not as 2^64 - 1.
     inflight: AtomicI64,
     inflight_peak: AtomicU64,
@@ -218,6 +219,9 @@ impl IoStats {
             timeouts: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
             failovers: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            moved_same_path: AtomicU64::new(0),
+            moved_other_path: AtomicU64::new(0),
             inflight: AtomicI64::new(0),
             inflight_peak: AtomicU64::new(0),
             latency: [const { Histogram::new() }; ProcClass::COUNT],
@@ -263,6 +267,28 @@ impl IoStats {
         if !ok {
             self.errors.fetch_add(1, Relaxed);
         }
+    }
+
+    /// An attempt of a call submitted with [`on_submit`](Self::on_submit)
+    /// ended without a reply (its connection failed, or it timed out): an
+    /// error completion like [`on_complete`](Self::on_complete), counted
+    /// apart so that replies received = calls - lost - in flight.
+    #[inline]
+    pub fn on_lost(&self, proc_: u32, latency_ns: u64) {
+        self.lost.fetch_add(1, Relaxed);
+        self.on_complete(proc_, latency_ns, 0, 0, false);
+    }
+
+    /// A call whose attempt on this scope was lost was sent again, on a
+    /// channel of the same network path or of another one.
+    #[inline]
+    pub fn on_moved(&self, to_other_path: bool) {
+        let c = if to_other_path {
+            &self.moved_other_path
+        } else {
+            &self.moved_same_path
+        };
+        c.fetch_add(1, Relaxed);
     }
 
     /// A call was sent again (same XID or a new one) after a timeout or a
@@ -319,15 +345,13 @@ impl IoStats {
             timeouts: self.timeouts.load(Relaxed),
             reconnects: self.reconnects.load(Relaxed),
             failovers: self.failovers.load(Relaxed),
+            lost: self.lost.load(Relaxed),
+            moved_same_path: self.moved_same_path.load(Relaxed),
+            moved_other_path: self.moved_other_path.load(Relaxed),
             inflight: self.inflight(),
             inflight_peak: self.inflight_peak.load(Relaxed),
             latency: std::array::from_fn(|i| self.latency[i].snapshot()),
         }
-    }
-
-    /// The serialisable summary shown in reports.
-    pub fn snapshot(&self) -> IoSnapshot {
-        self.raw_snapshot().summarize()
     }
 }
 
@@ -369,8 +393,14 @@ pub struct RawIoSnapshot {
     pub timeouts: u64,
     /// Connections re-established.
     pub reconnects: u64,
-    /// Calls moved to another path.
+    /// Calls moved off a failed channel.
     pub failovers: u64,
+    /// Attempts that ended without a reply (see [`IoStats::on_lost`]).
+    pub lost: u64,
+    /// Lost attempts sent again on a channel of the same path.
+    pub moved_same_path: u64,
+    /// Lost attempts sent again on a channel of another path.
+    pub moved_other_path: u64,
     /// Calls in flight when the copy was taken.
     pub inflight: u64,
     /// Highest in-flight depth seen. After a merge: the sum of the parts'
@@ -395,6 +425,9 @@ impl RawIoSnapshot {
         add(&mut self.timeouts, other.timeouts);
         add(&mut self.reconnects, other.reconnects);
         add(&mut self.failovers, other.failovers);
+        add(&mut self.lost, other.lost);
+        add(&mut self.moved_same_path, other.moved_same_path);
+        add(&mut self.moved_other_path, other.moved_other_path);
         add(&mut self.inflight, other.inflight);
         add(&mut self.inflight_peak, other.inflight_peak);
         for (a, b) in self.latency.iter_mut().zip(&other.latency) {
@@ -402,31 +435,24 @@ impl RawIoSnapshot {
         }
     }
 
-    /// The serialisable summary: non-zero calls by name, latency summaries
-    /// (µs) for the classes that saw a call.
-    pub fn summarize(&self) -> IoSnapshot {
-        IoSnapshot {
-            calls_by_proc: calls_by_name(&self.calls, self.other_calls)
-                .map(|(n, c)| (n.to_owned(), c))
-                .collect(),
-            reads: self.calls[NFSPROC3_READ as usize],
-            writes: self.calls[NFSPROC3_WRITE as usize],
-            bytes_read: self.bytes_read,
-            bytes_written: self.bytes_written,
-            errors: self.errors,
-            retransmits: self.retransmits,
-            timeouts: self.timeouts,
-            reconnects: self.reconnects,
-            failovers: self.failovers,
-            inflight: self.inflight,
-            inflight_peak: self.inflight_peak,
-            latency_us: ProcClass::ALL
-                .iter()
-                .zip(&self.latency)
-                .filter(|(_, h)| !h.is_empty())
-                .map(|(c, h)| (c.as_str().to_owned(), h.summary()))
-                .collect::<BTreeMap<_, _>>(),
-        }
+    /// Calls by procedure name, non-zero ones only, RFC 1813 order, then
+    /// [`OTHER_PROC_NAME`].
+    pub fn calls_by_name(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        calls_by_name(&self.calls, self.other_calls)
+    }
+
+    /// Every call sent (first attempts and retransmissions).
+    pub fn sends(&self) -> u64 {
+        self.calls
+            .iter()
+            .fold(self.other_calls, |a, &c| a.wrapping_add(c))
+    }
+
+    /// Replies received: sends that were neither lost nor are in flight.
+    pub fn receives(&self) -> u64 {
+        self.sends()
+            .saturating_sub(self.lost)
+            .saturating_sub(self.inflight)
     }
 }
 
@@ -479,10 +505,10 @@ mod tests {
         s.on_submit(99);
         s.on_complete(99, 1_000, 0, 0, false);
         assert_eq!(s.calls().get(99), 1);
-        let snap = s.snapshot();
-        assert_eq!(snap.calls_by_proc.get("OTHER"), Some(&1));
-        assert_eq!(snap.errors, 1);
-        assert!(snap.latency_us.is_empty());
+        let raw = s.raw_snapshot();
+        assert_eq!(raw.calls_by_name().collect::<Vec<_>>(), [("OTHER", 1)]);
+        assert_eq!(raw.errors, 1);
+        assert!(raw.latency.iter().all(HistogramSnapshot::is_empty));
     }
 
     #[test]
@@ -495,20 +521,18 @@ mod tests {
         s.on_complete(READ, 200_000, 8192, 0, true);
         s.on_complete(WRITE, 500_000, 0, 8192, true);
         s.on_complete(GETATTR, 50_000, 0, 0, false);
-        let snap = s.snapshot();
-        assert_eq!(snap.reads, 1);
-        assert_eq!(snap.writes, 1);
-        assert_eq!(snap.bytes_read, 8192);
-        assert_eq!(snap.bytes_written, 8192);
-        assert_eq!(snap.errors, 1);
-        assert_eq!(snap.inflight, 0);
-        assert_eq!(snap.inflight_peak, 3);
-        let keys: Vec<_> = snap.calls_by_proc.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["GETATTR", "READ", "WRITE"]);
-        let classes: Vec<_> = snap.latency_us.keys().map(String::as_str).collect();
-        assert_eq!(classes, ["metadata", "read", "write"]);
-        assert_eq!(snap.latency_us["read"].max, 200.0);
-        assert_eq!(snap.latency_us["write"].count, 1);
+        let raw = s.raw_snapshot();
+        assert_eq!(
+            raw.calls_by_name().collect::<Vec<_>>(),
+            [("GETATTR", 1), ("READ", 1), ("WRITE", 1)]
+        );
+        assert_eq!((raw.bytes_read, raw.bytes_written), (8192, 8192));
+        assert_eq!(raw.errors, 1);
+        assert_eq!((raw.inflight, raw.inflight_peak), (0, 3));
+        assert_eq!((raw.sends(), raw.receives()), (3, 3));
+        assert_eq!(raw.latency[ProcClass::Read.index()].max(), 200_000);
+        assert_eq!(raw.latency[ProcClass::Write.index()].count(), 1);
+        assert_eq!(raw.latency[ProcClass::Metadata.index()].count(), 1);
     }
 
     #[test]
@@ -519,16 +543,30 @@ mod tests {
         s.on_timeout();
         s.on_reconnect();
         s.on_failover();
-        let snap = s.snapshot();
+        s.on_moved(true);
+        s.on_moved(false);
+        s.on_moved(true);
+        let raw = s.raw_snapshot();
         assert_eq!(
-            (
-                snap.retransmits,
-                snap.timeouts,
-                snap.reconnects,
-                snap.failovers
-            ),
+            (raw.retransmits, raw.timeouts, raw.reconnects, raw.failovers),
             (2, 1, 1, 1)
         );
+        assert_eq!((raw.moved_same_path, raw.moved_other_path), (1, 2));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn lost_attempts_are_errors_and_not_receives() {
+        let s = IoStats::new();
+        for _ in 0..4 {
+            s.on_submit(READ);
+        }
+        s.on_complete(READ, 1_000, 8192, 0, true);
+        s.on_lost(READ, 2_000);
+        let raw = s.raw_snapshot();
+        assert_eq!((raw.sends(), raw.lost, raw.inflight), (4, 1, 2));
+        assert_eq!(raw.receives(), 1);
+        assert_eq!(raw.errors, 1);
     }
 
     #[test]
@@ -537,7 +575,7 @@ mod tests {
         s.on_complete(READ, 1, 0, 0, true);
         assert_eq!(s.inflight(), 0);
         s.on_submit(READ);
-        assert_eq!(s.snapshot().inflight, 0);
+        assert_eq!(s.raw_snapshot().inflight, 0);
     }
 
     #[test]
@@ -550,8 +588,8 @@ mod tests {
         for _ in 0..4 {
             s.on_complete(READ, 1_000, 1, 0, true);
         }
-        let snap = s.snapshot();
-        assert_eq!((snap.inflight, snap.inflight_peak), (1, 5));
+        let raw = s.raw_snapshot();
+        assert_eq!((raw.inflight, raw.inflight_peak), (1, 5));
     }
 
     #[test]
@@ -571,7 +609,11 @@ mod tests {
         // Peaks are summed by merge (an upper bound); the rest is exact.
         want.inflight_peak = 2;
         assert_eq!(m, want);
-        assert_eq!(m.summarize().latency_us, both.snapshot().latency_us);
+        let read = ProcClass::Read.index();
+        assert_eq!(
+            m.latency[read].percentile(99.0),
+            want.latency[read].percentile(99.0)
+        );
     }
 
     #[test]
@@ -591,11 +633,11 @@ mod tests {
                 });
             }
         });
-        let snap = s.snapshot();
-        assert_eq!(snap.writes, 20_000);
-        assert_eq!(snap.bytes_written, 20_000 * 512);
-        assert_eq!(snap.inflight, 0);
-        assert!((1..=4).contains(&snap.inflight_peak));
-        assert_eq!(snap.latency_us["write"].count, 20_000);
+        let raw = s.raw_snapshot();
+        assert_eq!(raw.calls[WRITE as usize], 20_000);
+        assert_eq!(raw.bytes_written, 20_000 * 512);
+        assert_eq!(raw.inflight, 0);
+        assert!((1..=4).contains(&raw.inflight_peak));
+        assert_eq!(raw.latency[ProcClass::Write.index()].count(), 20_000);
     }
 }

@@ -18,8 +18,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
-use super::snapshot::LatencySummary;
-
 /// Linear sub-buckets per power of two, as a bit count (16 sub-buckets).
 const SUB_BITS: u32 = 4;
 const SUB: usize = 1 << SUB_BITS;
@@ -283,22 +281,23 @@ impl HistogramSnapshot {
             })
     }
 
-    /// The summary used by reports and the `latency_us` JSON objects:
-    /// count, mean, p50/p90/p99/p99.9, min/max and non-empty buckets, in µs.
-    pub fn summary(&self) -> LatencySummary {
-        let us = |ns: u64| ns as f64 / 1_000.0;
-        LatencySummary {
-            count: self.count,
-            sum_us: us(self.sum),
-            mean: self.mean() / 1_000.0,
-            min: us(self.min),
-            p50: us(self.percentile(50.0)),
-            p90: us(self.percentile(90.0)),
-            p99: us(self.percentile(99.0)),
-            p999: us(self.percentile(99.9)),
-            max: us(self.max),
-            buckets: self.buckets().map(|b| (us(b.upper_ns), b.count)).collect(),
+    /// A snapshot rebuilt from bucket counts, each given by any value the
+    /// bucket holds (e.g. its `upper_ns - 1`), plus the exact sum, min and
+    /// max. This is how a [`HistogramSnapshot::buckets`] list that went
+    /// through a file or a socket becomes mergeable again: rebuilt on the
+    /// same grid, two processes' histograms add up exactly.
+    pub fn from_bucket_counts(
+        buckets: impl IntoIterator<Item = (u64, u64)>,
+        sum: u64,
+        min: u64,
+        max: u64,
+    ) -> Self {
+        let mut counts = vec![0u64; BUCKETS];
+        for (value_ns, count) in buckets {
+            let slot = &mut counts[bucket_index(value_ns)];
+            *slot = slot.wrapping_add(count);
         }
+        Self::from_parts(counts, sum, min, max)
     }
 }
 
@@ -506,18 +505,20 @@ mod tests {
     }
 
     #[test]
-    fn summary_is_in_microseconds_with_non_empty_buckets() {
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn rebuilt_from_its_bucket_counts_a_snapshot_is_unchanged() {
         let h = Histogram::new();
-        h.record(1_000);
-        h.record(1_000);
-        h.record(2_000_000);
-        let s = h.snapshot().summary();
-        assert_eq!(s.count, 3);
-        assert_eq!(s.min, 1.0);
-        assert_eq!(s.max, 2_000.0);
-        assert_eq!(s.buckets.len(), 2);
-        assert_eq!(s.buckets.iter().map(|b| b.1).sum::<u64>(), 3);
-        assert!(s.buckets[0].0 > 1.0 && s.buckets[0].0 < 1.07);
+        for v in [0, 7, 15, 16, 1_000, 1_000, 2_000_000, 1 << 40] {
+            h.record(v);
+        }
+        let s = h.snapshot();
+        let back = HistogramSnapshot::from_bucket_counts(
+            s.buckets().map(|b| (b.upper_ns - 1, b.count)),
+            s.sum(),
+            s.min(),
+            s.max(),
+        );
+        assert_eq!(back, s);
     }
 
     proptest! {

@@ -158,6 +158,7 @@ impl Transport {
             .into_iter()
             .enumerate()
             .map(|(id, spec)| {
+                engine.set_path(id, spec.path);
                 engine.begin_connect(id);
                 let stats = engine.stats(id).map(Arc::clone).unwrap_or_default();
                 let gauge = engine.gauge(id).map(Arc::clone).unwrap_or_default();
@@ -217,7 +218,12 @@ impl Transport {
         leader::wait_until(&self.shared, done, until)
     }
 
-    /// Every channel, for statistics.
+    /// A WRITE or COMMIT reply carried this write verifier (see
+    /// `Shared::note_verifier`).
+    pub(crate) fn note_verifier(&self, verf: [u8; 8]) {
+        self.shared.note_verifier(verf);
+    }
+
     /// What this transport was started with (its channels' specs and the
     /// configuration), read from plain data only — no lock is taken, so a
     /// child of `fork` may call it on the parent's transport, whose threads
@@ -235,6 +241,7 @@ impl Transport {
         (specs, self.shared.config.clone())
     }
 
+    /// Every channel, for statistics.
     pub(crate) fn channels(&self) -> Vec<ChannelView> {
         let e = self.shared.engine();
         self.shared

@@ -21,6 +21,7 @@ use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::{AcceptedReply, RejectedReply, ReplyBody, ReplyHeader};
 use directnfs_wire::{Decode, XdrReader};
 
+use crate::alert::{Alerts, ServerWatch};
 use crate::io::call::{Call, Reply, Sink};
 use crate::io::channel::{Channel, ReadClaim};
 use crate::io::clock::monotonic_ns;
@@ -45,6 +46,8 @@ pub(crate) struct TransportConfig {
     /// RPC program and version probed with NULL on (re)connect.
     pub prog: u32,
     pub vers: u32,
+    /// Where path and channel events go (the alert log).
+    pub alerts: Alerts,
 }
 
 /// State shared by callers (who take turns receiving), the fallback
@@ -67,6 +70,9 @@ pub(crate) struct Shared {
     maintenance: (Mutex<bool>, Condvar),
     /// Itself, to hand to the threads it spawns (connection attempts).
     me: Weak<Shared>,
+    /// The server's write verifier and JUKEBOX replies, for the alerts
+    /// (server restart, JUKEBOX storm).
+    watch: ServerWatch,
     /// Tests only: a transport with no socket, whose sends are kept here
     /// for an in-process server (`crate::testing`).
     #[cfg(test)]
@@ -85,6 +91,9 @@ struct Scratch {
     /// Sends grouped per channel, and the epoch they are for.
     sends: Vec<Vec<(u32, Arc<Call>)>>,
     epochs: Vec<u64>,
+    /// Why the driver failed a connection (channel, epoch, why), for the
+    /// alert line of its `Close` (failures only: never on the I/O path).
+    reasons: Vec<(usize, u64, String)>,
 }
 
 thread_local! {
@@ -137,6 +146,7 @@ impl Shared {
             shutdown: AtomicBool::new(false),
             maintenance: (Mutex::new(false), Condvar::new()),
             me: me.clone(),
+            watch: ServerWatch::default(),
             #[cfg(test)]
             detached: detached.then(|| Mutex::new(Vec::new())),
         }))
@@ -276,16 +286,21 @@ impl Shared {
                         channel,
                         epoch,
                         timed_out,
+                        moved,
                     } => {
                         if let Some(ch) = self.channels.get(channel) {
-                            if timed_out > 0 {
+                            let why = if timed_out > 0 {
                                 tracing::warn!(
                                     channel = ch.id,
                                     path = ch.path,
                                     "channel failed: {timed_out} call(s) got no reply within timeo"
                                 );
-                            }
+                                format!("{timed_out} call(s) got no reply within timeo")
+                            } else {
+                                take_reason(&mut scratch.reasons, channel, epoch)
+                            };
                             ch.close(epoch);
+                            self.alert_failed(ch, &why, moved);
                         }
                     }
                     Action::Connect { channel } => self.spawn_connect(channel),
@@ -339,9 +354,34 @@ impl Shared {
         if e.epoch(channel) == epoch && e.health(channel).is_some_and(|h| h.is_up()) {
             let ch = &self.channels[channel];
             tracing::warn!(channel = ch.id, path = ch.path, "channel failed: {why}");
+            // For the alert line of the Close this failure queues.
+            scratch.reasons.push((channel, epoch, why.to_owned()));
         }
         e.on_channel_failed(channel, epoch, now);
         self.take_actions(&mut e, scratch);
+    }
+
+    /// The alert lines of a failed channel: the failover (with how many
+    /// calls it carried), and the path DOWN if no channel of its path is
+    /// up any more. Called without the engine's lock held.
+    fn alert_failed(&self, ch: &Channel, why: &str, moved: usize) {
+        let path_down = {
+            let e = self.engine();
+            !self
+                .channels
+                .iter()
+                .filter(|c| c.path == ch.path)
+                .any(|c| e.health(c.id).is_some_and(|h| h.is_up()))
+        };
+        self.config
+            .alerts
+            .channel_failed(ch.id, &ch.spec.label(), why, moved, path_down);
+    }
+
+    /// A WRITE or COMMIT reply carried this write verifier (a change means
+    /// the server restarted: alert).
+    pub(crate) fn note_verifier(&self, verf: [u8; 8]) {
+        self.watch.on_verifier(verf, &self.config.alerts);
     }
 
     /// Fails every channel of a path whose route is gone (see
@@ -374,10 +414,10 @@ impl Shared {
             };
             for (c, epoch) in on_path {
                 let ch = &self.channels[c];
-                let why = format!(
-                    "no route to {} from {:?}: {err}",
-                    ch.spec.remote, ch.spec.local
-                );
+                let why = match ch.spec.local {
+                    Some(local) => format!("no route to {} from {local}: {err}", ch.spec.remote),
+                    None => format!("no route to {}: {err}", ch.spec.remote),
+                };
                 self.fail_into(c, epoch, &why, scratch);
             }
         }
@@ -449,6 +489,10 @@ impl Shared {
         }
         let got = self.drive(|e, now| e.on_connected(channel, now));
         debug_assert_eq!(got, epoch);
+        // Epoch 1 is the first connection; any later one is a reconnect.
+        self.config
+            .alerts
+            .channel_connected(ch.id, &ch.spec.label(), got > 1);
         // A leader polling the other connections must add this one.
         self.lead.wake();
         Ok(())
@@ -563,6 +607,10 @@ impl Replies for ChannelReplies<'_> {
         // empty, and the engine never retries NULL).
         let answer =
             if ok && r.rest().get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..]) {
+                // Every JUKEBOX reply, retried by the engine or handed out.
+                self.shared
+                    .watch
+                    .on_jukebox(now, &self.shared.config.alerts);
                 Answer::Jukebox
             } else {
                 Answer::Final
@@ -629,6 +677,19 @@ impl Replies for ChannelReplies<'_> {
                 eof,
             }),
         );
+    }
+}
+
+/// Why the driver failed the connection of `epoch` of `channel`, taken
+/// from `reasons` (a connection closed for a reason not recorded there —
+/// none is expected — gets a generic one).
+fn take_reason(reasons: &mut Vec<(usize, u64, String)>, channel: usize, epoch: u64) -> String {
+    match reasons
+        .iter()
+        .position(|(c, e, _)| *c == channel && *e == epoch)
+    {
+        Some(i) => reasons.swap_remove(i).2,
+        None => "connection failed".to_owned(),
     }
 }
 

@@ -1,10 +1,14 @@
-//! Renders a [`StatsSnapshot`] for people (aligned text tables), programs
-//! (pretty JSON of the snapshot model) and Prometheus (text exposition
-//! format 0.0.4).
+//! Renders statistics for people (aligned text tables), programs (pretty
+//! JSON of the snapshot model) and Prometheus (text exposition format
+//! 0.0.4), for one client or process ([`StatsSnapshot`]) or for every
+//! process of the host ([`HostStats`]).
 
 use std::fmt::Write as _;
 use std::str::FromStr;
 
+use serde::Serialize;
+
+use super::process::HostStats;
 use super::snapshot::{state, IoSnapshot, LatencySummary, StatsSnapshot};
 
 /// Output format of `dnfs stats`.
@@ -29,6 +33,15 @@ impl StatsFormat {
             StatsFormat::Prometheus => Ok(render_prometheus(snapshot)),
         }
     }
+
+    /// Renders the statistics of every process of `host` in this format.
+    pub fn render_host(self, host: &HostStats) -> Result<String, serde_json::Error> {
+        match self {
+            StatsFormat::Text => Ok(render_host_text(host)),
+            StatsFormat::Json => render_json(host),
+            StatsFormat::Prometheus => Ok(render_host_prometheus(host)),
+        }
+    }
 }
 
 impl FromStr for StatsFormat {
@@ -47,34 +60,128 @@ impl FromStr for StatsFormat {
     }
 }
 
-/// The snapshot as pretty-printed JSON (the [`StatsSnapshot`] model as is).
-pub fn render_json(snapshot: &StatsSnapshot) -> Result<String, serde_json::Error> {
-    serde_json::to_string_pretty(snapshot)
+/// Any part of the model as pretty-printed JSON, as is.
+pub fn render_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(value)
 }
 
 // ---------------------------------------------------------------------------
 // Text
 // ---------------------------------------------------------------------------
 
-/// Human-readable tables, one section per level: SERVERS, PATHS, CHANNELS,
-/// FILES, then LATENCY (µs) and CALLS BY PROCEDURE for every scope that has
-/// any. Text columns are left-aligned, numbers right-aligned; empty sections
-/// are left out.
+/// Human-readable tables, one section per view: SERVERS (v$dnfs_servers),
+/// PATHS, CHANNELS (v$dnfs_channels), FILES (v$dnfs_files), CALLS BY
+/// PROCEDURE (v$dnfs_stats, per server) and LATENCY (µs) per class for
+/// servers, paths and files. Text columns are left-aligned, numbers
+/// right-aligned; empty sections are left out. Channels and files carry a
+/// `pid` column when the snapshot sums several processes.
 pub fn render_text(s: &StatsSnapshot) -> String {
-    let mut servers = Table::new(&["server", "addresses"], IO_COLUMNS);
+    let mut out = String::new();
+    write_tables(&mut out, s);
+    if out.is_empty() {
+        out.push_str("no statistics\n");
+    }
+    out
+}
+
+/// The host view: a PROCESSES table, then [`render_text`] of the processes
+/// summed ([`HostStats::aggregate`]), then each process's latest alert-log
+/// lines and the endpoints that could not be read.
+pub fn render_host_text(host: &HostStats) -> String {
+    let mut procs = Table::new(
+        &["pid", "uid", "program"],
+        [
+            "servers", "files", "calls", "read", "written", "errors", "inflight",
+        ],
+    );
+    let mut alerts = Table::new(&["pid", "line"], []);
+    for p in &host.processes {
+        let mut io = IoSnapshot::default();
+        for srv in &p.stats.servers {
+            io.merge(&srv.totals);
+        }
+        procs.row([
+            p.pid.to_string(),
+            p.uid.to_string(),
+            p.program.clone(),
+            p.stats.servers.len().to_string(),
+            p.stats.files.len().to_string(),
+            io.calls().to_string(),
+            fmt_bytes(io.bytes_read),
+            fmt_bytes(io.bytes_written),
+            io.errors.to_string(),
+            io.inflight.to_string(),
+        ]);
+        for line in &p.alerts {
+            alerts.row([p.pid.to_string(), line.clone()]);
+        }
+    }
+    let mut unreadable = Table::new(&["pid", "why"], []);
+    for (pid, why) in &host.unreadable {
+        unreadable.row([pid.to_string(), why.clone()]);
+    }
+    let mut out = String::new();
+    procs.write(&mut out, &format!("PROCESSES ({})", host.processes.len()));
+    write_tables(&mut out, &host.aggregate());
+    alerts.write(&mut out, "RECENT ALERTS");
+    unreadable.write(&mut out, "UNREADABLE ENDPOINTS");
+    if out.is_empty() {
+        out.push_str("no directnfs process publishes statistics on this host\n");
+    }
+    out
+}
+
+fn write_tables(out: &mut String, s: &StatsSnapshot) {
+    let multi = s
+        .servers
+        .iter()
+        .flat_map(|srv| &srv.paths)
+        .flat_map(|p| &p.channels)
+        .any(|c| c.pid.is_some())
+        || s.files.iter().any(|f| f.pid.is_some());
+    let pid_col: &[&'static str] = if multi { &["pid"] } else { &[] };
+    let pid_cell = |pid: Option<u32>| -> Vec<String> {
+        if multi {
+            vec![pid.map_or_else(|| "-".to_owned(), |p| p.to_string())]
+        } else {
+            Vec::new()
+        }
+    };
+
+    let mut servers = Table::new(
+        &["server", "export", "vers", "addresses"],
+        ["clients", "rtmax", "wtmax"].into_iter().chain(IO_COLUMNS),
+    );
     let mut paths = Table::new(&["server", "local", "remote", "state"], IO_COLUMNS);
     let mut channels = Table::new(
-        &["server", "remote", "channel", "state"],
-        ["queue", "sndbuf", "rcvbuf"].into_iter().chain(IO_COLUMNS),
+        &[pid_col, &["server", "local", "remote", "channel", "state"]].concat(),
+        [
+            "sends",
+            "recvs",
+            "reconn",
+            "moved_same",
+            "moved_other",
+            "errors",
+            "inflight",
+            "peak",
+            "queue",
+            "sndbuf",
+            "rcvbuf",
+        ],
     );
-    let mut files = Table::new(&["file", "server"], IO_COLUMNS);
+    let mut files = Table::new(
+        &[&["file"], pid_col, &["server"]].concat(),
+        [
+            "size", "reads", "writes", "read", "written", "errors", "inflight",
+        ],
+    );
     let mut latency = Table::new(
         &["scope", "name", "class"],
         ["count", "mean", "p50", "p90", "p99", "p99.9", "max"],
     );
-    let mut procs = Table::new(&["scope", "name", "proc"], ["calls"]);
+    let mut procs = Table::new(&["server", "export", "proc"], ["calls"]);
 
-    let mut scope = |kind: &str, name: String, io: &IoSnapshot| {
+    let mut lat = |kind: &str, name: String, io: &IoSnapshot| {
         for (class, l) in &io.latency_us {
             latency.row(
                 [kind.to_owned(), name.clone(), class.clone()]
@@ -82,20 +189,37 @@ pub fn render_text(s: &StatsSnapshot) -> String {
                     .chain(latency_cells(l)),
             );
         }
-        for (proc_, n) in &io.calls_by_proc {
-            procs.row([kind.to_owned(), name.clone(), proc_.clone(), n.to_string()]);
-        }
     };
 
     for srv in &s.servers {
         servers.row(
-            [srv.name.clone(), srv.addresses.join(",")]
-                .into_iter()
-                .chain(io_cells(&srv.totals)),
+            [
+                srv.name.clone(),
+                srv.export.clone(),
+                srv.nfs_version.clone(),
+                srv.addresses.join(","),
+                srv.clients.to_string(),
+                srv.rtmax.to_string(),
+                srv.wtmax.to_string(),
+            ]
+            .into_iter()
+            .chain(io_cells(&srv.totals)),
         );
-        scope("server", srv.name.clone(), &srv.totals);
+        lat(
+            "server",
+            format!("{}:{}", srv.name, srv.export),
+            &srv.totals,
+        );
+        for (proc_, n) in &srv.totals.calls_by_proc {
+            procs.row([
+                srv.name.clone(),
+                srv.export.clone(),
+                proc_.clone(),
+                n.to_string(),
+            ]);
+        }
         for p in &srv.paths {
-            let local = p.local.clone().unwrap_or_else(|| "-".to_owned());
+            let local = p.local.clone().unwrap_or_else(|| "*".to_owned());
             paths.row(
                 [
                     srv.name.clone(),
@@ -106,57 +230,67 @@ pub fn render_text(s: &StatsSnapshot) -> String {
                 .into_iter()
                 .chain(io_cells(&p.totals)),
             );
-            scope(
+            lat(
                 "path",
-                format!("{} {}->{}", srv.name, local, p.remote),
+                format!("{} {local}->{}", srv.name, p.remote),
                 &p.totals,
             );
             for c in &p.channels {
-                channels.row(
-                    [
-                        srv.name.clone(),
-                        p.remote.clone(),
-                        c.id.to_string(),
-                        c.state.clone(),
-                        c.queue_depth.to_string(),
-                        c.send_buffer.to_string(),
-                        c.recv_buffer.to_string(),
-                    ]
-                    .into_iter()
-                    .chain(io_cells(&c.totals)),
-                );
-                scope(
-                    "channel",
-                    format!("{} {} #{}", srv.name, p.remote, c.id),
-                    &c.totals,
-                );
+                let t = &c.totals;
+                channels.row(pid_cell(c.pid).into_iter().chain([
+                    srv.name.clone(),
+                    local.clone(),
+                    p.remote.clone(),
+                    c.id.to_string(),
+                    c.state.clone(),
+                    t.sends.to_string(),
+                    t.receives.to_string(),
+                    t.reconnects.to_string(),
+                    t.moved_same_path.to_string(),
+                    t.moved_other_path.to_string(),
+                    t.errors.to_string(),
+                    t.inflight.to_string(),
+                    t.inflight_peak.to_string(),
+                    c.queue_depth.to_string(),
+                    c.send_buffer.to_string(),
+                    c.recv_buffer.to_string(),
+                ]));
             }
         }
     }
     for f in &s.files {
+        let t = &f.totals;
         files.row(
-            [f.path.clone(), f.server.clone()]
-                .into_iter()
-                .chain(io_cells(&f.totals)),
+            std::iter::once(f.path.clone())
+                .chain(pid_cell(f.pid))
+                .chain([
+                    f.server.clone(),
+                    f.size.map_or_else(|| "-".to_owned(), fmt_bytes),
+                    t.reads.to_string(),
+                    t.writes.to_string(),
+                    fmt_bytes(t.bytes_read),
+                    fmt_bytes(t.bytes_written),
+                    t.errors.to_string(),
+                    t.inflight.to_string(),
+                ]),
         );
-        scope("file", f.path.clone(), &f.totals);
+        let name = match f.pid {
+            Some(pid) => format!("{} [{pid}]", f.path),
+            None => f.path.clone(),
+        };
+        lat("file", name, t);
     }
 
-    let mut out = String::new();
     for (title, t) in [
-        ("SERVERS", &servers),
+        ("SERVERS (v$dnfs_servers)", &servers),
         ("PATHS", &paths),
-        ("CHANNELS", &channels),
-        ("FILES", &files),
+        ("CHANNELS (v$dnfs_channels)", &channels),
+        ("FILES (v$dnfs_files)", &files),
+        ("CALLS BY PROCEDURE (v$dnfs_stats)", &procs),
         ("LATENCY (µs)", &latency),
-        ("CALLS BY PROCEDURE", &procs),
     ] {
-        t.write(&mut out, title);
+        t.write(out, title);
     }
-    if out.is_empty() {
-        out.push_str("no statistics\n");
-    }
-    out
 }
 
 const IO_COLUMNS: [&str; 12] = [
@@ -197,7 +331,7 @@ fn latency_cells(l: &LatencySummary) -> impl Iterator<Item = String> {
 }
 
 /// `512 B`, `8.0 KiB`, `1.5 GiB`.
-fn fmt_bytes(n: u64) -> String {
+pub(crate) fn fmt_bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     if n < 1024 {
         return format!("{n} B");
@@ -313,7 +447,7 @@ struct Counter {
     get: fn(&IoSnapshot) -> u64,
 }
 
-const COUNTERS: [Counter; 7] = [
+const COUNTERS: [Counter; 11] = [
     Counter {
         name: "directnfs_bytes_read_total",
         help: "READ payload bytes received.",
@@ -326,7 +460,7 @@ const COUNTERS: [Counter; 7] = [
     },
     Counter {
         name: "directnfs_errors_total",
-        help: "Calls completed with an error.",
+        help: "Calls completed with an error, and attempts lost.",
         get: |io| io.errors,
     },
     Counter {
@@ -346,29 +480,60 @@ const COUNTERS: [Counter; 7] = [
     },
     Counter {
         name: "directnfs_failovers_total",
-        help: "Calls moved to another path.",
+        help: "Calls moved off a failed channel.",
         get: |io| io.failovers,
+    },
+    Counter {
+        name: "directnfs_sends_total",
+        help: "Calls written to a socket, re-sends included.",
+        get: |io| io.sends,
+    },
+    Counter {
+        name: "directnfs_receives_total",
+        help: "Replies received.",
+        get: |io| io.receives,
+    },
+    Counter {
+        name: "directnfs_moved_same_path_total",
+        help: "Lost attempts re-sent on a channel of the same path.",
+        get: |io| io.moved_same_path,
+    },
+    Counter {
+        name: "directnfs_moved_other_path_total",
+        help: "Lost attempts re-sent on a channel of another path.",
+        get: |io| io.moved_other_path,
     },
 ];
 
+type Labels = Vec<(&'static str, String)>;
+
+/// Reads one gauge's value off a scope (`None`: the scope has no such gauge).
+type GaugeOf = fn(&Scope<'_>) -> Option<u64>;
+
 /// One labelled source of samples: a server, path, channel or file.
 struct Scope<'a> {
-    labels: Vec<(&'static str, String)>,
+    labels: Labels,
     io: &'a IoSnapshot,
     state: Option<&'a str>,
     queue_depth: Option<u64>,
-    /// Channels: send and receive buffer bytes.
+    /// Effective socket buffers (channels): send, receive; 0 without a connection.
     buffers: Option<(u64, u64)>,
+    /// Last known size (files).
+    size: Option<u64>,
+    /// rtmax, wtmax (servers).
+    transfer: Option<(u32, u32)>,
 }
 
-/// Prometheus text exposition format (version 0.0.4).
+/// Prometheus text exposition format (version 0.0.4) of one snapshot.
 ///
 /// Every series has a `level` label (`server`, `path`, `channel` or `file`)
 /// because the levels overlap — a server's totals are the sum of its paths —
-/// so sum within one level only. Labels: `server`; `path` (the path's remote
-/// address) and `local` (when bound) for paths and channels; `channel` for
-/// channels; `file` for files; `proc` on `directnfs_calls_total`; `class` on
-/// `directnfs_latency_seconds`.
+/// so sum within one level only. Labels: `server` and `export`; `path` (the
+/// path's remote address) and `local` (when bound) for paths and channels;
+/// `channel` for channels; `file` for files; `proc` on
+/// `directnfs_calls_total`; `class` on `directnfs_latency_seconds`;
+/// `direction` on `directnfs_socket_buffer_bytes`, `op` on
+/// `directnfs_transfer_max_bytes`.
 ///
 /// Latency buckets use a fixed 1-2-5 ladder from 1 µs to 100 s. They are
 /// re-binned from the finer histogram buckets, each of which counts under
@@ -376,19 +541,55 @@ struct Scope<'a> {
 /// true number of samples `<= le`, and below it by at most the samples of
 /// the one fine bucket (≤ 1/16 wide) that straddles `le`.
 pub fn render_prometheus(s: &StatsSnapshot) -> String {
-    let scopes = scopes(s);
     let mut out = String::new();
+    write_families(&mut out, &scopes(s, &[]));
+    out
+}
 
+/// Prometheus exposition of every process of the host: the series of
+/// [`render_prometheus`], each with a `pid` label, and
+/// `directnfs_process_info{pid, program, uid} 1` per process.
+pub fn render_host_prometheus(host: &HostStats) -> String {
+    let mut out = String::new();
     family(
         &mut out,
+        "directnfs_process_info",
+        "gauge",
+        "A directnfs process publishing statistics (always 1).",
+    );
+    for p in &host.processes {
+        sample(
+            &mut out,
+            "directnfs_process_info",
+            &[
+                ("pid", p.pid.to_string()),
+                ("program", p.program.clone()),
+                ("uid", p.uid.to_string()),
+            ],
+            &[],
+            "1",
+        );
+    }
+    let all: Vec<Scope<'_>> = host
+        .processes
+        .iter()
+        .flat_map(|p| scopes(&p.stats, &[("pid", p.pid.to_string())]))
+        .collect();
+    write_families(&mut out, &all);
+    out
+}
+
+fn write_families(out: &mut String, scopes: &[Scope<'_>]) {
+    family(
+        out,
         "directnfs_calls_total",
         "counter",
         "NFS calls sent, by procedure.",
     );
-    for sc in &scopes {
+    for sc in scopes {
         for (proc_, n) in &sc.io.calls_by_proc {
             sample(
-                &mut out,
+                out,
                 "directnfs_calls_total",
                 &sc.labels,
                 &[("proc", proc_)],
@@ -398,158 +599,179 @@ pub fn render_prometheus(s: &StatsSnapshot) -> String {
     }
 
     for c in COUNTERS {
-        family(&mut out, c.name, "counter", c.help);
-        for sc in &scopes {
-            sample(
-                &mut out,
-                c.name,
-                &sc.labels,
-                &[],
-                &(c.get)(sc.io).to_string(),
-            );
+        family(out, c.name, "counter", c.help);
+        for sc in scopes {
+            sample(out, c.name, &sc.labels, &[], &(c.get)(sc.io).to_string());
         }
     }
 
-    family(&mut out, "directnfs_inflight", "gauge", "Calls in flight.");
-    for sc in &scopes {
-        sample(
-            &mut out,
-            "directnfs_inflight",
-            &sc.labels,
-            &[],
-            &sc.io.inflight.to_string(),
-        );
-    }
-    family(
-        &mut out,
-        "directnfs_inflight_peak",
-        "gauge",
-        "Highest number of calls in flight seen.",
-    );
-    for sc in &scopes {
-        sample(
-            &mut out,
+    let gauges: [(&str, &str, GaugeOf); 3] = [
+        ("directnfs_inflight", "Calls in flight.", |sc| {
+            Some(sc.io.inflight)
+        }),
+        (
             "directnfs_inflight_peak",
-            &sc.labels,
-            &[],
-            &sc.io.inflight_peak.to_string(),
-        );
-    }
-    family(
-        &mut out,
-        "directnfs_queue_depth",
-        "gauge",
-        "Calls queued on a channel, not yet sent.",
-    );
-    for sc in &scopes {
-        if let Some(q) = sc.queue_depth {
-            sample(
-                &mut out,
-                "directnfs_queue_depth",
-                &sc.labels,
-                &[],
-                &q.to_string(),
-            );
+            "Highest number of calls in flight seen.",
+            |sc| Some(sc.io.inflight_peak),
+        ),
+        (
+            "directnfs_queue_depth",
+            "Calls queued on a channel, not yet sent.",
+            |sc| sc.queue_depth,
+        ),
+    ];
+    for (name, help, get) in gauges {
+        family(out, name, "gauge", help);
+        for sc in scopes {
+            if let Some(v) = get(sc) {
+                sample(out, name, &sc.labels, &[], &v.to_string());
+            }
         }
     }
     family(
-        &mut out,
+        out,
+        "directnfs_up",
+        "gauge",
+        "1 if the path or channel is up, 0 if down or probing.",
+    );
+    for sc in scopes {
+        if let Some(st) = sc.state {
+            let up = if st == state::UP { "1" } else { "0" };
+            sample(out, "directnfs_up", &sc.labels, &[], up);
+        }
+    }
+    family(
+        out,
         "directnfs_socket_buffer_bytes",
         "gauge",
-        "A channel's socket buffer as the kernel reports it (dir: send or recv; 0 while down).",
+        "A channel's effective socket buffer as the kernel reports it (direction: send or receive; 0 while it has no connection).",
     );
-    for sc in &scopes {
-        if let Some((send, recv)) = sc.buffers {
-            for (dir, n) in [("send", send), ("recv", recv)] {
+    for sc in scopes {
+        if let Some((snd, rcv)) = sc.buffers {
+            for (dir, v) in [("send", snd), ("receive", rcv)] {
+                let d = [("direction", dir)];
                 sample(
-                    &mut out,
+                    out,
                     "directnfs_socket_buffer_bytes",
                     &sc.labels,
-                    &[("dir", dir)],
-                    &n.to_string(),
+                    &d,
+                    &v.to_string(),
                 );
             }
         }
     }
     family(
-        &mut out,
-        "directnfs_up",
+        out,
+        "directnfs_file_size_bytes",
         "gauge",
-        "1 if the path or channel is up, 0 if down or probing.",
+        "Size of an open file, as last seen by the client.",
     );
-    for sc in &scopes {
-        if let Some(st) = sc.state {
-            let up = if st == state::UP { "1" } else { "0" };
-            sample(&mut out, "directnfs_up", &sc.labels, &[], up);
+    for sc in scopes {
+        if let Some(v) = sc.size {
+            sample(
+                out,
+                "directnfs_file_size_bytes",
+                &sc.labels,
+                &[],
+                &v.to_string(),
+            );
+        }
+    }
+    family(
+        out,
+        "directnfs_transfer_max_bytes",
+        "gauge",
+        "Largest READ (op=read) or WRITE (op=write) sent: FSINFO rtmax/wtmax clamped by rsize/wsize.",
+    );
+    for sc in scopes {
+        if let Some((r, w)) = sc.transfer {
+            for (op, v) in [("read", r), ("write", w)] {
+                let o = [("op", op)];
+                sample(
+                    out,
+                    "directnfs_transfer_max_bytes",
+                    &sc.labels,
+                    &o,
+                    &v.to_string(),
+                );
+            }
         }
     }
 
     family(
-        &mut out,
+        out,
         "directnfs_latency_seconds",
         "histogram",
         "Call latency, first send to final reply, by class.",
     );
-    for sc in &scopes {
+    for sc in scopes {
         for (class, l) in &sc.io.latency_us {
-            latency_histogram(&mut out, &sc.labels, class, l);
+            latency_histogram(out, &sc.labels, class, l);
         }
     }
-    out
 }
 
-fn scopes(s: &StatsSnapshot) -> Vec<Scope<'_>> {
+fn scopes<'a>(s: &'a StatsSnapshot, extra: &[(&'static str, String)]) -> Vec<Scope<'a>> {
     let mut v = Vec::new();
+    let with = |level: &str, rest: Labels| -> Labels {
+        let mut l: Labels = vec![("level", level.to_owned())];
+        l.extend(extra.iter().cloned());
+        l.extend(rest);
+        l
+    };
     for srv in &s.servers {
-        let server = ("server", srv.name.clone());
+        let server = vec![("server", srv.name.clone()), ("export", srv.export.clone())];
         v.push(Scope {
-            labels: vec![("level", "server".to_owned()), server.clone()],
+            labels: with("server", server.clone()),
             io: &srv.totals,
             state: None,
             queue_depth: None,
             buffers: None,
+            size: None,
+            transfer: Some((srv.rtmax, srv.wtmax)),
         });
         for p in &srv.paths {
-            let mut labels = vec![
-                ("level", "path".to_owned()),
-                server.clone(),
-                ("path", p.remote.clone()),
-            ];
+            let mut path = server.clone();
+            path.push(("path", p.remote.clone()));
             if let Some(local) = &p.local {
-                labels.push(("local", local.clone()));
+                path.push(("local", local.clone()));
             }
             for c in &p.channels {
-                let mut cl = labels.clone();
-                cl[0].1 = "channel".to_owned();
+                let mut cl = path.clone();
                 cl.push(("channel", c.id.to_string()));
                 v.push(Scope {
-                    labels: cl,
+                    labels: with("channel", cl),
                     io: &c.totals,
                     state: Some(&c.state),
                     queue_depth: Some(c.queue_depth),
                     buffers: Some((c.send_buffer, c.recv_buffer)),
+                    size: None,
+                    transfer: None,
                 });
             }
             v.push(Scope {
-                labels,
+                labels: with("path", path),
                 io: &p.totals,
                 state: Some(&p.state),
                 queue_depth: None,
                 buffers: None,
+                size: None,
+                transfer: None,
             });
         }
     }
     for f in &s.files {
         v.push(Scope {
-            labels: vec![
-                ("level", "file".to_owned()),
-                ("server", f.server.clone()),
-                ("file", f.path.clone()),
-            ],
+            labels: with(
+                "file",
+                vec![("server", f.server.clone()), ("file", f.path.clone())],
+            ),
             io: &f.totals,
             state: None,
             queue_depth: None,
             buffers: None,
+            size: f.size,
+            transfer: None,
         });
     }
     v
@@ -671,8 +893,8 @@ mod tests {
     use std::collections::{BTreeMap, HashSet};
 
     use super::*;
-    use crate::stats::counters::IoStats;
-    use crate::stats::snapshot::{ChannelStats, FileStats, PathStats, ServerStats};
+    use crate::stats::{ChannelStats, FileStats, PathStats, ProcessStats, ServerStats};
+    use directnfs_engine::stats::IoStats;
 
     const READ: u32 = 6;
     const WRITE: u32 = 7;
@@ -693,13 +915,12 @@ mod tests {
         s.on_submit(READ);
         s.on_retransmit();
         s.on_timeout();
-        s.snapshot()
+        IoSnapshot::from_raw(&s.raw_snapshot())
     }
 
     fn sample_snapshot() -> StatsSnapshot {
         StatsSnapshot {
             servers: vec![ServerStats {
-                name: "filer1".into(),
                 addresses: vec!["10.231.1.2".into(), "10.231.2.2".into()],
                 totals: io(400, 100),
                 paths: vec![
@@ -716,6 +937,7 @@ mod tests {
                                 queue_depth: 3,
                                 send_buffer: 8 << 20,
                                 recv_buffer: 8 << 20,
+                                ..ChannelStats::default()
                             },
                             ChannelStats {
                                 id: 1,
@@ -724,6 +946,7 @@ mod tests {
                                 queue_depth: 0,
                                 send_buffer: 87040,
                                 recv_buffer: 131072,
+                                ..ChannelStats::default()
                             },
                         ],
                     },
@@ -741,10 +964,13 @@ mod tests {
                         }],
                     },
                 ],
+                ..crate::stats::snapshot::filer1()
             }],
             files: vec![FileStats {
                 path: "/db/oradata/users01.dbf".into(),
                 server: "filer1".into(),
+                size: Some(8 << 20),
+                pid: None,
                 totals: io(400, 100),
             }],
         }
@@ -922,8 +1148,14 @@ mod tests {
             ("directnfs_inflight", "gauge"),
             ("directnfs_inflight_peak", "gauge"),
             ("directnfs_queue_depth", "gauge"),
-            ("directnfs_socket_buffer_bytes", "gauge"),
             ("directnfs_up", "gauge"),
+            ("directnfs_sends_total", "counter"),
+            ("directnfs_receives_total", "counter"),
+            ("directnfs_moved_same_path_total", "counter"),
+            ("directnfs_moved_other_path_total", "counter"),
+            ("directnfs_socket_buffer_bytes", "gauge"),
+            ("directnfs_file_size_bytes", "gauge"),
+            ("directnfs_transfer_max_bytes", "gauge"),
             ("directnfs_latency_seconds", "histogram"),
         ] {
             assert!(text.contains(&format!("# TYPE {name} {kind}\n")), "{name}");
@@ -946,6 +1178,7 @@ mod tests {
         assert_eq!(s.labels["level"], "channel");
         assert_eq!(s.labels["server"], "filer1");
         assert_eq!(s.labels["path"], "10.231.1.2");
+        assert_eq!(s.labels["export"], "/vol/oradata");
         assert_eq!(s.labels["local"], "10.231.1.1");
         assert_eq!(s.value, 151.0);
         let f = samples
@@ -1017,7 +1250,7 @@ mod tests {
         let snap = StatsSnapshot {
             servers: vec![ServerStats {
                 name: "s".into(),
-                totals: s.snapshot(),
+                totals: IoSnapshot::from_raw(&s.raw_snapshot()),
                 ..Default::default()
             }],
             files: vec![],
@@ -1085,19 +1318,24 @@ mod tests {
             .map(|s| {
                 (
                     s.labels["channel"].clone(),
-                    s.labels["dir"].clone(),
+                    s.labels["direction"].clone(),
                     s.value,
                 )
             })
             .collect();
-        assert_eq!(bufs.len(), 6, "send and recv of 3 channels: {bufs:?}");
+        assert_eq!(bufs.len(), 6, "send and receive of 3 channels: {bufs:?}");
         assert!(bufs.contains(&("0".into(), "send".into(), 8388608.0)));
-        assert!(bufs.contains(&("1".into(), "recv".into(), 131072.0)));
+        assert!(bufs.contains(&("1".into(), "receive".into(), 131072.0)));
         assert!(bufs.contains(&("2".into(), "send".into(), 0.0)));
         let text = render_text(&sample_snapshot());
-        let channels = section(&text, "CHANNELS");
+        let channels = section(&text, "CHANNELS (v$dnfs_channels)");
         assert!(channels[0].contains("sndbuf") && channels[0].contains("rcvbuf"));
-        assert!(channels[2].contains(" 87040 ") && channels[2].contains(" 131072 "));
+        let cells: Vec<&str> = channels[2].split_whitespace().collect();
+        assert_eq!(
+            cells[cells.len() - 2..],
+            ["87040", "131072"],
+            "{channels:?}"
+        );
     }
 
     #[test]
@@ -1145,12 +1383,12 @@ mod tests {
     fn text_has_a_section_per_level_with_aligned_columns() {
         let text = render_text(&sample_snapshot());
         for title in [
-            "SERVERS",
+            "SERVERS (v$dnfs_servers)",
             "PATHS",
-            "CHANNELS",
-            "FILES",
+            "CHANNELS (v$dnfs_channels)",
+            "FILES (v$dnfs_files)",
             "LATENCY (µs)",
-            "CALLS BY PROCEDURE",
+            "CALLS BY PROCEDURE (v$dnfs_stats)",
         ] {
             let lines = section(&text, title);
             assert!(lines.len() >= 2, "{title}: header and rows");
@@ -1163,10 +1401,16 @@ mod tests {
         let paths = section(&text, "PATHS");
         assert!(paths[0].starts_with("server"));
         assert!(paths[1].contains("10.231.1.1") && paths[1].contains(" up "));
-        assert!(paths[2].contains(" - ") && paths[2].contains(" down "));
-        let channels = section(&text, "CHANNELS");
+        assert!(paths[2].contains(" * ") && paths[2].contains(" down "));
+        let channels = section(&text, "CHANNELS (v$dnfs_channels)");
         assert_eq!(channels.len(), 4);
+        assert!(channels[0].contains("sends") && channels[0].contains("moved_other"));
+        assert!(channels[1].contains("8388608") && channels[2].contains("87040"));
         assert!(channels[3].contains("probing"));
+        let servers = section(&text, "SERVERS (v$dnfs_servers)");
+        assert!(servers[1].contains("/vol/oradata") && servers[1].contains("1048576"));
+        let files = section(&text, "FILES (v$dnfs_files)");
+        assert!(files[1].contains("8.0 MiB"));
     }
 
     #[test]
@@ -1179,14 +1423,15 @@ mod tests {
             files: vec![FileStats {
                 path: "/f".into(),
                 server: "s".into(),
-                totals: s.snapshot(),
+                totals: IoSnapshot::from_raw(&s.raw_snapshot()),
+                ..FileStats::default()
             }],
         };
         let text = render_text(&snap);
         let lat = section(&text, "LATENCY (µs)");
         assert!(lat[0].contains("p99.9"));
         assert!(lat[1].starts_with("file") && lat[1].contains("read") && lat[1].contains("250.0"));
-        let files = section(&text, "FILES");
+        let files = section(&text, "FILES (v$dnfs_files)");
         assert!(files[1].contains("8.0 KiB"));
     }
 
@@ -1209,5 +1454,80 @@ mod tests {
         assert_eq!("JSON".parse(), Ok(StatsFormat::Json));
         assert_eq!("prom".parse(), Ok(StatsFormat::Prometheus));
         assert!("xml".parse::<StatsFormat>().is_err());
+    }
+
+    fn host() -> HostStats {
+        let proc_ = |pid: u32| ProcessStats {
+            pid,
+            uid: 1000,
+            program: "postgres".into(),
+            stats: sample_snapshot(),
+            alerts: vec![format!(
+                "2026-11-24T10:00:00.000Z directnfs[{pid}] path down"
+            )],
+            ..ProcessStats::default()
+        };
+        HostStats {
+            processes: vec![proc_(101), proc_(102)],
+            unreadable: vec![(103, "permission denied".into())],
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn host_prometheus_has_one_family_each_and_a_pid_on_every_series() {
+        let text = render_host_prometheus(&host());
+        let samples = parse_exposition(&text);
+        for s in &samples {
+            assert!(s.labels.contains_key("pid"), "{s:?}");
+        }
+        let info: Vec<_> = samples
+            .iter()
+            .filter(|s| s.name == "directnfs_process_info")
+            .map(|s| (s.labels["pid"].clone(), s.labels["program"].clone()))
+            .collect();
+        assert_eq!(
+            info,
+            [
+                ("101".into(), "postgres".into()),
+                ("102".into(), "postgres".into())
+            ]
+        );
+        let reads: f64 = samples
+            .iter()
+            .filter(|s| {
+                s.name == "directnfs_calls_total"
+                    && s.labels["level"] == "server"
+                    && s.labels["proc"] == "READ"
+            })
+            .map(|s| s.value)
+            .sum();
+        assert_eq!(reads, 2.0 * 401.0);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn host_text_lists_processes_sums_servers_and_shows_alerts() {
+        let text = render_host_text(&host());
+        let procs = section(&text, "PROCESSES (2)");
+        assert_eq!(procs.len(), 3);
+        assert!(procs[1].starts_with("101") && procs[1].contains("postgres"));
+        let servers = section(&text, "SERVERS (v$dnfs_servers)");
+        assert_eq!(servers.len(), 2, "one server summed over both processes");
+        assert!(servers[1].contains(" 2 "), "clients column: {}", servers[1]);
+        let channels = section(&text, "CHANNELS (v$dnfs_channels)");
+        assert!(channels[0].starts_with("pid"));
+        assert_eq!(channels.len(), 1 + 2 * 3);
+        let files = section(&text, "FILES (v$dnfs_files)");
+        assert_eq!(files.len(), 3);
+        assert!(files[1].contains("101") && files[2].contains("102"));
+        assert!(section(&text, "RECENT ALERTS")[1].contains("path down"));
+        assert!(section(&text, "UNREADABLE ENDPOINTS")[1].contains("permission denied"));
+    }
+
+    #[test]
+    fn host_text_of_no_process_says_so() {
+        let text = render_host_text(&HostStats::default());
+        assert!(text.contains("no directnfs process"), "{text}");
     }
 }

@@ -1,0 +1,232 @@
+//! Kernel NFS mount-option strings, as DBAs keep them in their runbooks:
+//! `rw,bg,hard,nointr,rsize=1048576,wsize=1048576,tcp,vers=3,timeo=600,actimeo=0`.
+//! Given as `options:` in the dnfstab or `options=` in a URL.
+//!
+//! Each option is one of three kinds:
+//!
+//! | kind | options | effect |
+//! |---|---|---|
+//! | mapped | `hard`, `soft`, `timeo=`, `retrans=`, `rsize=`, `wsize=`, `vers=`/`nfsvers=`, `ro`, `rw`, `port=`, `mountport=`, `sec=`, `nconnect=` (channels per path), `retry=` (minutes: `mnt_timeout`), `sync` (FILE_SYNC writes) | sets the directnfs option of the same meaning, validated the same way |
+//! | accepted | `tcp`, `proto=tcp`, `nointr`, `intr`, `noac`, `actimeo=0` (and `acregmin/acregmax/acdirmin/acdirmax=0`), `lookupcache=none`, `forcedirectio`, `bg`, `fg`, `nolock`, `cto`, `nocto`, `noatime`, `nodiratime`, `relatime`, `defaults`, `auto`, `noauto`, `_netdev`, `nosuid`, `nodev`, `noexec` | none: they describe what directnfs always does (TCP, no attribute or data cache, direct I/O, no NLM, waiting for the server) or are mount-table flags without meaning in a process |
+//! | rejected | everything else, e.g. `udp`, `lock`, `async`, `fsc`, `actimeo=60` | an error naming the option and why |
+
+use super::options::{MountOptions, OptionError};
+
+/// What [`apply`] did with each option of a string, for a verbose caller.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KernelOptionReport {
+    /// Options that set a directnfs option.
+    pub mapped: Vec<String>,
+    /// Options accepted without effect (what directnfs always does).
+    pub accepted: Vec<String>,
+}
+
+/// Applies a kernel mount-option string to `options`. On error (the first
+/// rejected or invalid option) `options` is unchanged.
+pub fn apply(options: &mut MountOptions, text: &str) -> Result<KernelOptionReport, OptionError> {
+    let mut next = options.clone();
+    let mut report = KernelOptionReport::default();
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (name, value) = match item.split_once('=') {
+            Some((n, v)) => (n.trim().to_ascii_lowercase(), Some(v.trim())),
+            None => (item.to_ascii_lowercase(), None),
+        };
+        match classify(&name, value) {
+            Kind::Map(key, v) => {
+                next.set(key, v).map_err(|e| rename(e, item))?;
+                report.mapped.push(item.to_owned());
+            }
+            Kind::ReadOnly(ro) => {
+                next.read_only = ro;
+                report.mapped.push(item.to_owned());
+            }
+            Kind::MinutesToMntTimeout(v) => {
+                let minutes: u64 = v
+                    .parse()
+                    .map_err(|_| reject(item, "retry= takes whole minutes"))?;
+                let secs = minutes.saturating_mul(60).max(1).to_string();
+                next.set("mnt_timeout", &secs)
+                    .map_err(|e| rename(e, item))?;
+                report.mapped.push(item.to_owned());
+            }
+            Kind::Accept => report.accepted.push(item.to_owned()),
+            Kind::Reject(why) => return Err(reject(item, why)),
+        }
+    }
+    *options = next;
+    Ok(report)
+}
+
+enum Kind<'a> {
+    /// Set this directnfs key to this value.
+    Map(&'static str, &'a str),
+    ReadOnly(bool),
+    MinutesToMntTimeout(&'a str),
+    Accept,
+    Reject(&'static str),
+}
+
+fn classify<'a>(name: &str, value: Option<&'a str>) -> Kind<'a> {
+    const NO_CACHE: &str =
+        "directnfs never caches attributes; only the zero form (noac, actimeo=0) describes it";
+    match (name, value) {
+        ("hard", None) => Kind::Map("hard", ""),
+        ("soft", None) => Kind::Map("soft", ""),
+        ("ro", None) => Kind::ReadOnly(true),
+        ("rw", None) => Kind::ReadOnly(false),
+        ("sync", None) => Kind::Map("stable", "file_sync"),
+        (
+            "timeo" | "retrans" | "rsize" | "wsize" | "port" | "mountport" | "sec" | "vers"
+            | "nfsvers",
+            Some(v),
+        ) => Kind::Map(mapped_key(name), v),
+        ("nconnect", Some(v)) => Kind::Map("connections", v),
+        ("retry", Some(v)) => Kind::MinutesToMntTimeout(v),
+        ("proto", Some(v)) if v.eq_ignore_ascii_case("tcp") => Kind::Accept,
+        ("proto" | "mountproto", Some(_)) | ("udp", None) => {
+            Kind::Reject("directnfs speaks NFS over TCP only")
+        }
+        ("actimeo" | "acregmin" | "acregmax" | "acdirmin" | "acdirmax", Some(v)) => {
+            if v.parse::<u64>() == Ok(0) {
+                Kind::Accept
+            } else {
+                Kind::Reject(NO_CACHE)
+            }
+        }
+        ("lookupcache", Some(v)) if v.eq_ignore_ascii_case("none") => Kind::Accept,
+        ("lookupcache", Some(_)) => Kind::Reject(NO_CACHE),
+        (
+            "tcp" | "nointr" | "intr" | "noac" | "forcedirectio" | "bg" | "fg" | "nolock" | "cto"
+            | "nocto" | "noatime" | "nodiratime" | "relatime" | "defaults" | "auto" | "noauto"
+            | "_netdev" | "nosuid" | "nodev" | "noexec",
+            None,
+        ) => Kind::Accept,
+        ("lock" | "local_lock", _) => {
+            Kind::Reject("directnfs has no NLM locking; the database orders its own I/O")
+        }
+        ("async", None) => Kind::Reject(
+            "directnfs writes FILE_SYNC, durable when acknowledged; say stable=unstable for UNSTABLE writes and COMMIT on fsync",
+        ),
+        ("fsc", None) => Kind::Reject("directnfs has no data cache"),
+        ("hard" | "soft" | "ro" | "rw" | "sync" | "tcp" | "udp", Some(_)) => {
+            Kind::Reject("takes no value")
+        }
+        _ => Kind::Reject("not a kernel NFS option directnfs knows"),
+    }
+}
+
+/// The directnfs key of a kernel option that maps one to one.
+fn mapped_key(name: &str) -> &'static str {
+    match name {
+        "timeo" => "timeo",
+        "retrans" => "retrans",
+        "rsize" => "rsize",
+        "wsize" => "wsize",
+        "port" => "port",
+        "mountport" => "mount_port",
+        "sec" => "sec",
+        _ => "vers",
+    }
+}
+
+fn reject(option: &str, reason: &str) -> OptionError {
+    OptionError::RejectedKernelOption {
+        option: option.to_owned(),
+        reason: reason.to_owned(),
+    }
+}
+
+/// An error from the mapped directnfs key, named after the kernel option.
+fn rename(e: OptionError, option: &str) -> OptionError {
+    reject(option, &e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_runbook_string_maps_and_accepts_every_option() {
+        let mut o = MountOptions::default();
+        let r = apply(
+            &mut o,
+            "rw,bg,hard,nointr,rsize=1048576,wsize=1048576,tcp,vers=3,timeo=600,actimeo=0",
+        )
+        .expect("accepted");
+        assert_eq!(
+            r.mapped,
+            [
+                "rw",
+                "hard",
+                "rsize=1048576",
+                "wsize=1048576",
+                "vers=3",
+                "timeo=600"
+            ]
+        );
+        assert_eq!(r.accepted, ["bg", "nointr", "tcp", "actimeo=0"]);
+        assert!(o.hard && !o.read_only);
+        assert_eq!(o.timeo, Duration::from_secs(60));
+        assert_eq!((o.rsize, o.wsize), (1 << 20, 1 << 20));
+    }
+
+    #[test]
+    fn mapped_options_set_their_directnfs_meaning() {
+        let mut o = MountOptions::default();
+        apply(
+            &mut o,
+            "ro,soft,retrans=5,port=2049,mountport=20048,nconnect=8,retry=2,sec=sys,sync",
+        )
+        .expect("accepted");
+        assert!(o.read_only && !o.hard);
+        assert_eq!(o.retrans, 5);
+        assert_eq!((o.nfs_port, o.mount_port), (Some(2049), Some(20048)));
+        assert_eq!(o.connections, 8);
+        assert_eq!(o.mnt_timeout, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn udp_is_rejected_with_the_option_and_the_reason() {
+        let mut o = MountOptions::default();
+        let e = apply(&mut o, "rw,udp,hard").expect_err("rejected");
+        assert_eq!(
+            e.to_string(),
+            "mount option \"udp\" rejected: directnfs speaks NFS over TCP only"
+        );
+        let e = apply(&mut o, "proto=udp").expect_err("rejected");
+        assert!(e.to_string().contains("\"proto=udp\""), "{e}");
+    }
+
+    #[test]
+    fn caching_and_locking_options_are_rejected_with_why() {
+        let mut o = MountOptions::default();
+        for (opt, why) in [
+            ("actimeo=60", "never caches attributes"),
+            ("lock", "no NLM"),
+            ("async", "FILE_SYNC"),
+            ("fsc", "no data cache"),
+            ("wibble", "not a kernel NFS option"),
+        ] {
+            let e = apply(&mut o, opt).expect_err(opt);
+            assert!(e.to_string().contains(why), "{opt}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_bad_value_names_the_kernel_option_and_leaves_options_unchanged() {
+        let mut o = MountOptions::default();
+        let e = apply(&mut o, "ro,rsize=12").expect_err("rejected");
+        assert!(e.to_string().contains("\"rsize=12\""), "{e}");
+        assert_eq!(o, MountOptions::default());
+        let e = apply(&mut o, "vers=4").expect_err("rejected");
+        assert!(e.to_string().contains("\"vers=4\""), "{e}");
+    }
+
+    #[test]
+    fn names_are_case_insensitive_and_blanks_are_skipped() {
+        let mut o = MountOptions::default();
+        apply(&mut o, " RO , ,Hard ,TCP").expect("accepted");
+        assert!(o.read_only && o.hard);
+    }
+}

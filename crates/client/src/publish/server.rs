@@ -1,0 +1,258 @@
+//! The publishing side: this process's registry of clients and the
+//! endpoint that answers readers with their statistics.
+
+use std::io::{self, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::dir;
+use crate::client::{Client, Inner};
+use crate::stats::{ProcessStats, StatsSnapshot};
+
+/// How long a reader may take to drain one snapshot before it is dropped
+/// (a stuck reader must not hold the endpoint).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Stack of the endpoint thread: it only serialises a snapshot.
+const THREAD_STACK: usize = 256 * 1024;
+
+/// What this process publishes. One per process: a forked child, whose
+/// pid differs, makes its own on first use (see [`global`]) and never
+/// touches its parent's, whose thread did not survive the fork.
+struct Global {
+    pid: u32,
+    started_unix_ms: u64,
+    clients: Mutex<Vec<Weak<Inner>>>,
+    /// The endpoint once started (`None`: publishing failed or is off).
+    endpoint: OnceLock<Option<PathBuf>>,
+}
+
+static GLOBAL: AtomicPtr<Global> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The endpoint path to remove at exit, with the pid that owns it.
+static AT_EXIT: Mutex<Option<(u32, PathBuf)>> = Mutex::new(None);
+
+/// This process's [`Global`], made on first use in each process. Not on
+/// any I/O path: called when a client mounts and when a reader asks.
+fn global() -> &'static Global {
+    let me = std::process::id();
+    let p = GLOBAL.load(Ordering::Acquire);
+    // SAFETY: a non-null GLOBAL points to a leaked Box, never freed.
+    if let Some(g) = unsafe { p.as_ref() } {
+        if g.pid == me {
+            return g;
+        }
+    }
+    let fresh = Box::into_raw(Box::new(Global {
+        pid: me,
+        started_unix_ms: unix_ms(),
+        clients: Mutex::new(Vec::new()),
+        endpoint: OnceLock::new(),
+    }));
+    match GLOBAL.compare_exchange(p, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just leaked above; the old one (a parent's) is leaked too:
+        // it may still be referenced by code that ran before the fork.
+        Ok(_) => unsafe { &*fresh },
+        Err(current) => {
+            // Another thread of this process won the race: use its Global.
+            // SAFETY: `fresh` was never shared; `current` is a leaked Box.
+            unsafe {
+                drop(Box::from_raw(fresh));
+                &*current
+            }
+        }
+    }
+}
+
+/// Adds a freshly mounted client to this process's endpoint, starting the
+/// endpoint with the first one. Does nothing when the client's options
+/// (`stats=off`) or the environment (`DIRECTNFS_STATS=off`) say so.
+pub(crate) fn register(inner: &Arc<Inner>) {
+    if !inner.options.publish_stats || disabled_by_env() {
+        return;
+    }
+    let g = global();
+    {
+        let mut clients = g.clients.lock().unwrap_or_else(|p| p.into_inner());
+        clients.retain(|w| w.strong_count() > 0);
+        clients.push(Arc::downgrade(inner));
+    }
+    g.endpoint.get_or_init(|| match start(g) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            tracing::warn!("statistics not published: {e}");
+            None
+        }
+    });
+}
+
+fn disabled_by_env() -> bool {
+    std::env::var("DIRECTNFS_STATS").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "no" | "false"
+        )
+    })
+}
+
+/// The statistics of every live client of this process, as its endpoint
+/// publishes them.
+pub fn process_stats() -> ProcessStats {
+    let g = global();
+    let clients: Vec<Arc<Inner>> = g
+        .clients
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .filter_map(Weak::upgrade)
+        .collect();
+    let mut stats = StatsSnapshot::default();
+    for inner in clients {
+        let s = Client { inner }.stats();
+        stats.servers.extend(s.servers);
+        stats.files.extend(s.files);
+    }
+    ProcessStats {
+        pid: g.pid,
+        uid: euid(),
+        program: program_name(),
+        started_unix_ms: g.started_unix_ms,
+        taken_unix_ms: unix_ms(),
+        stats,
+        alerts: crate::alert::recent(),
+    }
+}
+
+/// Makes the endpoint (see the module doc) and its thread.
+fn start(g: &'static Global) -> io::Result<PathBuf> {
+    let uid = euid();
+    let dir = dir::process_dir(uid);
+    dir::ensure_private_dir(&dir, uid)?;
+    super::reader::remove_stale(&dir);
+    let path = dir::socket_path(&dir, g.pid);
+    // Bound under a temporary name and renamed once listening: a reader
+    // never sees a PID.sock that refuses connections unless its process
+    // is gone (which is how readers tell a stale endpoint).
+    let tmp = dir.join(format!(".{}.{}.tmp", g.pid, unix_ms()));
+    let _ = std::fs::remove_file(&tmp);
+    let listener = UnixListener::bind(&tmp)?;
+    let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    remove_at_exit(g.pid, &path);
+    std::thread::Builder::new()
+        .name("dnfs-stats".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || serve(&listener))?;
+    Ok(path)
+}
+
+/// Answers readers, one at a time, for the life of the process.
+fn serve(listener: &UnixListener) {
+    let me = euid();
+    for conn in listener.incoming() {
+        match conn {
+            Ok(stream) => {
+                if let Err(e) = answer(stream, me) {
+                    tracing::debug!("statistics reader: {e}");
+                }
+            }
+            // Out of descriptors or memory: wait rather than spin.
+            Err(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+fn answer(mut stream: UnixStream, me: u32) -> io::Result<()> {
+    let peer = peer_uid(&stream)?;
+    if peer != me && peer != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("uid {peer} may not read the statistics of uid {me}"),
+        ));
+    }
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let body = serde_json::to_vec(&process_stats()).map_err(io::Error::other)?;
+    stream.write_all(&body)?;
+    stream.shutdown(std::net::Shutdown::Write)
+}
+
+/// The effective uid of the process at the other end (`SO_PEERCRED`, as
+/// it was when it connected).
+fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given;
+    // the descriptor is the live socket `stream` owns.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
+/// Removes the endpoint when the process calls `exit` (C programs,
+/// `std::process::exit`, returning from `main`). A process killed by a
+/// signal leaves it; readers remove it then.
+fn remove_at_exit(pid: u32, path: &Path) {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    *AT_EXIT.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, path.to_path_buf()));
+    REGISTERED.call_once(|| {
+        // SAFETY: `unlink_endpoint` is an `extern "C" fn()` that never
+        // unwinds; atexit only stores the pointer.
+        unsafe { libc::atexit(unlink_endpoint) };
+    });
+}
+
+extern "C" fn unlink_endpoint() {
+    // try_lock: exit may be called by a thread that holds the lock (it
+    // never does more than store a path under it, but a deadlock at exit
+    // is not worth the risk); the endpoint then stays, as after a kill.
+    let Ok(guard) = AT_EXIT.try_lock() else {
+        return;
+    };
+    // After a fork, the child inherits this handler and the parent's path:
+    // only the process that made the endpoint removes it.
+    if let Some((pid, path)) = guard.as_ref() {
+        if *pid == std::process::id() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+fn euid() -> u32 {
+    // SAFETY: geteuid takes nothing and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+fn program_name() -> String {
+    std::fs::read_to_string("/proc/self/comm")
+        .map(|s| s.trim_end().to_owned())
+        .unwrap_or_default()
+}
+
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
