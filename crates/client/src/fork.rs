@@ -47,6 +47,7 @@ impl Client {
                 cred: old.cred.clone(),
                 handles: RwLock::new(handles),
                 files: Mutex::new(Default::default()),
+                write_behind: Default::default(),
             }),
         })
     }

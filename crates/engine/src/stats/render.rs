@@ -67,7 +67,10 @@ pub fn render_text(s: &StatsSnapshot) -> String {
         &["server", "remote", "channel", "state"],
         ["queue", "sndbuf", "rcvbuf"].into_iter().chain(IO_COLUMNS),
     );
-    let mut files = Table::new(&["file", "server"], IO_COLUMNS);
+    let mut files = Table::new(
+        &["file", "server"],
+        IO_COLUMNS.into_iter().chain(WRITE_BEHIND_COLUMNS),
+    );
     let mut latency = Table::new(
         &["scope", "name", "class"],
         ["count", "mean", "p50", "p90", "p99", "p99.9", "max"],
@@ -137,7 +140,8 @@ pub fn render_text(s: &StatsSnapshot) -> String {
         files.row(
             [f.path.clone(), f.server.clone()]
                 .into_iter()
-                .chain(io_cells(&f.totals)),
+                .chain(io_cells(&f.totals))
+                .chain(write_behind_cells(&f.totals)),
         );
         scope("file", f.path.clone(), &f.totals);
     }
@@ -178,6 +182,19 @@ fn io_cells(io: &IoSnapshot) -> impl Iterator<Item = String> {
         io.failovers.to_string(),
         io.inflight.to_string(),
         io.inflight_peak.to_string(),
+    ]
+    .into_iter()
+}
+
+/// Per file: write-behind bytes in flight, write-behind errors, and the
+/// time `fsync` spent waiting for write-behind WRITEs (total, in ms).
+const WRITE_BEHIND_COLUMNS: [&str; 3] = ["wb_out", "wb_err", "fsync_wait_ms"];
+
+fn write_behind_cells(io: &IoSnapshot) -> impl Iterator<Item = String> {
+    [
+        fmt_bytes(io.write_behind_bytes),
+        io.write_behind_errors.to_string(),
+        format!("{:.1}", io.fsync_wait_us as f64 / 1000.0),
     ]
     .into_iter()
 }
@@ -313,7 +330,7 @@ struct Counter {
     get: fn(&IoSnapshot) -> u64,
 }
 
-const COUNTERS: [Counter; 7] = [
+const COUNTERS: [Counter; 9] = [
     Counter {
         name: "directnfs_bytes_read_total",
         help: "READ payload bytes received.",
@@ -348,6 +365,16 @@ const COUNTERS: [Counter; 7] = [
         name: "directnfs_failovers_total",
         help: "Calls moved to another path.",
         get: |io| io.failovers,
+    },
+    Counter {
+        name: "directnfs_write_behind_errors_total",
+        help: "Write-behind WRITEs that failed (each reported by an fsync).",
+        get: |io| io.write_behind_errors,
+    },
+    Counter {
+        name: "directnfs_fsync_wait_microseconds_total",
+        help: "Time fsync spent waiting for write-behind WRITEs.",
+        get: |io| io.fsync_wait_us,
     },
 ];
 
@@ -418,6 +445,21 @@ pub fn render_prometheus(s: &StatsSnapshot) -> String {
             &sc.labels,
             &[],
             &sc.io.inflight.to_string(),
+        );
+    }
+    family(
+        &mut out,
+        "directnfs_write_behind_bytes",
+        "gauge",
+        "Bytes of write-behind WRITEs in flight.",
+    );
+    for sc in &scopes {
+        sample(
+            &mut out,
+            "directnfs_write_behind_bytes",
+            &sc.labels,
+            &[],
+            &sc.io.write_behind_bytes.to_string(),
         );
     }
     family(
@@ -921,6 +963,9 @@ mod tests {
             ("directnfs_failovers_total", "counter"),
             ("directnfs_inflight", "gauge"),
             ("directnfs_inflight_peak", "gauge"),
+            ("directnfs_write_behind_bytes", "gauge"),
+            ("directnfs_write_behind_errors_total", "counter"),
+            ("directnfs_fsync_wait_microseconds_total", "counter"),
             ("directnfs_queue_depth", "gauge"),
             ("directnfs_socket_buffer_bytes", "gauge"),
             ("directnfs_up", "gauge"),

@@ -131,6 +131,15 @@ pub struct IoSnapshot {
     pub inflight: u64,
     /// Highest in-flight depth seen.
     pub inflight_peak: u64,
+    /// Bytes of write-behind WRITEs in flight (sent, the writer not waiting
+    /// for their reply; unstable mode, `write_behind`).
+    pub write_behind_bytes: u64,
+    /// Write-behind WRITEs that failed (each error reported by an `fsync`).
+    pub write_behind_errors: u64,
+    /// `fsync`s that waited for write-behind WRITEs before their COMMIT.
+    pub fsync_waits: u64,
+    /// Total time those `fsync`s spent waiting, microseconds.
+    pub fsync_wait_us: u64,
     /// Latency by class (`"read"`, `"write"`, `"commit"`, `"metadata"`,
     /// `"namespace"`, `"directory"`, `"null"`), classes with calls only.
     pub latency_us: BTreeMap<String, LatencySummary>,
