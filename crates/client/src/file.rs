@@ -952,9 +952,11 @@ impl File {
     }
 
     /// Bytes written in unstable mode (or FILE_SYNC writes the server
-    /// downgraded) and not yet committed.
+    /// downgraded) and not yet committed: acknowledged, or write-behind
+    /// writes still in flight.
     pub fn uncommitted_bytes(&self) -> usize {
-        self.log().bytes()
+        let behind = self.wb_in_flight();
+        self.log().bytes() + behind
     }
 
     /// Truncates or extends the file to `size` bytes (after the file's

@@ -187,6 +187,20 @@ impl File {
         }
     }
 
+    /// Bytes of write-behind writes in flight, after entering those
+    /// already answered in the write log (without waiting).
+    pub(crate) fn wb_in_flight(&self) -> usize {
+        let wb = &self.shared.wb;
+        if wb.outstanding() == 0 {
+            return 0;
+        }
+        let again = self.reap(&mut wb.lock());
+        if !again.is_empty() {
+            self.send_behind(again);
+        }
+        wb.outstanding()
+    }
+
     /// `fsync`'s first step: waits for every write-behind write sent before
     /// it (not for those other threads send meanwhile), counting the time
     /// in the file's statistics, and takes the error to report, if any.
