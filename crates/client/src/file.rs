@@ -973,8 +973,10 @@ impl File {
         )
     }
 
-    /// Current attributes, from the server.
+    /// Current attributes, from the server (after the file's write-behind
+    /// writes in flight, which may change its size).
     pub fn metadata(&self) -> Result<Metadata> {
+        self.settle(0, usize::MAX);
         self.inner()
             .getattr(&self.shared.fh, self.path())
             .map(|a| Metadata::from_fattr(&a))

@@ -167,6 +167,14 @@ impl File {
         }
     }
 
+    /// Waits for every write-behind write of this file in flight, without
+    /// reporting their errors (kept for the next `fsync`): what a lock
+    /// release needs, so that the next holder — another connection,
+    /// another process — reads the data.
+    pub fn wait_write_behind(&self) {
+        self.settle(0, usize::MAX);
+    }
+
     /// Bytes of write-behind writes of this file sent and not yet answered.
     pub fn write_behind_bytes(&self) -> usize {
         self.shared.wb.outstanding()
@@ -417,9 +425,11 @@ mod tests {
     use crate::testing::{late, Behaviour, FakeServer};
 
     fn setup(write_behind: usize, behaviour: Behaviour) -> (Client, File, FakeServer) {
-        let mut options = MountOptions::default();
-        options.stable = StableMode::Unstable;
-        options.write_behind = write_behind;
+        let options = MountOptions {
+            stable: StableMode::Unstable,
+            write_behind,
+            ..MountOptions::default()
+        };
         let client = Client::detached(options, 4096, 4096);
         let file = File::detached(&client, "/f");
         let server = FakeServer::start(&client, behaviour);

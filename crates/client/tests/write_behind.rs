@@ -231,7 +231,10 @@ fn wait_for_down(url: &str) {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], url.options.nfs_port.unwrap()));
     let until = std::time::Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-        assert!(std::time::Instant::now() < until, "the server did not go down");
+        assert!(
+            std::time::Instant::now() < until,
+            "the server did not go down"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }

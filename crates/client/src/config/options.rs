@@ -866,8 +866,10 @@ mod tests {
             let err = set(&[("write_behind", bad)]).unwrap_err().to_string();
             assert!(err.contains("write_behind"), "{bad}: {err}");
         }
-        let mut o = MountOptions::default();
-        o.write_behind = 10;
+        let o = MountOptions {
+            write_behind: 10,
+            ..MountOptions::default()
+        };
         assert!(o.validate().unwrap_err().to_string().contains("0 (off)"));
     }
 
