@@ -574,7 +574,11 @@ fn sigkilled_writer_loses_no_commit_in_wal_mode() {
 
 #[test]
 fn sigkilled_writer_with_write_behind_loses_no_commit_in_delete_mode() {
-    crash("crash_wb_delete", "delete", "stable=unstable&write_behind=8m");
+    crash(
+        "crash_wb_delete",
+        "delete",
+        "stable=unstable&write_behind=8m",
+    );
 }
 
 #[test]
