@@ -68,23 +68,19 @@ RUNID=run-$$-$RANDOM
 NFS=$MNT/$RUNID
 VIEW=$DNFS_TEST_EXPORT_DIR/$RUNID
 TAB=$WORK/dnfstab
+# server_block NAME EXPORT MOUNT [EXTRA-LINE]: one server of the dnfstab.
+server_block() {
+    echo "server: $1"
+    echo "path: $host"
+    if [[ -n $nfsport ]]; then echo "port: $nfsport"; fi
+    if [[ -n $mountport ]]; then echo "mount_port: $mountport"; fi
+    if [[ -n ${4:-} ]]; then echo "$4"; fi
+    echo "export: $2 mount: $3"
+}
 {
-    echo "server: test"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "export: $export_path mount: $MNT"
-    echo "server: refused"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "export: /no/such/export mount: $MNT-refused"
-    echo "server: unstable"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "stable: unstable"
-    echo "export: $export_path mount: $MNT-wb"
+    server_block test "$export_path" "$MNT"
+    server_block refused /no/such/export "$MNT-refused"
+    server_block unstable "$export_path" "$MNT-wb" "stable: unstable"
 } >"$TAB"
 chmod 644 "$TAB"
 RUN=("$DNFS_BIN" --config "$TAB" run --)
