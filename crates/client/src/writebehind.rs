@@ -42,6 +42,14 @@ use crate::error::{Error, Result};
 use crate::file::{File, FileShared};
 use crate::io::call::{BatchQueue, Call, Notify};
 
+/// A WRITE to send behind the writer's back.
+struct Piece {
+    offset: u64,
+    data: Arc<[u8]>,
+    /// The submission order of the write it is the rest of (short write).
+    seq: Option<u64>,
+}
+
 /// One WRITE sent behind the writer's back.
 #[derive(Debug)]
 struct Pending {
@@ -257,10 +265,14 @@ impl File {
                 && !st.pending().any(|p| p.overlaps(offset, len))
         });
         let wtmax = self.inner().limits.wtmax as usize;
-        let pieces: Vec<(u64, Arc<[u8]>)> = buf
+        let pieces: Vec<Piece> = buf
             .chunks(wtmax)
             .enumerate()
-            .map(|(i, c)| (offset + (i * wtmax) as u64, Arc::from(c)))
+            .map(|(i, c)| Piece {
+                offset: offset + (i * wtmax) as u64,
+                data: Arc::from(c),
+                seq: None,
+            })
             .collect();
         self.send_behind(pieces);
         // Acknowledged data waits in the write log for COMMIT: bounded.
@@ -269,15 +281,15 @@ impl File {
     }
 
     /// Logs, registers and sends write-behind WRITEs.
-    fn send_behind(&self, pieces: Vec<(u64, Arc<[u8]>)>) {
+    fn send_behind(&self, pieces: Vec<Piece>) {
         let wb = &self.shared.wb;
         // Logged first (it may wait for a repair of the same bytes).
-        self.log_submitted(pieces.iter().map(|(off, data)| (*off, data)));
+        self.log_submitted(pieces.iter().map(|p| (p.offset, &p.data)));
         let calls: Vec<Arc<Call>> = {
             let mut st = wb.lock();
             pieces
                 .into_iter()
-                .map(|(offset, data)| {
+                .map(|Piece { offset, data, seq }| {
                     let token = st.free.pop().unwrap_or_else(|| {
                         st.slots.push(None);
                         st.slots.len() - 1
@@ -290,8 +302,12 @@ impl File {
                     );
                     wb.bytes.fetch_add(data.len(), Ordering::AcqRel);
                     self.shared.stats.on_write_behind(data.len() as i64);
-                    let seq = st.next_seq;
-                    st.next_seq += 1;
+                    // The rest of a short write keeps its write's place
+                    // (an fsync waiting for that write waits for it too).
+                    let seq = seq.unwrap_or_else(|| {
+                        st.next_seq += 1;
+                        st.next_seq - 1
+                    });
                     st.slots[token] = Some(Pending {
                         call: Arc::clone(&call),
                         offset,
@@ -339,7 +355,7 @@ impl File {
     /// Processes every completed write-behind WRITE: enters it in the write
     /// log (for COMMIT), keeps the first error. Returns the unwritten rest
     /// of short writes, to be sent again (without the lock held).
-    fn reap(&self, st: &mut State) -> Vec<(u64, Arc<[u8]>)> {
+    fn reap(&self, st: &mut State) -> Vec<Piece> {
         let wb = &self.shared.wb;
         let mut again = Vec::new();
         if wb.queue.count.load(Ordering::Acquire) == 0 {
@@ -365,7 +381,11 @@ impl File {
                 }),
                 Ok((n, _)) => {
                     if n < p.data.len() {
-                        again.push((p.offset + n as u64, Arc::from(&p.data[n..])));
+                        again.push(Piece {
+                            offset: p.offset + n as u64,
+                            data: Arc::from(&p.data[n..]),
+                            seq: Some(p.seq),
+                        });
                     }
                     Ok(())
                 }
@@ -408,6 +428,8 @@ impl Drop for FileShared {
             .inner
             .transport()
             .wait_until(&|| calls.iter().all(|c| c.is_done()), None);
+        // Not reaped: take them off the file's (long-lived) statistics.
+        self.stats.on_write_behind(-(self.wb.outstanding() as i64));
     }
 }
 
@@ -529,7 +551,7 @@ mod tests {
 
     #[test]
     fn dropping_the_file_waits_for_its_writes() {
-        let (_client, file, server) = setup(
+        let (client, file, server) = setup(
             1 << 20,
             Behaviour {
                 delay: late(),
@@ -539,6 +561,11 @@ mod tests {
         file.write_at(&[1u8; 100], 0).unwrap();
         drop(file);
         assert_eq!(server.answered(), 1);
+        let stats = client.stats();
+        assert_eq!(
+            stats.files[0].totals.write_behind_bytes, 0,
+            "gauge back to 0"
+        );
     }
 
     #[test]

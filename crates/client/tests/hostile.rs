@@ -48,6 +48,7 @@
 //! | newer writes in flight when a repair starts, or submitted during it | their bytes are not re-sent / they wait and land after it | `write_in_flight_when_a_repair_*`, `batch_write_not_yet_reaped_*`, `writes_submitted_during_a_repair_*` |
 //! | more than 64 MiB written unstable without fsync | committed when it passes 64 MiB | `uncommitted_data_is_committed_*` |
 //! | write-behind (unstable mode): a WRITE failing after `write_at` returned (NOSPC, DQUOT, IO) | reported by the next `fsync` (and `flush_write_behind`) once, never dropped | `write_behind_error_*` |
+//! | write-behind: a short WRITE reply reaped after `write_at` returned | the rest is sent again; `fsync` waits for it; a 0-byte reply is an error for `fsync` | `short_write_behind_*` |
 //! | write-behind: the server restarts (new verifier, unstable data lost) while WRITEs are in flight, before `fsync` | `fsync` waits for them, re-sends what the restart lost FILE_SYNC; all durable when it returns | `write_behind_writes_in_flight_across_a_restart_*` |
 //! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
 //! | more distinct files opened than `MAX_FILE_STATS` | closed files' statistics summed in one record, not grown | `file_statistics_stay_bounded_*` |
@@ -1252,6 +1253,26 @@ fn short_write_sends_the_rest_again() {
     let (_client, file) = mount(&server, SOFT);
     assert_eq!(write(&file, OFF, LEN).0.unwrap(), LEN);
     assert_eq!(server.count(Proc::WRITE), 2);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn short_write_behind_sends_the_rest_before_fsync_returns() {
+    // Write-behind: the short reply is reaped after write_at returned; the
+    // rest is sent again, and fsync waits for it as part of that write.
+    let server = storing_server();
+    server.set_plan(Plan::once(Proc::WRITE, Fault::WriteCount(100)));
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let data = distinct_data(LEN);
+    write_data(&file, OFF, &data);
+    fsync(&file).unwrap();
+    assert_eq!(server.count(Proc::WRITE), 2);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert!(durable_after_a_crash(&server, OFF as usize, LEN) == data);
+    // A zero-byte reply is an error for the next fsync, not a loop.
+    server.set_plan(Plan::always(Proc::WRITE, Fault::WriteCount(0)));
+    write_data(&file, OFF, &data);
+    assert!(fsync(&file).is_err());
     assert_no_internal_panic();
 }
 
