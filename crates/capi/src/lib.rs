@@ -481,7 +481,12 @@ pub unsafe extern "C" fn dnfs_close(file: *mut DnfsFile) -> c_int {
     ffi_try(|| {
         if !file.is_null() {
             // SAFETY: created by Box::into_raw in dnfs_open, closed once.
-            drop(unsafe { Box::from_raw(file) });
+            let f = unsafe { Box::from_raw(file) };
+            // Write-behind (unstable mode): the WRITEs in flight are
+            // waited for, and an error of one not yet reported by
+            // dnfs_fsync is reported here, as close(2) on an NFS file
+            // does. The file is closed either way.
+            f.stats.check(f.file.flush_write_behind())?;
         }
         Ok(0)
     })

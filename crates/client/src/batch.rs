@@ -384,6 +384,8 @@ impl<'buf> Batch<'buf> {
             self.finish_empty(op);
             return;
         }
+        // After the file's write-behind writes over these bytes.
+        file.settle(offset, len);
         let rtmax = self.client.inner.limits.rtmax as usize;
         let mut seq = 0;
         let mut at = 0;
@@ -454,6 +456,8 @@ impl<'buf> Batch<'buf> {
             self.finish_empty(op);
             return;
         }
+        // After the file's write-behind writes over these bytes.
+        file.settle(offset, buf.len());
         let wtmax = self.client.inner.limits.wtmax as usize;
         for (seq, chunk) in buf.chunks(wtmax).enumerate() {
             self.write_piece(

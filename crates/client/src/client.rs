@@ -122,6 +122,8 @@ pub(crate) struct Inner {
     pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     pub(crate) files: std::sync::Mutex<FileStatsTable>,
+    /// Open files that used write-behind (`remove`/`rename` wait for them).
+    pub(crate) write_behind: crate::writebehind::Registry,
 }
 
 impl Client {
@@ -309,6 +311,7 @@ impl Client {
             cred: cred.to_vec(),
             handles: RwLock::new(HashMap::new()),
             files: std::sync::Mutex::new(FileStatsTable::default()),
+            write_behind: Default::default(),
         };
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
@@ -421,7 +424,10 @@ impl Client {
     }
 
     /// Removes a file.
+    /// Write-behind writes in flight (any open file of this client) are
+    /// waited for first.
     pub fn remove(&self, path: &str) -> Result<()> {
+        self.inner.write_behind.settle_all();
         self.fresh(|| self.remove_once(path))
     }
 
@@ -463,8 +469,10 @@ impl Client {
     }
 
     /// Renames `from` to `to` (both relative to the export root), replacing
-    /// `to` if it exists, atomically on the server.
+    /// `to` if it exists, atomically on the server. Write-behind writes in
+    /// flight (any open file of this client) are waited for first.
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.write_behind.settle_all();
         self.fresh(|| self.rename_once(from, to))
     }
 
@@ -674,6 +682,7 @@ impl Client {
                 cred,
                 handles: RwLock::new(HashMap::new()),
                 files: std::sync::Mutex::new(FileStatsTable::default()),
+                write_behind: Default::default(),
             }),
         }
     }

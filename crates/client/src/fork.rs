@@ -49,6 +49,7 @@ impl Client {
             cred: old.cred.clone(),
             handles: RwLock::new(handles),
             files: Mutex::new(Default::default()),
+            write_behind: Default::default(),
         });
         // The child publishes its own statistics endpoint (the parent's
         // thread and socket are not its own).

@@ -10,7 +10,10 @@
 //!   sent in parallel.
 //! * **Durable**: writes are FILE_SYNC by default — durable once
 //!   acknowledged. `stable=unstable` writes UNSTABLE and commits on
-//!   [`File::fsync`], re-sending anything a restarted server may have lost.
+//!   [`File::fsync`], re-sending anything a restarted server may have lost;
+//!   there `write_at` writes behind (`write_behind=`, 8 MiB per file by
+//!   default): it returns once the WRITE is sent, `fsync` waits for the
+//!   writes in flight and reports one that failed, reads see them.
 //! * **Concurrent**: every method takes `&self`; any number of threads may
 //!   read and write one file at once. Hundreds of requests are in flight
 //!   per connection, matched to replies by XID in O(1).
@@ -46,6 +49,7 @@ pub mod publish;
 pub mod stats;
 #[cfg(test)]
 mod testing;
+mod writebehind;
 mod writelog;
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};

@@ -47,7 +47,8 @@
 //! * directnfs keys are those of [`MountOptions`] (table in its module):
 //!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
 //!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
-//!   `max_client_inflight`, `rsize`, `wsize`, `sockbuf`, `resvport`. They
+//!   `max_client_inflight`, `write_behind`, `rsize`, `wsize`, `sockbuf`,
+//!   `resvport`. They
 //!   apply to the whole server block.
 //!
 //! Errors name the file, line and token, and suggest a key for a typo:

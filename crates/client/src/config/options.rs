@@ -18,6 +18,7 @@
 //! | `gids` | supplementary groups `1,2,3`, at most 16; empty = none | the calling process's groups |
 //! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
 //! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
+//! | `write_behind` | unstable mode only: bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode | 8 MiB |
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
 //! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning), a size in bytes (`k`/`m` suffixes, 4 KiB..=256 MiB) asked for as SO_SNDBUF and SO_RCVBUF, or `prefer:SIZE`: that size in each direction whose kernel maximum (`net.core.wmem_max`, `rmem_max`) allows it in full, autotuning in the other | `prefer:4m` |
@@ -187,6 +188,13 @@ pub struct MountOptions {
     /// last client mounted with it wins. Default: not set (stderr, or
     /// `DIRECTNFS_ALERT_LOG`).
     pub alert_log: Option<crate::alert::Sink>,
+    /// Write-behind in unstable mode: bytes of writes per open file that
+    /// may be in flight unacknowledged (`write_at` returns once the data is
+    /// copied and sent; `fsync` waits for them and COMMITs; see the
+    /// `writebehind` module). `0` turns it off; otherwise
+    /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND`](Self::MAX_WRITE_BEHIND).
+    /// Never used in FILE_SYNC mode. Default 8 MiB.
+    pub write_behind: usize,
 }
 
 impl Default for MountOptions {
@@ -214,6 +222,7 @@ impl Default for MountOptions {
             read_only: false,
             publish_stats: true,
             alert_log: None,
+            write_behind: 8 << 20,
         }
     }
 }
@@ -300,6 +309,7 @@ enum Key {
     Gids,
     MaxInflight,
     MaxClientInflight,
+    WriteBehind,
     Rsize,
     Wsize,
     Dontroute,
@@ -335,6 +345,7 @@ const KEYS: &[(&str, Key)] = &[
     ("gids", Key::Gids),
     ("max_inflight", Key::MaxInflight),
     ("max_client_inflight", Key::MaxClientInflight),
+    ("write_behind", Key::WriteBehind),
     ("rsize", Key::Rsize),
     ("wsize", Key::Wsize),
     ("dontroute", Key::Dontroute),
@@ -391,6 +402,10 @@ impl MountOptions {
     pub const MAX_TIMEO: Duration = Duration::from_secs(600);
     /// Most `retrans`.
     pub const MAX_RETRANS: u32 = 1000;
+    /// Smallest non-zero `write_behind`.
+    pub const MIN_WRITE_BEHIND: usize = 4096;
+    /// Largest `write_behind` (1 GiB).
+    pub const MAX_WRITE_BEHIND: usize = 1 << 30;
     /// Smallest fixed `sockbuf`.
     pub const MIN_SOCKBUF: u32 = 4096;
     /// Largest fixed `sockbuf`.
@@ -449,6 +464,7 @@ impl MountOptions {
             Key::MaxClientInflight => {
                 self.max_client_inflight = p.ranged(1, Self::MAX_CLIENT_INFLIGHT as u64)? as usize
             }
+            Key::WriteBehind => self.write_behind = p.write_behind()?,
             Key::Rsize => self.rsize = p.io_size()?,
             Key::Wsize => self.wsize = p.io_size()?,
             Key::Dontroute => self.dontroute = p.flag()?,
@@ -542,6 +558,15 @@ impl MountOptions {
                 return bad(key, size.to_string(), io_size_range());
             }
         }
+        if self.write_behind != 0
+            && !(Self::MIN_WRITE_BEHIND..=Self::MAX_WRITE_BEHIND).contains(&self.write_behind)
+        {
+            return bad(
+                "write_behind",
+                self.write_behind.to_string(),
+                write_behind_range(),
+            );
+        }
         if let Some(gids) = &self.gids {
             if gids.len() > Self::MAX_GIDS {
                 return bad(
@@ -560,6 +585,14 @@ fn io_size_range() -> String {
         "must be between {} (4k) and {} (16m) bytes",
         MountOptions::MIN_IO_SIZE,
         MountOptions::MAX_IO_SIZE
+    )
+}
+
+fn write_behind_range() -> String {
+    format!(
+        "expected 0 (off) or a size between {} (4k) and {} (1024m) bytes",
+        MountOptions::MIN_WRITE_BEHIND,
+        MountOptions::MAX_WRITE_BEHIND
     )
 }
 
@@ -677,6 +710,18 @@ impl ValueParser<'_> {
             return Err(self.invalid(io_size_range()));
         }
         Ok(n as u32)
+    }
+
+    /// `0` or a byte count within the write-behind bounds.
+    fn write_behind(&self) -> Result<usize, OptionError> {
+        let n = self
+            .bytes()
+            .map_err(|_| self.invalid(write_behind_range()))?;
+        let range = MountOptions::MIN_WRITE_BEHIND as u64..=MountOptions::MAX_WRITE_BEHIND as u64;
+        if n != 0 && !range.contains(&n) {
+            return Err(self.invalid(write_behind_range()));
+        }
+        Ok(n as usize)
     }
 
     /// `auto`, a byte count as [`io_size`](Self::io_size) takes, or
@@ -849,7 +894,30 @@ mod tests {
         assert_eq!(o.sockbuf, SocketBuffers::Prefer(4 << 20));
         assert!(!o.resvport);
         assert_eq!(o.nfs_version, NfsVersion::V3);
+        assert_eq!(o.write_behind, 8 << 20);
         assert_eq!(o.validate(), Ok(()));
+    }
+
+    #[test]
+    fn write_behind_takes_zero_or_a_bounded_size() {
+        assert_eq!(set(&[("write_behind", "0")]).unwrap().write_behind, 0);
+        assert_eq!(
+            set(&[("write-behind", "64k")]).unwrap().write_behind,
+            64 << 10
+        );
+        assert_eq!(
+            set(&[("write_behind", "1024m")]).unwrap().write_behind,
+            1 << 30
+        );
+        for bad in ["100", "1025m", "lots", "", "-1"] {
+            let err = set(&[("write_behind", bad)]).unwrap_err().to_string();
+            assert!(err.contains("write_behind"), "{bad}: {err}");
+        }
+        let o = MountOptions {
+            write_behind: 10,
+            ..MountOptions::default()
+        };
+        assert!(o.validate().unwrap_err().to_string().contains("0 (off)"));
     }
 
     #[test]
@@ -864,7 +932,7 @@ mod tests {
                 "nfs_version" | "version" | "vers" | "nfsvers" => "3",
                 "security" | "security_default" | "sec" => "sys",
                 "gids" => "1,2",
-                "rsize" | "wsize" => "65536",
+                "rsize" | "wsize" | "write_behind" => "65536",
                 "sockbuf" => "auto",
                 _ => "7",
             };
