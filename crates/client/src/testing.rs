@@ -101,10 +101,12 @@ impl FakeServer {
                     std::thread::sleep(behaviour.delay);
                     for (channel, epoch, xid, call) in sent {
                         let rec = answer(xid, &call, &behaviour, &seen);
+                        // Counted before the reply is delivered: a caller
+                        // woken by it must already see it counted.
+                        answered.fetch_add(1, Ordering::Release);
                         let mut replies = shared.replies(channel, epoch);
                         let now = replies.now();
                         replies.record(&rec, now);
-                        answered.fetch_add(1, Ordering::Release);
                     }
                 }
             })

@@ -446,7 +446,10 @@ mod tests {
     use crate::config::{MountOptions, StableMode};
     use crate::testing::{late, Behaviour, FakeServer};
 
-    fn setup(write_behind: usize, behaviour: Behaviour) -> (Client, File, FakeServer) {
+    /// The server comes first so that it is dropped last: a test that
+    /// fails with writes in flight reports instead of hanging in the
+    /// file's drop, which waits for them.
+    fn setup(write_behind: usize, behaviour: Behaviour) -> (FakeServer, Client, File) {
         let options = MountOptions {
             stable: StableMode::Unstable,
             write_behind,
@@ -455,12 +458,12 @@ mod tests {
         let client = Client::detached(options, 4096, 4096);
         let file = File::detached(&client, "/f");
         let server = FakeServer::start(&client, behaviour);
-        (client, file, server)
+        (server, client, file)
     }
 
     #[test]
     fn a_write_returns_before_its_reply_and_fsync_waits_for_it() {
-        let (_client, file, server) = setup(
+        let (server, _client, file) = setup(
             1 << 20,
             Behaviour {
                 delay: late(),
@@ -484,7 +487,7 @@ mod tests {
 
     #[test]
     fn a_writer_past_the_bound_waits_for_room() {
-        let (_client, file, server) = setup(
+        let (server, _client, file) = setup(
             8192,
             Behaviour {
                 delay: Duration::from_millis(50),
@@ -506,7 +509,7 @@ mod tests {
 
     #[test]
     fn a_write_over_bytes_in_flight_waits_for_them() {
-        let (_client, file, server) = setup(
+        let (server, _client, file) = setup(
             1 << 20,
             Behaviour {
                 delay: Duration::from_millis(30),
@@ -528,7 +531,7 @@ mod tests {
 
     #[test]
     fn a_failed_write_is_reported_by_the_next_fsync_once() {
-        let (_client, file, _server) = setup(
+        let (_server, _client, file) = setup(
             1 << 20,
             Behaviour {
                 write_error: Some(nfsstat3::NFS3ERR_NOSPC),
@@ -551,7 +554,7 @@ mod tests {
 
     #[test]
     fn dropping_the_file_waits_for_its_writes() {
-        let (client, file, server) = setup(
+        let (server, client, file) = setup(
             1 << 20,
             Behaviour {
                 delay: late(),
@@ -570,11 +573,11 @@ mod tests {
 
     #[test]
     fn off_when_zero_and_in_file_sync_mode() {
-        let (_client, file, _server) = setup(0, Behaviour::default());
+        let (_server, _client, file) = setup(0, Behaviour::default());
         assert!(!file.writes_behind());
         let client = Client::detached(MountOptions::default(), 4096, 4096);
         assert!(!File::detached(&client, "/g").writes_behind());
-        let (_client, file, _server) = setup(4096, Behaviour::default());
+        let (_server, _client, file) = setup(4096, Behaviour::default());
         assert!(file.writes_behind());
         file.set_write_behind(false);
         assert!(!file.writes_behind());
