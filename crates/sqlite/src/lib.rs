@@ -105,8 +105,6 @@ mod lock;
 mod names;
 pub mod sys;
 mod test_hooks;
-#[cfg(test)]
-mod test_server;
 mod vfs;
 
 use std::cell::RefCell;
