@@ -39,15 +39,15 @@ impl Client {
             Err(_) => HashMap::new(),
         };
         let inner = Arc::new(Inner {
-                transport,
-                name: old.name.clone(),
-                export: old.export.clone(),
-                root: old.root,
-                target_rest: old.target_rest.clone(),
-                limits: old.limits,
-                options: old.options.clone(),
-                cred: old.cred.clone(),
-                handles: RwLock::new(handles),
+            transport,
+            name: old.name.clone(),
+            export: old.export.clone(),
+            root: old.root,
+            target_rest: old.target_rest.clone(),
+            limits: old.limits,
+            options: old.options.clone(),
+            cred: old.cred.clone(),
+            handles: RwLock::new(handles),
             files: Mutex::new(Default::default()),
         });
         // The child publishes its own statistics endpoint (the parent's

@@ -315,7 +315,10 @@ fn calls_moved_off_a_failed_channel_are_counted_by_path_and_as_lost() {
         assert_eq!(t.lost as usize, on_0, "lost attempts are not replies");
         assert_eq!(t.receives(), 0, "channel 0 received nothing");
         let t1 = sim.engine.stats(1).unwrap().raw_snapshot();
-        assert_eq!((t1.moved_same_path, t1.moved_other_path, t1.lost), (0, 0, 0));
+        assert_eq!(
+            (t1.moved_same_path, t1.moved_other_path, t1.lost),
+            (0, 0, 0)
+        );
         assert_eq!(t1.receives(), 10, "channel 1 answered every call");
         assert_eq!(t1.retransmits as usize, on_0);
     }

@@ -1331,7 +1331,11 @@ mod tests {
         let channels = section(&text, "CHANNELS");
         assert!(channels[0].contains("sndbuf") && channels[0].contains("rcvbuf"));
         let cells: Vec<&str> = channels[2].split_whitespace().collect();
-        assert_eq!(cells[cells.len() - 2..], ["87040", "131072"], "{channels:?}");
+        assert_eq!(
+            cells[cells.len() - 2..],
+            ["87040", "131072"],
+            "{channels:?}"
+        );
     }
 
     #[test]

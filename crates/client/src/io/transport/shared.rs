@@ -608,7 +608,9 @@ impl Replies for ChannelReplies<'_> {
         let answer =
             if ok && r.rest().get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..]) {
                 // Every JUKEBOX reply, retried by the engine or handed out.
-                self.shared.watch.on_jukebox(now, &self.shared.config.alerts);
+                self.shared
+                    .watch
+                    .on_jukebox(now, &self.shared.config.alerts);
                 Answer::Jukebox
             } else {
                 Answer::Final
