@@ -220,6 +220,14 @@ fn connect_errno(e: &io::Error) -> i32 {
     }
 }
 
+/// A dnfstab that cannot be found, read or parsed, as [`Error::Config`]
+/// with the same text.
+impl From<crate::config::ConfigError> for Error {
+    fn from(e: crate::config::ConfigError) -> Self {
+        Error::Config(e.to_string())
+    }
+}
+
 impl From<Error> for io::Error {
     fn from(e: Error) -> Self {
         io::Error::new(e.kind(), e)

@@ -43,6 +43,7 @@ mod links;
 pub mod metadata;
 mod mount;
 pub mod publish;
+mod stale;
 pub mod stats;
 #[cfg(test)]
 mod testing;
@@ -57,3 +58,4 @@ pub use fdfloor::set_descriptor_floor;
 pub use file::{File, OpenOptions};
 pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
+pub use stale::retry_stale;

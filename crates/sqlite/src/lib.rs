@@ -96,10 +96,6 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-#[path = "../../capi/src/locate.rs"]
-#[allow(dead_code)] // shared with the C library, which uses all of it
-mod locate;
-
 mod dotlock;
 mod lock;
 mod names;
