@@ -316,10 +316,10 @@ pub unsafe extern "C" fn dnfs_client_open_config(
                 ))
             })?;
         let located = tab.locate(path)?.ok_or_else(|| {
-            dnfs::Error::Config(format!(
-                "{path}: not under any mount: prefix of {}",
-                tab.source.display()
-            ))
+            dnfs::Error::Config(dnfs::config::ConfigError::NotUnderMount {
+                name: path.to_string(),
+                file: tab.source.clone(),
+            })
         })?;
         let client = Client::mount(&located.target)?;
         Ok(boxed_client(client))

@@ -17,7 +17,7 @@
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use dnfs::config::{DnfsTab, Located, NfsUrl};
+use dnfs::config::{ConfigError, DnfsTab, Located, NfsUrl};
 use dnfs::{Client, Error};
 
 /// A mounted export, shared by every file opened through it.
@@ -77,19 +77,19 @@ pub fn is_url(name: &str) -> bool {
 pub fn full_pathname(name: &str) -> Result<String, Error> {
     if is_url(name) {
         let (url, _) = split_url_suffix(name);
-        dnfs::config::NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        NfsUrl::parse(url)?;
         return Ok(name.to_string());
     }
     let norm = dnfs::config::absolute(std::path::Path::new(name))
-        .map_err(|e| Error::Config(format!("{name}: no current directory: {e}")))?
+        .map_err(|e| Error::InvalidInput(format!("{name}: no current directory: {e}")))?
         .to_string_lossy()
         .into_owned();
     let tab = config()?;
     if tab.resolve(&norm).is_none() {
-        return Err(Error::Config(format!(
-            "{norm}: neither an nfs:// URL nor under a mount: prefix of {}",
-            tab.source.display()
-        )));
+        return Err(Error::Config(ConfigError::NotUnderMount {
+            name: norm,
+            file: tab.source.clone(),
+        }));
     }
     Ok(norm)
 }
@@ -104,13 +104,7 @@ fn config() -> Result<Arc<DnfsTab>, Error> {
             return Ok(Arc::clone(tab));
         }
     }
-    let tab = dnfs::config::find_config(None)?.ok_or_else(|| {
-        Error::Config(format!(
-            "no dnfstab found (${}, {}): a database name must be an nfs:// URL or a path under a mount: prefix",
-            dnfs::config::ENV_VAR,
-            dnfs::config::DEFAULT_PATHS.join(", ")
-        ))
-    })?;
+    let tab = dnfs::config::find_config(None)?.ok_or(ConfigError::Missing)?;
     let tab = Arc::new(tab);
     *cached = Some((env, Arc::clone(&tab)));
     Ok(tab)
@@ -120,7 +114,7 @@ fn config() -> Result<Arc<DnfsTab>, Error> {
 pub fn resolve(name: &str) -> Result<Resolved, Error> {
     if is_url(name) {
         let (url, suffix) = split_url_suffix(name);
-        let parsed = NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        let parsed = NfsUrl::parse(url)?;
         let located = Located::from_url(&parsed);
         {
             let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
@@ -145,12 +139,12 @@ pub fn resolve(name: &str) -> Result<Resolved, Error> {
         return Ok(Resolved { mount, path });
     }
     let tab = config()?;
-    let located = tab.locate(name)?.ok_or_else(|| {
-        Error::Config(format!(
-            "{name}: not under any mount: prefix of {}",
-            tab.source.display()
-        ))
-    })?;
+    let located = tab
+        .locate(name)?
+        .ok_or_else(|| ConfigError::NotUnderMount {
+            name: name.to_string(),
+            file: tab.source.clone(),
+        })?;
     {
         let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = mounts.iter().find(|m| m.lookup == located.key) {

@@ -14,7 +14,7 @@ use std::io;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
-use super::dnfstab::{DnfsTab, ServerEntry};
+use super::dnfstab::{ConfigError, DnfsTab, ServerEntry};
 use super::url::NfsUrl;
 use crate::client::{PathSpec, Target};
 use crate::error::{Error, Result};
@@ -56,8 +56,8 @@ impl DnfsTab {
     /// `local:` address parsed, the export and the block's options.
     ///
     /// # Errors
-    /// [`Error::Config`] naming the file and line of a `local:` address
-    /// that is not an IP address.
+    /// [`Error::Config`] with [`ConfigError::LocalAddress`] for a `local:`
+    /// address that is not an IP address.
     pub fn locate(&self, path: &str) -> Result<Option<Located>> {
         let Some(r) = self.resolve(path) else {
             return Ok(None);
@@ -86,8 +86,8 @@ impl DnfsTab {
     /// `local:` addresses parsed.
     ///
     /// # Errors
-    /// [`Error::Config`] naming the file and line of a `local:` address
-    /// that is not an IP address.
+    /// [`Error::Config`] with [`ConfigError::LocalAddress`] for a `local:`
+    /// address that is not an IP address.
     pub fn path_specs(&self, server: &ServerEntry) -> Result<Vec<PathSpec>> {
         server
             .paths
@@ -96,11 +96,11 @@ impl DnfsTab {
                 let local = match &p.local {
                     None => None,
                     Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
-                        Error::Config(format!(
-                            "{}:{}: local address \"{l}\" is not an IP address",
-                            self.source.display(),
-                            p.line
-                        ))
+                        Error::Config(ConfigError::LocalAddress {
+                            file: self.source.clone(),
+                            line: p.line,
+                            address: l.clone(),
+                        })
                     })?),
                 };
                 Ok(PathSpec {
@@ -295,6 +295,10 @@ mod tests {
             "dnfstab:3: local address \"eth0\" is not an IP address"
         );
         assert_eq!(e.errno(), libc::EINVAL);
+        assert!(matches!(
+            e,
+            Error::Config(ConfigError::LocalAddress { line: 3, ref address, .. }) if address == "eth0"
+        ));
     }
 
     #[test]
