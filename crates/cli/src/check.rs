@@ -52,7 +52,7 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
             )
         })?;
         for server in &tab.servers {
-            let specs = crate::location::path_specs(&tab, server)?;
+            let specs = tab.path_specs(server)?;
             for (p, spec) in server.paths.iter().zip(specs) {
                 let shown = match &p.local {
                     Some(l) => format!("{l} -> {}", p.server),

@@ -2,27 +2,14 @@
 //!
 //! Needs `DNFS_TEST_URL` (the export URL printed by `scripts/nfs-server.sh
 //! start DIR`) and `DNFS_TEST_EXPORT_DIR` (DIR, for the local engine);
-//! without them the test says so loudly and passes as skipped.
+//! without them the test says so loudly and passes as skipped (fails when
+//! `DNFS_TEST_REQUIRE_SERVER` is set).
 
-use std::io::Write;
 use std::process::Command;
 
 fn env_or_skip() -> Option<(String, String)> {
-    match (
-        std::env::var("DNFS_TEST_URL"),
-        std::env::var("DNFS_TEST_EXPORT_DIR"),
-    ) {
-        (Ok(u), Ok(d)) if !u.is_empty() && !d.is_empty() => Some((u, d)),
-        _ => {
-            // Straight to stderr: the test harness captures eprintln!.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** bench_smoke SKIPPED: set DNFS_TEST_URL (nfs://...export?nfsport=..&mountport=..) \
-                 and DNFS_TEST_EXPORT_DIR (the exported directory) to run it ***\n"
-            );
-            None
-        }
-    }
+    let (url, dir) = directnfs_testkit::server::url_and_export_dir("bench_smoke")?;
+    Some((url, dir.display().to_string()))
 }
 
 /// `nfs://host/export?q` + `/name` -> `nfs://host/export/name?q`.

@@ -17,7 +17,7 @@ use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::alert::Alerts;
-use crate::config::{MountOptions, NfsUrl, SocketBuffers};
+use crate::config::{ConfigError, MountOptions, NfsUrl, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::oneshot::nobody_answered;
@@ -141,7 +141,7 @@ impl Client {
     /// # Ok::<(), directnfs::Error>(())
     /// ```
     pub fn connect(url: &str) -> Result<Client> {
-        let url = NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        let url = NfsUrl::parse(url)?;
         Self::mount(&Target::from_url(&url))
     }
 
@@ -158,9 +158,7 @@ impl Client {
     /// reply on a connection it accepted) fails the mount at once.
     pub fn mount(target: &Target) -> Result<Client> {
         let options = target.options.clone();
-        options
-            .validate()
-            .map_err(|e| Error::Config(e.to_string()))?;
+        options.validate().map_err(ConfigError::from)?;
         let cred = credential(&options);
         if let Some(sink) = &options.alert_log {
             crate::alert::set_sink(sink.clone());

@@ -6,6 +6,7 @@ use directnfs_wire::mount::mountstat3;
 use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::AuthStat;
 
+use crate::config::{ConfigError, UrlError};
 use crate::errno::{auth_errno, errno_kind, nfs_errno};
 use crate::io::error::CallError;
 
@@ -66,14 +67,14 @@ pub enum Error {
         detail: String,
     },
     /// No reply within the soft-mount limit (`soft`, `timeo` x `retrans`).
-    #[error("{op} {path}: timed out: {detail}")]
+    #[error("{op} {path}: timed out: no reply after {attempts} attempt(s)")]
     TimedOut {
         /// Operation.
         op: &'static str,
         /// Path.
         path: String,
-        /// Attempts made.
-        detail: String,
+        /// Transmissions made (the first and every retransmission).
+        attempts: u32,
     },
     /// The server sent something that is not a valid reply.
     #[error("{op} {path}: malformed reply from server: {detail}")]
@@ -109,9 +110,13 @@ pub enum Error {
     /// An argument is out of range or malformed.
     #[error("invalid argument: {0}")]
     InvalidInput(String),
-    /// A configuration file or URL error.
-    #[error("{0}")]
-    Config(String),
+    /// A dnfstab, or a name or options resolved through one, that cannot
+    /// be used. EINVAL.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An `nfs://` URL that cannot be parsed. EINVAL.
+    #[error(transparent)]
+    Url(#[from] UrlError),
     /// The mount is read-only (`ro`): the operation would change the
     /// server and was not sent. EROFS.
     #[error("{op} {path}: read-only mount (ro)")]
@@ -146,7 +151,7 @@ impl Error {
             Error::Rpc { .. } | Error::Protocol { .. } | Error::NotDurable { .. } => libc::EIO,
             Error::TimedOut { .. } => libc::ETIMEDOUT,
             Error::Connect { source, .. } => connect_errno(source),
-            Error::InvalidInput(_) | Error::Config(_) => libc::EINVAL,
+            Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => libc::EINVAL,
             Error::Shutdown { .. } => libc::ESHUTDOWN,
             Error::ReadOnly { .. } => libc::EROFS,
         }
@@ -165,7 +170,9 @@ impl Error {
         match self {
             Error::TimedOut { .. } => io::ErrorKind::TimedOut,
             Error::Protocol { .. } => io::ErrorKind::InvalidData,
-            Error::InvalidInput(_) | Error::Config(_) => io::ErrorKind::InvalidInput,
+            Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => {
+                io::ErrorKind::InvalidInput
+            }
             _ => errno_kind(self.errno()),
         }
     }
@@ -173,11 +180,7 @@ impl Error {
     pub(crate) fn from_call(op: &'static str, path: &str, e: CallError) -> Self {
         let path = path.to_string();
         match e {
-            CallError::TimedOut { attempts } => Error::TimedOut {
-                op,
-                path,
-                detail: format!("no reply after {attempts} attempt(s)"),
-            },
+            CallError::TimedOut { attempts } => Error::TimedOut { op, path, attempts },
             CallError::Shutdown => Error::Shutdown { op, path },
             CallError::Auth(status) => Error::Auth { op, path, status },
             CallError::Decode(d) => Error::Protocol {
@@ -307,5 +310,53 @@ mod tests {
         };
         assert!(e.to_string().contains("nfsstat3(0x7777)"), "{e}");
         assert_eq!(e.errno(), libc::EIO);
+    }
+
+    #[test]
+    fn config_url_and_timeout_errors_carry_typed_payloads() {
+        let url = match crate::config::NfsUrl::parse("http://h/e") {
+            Err(e) => Error::from(e),
+            Ok(u) => panic!("parsed {u:?}"),
+        };
+        assert!(
+            matches!(&url, Error::Url(u) if u.kind == crate::config::UrlErrorKind::Scheme),
+            "{url:?}"
+        );
+        assert_eq!(
+            url.to_string(),
+            "invalid nfs URL \"http://h/e\": must start with \"nfs://\""
+        );
+        assert_eq!(url.errno(), libc::EINVAL);
+        assert_eq!(url.kind(), io::ErrorKind::InvalidInput);
+
+        let config = Error::from(ConfigError::NotUnderMount {
+            name: "/elsewhere/f".into(),
+            file: "dnfstab".into(),
+        });
+        assert_eq!(
+            config.to_string(),
+            "/elsewhere/f: not under any mount: prefix of dnfstab"
+        );
+        assert_eq!(config.errno(), libc::EINVAL);
+        assert_eq!(config.kind(), io::ErrorKind::InvalidInput);
+        let options = crate::config::MountOptions {
+            connections: 0,
+            ..Default::default()
+        };
+        let Err(bad) = options.validate() else {
+            panic!("0 connections accepted");
+        };
+        let text = bad.to_string();
+        let e = Error::from(ConfigError::from(bad));
+        assert!(matches!(e, Error::Config(ConfigError::Options(_))));
+        assert_eq!(e.to_string(), text, "the option error's own text");
+
+        let t = Error::from_call("READ", "/f", CallError::TimedOut { attempts: 4 });
+        assert!(matches!(t, Error::TimedOut { attempts: 4, .. }), "{t:?}");
+        assert_eq!(
+            t.to_string(),
+            "READ /f: timed out: no reply after 4 attempt(s)"
+        );
+        assert_eq!(t.errno(), libc::ETIMEDOUT);
     }
 }

@@ -29,6 +29,12 @@
 //! assert_eq!(file.read_at(&mut buf, 0)?, 5);
 //! # Ok::<(), directnfs::Error>(())
 //! ```
+//!
+//! Runnable examples are in `examples/` (`open_read_write`, `batch`,
+//! `multipath`).
+
+// Every public item says what it is; `cargo doc` stays free of warnings.
+#![warn(missing_docs)]
 
 pub mod alert;
 pub mod attrs;
@@ -46,6 +52,7 @@ mod links;
 pub mod metadata;
 mod mount;
 pub mod publish;
+mod stale;
 pub mod stats;
 #[cfg(test)]
 mod testing;
@@ -61,3 +68,4 @@ pub use fdfloor::set_descriptor_floor;
 pub use file::{File, OpenOptions};
 pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
+pub use stale::retry_stale;

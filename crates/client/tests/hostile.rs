@@ -1,4 +1,4 @@
-//! The client against a hostile server (`hostile/mod.rs`): every test
+//! The client against a hostile server (`directnfs_testkit::hostile`): every test
 //! mounts a fake export on 127.0.0.1, has the server misbehave in one
 //! way, and checks the client's documented reaction — an error or a retry,
 //! never a panic, never a hang past its configured timeout, never an
@@ -58,8 +58,11 @@
 //! | names over 255 bytes, removing the export root | `InvalidInput` before anything is sent | `names_longer_than_255_*` |
 //! | offsets near u64::MAX from the caller | error, no panic, no wrap-around | `*_offset_near_u64_max_*` |
 
-#[path = "hostile/mod.rs"]
-mod harness;
+use directnfs_testkit::hostile as harness;
+
+// `watch::largest_allocation` counts through this allocator.
+#[global_allocator]
+static ALLOCATOR: harness::watch::Counting = harness::watch::Counting;
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -16,7 +16,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use directnfs::Client;
-use directnfs_testkit::ganesha::{wanted, OwnGanesha};
+use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::server::wanted;
 
 /// `len` bytes of `seed`'s pattern.
 fn bytes(seed: u64, len: usize) -> Vec<u8> {

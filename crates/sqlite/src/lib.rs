@@ -101,17 +101,11 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-#[path = "../../capi/src/locate.rs"]
-#[allow(dead_code)] // shared with the C library, which uses all of it
-mod locate;
-
 mod dotlock;
 mod lock;
 mod names;
 pub mod sys;
 mod test_hooks;
-#[cfg(test)]
-mod test_server;
 mod vfs;
 
 use std::cell::RefCell;

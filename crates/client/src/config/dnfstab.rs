@@ -159,6 +159,36 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
     },
+    /// A `local:` address that is not an IP address (found when a target
+    /// is built from its server block, [`DnfsTab::locate`]).
+    #[error("{}:{line}: local address \"{address}\" is not an IP address", file.display())]
+    LocalAddress {
+        /// The file.
+        file: PathBuf,
+        /// Line of the `path:` the address belongs to.
+        line: usize,
+        /// The address as written.
+        address: String,
+    },
+    /// A name that no `mount:` prefix of the file covers, where only NFS
+    /// names make sense.
+    #[error("{name}: not under any mount: prefix of {}", file.display())]
+    NotUnderMount {
+        /// The name as given.
+        name: String,
+        /// The file.
+        file: PathBuf,
+    },
+    /// No dnfstab was found ([`find_config`]) where a name needs one.
+    #[error(
+        "no dnfstab found (${ENV_VAR}, {}): a name must be an nfs:// URL or a path under a mount: prefix",
+        DEFAULT_PATHS.join(", ")
+    )]
+    Missing,
+    /// Mount options (of a block or a URL) that are invalid or do not go
+    /// together ([`MountOptions::validate`]).
+    #[error(transparent)]
+    Options(#[from] OptionError),
 }
 
 impl DnfsTab {

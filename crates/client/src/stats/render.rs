@@ -1439,7 +1439,10 @@ mod tests {
         let channels = section(&text, "CHANNELS (v$dnfs_channels)");
         assert_eq!(channels.len(), 4);
         assert!(channels[0].contains("sends") && channels[0].contains("moved_other"));
-        assert!(channels[1].contains("8388608") && channels[2].contains("87040"));
+        assert!(
+            channels[1].contains("8388608") && channels[2].contains("87040"),
+            "{channels:?}"
+        );
         assert!(channels[3].contains("probing"));
         let servers = section(&text, "SERVERS (v$dnfs_servers)");
         assert!(servers[1].contains("/vol/oradata") && servers[1].contains("1048576"));

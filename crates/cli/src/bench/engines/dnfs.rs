@@ -45,7 +45,7 @@ pub fn connect(job: &Job, connections: usize) -> Result<(Client, File), String> 
     target.options.connections = connections.max(1);
     if let (Some(export), Some(rel)) = (&loc.export, &loc.rel_path) {
         target.export = Some(export.clone());
-        target.path = join(export, rel);
+        target.path = directnfs::config::join(export, rel);
     }
     let client = Client::mount(&target).map_err(|e| format!("directnfs mount {arg}: {e}"))?;
     let rel = loc
@@ -56,12 +56,6 @@ pub fn connect(job: &Job, connections: usize) -> Result<(Client, File), String> 
         .open(&rel)
         .map_err(|e| format!("directnfs open {rel}: {e}"))?;
     Ok((client, file))
-}
-
-fn join(export: &str, rel: &str) -> String {
-    let e = export.trim_end_matches('/');
-    let r = rel.trim_start_matches('/');
-    format!("{e}/{r}")
 }
 
 impl DnfsSession {
