@@ -229,6 +229,9 @@ impl<'buf> Batch<'buf> {
     /// A file of another client would send its calls on the wrong
     /// connections: refuse it.
     fn check_file(&self, file: &File) -> Result<()> {
+        if file.shared.v4.is_some() {
+            return Err(crate::v4::unsupported("Batch"));
+        }
         if std::sync::Arc::ptr_eq(&file.client().inner, &self.client.inner) {
             Ok(())
         } else {

@@ -18,7 +18,7 @@ use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
-use crate::config::{MountOptions, NfsUrl, SocketBuffers};
+use crate::config::{MountOptions, NfsUrl, NfsVersion, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::oneshot::nobody_answered;
@@ -130,6 +130,19 @@ pub(crate) struct Inner {
     pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     pub(crate) files: std::sync::Mutex<FileStatsTable>,
+    /// The NFSv4.1 session, on a server mounted with `nfs_version: nfsv4.1`
+    /// (then the methods hand their work to `crate::v4`).
+    pub(crate) v4: Option<crate::v4::Session>,
+}
+
+impl Drop for Inner {
+    /// Ends an NFSv4.1 session and client ID (DESTROY_SESSION,
+    /// DESTROY_CLIENTID) while the transport still runs.
+    fn drop(&mut self) {
+        if let Some(s) = self.v4.take() {
+            s.destroy(self);
+        }
+    }
 }
 
 /// Per-file statistics records, bounded by [`MAX_FILE_STATS`].
@@ -293,6 +306,9 @@ impl Client {
         cred: &[u8],
         deadline: Instant,
     ) -> Result<Client> {
+        if options.nfs_version == NfsVersion::V41 {
+            return crate::v4::mount::mount_once(target, options, cred);
+        }
         let cold_timeout = deadline
             .saturating_duration_since(Instant::now())
             .clamp(Duration::from_secs(1), COLD_TIMEOUT);
@@ -332,49 +348,13 @@ impl Client {
             mut mounted,
         } = found;
 
-        // Channels: `connections` per path, all to the NFS port.
-        let mut channels = Vec::new();
-        for (pi, p) in target.paths.iter().enumerate() {
-            let remote = resolve(&p.server, nfs_port)?;
-            for _ in 0..options.connections {
-                let spec = ConnectSpec {
-                    remote,
-                    local: p.local,
-                    timeout: options
-                        .timeo
-                        .clamp(Duration::from_secs(1), Duration::from_secs(10)),
-                    dontroute: options.dontroute,
-                    resvport: options.resvport,
-                    buffers: socket_buffers(options),
-                };
-                channels.push(ChannelSpec {
-                    path: pi,
-                    connect: spec,
-                });
-            }
-        }
-        let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
-        let transport = Transport::start(
-            channels,
-            TransportConfig {
-                policy: RetryPolicy {
-                    timeo: options.timeo,
-                    retrans: options.retrans,
-                    hard: options.hard,
-                },
-                backoff: Backoff::default(),
-                max_record,
-                max_inflight: options.max_inflight,
-                max_client_inflight: options.max_client_inflight,
-                cred: cred.to_vec(),
-                prog: nfs3::NFS_PROGRAM,
-                vers: nfs3::NFS_V3,
-            },
-        )
-        .map_err(|e| Error::Connect {
-            server: format!("{}:{nfs_port}", target.name),
-            source: e,
-        })?;
+        let transport = start_transport(
+            target,
+            options,
+            cred,
+            nfs_port,
+            (nfs3::NFS_PROGRAM, nfs3::NFS_V3),
+        )?;
         let mut inner = Inner {
             transport,
             name: target.name.clone(),
@@ -391,6 +371,7 @@ impl Client {
             cred: cred.to_vec(),
             handles: RwLock::new(HashMap::new()),
             files: std::sync::Mutex::new(FileStatsTable::default()),
+            v4: None,
         };
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
@@ -487,6 +468,9 @@ impl Client {
 
     /// Attributes of `path` (relative to the export root).
     pub fn metadata(&self, path: &str) -> Result<Metadata> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::metadata(s, &self.inner, path);
+        }
         self.fresh(|| self.metadata_once(path))
     }
 
@@ -499,6 +483,9 @@ impl Client {
 
     /// Removes a file.
     pub fn remove(&self, path: &str) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::remove(s, &self.inner, path, false);
+        }
         self.fresh(|| self.remove_once(path))
     }
 
@@ -520,6 +507,9 @@ impl Client {
 
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &str) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::remove(s, &self.inner, path, true);
+        }
         self.fresh(|| self.rmdir_once(path))
     }
 
@@ -542,6 +532,9 @@ impl Client {
     /// Renames `from` to `to` (both relative to the export root), replacing
     /// `to` if it exists, atomically on the server.
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::rename(s, &self.inner, from, to);
+        }
         self.fresh(|| self.rename_once(from, to))
     }
 
@@ -573,6 +566,9 @@ impl Client {
     /// Lists a directory (without `.` and `..`), with attributes when the
     /// server provides them.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::read_dir(s, &self.inner, path);
+        }
         self.fresh(|| self.read_dir_once(path))
     }
 
@@ -705,6 +701,10 @@ impl Client {
     /// reports it.
     pub fn ping(&self) -> Result<Duration> {
         let start = std::time::Instant::now();
+        if let Some(s) = &self.inner.v4 {
+            s.renew(&self.inner)?;
+            return Ok(start.elapsed());
+        }
         self.inner.call::<nfs3::Null>(&(), "NULL")?;
         Ok(start.elapsed())
     }
@@ -760,9 +760,64 @@ impl Client {
                 cred,
                 handles: RwLock::new(HashMap::new()),
                 files: std::sync::Mutex::new(FileStatsTable::default()),
+                v4: None,
             }),
         }
     }
+}
+
+/// Starts the transport: `connections` channels per path, all to
+/// `nfs_port`, carrying program `prog` version `vers`.
+pub(crate) fn start_transport(
+    target: &Target,
+    options: &MountOptions,
+    cred: &[u8],
+    nfs_port: u16,
+    (prog, vers): (u32, u32),
+) -> Result<Transport> {
+    // Channels: `connections` per path, all to the NFS port.
+    let mut channels = Vec::new();
+    for (pi, p) in target.paths.iter().enumerate() {
+        let remote = resolve(&p.server, nfs_port)?;
+        for _ in 0..options.connections {
+            let spec = ConnectSpec {
+                remote,
+                local: p.local,
+                timeout: options
+                    .timeo
+                    .clamp(Duration::from_secs(1), Duration::from_secs(10)),
+                dontroute: options.dontroute,
+                resvport: options.resvport,
+                buffers: socket_buffers(options),
+            };
+            channels.push(ChannelSpec {
+                path: pi,
+                connect: spec,
+            });
+        }
+    }
+    let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
+    Transport::start(
+        channels,
+        TransportConfig {
+            policy: RetryPolicy {
+                timeo: options.timeo,
+                retrans: options.retrans,
+                hard: options.hard,
+            },
+            backoff: Backoff::default(),
+            max_record,
+            max_inflight: options.max_inflight,
+            max_client_inflight: options.max_client_inflight,
+            cred: cred.to_vec(),
+            prog,
+            vers,
+        },
+    )
+    .map_err(|e| Error::Connect {
+        server: format!("{}:{nfs_port}", target.name),
+        source: e,
+    })
 }
 
 /// `Ok(())` for NFS3_OK, the matching error otherwise.
@@ -817,6 +872,11 @@ impl Inner {
     /// retried by the engine after a pause, as the Linux client does: for
     /// ever on a hard mount, `retrans` times on a soft one.)
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
+        // Every NFSv3 call passes here: what NFSv4.1 does not route to
+        // `crate::v4` is refused, never sent with a v3 handle.
+        if self.v4.is_some() {
+            return Err(crate::v4::unsupported(&format!("{} ({path})", P::NAME)));
+        }
         let mut body = self.call_body(P::PROC, 128);
         args.encode(&mut body);
         let group = Group::new(1);

@@ -79,6 +79,9 @@ pub(crate) struct FileShared {
     /// a call then costs a copy of it and three words.
     read_head: Vec<u8>,
     write_head: Vec<u8>,
+    /// The NFSv4.1 open state, on an NFSv4.1 client (the methods then
+    /// hand their work to `crate::v4::file`).
+    pub(crate) v4: Option<crate::v4::file::OpenFile>,
 }
 
 impl FileShared {
@@ -101,6 +104,7 @@ impl FileShared {
             tracked: AtomicBool::new(false),
             stats: inner.file_stats(path),
             fsync_lock: Mutex::new(()),
+            v4: None,
         }
     }
 }
@@ -134,6 +138,14 @@ impl Client {
 
     /// Opens a file as `opts` says.
     pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
+        if self.inner.v4.is_some() {
+            let open = crate::v4::file::open(self, path, opts)?;
+            let mut shared = FileShared::new(self, nfs_fh3::default(), path);
+            shared.v4 = Some(open);
+            return Ok(File {
+                shared: Arc::new(shared),
+            });
+        }
         self.fresh(|| self.open_with_once(path, opts))
     }
 
@@ -295,9 +307,12 @@ impl File {
     /// error (EIO), as in the Linux client.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_READ);
-        let result = self
-            .check_range(offset, buf.len(), "READ")
-            .and_then(|()| self.read_full(buf, offset));
+        let result =
+            self.check_range(offset, buf.len(), "READ")
+                .and_then(|()| match &self.shared.v4 {
+                    Some(v4) => v4.read_at(buf, offset),
+                    None => self.read_full(buf, offset),
+                });
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
     }
@@ -495,7 +510,12 @@ impl File {
     /// last.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
-        let result = self.write_at_inner(buf, offset);
+        let result = match &self.shared.v4 {
+            Some(v4) => self
+                .check_range(offset, buf.len(), "WRITE")
+                .and_then(|()| v4.write_at(buf, offset)),
+            None => self.write_at_inner(buf, offset),
+        };
         self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
         result
     }
@@ -774,6 +794,9 @@ impl File {
     /// again wait until that is over; writes still in flight (a `Batch` not
     /// yet reaped, even this thread's) are not waited for.
     pub fn fsync(&self) -> Result<()> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.fsync();
+        }
         let _serial = self
             .shared
             .fsync_lock
@@ -914,6 +937,9 @@ impl File {
 
     /// Truncates or extends the file to `size` bytes.
     pub fn set_len(&self, size: u64) -> Result<()> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.set_len(size);
+        }
         self.shared.client.setattr(
             &self.shared.fh,
             self.path(),
@@ -926,6 +952,9 @@ impl File {
 
     /// Current attributes, from the server.
     pub fn metadata(&self) -> Result<Metadata> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.metadata();
+        }
         self.inner()
             .getattr(&self.shared.fh, self.path())
             .map(|a| Metadata::from_fattr(&a))

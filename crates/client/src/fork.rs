@@ -24,6 +24,9 @@ impl Client {
     /// used. Fails as [`Client::mount`] does when no path connects.
     pub fn after_fork(&self) -> Result<Client> {
         let old = &self.inner;
+        if old.v4.is_some() {
+            return Err(crate::v4::unsupported("a client used after fork"));
+        }
         // Plain data of the parent's channels (no lock of theirs is taken:
         // a parent thread may have held one at the moment of fork).
         let (channels, config) = old.transport().plan();
@@ -47,6 +50,7 @@ impl Client {
                 cred: old.cred.clone(),
                 handles: RwLock::new(handles),
                 files: Mutex::new(Default::default()),
+                v4: None,
             }),
         })
     }

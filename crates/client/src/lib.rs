@@ -43,6 +43,7 @@ pub mod metadata;
 mod mount;
 #[cfg(test)]
 mod testing;
+mod v4;
 mod writelog;
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
