@@ -140,7 +140,7 @@ impl Drop for Inner {
     /// DESTROY_CLIENTID) while the transport still runs.
     fn drop(&mut self) {
         if let Some(s) = self.v4.take() {
-            s.destroy(self);
+            s.destroy(self, true);
         }
     }
 }

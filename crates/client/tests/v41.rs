@@ -6,7 +6,11 @@
 
 use std::io::ErrorKind;
 
-use directnfs::{Client, OpenOptions};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use directnfs::{Client, NfsUrl, OpenOptions, Target};
+use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 
 /// The NFSv4.1 URL, or `None` (test skipped) when there is no server.
 fn url() -> Option<String> {
@@ -138,6 +142,113 @@ fn what_nfsv41_does_not_do_yet_is_refused_clearly() {
     let mut batch = directnfs::Batch::new(&client);
     let e = batch.write(&f, 0, b"x", 1).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A proxy in front of the NFSv4.1 server, and a client through it.
+fn proxied(url: &str) -> (FaultProxy, Client) {
+    let parsed = NfsUrl::parse(url).unwrap();
+    let port = parsed.options.nfs_port.or(parsed.port).unwrap_or(2049);
+    let upstream: SocketAddr = format!("{}:{port}", parsed.host).parse().unwrap();
+    let proxy = FaultProxy::start(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+        connect_timeout: Duration::from_secs(2),
+        seed: 1,
+    })
+    .unwrap();
+    let mut target = Target::from_url(&parsed);
+    target.options.nfs_port = Some(proxy.local_addr().port());
+    target.options.connections = 2;
+    target.options.timeo = Duration::from_secs(2);
+    let client = Client::mount(&target).unwrap();
+    (proxy, client)
+}
+
+/// Exactly once: each non-idempotent request below executes on the server,
+/// its reply is lost with its connection, the engine re-sends the same
+/// bytes (same slot, same sequence id) on the other connection, and the
+/// server's reply cache answers — so no request reports the error its own
+/// first execution would cause on a second one (NFS4ERR_NOENT for REMOVE
+/// and RENAME, NFS4ERR_EXIST for CREATE and an exclusive OPEN).
+#[test]
+fn a_request_whose_reply_was_lost_is_answered_from_the_reply_cache() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "once");
+    let (f, g, sub) = (format!("{dir}/f"), format!("{dir}/g"), format!("{dir}/sub"));
+    let exclusive = OpenOptions {
+        create_new: true,
+        ..Default::default()
+    };
+
+    proxy.lose_reply(0);
+    let file = client
+        .open_with(&f, exclusive)
+        .expect("exclusive OPEN re-sent");
+    file.write_at(b"once", 0).unwrap();
+    drop(file);
+
+    proxy.lose_reply(0);
+    client.mkdir(&sub).expect("CREATE re-sent");
+
+    proxy.lose_reply(0);
+    client.rename(&f, &g).expect("RENAME re-sent");
+
+    // remove() asks the type first (one reply), then REMOVEs.
+    proxy.lose_reply(1);
+    client.remove(&g).expect("REMOVE re-sent");
+
+    let counts = proxy.counts();
+    assert_eq!(counts.lost_replies, 4, "{counts:?}");
+    assert!(counts.connections >= 3, "connections were cut: {counts:?}");
+    assert_eq!(client.metadata(&g).unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(client.metadata(&sub).unwrap().is_dir());
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A session the server no longer knows (destroyed behind the client's
+/// back, as after a server restart) is replaced without the caller seeing
+/// NFS4ERR_BADSESSION.
+#[test]
+fn a_lost_session_is_recreated_without_errors_reaching_the_caller() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "badsession");
+    assert_eq!(client.destroy_session_for_test(), 1);
+    let f = client
+        .create(&format!("{dir}/f"))
+        .expect("OPEN on a new session");
+    f.write_at(b"after", 0).unwrap();
+    drop(f);
+    assert_eq!(client.destroy_session_for_test(), 2, "recovered once");
+    remove_tree(&client, &dir).expect("on yet another session");
+    assert_eq!(client.destroy_session_for_test(), 3, "recovered twice");
+    client.ping().expect("a SEQUENCE on a fourth session");
+}
+
+/// NFS4ERR_DELAY from SEQUENCE (here from the proxy, for half of all
+/// COMPOUNDs) is waited out and the request sent again; the caller sees
+/// only success.
+#[test]
+fn delay_is_retried_without_reaching_the_caller() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "delay");
+    proxy.set_jukebox(500);
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    for i in 0..8u64 {
+        f.write_at(&[i as u8; 100], i * 100).unwrap();
+    }
+    let mut back = [0u8; 800];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), 800);
+    assert!(back
+        .chunks(100)
+        .enumerate()
+        .all(|(i, c)| c.iter().all(|&b| b == i as u8)));
+    proxy.set_jukebox(0);
+    assert!(proxy.counts().delay_v41 > 0, "{:?}", proxy.counts());
     drop(f);
     remove_tree(&client, &dir).unwrap();
 }

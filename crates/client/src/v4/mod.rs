@@ -41,3 +41,20 @@ impl crate::Client {
         self.inner.v4.as_ref().map(Session::slots)
     }
 }
+
+impl crate::Client {
+    /// For tests: destroys the NFSv4.1 session behind the client's back,
+    /// as a server restart would, so the next request meets
+    /// NFS4ERR_BADSESSION and must recover. Returns how many sessions the
+    /// client has had so far (0 on NFSv3, which has none).
+    #[doc(hidden)]
+    pub fn destroy_session_for_test(&self) -> u64 {
+        match &self.inner.v4 {
+            Some(s) => {
+                s.destroy(&self.inner, false);
+                s.sessions()
+            }
+            None => 0,
+        }
+    }
+}

@@ -167,6 +167,11 @@ impl Session {
         })
     }
 
+    /// Sessions this client has had (1 + recoveries).
+    pub(crate) fn sessions(&self) -> u64 {
+        self.lock().generation + 1
+    }
+
     /// Slots the server granted.
     pub(crate) fn slots(&self) -> u32 {
         self.lock().granted
@@ -391,20 +396,20 @@ impl Session {
         Ok(())
     }
 
-    /// DESTROY_SESSION and DESTROY_CLIENTID, waiting at most a few
-    /// seconds for each (the client is going away).
-    pub(crate) fn destroy(&self, inner: &Inner) {
+    /// DESTROY_SESSION and (`client_too`) DESTROY_CLIENTID, waiting at
+    /// most a few seconds for each (the client is going away).
+    pub(crate) fn destroy(&self, inner: &Inner, client_too: bool) {
         let st = self.lock();
         let (sessionid, clientid) = (st.sessionid, st.clientid);
         drop(st);
-        let ops = [
-            nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args {
-                dsa_sessionid: sessionid,
-            }),
-            nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args {
+        let mut ops = vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args {
+            dsa_sessionid: sessionid,
+        })];
+        if client_too {
+            ops.push(nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args {
                 dca_clientid: clientid,
-            }),
-        ];
+            }));
+        }
         for op in ops {
             let args = COMPOUND4args {
                 minorversion: 1,
