@@ -932,6 +932,9 @@ impl File {
     /// Bytes written in unstable mode (or FILE_SYNC writes the server
     /// downgraded) and not yet committed.
     pub fn uncommitted_bytes(&self) -> usize {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.uncommitted_bytes();
+        }
         self.log().bytes()
     }
 

@@ -24,9 +24,6 @@ impl Client {
     /// used. Fails as [`Client::mount`] does when no path connects.
     pub fn after_fork(&self) -> Result<Client> {
         let old = &self.inner;
-        if old.v4.is_some() {
-            return Err(crate::v4::unsupported("a client used after fork"));
-        }
         // Plain data of the parent's channels (no lock of theirs is taken:
         // a parent thread may have held one at the moment of fork).
         let (channels, config) = old.transport().plan();
@@ -38,20 +35,26 @@ impl Client {
             Ok(h) => h.clone(),
             Err(_) => HashMap::new(),
         };
-        Ok(Client {
-            inner: Arc::new(Inner {
-                transport,
-                name: old.name.clone(),
-                export: old.export.clone(),
-                root: old.root,
-                target_rest: old.target_rest.clone(),
-                limits: old.limits,
-                options: old.options.clone(),
-                cred: old.cred.clone(),
-                handles: RwLock::new(handles),
-                files: Mutex::new(Default::default()),
-                v4: None,
+        let inner = Inner {
+            transport,
+            name: old.name.clone(),
+            export: old.export.clone(),
+            root: old.root,
+            target_rest: old.target_rest.clone(),
+            limits: old.limits,
+            options: old.options.clone(),
+            cred: old.cred.clone(),
+            handles: RwLock::new(handles),
+            files: Mutex::new(Default::default()),
+            v4: None,
+        };
+        match &old.v4 {
+            // NFSv4.1: the parent's client ID and session are the parent's;
+            // the child gets its own on its new connections.
+            Some(parent) => crate::v4::mount::after_fork(inner, parent),
+            None => Ok(Client {
+                inner: Arc::new(inner),
             }),
-        })
+        }
     }
 }

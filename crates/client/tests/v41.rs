@@ -135,8 +135,6 @@ fn what_nfsv41_does_not_do_yet_is_refused_clearly() {
     let e = client.readlink("/whatever").unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().starts_with("NFSv4.1: "), "{e}");
-    let e = Client::connect(&with(&url, "stable=unstable")).unwrap_err();
-    assert!(e.to_string().contains("stable=unstable"), "{e}");
     let dir = scratch(&client, "refuse");
     let f = client.create(&format!("{dir}/f")).unwrap();
     let mut batch = directnfs::Batch::new(&client);
@@ -250,5 +248,45 @@ fn delay_is_retried_without_reaching_the_caller() {
     proxy.set_jukebox(0);
     assert!(proxy.counts().delay_v41 > 0, "{:?}", proxy.counts());
     drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// `stable=unstable`: UNSTABLE writes are kept until `fsync`'s COMMIT
+/// proves them durable (its verifier equal to theirs), then dropped.
+#[test]
+fn unstable_writes_are_kept_until_fsync_commits_them() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&with(&url, "stable=unstable")).unwrap();
+    let dir = scratch(&client, "unstable");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    f.write_at(&[7u8; 100_000], 0).unwrap();
+    f.write_at(&[8u8; 10], 50).unwrap();
+    assert_eq!(f.uncommitted_bytes(), 100_010, "the server answered UNSTABLE");
+    f.fsync().unwrap();
+    assert_eq!(f.uncommitted_bytes(), 0);
+    let mut back = vec![0u8; 100_000];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), 100_000);
+    assert!(back[..50].iter().all(|&b| b == 7));
+    assert!(back[50..60].iter().all(|&b| b == 8));
+    assert!(back[60..].iter().all(|&b| b == 7));
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// `dnfs`-style URLs: one naming a file that does not exist yet, or a
+/// directory below the export, mounts the export (the root of the file
+/// system, by fsid) with the rest as the target path.
+#[test]
+fn a_url_below_the_export_mounts_the_export() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "below");
+    let (base, query) = url.split_once('?').unwrap();
+    let deeper = Client::connect(&format!("{base}{dir}/new-file?{query}")).unwrap();
+    assert_eq!(deeper.export(), client.export());
+    assert_eq!(deeper.target_path(), format!("{dir}/new-file"));
+    let sub = Client::connect(&format!("{base}{dir}?{query}")).unwrap();
+    assert_eq!(sub.export(), client.export());
+    assert_eq!(sub.target_path(), dir);
     remove_tree(&client, &dir).unwrap();
 }

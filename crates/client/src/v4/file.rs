@@ -2,19 +2,21 @@
 //! falling back to read only; deny none; no delegation wanted) and CLOSE,
 //! the open stateid on READ, WRITE and SETATTR, COMMIT.
 //!
-//! Writes are FILE_SYNC. A write the server answers with a weaker
-//! commitment is committed at once and, if the COMMIT's verifier is not
-//! the WRITE's (the server restarted in between and may have lost it),
-//! sent again — the same rule as the NFSv3 path's, applied per write.
+//! Writes are FILE_SYNC by default. A write the server answers with a
+//! weaker commitment is committed at once and, if the COMMIT's verifier
+//! is not the WRITE's (the server restarted in between and may have lost
+//! it), sent again. With `stable=unstable` writes are UNSTABLE and kept
+//! (offset, data, verifier) until `fsync`, whose COMMIT's verifier decides
+//! which must be sent again, FILE_SYNC — the NFSv3 path's rule.
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use directnfs_wire::nfs4::{
     createhow4, decode_commit_reply, decode_read_reply, decode_write_reply, encode_commit_compound,
     encode_read_compound, encode_write_compound_header, fattr4, nfs_argop4, nfs_fh4, nfs_opnum4,
     nfs_resop4, nfsstat4, open_claim4, openflag4, owner_id4, stable_how4, state_owner4, stateid4,
-    CLOSE4args, GETATTR4args, Nfs4Res, OPEN4args, PUTFH4args, SequencedReply,
+    verifier4, CLOSE4args, GETATTR4args, Nfs4Res, OPEN4args, PUTFH4args, SequencedReply,
     OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
     OPEN4_SHARE_DENY_NONE,
 };
@@ -39,11 +41,26 @@ pub(crate) struct OpenFile {
     pub(crate) fh: nfs_fh4,
     stateid: stateid4,
     path: String,
+    /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
+    /// their verifier proves them durable.
+    unstable: bool,
+    pending: Mutex<Vec<Unstable>>,
+    /// One `fsync` at a time (a second must not return before the first's
+    /// COMMIT, which covered its writes too, succeeded).
+    fsync_lock: Mutex<()>,
+}
+
+/// An UNSTABLE write not yet proven durable.
+#[derive(Debug)]
+struct Unstable {
+    offset: u64,
+    data: Arc<[u8]>,
+    verf: verifier4,
 }
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
-        let Some(s) = self.client.inner.v4.as_ref() else {
+        let Some(s) = self.client.inner.v4.as_ref().filter(|s| s.ours()) else {
             return;
         };
         let mut ops = Ops::default();
@@ -141,6 +158,9 @@ fn open_once(
         fh,
         stateid,
         path: path.to_string(),
+        unstable: inner.options.stable == crate::config::StableMode::Unstable,
+        pending: Mutex::new(Vec::new()),
+        fsync_lock: Mutex::new(()),
     })
 }
 
@@ -234,8 +254,28 @@ impl OpenFile {
 
     fn write_durable(&self, piece: &[u8], offset: u64) -> Result<usize> {
         let data: Arc<[u8]> = piece.into();
+        if self.unstable {
+            let (count, committed, verf) =
+                self.write_once(&data, offset, stable_how4::UNSTABLE4)?;
+            if committed != stable_how4::FILE_SYNC4 {
+                let data = if count == data.len() {
+                    data
+                } else {
+                    data[..count].into()
+                };
+                self.pending().push(Unstable { offset, data, verf });
+            }
+            return Ok(count);
+        }
+        self.write_synced(data, offset)
+    }
+
+    /// A FILE_SYNC write, committed and re-sent if the server answered
+    /// it with less.
+    fn write_synced(&self, data: Arc<[u8]>, offset: u64) -> Result<usize> {
         for _ in 0..MAX_WRITE_ROUNDS {
-            let (count, committed, verf) = self.write_once(&data, offset)?;
+            let (count, committed, verf) =
+                self.write_once(&data, offset, stable_how4::FILE_SYNC4)?;
             if committed == stable_how4::FILE_SYNC4 {
                 return Ok(count);
             }
@@ -256,6 +296,7 @@ impl OpenFile {
         &self,
         data: &Arc<[u8]>,
         offset: u64,
+        stable: stable_how4,
     ) -> Result<(usize, stable_how4, directnfs_wire::nfs4::verifier4)> {
         let s = self.session()?;
         let encode = |out: &mut Vec<u8>| {
@@ -266,7 +307,7 @@ impl OpenFile {
                 self.fh.as_bytes(),
                 &self.stateid,
                 offset,
-                stable_how4::FILE_SYNC4,
+                stable,
                 data.len() as u32,
             );
             out.extend_from_slice(&tmp[SEQ_PREFIX..]);
@@ -315,10 +356,45 @@ impl OpenFile {
         self.ok("COMMIT", &reply)
     }
 
-    /// `fsync`: every write was FILE_SYNC or committed before it returned,
-    /// so a COMMIT of the whole file is only a barrier.
+    /// `fsync`: a COMMIT of the whole file; the UNSTABLE writes whose
+    /// verifier is not the COMMIT's (a server restart lost them) are sent
+    /// again, FILE_SYNC. A failure keeps what is not proven durable for
+    /// the next `fsync`.
     pub(crate) fn fsync(&self) -> Result<()> {
-        self.commit(0, 0).map(|_| ())
+        let _one = self.fsync_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut todo = std::mem::take(&mut *self.pending());
+        let result = self.commit(0, 0).and_then(|verf| {
+            while let Some(w) = todo.last() {
+                if w.verf != verf {
+                    let n = self.write_synced(Arc::clone(&w.data), w.offset)?;
+                    if n < w.data.len() {
+                        return Err(Error::NotDurable {
+                            op: "COMMIT",
+                            path: self.path.clone(),
+                            detail: format!("a write sent again was cut short ({n} bytes)"),
+                        });
+                    }
+                }
+                todo.pop();
+            }
+            Ok(())
+        });
+        if result.is_err() {
+            // Older than what was written since: in front of it.
+            let mut p = self.pending();
+            todo.append(&mut p);
+            *p = todo;
+        }
+        result
+    }
+
+    /// Bytes written UNSTABLE and not yet proven durable.
+    pub(crate) fn uncommitted_bytes(&self) -> usize {
+        self.pending().iter().map(|w| w.data.len()).sum()
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Unstable>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Truncates or extends the file (SETATTR size with the open stateid).

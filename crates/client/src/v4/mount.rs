@@ -9,27 +9,28 @@ use std::sync::{Arc, RwLock};
 
 use directnfs_wire::nfs4::{
     bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, GETATTR4args, LOOKUP4args,
-    Nfs4Res, FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE, NFS4_PROGRAM, NFS_V4,
+    Nfs4Res, FATTR4_FSID, FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE,
+    NFS4_PROGRAM, NFS_V4,
 };
 use directnfs_wire::Encode;
 
 use super::ops::{self, STAT_GETATTR};
 use super::session::{nfs4_error, results, Request, Session};
 use crate::client::{start_transport, Client, Inner, Limits, Target};
-use crate::config::{MountOptions, StableMode};
+use crate::config::MountOptions;
 use crate::error::{Error, Result};
 
 /// The NFSv4 port (RFC 7530 §3.1).
 const NFS4_PORT: u16 = 2049;
+
+/// Operations a COMPOUND may carry (`ca_maxoperations` asked for).
+const MAX_WALK_OPS: usize = 16;
 
 /// Transfer size when the server gives none.
 const FALLBACK_TRANSFER: u32 = 64 * 1024;
 
 /// One attempt at mounting `target` over NFSv4.1.
 pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -> Result<Client> {
-    if options.stable == StableMode::Unstable {
-        return Err(super::unsupported("stable=unstable"));
-    }
     let nfs_port = options.nfs_port.unwrap_or(NFS4_PORT);
     let transport = start_transport(target, options, cred, nfs_port, (NFS4_PROGRAM, NFS_V4))?;
     let mut inner = Inner {
@@ -52,20 +53,12 @@ pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -
     };
     let mut session = Session::establish(&inner)?;
     let export = target.export.clone().unwrap_or_else(|| target.path.clone());
-    // A URL naming a file (`dnfs cat nfs://host/export/f`): the export is
-    // its directory, the file the target path below it.
-    let (export, rest) = match find_export(&inner, &session, &export) {
-        Err(Error::InvalidInput(_)) if target.export.is_none() => {
-            let (parent, name) = ops::split(&export)?;
-            let parent: Vec<String> = parent
-                .iter()
-                .map(|c| String::from_utf8_lossy(c.as_bytes()).into_owned())
-                .collect();
-            let name = String::from_utf8_lossy(name.as_bytes()).into_owned();
-            (format!("/{}", parent.join("/")), Some(format!("/{name}")))
-        }
-        Err(e) => return Err(e),
-        Ok(_) => (export, None),
+    // The export is the root of the file system the target path is in
+    // (as NFSv3's MOUNT export): the target path itself may be a file, a
+    // directory below the export or not exist yet (`dnfs cp` to it).
+    let (export, rest) = match &target.export {
+        Some(e) => (e.clone(), None),
+        None => split_export(&inner, &session, &export)?,
     };
     let found = find_export(&inner, &session, &export)?;
     session.root = found.fh;
@@ -101,11 +94,27 @@ pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -
         (None, None) => "/".into(),
     };
     inner.v4 = Some(session);
+    Ok(start(inner))
+}
+
+/// The client of a `fork`ed child: `inner` on new connections, with a
+/// client ID and session of its own and the parent's export handle,
+/// limits and lease time.
+pub(crate) fn after_fork(mut inner: Inner, parent: &Session) -> Result<Client> {
+    let mut session = Session::establish(&inner)?;
+    session.root = parent.root;
+    session.lease = parent.lease;
+    inner.v4 = Some(session);
+    Ok(start(inner))
+}
+
+/// The client, with its lease renewal running.
+fn start(inner: Inner) -> Client {
     let inner = Arc::new(inner);
     if let Some(s) = inner.v4.as_ref() {
         s.start_renewal(Arc::downgrade(&inner));
     }
-    Ok(Client { inner })
+    Client { inner }
 }
 
 struct Found {
@@ -113,6 +122,53 @@ struct Found {
     maxread: u64,
     maxwrite: u64,
     lease: Option<u32>,
+}
+
+/// Splits `path` into the export (the shortest prefix in the same file
+/// system, by `fsid`, as the deepest existing component) and the rest:
+/// one COMPOUND of PUTROOTFH and LOOKUP + GETATTR(fsid) per component,
+/// which stops at the first that does not exist. Paths deeper than one
+/// COMPOUND can walk are taken whole as the export.
+fn split_export(inner: &Inner, s: &Session, path: &str) -> Result<(String, Option<String>)> {
+    let comps = ops::components(path)?;
+    if 1 + 2 * comps.len() + 1 > MAX_WALK_OPS {
+        return Ok((path.to_string(), None));
+    }
+    let mut args = vec![nfs_argop4::OP_PUTROOTFH];
+    for c in &comps {
+        args.push(nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: c.clone() }));
+        args.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+            attr_request: bitmap4::from_bits(&[FATTR4_FSID]),
+        }));
+    }
+    let nums: Vec<nfs_opnum4> = args.iter().map(nfs_argop4::opnum).collect();
+    let encode = |out: &mut Vec<u8>| {
+        for a in &args {
+            a.encode(out);
+        }
+    };
+    let req = Request::ops(&args, &nums, &encode, "LOOKUP", path);
+    let settled = s.compound(inner, &req)?;
+    // The fsid of each component found, in order (a failed LOOKUP ends it).
+    let fsids: Vec<_> = results(&settled, &nums, "LOOKUP")?
+        .into_iter()
+        .filter_map(|r| match r {
+            nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok)) => Some(ok.obj_attributes.fsid),
+            _ => None,
+        })
+        .collect();
+    let Some(deepest) = fsids.last() else {
+        return Err(nfs4_error("LOOKUP", path, settled.status));
+    };
+    let first = fsids.iter().position(|f| f == deepest).unwrap_or(0);
+    let name =
+        |c: &directnfs_wire::nfs4::component4| String::from_utf8_lossy(c.as_bytes()).into_owned();
+    let export: Vec<String> = comps[..=first].iter().map(name).collect();
+    let rest: Vec<String> = comps[first + 1..].iter().map(name).collect();
+    Ok((
+        format!("/{}", export.join("/")),
+        Some(format!("/{}", rest.join("/"))),
+    ))
 }
 
 /// PUTROOTFH, a LOOKUP per component of `export`, GETFH and GETATTR of

@@ -82,6 +82,9 @@ pub(crate) struct Session {
     _renewal_stop: Mutex<Option<mpsc::Sender<()>>>,
     /// Distinguishes open owners of this client.
     pub(crate) next_open_owner: AtomicU64,
+    /// The process that made the session: a `fork`ed child that drops
+    /// its copy of the parent's client must not end the parent's state.
+    pid: u32,
 }
 
 #[derive(Debug)]
@@ -164,7 +167,14 @@ impl Session {
             last_used_ms: AtomicU64::new(0),
             _renewal_stop: Mutex::new(Some(tx)),
             next_open_owner: AtomicU64::new(1),
+            pid: std::process::id(),
         })
+    }
+
+    /// True in the process that made the session (not in a `fork`ed
+    /// child holding a copy).
+    pub(crate) fn ours(&self) -> bool {
+        self.pid == std::process::id()
     }
 
     /// Sessions this client has had (1 + recoveries).
@@ -399,6 +409,9 @@ impl Session {
     /// DESTROY_SESSION and (`client_too`) DESTROY_CLIENTID, waiting at
     /// most a few seconds for each (the client is going away).
     pub(crate) fn destroy(&self, inner: &Inner, client_too: bool) {
+        if !self.ours() {
+            return;
+        }
         let st = self.lock();
         let (sessionid, clientid) = (st.sessionid, st.clientid);
         drop(st);
