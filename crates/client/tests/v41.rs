@@ -133,6 +133,7 @@ fn what_nfsv41_does_not_do_yet_is_refused_clearly() {
     let Some(url) = url() else { return };
     let client = Client::connect(&url).unwrap();
     let e = client.readlink("/whatever").unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
     assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
     assert!(e.to_string().starts_with("NFSv4.1: "), "{e}");
 }
@@ -314,4 +315,67 @@ fn a_batch_completes_each_operation_with_its_own_result() {
     assert_eq!(done[3].result.as_ref().unwrap(), &0, "past EOF");
     drop(f);
     remove_tree(&client, &dir).unwrap();
+}
+
+/// Byte-range locks between two clients (two client IDs, as two hosts):
+/// exclusion, shared locks, release by unlock and by dropping the file,
+/// a blocking lock that waits for the holder.
+#[test]
+fn byte_range_locks_exclude_between_clients_and_are_released_on_close() {
+    let Some(url) = url() else { return };
+    let a = Client::connect(&url).unwrap();
+    let b = Client::connect(&url).unwrap();
+    let dir = scratch(&a, "locks");
+    let path = format!("{dir}/f");
+    let fa = a.create(&path).unwrap();
+    let fb = b.open(&path).unwrap();
+
+    fa.try_lock(0, 100, true).unwrap();
+    let e = fb.try_lock(50, 10, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    assert_eq!(e.errno(), libc::EAGAIN);
+    assert!(
+        fb.try_lock(50, 10, false).is_err(),
+        "shared against exclusive"
+    );
+    fb.try_lock(100, 100, true).expect("a range nobody holds");
+    fa.unlock(0, 100).unwrap();
+    fb.try_lock(0, 100, true).expect("released by unlock");
+    fb.unlock(0, 0).unwrap();
+
+    // Shared locks coexist.
+    fa.try_lock(0, 10, false).unwrap();
+    fb.try_lock(0, 10, false).unwrap();
+    fb.unlock(0, 10).unwrap();
+    fa.unlock(0, 10).unwrap();
+
+    // A blocking lock waits until the holder lets go.
+    fa.lock(0, 0, true).unwrap();
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| fb.lock(0, 1, true));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!waiter.is_finished(), "the lock must wait for its holder");
+        drop(fa); // CLOSE releases the locks
+        waiter.join().unwrap().unwrap();
+    });
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    drop(fb);
+    remove_tree(&a, &dir).unwrap();
+}
+
+/// NFSv3 has no locks in its protocol (NLM is not spoken): refused.
+#[test]
+fn locks_on_nfsv3_are_refused_clearly() {
+    let Ok(url) = std::env::var("DNFS_TEST_URL") else {
+        return;
+    };
+    let client = Client::connect(&url).unwrap();
+    let path = format!("/v3-lock-{}", std::process::id());
+    let f = client.create(&path).unwrap();
+    let e = f.try_lock(0, 1, true).unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
+    assert!(e.to_string().contains("NFSv4.1"), "{e}");
+    drop(f);
+    client.remove(&path).unwrap();
 }

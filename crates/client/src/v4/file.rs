@@ -39,8 +39,8 @@ const MAX_WRITE_ROUNDS: usize = 3;
 pub(crate) struct OpenFile {
     client: Client,
     pub(crate) fh: nfs_fh4,
-    stateid: stateid4,
-    path: String,
+    pub(crate) stateid: stateid4,
+    pub(crate) path: String,
     /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
     /// their verifier proves them durable.
     unstable: bool,
@@ -48,6 +48,8 @@ pub(crate) struct OpenFile {
     /// One `fsync` at a time (a second must not return before the first's
     /// COMMIT, which covered its writes too, succeeded).
     fsync_lock: Mutex<()>,
+    /// The lock stateid, once this file locked a range (`lock.rs`).
+    lock: Mutex<Option<stateid4>>,
 }
 
 /// An UNSTABLE write not yet proven durable.
@@ -63,6 +65,9 @@ impl Drop for OpenFile {
         let Some(s) = self.client.inner.v4.as_ref().filter(|s| s.ours()) else {
             return;
         };
+        if let Err(e) = self.release_locks() {
+            tracing::debug!("unlocking {} before CLOSE: {e}", self.path);
+        }
         let mut ops = Ops::default();
         ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
         ops.push(nfs_argop4::OP_CLOSE(CLOSE4args {
@@ -161,11 +166,16 @@ fn open_once(
         unstable: inner.options.stable == crate::config::StableMode::Unstable,
         pending: Mutex::new(Vec::new()),
         fsync_lock: Mutex::new(()),
+        lock: Mutex::new(None),
     })
 }
 
 impl OpenFile {
-    fn session(&self) -> Result<&Session> {
+    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, Option<stateid4>> {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn session(&self) -> Result<&Session> {
         self.client
             .inner
             .v4
@@ -173,7 +183,7 @@ impl OpenFile {
             .ok_or_else(|| Error::InvalidInput("not an NFSv4.1 client".into()))
     }
 
-    fn inner(&self) -> &Inner {
+    pub(crate) fn inner(&self) -> &Inner {
         &self.client.inner
     }
 

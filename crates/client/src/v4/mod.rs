@@ -8,19 +8,21 @@
 //! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
 //! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid |
+//! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE |
 //!
 //! Every request goes over the same transport as NFSv3's (program 100003
 //! version 4); the engine's re-sends carry the same bytes, hence the same
 //! slot and sequence id, so the server's reply cache makes them exactly
 //! once.
 //!
-//! Not yet on NFSv4.1 (refused with an error saying so): byte-range
-//! locks, `Batch`, `stable=unstable`, symlinks and hard links, `access`,
-//! `fsstat`, reclaiming open state after a server restart, session
-//! trunking (every path's connections join the one session, but the
-//! server owner is not compared), use after `fork`.
+//! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
+//! pipelining); symlinks, hard links, `access`, `fsstat`, `set_attrs` and
+//! `lookup` are refused with an error saying so; open state and locks are
+//! not reclaimed after a server restart; session trunking does not compare
+//! server owners (every path's connections join the one session).
 
 pub(crate) mod file;
+pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;
 pub(crate) mod session;

@@ -177,6 +177,11 @@ impl Session {
         self.pid == std::process::id()
     }
 
+    /// The client ID (lock owners name it).
+    pub(crate) fn clientid(&self) -> u64 {
+        self.lock().clientid
+    }
+
     /// Sessions this client has had (1 + recoveries).
     pub(crate) fn sessions(&self) -> u64 {
         self.lock().generation + 1
