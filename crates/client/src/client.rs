@@ -45,7 +45,7 @@ pub const MAX_FILE_STATS: usize = 1024;
 pub use directnfs_engine::stats::EVICTED_FILES;
 
 /// Transfer size used when the server's FSINFO gives none.
-const FALLBACK_TRANSFER: u32 = 64 * 1024;
+pub(crate) const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
 const RECORD_OVERHEAD: usize = 64 * 1024;
 
@@ -355,24 +355,8 @@ impl Client {
             nfs_port,
             (nfs3::NFS_PROGRAM, nfs3::NFS_V3),
         )?;
-        let mut inner = Inner {
-            transport,
-            name: target.name.clone(),
-            export: String::new(),
-            root: mounted.root,
-            target_rest: String::new(),
-            limits: Limits {
-                rtmax: FALLBACK_TRANSFER,
-                wtmax: FALLBACK_TRANSFER,
-                server_rtmax: 0,
-                server_wtmax: 0,
-            },
-            options: options.clone(),
-            cred: cred.to_vec(),
-            handles: RwLock::new(HashMap::new()),
-            files: std::sync::Mutex::new(FileStatsTable::default()),
-            v4: None,
-        };
+        let mut inner = Inner::new(transport, target, options, cred);
+        inner.root = mounted.root;
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
         // nothing about where the export is, only that the file exists.
@@ -834,6 +818,34 @@ pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Resu
 }
 
 impl Inner {
+    /// A client of `target` on `transport`, before its export is known:
+    /// no root handle, fallback transfer sizes.
+    pub(crate) fn new(
+        transport: Transport,
+        target: &Target,
+        options: &MountOptions,
+        cred: &[u8],
+    ) -> Self {
+        Inner {
+            transport,
+            name: target.name.clone(),
+            export: String::new(),
+            root: nfs_fh3::default(),
+            target_rest: String::new(),
+            limits: Limits {
+                rtmax: FALLBACK_TRANSFER,
+                wtmax: FALLBACK_TRANSFER,
+                server_rtmax: 0,
+                server_wtmax: 0,
+            },
+            options: options.clone(),
+            cred: cred.to_vec(),
+            handles: RwLock::new(HashMap::new()),
+            files: std::sync::Mutex::new(FileStatsTable::default()),
+            v4: None,
+        }
+    }
+
     pub(crate) fn transport(&self) -> &Transport {
         &self.transport
     }

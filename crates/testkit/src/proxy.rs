@@ -259,15 +259,7 @@ impl Shared {
 /// NFS3ERR_JUKEBOX with no attributes (RFC 1813 §3.3.6, §3.3.7, §3.3.21:
 /// the resfail arms carry only optional attributes).
 pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
-    let mut body = Vec::with_capacity(40);
-    ReplyHeader {
-        xid,
-        body: ReplyBody::Accepted {
-            verf: OpaqueAuth::default(),
-            stat: AcceptedReply::Success,
-        },
-    }
-    .encode(&mut body);
+    let mut body = accepted(xid);
     let status = nfsstat3::NFS3ERR_JUKEBOX;
     match proc_ {
         NFSPROC3_READ => READ3res::Fail(status, READ3resfail::default()).encode(&mut body),
@@ -285,6 +277,17 @@ pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
 pub fn delay_reply_v41(xid: u32) -> Vec<u8> {
     const NFS4ERR_DELAY: u32 = 10008;
     const OP_SEQUENCE: u32 = 53;
+    let mut body = accepted(xid);
+    for word in [NFS4ERR_DELAY, 0, 1, OP_SEQUENCE, NFS4ERR_DELAY] {
+        body.extend_from_slice(&word.to_be_bytes());
+    }
+    let mut out = fragment_header(body.len(), true).to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The RPC header of an accepted, successful reply to `xid`.
+fn accepted(xid: u32) -> Vec<u8> {
     let mut body = Vec::with_capacity(48);
     ReplyHeader {
         xid,
@@ -294,12 +297,7 @@ pub fn delay_reply_v41(xid: u32) -> Vec<u8> {
         },
     }
     .encode(&mut body);
-    for word in [NFS4ERR_DELAY, 0, 1, OP_SEQUENCE, NFS4ERR_DELAY] {
-        body.extend_from_slice(&word.to_be_bytes());
-    }
-    let mut out = fragment_header(body.len(), true).to_vec();
-    out.extend_from_slice(&body);
-    out
+    body
 }
 
 fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {

@@ -4,8 +4,7 @@
 //! walked in the pseudo file system from PUTROOTFH — with its transfer
 //! sizes and lease time.
 
-use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use directnfs_wire::nfs4::{
     bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, GETATTR4args, LOOKUP4args,
@@ -16,7 +15,7 @@ use directnfs_wire::Encode;
 
 use super::ops::{self, STAT_GETATTR};
 use super::session::{nfs4_error, results, Request, Session};
-use crate::client::{start_transport, Client, Inner, Limits, Target};
+use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
 use crate::config::MountOptions;
 use crate::error::{Error, Result};
 
@@ -26,31 +25,11 @@ const NFS4_PORT: u16 = 2049;
 /// Operations a COMPOUND may carry (`ca_maxoperations` asked for).
 const MAX_WALK_OPS: usize = 16;
 
-/// Transfer size when the server gives none.
-const FALLBACK_TRANSFER: u32 = 64 * 1024;
-
 /// One attempt at mounting `target` over NFSv4.1.
 pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -> Result<Client> {
     let nfs_port = options.nfs_port.unwrap_or(NFS4_PORT);
     let transport = start_transport(target, options, cred, nfs_port, (NFS4_PROGRAM, NFS_V4))?;
-    let mut inner = Inner {
-        transport,
-        name: target.name.clone(),
-        export: String::new(),
-        root: Default::default(),
-        target_rest: String::new(),
-        limits: Limits {
-            rtmax: FALLBACK_TRANSFER,
-            wtmax: FALLBACK_TRANSFER,
-            server_rtmax: 0,
-            server_wtmax: 0,
-        },
-        options: options.clone(),
-        cred: cred.to_vec(),
-        handles: RwLock::new(HashMap::new()),
-        files: std::sync::Mutex::new(Default::default()),
-        v4: None,
-    };
+    let mut inner = Inner::new(transport, target, options, cred);
     let mut session = Session::establish(&inner)?;
     let export = target.export.clone().unwrap_or_else(|| target.path.clone());
     // The export is the root of the file system the target path is in
