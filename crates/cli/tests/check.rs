@@ -40,7 +40,10 @@ fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
     assert!(out.status.success(), "{stdout}");
     let row = stdout.lines().nth(1).unwrap_or_default();
     assert!(row.contains("131072     131072"), "{stdout}");
-    assert!(row.trim_end().ends_with("nfsv3      -"), "protocol shown: {stdout}");
+    assert!(
+        row.trim_end().ends_with("nfsv3      -"),
+        "protocol shown: {stdout}"
+    );
 
     // NFSv4.1: the protocol and the session's slots.
     if let Ok(v41) = std::env::var("DNFS_TEST_URL_V41") {

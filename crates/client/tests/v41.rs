@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use directnfs::{Client, NfsUrl, OpenOptions, Target};
+use directnfs_testkit::ganesha::OwnGanesha;
 use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 
 /// The NFSv4.1 URL, or `None` (test skipped) when there is no server.
@@ -378,4 +379,53 @@ fn locks_on_nfsv3_are_refused_clearly() {
     assert!(e.to_string().contains("NFSv4.1"), "{e}");
     drop(f);
     client.remove(&path).unwrap();
+}
+
+/// A server killed and restarted (graceless, on a server of its own):
+/// the client makes a new client ID and session (BADSESSION, then
+/// STALE_CLIENTID), opens the file again by its handle (the old stateid is
+/// unknown), and I/O resumes with no acknowledged write lost.
+#[test]
+fn io_resumes_after_a_server_restart_with_no_acknowledged_write_lost() {
+    if url().is_none() {
+        return;
+    }
+    let server = OwnGanesha::start(
+        "v41-restart",
+        &[
+            ("DNFS_PRIVATE_RPCBIND", "1"),
+            ("DNFS_NFS_PORT", "2655"),
+            ("DNFS_MNT_PORT", "20655"),
+            ("DNFS_NFS4", "1"),
+            ("DNFS_NFS4_GRACE", "0"),
+        ],
+    )
+    .unwrap();
+    let port = NfsUrl::parse(server.url())
+        .unwrap()
+        .options
+        .nfs_port
+        .unwrap();
+    let (base, _) = server.url().split_once('?').unwrap();
+    let client = Client::connect(&format!("{base}?vers=4.1&nfsport={port}&timeo=20")).unwrap();
+    let f = client.create("/db.dat").unwrap();
+    f.write_at(&[1u8; 65536], 0).unwrap();
+    let mut restart = server.spawn_restart(&["--kill", "--down", "2"]).unwrap();
+    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+
+    f.write_at(&[2u8; 4096], 65536).unwrap();
+    let mut back = vec![0u8; 65536 + 4096];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), back.len());
+    assert!(
+        back[..65536].iter().all(|&b| b == 1),
+        "written before the restart"
+    );
+    assert!(back[65536..].iter().all(|&b| b == 2), "written after it");
+    assert!(
+        client.destroy_session_for_test() >= 2,
+        "the lost session was replaced"
+    );
+    drop(f);
+    drop(client);
+    drop(server);
 }

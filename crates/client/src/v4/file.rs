@@ -23,7 +23,7 @@ use directnfs_wire::nfs4::{
 use directnfs_wire::XdrReader;
 
 use super::ops::{self, Ops, STAT_COMMIT, STAT_GETATTR, STAT_READ, STAT_WRITE};
-use super::session::{nfs4_error, Request, Session, STAT_OTHER};
+use super::session::{nfs4_error, Request, Session, Settled, STAT_OTHER};
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::file::OpenOptions;
@@ -39,7 +39,10 @@ const MAX_WRITE_ROUNDS: usize = 3;
 pub(crate) struct OpenFile {
     client: Client,
     pub(crate) fh: nfs_fh4,
-    pub(crate) stateid: stateid4,
+    /// The open stateid; replaced when the server lost it (`reopen`).
+    stateid: Mutex<stateid4>,
+    /// The share access the file was opened with.
+    access: u32,
     pub(crate) path: String,
     /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
     /// their verifier proves them durable.
@@ -72,7 +75,7 @@ impl Drop for OpenFile {
         ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
         ops.push(nfs_argop4::OP_CLOSE(CLOSE4args {
             seqid: 0,
-            open_stateid: self.stateid,
+            open_stateid: self.open_stateid(),
         }));
         if let Err(e) = ops.run(s, &self.client.inner, "CLOSE", &self.path, STAT_OTHER, true) {
             tracing::debug!("CLOSE {}: {e}", self.path);
@@ -161,7 +164,8 @@ fn open_once(
     Ok(OpenFile {
         client: client.clone(),
         fh,
-        stateid,
+        stateid: Mutex::new(stateid),
+        access,
         path: path.to_string(),
         unstable: inner.options.stable == crate::config::StableMode::Unstable,
         pending: Mutex::new(Vec::new()),
@@ -171,6 +175,63 @@ fn open_once(
 }
 
 impl OpenFile {
+    /// The open stateid now.
+    pub(crate) fn open_stateid(&self) -> stateid4 {
+        *self.stateid.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `op` with the open stateid; if the server no longer knows it
+    /// (it restarted, or the lease expired: a new client ID was made),
+    /// opens the file again by its handle (OPEN CLAIM_FH) and runs `op`
+    /// once more. Byte-range locks held are lost then (not reclaimed).
+    pub(crate) fn with_state<T>(&self, op: impl Fn(&stateid4) -> Result<T>) -> Result<T> {
+        let id = self.open_stateid();
+        match op(&id) {
+            Err(Error::Nfs4 { status, .. }) if state_lost(status) => {
+                self.reopen(&id)?;
+                op(&self.open_stateid())
+            }
+            other => other,
+        }
+    }
+
+    /// OPEN CLAIM_FH with the file's access, replacing `lost` (unless
+    /// another thread replaced it already).
+    fn reopen(&self, lost: &stateid4) -> Result<()> {
+        let s = self.session()?;
+        let mut current = self.stateid.lock().unwrap_or_else(|p| p.into_inner());
+        if *current != *lost {
+            return Ok(());
+        }
+        let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_OPEN(OPEN4args {
+            seqid: 0,
+            share_access: self.access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+            share_deny: OPEN4_SHARE_DENY_NONE,
+            owner: state_owner4 {
+                clientid: 0,
+                owner: owner_id4::from(format!("open-{n}").as_str()),
+            },
+            openhow: openflag4::OPEN4_NOCREATE,
+            claim: open_claim4::CLAIM_FH,
+        }));
+        let res = ops.run(s, self.inner(), "OPEN", &self.path, STAT_OTHER, true)?;
+        match res.last() {
+            Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {
+                tracing::info!(
+                    "{}: opened again after the server lost its open state",
+                    self.path
+                );
+                *current = ok.stateid;
+                *self.lock_state() = None;
+                Ok(())
+            }
+            _ => Err(ops::missing("OPEN", &self.path)),
+        }
+    }
+
     pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, Option<stateid4>> {
         self.lock.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -212,7 +273,26 @@ impl OpenFile {
 
     fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         let s = self.session()?;
+        let settled =
+            self.with_state(|stateid| self.read_compound(s, stateid, buf.len(), offset))?;
         let count = buf.len() as u32;
+        let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
+            .map_err(|e| self.protocol("READ", e))?;
+        let ok = self.ok("READ", &reply)?;
+        let n = ok.data.len().min(buf.len());
+        buf[..n].copy_from_slice(&ok.data[..n]);
+        Ok((n, ok.eof))
+    }
+
+    /// A READ COMMPOUND, settled, with its status checked.
+    fn read_compound(
+        &self,
+        s: &Session,
+        stateid: &stateid4,
+        len: usize,
+        offset: u64,
+    ) -> Result<Settled> {
+        let count = len as u32;
         let encode = |out: &mut Vec<u8>| {
             // SEQUENCE is already there: PUTFH and READ follow. The hot
             // path encoder writes all three; keep only what follows.
@@ -221,7 +301,7 @@ impl OpenFile {
                 &mut tmp,
                 &zero_sequence(),
                 self.fh.as_bytes(),
-                &self.stateid,
+                stateid,
                 offset,
                 count,
             );
@@ -233,13 +313,16 @@ impl OpenFile {
             "READ",
             STAT_READ,
         );
-        let settled = s.compound(self.inner(), &req)?;
-        let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
-            .map_err(|e| self.protocol("READ", e))?;
-        let ok = self.ok("READ", &reply)?;
-        let n = ok.data.len().min(buf.len());
-        buf[..n].copy_from_slice(&ok.data[..n]);
-        Ok((n, ok.eof))
+        self.checked(s.compound(self.inner(), &req)?, "READ")
+    }
+
+    /// A settled reply whose COMPOUND failed is that failure's error.
+    fn checked(&self, settled: Settled, op: &'static str) -> Result<Settled> {
+        if settled.status.is_ok() {
+            Ok(settled)
+        } else {
+            Err(nfs4_error(op, &self.path, settled.status))
+        }
     }
 
     /// Writes all of `buf` at `offset` (FILE_SYNC), in WRITEs of at most
@@ -309,13 +392,34 @@ impl OpenFile {
         stable: stable_how4,
     ) -> Result<(usize, stable_how4, directnfs_wire::nfs4::verifier4)> {
         let s = self.session()?;
+        let settled =
+            self.with_state(|stateid| self.write_compound(s, stateid, data, offset, stable))?;
+        let reply = decode_write_reply(&mut XdrReader::new(&settled.record))
+            .map_err(|e| self.protocol("WRITE", e))?;
+        let ok = self.ok("WRITE", &reply)?;
+        Ok((
+            (ok.count as usize).min(data.len()),
+            ok.committed,
+            ok.writeverf,
+        ))
+    }
+
+    /// A WRITE COMPOUND (the data as its payload), settled, status checked.
+    fn write_compound(
+        &self,
+        s: &Session,
+        stateid: &stateid4,
+        data: &Arc<[u8]>,
+        offset: u64,
+        stable: stable_how4,
+    ) -> Result<Settled> {
         let encode = |out: &mut Vec<u8>| {
             let mut tmp = Vec::with_capacity(200);
             encode_write_compound_header(
                 &mut tmp,
                 &zero_sequence(),
                 self.fh.as_bytes(),
-                &self.stateid,
+                stateid,
                 offset,
                 stable,
                 data.len() as u32,
@@ -329,15 +433,7 @@ impl OpenFile {
             STAT_WRITE,
         );
         req.payload = Some(Arc::clone(data));
-        let settled = s.compound(self.inner(), &req)?;
-        let reply = decode_write_reply(&mut XdrReader::new(&settled.record))
-            .map_err(|e| self.protocol("WRITE", e))?;
-        let ok = self.ok("WRITE", &reply)?;
-        Ok((
-            (ok.count as usize).min(data.len()),
-            ok.committed,
-            ok.writeverf,
-        ))
+        self.checked(s.compound(self.inner(), &req)?, "WRITE")
     }
 
     /// COMMIT of a range: the server's write verifier.
@@ -410,17 +506,19 @@ impl OpenFile {
     /// Truncates or extends the file (SETATTR size with the open stateid).
     pub(crate) fn set_len(&self, size: u64) -> Result<()> {
         let s = self.session()?;
-        ops::setattr(
-            s,
-            self.inner(),
-            Some(&self.fh),
-            &self.path,
-            self.stateid,
-            fattr4 {
-                size: Some(size),
-                ..Default::default()
-            },
-        )
+        self.with_state(|stateid| {
+            ops::setattr(
+                s,
+                self.inner(),
+                Some(&self.fh),
+                &self.path,
+                *stateid,
+                fattr4 {
+                    size: Some(size),
+                    ..Default::default()
+                },
+            )
+        })
     }
 
     /// Attributes of the open file.
@@ -485,6 +583,18 @@ fn zero_sequence() -> directnfs_wire::nfs4::SEQUENCE4args {
         sa_highest_slotid: 0,
         sa_cachethis: false,
     }
+}
+
+/// Statuses that say the server no longer knows the open stateid.
+fn state_lost(status: nfsstat4) -> bool {
+    matches!(
+        status,
+        nfsstat4::NFS4ERR_STALE_STATEID
+            | nfsstat4::NFS4ERR_BAD_STATEID
+            | nfsstat4::NFS4ERR_EXPIRED
+            | nfsstat4::NFS4ERR_ADMIN_REVOKED
+            | nfsstat4::NFS4ERR_DELEG_REVOKED
+    )
 }
 
 /// A failed reply's status (a reply without a result has none: SERVERFAULT).

@@ -89,7 +89,7 @@ impl OpenFile {
             }),
             None => locker4::open_owner(open_to_lock_owner4 {
                 open_seqid: 0,
-                open_stateid: self.stateid,
+                open_stateid: self.open_stateid(),
                 lock_seqid: 0,
                 lock_owner: state_owner4 {
                     clientid: s.clientid(),

@@ -17,8 +17,9 @@
 //!
 //! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
 //! pipelining); symlinks, hard links, `access`, `fsstat`, `set_attrs` and
-//! `lookup` are refused with an error saying so; open state and locks are
-//! not reclaimed after a server restart; session trunking does not compare
+//! `lookup` are refused with an error saying so; open state is not
+//! reclaimed after a server restart (files are opened again, locks are
+//! lost); session trunking does not compare
 //! server owners (every path's connections join the one session).
 
 pub(crate) mod file;

@@ -14,8 +14,8 @@
 //! pause), NFS4ERR_SEQ_MISORDERED after a lost reply (the slot's sequence
 //! id stepped back, `directnfs_engine::session`), NFS4ERR_EXPIRED and
 //! NFS4ERR_STALE_CLIENTID (a new client ID and session). Open state is not
-//! reclaimed after a server restart yet: a file open across one gets the
-//! server's stateid error.
+//! reclaimed after a server restart: a file whose stateid the server no
+//! longer knows is opened again by its handle (`file.rs`, `with_state`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
