@@ -429,3 +429,24 @@ fn io_resumes_after_a_server_restart_with_no_acknowledged_write_lost() {
     drop(client);
     drop(server);
 }
+
+/// An idle client renews its lease: a SEQUENCE (counted as "OTHER") once
+/// it has sent nothing for a quarter of the lease (Ganesha's is 60 s, so
+/// this test idles 17 s), and the session still works afterwards.
+#[test]
+fn an_idle_client_renews_its_lease() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let other = |c: &Client| {
+        c.stats().servers[0]
+            .totals
+            .calls_by_proc
+            .get("OTHER")
+            .copied()
+            .unwrap_or(0)
+    };
+    let before = other(&client);
+    std::thread::sleep(Duration::from_secs(17));
+    assert!(other(&client) > before, "no SEQUENCE while idle");
+    client.metadata("/").unwrap();
+}
