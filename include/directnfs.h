@@ -1,6 +1,7 @@
 /*
- * directnfs.h — C interface of directnfs, an NFSv3 client that runs inside
- * the process that uses it (libdirectnfs.so / libdirectnfs.a).
+ * directnfs.h — C interface of directnfs, an NFS client (NFSv3, or NFSv4.1
+ * with vers=4.1 in the URL or nfs_version: nfsv4.1 in the dnfstab) that runs
+ * inside the process that uses it (libdirectnfs.so / libdirectnfs.a).
  *
  *   cc app.c $(pkg-config --cflags --libs directnfs)
  *   cc app.c $(pkg-config --static --cflags --libs directnfs)   # libdirectnfs.a

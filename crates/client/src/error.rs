@@ -4,6 +4,7 @@ use std::io;
 
 use directnfs_wire::mount::mountstat3;
 use directnfs_wire::nfs3::nfsstat3;
+use directnfs_wire::nfs4::nfsstat4;
 use directnfs_wire::rpc::AuthStat;
 
 use crate::config::{ConfigError, UrlError};
@@ -29,6 +30,16 @@ pub enum Error {
         path: String,
         /// The NFSv3 status, unknown values included.
         status: nfsstat3,
+    },
+    /// The server answered an NFSv4.1 operation with an error status.
+    #[error("{op} {path}: {status} ({})", io::Error::from_raw_os_error(nfs4_errno(*status)))]
+    Nfs4 {
+        /// Operation that failed.
+        op: &'static str,
+        /// Path it was applied to.
+        path: String,
+        /// The NFSv4 status, unknown values included.
+        status: nfsstat4,
     },
     /// MOUNT refused the export.
     #[error("MOUNT {export}: {status}")]
@@ -126,6 +137,10 @@ pub enum Error {
         /// Path.
         path: String,
     },
+    /// What was asked is not available (yet) on this server's protocol
+    /// version; the message says what. ENOTSUP.
+    #[error("{0}")]
+    Unsupported(String),
     /// The client was shut down while the operation waited.
     #[error("{op} {path}: client shut down")]
     Shutdown {
@@ -141,6 +156,8 @@ impl Error {
     pub fn errno(&self) -> i32 {
         match self {
             Error::Nfs { status, .. } => nfs_errno(*status),
+            Error::Nfs4 { status, .. } => nfs4_errno(*status),
+            Error::Unsupported(_) => libc::ENOTSUP,
             Error::Mount { status, .. } => match *status {
                 mountstat3::MNT3ERR_NOENT => libc::ENOENT,
                 mountstat3::MNT3ERR_ACCES | mountstat3::MNT3ERR_PERM => libc::EACCES,
@@ -157,10 +174,14 @@ impl Error {
         }
     }
 
-    /// The NFS status, when the server sent one.
+    /// The NFS status, when the server sent one. An NFSv4 status is given
+    /// as the NFSv3 status of the same number where the two protocols
+    /// share it (NOENT, EXIST, NOTEMPTY, STALE, ... up to 10008,
+    /// JUKEBOX/DELAY), so callers test one set of constants.
     pub fn nfs_status(&self) -> Option<nfsstat3> {
         match self {
             Error::Nfs { status, .. } => Some(*status),
+            Error::Nfs4 { status, .. } if status.0 <= SHARED_WITH_V3 => Some(nfsstat3(status.0)),
             _ => None,
         }
     }
@@ -173,6 +194,7 @@ impl Error {
             Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => {
                 io::ErrorKind::InvalidInput
             }
+            Error::Unsupported(_) => io::ErrorKind::Unsupported,
             _ => errno_kind(self.errno()),
         }
     }
@@ -194,6 +216,25 @@ impl Error {
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+/// NFSv4 statuses up to this one have the numbers and meanings of
+/// NFSv3's (RFC 8881 §15.1 kept them).
+const SHARED_WITH_V3: u32 = 10008;
+
+/// The errno of an NFSv4 status: NFSv3's for the shared numbers, EIO for
+/// the rest but a few.
+fn nfs4_errno(status: nfsstat4) -> i32 {
+    match status {
+        s if s.0 <= SHARED_WITH_V3 => nfs_errno(nfsstat3(s.0)),
+        nfsstat4::NFS4ERR_SYMLINK => libc::ELOOP,
+        nfsstat4::NFS4ERR_DENIED | nfsstat4::NFS4ERR_LOCKED | nfsstat4::NFS4ERR_SHARE_DENIED => {
+            libc::EAGAIN
+        }
+        nfsstat4::NFS4ERR_WRONG_TYPE => libc::EINVAL,
+        nfsstat4::NFS4ERR_BADNAME | nfsstat4::NFS4ERR_BADCHAR => libc::EINVAL,
+        _ => libc::EIO,
     }
 }
 

@@ -81,6 +81,9 @@ pub(crate) struct FileShared {
     write_head: Vec<u8>,
     /// Writes sent and not yet answered (unstable mode; `writebehind.rs`).
     pub(crate) wb: WriteBehind,
+    /// The NFSv4.1 open state, on an NFSv4.1 client (the methods then
+    /// hand their work to `crate::v4::file`).
+    pub(crate) v4: Option<crate::v4::file::OpenFile>,
 }
 
 impl FileShared {
@@ -107,6 +110,7 @@ impl FileShared {
                 StableMode::Unstable => inner.options.write_behind,
                 _ => 0,
             }),
+            v4: None,
         }
     }
 }
@@ -140,6 +144,14 @@ impl Client {
 
     /// Opens a file as `opts` says.
     pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
+        if self.inner.v4.is_some() {
+            let open = crate::v4::file::open(self, path, opts)?;
+            let mut shared = FileShared::new(self, nfs_fh3::default(), path);
+            shared.v4 = Some(open);
+            return Ok(File {
+                shared: Arc::new(shared),
+            });
+        }
         self.fresh(|| self.open_with_once(path, opts))
     }
 
@@ -315,9 +327,12 @@ impl File {
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.settle(offset, buf.len());
         let start = self.op_start(nfs3::NFSPROC3_READ);
-        let result = self
-            .check_range(offset, buf.len(), "READ")
-            .and_then(|()| self.read_full(buf, offset));
+        let result =
+            self.check_range(offset, buf.len(), "READ")
+                .and_then(|()| match &self.shared.v4 {
+                    Some(v4) => v4.read_at(buf, offset),
+                    None => self.read_full(buf, offset),
+                });
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
     }
@@ -524,10 +539,12 @@ impl File {
     /// last.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
-        let result = if self.writes_behind() {
-            self.write_behind(buf, offset)
-        } else {
-            self.write_at_inner(buf, offset)
+        let result = match &self.shared.v4 {
+            Some(v4) => self
+                .check_range(offset, buf.len(), "WRITE")
+                .and_then(|()| v4.write_at(buf, offset)),
+            None if self.writes_behind() => self.write_behind(buf, offset),
+            None => self.write_at_inner(buf, offset),
         };
         self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
         if let Ok(n) = result {
@@ -828,6 +845,9 @@ impl File {
     /// (once: the next `fsync` does not report it again), after the COMMIT
     /// of everything else.
     pub fn fsync(&self) -> Result<()> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.fsync();
+        }
         let _serial = self
             .shared
             .fsync_lock
@@ -978,6 +998,9 @@ impl File {
     /// downgraded) and not yet committed: acknowledged, or write-behind
     /// writes still in flight.
     pub fn uncommitted_bytes(&self) -> usize {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.uncommitted_bytes();
+        }
         let behind = self.wb_in_flight();
         self.log().bytes() + behind
     }
@@ -985,6 +1008,9 @@ impl File {
     /// Truncates or extends the file to `size` bytes (after the file's
     /// write-behind writes in flight, so none lands past a truncation).
     pub fn set_len(&self, size: u64) -> Result<()> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.set_len(size);
+        }
         self.settle(0, usize::MAX);
         self.shared.client.setattr(
             &self.shared.fh,
@@ -1001,6 +1027,9 @@ impl File {
     /// Current attributes, from the server (after the file's write-behind
     /// writes in flight, which may change its size).
     pub fn metadata(&self) -> Result<Metadata> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.metadata();
+        }
         self.settle(0, usize::MAX);
         let a = self.inner().getattr(&self.shared.fh, self.path())?;
         self.shared.stats.set_size(a.size);

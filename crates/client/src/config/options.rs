@@ -109,14 +109,27 @@ impl fmt::Display for SocketBuffers {
     }
 }
 
-/// NFS protocol version. Only NFSv3 exists in directnfs; the type is there so
-/// a configuration states it and so a future version is an extension.
+/// NFS protocol version, chosen per server (oranfstab `nfs_version:`,
+/// URL `vers=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum NfsVersion {
-    /// NFS version 3 (RFC 1813).
+    /// NFS version 3 (RFC 1813), with the MOUNT protocol.
     #[default]
     V3,
+    /// NFS version 4.1 (RFC 8881): a session with exactly-once semantics;
+    /// paths are pseudo-file-system paths (no MOUNT protocol).
+    V41,
+}
+
+impl NfsVersion {
+    /// The name as `dnfs check` and the statistics show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NfsVersion::V3 => "nfsv3",
+            NfsVersion::V41 => "nfsv4.1",
+        }
+    }
 }
 
 /// Every tunable of a mount. Build one with [`MountOptions::default`], then
@@ -176,7 +189,7 @@ pub struct MountOptions {
     /// Bind a privileged source port (< 1024), for servers that demand one
     /// (`secure` exports). Needs CAP_NET_BIND_SERVICE. Default off.
     pub resvport: bool,
-    /// Protocol version; only NFSv3.
+    /// Protocol version: NFSv3 (default) or NFSv4.1.
     pub nfs_version: NfsVersion,
     /// Read-only mount (`ro`): every call that would change the server
     /// fails with EROFS before it is sent. Default off (`rw`).
@@ -256,8 +269,10 @@ pub enum OptionError {
         /// What was expected.
         reason: String,
     },
-    /// An NFS version other than 3 was asked for.
-    #[error("unsupported NFS version \"{value}\" for key \"{key}\": only nfsv3 is supported")]
+    /// An NFS version other than 3 and 4.1 was asked for.
+    #[error(
+        "unsupported NFS version \"{value}\" for key \"{key}\": nfsv3 and nfsv4.1 are supported"
+    )]
     UnsupportedVersion {
         /// The key as written.
         key: String,
@@ -793,6 +808,7 @@ impl ValueParser<'_> {
     fn version(&self) -> Result<NfsVersion, OptionError> {
         match self.required()?.to_ascii_lowercase().as_str() {
             "3" | "v3" | "nfsv3" | "nfs3" => Ok(NfsVersion::V3),
+            "4.1" | "v4.1" | "nfsv4.1" | "nfs4.1" | "nfsv41" => Ok(NfsVersion::V41),
             _ => Err(OptionError::UnsupportedVersion {
                 key: self.key.to_owned(),
                 value: self.value.to_owned(),
@@ -1176,14 +1192,17 @@ mod tests {
     }
 
     #[test]
-    fn rejects_nfs_version_4() {
-        for v in ["4", "nfsv4", "4.1", "nfsv41", "pNFS", "2"] {
+    fn accepts_nfsv3_and_nfsv41_and_rejects_the_rest() {
+        for v in ["4", "nfsv4", "4.0", "4.2", "pNFS", "2"] {
             let err = set(&[("nfs_version", v)]).unwrap_err();
             assert!(matches!(err, OptionError::UnsupportedVersion { .. }), "{v}");
-            assert!(err.to_string().contains("only nfsv3 is supported"));
+            assert!(err.to_string().contains("nfsv3 and nfsv4.1 are supported"));
         }
         for v in ["3", "nfsv3", "NFSv3", "v3"] {
-            assert!(set(&[("version", v)]).is_ok(), "{v}");
+            assert_eq!(set(&[("version", v)]).unwrap().nfs_version, NfsVersion::V3);
+        }
+        for v in ["4.1", "nfsv4.1", "NFSv4.1", "v4.1", "nfsv41"] {
+            assert_eq!(set(&[("vers", v)]).unwrap().nfs_version, NfsVersion::V41);
         }
     }
 

@@ -586,7 +586,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid nfs URL \"nfs://h/v?version=4\": unsupported NFS version \"4\" \
-             for key \"version\": only nfsv3 is supported"
+             for key \"version\": nfsv3 and nfsv4.1 are supported"
         );
     }
 
