@@ -463,7 +463,7 @@ struct Counter {
     get: fn(&IoSnapshot) -> u64,
 }
 
-const COUNTERS: [Counter; 13] = [
+const COUNTERS: [Counter; 12] = [
     Counter {
         name: "directnfs_bytes_read_total",
         help: "READ payload bytes received.",
@@ -523,11 +523,6 @@ const COUNTERS: [Counter; 13] = [
         name: "directnfs_write_behind_errors_total",
         help: "Write-behind WRITEs that failed (each reported by an fsync).",
         get: |io| io.write_behind_errors,
-    },
-    Counter {
-        name: "directnfs_fsync_wait_microseconds_total",
-        help: "Time fsync spent waiting for write-behind WRITEs.",
-        get: |io| io.fsync_wait_us,
     },
 ];
 
@@ -629,6 +624,23 @@ fn write_families(out: &mut String, scopes: &[Scope<'_>]) {
         for sc in scopes {
             sample(out, c.name, &sc.labels, &[], &(c.get)(sc.io).to_string());
         }
+    }
+    // Seconds, as Prometheus wants base units (the model counts µs).
+    family(
+        out,
+        "directnfs_fsync_wait_seconds_total",
+        "counter",
+        "Time fsync spent waiting for write-behind WRITEs.",
+    );
+    for sc in scopes {
+        let ns = sc.io.fsync_wait_us.saturating_mul(1000);
+        sample(
+            out,
+            "directnfs_fsync_wait_seconds_total",
+            &sc.labels,
+            &[],
+            &seconds_from_ns(ns),
+        );
     }
 
     let gauges: [(&str, &str, GaugeOf); 4] = [
@@ -1180,7 +1192,7 @@ mod tests {
             ("directnfs_inflight_peak", "gauge"),
             ("directnfs_write_behind_bytes", "gauge"),
             ("directnfs_write_behind_errors_total", "counter"),
-            ("directnfs_fsync_wait_microseconds_total", "counter"),
+            ("directnfs_fsync_wait_seconds_total", "counter"),
             ("directnfs_queue_depth", "gauge"),
             ("directnfs_up", "gauge"),
             ("directnfs_sends_total", "counter"),
