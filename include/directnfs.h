@@ -1,6 +1,7 @@
 /*
- * directnfs.h — C interface of directnfs, an NFSv3 client that runs inside
- * the process that uses it (libdirectnfs.so / libdirectnfs.a).
+ * directnfs.h — C interface of directnfs, an NFS client (NFSv3, or NFSv4.1
+ * with vers=4.1 in the URL or nfs_version: nfsv4.1 in the dnfstab) that runs
+ * inside the process that uses it (libdirectnfs.so / libdirectnfs.a).
  *
  *   cc app.c $(pkg-config --cflags --libs directnfs)
  *   cc app.c $(pkg-config --static --cflags --libs directnfs)   # libdirectnfs.a
@@ -57,7 +58,14 @@
  *
  * Durability. Writes are FILE_SYNC by default: when dnfs_pwrite returns, the
  *           data is on the server's stable storage. With the URL/config
- *           option stable=unstable, writes are durable after dnfs_fsync.
+ *           option stable=unstable, writes are durable after dnfs_fsync,
+ *           and write-behind is on (write_behind=, default 8 MiB per file,
+ *           0 = off): dnfs_pwrite returns once the data is copied and
+ *           sent, like write(2) to a local file; dnfs_fsync waits for those
+ *           writes, then commits. An error of such a write (ENOSPC, EDQUOT,
+ *           EIO, ...) is returned by the next dnfs_fsync of the file, or by
+ *           dnfs_close if no dnfs_fsync came first, once. Reads see data
+ *           still in flight.
  */
 #ifndef DIRECTNFS_H
 #define DIRECTNFS_H
@@ -169,9 +177,12 @@ ssize_t dnfs_stats_json(const dnfs_client *client, char *buf, size_t len);
  * DNFS_O_CREAT give EINVAL. Returns NULL and errno on failure. */
 dnfs_file *dnfs_open(dnfs_client *client, const char *path, int flags, unsigned mode);
 
-/* Closes the file. Returns 0 (NFS has no close: nothing can fail, and
- * data written in FILE_SYNC mode is already durable). In stable=unstable
- * mode, call dnfs_fsync first: close does not commit. NULL is ignored. */
+/* Closes the file. Returns 0, or in stable=unstable mode with write-behind
+ * a negative errno: the error of a write-behind write not yet reported by
+ * dnfs_fsync (close waits for the writes in flight). The file is closed
+ * either way. Data written in FILE_SYNC mode is already durable; in
+ * stable=unstable mode call dnfs_fsync first: close does not commit.
+ * NULL is ignored. */
 int dnfs_close(dnfs_file *file);
 
 /* Reads up to len bytes at offset into buf. Returns the number of bytes
@@ -186,11 +197,15 @@ ssize_t dnfs_pread(dnfs_file *file, void *buf, size_t len, int64_t offset);
 
 /* Writes len bytes from buf at offset. Returns len or a negative errno;
  * never a partial count. Durable on return in FILE_SYNC mode (default).
- * buf is only read during the call. */
+ * With write-behind (stable=unstable) it returns once the data is copied
+ * and sent; its error comes from dnfs_fsync or dnfs_close (see
+ * Durability). buf is only read during the call. */
 ssize_t dnfs_pwrite(dnfs_file *file, const void *buf, size_t len, int64_t offset);
 
 /* Makes all writes acknowledged so far durable: nothing to do in FILE_SYNC
- * mode, COMMIT (and resend after a server restart) in unstable mode.
+ * mode, COMMIT (and resend after a server restart) in unstable mode, after
+ * waiting for the file's write-behind writes (whose error, if one failed
+ * since the last report, is returned once).
  * Returns 0 once every byte is proven durable, or a negative errno (-EIO
  * also when the server kept restarting while data was re-sent); on failure
  * nothing is dropped and a later dnfs_fsync tries again. */

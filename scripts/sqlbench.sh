@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sqlbench.sh — TPC-B-like SQL benchmark (pgbench's default transaction) on
 # SQLite: the directnfs VFS versus the same database on the local file
-# system, for each journal mode and each directnfs stable mode.
+# system, for each journal mode and each directnfs stable mode, and in
+# unstable mode with write-behind off and on.
 #
 #   scripts/sqlbench.sh [extra sqlbench args, e.g. --clients 1,4 --duration 10]
 #
@@ -9,13 +10,16 @@
 # (scripts/nfs-server.sh, state in $SQLBENCH_STATE, default
 # /tmp/directnfs-sqlbench) and stops it afterwards.
 # Environment: JOURNALS (default "delete wal"), STABLES (default
-# "file_sync unstable"), OUT (JSON directory, default bench-results),
+# "file_sync unstable"), WRITE_BEHINDS (write_behind= values tried in
+# unstable mode, default "0 8m": off, then the default 8 MiB per file; not
+# used with file_sync), OUT (JSON directory, default bench-results),
 # LOCAL_DIR (local-engine directory, default /var/tmp/sqlbench-local).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 JOURNALS=${JOURNALS:-delete wal}
 STABLES=${STABLES:-file_sync unstable}
+WRITE_BEHINDS=${WRITE_BEHINDS:-0 8m}
 OUT=${OUT:-bench-results}
 LOCAL_DIR=${LOCAL_DIR:-/var/tmp/sqlbench-local}
 mkdir -p "$OUT"
@@ -34,10 +38,16 @@ sep='?'; [[ $base == *\?* ]] && sep='&'
 
 for journal in $JOURNALS; do
     for stable in $STABLES; do
-        echo "=== journal_mode=$journal, directnfs stable=$stable"
-        target/release/examples/sqlbench --url "${base}${sep}stable=${stable}" \
-            --journal "$journal" --local-dir "$LOCAL_DIR" \
-            --json "$OUT/sqlbench-$journal-$stable.json" "$@"
+        wbs=0
+        [[ $stable == unstable ]] && wbs=$WRITE_BEHINDS
+        for wb in $wbs; do
+            name=$journal-$stable
+            [[ $stable == unstable ]] && name+=-wb$wb
+            echo "=== journal_mode=$journal, directnfs stable=$stable write_behind=$wb"
+            target/release/examples/sqlbench --url "${base}${sep}stable=${stable}&write_behind=${wb}" \
+                --journal "$journal" --local-dir "$LOCAL_DIR" \
+                --json "$OUT/sqlbench-$name.json" "$@"
+        done
     done
 done
 echo "JSON results in $OUT/sqlbench-*.json${started:+ (server started and stopped by this script)}"

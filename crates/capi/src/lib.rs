@@ -30,7 +30,6 @@
 #![allow(clippy::missing_safety_doc)] // the contracts are in directnfs.h
 
 mod ffi;
-pub mod locate;
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
@@ -259,7 +258,7 @@ fn boxed_client(client: Client) -> *mut DnfsClient {
 
 impl DnfsClient {
     fn path(&self, path: &str) -> String {
-        locate::relative_to(self.client.target_path(), path)
+        dnfs::config::relative_to(self.client.target_path(), path)
     }
 }
 
@@ -307,14 +306,21 @@ pub unsafe extern "C" fn dnfs_client_open_config(
         };
         // SAFETY: a C string valid for this call.
         let path = unsafe { arg_str(path, "path") }?;
-        let tab = locate::load_config(config)?.ok_or_else(|| {
-            Failure::invalid(format!(
-                "no dnfstab found (looked at ${}, {})",
-                dnfs::config::ENV_VAR,
-                dnfs::config::DEFAULT_PATHS.join(", ")
-            ))
+        let tab = dnfs::config::find_config(config)
+            .map_err(dnfs::Error::from)?
+            .ok_or_else(|| {
+                Failure::invalid(format!(
+                    "no dnfstab found (looked at ${}, {})",
+                    dnfs::config::ENV_VAR,
+                    dnfs::config::DEFAULT_PATHS.join(", ")
+                ))
+            })?;
+        let located = tab.locate(path)?.ok_or_else(|| {
+            dnfs::Error::Config(dnfs::config::ConfigError::NotUnderMount {
+                name: path.to_string(),
+                file: tab.source.clone(),
+            })
         })?;
-        let located = locate::locate_in_config(&tab, path)?;
         let client = Client::mount(&located.target)?;
         Ok(boxed_client(client))
     })
@@ -464,7 +470,7 @@ pub unsafe extern "C" fn dnfs_open(
         };
         OpStats::add(&c.stats.metadata_ops, 1);
         let path = c.path(path);
-        let file = c.stats.check(locate::fresh(&c.client, &path, || {
+        let file = c.stats.check(dnfs::retry_stale(&c.client, &path, || {
             c.client.open_with(&path, opts)
         }))?;
         Ok(Box::into_raw(Box::new(DnfsFile {
@@ -481,7 +487,12 @@ pub unsafe extern "C" fn dnfs_close(file: *mut DnfsFile) -> c_int {
     ffi_try(|| {
         if !file.is_null() {
             // SAFETY: created by Box::into_raw in dnfs_open, closed once.
-            drop(unsafe { Box::from_raw(file) });
+            let f = unsafe { Box::from_raw(file) };
+            // Write-behind (unstable mode): the WRITEs in flight are
+            // waited for, and an error of one not yet reported by
+            // dnfs_fsync is reported here, as close(2) on an NFS file
+            // does. The file is closed either way.
+            f.stats.check(f.file.flush_write_behind())?;
         }
         Ok(0)
     })
@@ -607,9 +618,9 @@ pub unsafe extern "C" fn dnfs_stat(
         }
         OpStats::add(&c.stats.metadata_ops, 1);
         let path = c.path(path);
-        let m = c
-            .stats
-            .check(locate::fresh(&c.client, &path, || c.client.metadata(&path)))?;
+        let m = c.stats.check(dnfs::retry_stale(&c.client, &path, || {
+            c.client.metadata(&path)
+        }))?;
         // SAFETY: st is non-NULL and points to a writable dnfs_stat.
         unsafe { st.write(DnfsStat::from(&m)) };
         Ok(0)
@@ -647,7 +658,7 @@ unsafe fn path_op(
         OpStats::add(&c.stats.metadata_ops, 1);
         let path = c.path(path);
         c.stats
-            .check(locate::fresh(&c.client, &path, || op(&c.client, &path)))?;
+            .check(dnfs::retry_stale(&c.client, &path, || op(&c.client, &path)))?;
         Ok(0)
     })
 }
@@ -711,9 +722,9 @@ pub unsafe extern "C" fn dnfs_readdir(
         let cb = cb.ok_or_else(|| Failure::invalid("callback is NULL"))?;
         OpStats::add(&c.stats.metadata_ops, 1);
         let path = c.path(path);
-        let entries = c
-            .stats
-            .check(locate::fresh(&c.client, &path, || c.client.read_dir(&path)))?;
+        let entries = c.stats.check(dnfs::retry_stale(&c.client, &path, || {
+            c.client.read_dir(&path)
+        }))?;
         for e in entries {
             let name = cstring(&e.name);
             let st = e.metadata.as_ref().map(DnfsStat::from);

@@ -39,6 +39,10 @@ struct Probe {
     rtt: Duration,
     /// SO_SNDBUF and SO_RCVBUF of the connection, bytes.
     buffers: (u64, u64),
+    /// `nfsv3` or `nfsv4.1`.
+    proto: &'static str,
+    /// The NFSv4.1 session's slots (none on NFSv3).
+    slots: Option<u32>,
 }
 
 /// Runs the check; `urls` empty means "everything in the dnfstab".
@@ -52,7 +56,7 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
             )
         })?;
         for server in &tab.servers {
-            let specs = crate::location::path_specs(&tab, server)?;
+            let specs = tab.path_specs(server)?;
             for (p, spec) in server.paths.iter().zip(specs) {
                 let shown = match &p.local {
                     Some(l) => format!("{l} -> {}", p.server),
@@ -119,6 +123,8 @@ fn probe(target: &Target) -> std::result::Result<Probe, String> {
         wtmax: limits.wtmax,
         rtt: rtts[rtts.len() / 2],
         buffers: channel.map_or((0, 0), |c| (c.send_buffer, c.recv_buffer)),
+        proto: client.options().nfs_version.name(),
+        slots: client.session_slots(),
     })
 }
 
@@ -128,13 +134,23 @@ fn print_table(rows: &[Row]) {
     let wp = w(&|r| r.path.len(), 4);
     let we = w(&|r| r.export.len(), 6);
     println!(
-        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}",
-        "SERVER", "PATH", "EXPORT", "STATUS", "RTMAX", "WTMAX", "NULL RTT", "SNDBUF", "RCVBUF"
+        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}",
+        "SERVER",
+        "PATH",
+        "EXPORT",
+        "STATUS",
+        "RTMAX",
+        "WTMAX",
+        "NULL RTT",
+        "SNDBUF",
+        "RCVBUF",
+        "PROTO",
+        "SLOTS"
     );
     for r in rows {
         match &r.outcome {
             Ok(p) => println!(
-                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}",
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}  {:>7}  {:>5}",
                 r.server,
                 r.path,
                 r.export,
@@ -143,7 +159,9 @@ fn print_table(rows: &[Row]) {
                 p.wtmax,
                 p.rtt.as_secs_f64() * 1e6,
                 p.buffers.0,
-                p.buffers.1
+                p.buffers.1,
+                p.proto,
+                p.slots.map_or("-".to_string(), |n| n.to_string())
             ),
             Err(e) => println!(
                 "{:ws$}  {:wp$}  {:we$}  {:>6}  {e}",

@@ -7,11 +7,10 @@
 //! mounts it, giving a [`Location`].
 
 use std::cell::{OnceCell, RefCell};
-use std::net::IpAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
-use directnfs::config::{find_config, split_by_export, DnfsTab, ServerEntry};
-use directnfs::{Client, NfsUrl, PathSpec, Target};
+use directnfs::config::{absolute, find_config, split_by_export, DnfsTab};
+use directnfs::{Client, NfsUrl, Target};
 
 use crate::error::{CliError, Result};
 
@@ -89,21 +88,19 @@ impl Resolver {
         let Some(tab) = self.tab()? else {
             return Ok(Spec::Local(PathBuf::from(arg)));
         };
-        let absolute = absolute(Path::new(arg))?;
+        let absolute = absolute(Path::new(arg)).map_err(|e| CliError::io(Path::new("."), e))?;
         let Some(text) = absolute.to_str() else {
             return Ok(Spec::Local(PathBuf::from(arg)));
         };
-        let Some(resolved) = tab.resolve(text) else {
+        let Some(located) = tab.locate(text)? else {
             return Ok(Spec::Local(PathBuf::from(arg)));
         };
-        let server = resolved.server;
-        let export = resolved.export.export.clone();
-        let paths = path_specs(tab, server)?;
-        let path = join(&export, &resolved.rest);
+        let target = located.target;
+        let (export, path) = (target.export.as_deref().unwrap_or("/"), &target.path);
         self.note(&format!(
             "{arg}: server {} ({}), export {export}, path {path} (from {})",
-            server.name,
-            server
+            target.name,
+            target
                 .paths
                 .iter()
                 .map(|p| p.server.as_str())
@@ -113,13 +110,7 @@ impl Resolver {
         ));
         Ok(Spec::Nfs(Box::new(NfsSpec {
             arg: arg.to_string(),
-            target: Target {
-                name: server.name.clone(),
-                paths,
-                export: Some(export),
-                path,
-                options: server.options.clone(),
-            },
+            target,
         })))
     }
 
@@ -228,66 +219,6 @@ impl NfsSpec {
     }
 }
 
-/// `export` + `rest` (`rest` is `/` or `/a/b`).
-/// The network paths of a dnfstab server, with their `local:` addresses
-/// parsed (an error names the file and line of a bad one).
-pub fn path_specs(tab: &DnfsTab, server: &ServerEntry) -> Result<Vec<PathSpec>> {
-    server
-        .paths
-        .iter()
-        .map(|p| {
-            let local = match &p.local {
-                None => None,
-                Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
-                    CliError::msg(format!(
-                        "{}:{}: local address \"{l}\" is not an IP address",
-                        tab.source.display(),
-                        p.line
-                    ))
-                })?),
-            };
-            Ok(PathSpec {
-                local,
-                server: p.server.clone(),
-            })
-        })
-        .collect()
-}
-
-fn join(export: &str, rest: &str) -> String {
-    let export = export.trim_end_matches('/');
-    if rest == "/" || rest.is_empty() {
-        if export.is_empty() {
-            "/".into()
-        } else {
-            export.into()
-        }
-    } else {
-        format!("{export}{rest}")
-    }
-}
-
-/// `p` made absolute against the current directory, lexically (no
-/// symlinks: the path need not exist locally).
-fn absolute(p: &Path) -> Result<PathBuf> {
-    let base = if p.is_absolute() {
-        PathBuf::from("/")
-    } else {
-        std::env::current_dir().map_err(|e| CliError::io(Path::new("."), e))?
-    };
-    let mut out = base;
-    for c in p.components() {
-        match c {
-            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(n) => out.push(n),
-        }
-    }
-    Ok(out)
-}
-
 /// True when the server said the path does not exist (NFS3ERR_NOENT).
 pub fn is_not_found(e: &directnfs::Error) -> bool {
     e.kind() == std::io::ErrorKind::NotFound
@@ -309,23 +240,11 @@ pub fn nfs_file_name(path: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use std::net::IpAddr;
+
+    use directnfs::PathSpec;
+
     use super::*;
-
-    #[test]
-    fn join_puts_rest_below_export() {
-        assert_eq!(join("/vol/x", "/"), "/vol/x");
-        assert_eq!(join("/vol/x", "/a/b"), "/vol/x/a/b");
-        assert_eq!(join("/", "/a"), "/a");
-        assert_eq!(join("/", "/"), "/");
-    }
-
-    #[test]
-    fn absolute_resolves_dots_lexically() {
-        assert_eq!(
-            absolute(Path::new("/db/x/../y/./f")).ok(),
-            Some(PathBuf::from("/db/y/f"))
-        );
-    }
 
     #[test]
     fn nfs_names_are_last_components() {

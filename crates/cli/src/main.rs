@@ -29,7 +29,7 @@ use crate::location::Resolver;
 #[command(
     name = "dnfs",
     version,
-    about = "NFSv3 file commands over directnfs (no kernel NFS client, no mount)",
+    about = "NFSv3 and NFSv4.1 file commands over directnfs (no kernel NFS client, no mount)",
     after_help = "PATH is an nfs://host[:port]/export/path?nfsport=N&mountport=M URL, or a path \
                   under a mount: prefix of the dnfstab (--config FILE, $DIRECTNFS_TAB, \
                   ./dnfstab, /etc/dnfstab). cp also takes local paths."
@@ -125,8 +125,9 @@ enum Command {
         command: Vec<std::ffi::OsString>,
     },
     /// Check every server, path and export of the dnfstab (or the URLs
-    /// given): connect over each path, MOUNT, FSINFO, NULL round trip.
-    /// Exits non-zero if anything fails.
+    /// given): connect over each path, MOUNT, FSINFO, NULL round trip
+    /// (NFSv4.1: session, export lookup, SEQUENCE round trip), protocol
+    /// and session slots. Exits non-zero if anything fails.
     Check {
         /// nfs:// URLs to check instead of the dnfstab.
         urls: Vec<String>,

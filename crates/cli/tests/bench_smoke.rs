@@ -2,27 +2,14 @@
 //!
 //! Needs `DNFS_TEST_URL` (the export URL printed by `scripts/nfs-server.sh
 //! start DIR`) and `DNFS_TEST_EXPORT_DIR` (DIR, for the local engine);
-//! without them the test says so loudly and passes as skipped.
+//! without them the test says so loudly and passes as skipped (fails when
+//! `DNFS_TEST_REQUIRE_SERVER` is set).
 
-use std::io::Write;
 use std::process::Command;
 
 fn env_or_skip() -> Option<(String, String)> {
-    match (
-        std::env::var("DNFS_TEST_URL"),
-        std::env::var("DNFS_TEST_EXPORT_DIR"),
-    ) {
-        (Ok(u), Ok(d)) if !u.is_empty() && !d.is_empty() => Some((u, d)),
-        _ => {
-            // Straight to stderr: the test harness captures eprintln!.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** bench_smoke SKIPPED: set DNFS_TEST_URL (nfs://...export?nfsport=..&mountport=..) \
-                 and DNFS_TEST_EXPORT_DIR (the exported directory) to run it ***\n"
-            );
-            None
-        }
-    }
+    let (url, dir) = directnfs_testkit::server::url_and_export_dir("bench_smoke")?;
+    Some((url, dir.display().to_string()))
 }
 
 /// `nfs://host/export?q` + `/name` -> `nfs://host/export/name?q`.
@@ -195,4 +182,77 @@ fn redo_formats_its_log_once_and_repeats_rotate_the_engine_order() {
         .args(["rm", &target])
         .output();
     let _ = std::fs::remove_file(&log);
+}
+
+/// `redo --fsync-every`: directnfs in unstable mode with write-behind on
+/// and off, and the local engine, each verified; JSON says the interval;
+/// libnfs and other workloads are refused with a message.
+#[test]
+fn redo_fsync_every_runs_with_write_behind_on_and_off_and_verifies() {
+    let Some((url, dir)) = env_or_skip() else {
+        return;
+    };
+    let name = format!("bench-smoke-fsync-{}.dat", std::process::id());
+    let local = format!("{}/{name}", dir.trim_end_matches('/'));
+    let json = std::env::temp_dir().join(format!("bench-smoke-fsync-{}.json", std::process::id()));
+    let bench = |url: &str, engines: &str, workload: &str| {
+        let target = file_url(url, &name);
+        let json = json.to_string_lossy().into_owned();
+        Command::new(env!("CARGO_BIN_EXE_dnfs"))
+            .args([
+                "bench",
+                workload,
+                "--target",
+                &target,
+                "--local-path",
+                &local,
+                "--size",
+                "16m",
+                "--duration",
+                "1",
+                "--warmup",
+                "0",
+                "--engine",
+                engines,
+                "--fsync-every",
+                "8",
+                "--verify",
+                "--quiet",
+                "--json",
+                &json,
+            ])
+            .output()
+            .expect("run dnfs")
+    };
+    let sep = if url.contains('?') { '&' } else { '?' };
+    for wb in ["8m", "0"] {
+        let url = format!("{url}{sep}stable=unstable&write_behind={wb}");
+        let out = bench(&url, "directnfs,local", "redo");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "write_behind={wb}: {}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("fsync every 8 writes"), "{stdout}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).expect("json")).expect("parse");
+        assert_eq!(report["params"]["fsync_every"], 8);
+        for run in report["runs"].as_array().expect("runs") {
+            assert_eq!(run["verify"], "ok", "{run}");
+            assert_eq!(run["errors"], 0, "{run}");
+        }
+    }
+    let out = bench(&url, "directnfs,libnfs", "redo");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("libnfs"));
+    let out = bench(&url, "directnfs", "oltp");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("redo only"));
+    let _ = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+        .args(["rm", &file_url(&url, &name)])
+        .output();
+    let _ = std::fs::remove_file(format!("{local}.redo"));
+    let _ = std::fs::remove_file(&json);
 }

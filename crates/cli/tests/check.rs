@@ -39,7 +39,25 @@ fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     let row = stdout.lines().nth(1).unwrap_or_default();
-    assert!(row.trim_end().ends_with("131072     131072"), "{stdout}");
+    assert!(row.contains("131072     131072"), "{stdout}");
+    assert!(
+        row.trim_end().ends_with("nfsv3      -"),
+        "protocol shown: {stdout}"
+    );
+
+    // NFSv4.1: the protocol and the session's slots.
+    if let Ok(v41) = std::env::var("DNFS_TEST_URL_V41") {
+        let out = dnfs(&["check", &v41]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{stdout}");
+        let row = stdout.lines().nth(1).unwrap_or_default();
+        let slots: u32 = row
+            .split_whitespace()
+            .last()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        assert!(row.contains(" nfsv4.1 ") && slots >= 1, "{stdout}");
+    }
 
     let dead = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1";
     let started = std::time::Instant::now();

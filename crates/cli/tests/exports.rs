@@ -12,11 +12,11 @@
 
 mod common;
 
-#[path = "../../client/tests/hostile/mod.rs"]
-mod hostile;
+use directnfs_testkit::hostile;
 
 use common::{dnfs, random_bytes, Scratch};
-use directnfs_testkit::ganesha::{wanted, OwnGanesha};
+use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::server::wanted;
 use hostile::{HostileServer, MountAny, Options, Plan, FILE};
 
 /// Runs `dnfs ARGS` and fails the test unless it succeeds.

@@ -19,6 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use directnfs::stats::HostStats;
+use directnfs_testkit::server;
 
 use common::{dnfs, unique, Scratch};
 use opskit::*;
@@ -266,7 +267,10 @@ fn a_forked_child_publishes_its_own_endpoint() {
 #[test]
 fn exporter_is_scraped_by_prometheus_and_promql_sees_the_rate() {
     let s = server_or_skip!();
-    let (Some(prometheus), Some(promtool)) = (tool("prometheus"), tool("promtool")) else {
+    let (Some(prometheus), Some(promtool)) = (
+        server::tool("exporter_is_scraped_by_prometheus", "prometheus"),
+        server::tool("exporter_is_scraped_by_prometheus", "promtool"),
+    ) else {
         return;
     };
     let scratch = Scratch::new("prom");

@@ -122,6 +122,9 @@ impl Client {
     /// its umask first). A re-sent MKDIR that finds a directory there
     /// reports success, as [`Client::mkdir`] does.
     pub fn mkdir_mode(&self, path: &str, mode: u32) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::mkdir(s, &self.inner, path, mode);
+        }
         self.fresh(|| {
             let (dir, name) = self.inner.parent_and_name(path)?;
             let args = nfs3::MKDIR3args {

@@ -17,7 +17,7 @@ use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::alert::Alerts;
-use crate::config::{MountOptions, NfsUrl, SocketBuffers};
+use crate::config::{ConfigError, MountOptions, NfsUrl, NfsVersion, SocketBuffers};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::oneshot::nobody_answered;
@@ -37,7 +37,7 @@ const MAX_CACHED_HANDLES: usize = 65536;
 pub use crate::stats::{EVICTED_FILES, MAX_FILE_STATS};
 
 /// Transfer size used when the server's FSINFO gives none.
-const FALLBACK_TRANSFER: u32 = 64 * 1024;
+pub(crate) const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
 const RECORD_OVERHEAD: usize = 64 * 1024;
 
@@ -122,6 +122,21 @@ pub(crate) struct Inner {
     pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     pub(crate) files: std::sync::Mutex<FileStatsTable>,
+    /// Open files that used write-behind (`remove`/`rename` wait for them).
+    pub(crate) write_behind: crate::writebehind::Registry,
+    /// The NFSv4.1 session, on a server mounted with `nfs_version: nfsv4.1`
+    /// (then the methods hand their work to `crate::v4`).
+    pub(crate) v4: Option<crate::v4::Session>,
+}
+
+impl Drop for Inner {
+    /// Ends an NFSv4.1 session and client ID (DESTROY_SESSION,
+    /// DESTROY_CLIENTID) while the transport still runs.
+    fn drop(&mut self) {
+        if let Some(s) = self.v4.take() {
+            s.destroy(self, true);
+        }
+    }
 }
 
 impl Client {
@@ -139,7 +154,7 @@ impl Client {
     /// # Ok::<(), directnfs::Error>(())
     /// ```
     pub fn connect(url: &str) -> Result<Client> {
-        let url = NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        let url = NfsUrl::parse(url)?;
         Self::mount(&Target::from_url(&url))
     }
 
@@ -156,9 +171,7 @@ impl Client {
     /// reply on a connection it accepted) fails the mount at once.
     pub fn mount(target: &Target) -> Result<Client> {
         let options = target.options.clone();
-        options
-            .validate()
-            .map_err(|e| Error::Config(e.to_string()))?;
+        options.validate().map_err(ConfigError::from)?;
         let cred = credential(&options);
         if let Some(sink) = &options.alert_log {
             crate::alert::set_sink(sink.clone());
@@ -210,6 +223,9 @@ impl Client {
         deadline: Instant,
         alerts: &Alerts,
     ) -> Result<Client> {
+        if options.nfs_version == NfsVersion::V41 {
+            return crate::v4::mount::mount_once(target, options, cred);
+        }
         let cold_timeout = deadline
             .saturating_duration_since(Instant::now())
             .clamp(Duration::from_secs(1), COLD_TIMEOUT);
@@ -249,67 +265,16 @@ impl Client {
             mut mounted,
         } = found;
 
-        // Channels: `connections` per path, all to the NFS port.
-        let mut channels = Vec::new();
-        for (pi, p) in target.paths.iter().enumerate() {
-            let remote = resolve(&p.server, nfs_port)?;
-            for _ in 0..options.connections {
-                let spec = ConnectSpec {
-                    remote,
-                    local: p.local,
-                    timeout: options
-                        .timeo
-                        .clamp(Duration::from_secs(1), Duration::from_secs(10)),
-                    dontroute: options.dontroute,
-                    resvport: options.resvport,
-                    buffers: socket_buffers(options),
-                };
-                channels.push(ChannelSpec {
-                    path: pi,
-                    connect: spec,
-                });
-            }
-        }
-        let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
-        let transport = Transport::start(
-            channels,
-            TransportConfig {
-                policy: RetryPolicy {
-                    timeo: options.timeo,
-                    retrans: options.retrans,
-                    hard: options.hard,
-                },
-                backoff: Backoff::default(),
-                max_record,
-                max_inflight: options.max_inflight,
-                max_client_inflight: options.max_client_inflight,
-                cred: cred.to_vec(),
-                prog: nfs3::NFS_PROGRAM,
-                vers: nfs3::NFS_V3,
-                alerts: alerts.clone(),
-            },
-        )
-        .map_err(|e| Error::Connect {
-            server: format!("{}:{nfs_port}", target.name),
-            source: e,
-        })?;
-        let mut inner = Inner {
-            transport,
-            name: target.name.clone(),
-            export: String::new(),
-            root: mounted.root,
-            target_rest: String::new(),
-            limits: Limits {
-                rtmax: FALLBACK_TRANSFER,
-                wtmax: FALLBACK_TRANSFER,
-                server_rtmax: 0,
-                server_wtmax: 0,
-            },
-            options: options.clone(),
-            cred: cred.to_vec(),
-            handles: RwLock::new(HashMap::new()),
-            files: std::sync::Mutex::new(FileStatsTable::default()),
-        };
+        let transport = start_transport(
+            target,
+            options,
+            cred,
+            nfs_port,
+            (nfs3::NFS_PROGRAM, nfs3::NFS_V3),
+            alerts.clone(),
+        )?;
+        let mut inner = Inner::new(transport, target, options, cred);
+        inner.root = mounted.root;
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
         // nothing about where the export is, only that the file exists.
@@ -410,6 +375,9 @@ impl Client {
 
     /// Attributes of `path` (relative to the export root).
     pub fn metadata(&self, path: &str) -> Result<Metadata> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::metadata(s, &self.inner, path);
+        }
         self.fresh(|| self.metadata_once(path))
     }
 
@@ -421,7 +389,13 @@ impl Client {
     }
 
     /// Removes a file.
+    /// Write-behind writes in flight (any open file of this client) are
+    /// waited for first.
     pub fn remove(&self, path: &str) -> Result<()> {
+        self.inner.write_behind.settle_all();
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::remove(s, &self.inner, path, false);
+        }
         self.fresh(|| self.remove_once(path))
     }
 
@@ -443,6 +417,9 @@ impl Client {
 
     /// Removes an empty directory.
     pub fn rmdir(&self, path: &str) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::remove(s, &self.inner, path, true);
+        }
         self.fresh(|| self.rmdir_once(path))
     }
 
@@ -463,8 +440,13 @@ impl Client {
     }
 
     /// Renames `from` to `to` (both relative to the export root), replacing
-    /// `to` if it exists, atomically on the server.
+    /// `to` if it exists, atomically on the server. Write-behind writes in
+    /// flight (any open file of this client) are waited for first.
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        self.inner.write_behind.settle_all();
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::rename(s, &self.inner, from, to);
+        }
         self.fresh(|| self.rename_once(from, to))
     }
 
@@ -496,6 +478,9 @@ impl Client {
     /// Lists a directory (without `.` and `..`), with attributes when the
     /// server provides them.
     pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::ops::read_dir(s, &self.inner, path);
+        }
         self.fresh(|| self.read_dir_once(path))
     }
 
@@ -629,6 +614,10 @@ impl Client {
     /// reports it.
     pub fn ping(&self) -> Result<Duration> {
         let start = std::time::Instant::now();
+        if let Some(s) = &self.inner.v4 {
+            s.renew(&self.inner)?;
+            return Ok(start.elapsed());
+        }
         self.inner.call::<nfs3::Null>(&(), "NULL")?;
         Ok(start.elapsed())
     }
@@ -674,9 +663,67 @@ impl Client {
                 cred,
                 handles: RwLock::new(HashMap::new()),
                 files: std::sync::Mutex::new(FileStatsTable::default()),
+                write_behind: Default::default(),
+                v4: None,
             }),
         }
     }
+}
+
+/// Starts the transport: `connections` channels per path, all to
+/// `nfs_port`, carrying program `prog` version `vers`.
+pub(crate) fn start_transport(
+    target: &Target,
+    options: &MountOptions,
+    cred: &[u8],
+    nfs_port: u16,
+    (prog, vers): (u32, u32),
+    alerts: Alerts,
+) -> Result<Transport> {
+    // Channels: `connections` per path, all to the NFS port.
+    let mut channels = Vec::new();
+    for (pi, p) in target.paths.iter().enumerate() {
+        let remote = resolve(&p.server, nfs_port)?;
+        for _ in 0..options.connections {
+            let spec = ConnectSpec {
+                remote,
+                local: p.local,
+                timeout: options
+                    .timeo
+                    .clamp(Duration::from_secs(1), Duration::from_secs(10)),
+                dontroute: options.dontroute,
+                resvport: options.resvport,
+                buffers: socket_buffers(options),
+            };
+            channels.push(ChannelSpec {
+                path: pi,
+                connect: spec,
+            });
+        }
+    }
+    let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
+    Transport::start(
+        channels,
+        TransportConfig {
+            policy: RetryPolicy {
+                timeo: options.timeo,
+                retrans: options.retrans,
+                hard: options.hard,
+            },
+            backoff: Backoff::default(),
+            max_record,
+            max_inflight: options.max_inflight,
+            max_client_inflight: options.max_client_inflight,
+            cred: cred.to_vec(),
+            prog,
+            vers,
+            alerts,
+        },
+    )
+    .map_err(|e| Error::Connect {
+        server: format!("{}:{nfs_port}", target.name),
+        source: e,
+    })
 }
 
 /// `Ok(())` for NFS3_OK, the matching error otherwise.
@@ -693,6 +740,35 @@ pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Resu
 }
 
 impl Inner {
+    /// A client of `target` on `transport`, before its export is known:
+    /// no root handle, fallback transfer sizes.
+    pub(crate) fn new(
+        transport: Transport,
+        target: &Target,
+        options: &MountOptions,
+        cred: &[u8],
+    ) -> Self {
+        Inner {
+            transport,
+            name: target.name.clone(),
+            export: String::new(),
+            root: nfs_fh3::default(),
+            target_rest: String::new(),
+            limits: Limits {
+                rtmax: FALLBACK_TRANSFER,
+                wtmax: FALLBACK_TRANSFER,
+                server_rtmax: 0,
+                server_wtmax: 0,
+            },
+            options: options.clone(),
+            cred: cred.to_vec(),
+            handles: RwLock::new(HashMap::new()),
+            files: std::sync::Mutex::new(FileStatsTable::default()),
+            write_behind: Default::default(),
+            v4: None,
+        }
+    }
+
     pub(crate) fn transport(&self) -> &Transport {
         &self.transport
     }
@@ -734,6 +810,11 @@ impl Inner {
     /// before sending it.
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
         self.check_writable(P::PROC, P::NAME, path)?;
+        // Every NFSv3 call passes here: what NFSv4.1 does not route to
+        // `crate::v4` is refused, never sent with a v3 handle.
+        if self.v4.is_some() {
+            return Err(crate::v4::unsupported(&format!("{} ({path})", P::NAME)));
+        }
         let mut body = self.call_body(P::PROC, 128);
         args.encode(&mut body);
         let group = Group::new(1);

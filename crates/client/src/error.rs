@@ -4,8 +4,10 @@ use std::io;
 
 use directnfs_wire::mount::mountstat3;
 use directnfs_wire::nfs3::nfsstat3;
+use directnfs_wire::nfs4::nfsstat4;
 use directnfs_wire::rpc::AuthStat;
 
+use crate::config::{ConfigError, UrlError};
 use crate::errno::{auth_errno, errno_kind, nfs_errno};
 use crate::io::error::CallError;
 
@@ -28,6 +30,16 @@ pub enum Error {
         path: String,
         /// The NFSv3 status, unknown values included.
         status: nfsstat3,
+    },
+    /// The server answered an NFSv4.1 operation with an error status.
+    #[error("{op} {path}: {status} ({})", io::Error::from_raw_os_error(nfs4_errno(*status)))]
+    Nfs4 {
+        /// Operation that failed.
+        op: &'static str,
+        /// Path it was applied to.
+        path: String,
+        /// The NFSv4 status, unknown values included.
+        status: nfsstat4,
     },
     /// MOUNT refused the export.
     #[error("MOUNT {export}: {status}")]
@@ -66,14 +78,14 @@ pub enum Error {
         detail: String,
     },
     /// No reply within the soft-mount limit (`soft`, `timeo` x `retrans`).
-    #[error("{op} {path}: timed out: {detail}")]
+    #[error("{op} {path}: timed out: no reply after {attempts} attempt(s)")]
     TimedOut {
         /// Operation.
         op: &'static str,
         /// Path.
         path: String,
-        /// Attempts made.
-        detail: String,
+        /// Transmissions made (the first and every retransmission).
+        attempts: u32,
     },
     /// The server sent something that is not a valid reply.
     #[error("{op} {path}: malformed reply from server: {detail}")]
@@ -109,9 +121,13 @@ pub enum Error {
     /// An argument is out of range or malformed.
     #[error("invalid argument: {0}")]
     InvalidInput(String),
-    /// A configuration file or URL error.
-    #[error("{0}")]
-    Config(String),
+    /// A dnfstab, or a name or options resolved through one, that cannot
+    /// be used. EINVAL.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An `nfs://` URL that cannot be parsed. EINVAL.
+    #[error(transparent)]
+    Url(#[from] UrlError),
     /// The mount is read-only (`ro`): the operation would change the
     /// server and was not sent. EROFS.
     #[error("{op} {path}: read-only mount (ro)")]
@@ -121,6 +137,10 @@ pub enum Error {
         /// Path.
         path: String,
     },
+    /// What was asked is not available (yet) on this server's protocol
+    /// version; the message says what. ENOTSUP.
+    #[error("{0}")]
+    Unsupported(String),
     /// The client was shut down while the operation waited.
     #[error("{op} {path}: client shut down")]
     Shutdown {
@@ -136,6 +156,8 @@ impl Error {
     pub fn errno(&self) -> i32 {
         match self {
             Error::Nfs { status, .. } => nfs_errno(*status),
+            Error::Nfs4 { status, .. } => nfs4_errno(*status),
+            Error::Unsupported(_) => libc::ENOTSUP,
             Error::Mount { status, .. } => match *status {
                 mountstat3::MNT3ERR_NOENT => libc::ENOENT,
                 mountstat3::MNT3ERR_ACCES | mountstat3::MNT3ERR_PERM => libc::EACCES,
@@ -146,16 +168,20 @@ impl Error {
             Error::Rpc { .. } | Error::Protocol { .. } | Error::NotDurable { .. } => libc::EIO,
             Error::TimedOut { .. } => libc::ETIMEDOUT,
             Error::Connect { source, .. } => connect_errno(source),
-            Error::InvalidInput(_) | Error::Config(_) => libc::EINVAL,
+            Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => libc::EINVAL,
             Error::Shutdown { .. } => libc::ESHUTDOWN,
             Error::ReadOnly { .. } => libc::EROFS,
         }
     }
 
-    /// The NFS status, when the server sent one.
+    /// The NFS status, when the server sent one. An NFSv4 status is given
+    /// as the NFSv3 status of the same number where the two protocols
+    /// share it (NOENT, EXIST, NOTEMPTY, STALE, ... up to 10008,
+    /// JUKEBOX/DELAY), so callers test one set of constants.
     pub fn nfs_status(&self) -> Option<nfsstat3> {
         match self {
             Error::Nfs { status, .. } => Some(*status),
+            Error::Nfs4 { status, .. } if status.0 <= SHARED_WITH_V3 => Some(nfsstat3(status.0)),
             _ => None,
         }
     }
@@ -165,7 +191,10 @@ impl Error {
         match self {
             Error::TimedOut { .. } => io::ErrorKind::TimedOut,
             Error::Protocol { .. } => io::ErrorKind::InvalidData,
-            Error::InvalidInput(_) | Error::Config(_) => io::ErrorKind::InvalidInput,
+            Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => {
+                io::ErrorKind::InvalidInput
+            }
+            Error::Unsupported(_) => io::ErrorKind::Unsupported,
             _ => errno_kind(self.errno()),
         }
     }
@@ -173,11 +202,7 @@ impl Error {
     pub(crate) fn from_call(op: &'static str, path: &str, e: CallError) -> Self {
         let path = path.to_string();
         match e {
-            CallError::TimedOut { attempts } => Error::TimedOut {
-                op,
-                path,
-                detail: format!("no reply after {attempts} attempt(s)"),
-            },
+            CallError::TimedOut { attempts } => Error::TimedOut { op, path, attempts },
             CallError::Shutdown => Error::Shutdown { op, path },
             CallError::Auth(status) => Error::Auth { op, path, status },
             CallError::Decode(d) => Error::Protocol {
@@ -191,6 +216,25 @@ impl Error {
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+/// NFSv4 statuses up to this one have the numbers and meanings of
+/// NFSv3's (RFC 8881 §15.1 kept them).
+const SHARED_WITH_V3: u32 = 10008;
+
+/// The errno of an NFSv4 status: NFSv3's for the shared numbers, EIO for
+/// the rest but a few.
+fn nfs4_errno(status: nfsstat4) -> i32 {
+    match status {
+        s if s.0 <= SHARED_WITH_V3 => nfs_errno(nfsstat3(s.0)),
+        nfsstat4::NFS4ERR_SYMLINK => libc::ELOOP,
+        nfsstat4::NFS4ERR_DENIED | nfsstat4::NFS4ERR_LOCKED | nfsstat4::NFS4ERR_SHARE_DENIED => {
+            libc::EAGAIN
+        }
+        nfsstat4::NFS4ERR_WRONG_TYPE => libc::EINVAL,
+        nfsstat4::NFS4ERR_BADNAME | nfsstat4::NFS4ERR_BADCHAR => libc::EINVAL,
+        _ => libc::EIO,
     }
 }
 
@@ -307,5 +351,53 @@ mod tests {
         };
         assert!(e.to_string().contains("nfsstat3(0x7777)"), "{e}");
         assert_eq!(e.errno(), libc::EIO);
+    }
+
+    #[test]
+    fn config_url_and_timeout_errors_carry_typed_payloads() {
+        let url = match crate::config::NfsUrl::parse("http://h/e") {
+            Err(e) => Error::from(e),
+            Ok(u) => panic!("parsed {u:?}"),
+        };
+        assert!(
+            matches!(&url, Error::Url(u) if u.kind == crate::config::UrlErrorKind::Scheme),
+            "{url:?}"
+        );
+        assert_eq!(
+            url.to_string(),
+            "invalid nfs URL \"http://h/e\": must start with \"nfs://\""
+        );
+        assert_eq!(url.errno(), libc::EINVAL);
+        assert_eq!(url.kind(), io::ErrorKind::InvalidInput);
+
+        let config = Error::from(ConfigError::NotUnderMount {
+            name: "/elsewhere/f".into(),
+            file: "dnfstab".into(),
+        });
+        assert_eq!(
+            config.to_string(),
+            "/elsewhere/f: not under any mount: prefix of dnfstab"
+        );
+        assert_eq!(config.errno(), libc::EINVAL);
+        assert_eq!(config.kind(), io::ErrorKind::InvalidInput);
+        let options = crate::config::MountOptions {
+            connections: 0,
+            ..Default::default()
+        };
+        let Err(bad) = options.validate() else {
+            panic!("0 connections accepted");
+        };
+        let text = bad.to_string();
+        let e = Error::from(ConfigError::from(bad));
+        assert!(matches!(e, Error::Config(ConfigError::Options(_))));
+        assert_eq!(e.to_string(), text, "the option error's own text");
+
+        let t = Error::from_call("READ", "/f", CallError::TimedOut { attempts: 4 });
+        assert!(matches!(t, Error::TimedOut { attempts: 4, .. }), "{t:?}");
+        assert_eq!(
+            t.to_string(),
+            "READ /f: timed out: no reply after 4 attempt(s)"
+        );
+        assert_eq!(t.errno(), libc::ETIMEDOUT);
     }
 }

@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
+use crate::writebehind::WriteBehind;
 use crate::writelog::{Entry, Segment, WriteLog};
 
 /// Uncommitted data kept in unstable mode is flushed (COMMIT) once it
@@ -78,6 +79,11 @@ pub(crate) struct FileShared {
     /// a call then costs a copy of it and three words.
     read_head: Vec<u8>,
     write_head: Vec<u8>,
+    /// Writes sent and not yet answered (unstable mode; `writebehind.rs`).
+    pub(crate) wb: WriteBehind,
+    /// The NFSv4.1 open state, on an NFSv4.1 client (the methods then
+    /// hand their work to `crate::v4::file`).
+    pub(crate) v4: Option<crate::v4::file::OpenFile>,
 }
 
 impl FileShared {
@@ -100,6 +106,11 @@ impl FileShared {
             tracked: AtomicBool::new(false),
             stats: inner.file_stats(path),
             fsync_lock: Mutex::new(()),
+            wb: WriteBehind::new(match inner.options.stable {
+                StableMode::Unstable => inner.options.write_behind,
+                _ => 0,
+            }),
+            v4: None,
         }
     }
 }
@@ -133,6 +144,14 @@ impl Client {
 
     /// Opens a file as `opts` says.
     pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
+        if self.inner.v4.is_some() {
+            let open = crate::v4::file::open(self, path, opts)?;
+            let mut shared = FileShared::new(self, nfs_fh3::default(), path);
+            shared.v4 = Some(open);
+            return Ok(File {
+                shared: Arc::new(shared),
+            });
+        }
         self.fresh(|| self.open_with_once(path, opts))
     }
 
@@ -302,11 +321,18 @@ impl File {
     /// again until the buffer is full or the server says EOF. A READ that
     /// returns nothing without EOF would loop for ever: it is a `Protocol`
     /// error (EIO), as in the Linux client.
+    ///
+    /// Write-behind writes of this file still in flight over these bytes
+    /// are waited for first, so the read returns their data.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        self.settle(offset, buf.len());
         let start = self.op_start(nfs3::NFSPROC3_READ);
-        let result = self
-            .check_range(offset, buf.len(), "READ")
-            .and_then(|()| self.read_full(buf, offset));
+        let result =
+            self.check_range(offset, buf.len(), "READ")
+                .and_then(|()| match &self.shared.v4 {
+                    Some(v4) => v4.read_at(buf, offset),
+                    None => self.read_full(buf, offset),
+                });
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
     }
@@ -504,13 +530,22 @@ impl File {
 
     /// Writes all of `buf` at `offset`. Returns once the data is durable
     /// (FILE_SYNC mode, the default) or acknowledged (unstable mode: durable
-    /// after the next [`fsync`](Self::fsync)). While an `fsync` of this file
+    /// after the next [`fsync`](Self::fsync)). In unstable mode with
+    /// write-behind on (`write_behind`, the default there) it returns once
+    /// the data is copied and sent: an error of that WRITE is reported by
+    /// the next `fsync` (see `writebehind.rs`). While an `fsync` of this file
     /// sends older data again after a server restart over bytes this write
     /// covers, it waits for that to finish first, so the newer data lands
     /// last.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
-        let result = self.write_at_inner(buf, offset);
+        let result = match &self.shared.v4 {
+            Some(v4) => self
+                .check_range(offset, buf.len(), "WRITE")
+                .and_then(|()| v4.write_at(buf, offset)),
+            None if self.writes_behind() => self.write_behind(buf, offset),
+            None => self.write_at_inner(buf, offset),
+        };
         self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
         if let Ok(n) = result {
             self.shared.stats.extend_to(offset.saturating_add(n as u64));
@@ -628,7 +663,10 @@ impl File {
     /// sends older data again over any of their bytes, waits for it to end
     /// first: sent now, they could be executed before the older data and
     /// be overwritten by it.
-    fn log_submitted<'a>(&self, writes: impl Iterator<Item = (u64, &'a Arc<[u8]>)> + Clone) {
+    pub(crate) fn log_submitted<'a>(
+        &self,
+        writes: impl Iterator<Item = (u64, &'a Arc<[u8]>)> + Clone,
+    ) {
         if !self.logs_writes() {
             return;
         }
@@ -670,7 +708,7 @@ impl File {
         self.make_write_call(offset, data, notify, self.stable(), pool)
     }
 
-    fn write_call_with(
+    pub(crate) fn write_call_with(
         &self,
         offset: u64,
         data: Arc<[u8]>,
@@ -771,10 +809,18 @@ impl File {
         })
     }
 
-    fn maybe_flush(&self) -> Result<()> {
+    /// COMMITs once the log holds more than [`MAX_UNCOMMITTED_BYTES`].
+    /// Write-behind writes are not waited for and their errors stay kept
+    /// for the caller's own `fsync`.
+    pub(crate) fn maybe_flush(&self) -> Result<()> {
         let over = self.log().logged() > MAX_UNCOMMITTED_BYTES;
         if over {
-            self.fsync()?;
+            let _serial = self
+                .shared
+                .fsync_lock
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            self.fsync_logged()?;
         }
         Ok(())
     }
@@ -793,12 +839,31 @@ impl File {
     /// `fsync` tries again. Writes of other threads to bytes being sent
     /// again wait until that is over; writes still in flight (a `Batch` not
     /// yet reaped, even this thread's) are not waited for.
+    ///
+    /// Write-behind writes sent before the call are waited for first. If
+    /// one of them failed since the last `fsync`, its error is returned
+    /// (once: the next `fsync` does not report it again), after the COMMIT
+    /// of everything else.
     pub fn fsync(&self) -> Result<()> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.fsync();
+        }
         let _serial = self
             .shared
             .fsync_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
+        let behind = self.wb_barrier();
+        let result = self.fsync_logged();
+        match behind {
+            Some(e) => Err(e),
+            None => result,
+        }
+    }
+
+    /// COMMITs what the write log holds (`fsync` without the write-behind
+    /// barrier; called with `fsync_lock` held).
+    fn fsync_logged(&self) -> Result<()> {
         let snapshot = self.log().snapshot();
         let result = if snapshot.is_empty() {
             Ok(())
@@ -930,13 +995,23 @@ impl File {
     }
 
     /// Bytes written in unstable mode (or FILE_SYNC writes the server
-    /// downgraded) and not yet committed.
+    /// downgraded) and not yet committed: acknowledged, or write-behind
+    /// writes still in flight.
     pub fn uncommitted_bytes(&self) -> usize {
-        self.log().bytes()
+        if let Some(v4) = &self.shared.v4 {
+            return v4.uncommitted_bytes();
+        }
+        let behind = self.wb_in_flight();
+        self.log().bytes() + behind
     }
 
-    /// Truncates or extends the file to `size` bytes.
+    /// Truncates or extends the file to `size` bytes (after the file's
+    /// write-behind writes in flight, so none lands past a truncation).
     pub fn set_len(&self, size: u64) -> Result<()> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.set_len(size);
+        }
+        self.settle(0, usize::MAX);
         self.shared.client.setattr(
             &self.shared.fh,
             self.path(),
@@ -949,8 +1024,13 @@ impl File {
         Ok(())
     }
 
-    /// Current attributes, from the server.
+    /// Current attributes, from the server (after the file's write-behind
+    /// writes in flight, which may change its size).
     pub fn metadata(&self) -> Result<Metadata> {
+        if let Some(v4) = &self.shared.v4 {
+            return v4.metadata();
+        }
+        self.settle(0, usize::MAX);
         let a = self.inner().getattr(&self.shared.fh, self.path())?;
         self.shared.stats.set_size(a.size);
         Ok(Metadata::from_fattr(&a))

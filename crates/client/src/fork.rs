@@ -38,7 +38,7 @@ impl Client {
             Ok(h) => h.clone(),
             Err(_) => HashMap::new(),
         };
-        let inner = Arc::new(Inner {
+        let inner = Inner {
             transport,
             name: old.name.clone(),
             export: old.export.clone(),
@@ -49,10 +49,20 @@ impl Client {
             cred: old.cred.clone(),
             handles: RwLock::new(handles),
             files: Mutex::new(Default::default()),
-        });
-        // The child publishes its own statistics endpoint (the parent's
-        // thread and socket are not its own).
-        crate::publish::register(&inner);
-        Ok(Client { inner })
+            write_behind: Default::default(),
+            v4: None,
+        };
+        match &old.v4 {
+            // NFSv4.1: the parent's client ID and session are the parent's;
+            // the child gets its own on its new connections.
+            Some(parent) => crate::v4::mount::after_fork(inner, parent),
+            None => {
+                let inner = Arc::new(inner);
+                // The child publishes its own statistics endpoint (the
+                // parent's thread and socket are not its own).
+                crate::publish::register(&inner);
+                Ok(Client { inner })
+            }
+        }
     }
 }

@@ -47,6 +47,8 @@ pub(crate) struct Behaviour {
     pub short_reads_from: Option<u32>,
     /// The file ends here: READs past it return fewer bytes and EOF.
     pub eof_at: Option<u64>,
+    /// WRITEs fail with this status.
+    pub write_error: Option<nfsstat3>,
 }
 
 /// What the fake server saw.
@@ -99,10 +101,12 @@ impl FakeServer {
                     std::thread::sleep(behaviour.delay);
                     for (channel, epoch, xid, call) in sent {
                         let rec = answer(xid, &call, &behaviour, &seen);
+                        // Counted before the reply is delivered: a caller
+                        // woken by it must already see it counted.
+                        answered.fetch_add(1, Ordering::Release);
                         let mut replies = shared.replies(channel, epoch);
                         let now = replies.now();
                         replies.record(&rec, now);
-                        answered.fetch_add(1, Ordering::Release);
                     }
                 }
             })
@@ -209,6 +213,12 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
             let (offset, count) = offset_and_count(call);
             let data = call.payload.as_deref().unwrap_or(&[]).to_vec();
             seen.writes.push((offset, data));
+            if let Some(status) = behaviour.write_error {
+                let res: Nfs3Res<WRITE3resok, wcc_data> =
+                    Nfs3Res::Fail(status, wcc_data::default());
+                res.encode(&mut rec);
+                return rec;
+            }
             let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
                 file_wcc: wcc_data::default(),
                 count,

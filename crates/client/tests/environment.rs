@@ -26,8 +26,7 @@
 // Test helpers panic on failure: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hostile/mod.rs"]
-mod harness;
+use directnfs_testkit::hostile as harness;
 
 use std::io::ErrorKind;
 use std::net::{IpAddr, UdpSocket};

@@ -1,4 +1,4 @@
-//! The client against a hostile server (`hostile/mod.rs`): every test
+//! The client against a hostile server (`directnfs_testkit::hostile`): every test
 //! mounts a fake export on 127.0.0.1, has the server misbehave in one
 //! way, and checks the client's documented reaction — an error or a retry,
 //! never a panic, never a hang past its configured timeout, never an
@@ -47,6 +47,9 @@
 //! | fsync's re-sent WRITEs answered UNSTABLE, or lost to another restart | committed again until a COMMIT's verifier matches theirs; after three rounds `NotDurable` (EIO), data kept | `fsync_repair_*` |
 //! | newer writes in flight when a repair starts, or submitted during it | their bytes are not re-sent / they wait and land after it | `write_in_flight_when_a_repair_*`, `batch_write_not_yet_reaped_*`, `writes_submitted_during_a_repair_*` |
 //! | more than 64 MiB written unstable without fsync | committed when it passes 64 MiB | `uncommitted_data_is_committed_*` |
+//! | write-behind (unstable mode): a WRITE failing after `write_at` returned (NOSPC, DQUOT, IO) | reported by the next `fsync` (and `flush_write_behind`) once, never dropped | `write_behind_error_*` |
+//! | write-behind: a short WRITE reply reaped after `write_at` returned | the rest is sent again; `fsync` waits for it; a 0-byte reply is an error for `fsync` | `short_write_behind_*` |
+//! | write-behind: the server restarts (new verifier, unstable data lost) while WRITEs are in flight, before `fsync` | `fsync` waits for them, re-sends what the restart lost FILE_SYNC; all durable when it returns | `write_behind_writes_in_flight_across_a_restart_*` |
 //! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
 //! | more distinct files opened than `MAX_FILE_STATS` | closed files' statistics summed in one record, not grown | `file_statistics_stay_bounded_*` |
 //! | a path longer than MNTPATHLEN (1,024 bytes) | longer prefixes are never sent to MOUNT; a longer export is refused before sending | `mount_path_*` |
@@ -55,8 +58,11 @@
 //! | names over 255 bytes, removing the export root | `InvalidInput` before anything is sent | `names_longer_than_255_*` |
 //! | offsets near u64::MAX from the caller | error, no panic, no wrap-around | `*_offset_near_u64_max_*` |
 
-#[path = "hostile/mod.rs"]
-mod harness;
+use directnfs_testkit::hostile as harness;
+
+// `watch::largest_allocation` counts through this allocator.
+#[global_allocator]
+static ALLOCATOR: harness::watch::Counting = harness::watch::Counting;
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,6 +101,12 @@ fn connect(server: &HostileServer, options: &str) -> directnfs::Result<Client> {
     let url = server.url(options);
     within("connect", MOUNT_LIMIT, move || Client::connect(&url)).0
 }
+
+/// Unstable mode without write-behind: `write_at` returns once its WRITE
+/// is answered. For the tests that make the server lose acknowledged data
+/// right after `write_at` returns (with write-behind the WRITEs could still
+/// be in flight then: `write_behind_*` tests cover that case).
+const UNSTABLE_SYNC: &str = "stable=unstable&write_behind=0";
 
 fn mount(server: &HostileServer, options: &str) -> (Client, File) {
     let client = connect(server, options).unwrap_or_else(|e| panic!("mount failed: {e}"));
@@ -1118,7 +1130,7 @@ fn jukebox_on_the_fsync_repairs_resent_writes_is_retried_on_a_hard_mount() {
     let len = 3 * 65536;
     let data = distinct_data(len);
     let server = storing_server();
-    let (_client, file) = mount(&server, &format!("{HARD}&stable=unstable"));
+    let (_client, file) = mount(&server, &format!("{HARD}&{UNSTABLE_SYNC}"));
     write_data(&file, 0, &data);
     server.lose_unstable_data(*b"reboot-1");
     server.set_plan(Plan::times(
@@ -1146,7 +1158,7 @@ fn jukebox_for_ever_on_the_repair_fails_a_soft_fsync_and_keeps_the_data() {
     let len = 3 * 65536;
     let data = distinct_data(len);
     let server = storing_server();
-    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let (_client, file) = mount(&server, &format!("{SOFT}&{UNSTABLE_SYNC}"));
     write_data(&file, 0, &data);
     server.lose_unstable_data(*b"reboot-1");
     server.set_plan(Plan::always(
@@ -1244,6 +1256,26 @@ fn short_write_sends_the_rest_again() {
     let (_client, file) = mount(&server, SOFT);
     assert_eq!(write(&file, OFF, LEN).0.unwrap(), LEN);
     assert_eq!(server.count(Proc::WRITE), 2);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn short_write_behind_sends_the_rest_before_fsync_returns() {
+    // Write-behind: the short reply is reaped after write_at returned; the
+    // rest is sent again, and fsync waits for it as part of that write.
+    let server = storing_server();
+    server.set_plan(Plan::once(Proc::WRITE, Fault::WriteCount(100)));
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let data = distinct_data(LEN);
+    write_data(&file, OFF, &data);
+    fsync(&file).unwrap();
+    assert_eq!(server.count(Proc::WRITE), 2);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert!(durable_after_a_crash(&server, OFF as usize, LEN) == data);
+    // A zero-byte reply is an error for the next fsync, not a loop.
+    server.set_plan(Plan::always(Proc::WRITE, Fault::WriteCount(0)));
+    write_data(&file, OFF, &data);
+    assert!(fsync(&file).is_err());
     assert_no_internal_panic();
 }
 
@@ -1861,7 +1893,7 @@ fn fsync_repair_answered_unstable_is_committed_before_fsync_returns() {
     let len = 3 * 65536;
     let data = distinct_data(len);
     let server = storing_server();
-    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let (_client, file) = mount(&server, &format!("{SOFT}&{UNSTABLE_SYNC}"));
     write_data(&file, 0, &data);
     server.lose_unstable_data(*b"reboot-1");
     server.set_downgrade_writes(true);
@@ -1893,7 +1925,7 @@ fn fsync_repair_hit_by_another_restart_is_sent_again_until_a_commit_matches() {
     let len = 3 * 65536;
     let data = distinct_data(len);
     let server = storing_server();
-    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let (_client, file) = mount(&server, &format!("{SOFT}&{UNSTABLE_SYNC}"));
     write_data(&file, 0, &data);
     server.lose_unstable_data(*b"reboot-1");
     server.set_downgrade_writes(true);
@@ -1931,7 +1963,7 @@ fn fsync_repair_that_never_sticks_fails_and_keeps_the_data_for_the_next_fsync() 
     let len = 3 * 65536;
     let data = distinct_data(len);
     let server = storing_server();
-    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let (_client, file) = mount(&server, &format!("{SOFT}&{UNSTABLE_SYNC}"));
     write_data(&file, 0, &data);
     server.lose_unstable_data(*b"reboot-0");
     server.set_downgrade_writes(true);
@@ -2176,7 +2208,7 @@ fn uncommitted_data_is_committed_once_it_passes_64_mib() {
         ..Options::default()
     };
     let server = HostileServer::with(opts, Plan::none());
-    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    let (_client, file) = mount(&server, &format!("{SOFT}&{UNSTABLE_SYNC}"));
     let f = file.clone();
     let (r, _) = within("64 MiB of writes", Duration::from_secs(60), move || {
         let block = vec![0x5au8; MIB];
@@ -2618,5 +2650,64 @@ fn alert_log_names_a_jukebox_storm_and_a_server_restart() {
     }
     directnfs::alert::set_sink(directnfs::alert::Sink::Stderr);
     let _ = std::fs::remove_file(&log);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn write_behind_error_of_every_kind_is_reported_by_the_next_fsync_once() {
+    for status in [
+        nfsstat3::NFS3ERR_NOSPC,
+        nfsstat3::NFS3ERR_DQUOT,
+        nfsstat3::NFS3ERR_IO,
+    ] {
+        let server = HostileServer::start(Plan::none());
+        let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+        write_data(&file, 0, &distinct_data(65536));
+        fsync(&file).unwrap();
+        server.set_plan(Plan::always(Proc::WRITE, Fault::Status(status)));
+        // write_at returns before the reply: no error yet.
+        write_data(&file, 65536, &distinct_data(3 * 65536));
+        let e = fsync(&file).unwrap_err();
+        assert_eq!(e.nfs_status(), Some(status), "{e:?}");
+        assert!(e.to_string().contains("WRITE"), "{e}");
+        // Once: the next fsync (nothing failed since) succeeds.
+        server.set_plan(Plan::none());
+        fsync(&file).unwrap();
+        // The same through flush_write_behind (the C library's close).
+        server.set_plan(Plan::always(Proc::WRITE, Fault::Status(status)));
+        write_data(&file, 0, &distinct_data(100));
+        let f = file.clone();
+        let e = within("flush", SOFT_LIMIT, move || f.flush_write_behind())
+            .0
+            .unwrap_err();
+        assert_eq!(e.nfs_status(), Some(status), "{e:?}");
+        server.set_plan(Plan::none());
+        fsync(&file).unwrap();
+    }
+    assert_no_internal_panic();
+}
+
+#[test]
+fn write_behind_writes_in_flight_across_a_restart_are_durable_after_fsync() {
+    // Write-behind WRITEs are sent; the server restarts (new verifier,
+    // unstable data lost) while some are answered and some not, before
+    // fsync: fsync waits for them all, COMMITs, sees the new verifier and
+    // sends again FILE_SYNC what the restart lost.
+    let len = 16 * 65536;
+    let data = distinct_data(len);
+    let server = storing_server();
+    let (_client, file) = mount(&server, &format!("{SOFT}&stable=unstable"));
+    for (i, chunk) in data.chunks(65536).enumerate() {
+        write_data(&file, (i * 65536) as u64, chunk);
+        if i == 7 {
+            server.lose_unstable_data(*b"reboot-1");
+        }
+    }
+    fsync(&file).unwrap();
+    assert_eq!(file.uncommitted_bytes(), 0);
+    assert!(
+        durable_after_a_crash(&server, 0, len) == data,
+        "fsync returned before the data was durable"
+    );
     assert_no_internal_panic();
 }

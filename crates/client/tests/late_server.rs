@@ -6,7 +6,8 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use directnfs::{Client, NfsUrl};
-use directnfs_testkit::ganesha::{wanted, OwnGanesha};
+use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::server::wanted;
 
 #[test]
 fn client_started_while_the_server_is_down_opens_once_it_is_up() {

@@ -4,7 +4,7 @@
 //! log (a debug dump of a reply, an error quoting the bytes it could not
 //! decode) would leak them to wherever logs go. This test captures every
 //! `tracing` event and span at every level, TRACE included, from every
-//! thread (`hostile/capture.rs`), while a recognisable byte pattern is
+//! thread (`directnfs_testkit::hostile::capture`), while a recognisable byte pattern is
 //! written and read back through the blocking and the batch API — in the
 //! normal case and through the faults that make the client log: broken
 //! connections, retransmissions, duplicate and malformed replies, JUKEBOX,
@@ -15,8 +15,7 @@
 // Test helpers panic on failure: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hostile/mod.rs"]
-mod harness;
+use directnfs_testkit::hostile as harness;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Mounting: finding the export, waiting for a server that is not there
 //! yet, and the sockets it sets up. The client against the hostile server
-//! of `hostile/mod.rs` playing servers whose MOUNT says yes to more than
+//! of `directnfs_testkit::hostile` playing servers whose MOUNT says yes to more than
 //! their export, and against a server that is down, comes up late, or
 //! refuses.
 //!
@@ -18,8 +18,7 @@
 // Test helpers panic on failure: that is how a test fails.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "hostile/mod.rs"]
-mod harness;
+use directnfs_testkit::hostile as harness;
 
 use std::net::TcpListener;
 use std::time::{Duration, Instant};

@@ -3,7 +3,8 @@
 //! through the portmapper (no ports in the URL).
 
 use directnfs::Client;
-use directnfs_testkit::ganesha::{wanted, OwnGanesha};
+use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::server::wanted;
 
 /// Peak resident set size of this process, in KiB.
 fn peak_rss_kib() -> u64 {

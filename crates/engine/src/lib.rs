@@ -8,8 +8,9 @@
 //! beside it: which channel carries a request ([`choose`]), how a reply
 //! finds its request ([`inflight`]), what happens when a reply does not
 //! come ([`retry`]), when a dead channel may try again ([`health`]), how a
-//! re-sent non-idempotent request's reply is read ([`idempotency`]), and
-//! what is counted ([`stats`]).
+//! re-sent non-idempotent request's reply is read ([`idempotency`]), which
+//! NFSv4.1 session slot a request goes on ([`session`]), and what is
+//! counted ([`stats`]).
 //!
 //! Time comes in as nanosecond arguments; sockets, threads and clocks live
 //! in the `directnfs` crate's driver (`crates/client/src/io/`), and this
@@ -24,6 +25,7 @@ pub mod idempotency;
 pub mod inflight;
 pub mod lifecycle;
 pub mod retry;
+pub mod session;
 pub mod stats;
 
 pub use lifecycle::{Action, Answer, Config, Delivered, Engine, Failure, Load, LoadGauge, Request};

@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use dnfs::config::DnfsTab;
 use dnfs::Target;
 
-use crate::locate;
 use crate::warn;
 
 /// One `export: E mount: M` line.
@@ -56,8 +55,11 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
     let mut mounts = Vec::new();
     for server in &tab.servers {
         for export in &server.exports {
-            let located = match locate::locate_in_config(tab, &export.mount) {
-                Ok(l) => l,
+            // Its own prefix always resolves (to this export, or to a
+            // longer prefix of another that wins).
+            let located = match tab.locate(&export.mount) {
+                Ok(Some(l)) => l,
+                Ok(None) => continue,
                 Err(e) => {
                     warn::always(&format!("{e}; this export is not served"));
                     continue;

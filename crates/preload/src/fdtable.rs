@@ -102,6 +102,11 @@ impl Open {
         }
     }
 
+    /// The client's file if this process made it already (no I/O).
+    pub fn opened_file(&self) -> Option<&File> {
+        self.file.get()
+    }
+
     /// The client's file, opened by handle on first use.
     pub fn file(&self, state: &State) -> Res<&File> {
         if let Some(f) = self.file.get() {

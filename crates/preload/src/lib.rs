@@ -46,11 +46,6 @@ pub mod shadow;
 pub mod state;
 pub mod warn;
 
-// The dnfstab -> Target code shared with the C library and the SQLite VFS.
-#[path = "../../capi/src/locate.rs"]
-#[allow(dead_code)]
-mod locate;
-
 /// Runs when the library is loaded, before `main`: reads the dnfstab and
 /// takes over what `exec` passed on.
 extern "C" fn load() {

@@ -16,6 +16,8 @@ use std::ffi::CStr;
 
 use libc::{c_char, c_int};
 
+use dnfs::config::normalize_bytes as normalize;
+
 use crate::cwd;
 use crate::fdtable;
 use crate::state::{self, State};
@@ -256,30 +258,6 @@ fn climbs(path: &[u8]) -> bool {
     path.split(|&b| b == b'/').any(|c| c == b"..")
 }
 
-/// Folds `//`, `.` and `..` of an absolute path; never climbs above `/`;
-/// no trailing `/` (except for `/` itself).
-pub fn normalize(path: &[u8]) -> Vec<u8> {
-    let mut parts: Vec<&[u8]> = Vec::new();
-    for c in path.split(|&b| b == b'/') {
-        match c {
-            b"" | b"." => {}
-            b".." => {
-                parts.pop();
-            }
-            c => parts.push(c),
-        }
-    }
-    let mut out = Vec::with_capacity(path.len());
-    for p in &parts {
-        out.push(b'/');
-        out.extend_from_slice(p);
-    }
-    if out.is_empty() {
-        out.push(b'/');
-    }
-    out
-}
-
 /// The directory part of a host path (`/a/b` -> `/a`, `/a` -> `/`).
 pub fn parent(host: &str) -> &str {
     match host.rfind('/') {
@@ -291,17 +269,6 @@ pub fn parent(host: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn normalize_folds_dots_and_slashes_without_climbing_above_root() {
-        let n = |p: &str| String::from_utf8(normalize(p.as_bytes())).unwrap();
-        assert_eq!(n("/a//b/./c/"), "/a/b/c");
-        assert_eq!(n("/a/b/../c"), "/a/c");
-        assert_eq!(n("/../../x"), "/x");
-        assert_eq!(n("/"), "/");
-        assert_eq!(n("//"), "/");
-        assert_eq!(n("/a/.."), "/");
-    }
 
     #[test]
     fn only_paths_with_slash_dot_or_double_slash_need_folding() {

@@ -157,7 +157,10 @@ fn next_hop(
     if !remaining.is_empty() {
         next = paths::join(&next, remaining.as_bytes());
     }
-    Ok(paths::classify_absolute(state, &paths::normalize(&next)))
+    Ok(paths::classify_absolute(
+        state,
+        &dnfs::config::normalize_bytes(&next),
+    ))
 }
 
 fn local_path(link_host: &str, target: &[u8]) -> Res<CString> {
@@ -166,5 +169,5 @@ fn local_path(link_host: &str, target: &[u8]) -> Res<CString> {
     } else {
         paths::join(paths::parent(link_host).as_bytes(), target)
     };
-    CString::new(paths::normalize(&full)).map_err(|_| Errno(libc::EINVAL))
+    CString::new(dnfs::config::normalize_bytes(&full)).map_err(|_| Errno(libc::EINVAL))
 }

@@ -13,6 +13,9 @@
 #   sqlite     sqlite3 CLI: 50k rows, integrity_check; two processes
 #              contending for the write lock (SQLITE_BUSY or a wait)
 #   fio        psync and pvsync random I/O, numjobs=4, verify=crc32c
+#   wb         unstable mode with write-behind: dd with conv=fdatasync,
+#              oflag=dsync, and a C program (pwrite, sync_file_range,
+#              fdatasync, pread, close): the data on the server is exact
 #   bad        a server down (hard waits and completes, soft: ETIMEDOUT),
 #              an export the server refuses, names NFS cannot hold, a broken
 #              dnfstab: the documented errno, never a crash
@@ -43,7 +46,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio bad pg)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio wb bad pg)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -65,17 +68,19 @@ RUNID=run-$$-$RANDOM
 NFS=$MNT/$RUNID
 VIEW=$DNFS_TEST_EXPORT_DIR/$RUNID
 TAB=$WORK/dnfstab
+# server_block NAME EXPORT MOUNT [EXTRA-LINE]: one server of the dnfstab.
+server_block() {
+    echo "server: $1"
+    echo "path: $host"
+    if [[ -n $nfsport ]]; then echo "port: $nfsport"; fi
+    if [[ -n $mountport ]]; then echo "mount_port: $mountport"; fi
+    if [[ -n ${4:-} ]]; then echo "$4"; fi
+    echo "export: $2 mount: $3"
+}
 {
-    echo "server: test"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "export: $export_path mount: $MNT"
-    echo "server: refused"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "export: /no/such/export mount: $MNT-refused"
+    server_block test "$export_path" "$MNT"
+    server_block refused /no/such/export "$MNT-refused"
+    server_block unstable "$export_path" "$MNT-wb" "stable: unstable"
 } >"$TAB"
 chmod 644 "$TAB"
 RUN=("$DNFS_BIN" --config "$TAB" run --)
@@ -301,6 +306,26 @@ group_fio() {
         ok "fio io_uring on NFS: warned, lost bytes reported"
     else
         bad "fio io_uring on NFS" "$(grep -E 'err=|directnfs' <<<"$out" | head -3 | tr '\n' ' ')"
+    fi
+}
+
+group_wb() {
+    step "unstable mode with write-behind: fdatasync, O_DSYNC, sync_file_range, close"
+    local src=$WORK/wb-src
+    head -c $((4 << 20)) /dev/urandom >"$src"
+    expect "dd conv=fdatasync (write-behind, one barrier)" \
+        "${RUN[@]}" dd if="$src" of="$MNT-wb/$RUNID/wb-fdatasync" bs=4k conv=fdatasync status=none
+    if cmp -s "$src" "$VIEW/wb-fdatasync"; then ok "fdatasync: the server holds every byte"; else bad "fdatasync" "data differs"; fi
+    expect "dd oflag=dsync (no write-behind for an O_DSYNC descriptor)" \
+        "${RUN[@]}" dd if="$src" of="$MNT-wb/$RUNID/wb-dsync" bs=64k oflag=dsync status=none
+    if cmp -s "$src" "$VIEW/wb-dsync"; then ok "O_DSYNC: the server holds every byte"; else bad "O_DSYNC" "data differs"; fi
+    cc -O2 -Wall -Werror -o "$WORK/wbcheck" crates/preload/tests/c/wbcheck.c
+    expect "pwrite, pread of bytes in flight, sync_file_range, fdatasync, close" \
+        "${RUN[@]}" "$WORK/wbcheck" "$MNT-wb/$RUNID/wb-c"
+    if [[ $(stat -c %s "$VIEW/wb-c" 2>/dev/null) == $((1000 * 4096)) ]] && cmp -s "$VIEW/wb-c" <("$WORK/wbcheck" --expected); then
+        ok "C program: the server holds every byte"
+    else
+        bad "C program" "the server's file differs"
     fi
 }
 

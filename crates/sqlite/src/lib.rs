@@ -65,7 +65,12 @@
 //! xWrite is a FILE_SYNC write by default: durable when it returns, so
 //! xSync has nothing left to do. With `stable=unstable` (URL or dnfstab)
 //! writes are UNSTABLE and xSync is the COMMIT that makes them durable
-//! ([`dnfs::File::fsync`]). Directory syncs are no-ops: NFSv3 CREATE,
+//! ([`dnfs::File::fsync`]); write-behind is then on by default
+//! (`write_behind=`, 8 MiB per file, `0` = off): xWrite returns once the
+//! data is sent, xSync waits for every write in flight before its COMMIT
+//! and reports a write that failed, xUnlock waits for them (the next lock
+//! holder reads them), xFileSize asks only after them, and xClose reports
+//! a failure no xSync reported. Directory syncs are no-ops: NFSv3 CREATE,
 //! REMOVE and RENAME are committed by the server before it replies.
 //!
 //! ## What SQLite's NFS warnings still mean here
@@ -96,17 +101,11 @@
 
 #![allow(clippy::missing_safety_doc)]
 
-#[path = "../../capi/src/locate.rs"]
-#[allow(dead_code)] // shared with the C library, which uses all of it
-mod locate;
-
 mod dotlock;
 mod lock;
 mod names;
 pub mod sys;
 mod test_hooks;
-#[cfg(test)]
-mod test_server;
 mod vfs;
 
 use std::cell::RefCell;

@@ -17,10 +17,8 @@
 use std::ffi::OsString;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use dnfs::config::DnfsTab;
+use dnfs::config::{ConfigError, DnfsTab, Located, NfsUrl};
 use dnfs::{Client, Error};
-
-use crate::locate;
 
 /// A mounted export, shared by every file opened through it.
 #[derive(Debug)]
@@ -79,40 +77,21 @@ pub fn is_url(name: &str) -> bool {
 pub fn full_pathname(name: &str) -> Result<String, Error> {
     if is_url(name) {
         let (url, _) = split_url_suffix(name);
-        dnfs::config::NfsUrl::parse(url).map_err(|e| Error::Config(e.to_string()))?;
+        NfsUrl::parse(url)?;
         return Ok(name.to_string());
     }
-    let abs = if name.starts_with('/') {
-        name.to_string()
-    } else {
-        let cwd = std::env::current_dir()
-            .map_err(|e| Error::Config(format!("{name}: no current directory: {e}")))?;
-        format!("{}/{name}", cwd.display())
-    };
-    let norm = normalize(&abs);
+    let norm = dnfs::config::absolute(std::path::Path::new(name))
+        .map_err(|e| Error::InvalidInput(format!("{name}: no current directory: {e}")))?
+        .to_string_lossy()
+        .into_owned();
     let tab = config()?;
     if tab.resolve(&norm).is_none() {
-        return Err(Error::Config(format!(
-            "{norm}: neither an nfs:// URL nor under a mount: prefix of {}",
-            tab.source.display()
-        )));
+        return Err(Error::Config(ConfigError::NotUnderMount {
+            name: norm,
+            file: tab.source.clone(),
+        }));
     }
     Ok(norm)
-}
-
-/// Collapses `//`, `.` and `..` of an absolute path.
-fn normalize(path: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for p in path.split('/') {
-        match p {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            p => parts.push(p),
-        }
-    }
-    format!("/{}", parts.join("/"))
 }
 
 /// The dnfstab, cached until `$DIRECTNFS_TAB` changes.
@@ -125,13 +104,7 @@ fn config() -> Result<Arc<DnfsTab>, Error> {
             return Ok(Arc::clone(tab));
         }
     }
-    let tab = locate::load_config(None)?.ok_or_else(|| {
-        Error::Config(format!(
-            "no dnfstab found (${}, {}): a database name must be an nfs:// URL or a path under a mount: prefix",
-            dnfs::config::ENV_VAR,
-            dnfs::config::DEFAULT_PATHS.join(", ")
-        ))
-    })?;
+    let tab = dnfs::config::find_config(None)?.ok_or(ConfigError::Missing)?;
     let tab = Arc::new(tab);
     *cached = Some((env, Arc::clone(&tab)));
     Ok(tab)
@@ -141,7 +114,8 @@ fn config() -> Result<Arc<DnfsTab>, Error> {
 pub fn resolve(name: &str) -> Result<Resolved, Error> {
     if is_url(name) {
         let (url, suffix) = split_url_suffix(name);
-        let located = locate::locate_url(url)?;
+        let parsed = NfsUrl::parse(url)?;
+        let located = Located::from_url(&parsed);
         {
             let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
             for m in mounts.iter().filter(|m| m.lookup == located.key) {
@@ -165,7 +139,12 @@ pub fn resolve(name: &str) -> Result<Resolved, Error> {
         return Ok(Resolved { mount, path });
     }
     let tab = config()?;
-    let located = locate::locate_in_config(&tab, name)?;
+    let located = tab
+        .locate(name)?
+        .ok_or_else(|| ConfigError::NotUnderMount {
+            name: name.to_string(),
+            file: tab.source.clone(),
+        })?;
     {
         let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = mounts.iter().find(|m| m.lookup == located.key) {
@@ -187,7 +166,7 @@ pub fn resolve(name: &str) -> Result<Resolved, Error> {
     })
 }
 
-pub use crate::locate::fresh;
+pub use dnfs::retry_stale as fresh;
 
 /// Adds a mount unless another thread added an equal one meanwhile.
 fn remember(mount: Mount) -> Arc<Mount> {
@@ -218,11 +197,5 @@ mod tests {
             split_url_suffix("nfs://h/e/db-journal"),
             ("nfs://h/e/db-journal", "")
         );
-    }
-
-    #[test]
-    fn paths_are_normalized() {
-        assert_eq!(normalize("/a//b/./c/../d"), "/a/b/d");
-        assert_eq!(normalize("/.."), "/");
     }
 }

@@ -9,7 +9,9 @@
 //!   with SIGKILL 24 times at varied points (every fourth exactly after it
 //!   took the lock file), each time opened by another process: integrity
 //!   ok, every committed transaction present, none of the uncommitted, the
-//!   lock left behind broken with a warning naming it (DELETE and WAL); a
+//!   lock left behind broken with a warning naming it (DELETE and WAL,
+//!   FILE_SYNC and unstable with write-behind, where the writer dies with
+//!   WRITEs in flight and xSync is the barrier); a
 //!   lock file without an owner (older versions) broken once 10 s old;
 //! * threads: readers and a writer in threads of one process;
 //! * second process: behaves as the crate documents (serialized by the
@@ -385,9 +387,17 @@ fn open_elsewhere(db: &str) -> Found {
     found
 }
 
-fn crash(test: &str, mode: &str) {
+/// `options`: URL options of every process's client (`""`: the defaults,
+/// FILE_SYNC; `"stable=unstable"`: UNSTABLE writes with write-behind, so
+/// the writer is killed with WRITEs in flight and xSync is the barrier).
+fn crash(test: &str, mode: &str, options: &str) {
     let Some(base) = server_url(test) else {
         return;
+    };
+    let base = match (options, base.contains('?')) {
+        ("", _) => base,
+        (o, true) => format!("{base}&{o}"),
+        (o, false) => format!("{base}?{o}"),
     };
     let db = fresh_db(&base, test);
     {
@@ -554,12 +564,26 @@ fn companion_exists(base: &str, db: &str, suffix: &str) -> bool {
 
 #[test]
 fn sigkilled_writer_loses_no_commit_in_delete_mode() {
-    crash("crash_delete", "delete");
+    crash("crash_delete", "delete", "");
 }
 
 #[test]
 fn sigkilled_writer_loses_no_commit_in_wal_mode() {
-    crash("crash_wal", "wal");
+    crash("crash_wal", "wal", "");
+}
+
+#[test]
+fn sigkilled_writer_with_write_behind_loses_no_commit_in_delete_mode() {
+    crash(
+        "crash_wb_delete",
+        "delete",
+        "stable=unstable&write_behind=8m",
+    );
+}
+
+#[test]
+fn sigkilled_writer_with_write_behind_loses_no_commit_in_wal_mode() {
+    crash("crash_wb_wal", "wal", "stable=unstable&write_behind=8m");
 }
 
 /// The lock file a directnfs before the symbolic-link lock left when it

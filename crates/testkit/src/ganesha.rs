@@ -4,23 +4,11 @@
 //! `scripts/nfs-server.sh` under a state directory of its own, stopped when
 //! dropped.
 //!
-//! Such tests run where the real-server tests run ([`wanted`]): they need
+//! Such tests run where the real-server tests run ([`crate::server::wanted`]): they need
 //! the Ganesha packages, which `scripts/test.sh` installs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
-
-/// True when real-server tests should run: `DNFS_TEST_URL` or
-/// `DNFS_TEST_REQUIRE_SERVER` is set. Otherwise prints that the caller is
-/// skipped, naming it.
-pub fn wanted(test: &str) -> bool {
-    let set = |k: &str| std::env::var_os(k).is_some_and(|v| !v.is_empty());
-    if set("DNFS_TEST_URL") || set("DNFS_TEST_REQUIRE_SERVER") {
-        return true;
-    }
-    eprintln!("SKIPPED {test}: set DNFS_TEST_URL (scripts/test.sh does) to run real-server tests");
-    false
-}
 
 /// A running Ganesha; see the module doc.
 #[derive(Debug)]

@@ -11,10 +11,18 @@
 //!   and COMMIT calls with NFS3ERR_JUKEBOX itself (the fault soak's way to
 //!   make a server say "try again later").
 //! * [`rng`]: the splitmix64 generator they share.
+//! * [`hostile`]: a hostile NFSv3 server (MOUNT, NFS and PORTMAP on one
+//!   port) that follows a plan of faults, with what the tests measure the
+//!   client by ([`hostile::watch`]) and a capture of everything it logs
+//!   ([`hostile::capture`]).
+//! * [`server`]: whether the real-server tests run: the one reading of
+//!   `DNFS_TEST_URL` and `DNFS_TEST_REQUIRE_SERVER`.
 
 pub mod blocks;
 pub mod ganesha;
+pub mod hostile;
 pub mod proxy;
 pub mod rng;
+pub mod server;
 
 pub use blocks::{encode_block, verify_block, BlockError, Durability, Ledger, BLOCK_SIZE};

@@ -76,6 +76,12 @@ pub struct ProxyCounts {
     pub jukebox_write: u64,
     /// COMMIT calls answered with NFS3ERR_JUKEBOX by the proxy.
     pub jukebox_commit: u64,
+    /// NFSv4.1 COMPOUNDs answered NFS4ERR_DELAY (from their SEQUENCE) by
+    /// the proxy.
+    pub delay_v41: u64,
+    /// Replies swallowed by [`FaultProxy::lose_reply`] (each one's
+    /// connection closed).
+    pub lost_replies: u64,
 }
 
 impl ProxyCounts {
@@ -106,6 +112,11 @@ struct Shared {
     jukebox_read: AtomicU64,
     jukebox_write: AtomicU64,
     jukebox_commit: AtomicU64,
+    delay_v41: AtomicU64,
+    /// Replies to pass before swallowing, still to swallow, swallowed.
+    pass_replies: AtomicU32,
+    lose_replies: AtomicU32,
+    lost_replies: AtomicU64,
     /// Both sockets of every live connection, to close them on drop.
     live: Mutex<HashMap<u64, [TcpStream; 2]>>,
 }
@@ -128,6 +139,10 @@ impl FaultProxy {
             jukebox_read: AtomicU64::new(0),
             jukebox_write: AtomicU64::new(0),
             jukebox_commit: AtomicU64::new(0),
+            delay_v41: AtomicU64::new(0),
+            pass_replies: AtomicU32::new(0),
+            lose_replies: AtomicU32::new(0),
+            lost_replies: AtomicU64::new(0),
             live: Mutex::new(HashMap::new()),
         });
         let accept = {
@@ -149,11 +164,23 @@ impl FaultProxy {
     }
 
     /// Answers `per_mille` out of 1000 READ, WRITE and COMMIT calls with
-    /// NFS3ERR_JUKEBOX from now on (0: forward everything; capped at 1000).
+    /// NFS3ERR_JUKEBOX from now on (0: forward everything; capped at 1000),
+    /// and as many NFSv4.1 COMPOUNDs with NFS4ERR_DELAY from SEQUENCE (the
+    /// same number, 10008: "try again later", RFC 8881 §15.1.1.3).
     pub fn set_jukebox(&self, per_mille: u32) {
         self.shared
             .jukebox_per_mille
             .store(per_mille.min(1000), Ordering::Relaxed);
+    }
+
+    /// Passes `skip` more replies the server sends, then swallows the next
+    /// one, on whichever connection, and closes that connection: the
+    /// server executed the call and the client never hears of it — the
+    /// lost reply a client must re-send into the server's reply cache
+    /// (NFSv4.1) or guess about (NFSv3).
+    pub fn lose_reply(&self, skip: u32) {
+        self.shared.pass_replies.store(skip, Ordering::Relaxed);
+        self.shared.lose_replies.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The counters so far.
@@ -166,6 +193,8 @@ impl FaultProxy {
             jukebox_read: s.jukebox_read.load(Ordering::Relaxed),
             jukebox_write: s.jukebox_write.load(Ordering::Relaxed),
             jukebox_commit: s.jukebox_commit.load(Ordering::Relaxed),
+            lost_replies: s.lost_replies.load(Ordering::Relaxed),
+            delay_v41: s.delay_v41.load(Ordering::Relaxed),
         }
     }
 }
@@ -199,6 +228,14 @@ impl Shared {
 
     /// The framed JUKEBOX reply to `record`, if this call is to get one.
     fn jukebox_reply(&self, call: &CallHeader) -> Option<Vec<u8>> {
+        if call.prog == NFS_PROGRAM && call.vers == 4 && call.proc_ == 1 {
+            let per_mille = u64::from(self.jukebox_per_mille.load(Ordering::Relaxed));
+            if per_mille == 0 || self.draw() % 1000 >= per_mille {
+                return None;
+            }
+            self.delay_v41.fetch_add(1, Ordering::Relaxed);
+            return Some(delay_reply_v41(call.xid));
+        }
         if call.prog != NFS_PROGRAM || call.vers != NFS_V3 {
             return None;
         }
@@ -222,15 +259,7 @@ impl Shared {
 /// NFS3ERR_JUKEBOX with no attributes (RFC 1813 §3.3.6, §3.3.7, §3.3.21:
 /// the resfail arms carry only optional attributes).
 pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
-    let mut body = Vec::with_capacity(40);
-    ReplyHeader {
-        xid,
-        body: ReplyBody::Accepted {
-            verf: OpaqueAuth::default(),
-            stat: AcceptedReply::Success,
-        },
-    }
-    .encode(&mut body);
+    let mut body = accepted(xid);
     let status = nfsstat3::NFS3ERR_JUKEBOX;
     match proc_ {
         NFSPROC3_READ => READ3res::Fail(status, READ3resfail::default()).encode(&mut body),
@@ -240,6 +269,35 @@ pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
     let mut out = fragment_header(body.len(), true).to_vec();
     out.extend_from_slice(&body);
     out
+}
+
+/// A whole record-marked reply to NFSv4.1 COMPOUND call `xid` whose
+/// SEQUENCE failed with NFS4ERR_DELAY (RFC 8881 §16.2.2: status, empty
+/// tag, one result: OP_SEQUENCE (53) and its status).
+pub fn delay_reply_v41(xid: u32) -> Vec<u8> {
+    const NFS4ERR_DELAY: u32 = 10008;
+    const OP_SEQUENCE: u32 = 53;
+    let mut body = accepted(xid);
+    for word in [NFS4ERR_DELAY, 0, 1, OP_SEQUENCE, NFS4ERR_DELAY] {
+        body.extend_from_slice(&word.to_be_bytes());
+    }
+    let mut out = fragment_header(body.len(), true).to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// The RPC header of an accepted, successful reply to `xid`.
+fn accepted(xid: u32) -> Vec<u8> {
+    let mut body = Vec::with_capacity(48);
+    ReplyHeader {
+        xid,
+        body: ReplyBody::Accepted {
+            verf: OpaqueAuth::default(),
+            stat: AcceptedReply::Success,
+        },
+    }
+    .encode(&mut body);
+    body
 }
 
 fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener) {
@@ -316,9 +374,10 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
     let replies = {
         let client_w = Arc::clone(&client_w);
         let server_r = handles.server_r;
+        let shared = Arc::clone(shared);
         std::thread::Builder::new()
             .name("fault-proxy-replies".into())
-            .spawn(move || pump_replies(server_r, &client_w))
+            .spawn(move || pump_replies(&shared, server_r, &client_w))
     };
     pump_calls(shared, client, to_server, &client_w);
     // Either side is gone: close both; the last handle of the server side
@@ -407,10 +466,22 @@ fn pump_calls(
 
 /// Replies from the server, passed to the client whole records at a time
 /// (so that they never interleave with the proxy's own replies).
-fn pump_replies(mut server: TcpStream, client_w: &Mutex<TcpStream>) {
+fn pump_replies(shared: &Shared, mut server: TcpStream, client_w: &Mutex<TcpStream>) {
     let mut out = Vec::new();
     let _ = for_each_record(&mut server, |event| {
         match event {
+            Event::Record(_)
+                if shared.lose_replies.load(Ordering::Acquire) > 0
+                    && !take_one(&shared.pass_replies)
+                    && take_one(&shared.lose_replies) =>
+            {
+                shared.lost_replies.fetch_add(1, Ordering::Relaxed);
+                // What came before it still goes; then the connection ends.
+                let mut w = lock(client_w);
+                let _ = w.write_all(&out);
+                let _ = w.shutdown(Shutdown::Both);
+                return Err(io::Error::from(io::ErrorKind::ConnectionAborted));
+            }
             Event::Record(record) => {
                 out.extend_from_slice(&fragment_header(record.len(), true));
                 out.extend_from_slice(record);
@@ -426,6 +497,12 @@ fn pump_replies(mut server: TcpStream, client_w: &Mutex<TcpStream>) {
     // The client sees the server's end as the end of its connection.
     let _ = lock(client_w).shutdown(Shutdown::Both);
     let _ = server.shutdown(Shutdown::Both);
+}
+
+/// Takes one from a counter that is above zero.
+fn take_one(n: &AtomicU32) -> bool {
+    n.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(1))
+        .is_ok()
 }
 
 /// What [`for_each_record`] hands its callback.

@@ -61,6 +61,8 @@ pub struct Shared {
     pub check_reads: bool,
     /// Completions to wait for before refilling (aio_waitn's `min`).
     pub reap_min: usize,
+    /// redo: fsync after every this many writes (0 = never).
+    pub fsync_every: usize,
     pub first_error: Mutex<Option<String>>,
 }
 
@@ -73,6 +75,7 @@ impl Shared {
             table: (0..blocks).map(|_| AtomicU64::new(0)).collect(),
             check_reads,
             reap_min: 1,
+            fsync_every: 0,
             first_error: Mutex::new(None),
         }
     }
@@ -349,6 +352,8 @@ pub fn drive(
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut done = Vec::with_capacity(depth);
     let mut dry = false;
+    // Writes since the last fsync (redo --fsync-every).
+    let mut unsynced = 0usize;
     loop {
         let stopping = sh.phase() == STOP;
         if !stopping && !dry {
@@ -405,6 +410,11 @@ pub fn drive(
                             }
                             gen.written(&op);
                             writes += 1;
+                            unsynced += 1;
+                            if sh.fsync_every > 0 && unsynced >= sh.fsync_every {
+                                unsynced = 0;
+                                sess.fsync()?;
+                            }
                         }
                         Kind::Read => {
                             if sh.check_reads {

@@ -102,6 +102,9 @@ pub struct Job {
     /// Completions each session waits for before refilling its queue.
     #[serde(default = "one")]
     pub reap_min: usize,
+    /// redo: fsync after every this many writes (0 = never).
+    #[serde(default)]
+    pub fsync_every: usize,
 }
 
 fn one() -> usize {

@@ -119,6 +119,15 @@ pub struct BenchOpts {
     /// `min` of aio_waitn; 1 = refill as soon as anything completes).
     #[arg(long, default_value_t = 1)]
     pub reap_min: usize,
+    /// redo: call fsync after every N writes (0 = never; writes are then
+    /// durable one by one: FILE_SYNC, O_DSYNC). With N > 0 directnfs writes
+    /// through `File::write_at` (in `stable=unstable` mode with
+    /// write-behind, as the URL says: it returns once the WRITE is sent)
+    /// and `fsync` is the barrier; the local engine writes to the page
+    /// cache and calls fdatasync. Not for libnfs. The IOPS include the
+    /// fsyncs; the latency is the writes'.
+    #[arg(long, default_value_t = 0)]
+    pub fsync_every: usize,
     /// Quiet: no progress line.
     #[arg(long)]
     pub quiet: bool,

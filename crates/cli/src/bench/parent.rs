@@ -105,7 +105,19 @@ fn plan(workload: Workload, o: &BenchOpts) -> Result<Plan, String> {
             if block != 0 && !(512..=(1 << 20)).contains(&block) {
                 return Err("redo --block must be 512 bytes .. 1 MiB".into());
             }
+            if o.fsync_every > 0 && p.engines.contains(&Engine::Libnfs) {
+                return Err(
+                    "redo --fsync-every: not supported by the libnfs engine (use -e directnfs,local)"
+                        .into(),
+                );
+            }
+            if o.fsync_every > 0 && p.queue_depth != 1 {
+                return Err("redo --fsync-every needs queue depth 1 (-q 1)".into());
+            }
         }
+    }
+    if workload != Workload::Redo && o.fsync_every > 0 {
+        return Err("--fsync-every is for redo only".into());
     }
     Ok(p)
 }
@@ -253,6 +265,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
                     verify: o.verify,
                     progress: show,
                     reap_min: o.reap_min,
+                    fsync_every: o.fsync_every,
                 };
                 let label = format!(
                     "[{k}/{total_runs}] {} {}{}",
@@ -321,6 +334,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
             verify: o.verify,
             progress: false,
             reap_min: o.reap_min,
+            fsync_every: o.fsync_every,
         };
         engine_notes.insert(e.name().to_string(), engines::note(&j));
     }
@@ -352,6 +366,7 @@ pub fn run(workload: Workload, o: BenchOpts) -> Result<bool, String> {
             verify: o.verify,
             repeat: o.repeat.max(1),
             reap_min: o.reap_min,
+            fsync_every: o.fsync_every,
         },
         ratios: report::ratios(&runs, workload == Workload::Sweep),
         iops_at_1ms: (workload == Workload::Sweep).then(|| report::iops_at_1ms(&runs)),

@@ -31,6 +31,9 @@ pub struct Params {
     pub verify: bool,
     pub repeat: usize,
     pub reap_min: usize,
+    /// redo: fsync after every this many writes (0 = never).
+    #[serde(default)]
+    pub fsync_every: usize,
 }
 
 /// Ratios of one engine's figures over another's.
@@ -159,6 +162,12 @@ pub fn table(rep: &Report) -> String {
             p.workers,
             p.queue_depth,
             size_str(p.block)
+        ),
+        "redo" if p.fsync_every > 0 => format!(
+            "1 writer x {} in flight, sequential writes of {}, fsync every {} writes",
+            p.queue_depth,
+            size_str(p.block),
+            p.fsync_every
         ),
         "redo" => format!(
             "1 writer x {} in flight, sequential FILE_SYNC writes of {}",

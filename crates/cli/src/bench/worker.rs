@@ -160,6 +160,7 @@ fn run_inner(job: &Job) -> Result<RunResult, String> {
         job.verify,
     );
     shared.reap_min = job.reap_min.max(1);
+    shared.fsync_every = job.fsync_every;
     let shared = Arc::new(shared);
     let counters: Vec<Counters> = (0..nthreads).map(|_| Counters::default()).collect();
     let windows = Windows {

@@ -1,9 +1,10 @@
 //! Harness for `dnfs` tests against a real NFS server (NFS-Ganesha).
 //!
 //! The server comes from `DNFS_TEST_URL` (an `nfs://host/export?nfsport=N&mountport=M`
-//! URL, as printed by `scripts/nfs-server.sh start`). Without it the tests
-//! are skipped with a loud message, unless `DNFS_TEST_REQUIRE_SERVER` is
-//! set, in which case they fail.
+//! URL, as printed by `scripts/nfs-server.sh start`), read by
+//! `directnfs_testkit::server`: without it the tests are skipped with a
+//! loud message, unless `DNFS_TEST_REQUIRE_SERVER` is set, in which case
+//! they fail.
 //!
 //! Ganesha caches directory entries, so every test works under names made
 //! unique by [`unique`].
@@ -47,22 +48,8 @@ pub fn server() -> Option<&'static Server> {
     static SERVER: OnceLock<Option<Server>> = OnceLock::new();
     SERVER
         .get_or_init(|| {
-            let Some(url) = std::env::var("DNFS_TEST_URL")
-                .ok()
-                .filter(|u| !u.is_empty())
-            else {
-                if std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_some() {
-                    panic!("DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not");
-                }
-                // Straight to stderr: libtest captures eprintln! of passing tests.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "\n*** SKIPPING dnfs server tests: DNFS_TEST_URL is not set. Start a server \
-                     with `scripts/nfs-server.sh start DIR` and export DNFS_TEST_URL=<its URL> \
-                     (DNFS_TEST_REQUIRE_SERVER=1 makes this a failure). ***\n"
-                );
-                return None;
-            };
+            // Once per test binary: the first test to ask says it is skipped.
+            let url = directnfs_testkit::server::url("dnfs server tests")?;
             let parsed = match directnfs::NfsUrl::parse(&url) {
                 Ok(u) => u,
                 Err(e) => panic!("DNFS_TEST_URL: {e}"),

@@ -238,24 +238,6 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// A path to a tool, or `None` after a SKIPPED line (a failure when the
-/// tests must run: `DNFS_TEST_REQUIRE_SERVER`, as in CI, which installs it).
-pub fn tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join(name))
-            .find(|c| c.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_none(),
-            "{name} is not installed (scripts/test.sh installs it)"
-        );
-        eprintln!("SKIPPED: {name} is not installed");
-    }
-    found
-}
-
 /// A copy of the dnfs binary that user nobody may run, in a scratch dir.
 pub fn nobody_can_run_dnfs() -> (Scratch, PathBuf) {
     let s = Scratch::new("nobody");
@@ -587,7 +569,7 @@ pub struct Tmux {
 impl Tmux {
     /// `None` (after a SKIPPED line) when tmux is missing; see [`tool`].
     pub fn start(command: &str) -> Option<Self> {
-        let tmux = tool("tmux")?;
+        let tmux = directnfs_testkit::server::tool("ops", "tmux")?;
         let session = unique("dnfs-tmux");
         let started = Command::new(&tmux)
             .args([

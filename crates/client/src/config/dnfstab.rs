@@ -159,6 +159,36 @@ pub enum ConfigError {
         /// The file.
         path: PathBuf,
     },
+    /// A `local:` address that is not an IP address (found when a target
+    /// is built from its server block, [`DnfsTab::locate`]).
+    #[error("{}:{line}: local address \"{address}\" is not an IP address", file.display())]
+    LocalAddress {
+        /// The file.
+        file: PathBuf,
+        /// Line of the `path:` the address belongs to.
+        line: usize,
+        /// The address as written.
+        address: String,
+    },
+    /// A name that no `mount:` prefix of the file covers, where only NFS
+    /// names make sense.
+    #[error("{name}: not under any mount: prefix of {}", file.display())]
+    NotUnderMount {
+        /// The name as given.
+        name: String,
+        /// The file.
+        file: PathBuf,
+    },
+    /// No dnfstab was found ([`find_config`]) where a name needs one.
+    #[error(
+        "no dnfstab found (${ENV_VAR}, {}): a name must be an nfs:// URL or a path under a mount: prefix",
+        DEFAULT_PATHS.join(", ")
+    )]
+    Missing,
+    /// Mount options (of a block or a URL) that are invalid or do not go
+    /// together ([`MountOptions::validate`]).
+    #[error(transparent)]
+    Options(#[from] OptionError),
 }
 
 impl DnfsTab {
@@ -636,7 +666,7 @@ fn looks_like_key(word: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::StableMode;
+    use crate::config::{NfsVersion, StableMode};
     use proptest::prelude::*;
     use std::time::Duration;
 
@@ -779,10 +809,13 @@ stable: file_sync     # or unstable
     }
 
     #[test]
-    fn rejects_nfsv4() {
+    fn rejects_nfsv4_0_and_takes_nfsv41_per_server() {
         let e = err("server: f\nnfs_version: nfsv4\n");
         assert!(e.starts_with("dnfstab:2: "), "{e}");
-        assert!(e.contains("only nfsv3 is supported"), "{e}");
+        assert!(e.contains("nfsv3 and nfsv4.1 are supported"), "{e}");
+        let tab = parse("server: a\nnfs_version: nfsv4.1\nserver: b\n").unwrap();
+        assert_eq!(tab.servers[0].options.nfs_version, NfsVersion::V41);
+        assert_eq!(tab.servers[1].options.nfs_version, NfsVersion::V3);
         match parse("server: f\nnfs_version: pNFS\n").unwrap_err() {
             ConfigError::Parse { token, line, .. } => {
                 assert_eq!((token.as_str(), line), ("pNFS", 2))

@@ -47,7 +47,8 @@
 //! * directnfs keys are those of [`MountOptions`] (table in its module):
 //!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
 //!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
-//!   `max_client_inflight`, `rsize`, `wsize`, `sockbuf`, `resvport`. They
+//!   `max_client_inflight`, `write_behind`, `rsize`, `wsize`, `sockbuf`,
+//!   `resvport`. They
 //!   apply to the whole server block.
 //!
 //! Errors name the file, line and token, and suggest a key for a typo:
@@ -60,9 +61,18 @@
 //! the path the server exports (asked with MOUNT EXPORT, else by MNT of
 //! each prefix, never taking a file for an export); `nfs://host//path`
 //! says it is `/`.
+//!
+//! # From a name to a target
+//!
+//! Every front end turns a name into what to mount the same way: an
+//! `nfs://` URL with [`Located::from_url`], a local path under a `mount:`
+//! prefix with [`DnfsTab::locate`] (after [`absolute`] for a relative
+//! one); [`normalize`], [`join`] and [`relative_to`] are the lexical path
+//! rules they share.
 
 mod dnfstab;
 pub mod kernel;
+mod locate;
 mod options;
 mod url;
 
@@ -70,5 +80,6 @@ pub use dnfstab::{
     find_config, load, parse_str, ConfigError, ConfigWarning, DnfsTab, ExportEntry, PathEntry,
     Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
+pub use locate::{absolute, join, normalize, normalize_bytes, relative_to, Located};
 pub use options::{MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
 pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

@@ -18,6 +18,7 @@
 //! | `gids` | supplementary groups `1,2,3`, at most 16; empty = none | the calling process's groups |
 //! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
 //! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
+//! | `write_behind` | unstable mode only: bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode | 8 MiB |
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
 //! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning), a size in bytes (`k`/`m` suffixes, 4 KiB..=256 MiB) asked for as SO_SNDBUF and SO_RCVBUF, or `prefer:SIZE`: that size in each direction whose kernel maximum (`net.core.wmem_max`, `rmem_max`) allows it in full, autotuning in the other | `prefer:4m` |
@@ -108,14 +109,27 @@ impl fmt::Display for SocketBuffers {
     }
 }
 
-/// NFS protocol version. Only NFSv3 exists in directnfs; the type is there so
-/// a configuration states it and so a future version is an extension.
+/// NFS protocol version, chosen per server (oranfstab `nfs_version:`,
+/// URL `vers=`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum NfsVersion {
-    /// NFS version 3 (RFC 1813).
+    /// NFS version 3 (RFC 1813), with the MOUNT protocol.
     #[default]
     V3,
+    /// NFS version 4.1 (RFC 8881): a session with exactly-once semantics;
+    /// paths are pseudo-file-system paths (no MOUNT protocol).
+    V41,
+}
+
+impl NfsVersion {
+    /// The name as `dnfs check` and the statistics show it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NfsVersion::V3 => "nfsv3",
+            NfsVersion::V41 => "nfsv4.1",
+        }
+    }
 }
 
 /// Every tunable of a mount. Build one with [`MountOptions::default`], then
@@ -175,7 +189,7 @@ pub struct MountOptions {
     /// Bind a privileged source port (< 1024), for servers that demand one
     /// (`secure` exports). Needs CAP_NET_BIND_SERVICE. Default off.
     pub resvport: bool,
-    /// Protocol version; only NFSv3.
+    /// Protocol version: NFSv3 (default) or NFSv4.1.
     pub nfs_version: NfsVersion,
     /// Read-only mount (`ro`): every call that would change the server
     /// fails with EROFS before it is sent. Default off (`rw`).
@@ -187,6 +201,13 @@ pub struct MountOptions {
     /// last client mounted with it wins. Default: not set (stderr, or
     /// `DIRECTNFS_ALERT_LOG`).
     pub alert_log: Option<crate::alert::Sink>,
+    /// Write-behind in unstable mode: bytes of writes per open file that
+    /// may be in flight unacknowledged (`write_at` returns once the data is
+    /// copied and sent; `fsync` waits for them and COMMITs; see the
+    /// `writebehind` module). `0` turns it off; otherwise
+    /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND`](Self::MAX_WRITE_BEHIND).
+    /// Never used in FILE_SYNC mode. Default 8 MiB.
+    pub write_behind: usize,
 }
 
 impl Default for MountOptions {
@@ -214,6 +235,7 @@ impl Default for MountOptions {
             read_only: false,
             publish_stats: true,
             alert_log: None,
+            write_behind: 8 << 20,
         }
     }
 }
@@ -247,8 +269,10 @@ pub enum OptionError {
         /// What was expected.
         reason: String,
     },
-    /// An NFS version other than 3 was asked for.
-    #[error("unsupported NFS version \"{value}\" for key \"{key}\": only nfsv3 is supported")]
+    /// An NFS version other than 3 and 4.1 was asked for.
+    #[error(
+        "unsupported NFS version \"{value}\" for key \"{key}\": nfsv3 and nfsv4.1 are supported"
+    )]
     UnsupportedVersion {
         /// The key as written.
         key: String,
@@ -300,6 +324,7 @@ enum Key {
     Gids,
     MaxInflight,
     MaxClientInflight,
+    WriteBehind,
     Rsize,
     Wsize,
     Dontroute,
@@ -335,6 +360,7 @@ const KEYS: &[(&str, Key)] = &[
     ("gids", Key::Gids),
     ("max_inflight", Key::MaxInflight),
     ("max_client_inflight", Key::MaxClientInflight),
+    ("write_behind", Key::WriteBehind),
     ("rsize", Key::Rsize),
     ("wsize", Key::Wsize),
     ("dontroute", Key::Dontroute),
@@ -391,6 +417,10 @@ impl MountOptions {
     pub const MAX_TIMEO: Duration = Duration::from_secs(600);
     /// Most `retrans`.
     pub const MAX_RETRANS: u32 = 1000;
+    /// Smallest non-zero `write_behind`.
+    pub const MIN_WRITE_BEHIND: usize = 4096;
+    /// Largest `write_behind` (1 GiB).
+    pub const MAX_WRITE_BEHIND: usize = 1 << 30;
     /// Smallest fixed `sockbuf`.
     pub const MIN_SOCKBUF: u32 = 4096;
     /// Largest fixed `sockbuf`.
@@ -449,6 +479,7 @@ impl MountOptions {
             Key::MaxClientInflight => {
                 self.max_client_inflight = p.ranged(1, Self::MAX_CLIENT_INFLIGHT as u64)? as usize
             }
+            Key::WriteBehind => self.write_behind = p.write_behind()?,
             Key::Rsize => self.rsize = p.io_size()?,
             Key::Wsize => self.wsize = p.io_size()?,
             Key::Dontroute => self.dontroute = p.flag()?,
@@ -542,6 +573,15 @@ impl MountOptions {
                 return bad(key, size.to_string(), io_size_range());
             }
         }
+        if self.write_behind != 0
+            && !(Self::MIN_WRITE_BEHIND..=Self::MAX_WRITE_BEHIND).contains(&self.write_behind)
+        {
+            return bad(
+                "write_behind",
+                self.write_behind.to_string(),
+                write_behind_range(),
+            );
+        }
         if let Some(gids) = &self.gids {
             if gids.len() > Self::MAX_GIDS {
                 return bad(
@@ -560,6 +600,14 @@ fn io_size_range() -> String {
         "must be between {} (4k) and {} (16m) bytes",
         MountOptions::MIN_IO_SIZE,
         MountOptions::MAX_IO_SIZE
+    )
+}
+
+fn write_behind_range() -> String {
+    format!(
+        "expected 0 (off) or a size between {} (4k) and {} (1024m) bytes",
+        MountOptions::MIN_WRITE_BEHIND,
+        MountOptions::MAX_WRITE_BEHIND
     )
 }
 
@@ -679,6 +727,18 @@ impl ValueParser<'_> {
         Ok(n as u32)
     }
 
+    /// `0` or a byte count within the write-behind bounds.
+    fn write_behind(&self) -> Result<usize, OptionError> {
+        let n = self
+            .bytes()
+            .map_err(|_| self.invalid(write_behind_range()))?;
+        let range = MountOptions::MIN_WRITE_BEHIND as u64..=MountOptions::MAX_WRITE_BEHIND as u64;
+        if n != 0 && !range.contains(&n) {
+            return Err(self.invalid(write_behind_range()));
+        }
+        Ok(n as usize)
+    }
+
     /// `auto`, a byte count as [`io_size`](Self::io_size) takes, or
     /// `prefer:` and a byte count.
     fn sockbuf(&self) -> Result<SocketBuffers, OptionError> {
@@ -748,6 +808,7 @@ impl ValueParser<'_> {
     fn version(&self) -> Result<NfsVersion, OptionError> {
         match self.required()?.to_ascii_lowercase().as_str() {
             "3" | "v3" | "nfsv3" | "nfs3" => Ok(NfsVersion::V3),
+            "4.1" | "v4.1" | "nfsv4.1" | "nfs4.1" | "nfsv41" => Ok(NfsVersion::V41),
             _ => Err(OptionError::UnsupportedVersion {
                 key: self.key.to_owned(),
                 value: self.value.to_owned(),
@@ -849,7 +910,30 @@ mod tests {
         assert_eq!(o.sockbuf, SocketBuffers::Prefer(4 << 20));
         assert!(!o.resvport);
         assert_eq!(o.nfs_version, NfsVersion::V3);
+        assert_eq!(o.write_behind, 8 << 20);
         assert_eq!(o.validate(), Ok(()));
+    }
+
+    #[test]
+    fn write_behind_takes_zero_or_a_bounded_size() {
+        assert_eq!(set(&[("write_behind", "0")]).unwrap().write_behind, 0);
+        assert_eq!(
+            set(&[("write-behind", "64k")]).unwrap().write_behind,
+            64 << 10
+        );
+        assert_eq!(
+            set(&[("write_behind", "1024m")]).unwrap().write_behind,
+            1 << 30
+        );
+        for bad in ["100", "1025m", "lots", "", "-1"] {
+            let err = set(&[("write_behind", bad)]).unwrap_err().to_string();
+            assert!(err.contains("write_behind"), "{bad}: {err}");
+        }
+        let o = MountOptions {
+            write_behind: 10,
+            ..MountOptions::default()
+        };
+        assert!(o.validate().unwrap_err().to_string().contains("0 (off)"));
     }
 
     #[test]
@@ -864,7 +948,7 @@ mod tests {
                 "nfs_version" | "version" | "vers" | "nfsvers" => "3",
                 "security" | "security_default" | "sec" => "sys",
                 "gids" => "1,2",
-                "rsize" | "wsize" => "65536",
+                "rsize" | "wsize" | "write_behind" => "65536",
                 "sockbuf" => "auto",
                 _ => "7",
             };
@@ -1108,14 +1192,17 @@ mod tests {
     }
 
     #[test]
-    fn rejects_nfs_version_4() {
-        for v in ["4", "nfsv4", "4.1", "nfsv41", "pNFS", "2"] {
+    fn accepts_nfsv3_and_nfsv41_and_rejects_the_rest() {
+        for v in ["4", "nfsv4", "4.0", "4.2", "pNFS", "2"] {
             let err = set(&[("nfs_version", v)]).unwrap_err();
             assert!(matches!(err, OptionError::UnsupportedVersion { .. }), "{v}");
-            assert!(err.to_string().contains("only nfsv3 is supported"));
+            assert!(err.to_string().contains("nfsv3 and nfsv4.1 are supported"));
         }
         for v in ["3", "nfsv3", "NFSv3", "v3"] {
-            assert!(set(&[("version", v)]).is_ok(), "{v}");
+            assert_eq!(set(&[("version", v)]).unwrap().nfs_version, NfsVersion::V3);
+        }
+        for v in ["4.1", "nfsv4.1", "NFSv4.1", "v4.1", "nfsv41"] {
+            assert_eq!(set(&[("vers", v)]).unwrap().nfs_version, NfsVersion::V41);
         }
     }
 

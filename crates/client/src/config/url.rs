@@ -203,26 +203,10 @@ pub(crate) fn normalize_path(raw: &str, resolve_dotdot: bool) -> Result<String, 
     if raw.contains('\0') {
         return Err("contains a NUL byte");
     }
-    let mut parts: Vec<&str> = Vec::new();
-    for part in raw.split('/') {
-        match part {
-            "" | "." => {}
-            ".." if resolve_dotdot => {
-                parts.pop();
-            }
-            ".." => return Err("\"..\" components are not allowed"),
-            _ => parts.push(part),
-        }
+    if !resolve_dotdot && raw.split('/').any(|part| part == "..") {
+        return Err("\"..\" components are not allowed");
     }
-    let mut out = String::with_capacity(raw.len());
-    for part in &parts {
-        out.push('/');
-        out.push_str(part);
-    }
-    if out.is_empty() {
-        out.push('/');
-    }
-    Ok(out)
+    Ok(super::locate::normalize(raw))
 }
 
 fn parse_inner(input: &str) -> Result<NfsUrl, UrlErrorKind> {
@@ -602,7 +586,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "invalid nfs URL \"nfs://h/v?version=4\": unsupported NFS version \"4\" \
-             for key \"version\": only nfsv3 is supported"
+             for key \"version\": nfsv3 and nfsv4.1 are supported"
         );
     }
 

@@ -173,7 +173,9 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
         &[&["file"], pid_col, &["server"]].concat(),
         [
             "size", "reads", "writes", "read", "written", "errors", "inflight",
-        ],
+        ]
+        .into_iter()
+        .chain(WRITE_BEHIND_COLUMNS),
     );
     let mut latency = Table::new(
         &["scope", "name", "class"],
@@ -272,7 +274,8 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
                     fmt_bytes(t.bytes_written),
                     t.errors.to_string(),
                     t.inflight.to_string(),
-                ]),
+                ])
+                .chain(write_behind_cells(t)),
         );
         let name = match f.pid {
             Some(pid) => format!("{} [{pid}]", f.path),
@@ -312,6 +315,19 @@ fn io_cells(io: &IoSnapshot) -> impl Iterator<Item = String> {
         io.failovers.to_string(),
         io.inflight.to_string(),
         io.inflight_peak.to_string(),
+    ]
+    .into_iter()
+}
+
+/// Per file: write-behind bytes in flight, write-behind errors, and the
+/// time `fsync` spent waiting for write-behind WRITEs (total, in ms).
+const WRITE_BEHIND_COLUMNS: [&str; 3] = ["wb_out", "wb_err", "fsync_wait_ms"];
+
+fn write_behind_cells(io: &IoSnapshot) -> impl Iterator<Item = String> {
+    [
+        fmt_bytes(io.write_behind_bytes),
+        io.write_behind_errors.to_string(),
+        format!("{:.1}", io.fsync_wait_us as f64 / 1000.0),
     ]
     .into_iter()
 }
@@ -447,7 +463,7 @@ struct Counter {
     get: fn(&IoSnapshot) -> u64,
 }
 
-const COUNTERS: [Counter; 11] = [
+const COUNTERS: [Counter; 12] = [
     Counter {
         name: "directnfs_bytes_read_total",
         help: "READ payload bytes received.",
@@ -502,6 +518,11 @@ const COUNTERS: [Counter; 11] = [
         name: "directnfs_moved_other_path_total",
         help: "Lost attempts re-sent on a channel of another path.",
         get: |io| io.moved_other_path,
+    },
+    Counter {
+        name: "directnfs_write_behind_errors_total",
+        help: "Write-behind WRITEs that failed (each reported by an fsync).",
+        get: |io| io.write_behind_errors,
     },
 ];
 
@@ -604,11 +625,33 @@ fn write_families(out: &mut String, scopes: &[Scope<'_>]) {
             sample(out, c.name, &sc.labels, &[], &(c.get)(sc.io).to_string());
         }
     }
+    // Seconds, as Prometheus wants base units (the model counts µs).
+    family(
+        out,
+        "directnfs_fsync_wait_seconds_total",
+        "counter",
+        "Time fsync spent waiting for write-behind WRITEs.",
+    );
+    for sc in scopes {
+        let ns = sc.io.fsync_wait_us.saturating_mul(1000);
+        sample(
+            out,
+            "directnfs_fsync_wait_seconds_total",
+            &sc.labels,
+            &[],
+            &seconds_from_ns(ns),
+        );
+    }
 
-    let gauges: [(&str, &str, GaugeOf); 3] = [
+    let gauges: [(&str, &str, GaugeOf); 4] = [
         ("directnfs_inflight", "Calls in flight.", |sc| {
             Some(sc.io.inflight)
         }),
+        (
+            "directnfs_write_behind_bytes",
+            "Bytes of write-behind WRITEs in flight.",
+            |sc| Some(sc.io.write_behind_bytes),
+        ),
         (
             "directnfs_inflight_peak",
             "Highest number of calls in flight seen.",
@@ -1147,6 +1190,9 @@ mod tests {
             ("directnfs_failovers_total", "counter"),
             ("directnfs_inflight", "gauge"),
             ("directnfs_inflight_peak", "gauge"),
+            ("directnfs_write_behind_bytes", "gauge"),
+            ("directnfs_write_behind_errors_total", "counter"),
+            ("directnfs_fsync_wait_seconds_total", "counter"),
             ("directnfs_queue_depth", "gauge"),
             ("directnfs_up", "gauge"),
             ("directnfs_sends_total", "counter"),
@@ -1405,7 +1451,10 @@ mod tests {
         let channels = section(&text, "CHANNELS (v$dnfs_channels)");
         assert_eq!(channels.len(), 4);
         assert!(channels[0].contains("sends") && channels[0].contains("moved_other"));
-        assert!(channels[1].contains("8388608") && channels[2].contains("87040"));
+        assert!(
+            channels[1].contains("8388608") && channels[2].contains("87040"),
+            "{channels:?}"
+        );
         assert!(channels[3].contains("probing"));
         let servers = section(&text, "SERVERS (v$dnfs_servers)");
         assert!(servers[1].contains("/vol/oradata") && servers[1].contains("1048576"));

@@ -172,6 +172,15 @@ pub struct IoSnapshot {
     pub inflight: u64,
     /// Highest in-flight depth seen.
     pub inflight_peak: u64,
+    /// Bytes of write-behind WRITEs in flight (sent, the writer not waiting
+    /// for their reply; unstable mode, `write_behind`).
+    pub write_behind_bytes: u64,
+    /// Write-behind WRITEs that failed (each error reported by an `fsync`).
+    pub write_behind_errors: u64,
+    /// `fsync`s that waited for write-behind WRITEs before their COMMIT.
+    pub fsync_waits: u64,
+    /// Total time those `fsync`s spent waiting, microseconds.
+    pub fsync_wait_us: u64,
     /// Latency by class (`"read"`, `"write"`, `"commit"`, `"metadata"`,
     /// `"namespace"`, `"directory"`, `"null"`), classes with calls only.
     pub latency_us: BTreeMap<String, LatencySummary>,
@@ -204,6 +213,10 @@ impl IoSnapshot {
             moved_other_path: raw.moved_other_path,
             inflight: raw.inflight,
             inflight_peak: raw.inflight_peak,
+            write_behind_bytes: raw.write_behind_bytes,
+            write_behind_errors: raw.write_behind_errors,
+            fsync_waits: raw.fsync_waits,
+            fsync_wait_us: raw.fsync_wait_ns / 1000,
             latency_us: ProcClass::ALL
                 .iter()
                 .zip(&raw.latency)
@@ -243,6 +256,10 @@ impl IoSnapshot {
             (&mut self.moved_other_path, other.moved_other_path),
             (&mut self.inflight, other.inflight),
             (&mut self.inflight_peak, other.inflight_peak),
+            (&mut self.write_behind_bytes, other.write_behind_bytes),
+            (&mut self.write_behind_errors, other.write_behind_errors),
+            (&mut self.fsync_waits, other.fsync_waits),
+            (&mut self.fsync_wait_us, other.fsync_wait_us),
         ] {
             *a = a.wrapping_add(b);
         }

@@ -204,6 +204,11 @@ pub struct IoStats {
     // Signed so an unmatched completion shows as 0, not as 2^64 - 1.
     inflight: AtomicI64,
     inflight_peak: AtomicU64,
+    // Signed for the same reason as `inflight`.
+    write_behind_bytes: AtomicI64,
+    write_behind_errors: AtomicU64,
+    fsync_waits: AtomicU64,
+    fsync_wait_ns: AtomicU64,
     latency: [Histogram; ProcClass::COUNT],
 }
 
@@ -224,6 +229,10 @@ impl IoStats {
             moved_other_path: AtomicU64::new(0),
             inflight: AtomicI64::new(0),
             inflight_peak: AtomicU64::new(0),
+            write_behind_bytes: AtomicI64::new(0),
+            write_behind_errors: AtomicU64::new(0),
+            fsync_waits: AtomicU64::new(0),
+            fsync_wait_ns: AtomicU64::new(0),
             latency: [const { Histogram::new() }; ProcClass::COUNT],
         }
     }
@@ -316,6 +325,26 @@ impl IoStats {
         self.timeouts.fetch_add(1, Relaxed);
     }
 
+    /// Write-behind: `bytes` more (positive) or fewer (negative) bytes of
+    /// WRITEs are in flight that the writer did not wait for.
+    #[inline]
+    pub fn on_write_behind(&self, bytes: i64) {
+        self.write_behind_bytes.fetch_add(bytes, Relaxed);
+    }
+
+    /// A write-behind WRITE failed (its error waits for the next `fsync`).
+    #[inline]
+    pub fn on_write_behind_error(&self) {
+        self.write_behind_errors.fetch_add(1, Relaxed);
+    }
+
+    /// An `fsync` waited `ns` for write-behind WRITEs before its COMMIT.
+    #[inline]
+    pub fn on_fsync_wait(&self, ns: u64) {
+        self.fsync_waits.fetch_add(1, Relaxed);
+        self.fsync_wait_ns.fetch_add(ns, Relaxed);
+    }
+
     /// The latency histogram of one class (e.g. for a benchmark's own report).
     pub fn latency(&self, class: ProcClass) -> &Histogram {
         &self.latency[class.index()]
@@ -350,6 +379,10 @@ impl IoStats {
             moved_other_path: self.moved_other_path.load(Relaxed),
             inflight: self.inflight(),
             inflight_peak: self.inflight_peak.load(Relaxed),
+            write_behind_bytes: u64::try_from(self.write_behind_bytes.load(Relaxed)).unwrap_or(0),
+            write_behind_errors: self.write_behind_errors.load(Relaxed),
+            fsync_waits: self.fsync_waits.load(Relaxed),
+            fsync_wait_ns: self.fsync_wait_ns.load(Relaxed),
             latency: std::array::from_fn(|i| self.latency[i].snapshot()),
         }
     }
@@ -406,6 +439,14 @@ pub struct RawIoSnapshot {
     /// Highest in-flight depth seen. After a merge: the sum of the parts'
     /// peaks, an upper bound (the parts may have peaked at different times).
     pub inflight_peak: u64,
+    /// Bytes of write-behind WRITEs in flight when the copy was taken.
+    pub write_behind_bytes: u64,
+    /// Write-behind WRITEs that failed (each reported by an `fsync`).
+    pub write_behind_errors: u64,
+    /// `fsync`s that waited for write-behind WRITEs.
+    pub fsync_waits: u64,
+    /// Total time those `fsync`s waited, nanoseconds.
+    pub fsync_wait_ns: u64,
     /// Latency per class, indexed by [`ProcClass::index`].
     pub latency: [HistogramSnapshot; ProcClass::COUNT],
 }
@@ -430,6 +471,10 @@ impl RawIoSnapshot {
         add(&mut self.moved_other_path, other.moved_other_path);
         add(&mut self.inflight, other.inflight);
         add(&mut self.inflight_peak, other.inflight_peak);
+        add(&mut self.write_behind_bytes, other.write_behind_bytes);
+        add(&mut self.write_behind_errors, other.write_behind_errors);
+        add(&mut self.fsync_waits, other.fsync_waits);
+        add(&mut self.fsync_wait_ns, other.fsync_wait_ns);
         for (a, b) in self.latency.iter_mut().zip(&other.latency) {
             a.merge(b);
         }

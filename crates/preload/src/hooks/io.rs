@@ -277,9 +277,11 @@ fsync_like!(fsync);
 fsync_like!(fdatasync);
 fsync_like!(syncfs);
 
-/// Accepted: FILE_SYNC writes are on stable storage when they return, and
-/// in `unstable` mode the next `fsync` commits; there is no dirty cache
-/// to start writing back.
+/// FILE_SYNC writes are on stable storage when they return, and in
+/// `unstable` mode the next `fsync` commits; there is no dirty cache to
+/// start writing back. With a `WAIT_*` flag the descriptor's write-behind
+/// writes in flight are waited for (their errors stay for `fsync`, as
+/// `sync_file_range` does not promise durability either).
 #[no_mangle]
 pub unsafe extern "C" fn sync_file_range(
     fd: c_int,
@@ -287,13 +289,19 @@ pub unsafe extern "C" fn sync_file_range(
     n: off64_t,
     flags: c_uint,
 ) -> c_int {
-    if !fdtable::is_nfs(fd) {
+    let Some(open) = fdtable::get(fd) else {
         // SAFETY: plain forward.
         return unsafe { real::sync_file_range(fd, off, n, flags) };
-    }
+    };
     if off < 0 || n < 0 {
         set_errno(libc::EINVAL);
         return -1;
+    }
+    let wait = libc::SYNC_FILE_RANGE_WAIT_BEFORE | libc::SYNC_FILE_RANGE_WAIT_AFTER;
+    if flags & wait != 0 {
+        if let Some(file) = open.opened_file() {
+            file.wait_write_behind();
+        }
     }
     0
 }

@@ -14,13 +14,27 @@ use crate::shadow;
 use crate::warn;
 
 /// `close(2)` of any descriptor: an NFS one leaves the table first; the
-/// kernel then releases its locks as for any file.
+/// kernel then releases its locks as for any file. Write-behind writes of
+/// an NFS descriptor (unstable mode) are waited for, and an error of one
+/// that no `fsync` reported yet is returned, as `close` of a file on a
+/// kernel NFS mount returns it; the descriptor is closed either way.
 pub fn close(fd: c_int) -> c_int {
+    let mut failed = None;
     if let Some(open) = fdtable::remove(fd) {
         check_stray(fd, &open);
+        if let Some(file) = open.opened_file() {
+            failed = file.flush_write_behind().err().map(|e| e.errno());
+        }
     }
     // SAFETY: plain forward.
-    unsafe { real::close(fd) }
+    let r = unsafe { real::close(fd) };
+    match failed {
+        Some(e) if r == 0 => {
+            crate::fail::set_errno(e);
+            -1
+        }
+        _ => r,
+    }
 }
 
 /// Says on stderr if something wrote to the shadow file behind `fd`

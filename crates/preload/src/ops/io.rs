@@ -158,7 +158,9 @@ pub fn lseek(state: &State, fd: c_int, open: &Open, off: off_t, whence: c_int) -
     Ok(to)
 }
 
-/// `fsync`/`fdatasync`: COMMIT in `unstable` mode, nothing to do with
+/// `fsync`/`fdatasync`: in `unstable` mode waits for the descriptor's
+/// write-behind writes (reporting one that failed, once), then COMMIT;
+/// nothing to do with
 /// FILE_SYNC writes (durable when acknowledged). Directory operations are
 /// synchronous on the server (RFC 1813 §3.3), so a directory has nothing
 /// to flush either.
@@ -348,9 +350,13 @@ fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {
         return Err(Errno(libc::EFBIG));
     }
     let file = open.file(state)?;
+    let sync = open.flags() & (libc::O_SYNC | libc::O_DSYNC) != 0;
+    // O_SYNC/O_DSYNC (at open or by F_SETFL): no write-behind for this
+    // descriptor — each write waits for its reply, then is committed.
+    file.set_write_behind(!sync);
     let n = file.write_at(buf, off)?;
     // O_SYNC/O_DSYNC: durable before returning, also in unstable mode.
-    if open.flags() & (libc::O_SYNC | libc::O_DSYNC) != 0 && file.uncommitted_bytes() > 0 {
+    if sync && file.uncommitted_bytes() > 0 {
         file.fsync()?;
     }
     Ok(n)

@@ -240,7 +240,7 @@ mod tests {
     /// A client, fresh lock names and an owner for one test; None
     /// (skipped) without a server.
     fn setup(test: &str) -> Option<(Client, Names, Owner)> {
-        let url = crate::test_server::url(&format!("dotlock_{test}"))?;
+        let url = directnfs_testkit::server::url(&format!("dotlock_{test}"))?;
         let c = Client::connect(&url).expect("connect");
         let n = names(&c, test);
         Some((c, n, Owner::me(random_u64())))

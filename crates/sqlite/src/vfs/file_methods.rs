@@ -51,6 +51,11 @@ pub(super) unsafe extern "C" fn x_close(f: *mut sqlite3_file) -> c_int {
         };
         let mut c = *boxed;
         let mut rc = SQLITE_OK;
+        // Write-behind: wait for the writes in flight (before the locks
+        // go) and report an error none of them reported yet.
+        if let Err(e) = c.file.flush_write_behind() {
+            rc = io_error(SQLITE_IOERR_CLOSE, &format!("close {}", c.name), &e);
+        }
         if let Some(inode) = c.inode.clone() {
             if let Err(e) = inode.shm_unmap(&mut c.shm) {
                 rc = lock_error(e);
@@ -154,7 +159,9 @@ pub(super) unsafe extern "C" fn x_truncate(f: *mut sqlite3_file, size: i64) -> c
 
 /// xSync = File::fsync: nothing to do for FILE_SYNC writes (durable when
 /// acknowledged), COMMIT (and resend after a server restart) in unstable
-/// mode. The same for every sync flag: there is no cheaper "data only".
+/// mode, after waiting for the file's write-behind writes (the barrier:
+/// xWrite returned before their replies; a failed one is reported here).
+/// The same for every sync flag: there is no cheaper "data only".
 pub(super) unsafe extern "C" fn x_sync(f: *mut sqlite3_file, _flags: c_int) -> c_int {
     fallible(SQLITE_IOERR_FSYNC, || {
         // SAFETY: our file, one thread at a time.

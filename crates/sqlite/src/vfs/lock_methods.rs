@@ -36,6 +36,9 @@ pub(super) unsafe extern "C" fn x_unlock(f: *mut sqlite3_file, level: c_int) -> 
             return SQLITE_IOERR_UNLOCK;
         };
         let _t = Trace::new("xUnlock", &c.name, level as i64);
+        // Write-behind (unstable mode): the writes made under the lock
+        // land before it is released, so the next holder reads them.
+        c.file.wait_write_behind();
         match &c.inode {
             Some(inode) => match inode.unlock(&mut c.lock, level) {
                 Ok(()) => SQLITE_OK,

@@ -10,7 +10,7 @@ use super::os::*;
 use super::shm_methods::*;
 use super::vfs_methods::*;
 use crate::sys::*;
-use crate::test_server::url as base_url;
+use directnfs_testkit::server::url as base_url;
 
 fn name_in(base: &str, file: &str) -> CString {
     let (path, query) = base.split_once('?').unwrap_or((base, ""));

@@ -11,22 +11,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-/// `DNFS_TEST_URL`, or None after saying loudly that the test is skipped.
-pub fn server_url(test: &str) -> Option<String> {
-    match std::env::var("DNFS_TEST_URL") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var_os("DNFS_TEST_REQUIRE_SERVER").is_none(),
-                "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
-            );
-            eprintln!(
-                "SKIPPED {test}: DNFS_TEST_URL is not set (start a server with scripts/nfs-server.sh start and export its URL)"
-            );
-            None
-        }
-    }
-}
+pub use directnfs_testkit::server::url as server_url;
 
 /// The built extension, next to the test binary's deps directory
 /// (`target/<profile>/libdirectnfs_sqlite.so`), or `$DNFS_SQLITE_EXT`.

@@ -335,6 +335,10 @@ impl Session for LibnfsSession {
         Ok(())
     }
 
+    fn fsync(&mut self) -> Result<(), String> {
+        Err("libnfs engine: --fsync-every is not supported".into())
+    }
+
     fn reap(&mut self, out: &mut Vec<Done>, min: usize, timeout: Duration) -> Result<(), String> {
         let deadline = std::time::Instant::now() + timeout;
         let min = min.clamp(1, self.in_flight.max(1));

@@ -25,7 +25,12 @@ impl LocalSession {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_DSYNC)
+            // redo --fsync-every: the page cache, then fdatasync.
+            .custom_flags(if job.fsync_every > 0 {
+                0
+            } else {
+                libc::O_DSYNC
+            })
             .open(path)
             .map_err(|e| format!("open {path}: {e}"))?;
         Ok(Self {
@@ -58,5 +63,9 @@ impl Session for LocalSession {
     fn reap(&mut self, out: &mut Vec<Done>, _min: usize, _timeout: Duration) -> Result<(), String> {
         out.append(&mut self.done);
         Ok(())
+    }
+
+    fn fsync(&mut self) -> Result<(), String> {
+        self.file.sync_data().map_err(|e| format!("fdatasync: {e}"))
     }
 }

@@ -35,6 +35,8 @@ pub trait Session {
     /// Waits up to `timeout` for at least `min` (>= 1) completions and
     /// appends every completion available.
     fn reap(&mut self, out: &mut Vec<Done>, min: usize, timeout: Duration) -> Result<(), String>;
+    /// Makes the writes so far durable (redo `--fsync-every`).
+    fn fsync(&mut self) -> Result<(), String>;
 }
 
 /// How an engine maps a session of queue depth `q` onto threads:
@@ -60,9 +62,17 @@ pub fn open(job: &Job, depth: usize, buf_len: usize) -> Result<Box<dyn Session>,
 /// A one-line description of how the engine does its I/O (for the output).
 pub fn note(job: &Job) -> String {
     match job.engine {
+        Engine::Directnfs if job.fsync_every > 0 => format!(
+            "File::write_at (write-behind as the URL's stable=/write_behind= say), {} connection(s), fsync every {} writes",
+            job.connections, job.fsync_every
+        ),
         Engine::Directnfs => format!(
             "Batch API, {} connection(s) per session, FILE_SYNC writes",
             job.connections
+        ),
+        Engine::Local if job.fsync_every > 0 => format!(
+            "pwrite through the page cache, fdatasync every {} writes",
+            job.fsync_every
         ),
         Engine::Libnfs => "libnfs.so.13 async API, one context (1 connection) per session, O_SYNC (FILE_SYNC) writes".into(),
         Engine::Local => "pread/pwrite through the page cache (O_DSYNC writes), one thread per queue slot".into(),

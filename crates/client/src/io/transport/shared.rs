@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use directnfs_engine::{Action, Answer, Engine, Failure};
-use directnfs_wire::nfs3::nfsstat3;
+use directnfs_wire::nfs3::{self, nfsstat3};
 use directnfs_wire::rpc::{AcceptedReply, RejectedReply, ReplyBody, ReplyHeader};
 use directnfs_wire::{Decode, XdrReader};
 
@@ -604,17 +604,21 @@ impl Replies for ChannelReplies<'_> {
         };
         let ok = header.as_ref().is_ok_and(|h| h.is_success());
         // Every NFS procedure's results start with its status (NULL's are
-        // empty, and the engine never retries NULL).
-        let answer =
-            if ok && r.rest().get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..]) {
-                // Every JUKEBOX reply, retried by the engine or handed out.
-                self.shared
-                    .watch
-                    .on_jukebox(now, &self.shared.config.alerts);
-                Answer::Jukebox
-            } else {
-                Answer::Final
-            };
+        // empty, and the engine never retries NULL). Not on NFSv4.1: its
+        // NFS4ERR_DELAY (the same number) is the session layer's to retry,
+        // with a new sequence id when SEQUENCE itself succeeded.
+        let answer = if ok
+            && self.shared.config.vers == nfs3::NFS_V3
+            && r.rest().get(..4) == Some(&nfsstat3::NFS3ERR_JUKEBOX.0.to_be_bytes()[..])
+        {
+            // Every JUKEBOX reply, retried by the engine or handed out.
+            self.shared
+                .watch
+                .on_jukebox(now, &self.shared.config.alerts);
+            Answer::Jukebox
+        } else {
+            Answer::Final
+        };
         let Some(d) = self
             .shared
             .on_reply(self.channel, self.epoch, xid, answer, now)

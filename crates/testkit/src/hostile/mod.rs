@@ -44,7 +44,7 @@
 //! around each client operation, a counter of panics on the client's own
 //! threads, the largest single allocation and the peak RSS.
 
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 pub mod capture;
 pub mod watch;
@@ -623,6 +623,12 @@ impl std::fmt::Debug for HookSlot {
 
 /// Changes the server's behaviour; see [`HostileServer::control`].
 pub struct Control<'a>(&'a State);
+
+impl std::fmt::Debug for Control<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Control")
+    }
+}
 
 impl Control<'_> {
     /// A crash and restart, as the client sees it: everything not on

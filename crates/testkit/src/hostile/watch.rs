@@ -9,7 +9,10 @@
 //! * [`largest_allocation`]: the largest single allocation request this
 //!   process has made, from a counting global allocator: a client that
 //!   sizes a buffer from a hostile length shows up here even when the
-//!   kernel would lazily back the pages.
+//!   kernel would lazily back the pages. A test binary that measures it
+//!   installs the allocator itself
+//!   (`#[global_allocator] static A: Counting = Counting;`): a library
+//!   cannot choose the allocator of every binary that links it.
 //! * [`peak_rss_kib`]: `VmHWM` from `/proc/self/status`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -17,8 +20,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
-/// The system allocator, recording the largest request.
-struct Counting;
+/// The system allocator, recording the largest request (see the module
+/// doc for how a test binary installs it).
+#[derive(Debug)]
+pub struct Counting;
 
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
 
@@ -49,10 +54,8 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// The largest single allocation (or reallocation) requested so far.
+/// The largest single allocation (or reallocation) requested so far; zero
+/// unless the test binary installed [`Counting`] as its global allocator.
 pub fn largest_allocation() -> usize {
     LARGEST.load(Ordering::Relaxed)
 }

@@ -1,0 +1,607 @@
+//! Open files on NFSv4.1: OPEN (CLAIM_NULL, share access read and write,
+//! falling back to read only; deny none; no delegation wanted) and CLOSE,
+//! the open stateid on READ, WRITE and SETATTR, COMMIT.
+//!
+//! Writes are FILE_SYNC by default. A write the server answers with a
+//! weaker commitment is committed at once and, if the COMMIT's verifier
+//! is not the WRITE's (the server restarted in between and may have lost
+//! it), sent again. With `stable=unstable` writes are UNSTABLE and kept
+//! (offset, data, verifier) until `fsync`, whose COMMIT's verifier decides
+//! which must be sent again, FILE_SYNC — the NFSv3 path's rule.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+
+use directnfs_wire::nfs4::{
+    createhow4, decode_commit_reply, decode_read_reply, decode_write_reply, encode_commit_compound,
+    encode_read_compound, encode_write_compound_header, fattr4, nfs_argop4, nfs_fh4, nfs_opnum4,
+    nfs_resop4, nfsstat4, open_claim4, openflag4, owner_id4, stable_how4, state_owner4, stateid4,
+    verifier4, CLOSE4args, GETATTR4args, Nfs4Res, OPEN4args, PUTFH4args, SequencedReply,
+    OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ, OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+    OPEN4_SHARE_DENY_NONE,
+};
+use directnfs_wire::XdrReader;
+
+use super::ops::{self, Ops, STAT_COMMIT, STAT_GETATTR, STAT_READ, STAT_WRITE};
+use super::session::{nfs4_error, Request, Session, Settled, STAT_OTHER};
+use crate::client::{Client, Inner};
+use crate::error::{Error, Result};
+use crate::file::OpenOptions;
+use crate::metadata::Metadata;
+
+/// Rounds of WRITE + COMMIT before a write whose data the server keeps
+/// losing (its verifier changing) is reported as not durable.
+const MAX_WRITE_ROUNDS: usize = 3;
+
+/// The NFSv4.1 state of one open file: its handle and open stateid. CLOSE
+/// is sent when the last clone of the `File` is dropped.
+#[derive(Debug)]
+pub(crate) struct OpenFile {
+    client: Client,
+    pub(crate) fh: nfs_fh4,
+    /// The open stateid; replaced when the server lost it (`reopen`).
+    stateid: Mutex<stateid4>,
+    /// The share access the file was opened with.
+    access: u32,
+    pub(crate) path: String,
+    /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
+    /// their verifier proves them durable.
+    unstable: bool,
+    pending: Mutex<Vec<Unstable>>,
+    /// One `fsync` at a time (a second must not return before the first's
+    /// COMMIT, which covered its writes too, succeeded).
+    fsync_lock: Mutex<()>,
+    /// The lock stateid, once this file locked a range (`lock.rs`).
+    lock: Mutex<Option<stateid4>>,
+}
+
+/// An UNSTABLE write not yet proven durable.
+#[derive(Debug)]
+struct Unstable {
+    offset: u64,
+    data: Arc<[u8]>,
+    verf: verifier4,
+}
+
+impl Drop for OpenFile {
+    fn drop(&mut self) {
+        let Some(s) = self.client.inner.v4.as_ref().filter(|s| s.ours()) else {
+            return;
+        };
+        if let Err(e) = self.release_locks() {
+            tracing::debug!("unlocking {} before CLOSE: {e}", self.path);
+        }
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_CLOSE(CLOSE4args {
+            seqid: 0,
+            open_stateid: self.open_stateid(),
+        }));
+        if let Err(e) = ops.run(s, &self.client.inner, "CLOSE", &self.path, STAT_OTHER, true) {
+            tracing::debug!("CLOSE {}: {e}", self.path);
+        }
+    }
+}
+
+/// Opens (or creates) `path` as `opts` says.
+pub(crate) fn open(client: &Client, path: &str, opts: OpenOptions) -> Result<OpenFile> {
+    let inner = &client.inner;
+    let Some(s) = inner.v4.as_ref() else {
+        return Err(Error::InvalidInput("not an NFSv4.1 client".into()));
+    };
+    match open_once(client, s, path, opts, OPEN4_SHARE_ACCESS_BOTH) {
+        // No write permission: read only, as a read-only open would be.
+        Err(Error::Nfs4 {
+            status: nfsstat4::NFS4ERR_ACCESS,
+            ..
+        }) if !opts.create && !opts.create_new && !opts.truncate => {
+            open_once(client, s, path, opts, OPEN4_SHARE_ACCESS_READ)
+        }
+        other => other,
+    }
+}
+
+fn open_once(
+    client: &Client,
+    s: &Session,
+    path: &str,
+    opts: OpenOptions,
+    access: u32,
+) -> Result<OpenFile> {
+    let inner = &client.inner;
+    let (parent, name) = ops::split(path)?;
+    let attrs = fattr4 {
+        mode: Some(opts.mode.unwrap_or(0o644) & 0o7777),
+        ..Default::default()
+    };
+    // GUARDED for an exclusive create: the session's reply cache answers
+    // a re-sent OPEN with its first reply, so the v3 EXCLUSIVE-verifier
+    // dance is not needed (RFC 8881 §18.16.3 prefers GUARDED4 then too).
+    let openhow = if opts.create_new {
+        openflag4::OPEN4_CREATE(createhow4::GUARDED4(attrs))
+    } else if opts.create {
+        openflag4::OPEN4_CREATE(createhow4::UNCHECKED4(attrs))
+    } else {
+        openflag4::OPEN4_NOCREATE
+    };
+    let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &parent);
+    ops.push(nfs_argop4::OP_OPEN(OPEN4args {
+        seqid: 0,
+        share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner: state_owner4 {
+            clientid: 0, // ignored in NFSv4.1 (RFC 8881 §18.16.3)
+            owner: owner_id4::from(format!("open-{n}").as_str()),
+        },
+        openhow,
+        claim: open_claim4::CLAIM_NULL(name),
+    }));
+    ops.push(nfs_argop4::OP_GETFH);
+    if opts.truncate {
+        ops.push(nfs_argop4::OP_SETATTR(directnfs_wire::nfs4::SETATTR4args {
+            stateid: stateid4::CURRENT,
+            obj_attributes: fattr4 {
+                size: Some(0),
+                ..Default::default()
+            },
+        }));
+    }
+    let res = ops.run(s, inner, "OPEN", path, STAT_OTHER, true)?;
+    let mut stateid = None;
+    let mut fh = None;
+    for r in res {
+        match r {
+            nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok)) => stateid = Some(ok.stateid),
+            nfs_resop4::OP_GETFH(Nfs4Res::Ok(ok)) => fh = Some(ok.object),
+            _ => {}
+        }
+    }
+    let (Some(stateid), Some(fh)) = (stateid, fh) else {
+        return Err(ops::missing("OPEN", path));
+    };
+    Ok(OpenFile {
+        client: client.clone(),
+        fh,
+        stateid: Mutex::new(stateid),
+        access,
+        path: path.to_string(),
+        unstable: inner.options.stable == crate::config::StableMode::Unstable,
+        pending: Mutex::new(Vec::new()),
+        fsync_lock: Mutex::new(()),
+        lock: Mutex::new(None),
+    })
+}
+
+impl OpenFile {
+    /// The open stateid now.
+    pub(crate) fn open_stateid(&self) -> stateid4 {
+        *self.stateid.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `op` with the open stateid; if the server no longer knows it
+    /// (it restarted, or the lease expired: a new client ID was made),
+    /// opens the file again by its handle (OPEN CLAIM_FH) and runs `op`
+    /// once more. Byte-range locks held are lost then (not reclaimed).
+    pub(crate) fn with_state<T>(&self, op: impl Fn(&stateid4) -> Result<T>) -> Result<T> {
+        let id = self.open_stateid();
+        match op(&id) {
+            Err(Error::Nfs4 { status, .. }) if state_lost(status) => {
+                self.reopen(&id)?;
+                op(&self.open_stateid())
+            }
+            other => other,
+        }
+    }
+
+    /// OPEN CLAIM_FH with the file's access, replacing `lost` (unless
+    /// another thread replaced it already).
+    fn reopen(&self, lost: &stateid4) -> Result<()> {
+        let s = self.session()?;
+        let mut current = self.stateid.lock().unwrap_or_else(|p| p.into_inner());
+        if *current != *lost {
+            return Ok(());
+        }
+        let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_OPEN(OPEN4args {
+            seqid: 0,
+            share_access: self.access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+            share_deny: OPEN4_SHARE_DENY_NONE,
+            owner: state_owner4 {
+                clientid: 0,
+                owner: owner_id4::from(format!("open-{n}").as_str()),
+            },
+            openhow: openflag4::OPEN4_NOCREATE,
+            claim: open_claim4::CLAIM_FH,
+        }));
+        let res = ops.run(s, self.inner(), "OPEN", &self.path, STAT_OTHER, true)?;
+        match res.last() {
+            Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {
+                tracing::info!(
+                    "{}: opened again after the server lost its open state",
+                    self.path
+                );
+                *current = ok.stateid;
+                *self.lock_state() = None;
+                Ok(())
+            }
+            _ => Err(ops::missing("OPEN", &self.path)),
+        }
+    }
+
+    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, Option<stateid4>> {
+        self.lock.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn session(&self) -> Result<&Session> {
+        self.client
+            .inner
+            .v4
+            .as_ref()
+            .ok_or_else(|| Error::InvalidInput("not an NFSv4.1 client".into()))
+    }
+
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.client.inner
+    }
+
+    /// Reads into `buf` at `offset`: READs of at most `rtmax`, until the
+    /// buffer is full or the server says EOF.
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+        let rtmax = self.inner().limits.rtmax as usize;
+        let mut done = 0;
+        while done < buf.len() {
+            let want = (buf.len() - done).min(rtmax);
+            let (n, eof) = self.read_once(&mut buf[done..done + want], offset + done as u64)?;
+            done += n;
+            if eof {
+                break;
+            }
+            if n == 0 {
+                return Err(Error::Protocol {
+                    op: "READ",
+                    path: self.path.clone(),
+                    detail: "the server returned no data and no EOF".into(),
+                });
+            }
+        }
+        Ok(done)
+    }
+
+    fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
+        let s = self.session()?;
+        let settled =
+            self.with_state(|stateid| self.read_compound(s, stateid, buf.len(), offset))?;
+        let count = buf.len() as u32;
+        let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
+            .map_err(|e| self.protocol("READ", e))?;
+        let ok = self.ok("READ", &reply)?;
+        let n = ok.data.len().min(buf.len());
+        buf[..n].copy_from_slice(&ok.data[..n]);
+        Ok((n, ok.eof))
+    }
+
+    /// A READ COMMPOUND, settled, with its status checked.
+    fn read_compound(
+        &self,
+        s: &Session,
+        stateid: &stateid4,
+        len: usize,
+        offset: u64,
+    ) -> Result<Settled> {
+        let count = len as u32;
+        let encode = |out: &mut Vec<u8>| {
+            // SEQUENCE is already there: PUTFH and READ follow. The hot
+            // path encoder writes all three; keep only what follows.
+            let mut tmp = Vec::with_capacity(160);
+            encode_read_compound(
+                &mut tmp,
+                &zero_sequence(),
+                self.fh.as_bytes(),
+                stateid,
+                offset,
+                count,
+            );
+            out.extend_from_slice(&tmp[SEQ_PREFIX..]);
+        };
+        let req = self.request(
+            &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READ],
+            &encode,
+            "READ",
+            STAT_READ,
+        );
+        self.checked(s.compound(self.inner(), &req)?, "READ")
+    }
+
+    /// A settled reply whose COMPOUND failed is that failure's error.
+    fn checked(&self, settled: Settled, op: &'static str) -> Result<Settled> {
+        if settled.status.is_ok() {
+            Ok(settled)
+        } else {
+            Err(nfs4_error(op, &self.path, settled.status))
+        }
+    }
+
+    /// Writes all of `buf` at `offset` (FILE_SYNC), in WRITEs of at most
+    /// `wtmax`.
+    pub(crate) fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
+        let wtmax = self.inner().limits.wtmax as usize;
+        let mut done = 0;
+        while done < buf.len() {
+            let piece = &buf[done..(done + wtmax).min(buf.len())];
+            let n = self.write_durable(piece, offset + done as u64)?;
+            if n == 0 {
+                return Err(Error::Protocol {
+                    op: "WRITE",
+                    path: self.path.clone(),
+                    detail: "the server accepted no bytes".into(),
+                });
+            }
+            done += n;
+        }
+        Ok(done)
+    }
+
+    fn write_durable(&self, piece: &[u8], offset: u64) -> Result<usize> {
+        let data: Arc<[u8]> = piece.into();
+        if self.unstable {
+            let (count, committed, verf) =
+                self.write_once(&data, offset, stable_how4::UNSTABLE4)?;
+            if committed != stable_how4::FILE_SYNC4 {
+                let data = if count == data.len() {
+                    data
+                } else {
+                    data[..count].into()
+                };
+                self.pending().push(Unstable { offset, data, verf });
+            }
+            return Ok(count);
+        }
+        self.write_synced(data, offset)
+    }
+
+    /// A FILE_SYNC write, committed and re-sent if the server answered
+    /// it with less.
+    fn write_synced(&self, data: Arc<[u8]>, offset: u64) -> Result<usize> {
+        for _ in 0..MAX_WRITE_ROUNDS {
+            let (count, committed, verf) =
+                self.write_once(&data, offset, stable_how4::FILE_SYNC4)?;
+            if committed == stable_how4::FILE_SYNC4 {
+                return Ok(count);
+            }
+            if self.commit(offset, count as u32)? == verf {
+                return Ok(count);
+            }
+        }
+        Err(Error::NotDurable {
+            op: "WRITE",
+            path: self.path.clone(),
+            detail: format!(
+                "the server's write verifier changed in each of {MAX_WRITE_ROUNDS} rounds"
+            ),
+        })
+    }
+
+    fn write_once(
+        &self,
+        data: &Arc<[u8]>,
+        offset: u64,
+        stable: stable_how4,
+    ) -> Result<(usize, stable_how4, directnfs_wire::nfs4::verifier4)> {
+        let s = self.session()?;
+        let settled =
+            self.with_state(|stateid| self.write_compound(s, stateid, data, offset, stable))?;
+        let reply = decode_write_reply(&mut XdrReader::new(&settled.record))
+            .map_err(|e| self.protocol("WRITE", e))?;
+        let ok = self.ok("WRITE", &reply)?;
+        Ok((
+            (ok.count as usize).min(data.len()),
+            ok.committed,
+            ok.writeverf,
+        ))
+    }
+
+    /// A WRITE COMPOUND (the data as its payload), settled, status checked.
+    fn write_compound(
+        &self,
+        s: &Session,
+        stateid: &stateid4,
+        data: &Arc<[u8]>,
+        offset: u64,
+        stable: stable_how4,
+    ) -> Result<Settled> {
+        let encode = |out: &mut Vec<u8>| {
+            let mut tmp = Vec::with_capacity(200);
+            encode_write_compound_header(
+                &mut tmp,
+                &zero_sequence(),
+                self.fh.as_bytes(),
+                stateid,
+                offset,
+                stable,
+                data.len() as u32,
+            );
+            out.extend_from_slice(&tmp[SEQ_PREFIX..]);
+        };
+        let mut req = self.request(
+            &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_WRITE],
+            &encode,
+            "WRITE",
+            STAT_WRITE,
+        );
+        req.payload = Some(Arc::clone(data));
+        self.checked(s.compound(self.inner(), &req)?, "WRITE")
+    }
+
+    /// COMMIT of a range: the server's write verifier.
+    fn commit(&self, offset: u64, count: u32) -> Result<directnfs_wire::nfs4::verifier4> {
+        let s = self.session()?;
+        let encode = |out: &mut Vec<u8>| {
+            let mut tmp = Vec::with_capacity(200);
+            encode_commit_compound(
+                &mut tmp,
+                &zero_sequence(),
+                self.fh.as_bytes(),
+                offset,
+                count,
+            );
+            out.extend_from_slice(&tmp[SEQ_PREFIX..]);
+        };
+        let req = self.request(
+            &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_COMMIT],
+            &encode,
+            "COMMIT",
+            STAT_COMMIT,
+        );
+        let settled = s.compound(self.inner(), &req)?;
+        let reply = decode_commit_reply(&mut XdrReader::new(&settled.record))
+            .map_err(|e| self.protocol("COMMIT", e))?;
+        self.ok("COMMIT", &reply)
+    }
+
+    /// `fsync`: a COMMIT of the whole file; the UNSTABLE writes whose
+    /// verifier is not the COMMIT's (a server restart lost them) are sent
+    /// again, FILE_SYNC. A failure keeps what is not proven durable for
+    /// the next `fsync`.
+    pub(crate) fn fsync(&self) -> Result<()> {
+        let _one = self.fsync_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let mut todo = std::mem::take(&mut *self.pending());
+        let result = self.commit(0, 0).and_then(|verf| {
+            while let Some(w) = todo.last() {
+                if w.verf != verf {
+                    let n = self.write_synced(Arc::clone(&w.data), w.offset)?;
+                    if n < w.data.len() {
+                        return Err(Error::NotDurable {
+                            op: "COMMIT",
+                            path: self.path.clone(),
+                            detail: format!("a write sent again was cut short ({n} bytes)"),
+                        });
+                    }
+                }
+                todo.pop();
+            }
+            Ok(())
+        });
+        if result.is_err() {
+            // Older than what was written since: in front of it.
+            let mut p = self.pending();
+            todo.append(&mut p);
+            *p = todo;
+        }
+        result
+    }
+
+    /// Bytes written UNSTABLE and not yet proven durable.
+    pub(crate) fn uncommitted_bytes(&self) -> usize {
+        self.pending().iter().map(|w| w.data.len()).sum()
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Unstable>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Truncates or extends the file (SETATTR size with the open stateid).
+    pub(crate) fn set_len(&self, size: u64) -> Result<()> {
+        let s = self.session()?;
+        self.with_state(|stateid| {
+            ops::setattr(
+                s,
+                self.inner(),
+                Some(&self.fh),
+                &self.path,
+                *stateid,
+                fattr4 {
+                    size: Some(size),
+                    ..Default::default()
+                },
+            )
+        })
+    }
+
+    /// Attributes of the open file.
+    pub(crate) fn metadata(&self) -> Result<Metadata> {
+        let s = self.session()?;
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+            attr_request: ops::stat_attrs(),
+        }));
+        let res = ops.run(s, self.inner(), "GETATTR", &self.path, STAT_GETATTR, false)?;
+        match res.last() {
+            Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) => {
+                Ok(ops::from_fattr(&ok.obj_attributes))
+            }
+            _ => Err(ops::missing("GETATTR", &self.path)),
+        }
+    }
+
+    fn request<'a>(
+        &'a self,
+        nums: &'a [nfs_opnum4],
+        encode: &'a dyn Fn(&mut Vec<u8>),
+        op: &'static str,
+        stat: u32,
+    ) -> Request<'a> {
+        let mut req = Request::ops(&[], &[], encode, op, &self.path);
+        req.ops = nums;
+        req.stat = stat;
+        // WRITE and COMMIT replies are small: cached, so a re-send after a
+        // lost reply is answered without writing twice. READ's are not.
+        req.cache = op != "READ";
+        req
+    }
+
+    fn ok<T: Clone>(&self, op: &'static str, reply: &SequencedReply<T>) -> Result<T> {
+        match &reply.ok {
+            Some(v) => Ok(v.clone()),
+            None => Err(nfs4_error(op, &self.path, non_ok(reply.status))),
+        }
+    }
+
+    fn protocol(&self, op: &'static str, e: directnfs_wire::DecodeError) -> Error {
+        Error::Protocol {
+            op,
+            path: self.path.clone(),
+            detail: e.to_string(),
+        }
+    }
+}
+
+/// Bytes the hot-path encoders write before PUTFH: the COMPOUND header
+/// (tag, minor version, operation count) and the SEQUENCE operation, which
+/// the session has written already.
+const SEQ_PREFIX: usize = 12 + 36;
+
+fn zero_sequence() -> directnfs_wire::nfs4::SEQUENCE4args {
+    directnfs_wire::nfs4::SEQUENCE4args {
+        sa_sessionid: Default::default(),
+        sa_sequenceid: 0,
+        sa_slotid: 0,
+        sa_highest_slotid: 0,
+        sa_cachethis: false,
+    }
+}
+
+/// Statuses that say the server no longer knows the open stateid.
+fn state_lost(status: nfsstat4) -> bool {
+    matches!(
+        status,
+        nfsstat4::NFS4ERR_STALE_STATEID
+            | nfsstat4::NFS4ERR_BAD_STATEID
+            | nfsstat4::NFS4ERR_EXPIRED
+            | nfsstat4::NFS4ERR_ADMIN_REVOKED
+            | nfsstat4::NFS4ERR_DELEG_REVOKED
+    )
+}
+
+/// A failed reply's status (a reply without a result has none: SERVERFAULT).
+fn non_ok(status: nfsstat4) -> nfsstat4 {
+    if status.is_ok() {
+        nfsstat4::NFS4ERR_SERVERFAULT
+    } else {
+        status
+    }
+}

@@ -1,0 +1,175 @@
+//! Byte-range locks on NFSv4.1 (RFC 8881 §9): LOCK, LOCKU, and their
+//! release before CLOSE. Each open `File` is its own lock owner (as Linux
+//! OFD locks: two `File`s of one process contend like two processes).
+//! A blocking lock polls with back-off (10 ms doubling to 1 s) using the
+//! blocking lock types, which ask the server to hold the lock for the
+//! poller (RFC 8881 §9.6).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use directnfs_wire::nfs4::{
+    exist_lock_owner4, locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4,
+    open_to_lock_owner4, owner_id4, state_owner4, stateid4, FREE_STATEID4args, LOCK4args,
+    LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
+};
+
+use super::file::OpenFile;
+use super::ops::Ops;
+use super::session::STAT_OTHER;
+use crate::error::{Error, Result};
+use crate::File;
+
+/// Pause after a denied blocking lock: 10 ms doubling to 1 s.
+const FIRST_POLL: Duration = Duration::from_millis(10);
+const LONGEST_POLL: Duration = Duration::from_secs(1);
+
+impl File {
+    /// Locks `len` bytes at `offset` (`len` 0: to the end of the file,
+    /// however far it grows), shared or `exclusive`, waiting while another
+    /// owner holds a conflicting lock. NFSv4.1 only (ENOTSUP on NFSv3,
+    /// which needs NLM for locks).
+    pub fn lock(&self, offset: u64, len: u64, exclusive: bool) -> Result<()> {
+        let open = self.v41("lock")?;
+        let mut pause = FIRST_POLL;
+        loop {
+            match open.lock(offset, len, exclusive, true) {
+                Err(Error::Nfs4 {
+                    status: nfsstat4::NFS4ERR_DENIED,
+                    ..
+                }) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(LONGEST_POLL);
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// [`lock`](Self::lock) without waiting: a conflicting lock held by
+    /// another owner is an error of kind `WouldBlock` (EAGAIN,
+    /// NFS4ERR_DENIED).
+    pub fn try_lock(&self, offset: u64, len: u64, exclusive: bool) -> Result<()> {
+        self.v41("try_lock")?.lock(offset, len, exclusive, false)
+    }
+
+    /// Releases this file's locks on `len` bytes at `offset` (0: to the
+    /// end). Locks still held are released when the last clone of the
+    /// `File` is dropped.
+    pub fn unlock(&self, offset: u64, len: u64) -> Result<()> {
+        self.v41("unlock")?.unlock(offset, len).map(|_| ())
+    }
+
+    fn v41(&self, op: &str) -> Result<&OpenFile> {
+        self.shared.v4.as_ref().ok_or_else(|| {
+            Error::Unsupported(format!(
+                "{op} {}: byte-range locks need NFSv4.1 (vers=4.1); NFSv3 would need NLM",
+                self.path()
+            ))
+        })
+    }
+}
+
+impl OpenFile {
+    fn lock(&self, offset: u64, len: u64, exclusive: bool, blocking: bool) -> Result<()> {
+        let s = self.session()?;
+        let locktype = match (exclusive, blocking) {
+            (true, true) => nfs_lock_type4::WRITEW_LT,
+            (true, false) => nfs_lock_type4::WRITE_LT,
+            (false, true) => nfs_lock_type4::READW_LT,
+            (false, false) => nfs_lock_type4::READ_LT,
+        };
+        // The lock state of this file: its first LOCK names the lock
+        // owner and the open it comes from; later ones its lock stateid.
+        let mut held = self.lock_state();
+        let locker = match *held {
+            Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
+                lock_stateid,
+                lock_seqid: 0,
+            }),
+            None => locker4::open_owner(open_to_lock_owner4 {
+                open_seqid: 0,
+                open_stateid: self.open_stateid(),
+                lock_seqid: 0,
+                lock_owner: state_owner4 {
+                    clientid: s.clientid(),
+                    owner: owner_id4::from(
+                        format!("lock-{}", s.next_open_owner.fetch_add(1, Ordering::Relaxed))
+                            .as_str(),
+                    ),
+                },
+            }),
+        };
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_LOCK(LOCK4args {
+            locktype,
+            reclaim: false,
+            offset,
+            length: length(len),
+            locker,
+        }));
+        let res = ops.run(s, self.inner(), "LOCK", &self.path, STAT_OTHER, true)?;
+        if let Some(nfs_resop4::OP_LOCK(directnfs_wire::nfs4::LOCK4res::Ok(id))) = res.last() {
+            *held = Some(*id);
+        }
+        Ok(())
+    }
+
+    /// LOCKU of a range; false when this file never locked anything.
+    pub(crate) fn unlock(&self, offset: u64, len: u64) -> Result<bool> {
+        let s = self.session()?;
+        let mut held = self.lock_state();
+        let Some(lock_stateid) = *held else {
+            return Ok(false);
+        };
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_LOCKU(LOCKU4args {
+            locktype: nfs_lock_type4::WRITE_LT,
+            seqid: 0,
+            lock_stateid,
+            offset,
+            length: length(len),
+        }));
+        let res = ops.run(s, self.inner(), "LOCKU", &self.path, STAT_OTHER, true)?;
+        if let Some(nfs_resop4::OP_LOCKU(Nfs4Res::Ok(id))) = res.last() {
+            *held = Some(*id);
+        }
+        Ok(true)
+    }
+
+    /// Before CLOSE (which a server refuses with NFS4ERR_LOCKS_HELD):
+    /// every lock released and the lock stateid freed.
+    pub(crate) fn release_locks(&self) -> Result<()> {
+        if !self.unlock(0, 0)? {
+            return Ok(());
+        }
+        let s = self.session()?;
+        let Some(id) = self.lock_state().take() else {
+            return Ok(());
+        };
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_FREE_STATEID(FREE_STATEID4args {
+            fsa_stateid: stateid4 { seqid: 0, ..id },
+        }));
+        ops.run(
+            s,
+            self.inner(),
+            "FREE_STATEID",
+            &self.path,
+            STAT_OTHER,
+            true,
+        )
+        .map(|_| ())
+    }
+}
+
+/// RFC 8881 §18.10.3: a length of all ones means "to the end of file".
+fn length(len: u64) -> u64 {
+    if len == 0 {
+        NFS4_UINT64_MAX
+    } else {
+        len
+    }
+}

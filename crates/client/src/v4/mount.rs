@@ -1,0 +1,215 @@
+//! Mounting an NFSv4.1 server: channels to its NFS port (2049 unless
+//! `nfsport` says otherwise; NFSv4 has no MOUNT protocol and needs no
+//! portmapper), the session, then the export's handle — the target path
+//! walked in the pseudo file system from PUTROOTFH — with its transfer
+//! sizes and lease time.
+
+use std::sync::Arc;
+
+use directnfs_wire::nfs4::{
+    bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, GETATTR4args, LOOKUP4args,
+    Nfs4Res, FATTR4_FSID, FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE,
+    NFS4_PROGRAM, NFS_V4,
+};
+use directnfs_wire::Encode;
+
+use super::ops::{self, STAT_GETATTR};
+use super::session::{nfs4_error, results, Request, Session};
+use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
+use crate::config::MountOptions;
+use crate::error::{Error, Result};
+
+/// The NFSv4 port (RFC 7530 §3.1).
+const NFS4_PORT: u16 = 2049;
+
+/// Operations a COMPOUND may carry (`ca_maxoperations` asked for).
+const MAX_WALK_OPS: usize = 16;
+
+/// One attempt at mounting `target` over NFSv4.1.
+pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -> Result<Client> {
+    let nfs_port = options.nfs_port.unwrap_or(NFS4_PORT);
+    let transport = start_transport(
+        target,
+        options,
+        cred,
+        nfs_port,
+        (NFS4_PROGRAM, NFS_V4),
+        crate::alert::Alerts::new(&target.name),
+    )?;
+    let mut inner = Inner::new(transport, target, options, cred);
+    let mut session = Session::establish(&inner)?;
+    let export = target.export.clone().unwrap_or_else(|| target.path.clone());
+    // The export is the root of the file system the target path is in
+    // (as NFSv3's MOUNT export): the target path itself may be a file, a
+    // directory below the export or not exist yet (`dnfs cp` to it).
+    let (export, rest) = match &target.export {
+        Some(e) => (e.clone(), None),
+        None => split_export(&inner, &session, &export)?,
+    };
+    let found = find_export(&inner, &session, &export)?;
+    session.root = found.fh;
+    if let Some(lease) = found.lease {
+        session.lease = std::time::Duration::from_secs(lease.clamp(5, 3600) as u64);
+    }
+    let clamp = |server: u64, ours: u32| {
+        let v = if server == 0 {
+            FALLBACK_TRANSFER
+        } else {
+            server.min(ours as u64) as u32
+        };
+        if v >= 4096 {
+            v & !4095
+        } else {
+            v.max(512)
+        }
+    };
+    inner.limits = Limits {
+        rtmax: clamp(found.maxread, options.rsize),
+        wtmax: clamp(found.maxwrite, options.wsize),
+        server_rtmax: found.maxread.min(u32::MAX as u64) as u32,
+        server_wtmax: found.maxwrite.min(u32::MAX as u64) as u32,
+    };
+    inner.export = export.clone();
+    // The whole target path is the export on NFSv4 (a pseudo-file-system
+    // path); below it is "/" unless dnfstab named the export apart.
+    inner.target_rest = match (&target.export, rest) {
+        (_, Some(rest)) => rest,
+        (Some(e), None) => crate::config::split_by_export(&target.path, e)
+            .unwrap_or("/")
+            .to_string(),
+        (None, None) => "/".into(),
+    };
+    inner.v4 = Some(session);
+    Ok(start(inner))
+}
+
+/// The client of a `fork`ed child: `inner` on new connections, with a
+/// client ID and session of its own and the parent's export handle,
+/// limits and lease time.
+pub(crate) fn after_fork(mut inner: Inner, parent: &Session) -> Result<Client> {
+    let mut session = Session::establish(&inner)?;
+    session.root = parent.root;
+    session.lease = parent.lease;
+    inner.v4 = Some(session);
+    Ok(start(inner))
+}
+
+/// The client, with its lease renewal running.
+fn start(inner: Inner) -> Client {
+    let inner = Arc::new(inner);
+    if let Some(s) = inner.v4.as_ref() {
+        s.start_renewal(Arc::downgrade(&inner));
+    }
+    // Its statistics are published like an NFSv3 client's.
+    crate::publish::register(&inner);
+    Client { inner }
+}
+
+struct Found {
+    fh: nfs_fh4,
+    maxread: u64,
+    maxwrite: u64,
+    lease: Option<u32>,
+}
+
+/// Splits `path` into the export (the shortest prefix in the same file
+/// system, by `fsid`, as the deepest existing component) and the rest:
+/// one COMPOUND of PUTROOTFH and LOOKUP + GETATTR(fsid) per component,
+/// which stops at the first that does not exist. Paths deeper than one
+/// COMPOUND can walk are taken whole as the export.
+fn split_export(inner: &Inner, s: &Session, path: &str) -> Result<(String, Option<String>)> {
+    let comps = ops::components(path)?;
+    if 1 + 2 * comps.len() + 1 > MAX_WALK_OPS {
+        return Ok((path.to_string(), None));
+    }
+    let mut args = vec![nfs_argop4::OP_PUTROOTFH];
+    for c in &comps {
+        args.push(nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: c.clone() }));
+        args.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+            attr_request: bitmap4::from_bits(&[FATTR4_FSID]),
+        }));
+    }
+    let nums: Vec<nfs_opnum4> = args.iter().map(nfs_argop4::opnum).collect();
+    let encode = |out: &mut Vec<u8>| {
+        for a in &args {
+            a.encode(out);
+        }
+    };
+    let req = Request::ops(&args, &nums, &encode, "LOOKUP", path);
+    let settled = s.compound(inner, &req)?;
+    // The fsid of each component found, in order (a failed LOOKUP ends it).
+    let fsids: Vec<_> = results(&settled, &nums, "LOOKUP")?
+        .into_iter()
+        .filter_map(|r| match r {
+            nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok)) => Some(ok.obj_attributes.fsid),
+            _ => None,
+        })
+        .collect();
+    let Some(deepest) = fsids.last() else {
+        return Err(nfs4_error("LOOKUP", path, settled.status));
+    };
+    let first = fsids.iter().position(|f| f == deepest).unwrap_or(0);
+    let name =
+        |c: &directnfs_wire::nfs4::component4| String::from_utf8_lossy(c.as_bytes()).into_owned();
+    let export: Vec<String> = comps[..=first].iter().map(name).collect();
+    let rest: Vec<String> = comps[first + 1..].iter().map(name).collect();
+    Ok((
+        format!("/{}", export.join("/")),
+        Some(format!("/{}", rest.join("/"))),
+    ))
+}
+
+/// PUTROOTFH, a LOOKUP per component of `export`, GETFH and GETATTR of
+/// the type, transfer sizes and lease time (of the export's own handle:
+/// the pseudo root's differ, `docs/server-notes.md`).
+fn find_export(inner: &Inner, s: &Session, export: &str) -> Result<Found> {
+    let comps = ops::components(export)?;
+    let mut args = vec![nfs_argop4::OP_PUTROOTFH];
+    for c in comps {
+        args.push(nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: c }));
+    }
+    args.push(nfs_argop4::OP_GETFH);
+    args.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+        attr_request: bitmap4::from_bits(&[
+            FATTR4_TYPE,
+            FATTR4_LEASE_TIME,
+            FATTR4_MAXREAD,
+            FATTR4_MAXWRITE,
+        ]),
+    }));
+    let nums: Vec<nfs_opnum4> = args.iter().map(nfs_argop4::opnum).collect();
+    let encode = |out: &mut Vec<u8>| {
+        for a in &args {
+            a.encode(out);
+        }
+    };
+    let mut req = Request::ops(&args, &nums, &encode, "LOOKUP", export);
+    req.stat = STAT_GETATTR;
+    let settled = s.compound(inner, &req)?;
+    if !settled.status.is_ok() {
+        return Err(nfs4_error("LOOKUP", export, settled.status));
+    }
+    let mut fh = None;
+    let mut attrs = None;
+    for r in results(&settled, &nums, "LOOKUP")? {
+        match r {
+            nfs_resop4::OP_GETFH(Nfs4Res::Ok(ok)) => fh = Some(ok.object),
+            nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok)) => attrs = Some(ok.obj_attributes),
+            _ => {}
+        }
+    }
+    let (Some(fh), Some(a)) = (fh, attrs) else {
+        return Err(ops::missing("LOOKUP", export));
+    };
+    if a.type_ != Some(nfs_ftype4::NF4DIR) {
+        return Err(Error::InvalidInput(format!(
+            "NFSv4.1 path {export} is not a directory: name the directory to mount in the URL"
+        )));
+    }
+    Ok(Found {
+        fh,
+        maxread: a.maxread.unwrap_or(0),
+        maxwrite: a.maxwrite.unwrap_or(0),
+        lease: a.lease_time,
+    })
+}

@@ -1,0 +1,320 @@
+//! Namespace operations and attributes on NFSv4.1: each is one COMPOUND
+//! that walks the path from the export's handle (PUTFH, one LOOKUP per
+//! component) and ends with the operation, so no handle is cached and no
+//! extra round trip is paid for the walk.
+
+use std::time::{Duration, UNIX_EPOCH};
+
+use directnfs_wire::nfs4::{
+    bitmap4, component4, createtype4, fattr4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4,
+    nfs_resop4, nfsstat4, nfstime4, CREATE4args, GETATTR4args, LOOKUP4args, Nfs4Res, PUTFH4args,
+    READDIR4args, REMOVE4args, RENAME4args, SETATTR4args, MAX_COMPONENT_LEN, STAT_ATTRS,
+};
+use directnfs_wire::Encode;
+
+use super::session::{nfs4_error, results, Request, Session, Settled};
+use crate::client::{Inner, MAX_DIR_LISTING};
+use crate::error::{Error, Result};
+use crate::metadata::{DirEntry, FileType, Metadata};
+
+/// Operations one COMPOUND may carry (the session's `ca_maxoperations`
+/// asked for): paths deeper than this minus the operation's own are
+/// refused with a clear error.
+const MAX_OPS: usize = 16;
+
+// NFSv3 procedure numbers the statistics count v4.1 COMPOUNDs under.
+pub(crate) const STAT_GETATTR: u32 = 1;
+pub(crate) const STAT_SETATTR: u32 = 2;
+pub(crate) const STAT_READ: u32 = 6;
+pub(crate) const STAT_WRITE: u32 = 7;
+const STAT_MKDIR: u32 = 9;
+const STAT_REMOVE: u32 = 12;
+const STAT_RENAME: u32 = 14;
+const STAT_READDIR: u32 = 17;
+pub(crate) const STAT_COMMIT: u32 = 21;
+
+/// A COMPOUND being built: its operations and their numbers.
+#[derive(Default)]
+pub(crate) struct Ops {
+    pub args: Vec<nfs_argop4>,
+    pub nums: Vec<nfs_opnum4>,
+}
+
+impl Ops {
+    pub(crate) fn push(&mut self, op: nfs_argop4) {
+        self.nums.push(op.opnum());
+        self.args.push(op);
+    }
+
+    /// PUTFH of the export, then a LOOKUP per component of `comps`.
+    pub(crate) fn walk(&mut self, root: &nfs_fh4, comps: &[component4]) {
+        self.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: *root }));
+        for c in comps {
+            self.push(nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: c.clone() }));
+        }
+    }
+
+    /// Sends them (after SEQUENCE) and returns the settled reply.
+    pub(crate) fn send(
+        &self,
+        s: &Session,
+        inner: &Inner,
+        op: &'static str,
+        path: &str,
+        stat: u32,
+        cache: bool,
+    ) -> Result<Settled> {
+        if self.args.len() + 1 > MAX_OPS {
+            return Err(Error::InvalidInput(format!(
+                "{op} {path}: NFSv4.1: path too deep for one COMPOUND ({} components at most)",
+                MAX_OPS - 4
+            )));
+        }
+        let encode = |out: &mut Vec<u8>| {
+            for a in &self.args {
+                a.encode(out);
+            }
+        };
+        let mut req = Request::ops(&self.args, &self.nums, &encode, op, path);
+        req.stat = stat;
+        req.cache = cache;
+        s.compound(inner, &req)
+    }
+
+    /// Sends them and returns the results after SEQUENCE, or the failed
+    /// operation's status as an error.
+    pub(crate) fn run(
+        &self,
+        s: &Session,
+        inner: &Inner,
+        op: &'static str,
+        path: &str,
+        stat: u32,
+        cache: bool,
+    ) -> Result<Vec<nfs_resop4>> {
+        let settled = self.send(s, inner, op, path, stat, cache)?;
+        if !settled.status.is_ok() {
+            return Err(nfs4_error(op, path, settled.status));
+        }
+        results(&settled, &self.nums, op)
+    }
+}
+
+/// A path below the export as NFSv4 components (`.` dropped, `..` taken
+/// back), each at most 255 bytes.
+pub(crate) fn components(path: &str) -> Result<Vec<component4>> {
+    let comps = Inner::components(path)?;
+    comps
+        .into_iter()
+        .map(|c| {
+            if c.len() > MAX_COMPONENT_LEN {
+                return Err(Error::InvalidInput(format!("component too long in {path}")));
+            }
+            Ok(component4::from(c))
+        })
+        .collect()
+}
+
+/// The parent's components and the last name.
+pub(crate) fn split(path: &str) -> Result<(Vec<component4>, component4)> {
+    let mut comps = components(path)?;
+    let Some(last) = comps.pop() else {
+        return Err(Error::InvalidInput(format!(
+            "{path:?} names the export root"
+        )));
+    };
+    Ok((comps, last))
+}
+
+/// The attributes a `Metadata` needs.
+pub(crate) fn stat_attrs() -> bitmap4 {
+    bitmap4::from_bits(STAT_ATTRS)
+}
+
+/// Attributes of `path`.
+pub(crate) fn metadata(s: &Session, inner: &Inner, path: &str) -> Result<Metadata> {
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &components(path)?);
+    ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+        attr_request: stat_attrs(),
+    }));
+    let res = ops.run(s, inner, "GETATTR", path, STAT_GETATTR, false)?;
+    match res.last() {
+        Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) => Ok(from_fattr(&ok.obj_attributes)),
+        _ => Err(missing("GETATTR", path)),
+    }
+}
+
+/// Removes a file (or, with `dir`, an empty directory: checked first, as
+/// NFSv4's REMOVE takes both).
+pub(crate) fn remove(s: &Session, inner: &Inner, path: &str, dir: bool) -> Result<()> {
+    let op = if dir { "RMDIR" } else { "REMOVE" };
+    let is_dir = metadata(s, inner, path)?.is_dir();
+    if dir != is_dir {
+        let status = if dir {
+            nfsstat4::NFS4ERR_NOTDIR
+        } else {
+            nfsstat4::NFS4ERR_ISDIR
+        };
+        return Err(nfs4_error(op, path, status));
+    }
+    let (parent, name) = split(path)?;
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &parent);
+    ops.push(nfs_argop4::OP_REMOVE(REMOVE4args { target: name }));
+    // Cached by the server: a re-send after a lost reply gets the first
+    // answer, not NFS4ERR_NOENT.
+    ops.run(s, inner, op, path, STAT_REMOVE, true).map(|_| ())
+}
+
+/// Creates a directory.
+pub(crate) fn mkdir(s: &Session, inner: &Inner, path: &str, mode: u32) -> Result<()> {
+    let (parent, name) = split(path)?;
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &parent);
+    ops.push(nfs_argop4::OP_CREATE(CREATE4args {
+        objtype: createtype4::Other(nfs_ftype4::NF4DIR),
+        objname: name,
+        createattrs: fattr4 {
+            mode: Some(mode & 0o7777),
+            ..Default::default()
+        },
+    }));
+    ops.run(s, inner, "MKDIR", path, STAT_MKDIR, true)
+        .map(|_| ())
+}
+
+/// Renames `from` to `to`: SAVEFH holds the source directory.
+pub(crate) fn rename(s: &Session, inner: &Inner, from: &str, to: &str) -> Result<()> {
+    let (fparent, fname) = split(from)?;
+    let (tparent, tname) = split(to)?;
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &fparent);
+    ops.push(nfs_argop4::OP_SAVEFH);
+    ops.walk(&s.root, &tparent);
+    ops.push(nfs_argop4::OP_RENAME(RENAME4args {
+        oldname: fname,
+        newname: tname,
+    }));
+    ops.run(s, inner, "RENAME", from, STAT_RENAME, true)
+        .map(|_| ())
+}
+
+/// Sets attributes of `path` (no open stateid: the anonymous one).
+pub(crate) fn setattr(
+    s: &Session,
+    inner: &Inner,
+    fh: Option<&nfs_fh4>,
+    path: &str,
+    stateid: directnfs_wire::nfs4::stateid4,
+    attrs: fattr4,
+) -> Result<()> {
+    let mut ops = Ops::default();
+    match fh {
+        Some(fh) => ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: *fh })),
+        None => ops.walk(&s.root, &components(path)?),
+    }
+    ops.push(nfs_argop4::OP_SETATTR(SETATTR4args {
+        stateid,
+        obj_attributes: attrs,
+    }));
+    ops.run(s, inner, "SETATTR", path, STAT_SETATTR, true)
+        .map(|_| ())
+}
+
+/// Lists a directory with attributes (READDIR with the stat attributes).
+pub(crate) fn read_dir(s: &Session, inner: &Inner, path: &str) -> Result<Vec<DirEntry>> {
+    let comps = components(path)?;
+    let mut out = Vec::new();
+    let mut cookie = 0u64;
+    let mut cookieverf = directnfs_wire::nfs4::verifier4::default();
+    loop {
+        let mut ops = Ops::default();
+        ops.walk(&s.root, &comps);
+        ops.push(nfs_argop4::OP_READDIR(READDIR4args {
+            cookie,
+            cookieverf,
+            dircount: 32 * 1024,
+            maxcount: 256 * 1024,
+            attr_request: stat_attrs(),
+        }));
+        let res = ops.run(s, inner, "READDIR", path, STAT_READDIR, false)?;
+        let Some(nfs_resop4::OP_READDIR(Nfs4Res::Ok(ok))) = res.into_iter().last() else {
+            return Err(missing("READDIR", path));
+        };
+        cookieverf = ok.cookieverf;
+        let previous = cookie;
+        let n = ok.reply.entries.len();
+        for e in ok.reply.entries {
+            cookie = e.cookie;
+            let name = String::from_utf8_lossy(e.name.as_bytes()).into_owned();
+            if name == "." || name == ".." {
+                continue;
+            }
+            let metadata = e.attrs.type_.map(|_| from_fattr(&e.attrs));
+            out.push(DirEntry {
+                name,
+                fileid: e.attrs.fileid.unwrap_or(0),
+                metadata,
+            });
+        }
+        if ok.reply.eof || n == 0 {
+            return Ok(out);
+        }
+        if cookie == previous || out.len() > MAX_DIR_LISTING {
+            return Err(Error::Protocol {
+                op: "READDIR",
+                path: path.to_string(),
+                detail: format!(
+                    "the directory cookie did not advance or the listing is too long ({} entries)",
+                    out.len()
+                ),
+            });
+        }
+    }
+}
+
+/// `Metadata` of NFSv4 attributes; missing ones are zero. Owners given
+/// as names (`user@domain`) rather than numbers are shown as 0.
+pub(crate) fn from_fattr(a: &fattr4) -> Metadata {
+    let id = |s: &Option<directnfs_wire::nfs4::utf8string>| {
+        s.as_ref()
+            .and_then(|v| std::str::from_utf8(v.as_bytes()).ok()?.parse().ok())
+            .unwrap_or(0)
+    };
+    let time = |t: Option<nfstime4>| {
+        let t = t.unwrap_or_default();
+        if t.seconds >= 0 {
+            UNIX_EPOCH + Duration::new(t.seconds as u64, t.nseconds.min(999_999_999))
+        } else {
+            UNIX_EPOCH
+        }
+    };
+    let file_type = match a.type_ {
+        Some(nfs_ftype4::NF4REG) => FileType::File,
+        Some(nfs_ftype4::NF4DIR) => FileType::Dir,
+        Some(nfs_ftype4::NF4LNK) => FileType::Symlink,
+        _ => FileType::Other,
+    };
+    Metadata {
+        file_type,
+        size: a.size.unwrap_or(0),
+        mode: a.mode.unwrap_or(0) & 0o7777,
+        uid: id(&a.owner),
+        gid: id(&a.owner_group),
+        nlink: a.numlinks.unwrap_or(0),
+        used: a.space_used.unwrap_or(0),
+        fileid: a.fileid.unwrap_or(0),
+        atime: time(a.time_access),
+        mtime: time(a.time_modify),
+        ctime: time(a.time_metadata),
+    }
+}
+
+pub(crate) fn missing(op: &'static str, path: &str) -> Error {
+    Error::Protocol {
+        op,
+        path: path.to_string(),
+        detail: "the reply lacks the operation's result".into(),
+    }
+}

@@ -1,0 +1,747 @@
+//! The NFSv4.1 session of one client (RFC 8881 §2.10): its client ID,
+//! its session and the fore channel's slot table, and the one way every
+//! COMPOUND goes out — SEQUENCE first, on a slot held until the request
+//! is settled, so that the engine's re-sends after a connection failure
+//! (the same bytes, on any connection: SP4_NONE binds a connection to the
+//! session at its first SEQUENCE) are answered from the server's reply
+//! cache instead of being executed twice.
+//!
+//! Session errors are recovered here and never reach the caller:
+//! NFS4ERR_BADSESSION / DEADSESSION (CREATE_SESSION again; after
+//! NFS4ERR_STALE_CLIENTID, EXCHANGE_ID first), NFS4ERR_DELAY from SEQUENCE
+//! (the same request again after a pause) or from a later operation (a
+//! new request after a pause), NFS4ERR_GRACE (a new request after a
+//! pause), NFS4ERR_SEQ_MISORDERED after a lost reply (the slot's sequence
+//! id stepped back, `directnfs_engine::session`), NFS4ERR_EXPIRED and
+//! NFS4ERR_STALE_CLIENTID (a new client ID and session). Open state is not
+//! reclaimed after a server restart: a file whose stateid the server no
+//! longer knows is opened again by its handle (`file.rs`, `with_state`).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use directnfs_engine::session::{Next, Outcome, SlotTable, Ticket};
+use directnfs_wire::nfs4::{
+    self, callback_sec_parms4, channel_attrs4, client_owner4, encode_compound_header,
+    encode_sequence_op, nfs_argop4, nfs_opnum4, nfs_resop4, nfsstat4, owner_id4, sessionid4,
+    state_protect4_a, verifier4, COMPOUND4args, COMPOUND4res, CREATE_SESSION4args,
+    DESTROY_CLIENTID4args, DESTROY_SESSION4args, EXCHANGE_ID4args, Nfs4Res, RECLAIM_COMPLETE4args,
+    SEQUENCE4args, SEQUENCE4res, EXCHGID4_FLAG_USE_NON_PNFS,
+};
+use directnfs_wire::xdr::XdrWrite;
+use directnfs_wire::{Encode, XdrReader};
+
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::io::call::{Call, Group, Notify, Reply, Sink};
+
+/// Slots asked for: the server grants what it can (Ganesha: 64).
+const SLOTS_WANTED: u32 = 1024;
+/// Largest COMPOUND request and reply asked for: a 1 MiB WRITE or READ
+/// plus its operations.
+const MAX_COMPOUND: u32 = (1 << 20) + 8192;
+/// Reply cache size per slot asked for: room for every reply but READ's
+/// and READDIR's (which are not cached, `cachethis` false).
+const CACHED_REPLY: u32 = 8192;
+/// Session recoveries one request may go through before its error is
+/// reported (a server that destroys every new session).
+const MAX_RECOVERIES: u32 = 8;
+/// Pauses after NFS4ERR_DELAY and NFS4ERR_GRACE: 100 ms doubling to 2 s.
+const FIRST_PAUSE: Duration = Duration::from_millis(100);
+const LONGEST_PAUSE: Duration = Duration::from_secs(2);
+/// Bound on the DESTROY_SESSION / DESTROY_CLIENTID wait when a client is
+/// dropped (a dead server must not hang the drop).
+const DESTROY_WAIT: Duration = Duration::from_secs(2);
+
+/// Procedure number a COMPOUND is counted under in the statistics (the
+/// NFSv3 procedure doing the same work, or "other").
+pub(crate) type StatProc = u32;
+/// Counted as "other": session upkeep, OPEN, CLOSE.
+pub(crate) const STAT_OTHER: StatProc = 22;
+
+/// Distinguishes the client IDs of several clients of one process.
+static NEXT_OWNER: AtomicU64 = AtomicU64::new(0);
+
+/// One client ID and session with a server.
+#[derive(Debug)]
+pub(crate) struct Session {
+    state: Mutex<State>,
+    /// Signalled when a slot is freed or the session replaced.
+    freed: Condvar,
+    owner: client_owner4,
+    /// The export's handle (the URL's pseudo-file-system path).
+    pub(crate) root: nfs4::nfs_fh4,
+    /// Lease time in seconds (the `lease_time` attribute).
+    pub(crate) lease: Duration,
+    /// Start of the session clock, and the last COMPOUND's time on it
+    /// (milliseconds): the renewal thread sends a SEQUENCE when idle.
+    epoch: Instant,
+    last_used_ms: AtomicU64,
+    /// Dropped with the session: the renewal thread ends then.
+    _renewal_stop: Mutex<Option<mpsc::Sender<()>>>,
+    /// Distinguishes open owners of this client.
+    pub(crate) next_open_owner: AtomicU64,
+    /// The process that made the session: a `fork`ed child that drops
+    /// its copy of the parent's client must not end the parent's state.
+    pid: u32,
+}
+
+#[derive(Debug)]
+struct State {
+    clientid: u64,
+    /// The next CREATE_SESSION's `csa_sequence`.
+    create_seq: u32,
+    sessionid: sessionid4,
+    slots: SlotTable,
+    /// Bumped at each new session: tickets of an older one are void.
+    generation: u64,
+    /// Slots granted.
+    granted: u32,
+}
+
+/// What a COMPOUND carries besides its SEQUENCE: how to encode its other
+/// operations, which operations they are (to check the reply), an
+/// optional payload sent after them (WRITE data), and whether the server
+/// is to cache the reply (non-idempotent requests).
+pub(crate) struct Request<'a> {
+    pub ops: &'a [nfs_opnum4],
+    pub encode: &'a dyn Fn(&mut Vec<u8>),
+    pub payload: Option<Arc<[u8]>>,
+    pub cache: bool,
+    pub stat: StatProc,
+    pub op: &'static str,
+    pub path: &'a str,
+}
+
+impl<'a> Request<'a> {
+    /// A request of ordinary operations (encoded with their `Encode`).
+    pub(crate) fn ops(
+        args: &'a [nfs_argop4],
+        opnums: &'a [nfs_opnum4],
+        encode: &'a dyn Fn(&mut Vec<u8>),
+        op: &'static str,
+        path: &'a str,
+    ) -> Self {
+        debug_assert_eq!(args.len(), opnums.len());
+        Self {
+            ops: opnums,
+            encode,
+            payload: None,
+            cache: false,
+            stat: STAT_OTHER,
+            op,
+            path,
+        }
+    }
+}
+
+/// A settled reply: the record bytes (from the procedure results) and the
+/// COMPOUND status. The SEQUENCE result was checked and consumed.
+pub(crate) struct Settled {
+    pub record: Vec<u8>,
+    pub status: nfsstat4,
+}
+
+impl Session {
+    /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on `inner`'s
+    /// transport; `root` and `lease` are filled in by the caller after.
+    pub(crate) fn establish(inner: &Inner) -> Result<Self> {
+        let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let owner = client_owner4 {
+            co_verifier: verifier4(boot_verifier()),
+            co_ownerid: owner_id4::from(
+                format!("directnfs/{}/{}/{n}", host.trim(), std::process::id()).as_str(),
+            ),
+        };
+        let state = new_state(inner, &owner, None)?;
+        let (tx, _rx) = mpsc::channel();
+        Ok(Self {
+            state: Mutex::new(state),
+            freed: Condvar::new(),
+            owner,
+            root: nfs4::nfs_fh4::default(),
+            lease: Duration::from_secs(60),
+            epoch: Instant::now(),
+            last_used_ms: AtomicU64::new(0),
+            _renewal_stop: Mutex::new(Some(tx)),
+            next_open_owner: AtomicU64::new(1),
+            pid: std::process::id(),
+        })
+    }
+
+    /// True in the process that made the session (not in a `fork`ed
+    /// child holding a copy).
+    pub(crate) fn ours(&self) -> bool {
+        self.pid == std::process::id()
+    }
+
+    /// The client ID (lock owners name it).
+    pub(crate) fn clientid(&self) -> u64 {
+        self.lock().clientid
+    }
+
+    /// Sessions this client has had (1 + recoveries).
+    pub(crate) fn sessions(&self) -> u64 {
+        self.lock().generation + 1
+    }
+
+    /// Slots the server granted.
+    pub(crate) fn slots(&self) -> u32 {
+        self.lock().granted
+    }
+
+    /// Starts the thread that renews the lease of an idle client: a
+    /// SEQUENCE-only COMPOUND when nothing was sent for a quarter of the
+    /// lease (RFC 8881 §8.3). It holds `client` weakly and ends when the
+    /// client is dropped.
+    pub(crate) fn start_renewal(&self, client: Weak<Inner>) {
+        let (tx, rx) = mpsc::channel::<()>();
+        *self._renewal_stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
+        let period = (self.lease / 4).max(Duration::from_secs(1));
+        let spawned = std::thread::Builder::new()
+            .name("dnfs-v41-renew".into())
+            .spawn(move || loop {
+                match rx.recv_timeout(period) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => return,
+                }
+                let Some(inner) = client.upgrade() else {
+                    return;
+                };
+                let Some(session) = inner.v4.as_ref() else {
+                    return;
+                };
+                if session.idle_for() >= period {
+                    if let Err(e) = session.renew(&inner) {
+                        tracing::warn!("NFSv4.1 lease renewal failed: {e}");
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(
+                "NFSv4.1: no lease renewal thread ({e}): an idle client may lose its lease"
+            );
+        }
+    }
+
+    fn idle_for(&self) -> Duration {
+        let now = self.epoch.elapsed().as_millis() as u64;
+        Duration::from_millis(now.saturating_sub(self.last_used_ms.load(Ordering::Relaxed)))
+    }
+
+    /// A SEQUENCE-only COMPOUND: renews the lease.
+    pub(crate) fn renew(&self, inner: &Inner) -> Result<()> {
+        let encode = |_: &mut Vec<u8>| {};
+        let req = Request::ops(&[], &[], &encode, "SEQUENCE", "/");
+        self.compound(inner, &req).map(|_| ())
+    }
+
+    /// Sends `req` after a SEQUENCE and waits for its settled reply,
+    /// recovering the session errors on the way.
+    pub(crate) fn compound(&self, inner: &Inner, req: &Request<'_>) -> Result<Settled> {
+        let mut recoveries = 0u32;
+        let mut pause = FIRST_PAUSE;
+        loop {
+            let (generation, sessionid, ticket, highest) = self.acquire();
+            let seq = SEQUENCE4args {
+                sa_sessionid: sessionid,
+                sa_sequenceid: ticket.seqid,
+                sa_slotid: ticket.slot,
+                sa_highest_slotid: highest,
+                sa_cachethis: req.cache,
+            };
+            let mut body = Vec::with_capacity(256);
+            put_call_header(inner, &mut body);
+            encode_compound_header(&mut body, 1 + req.ops.len() as u32);
+            encode_sequence_op(&mut body, &seq);
+            (req.encode)(&mut body);
+            let body: Arc<[u8]> = body.into();
+            // SEQUENCE said DELAY: the same request, same slot, again.
+            let (record, sequence) = loop {
+                let sent = self.send(inner, req, &body);
+                let (record, sequence) = match sent {
+                    Ok(v) => v,
+                    Err(e) => {
+                        self.finish(generation, ticket, Outcome::Lost);
+                        return Err(e);
+                    }
+                };
+                if sequence.status() == nfsstat4::NFS4ERR_DELAY {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(LONGEST_PAUSE);
+                    continue;
+                }
+                break (record, sequence);
+            };
+            match sequence {
+                Nfs4Res::Ok(ok) => {
+                    self.finish(generation, ticket, Outcome::Done);
+                    self.set_target(generation, ok.sr_target_highest_slotid);
+                    self.last_used_ms
+                        .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+                    let status = record.1;
+                    // A later operation said DELAY or GRACE: a new request
+                    // after a pause (the slot's sequence id was used).
+                    if status == nfsstat4::NFS4ERR_DELAY || status == nfsstat4::NFS4ERR_GRACE {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(LONGEST_PAUSE);
+                        continue;
+                    }
+                    return Ok(Settled {
+                        record: record.0,
+                        status,
+                    });
+                }
+                Nfs4Res::Fail(status) => {
+                    let outcome = if status == nfsstat4::NFS4ERR_SEQ_MISORDERED {
+                        Outcome::Misordered
+                    } else {
+                        Outcome::NotExecuted
+                    };
+                    let next = self.finish(generation, ticket, outcome);
+                    let recover = matches!(
+                        status,
+                        nfsstat4::NFS4ERR_BADSESSION
+                            | nfsstat4::NFS4ERR_DEADSESSION
+                            | nfsstat4::NFS4ERR_STALE_CLIENTID
+                            | nfsstat4::NFS4ERR_EXPIRED
+                    );
+                    if next == Next::Resend {
+                        continue;
+                    }
+                    if recover && recoveries < MAX_RECOVERIES {
+                        recoveries += 1;
+                        tracing::info!("NFSv4.1 {status} on {} {}: new session", req.op, req.path);
+                        self.recover(inner, generation, status)?;
+                        continue;
+                    }
+                    return Err(nfs4_error(req.op, req.path, status));
+                }
+            }
+        }
+    }
+
+    /// One send of `body` and the wait for its reply, decoded as far as
+    /// the SEQUENCE result: ((record, COMPOUND status), SEQUENCE result).
+    #[allow(clippy::type_complexity)]
+    fn send(
+        &self,
+        inner: &Inner,
+        req: &Request<'_>,
+        body: &Arc<[u8]>,
+    ) -> Result<((Vec<u8>, nfsstat4), SEQUENCE4res)> {
+        let record = run(
+            inner,
+            req.stat,
+            body.to_vec(),
+            req.payload.clone(),
+            req.op,
+            req.path,
+        )?;
+        let mut r = XdrReader::new(&record);
+        let head = decode_sequence_head(&mut r).map_err(|e| Error::Protocol {
+            op: req.op,
+            path: req.path.to_string(),
+            detail: e.to_string(),
+        })?;
+        Ok(((record, head.0), head.1))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A free slot (waiting for one): generation, session, ticket,
+    /// highest slot in use.
+    fn acquire(&self) -> (u64, sessionid4, Ticket, u32) {
+        let mut st = self.lock();
+        loop {
+            if let Some(t) = st.slots.acquire() {
+                return (st.generation, st.sessionid, t, st.slots.highest_busy());
+            }
+            st = self.freed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    fn finish(&self, generation: u64, t: Ticket, outcome: Outcome) -> Next {
+        let mut st = self.lock();
+        if st.generation != generation {
+            return Next::Settled;
+        }
+        let next = st.slots.finish(t, outcome);
+        drop(st);
+        self.freed.notify_one();
+        next
+    }
+
+    fn set_target(&self, generation: u64, target: u32) {
+        let mut st = self.lock();
+        if st.generation == generation {
+            st.slots.set_target_highest(target);
+        }
+    }
+
+    /// Replaces the session `generation` after `status` said it is gone:
+    /// CREATE_SESSION on the same client ID, or a new client ID first.
+    fn recover(&self, inner: &Inner, generation: u64, status: nfsstat4) -> Result<()> {
+        let mut st = self.lock();
+        if st.generation != generation {
+            return Ok(()); // another request recovered it already
+        }
+        let keep_client = matches!(
+            status,
+            nfsstat4::NFS4ERR_BADSESSION | nfsstat4::NFS4ERR_DEADSESSION
+        );
+        let reuse = keep_client.then_some((st.clientid, st.create_seq));
+        let fresh = match new_state(inner, &self.owner, reuse) {
+            Ok(s) => s,
+            // The client ID is gone too (a server restart): start over.
+            Err(e) if reuse.is_some() && stale_client(&e) => new_state(inner, &self.owner, None)?,
+            Err(e) => return Err(e),
+        };
+        let generation = st.generation + 1;
+        *st = State {
+            generation,
+            ..fresh
+        };
+        drop(st);
+        self.freed.notify_all();
+        Ok(())
+    }
+
+    /// DESTROY_SESSION and (`client_too`) DESTROY_CLIENTID, waiting at
+    /// most a few seconds for each (the client is going away).
+    pub(crate) fn destroy(&self, inner: &Inner, client_too: bool) {
+        if !self.ours() {
+            return;
+        }
+        let st = self.lock();
+        let (sessionid, clientid) = (st.sessionid, st.clientid);
+        drop(st);
+        let mut ops = vec![nfs_argop4::OP_DESTROY_SESSION(DESTROY_SESSION4args {
+            dsa_sessionid: sessionid,
+        })];
+        if client_too {
+            ops.push(nfs_argop4::OP_DESTROY_CLIENTID(DESTROY_CLIENTID4args {
+                dca_clientid: clientid,
+            }));
+        }
+        for op in ops {
+            let args = COMPOUND4args {
+                minorversion: 1,
+                argarray: vec![op],
+                ..Default::default()
+            };
+            let mut body = Vec::with_capacity(128);
+            put_call_header(inner, &mut body);
+            args.encode(&mut body);
+            let group = Group::new(1);
+            let call = Call::new(
+                STAT_OTHER,
+                body,
+                None,
+                256,
+                Sink::Record,
+                Notify::Group(Arc::clone(&group)),
+            );
+            inner.transport().submit(Arc::clone(&call));
+            let deadline = Instant::now() + DESTROY_WAIT;
+            if !inner
+                .transport()
+                .wait_until(&|| group.is_done(), Some(deadline))
+            {
+                tracing::debug!(
+                    "NFSv4.1: no answer to DESTROY_SESSION/CLIENTID; leaving it to the lease"
+                );
+                return;
+            }
+        }
+    }
+}
+
+/// A new client ID (unless `reuse` gives one and its next CREATE_SESSION
+/// sequence) and session, and RECLAIM_COMPLETE for a new client ID.
+fn new_state(inner: &Inner, owner: &client_owner4, reuse: Option<(u64, u32)>) -> Result<State> {
+    let (clientid, create_seq) = match reuse {
+        Some(v) => v,
+        None => {
+            let res = bare_compound(
+                inner,
+                nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
+                    eia_clientowner: owner.clone(),
+                    eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
+                    eia_state_protect: state_protect4_a::SP4_NONE,
+                    eia_client_impl_id: None,
+                }),
+                "EXCHANGE_ID",
+            )?;
+            match res {
+                nfs_resop4::OP_EXCHANGE_ID(Nfs4Res::Ok(ok)) => (ok.eir_clientid, ok.eir_sequenceid),
+                other => return Err(unexpected("EXCHANGE_ID", &other)),
+            }
+        }
+    };
+    let fore = channel_attrs4 {
+        ca_headerpadsize: 0,
+        ca_maxrequestsize: MAX_COMPOUND,
+        ca_maxresponsesize: MAX_COMPOUND,
+        ca_maxresponsesize_cached: CACHED_REPLY,
+        ca_maxoperations: 16,
+        ca_maxrequests: SLOTS_WANTED,
+        ca_rdma_ird: None,
+    };
+    // No back channel: no delegations are asked for (OPEN says
+    // WANT_NO_DELEG), so the server has nothing to call back about.
+    let back = channel_attrs4 {
+        ca_maxrequestsize: 4096,
+        ca_maxresponsesize: 4096,
+        ca_maxresponsesize_cached: 0,
+        ca_maxoperations: 2,
+        ca_maxrequests: 1,
+        ..fore
+    };
+    let res = bare_compound(
+        inner,
+        nfs_argop4::OP_CREATE_SESSION(CREATE_SESSION4args {
+            csa_clientid: clientid,
+            csa_sequence: create_seq,
+            csa_flags: 0,
+            csa_fore_chan_attrs: fore,
+            csa_back_chan_attrs: back,
+            csa_cb_program: nfs4::NFS4_CALLBACK,
+            csa_sec_parms: vec![callback_sec_parms4::AUTH_NONE],
+        }),
+        "CREATE_SESSION",
+    )?;
+    let ok = match res {
+        nfs_resop4::OP_CREATE_SESSION(Nfs4Res::Ok(ok)) => ok,
+        other => return Err(unexpected("CREATE_SESSION", &other)),
+    };
+    let granted = ok.csr_fore_chan_attrs.ca_maxrequests;
+    let mut state = State {
+        clientid,
+        create_seq: create_seq.wrapping_add(1),
+        sessionid: ok.csr_sessionid,
+        slots: SlotTable::new(granted),
+        generation: 0,
+        granted,
+    };
+    if reuse.is_none() {
+        reclaim_complete(inner, &mut state)?;
+    }
+    Ok(state)
+}
+
+/// RECLAIM_COMPLETE (RFC 8881 §18.51): nothing to reclaim, so non-reclaim
+/// OPENs are allowed. Sent on the new session's slot 0.
+fn reclaim_complete(inner: &Inner, st: &mut State) -> Result<()> {
+    let Some(t) = st.slots.acquire() else {
+        return Ok(());
+    };
+    let args = COMPOUND4args {
+        minorversion: 1,
+        argarray: vec![
+            nfs_argop4::OP_SEQUENCE(SEQUENCE4args {
+                sa_sessionid: st.sessionid,
+                sa_sequenceid: t.seqid,
+                sa_slotid: t.slot,
+                sa_highest_slotid: t.slot,
+                sa_cachethis: false,
+            }),
+            nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args { rca_one_fs: false }),
+        ],
+        ..Default::default()
+    };
+    let mut body = Vec::with_capacity(128);
+    put_call_header(inner, &mut body);
+    args.encode(&mut body);
+    let record = run(inner, STAT_OTHER, body, None, "RECLAIM_COMPLETE", "/")?;
+    let res = COMPOUND4res::decode_expecting(
+        &mut XdrReader::new(&record),
+        &[nfs_opnum4::OP_SEQUENCE, nfs_opnum4::OP_RECLAIM_COMPLETE],
+    )
+    .map_err(|e| protocol("RECLAIM_COMPLETE", e))?;
+    let consumed = matches!(
+        res.resarray.first(),
+        Some(nfs_resop4::OP_SEQUENCE(Nfs4Res::Ok(_)))
+    );
+    st.slots.finish(
+        t,
+        if consumed {
+            Outcome::Done
+        } else {
+            Outcome::NotExecuted
+        },
+    );
+    // COMPLETE_ALREADY: a server that counts it per client ID, fine.
+    if res.status.is_ok() || res.status == nfsstat4::NFS4ERR_COMPLETE_ALREADY {
+        Ok(())
+    } else {
+        Err(nfs4_error("RECLAIM_COMPLETE", "/", res.status))
+    }
+}
+
+/// A COMPOUND of one operation that goes without SEQUENCE (EXCHANGE_ID,
+/// CREATE_SESSION): its result.
+fn bare_compound(inner: &Inner, op: nfs_argop4, name: &'static str) -> Result<nfs_resop4> {
+    let opnum = op.opnum();
+    let args = COMPOUND4args {
+        minorversion: 1,
+        argarray: vec![op],
+        ..Default::default()
+    };
+    let mut body = Vec::with_capacity(256);
+    put_call_header(inner, &mut body);
+    args.encode(&mut body);
+    let record = run(inner, STAT_OTHER, body, None, name, "/")?;
+    let res = COMPOUND4res::decode_expecting(&mut XdrReader::new(&record), &[opnum])
+        .map_err(|e| protocol(name, e))?;
+    match res.resarray.into_iter().next() {
+        Some(r) => Ok(r),
+        None => Err(nfs4_error(name, "/", res.status)),
+    }
+}
+
+/// Sends one call on `inner`'s transport and waits: the reply record from
+/// the procedure results on.
+pub(crate) fn run(
+    inner: &Inner,
+    stat: StatProc,
+    body: Vec<u8>,
+    payload: Option<Arc<[u8]>>,
+    op: &'static str,
+    path: &str,
+) -> Result<Vec<u8>> {
+    let weight = payload.as_ref().map_or(256, |p| p.len() as u64);
+    let group = Group::new(1);
+    let call = Call::new(
+        stat,
+        body,
+        payload,
+        weight,
+        Sink::Record,
+        Notify::Group(Arc::clone(&group)),
+    );
+    inner.run(Arc::clone(&call), &group);
+    match call
+        .take_result()
+        .map_err(|e| Error::from_call(op, path, e))?
+    {
+        Reply::Results(b) => Ok(b),
+        Reply::Read { .. } | Reply::Write { .. } => Err(Error::Protocol {
+            op,
+            path: path.to_string(),
+            detail: "a READ or WRITE sink on a COMPOUND".into(),
+        }),
+    }
+}
+
+/// The call header after the XID: CALL, RPC version 2, NFS program,
+/// version 4, COMPOUND, and the credential.
+pub(crate) fn put_call_header(inner: &Inner, b: &mut Vec<u8>) {
+    b.put_u32(0); // CALL
+    b.put_u32(directnfs_wire::rpc::RPC_VERSION);
+    b.put_u32(nfs4::NFS4_PROGRAM);
+    b.put_u32(nfs4::NFS_V4);
+    b.put_u32(nfs4::NFSPROC4_COMPOUND);
+    b.extend_from_slice(&inner.cred);
+}
+
+/// The COMPOUND status and the SEQUENCE result at the head of a reply
+/// (RFC 8881 §16.2.2): status, tag, result count, then SEQUENCE's result.
+/// A reply without one (an error before it, such as
+/// NFS4ERR_MINOR_VERS_MISMATCH) gives the COMPOUND status as SEQUENCE's.
+fn decode_sequence_head(
+    r: &mut XdrReader<'_>,
+) -> std::result::Result<(nfsstat4, SEQUENCE4res), directnfs_wire::DecodeError> {
+    use directnfs_wire::Decode;
+    let status = nfsstat4::decode(r)?;
+    let _tag = nfs4::utf8str_cs::decode(r)?;
+    let n = r.u32("COMPOUND4res resarray")?;
+    if n == 0 {
+        return Ok((
+            status,
+            Nfs4Res::Fail(if status.is_ok() {
+                nfsstat4::NFS4ERR_SERVERFAULT
+            } else {
+                status
+            }),
+        ));
+    }
+    let op = nfs_opnum4::decode(r)?;
+    if op != nfs_opnum4::OP_SEQUENCE {
+        return Err(directnfs_wire::DecodeError::BadDiscriminant {
+            what: "nfs_resop4 (not SEQUENCE at the head of a COMPOUND reply)",
+            value: op.0,
+        });
+    }
+    Ok((status, SEQUENCE4res::decode(r)?))
+}
+
+/// The results after SEQUENCE of a settled reply, checked against `ops`.
+pub(crate) fn results(
+    s: &Settled,
+    ops: &[nfs_opnum4],
+    op: &'static str,
+) -> Result<Vec<nfs_resop4>> {
+    let mut sent = Vec::with_capacity(ops.len() + 1);
+    sent.push(nfs_opnum4::OP_SEQUENCE);
+    sent.extend_from_slice(ops);
+    let mut res = COMPOUND4res::decode_expecting(&mut XdrReader::new(&s.record), &sent)
+        .map_err(|e| protocol(op, e))?;
+    if !res.resarray.is_empty() {
+        res.resarray.remove(0);
+    }
+    Ok(res.resarray)
+}
+
+/// The error for an NFSv4 status.
+pub(crate) fn nfs4_error(op: &'static str, path: &str, status: nfsstat4) -> Error {
+    Error::Nfs4 {
+        op,
+        path: path.to_string(),
+        status,
+    }
+}
+
+fn protocol(op: &'static str, e: directnfs_wire::DecodeError) -> Error {
+    Error::Protocol {
+        op,
+        path: "/".into(),
+        detail: e.to_string(),
+    }
+}
+
+fn unexpected(op: &'static str, res: &nfs_resop4) -> Error {
+    let status = res.status();
+    if status.is_ok() {
+        Error::Protocol {
+            op,
+            path: "/".into(),
+            detail: format!("unexpected result {:?}", res.opnum()),
+        }
+    } else {
+        nfs4_error(op, "/", status)
+    }
+}
+
+fn stale_client(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Nfs4 {
+            status: nfsstat4::NFS4ERR_STALE_CLIENTID | nfsstat4::NFS4ERR_EXPIRED,
+            ..
+        }
+    )
+}
+
+/// A verifier that differs between runs of the program (RFC 8881 §2.4:
+/// `co_verifier` changes when the client restarts): the start time.
+fn boot_verifier() -> [u8; 8] {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (t.as_nanos() as u64).to_be_bytes()
+}

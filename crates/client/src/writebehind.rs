@@ -1,0 +1,585 @@
+//! Write-behind in unstable mode: `write_at` copies the data, sends the
+//! UNSTABLE WRITE and returns without waiting for the reply, as a local
+//! `write` returns once the page cache has the data. `fsync` is the
+//! barrier: it waits for every write of the file still in flight, then
+//! COMMITs as before (`file.rs`, `writelog.rs`).
+//!
+//! No thread of its own. The calls complete into a per-file queue (the
+//! batch API's [`BatchQueue`]); their replies are received by whoever
+//! waits on the transport, or by the driver's fallback receiver when
+//! nobody does, and are *reaped* — checked, entered in the write log — by
+//! the next caller that touches the file's write-behind state: a write, a
+//! read overlapping them, `fsync`, `set_len`, a close.
+//!
+//! The rules that make it behave like a local file:
+//! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file are
+//!   in flight; a writer finding no room waits for replies (backpressure).
+//!   A single write larger than the bound waits for the file's writes to
+//!   drain and is then sent as one.
+//! * **Ordered.** A write or read overlapping bytes still in flight waits
+//!   for those writes first: the server may execute concurrent calls in
+//!   any order, so two overlapping WRITEs in flight could land the older
+//!   one last, and a READ could overtake the WRITE it should see.
+//! * **Errors are kept, reported once.** A WRITE that fails after its
+//!   `write_at` returned (ENOSPC, EDQUOT, EIO, a refusal, a soft timeout)
+//!   is remembered and returned by the next `fsync` of the file — or
+//!   [`File::flush_write_behind`], which the C library's close calls —
+//!   once, as Linux reports a writeback error (`errseq_t`). Later errors
+//!   before that report are folded into it.
+//! * **Barriers.** `fsync`, `set_len`, and `Client::remove`/`rename` wait
+//!   for the writes in flight first; dropping the last handle of a file
+//!   waits for them too (reporting nothing, as closing a local file
+//!   without `fsync` reports nothing).
+//!
+//! [`MountOptions::write_behind`]: crate::config::MountOptions::write_behind
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use directnfs_wire::nfs3;
+
+use crate::error::{Error, Result};
+use crate::file::{File, FileShared};
+use crate::io::call::{BatchQueue, Call, Notify};
+
+/// A WRITE to send behind the writer's back.
+struct Piece {
+    offset: u64,
+    data: Arc<[u8]>,
+    /// The submission order of the write it is the rest of (short write).
+    seq: Option<u64>,
+}
+
+/// One WRITE sent behind the writer's back.
+#[derive(Debug)]
+struct Pending {
+    call: Arc<Call>,
+    offset: u64,
+    data: Arc<[u8]>,
+    /// Submission order, for `fsync` (waits for what was sent before it).
+    seq: u64,
+}
+
+impl Pending {
+    fn overlaps(&self, offset: u64, len: usize) -> bool {
+        let end = offset.saturating_add(len as u64);
+        self.offset < end && offset < self.offset + self.data.len() as u64
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// Indexed by the call's token; `None` is a free slot (in `free`).
+    slots: Vec<Option<Pending>>,
+    free: Vec<usize>,
+    next_seq: u64,
+    /// The first error of a write-behind WRITE not yet reported.
+    error: Option<Error>,
+    /// Tokens taken from the queue (kept for its capacity).
+    taken: Vec<usize>,
+}
+
+impl State {
+    fn pending(&self) -> impl Iterator<Item = &Pending> {
+        self.slots.iter().flatten()
+    }
+}
+
+/// The write-behind state of one open file.
+#[derive(Debug)]
+pub(crate) struct WriteBehind {
+    /// Bytes that may be in flight; 0 = write-behind off.
+    limit: usize,
+    /// Off for this file whatever the mount says (an `O_DSYNC` descriptor).
+    disabled: AtomicBool,
+    queue: Arc<BatchQueue>,
+    state: Mutex<State>,
+    /// Bytes in flight (readable without the lock: the fast paths).
+    bytes: AtomicUsize,
+    /// Bumped at every reap: a waiter whose writes someone else reaped
+    /// sees that here (the queue it watched may be empty again).
+    reaps: AtomicU64,
+    /// Whether this file is in its client's registry (see `Registry`).
+    registered: AtomicBool,
+}
+
+impl WriteBehind {
+    pub(crate) fn new(limit: usize) -> Self {
+        Self {
+            limit,
+            disabled: AtomicBool::new(false),
+            queue: Arc::new(BatchQueue::default()),
+            state: Mutex::new(State::default()),
+            bytes: AtomicUsize::new(0),
+            reaps: AtomicU64::new(0),
+            registered: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Bytes of write-behind WRITEs in flight.
+    pub(crate) fn outstanding(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+}
+
+/// The files of a client that have used write-behind, so that `remove`
+/// and `rename` (which name paths, not files) can wait for their writes.
+#[derive(Debug, Default)]
+pub(crate) struct Registry {
+    files: Mutex<Vec<Weak<FileShared>>>,
+}
+
+impl Registry {
+    fn add(&self, file: &Arc<FileShared>) {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files.retain(|w| w.strong_count() > 0);
+        files.push(Arc::downgrade(file));
+    }
+
+    /// Waits until no write-behind WRITE of any open file of the client is
+    /// in flight (errors stay kept for each file's next `fsync`).
+    pub(crate) fn settle_all(&self) {
+        let files: Vec<Arc<FileShared>> = {
+            let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+            files.retain(|w| w.strong_count() > 0);
+            files.iter().filter_map(Weak::upgrade).collect()
+        };
+        for shared in files {
+            if shared.wb.outstanding() > 0 {
+                File { shared }.wb_wait(|st| st.slots.iter().all(Option::is_none));
+            }
+        }
+    }
+}
+
+impl File {
+    /// Whether `write_at` goes behind: unstable mode, a non-zero bound, and
+    /// not disabled for this file.
+    pub(crate) fn writes_behind(&self) -> bool {
+        self.shared.wb.limit > 0
+            && self.inner().options.stable == crate::config::StableMode::Unstable
+            && !self.shared.wb.disabled.load(Ordering::Relaxed)
+    }
+
+    /// Turns write-behind off (or back on) for this file and its clones,
+    /// as an `O_DSYNC`/`O_SYNC` descriptor needs: every `write_at` then
+    /// waits for its reply. Turning it off waits for the writes in flight.
+    pub fn set_write_behind(&self, on: bool) {
+        self.shared.wb.disabled.store(!on, Ordering::Relaxed);
+        if !on {
+            self.settle(0, usize::MAX);
+        }
+    }
+
+    /// Waits for every write-behind write of this file in flight, without
+    /// reporting their errors (kept for the next `fsync`): what a lock
+    /// release needs, so that the next holder — another connection,
+    /// another process — reads the data.
+    pub fn wait_write_behind(&self) {
+        self.settle(0, usize::MAX);
+    }
+
+    /// Bytes of write-behind writes of this file sent and not yet answered.
+    pub fn write_behind_bytes(&self) -> usize {
+        self.shared.wb.outstanding()
+    }
+
+    /// Waits for every write-behind write of this file in flight and
+    /// returns (once) the error of any that failed since the last report —
+    /// what `fsync` does before its COMMIT, without the COMMIT. The C
+    /// library's `dnfs_close` calls it, so a failed write is never lost by
+    /// closing without `fsync`.
+    pub fn flush_write_behind(&self) -> Result<()> {
+        if self.shared.wb.outstanding() > 0 {
+            self.wb_wait(|st| st.slots.iter().all(Option::is_none));
+        }
+        match self.shared.wb.lock().error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Bytes of write-behind writes in flight, after entering those
+    /// already answered in the write log (without waiting).
+    pub(crate) fn wb_in_flight(&self) -> usize {
+        let wb = &self.shared.wb;
+        if wb.outstanding() == 0 {
+            return 0;
+        }
+        let again = self.reap(&mut wb.lock());
+        if !again.is_empty() {
+            self.send_behind(again);
+        }
+        wb.outstanding()
+    }
+
+    /// `fsync`'s first step: waits for every write-behind write sent before
+    /// it (not for those other threads send meanwhile), counting the time
+    /// in the file's statistics, and takes the error to report, if any.
+    pub(crate) fn wb_barrier(&self) -> Option<Error> {
+        let wb = &self.shared.wb;
+        if wb.limit == 0 {
+            return None;
+        }
+        if wb.outstanding() > 0 {
+            let start = self.inner().transport().now_ns();
+            let before = wb.lock().next_seq;
+            self.wb_wait(|st| st.pending().all(|p| p.seq >= before));
+            let waited = self.inner().transport().now_ns().saturating_sub(start);
+            self.shared.stats.on_fsync_wait(waited);
+        }
+        wb.lock().error.take()
+    }
+
+    /// Waits until no write-behind write overlapping `len` bytes at
+    /// `offset` is in flight: a read there then sees their data, and a
+    /// write there lands after them.
+    pub(crate) fn settle(&self, offset: u64, len: usize) {
+        if self.shared.wb.outstanding() == 0 {
+            return;
+        }
+        self.wb_wait(|st| !st.pending().any(|p| p.overlaps(offset, len)));
+    }
+
+    /// Sends all of `buf` at `offset` behind the caller: returns once the
+    /// data is copied and the WRITEs are sent. See the module doc.
+    pub(crate) fn write_behind(&self, buf: &[u8], offset: u64) -> Result<usize> {
+        self.check_range(offset, buf.len(), "WRITE")?;
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let wb = &self.shared.wb;
+        if !wb.registered.swap(true, Ordering::Relaxed) {
+            self.inner().write_behind.add(&self.shared);
+        }
+        let len = buf.len();
+        // Room for it (or nothing in flight at all, for a write larger
+        // than the bound), and nothing in flight under it.
+        self.wb_wait(|st| {
+            let bytes = wb.bytes.load(Ordering::Relaxed);
+            (bytes == 0 || bytes + len <= wb.limit)
+                && !st.pending().any(|p| p.overlaps(offset, len))
+        });
+        let wtmax = self.inner().limits.wtmax as usize;
+        let pieces: Vec<Piece> = buf
+            .chunks(wtmax)
+            .enumerate()
+            .map(|(i, c)| Piece {
+                offset: offset + (i * wtmax) as u64,
+                data: Arc::from(c),
+                seq: None,
+            })
+            .collect();
+        self.send_behind(pieces);
+        // Acknowledged data waits in the write log for COMMIT: bounded.
+        self.maybe_flush()?;
+        Ok(len)
+    }
+
+    /// Logs, registers and sends write-behind WRITEs.
+    fn send_behind(&self, pieces: Vec<Piece>) {
+        let wb = &self.shared.wb;
+        // Logged first (it may wait for a repair of the same bytes).
+        self.log_submitted(pieces.iter().map(|p| (p.offset, &p.data)));
+        let calls: Vec<Arc<Call>> = {
+            let mut st = wb.lock();
+            pieces
+                .into_iter()
+                .map(|Piece { offset, data, seq }| {
+                    let token = st.free.pop().unwrap_or_else(|| {
+                        st.slots.push(None);
+                        st.slots.len() - 1
+                    });
+                    let call = self.write_call_with(
+                        offset,
+                        Arc::clone(&data),
+                        Notify::Batch(Arc::clone(&wb.queue), token),
+                        nfs3::stable_how::UNSTABLE,
+                    );
+                    wb.bytes.fetch_add(data.len(), Ordering::AcqRel);
+                    self.shared.stats.on_write_behind(data.len() as i64);
+                    // The rest of a short write keeps its write's place
+                    // (an fsync waiting for that write waits for it too).
+                    let seq = seq.unwrap_or_else(|| {
+                        st.next_seq += 1;
+                        st.next_seq - 1
+                    });
+                    st.slots[token] = Some(Pending {
+                        call: Arc::clone(&call),
+                        offset,
+                        data,
+                        seq,
+                    });
+                    call
+                })
+                .collect()
+        };
+        self.inner().transport().submit_many(calls);
+    }
+
+    /// Returns once `ready(state)` holds, reaping completions and receiving
+    /// replies (or waiting for whoever receives) meanwhile.
+    fn wb_wait(&self, ready: impl Fn(&State) -> bool) {
+        let wb = &self.shared.wb;
+        loop {
+            let seen = {
+                let mut st = wb.lock();
+                let again = self.reap(&mut st);
+                if again.is_empty() && ready(&st) {
+                    return;
+                }
+                let seen = wb.reaps.load(Ordering::Acquire);
+                drop(st);
+                if !again.is_empty() {
+                    // Short writes: the rest goes again, then re-check.
+                    self.send_behind(again);
+                    continue;
+                }
+                seen
+            };
+            let q = &wb.queue;
+            *q.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
+            q.want.store(1, Ordering::Release);
+            self.inner().transport().wait_until(
+                &|| q.count.load(Ordering::Acquire) > 0 || wb.reaps.load(Ordering::Acquire) != seen,
+                None,
+            );
+            q.want.store(0, Ordering::Release);
+        }
+    }
+
+    /// Processes every completed write-behind WRITE: enters it in the write
+    /// log (for COMMIT), keeps the first error. Returns the unwritten rest
+    /// of short writes, to be sent again (without the lock held).
+    fn reap(&self, st: &mut State) -> Vec<Piece> {
+        let wb = &self.shared.wb;
+        let mut again = Vec::new();
+        if wb.queue.count.load(Ordering::Acquire) == 0 {
+            return again;
+        }
+        let mut taken = std::mem::take(&mut st.taken);
+        wb.queue.take_into(&mut taken);
+        for token in taken.drain(..) {
+            let Some(p) = st.slots.get_mut(token).and_then(Option::take) else {
+                continue;
+            };
+            st.free.push(token);
+            let result = match self.finish_write_durable(&p.call, p.offset, &p.data) {
+                // A server that takes nothing would have us loop for ever.
+                Ok((0, _)) => Err(Error::Protocol {
+                    op: "WRITE",
+                    path: self.path().to_string(),
+                    detail: format!(
+                        "server wrote 0 of {} bytes at offset {}",
+                        p.data.len(),
+                        p.offset
+                    ),
+                }),
+                Ok((n, _)) => {
+                    if n < p.data.len() {
+                        again.push(Piece {
+                            offset: p.offset + n as u64,
+                            data: Arc::from(&p.data[n..]),
+                            seq: Some(p.seq),
+                        });
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
+                tracing::warn!(
+                    path = self.path(),
+                    offset = p.offset,
+                    "write-behind WRITE failed (reported by the next fsync): {e}"
+                );
+                self.shared.stats.on_write_behind_error();
+                st.error.get_or_insert(e);
+            }
+            wb.bytes.fetch_sub(p.data.len(), Ordering::AcqRel);
+            self.shared.stats.on_write_behind(-(p.data.len() as i64));
+        }
+        st.taken = taken;
+        wb.reaps.fetch_add(1, Ordering::AcqRel);
+        again
+    }
+}
+
+/// The last handle of a file is gone: its writes in flight are waited for
+/// (their outcome has nobody left to be reported to, as a local file
+/// closed without `fsync`), so that they land before whatever the program
+/// does next — a `remove`, another open's write to the same bytes.
+impl Drop for FileShared {
+    fn drop(&mut self) {
+        if self.wb.outstanding() == 0 {
+            return;
+        }
+        let calls: Vec<Arc<Call>> = self
+            .wb
+            .lock()
+            .pending()
+            .map(|p| Arc::clone(&p.call))
+            .collect();
+        self.client
+            .inner
+            .transport()
+            .wait_until(&|| calls.iter().all(|c| c.is_done()), None);
+        // Not reaped: take them off the file's (long-lived) statistics.
+        self.stats.on_write_behind(-(self.wb.outstanding() as i64));
+    }
+}
+
+/// Write-behind against a server played in-process (`crate::testing`):
+/// no socket, so these run under Miri too.
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use directnfs_wire::nfs3::nfsstat3;
+
+    use super::*;
+    use crate::client::Client;
+    use crate::config::{MountOptions, StableMode};
+    use crate::testing::{late, Behaviour, FakeServer};
+
+    /// The server comes first so that it is dropped last: a test that
+    /// fails with writes in flight reports instead of hanging in the
+    /// file's drop, which waits for them.
+    fn setup(write_behind: usize, behaviour: Behaviour) -> (FakeServer, Client, File) {
+        let options = MountOptions {
+            stable: StableMode::Unstable,
+            write_behind,
+            ..MountOptions::default()
+        };
+        let client = Client::detached(options, 4096, 4096);
+        let file = File::detached(&client, "/f");
+        let server = FakeServer::start(&client, behaviour);
+        (server, client, file)
+    }
+
+    #[test]
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it() {
+        let (server, _client, file) = setup(
+            1 << 20,
+            Behaviour {
+                delay: late(),
+                ..Behaviour::default()
+            },
+        );
+        let started = Instant::now();
+        assert_eq!(file.write_at(&[7u8; 10_000], 5).unwrap(), 10_000);
+        assert!(started.elapsed() < late(), "returned before the reply");
+        assert_eq!(server.answered(), 0);
+        assert_eq!(file.write_behind_bytes(), 10_000);
+        file.fsync().unwrap();
+        assert_eq!(file.write_behind_bytes(), 0);
+        assert_eq!(server.answered(), 3, "three 4 KiB pieces answered");
+        let seen = server.seen();
+        let mut got: Vec<(u64, usize)> = seen.writes.iter().map(|(o, d)| (*o, d.len())).collect();
+        got.sort_unstable();
+        assert_eq!(got, vec![(5, 4096), (4101, 4096), (8197, 1808)]);
+        assert!(seen.writes.iter().all(|(_, d)| d.iter().all(|&b| b == 7)));
+    }
+
+    #[test]
+    fn a_writer_past_the_bound_waits_for_room() {
+        let (server, _client, file) = setup(
+            8192,
+            Behaviour {
+                delay: Duration::from_millis(50),
+                ..Behaviour::default()
+            },
+        );
+        file.write_at(&[1u8; 4096], 0).unwrap();
+        file.write_at(&[2u8; 4096], 4096).unwrap();
+        assert!(file.write_behind_bytes() <= 8192);
+        // No room for a third: it waits until the first two are answered.
+        file.write_at(&[3u8; 4096], 8192).unwrap();
+        assert!(server.answered() >= 2, "{}", server.answered());
+        assert!(file.write_behind_bytes() <= 8192);
+        // A write larger than the whole bound waits for everything, then goes.
+        file.write_at(&[4u8; 20_000], 20_000).unwrap();
+        assert!(server.answered() >= 3);
+        file.fsync().unwrap();
+    }
+
+    #[test]
+    fn a_write_over_bytes_in_flight_waits_for_them() {
+        let (server, _client, file) = setup(
+            1 << 20,
+            Behaviour {
+                delay: Duration::from_millis(30),
+                ..Behaviour::default()
+            },
+        );
+        file.write_at(&[1u8; 100], 0).unwrap();
+        file.write_at(&[2u8; 100], 50).unwrap();
+        // The second was sent only once the first was answered.
+        assert!(server.answered() >= 1);
+        file.fsync().unwrap();
+        let seen = server.seen();
+        assert_eq!(seen.writes.len(), 2);
+        assert_eq!(
+            seen.writes[0].1[0], 1,
+            "the older write reached the server first"
+        );
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_by_the_next_fsync_once() {
+        let (_server, _client, file) = setup(
+            1 << 20,
+            Behaviour {
+                write_error: Some(nfsstat3::NFS3ERR_NOSPC),
+                ..Behaviour::default()
+            },
+        );
+        file.write_at(&[1u8; 100], 0).unwrap();
+        file.write_at(&[1u8; 100], 1000).unwrap();
+        let err = file.fsync().unwrap_err();
+        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
+        assert!(err.to_string().contains("WRITE /f"), "{err}");
+        // Reported once, as Linux's writeback errors.
+        file.fsync().unwrap();
+        assert_eq!(file.client().stats().files[0].totals.write_behind_errors, 2);
+        // And by a flush (the C library's close) when no fsync came first.
+        file.write_at(&[1u8; 100], 0).unwrap();
+        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+        file.flush_write_behind().unwrap();
+    }
+
+    #[test]
+    fn dropping_the_file_waits_for_its_writes() {
+        let (server, client, file) = setup(
+            1 << 20,
+            Behaviour {
+                delay: late(),
+                ..Behaviour::default()
+            },
+        );
+        file.write_at(&[1u8; 100], 0).unwrap();
+        drop(file);
+        assert_eq!(server.answered(), 1);
+        let stats = client.stats();
+        assert_eq!(
+            stats.files[0].totals.write_behind_bytes, 0,
+            "gauge back to 0"
+        );
+    }
+
+    #[test]
+    fn off_when_zero_and_in_file_sync_mode() {
+        let (_server, _client, file) = setup(0, Behaviour::default());
+        assert!(!file.writes_behind());
+        let client = Client::detached(MountOptions::default(), 4096, 4096);
+        assert!(!File::detached(&client, "/g").writes_behind());
+        let (_server, _client, file) = setup(4096, Behaviour::default());
+        assert!(file.writes_behind());
+        file.set_write_behind(false);
+        assert!(!file.writes_behind());
+    }
+}

@@ -1,0 +1,452 @@
+//! The client on NFSv4.1 against a real NFS-Ganesha (`DNFS_TEST_URL_V41`,
+//! which `scripts/test.sh` exports; the tests skip without it unless
+//! `DNFS_TEST_REQUIRE_SERVER=1`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::ErrorKind;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use directnfs::{Client, NfsUrl, OpenOptions, Target};
+use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
+
+/// The NFSv4.1 URL, or `None` (test skipped) when there is no server.
+fn url() -> Option<String> {
+    match std::env::var("DNFS_TEST_URL_V41") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            assert!(
+                std::env::var("DNFS_TEST_REQUIRE_SERVER").as_deref() != Ok("1"),
+                "DNFS_TEST_URL_V41 is not set and DNFS_TEST_REQUIRE_SERVER=1"
+            );
+            eprintln!("skipped: DNFS_TEST_URL_V41 not set");
+            None
+        }
+    }
+}
+
+fn with(url: &str, options: &str) -> String {
+    format!("{url}&{options}")
+}
+
+/// A directory of its own for each test, removed when done.
+fn scratch(client: &Client, name: &str) -> String {
+    let dir = format!("/v41-{name}-{}", std::process::id());
+    let _ = remove_tree(client, &dir);
+    client.mkdir(&dir).unwrap();
+    dir
+}
+
+fn remove_tree(client: &Client, dir: &str) -> directnfs::Result<()> {
+    for e in client.read_dir(dir)? {
+        let p = format!("{dir}/{}", e.name);
+        if e.metadata.is_some_and(|m| m.is_dir()) {
+            remove_tree(client, &p)?;
+        } else {
+            client.remove(&p)?;
+        }
+    }
+    client.rmdir(dir)
+}
+
+#[test]
+fn mounts_with_a_session_and_reads_back_what_it_wrote() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let slots = client.session_slots().expect("an NFSv4.1 session");
+    assert!(slots >= 1, "{slots}");
+    let dir = scratch(&client, "rw");
+    let path = format!("{dir}/data.bin");
+    let file = client.create(&path).unwrap();
+    let data: Vec<u8> = (0..3 * 1024 * 1024 + 123)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    assert_eq!(file.write_at(&data, 4096).unwrap(), data.len());
+    file.fsync().unwrap();
+    let mut back = vec![0u8; data.len() + 4096 + 10];
+    let n = file.read_at(&mut back, 0).unwrap();
+    assert_eq!(n, data.len() + 4096, "short read stops at EOF");
+    assert!(back[..4096].iter().all(|&b| b == 0));
+    assert_eq!(&back[4096..n], &data[..]);
+    assert_eq!(file.metadata().unwrap().size, (data.len() + 4096) as u64);
+    file.set_len(10).unwrap();
+    assert_eq!(client.metadata(&path).unwrap().size, 10);
+    drop(file);
+    // A second open sees the data; create truncates.
+    let again = client.open(&path).unwrap();
+    let mut ten = [0u8; 16];
+    assert_eq!(again.read_at(&mut ten, 0).unwrap(), 10);
+    drop(again);
+    let truncated = client.create(&path).unwrap();
+    assert_eq!(truncated.metadata().unwrap().size, 0);
+    drop(truncated);
+    remove_tree(&client, &dir).unwrap();
+}
+
+#[test]
+fn namespace_operations_and_their_errors() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "ns");
+    let a = format!("{dir}/a");
+    let b = format!("{dir}/b");
+    client.create(&a).unwrap().write_at(b"hello", 0).unwrap();
+    let e = client.open(&format!("{dir}/missing")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    assert!(e.to_string().contains("missing"), "{e}");
+    let exclusive = OpenOptions {
+        create_new: true,
+        ..Default::default()
+    };
+    let e = client.open_with(&a, exclusive).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    client.rename(&a, &b).unwrap();
+    assert_eq!(client.metadata(&a).unwrap_err().kind(), ErrorKind::NotFound);
+    assert_eq!(client.metadata(&b).unwrap().size, 5);
+    client.mkdir(&format!("{dir}/sub")).unwrap();
+    let mut names: Vec<String> = client
+        .read_dir(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    assert_eq!(names, ["b", "sub"]);
+    assert!(client.rmdir(&b).is_err(), "rmdir of a file");
+    assert!(
+        client.remove(&format!("{dir}/sub")).is_err(),
+        "remove of a directory"
+    );
+    let e = client.rmdir(&dir).unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTEMPTY, "{e}");
+    remove_tree(&client, &dir).unwrap();
+    assert_eq!(
+        client.metadata(&dir).unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+}
+
+#[test]
+fn what_nfsv41_does_not_do_yet_is_refused_clearly() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let e = client.readlink("/whatever").unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
+    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
+    assert!(e.to_string().starts_with("NFSv4.1: "), "{e}");
+}
+
+/// A proxy in front of the NFSv4.1 server, and a client through it.
+fn proxied(url: &str) -> (FaultProxy, Client) {
+    let parsed = NfsUrl::parse(url).unwrap();
+    let port = parsed.options.nfs_port.or(parsed.port).unwrap_or(2049);
+    let upstream: SocketAddr = format!("{}:{port}", parsed.host).parse().unwrap();
+    let proxy = FaultProxy::start(ProxyConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        upstream,
+        connect_timeout: Duration::from_secs(2),
+        seed: 1,
+    })
+    .unwrap();
+    let mut target = Target::from_url(&parsed);
+    target.options.nfs_port = Some(proxy.local_addr().port());
+    target.options.connections = 2;
+    target.options.timeo = Duration::from_secs(2);
+    let client = Client::mount(&target).unwrap();
+    (proxy, client)
+}
+
+/// Exactly once: each non-idempotent request below executes on the server,
+/// its reply is lost with its connection, the engine re-sends the same
+/// bytes (same slot, same sequence id) on the other connection, and the
+/// server's reply cache answers — so no request reports the error its own
+/// first execution would cause on a second one (NFS4ERR_NOENT for REMOVE
+/// and RENAME, NFS4ERR_EXIST for CREATE and an exclusive OPEN).
+#[test]
+fn a_request_whose_reply_was_lost_is_answered_from_the_reply_cache() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "once");
+    let (f, g, sub) = (format!("{dir}/f"), format!("{dir}/g"), format!("{dir}/sub"));
+    let exclusive = OpenOptions {
+        create_new: true,
+        ..Default::default()
+    };
+
+    proxy.lose_reply(0);
+    let file = client
+        .open_with(&f, exclusive)
+        .expect("exclusive OPEN re-sent");
+    file.write_at(b"once", 0).unwrap();
+    drop(file);
+
+    proxy.lose_reply(0);
+    client.mkdir(&sub).expect("CREATE re-sent");
+
+    proxy.lose_reply(0);
+    client.rename(&f, &g).expect("RENAME re-sent");
+
+    // remove() asks the type first (one reply), then REMOVEs.
+    proxy.lose_reply(1);
+    client.remove(&g).expect("REMOVE re-sent");
+
+    let counts = proxy.counts();
+    assert_eq!(counts.lost_replies, 4, "{counts:?}");
+    assert!(counts.connections >= 3, "connections were cut: {counts:?}");
+    assert_eq!(client.metadata(&g).unwrap_err().kind(), ErrorKind::NotFound);
+    assert!(client.metadata(&sub).unwrap().is_dir());
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A session the server no longer knows (destroyed behind the client's
+/// back, as after a server restart) is replaced without the caller seeing
+/// NFS4ERR_BADSESSION.
+#[test]
+fn a_lost_session_is_recreated_without_errors_reaching_the_caller() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "badsession");
+    assert_eq!(client.destroy_session_for_test(), 1);
+    let f = client
+        .create(&format!("{dir}/f"))
+        .expect("OPEN on a new session");
+    f.write_at(b"after", 0).unwrap();
+    drop(f);
+    assert_eq!(client.destroy_session_for_test(), 2, "recovered once");
+    remove_tree(&client, &dir).expect("on yet another session");
+    assert_eq!(client.destroy_session_for_test(), 3, "recovered twice");
+    client.ping().expect("a SEQUENCE on a fourth session");
+}
+
+/// NFS4ERR_DELAY from SEQUENCE (here from the proxy, for half of all
+/// COMPOUNDs) is waited out and the request sent again; the caller sees
+/// only success.
+#[test]
+fn delay_is_retried_without_reaching_the_caller() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "delay");
+    proxy.set_jukebox(500);
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    for i in 0..8u64 {
+        f.write_at(&[i as u8; 100], i * 100).unwrap();
+    }
+    let mut back = [0u8; 800];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), 800);
+    assert!(back
+        .chunks(100)
+        .enumerate()
+        .all(|(i, c)| c.iter().all(|&b| b == i as u8)));
+    proxy.set_jukebox(0);
+    assert!(proxy.counts().delay_v41 > 0, "{:?}", proxy.counts());
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// `stable=unstable`: UNSTABLE writes are kept until `fsync`'s COMMIT
+/// proves them durable (its verifier equal to theirs), then dropped.
+#[test]
+fn unstable_writes_are_kept_until_fsync_commits_them() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&with(&url, "stable=unstable")).unwrap();
+    let dir = scratch(&client, "unstable");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    f.write_at(&[7u8; 100_000], 0).unwrap();
+    f.write_at(&[8u8; 10], 50).unwrap();
+    assert_eq!(
+        f.uncommitted_bytes(),
+        100_010,
+        "the server answered UNSTABLE"
+    );
+    f.fsync().unwrap();
+    assert_eq!(f.uncommitted_bytes(), 0);
+    let mut back = vec![0u8; 100_000];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), 100_000);
+    assert!(back[..50].iter().all(|&b| b == 7));
+    assert!(back[50..60].iter().all(|&b| b == 8));
+    assert!(back[60..].iter().all(|&b| b == 7));
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// `dnfs`-style URLs: one naming a file that does not exist yet, or a
+/// directory below the export, mounts the export (the root of the file
+/// system, by fsid) with the rest as the target path.
+#[test]
+fn a_url_below_the_export_mounts_the_export() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "below");
+    let (base, query) = url.split_once('?').unwrap();
+    let deeper = Client::connect(&format!("{base}{dir}/new-file?{query}")).unwrap();
+    assert_eq!(deeper.export(), client.export());
+    assert_eq!(deeper.target_path(), format!("{dir}/new-file"));
+    let sub = Client::connect(&format!("{base}{dir}?{query}")).unwrap();
+    assert_eq!(sub.export(), client.export());
+    assert_eq!(sub.target_path(), dir);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A `Batch` on NFSv4.1 (each operation runs when submitted) completes
+/// every operation with its own result and hands owned buffers back.
+#[test]
+fn a_batch_completes_each_operation_with_its_own_result() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "batch");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    let mut batch = directnfs::Batch::new(&client);
+    batch.write(&f, 0, &[1u8; 8192], 1).unwrap();
+    batch.write_owned(&f, 8192, vec![2u8; 100], 2).unwrap();
+    batch.read_owned(&f, 0, vec![0u8; 9000], 3).unwrap();
+    let missing_read = batch.read_owned(&f, 1 << 40, vec![0u8; 10], 4);
+    missing_read.unwrap();
+    let mut done = batch.wait(4, None);
+    done.sort_by_key(|c| c.token);
+    assert_eq!(done.len(), 4);
+    assert_eq!(done[0].result.as_ref().unwrap(), &8192);
+    assert_eq!(done[1].result.as_ref().unwrap(), &100);
+    assert_eq!(done[1].buffer.as_deref(), Some(&[2u8; 100][..]));
+    assert_eq!(done[2].result.as_ref().unwrap(), &8292);
+    let back = done[2].buffer.as_ref().unwrap();
+    assert!(back[..8192].iter().all(|&b| b == 1) && back[8192..8292].iter().all(|&b| b == 2));
+    assert_eq!(done[3].result.as_ref().unwrap(), &0, "past EOF");
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// Byte-range locks between two clients (two client IDs, as two hosts):
+/// exclusion, shared locks, release by unlock and by dropping the file,
+/// a blocking lock that waits for the holder.
+#[test]
+fn byte_range_locks_exclude_between_clients_and_are_released_on_close() {
+    let Some(url) = url() else { return };
+    let a = Client::connect(&url).unwrap();
+    let b = Client::connect(&url).unwrap();
+    let dir = scratch(&a, "locks");
+    let path = format!("{dir}/f");
+    let fa = a.create(&path).unwrap();
+    let fb = b.open(&path).unwrap();
+
+    fa.try_lock(0, 100, true).unwrap();
+    let e = fb.try_lock(50, 10, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+    assert_eq!(e.errno(), libc::EAGAIN);
+    assert!(
+        fb.try_lock(50, 10, false).is_err(),
+        "shared against exclusive"
+    );
+    fb.try_lock(100, 100, true).expect("a range nobody holds");
+    fa.unlock(0, 100).unwrap();
+    fb.try_lock(0, 100, true).expect("released by unlock");
+    fb.unlock(0, 0).unwrap();
+
+    // Shared locks coexist.
+    fa.try_lock(0, 10, false).unwrap();
+    fb.try_lock(0, 10, false).unwrap();
+    fb.unlock(0, 10).unwrap();
+    fa.unlock(0, 10).unwrap();
+
+    // A blocking lock waits until the holder lets go.
+    fa.lock(0, 0, true).unwrap();
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| fb.lock(0, 1, true));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!waiter.is_finished(), "the lock must wait for its holder");
+        drop(fa); // CLOSE releases the locks
+        waiter.join().unwrap().unwrap();
+    });
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    drop(fb);
+    remove_tree(&a, &dir).unwrap();
+}
+
+/// NFSv3 has no locks in its protocol (NLM is not spoken): refused.
+#[test]
+fn locks_on_nfsv3_are_refused_clearly() {
+    let Ok(url) = std::env::var("DNFS_TEST_URL") else {
+        return;
+    };
+    let client = Client::connect(&url).unwrap();
+    let path = format!("/v3-lock-{}", std::process::id());
+    let f = client.create(&path).unwrap();
+    let e = f.try_lock(0, 1, true).unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
+    assert!(e.to_string().contains("NFSv4.1"), "{e}");
+    drop(f);
+    client.remove(&path).unwrap();
+}
+
+/// A server killed and restarted (graceless, on a server of its own):
+/// the client makes a new client ID and session (BADSESSION, then
+/// STALE_CLIENTID), opens the file again by its handle (the old stateid is
+/// unknown), and I/O resumes with no acknowledged write lost.
+#[test]
+fn io_resumes_after_a_server_restart_with_no_acknowledged_write_lost() {
+    if url().is_none() {
+        return;
+    }
+    let server = OwnGanesha::start(
+        "v41-restart",
+        &[
+            ("DNFS_PRIVATE_RPCBIND", "1"),
+            ("DNFS_NFS_PORT", "2655"),
+            ("DNFS_MNT_PORT", "20655"),
+            ("DNFS_NFS4", "1"),
+            ("DNFS_NFS4_GRACE", "0"),
+        ],
+    )
+    .unwrap();
+    let port = NfsUrl::parse(server.url())
+        .unwrap()
+        .options
+        .nfs_port
+        .unwrap();
+    let (base, _) = server.url().split_once('?').unwrap();
+    let client = Client::connect(&format!("{base}?vers=4.1&nfsport={port}&timeo=20")).unwrap();
+    let f = client.create("/db.dat").unwrap();
+    f.write_at(&[1u8; 65536], 0).unwrap();
+    let mut restart = server.spawn_restart(&["--kill", "--down", "2"]).unwrap();
+    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+
+    f.write_at(&[2u8; 4096], 65536).unwrap();
+    let mut back = vec![0u8; 65536 + 4096];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), back.len());
+    assert!(
+        back[..65536].iter().all(|&b| b == 1),
+        "written before the restart"
+    );
+    assert!(back[65536..].iter().all(|&b| b == 2), "written after it");
+    assert!(
+        client.destroy_session_for_test() >= 2,
+        "the lost session was replaced"
+    );
+    drop(f);
+    drop(client);
+    drop(server);
+}
+
+/// An idle client renews its lease: a SEQUENCE (counted as "OTHER") once
+/// it has sent nothing for a quarter of the lease (Ganesha's is 60 s, so
+/// this test idles 17 s), and the session still works afterwards.
+#[test]
+fn an_idle_client_renews_its_lease() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let other = |c: &Client| {
+        c.stats().servers[0]
+            .totals
+            .calls_by_proc
+            .get("OTHER")
+            .copied()
+            .unwrap_or(0)
+    };
+    let before = other(&client);
+    std::thread::sleep(Duration::from_secs(17));
+    assert!(other(&client) > before, "no SEQUENCE while idle");
+    client.metadata("/").unwrap();
+}

@@ -1,0 +1,241 @@
+//! Write-behind (unstable mode, `write_behind`) against a real Ganesha:
+//! reads see the writes still in flight, `fsync` returns only once every
+//! write is on the server, a full file system's ENOSPC is reported by
+//! `fsync`, and a server killed with writes in flight loses nothing `fsync`
+//! acknowledged.
+//!
+//! The kill and ENOSPC tests start Ganesha servers of their own
+//! (`OwnGanesha`, a private rpcbind each), on ports no other test uses.
+
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use directnfs::Client;
+use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::server::wanted;
+
+/// `len` bytes of `seed`'s pattern.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    (0..len as u64)
+        .map(|i| (seed.wrapping_mul(31).wrapping_add(i * 7) % 251) as u8)
+        .collect()
+}
+
+fn own_server(name: &str, nfs_port: &str, mnt_port: &str) -> OwnGanesha {
+    OwnGanesha::start(
+        name,
+        &[
+            ("DNFS_PRIVATE_RPCBIND", "1"),
+            ("DNFS_NFS_PORT", nfs_port),
+            ("DNFS_MNT_PORT", mnt_port),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("starting Ganesha {name}: {e}"))
+}
+
+/// A client of `server` in unstable mode with write-behind (and `extra`).
+fn unstable_client(url: &str, extra: &str) -> Client {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let url = format!("{url}{sep}stable=unstable{extra}");
+    Client::connect(&url).unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+#[test]
+fn read_your_writes_under_concurrent_writers() {
+    if !wanted("write_behind::read_your_writes") {
+        return;
+    }
+    // A small bound, so writers also wait for room.
+    let client = Client::connect(&common::url_with("stable=unstable&write_behind=64k")).unwrap();
+    let name = common::unique("wb-ryw");
+    let file = client.create(&name).unwrap();
+    assert!(file.client().options().write_behind == 64 << 10);
+    const THREADS: u64 = 4;
+    const BLOCK: usize = 4096;
+    const BLOCKS: u64 = 16;
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let file = file.clone();
+            std::thread::spawn(move || {
+                let mut back = vec![0u8; BLOCK];
+                for round in 0..40u64 {
+                    for b in 0..BLOCKS {
+                        // Thread t's blocks: t, t + THREADS, ... (interleaved
+                        // with the other writers' on the file).
+                        let off = (b * THREADS + t) * BLOCK as u64;
+                        let data = bytes(round * 1000 + b * 10 + t, BLOCK);
+                        file.write_at(&data, off).unwrap();
+                        // Read back at once: the WRITE may still be in flight.
+                        file.read_exact_at(&mut back, off).unwrap();
+                        assert!(back == data, "thread {t} round {round} block {b}");
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // Another thread reads what this one just wrote behind.
+    let data = bytes(99, 3 * BLOCK + 5);
+    file.write_at(&data, 1_000_000).unwrap();
+    let f = file.clone();
+    let back = std::thread::spawn(move || {
+        let mut back = vec![0u8; 3 * BLOCK + 5];
+        f.read_exact_at(&mut back, 1_000_000).unwrap();
+        back
+    })
+    .join()
+    .unwrap();
+    assert!(back == data);
+    file.fsync().unwrap();
+    assert_eq!(file.write_behind_bytes(), 0);
+    let stats = client.stats();
+    let mine = stats.files.iter().find(|f| f.path == name).unwrap();
+    assert_eq!(mine.totals.write_behind_bytes, 0);
+    client.remove(&name).unwrap();
+}
+
+/// 10,000 small writes behind, `fsync`, SIGKILL of the server the moment
+/// `fsync` returns: every write is in the exported file (read locally while
+/// the server is down) and through a new client after the restart.
+#[test]
+fn fsync_after_10000_small_writes_survives_a_sigkill_of_the_server() {
+    if !wanted("write_behind::fsync_after_10000") {
+        return;
+    }
+    let server = own_server("wb-kill", "2661", "20661");
+    let client = unstable_client(server.url(), "");
+    let file = client.create("/redo.log").unwrap();
+    const N: usize = 10_000;
+    const LEN: usize = 512;
+    let mut all = Vec::with_capacity(N * LEN);
+    for i in 0..N {
+        let data = bytes(i as u64, LEN);
+        file.write_at(&data, (i * LEN) as u64).unwrap();
+        all.extend_from_slice(&data);
+    }
+    file.fsync().unwrap();
+    let mut restart = server.spawn_restart(&["--kill", "--down", "1"]).unwrap();
+    wait_for_down(server.url());
+    let local = std::fs::read(server.export_dir().join("redo.log")).unwrap();
+    assert_eq!(local.len(), all.len(), "writes missing after fsync");
+    assert!(local == all, "wrong data after fsync");
+    assert!(restart.wait().unwrap().success());
+    drop(file);
+    drop(client);
+    let client = unstable_client(server.url(), "");
+    let file = client.open("/redo.log").unwrap();
+    let mut back = vec![0u8; all.len()];
+    file.read_exact_at(&mut back, 0).unwrap();
+    assert!(back == all);
+}
+
+/// The server is SIGKILLed (down 1 s, so its write verifier changes) with
+/// write-behind WRITEs in flight, before `fsync`: the hard mount sends them
+/// again once it is back, `fsync` waits for them, COMMITs, sees the new
+/// verifier, sends everything again FILE_SYNC and succeeds; the data is
+/// all in the exported file.
+#[test]
+fn server_killed_with_writes_in_flight_then_fsync_resends_and_succeeds() {
+    if !wanted("write_behind::server_killed_with_writes_in_flight") {
+        return;
+    }
+    let server = own_server("wb-inflight", "2663", "20663");
+    let client = unstable_client(server.url(), "&timeo=20");
+    let file = client.create("/data.dbf").unwrap();
+    const BLOCK: usize = 8192;
+    const N: usize = 512;
+    let mut all = Vec::with_capacity(N * BLOCK);
+    let mut restart = None;
+    for i in 0..N {
+        let data = bytes(i as u64 + 7, BLOCK);
+        file.write_at(&data, (i * BLOCK) as u64).unwrap();
+        all.extend_from_slice(&data);
+        if i == N / 2 {
+            restart = Some(server.spawn_restart(&["--kill", "--down", "1"]).unwrap());
+            wait_for_down(server.url());
+        }
+    }
+    // The second half went to a dead server: still in flight.
+    let in_flight = file.write_behind_bytes();
+    assert!(in_flight > 0, "nothing in flight before fsync");
+    eprintln!("{in_flight} bytes in flight before fsync");
+    file.fsync().unwrap();
+    assert!(restart.unwrap().wait().unwrap().success());
+    assert_eq!(file.uncommitted_bytes(), 0);
+    let local = std::fs::read(server.export_dir().join("data.dbf")).unwrap();
+    assert_eq!(local.len(), all.len());
+    assert!(local == all, "data lost across the restart");
+}
+
+/// A tmpfs of 1 MiB exported: writes behind past its end fail with ENOSPC
+/// on the server after `write_at` returned; the next `fsync` reports it
+/// (once), and the data that fitted is durable.
+#[test]
+fn enospc_of_a_full_export_is_reported_by_fsync() {
+    if !wanted("write_behind::enospc") {
+        return;
+    }
+    let export = Path::new("/tmp/dnfs-test-wb-enospc-export");
+    let _ = Command::new("umount").arg(export).status();
+    std::fs::create_dir_all(export).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(export)
+        .status()
+        .unwrap();
+    assert!(mounted.success(), "mount -t tmpfs (needs root)");
+    let _unmount = Unmount(export);
+    let server = own_server("wb-enospc", "2662", "20662");
+    let client = unstable_client(server.url(), "");
+    let file = client.create("/full.dbf").unwrap();
+    let block = bytes(3, 64 << 10);
+    // 2 MiB into 1 MiB: every write_at returns (behind), some WRITEs fail.
+    for i in 0..32u64 {
+        file.write_at(&block, i * (64 << 10)).unwrap();
+    }
+    let e = file.fsync().unwrap_err();
+    assert_eq!(e.errno(), libc::ENOSPC, "{e}");
+    assert!(e.to_string().contains("WRITE /full.dbf"), "{e}");
+    // Reported once.
+    file.fsync().unwrap();
+    // Room again: a write behind that fits, then fsync, succeeds.
+    file.set_len(0).unwrap();
+    file.write_at(&block, 0).unwrap();
+    file.fsync().unwrap();
+    let mut back = vec![0u8; block.len()];
+    file.read_exact_at(&mut back, 0).unwrap();
+    assert!(back == block);
+    drop(file);
+    drop(client);
+    drop(server);
+}
+
+/// Unmounts the tmpfs when the test ends, however it ends.
+struct Unmount<'a>(&'a Path);
+
+impl Drop for Unmount<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0).status();
+    }
+}
+
+/// Waits until the server of `url` refuses connections (killed).
+fn wait_for_down(url: &str) {
+    let url = directnfs::NfsUrl::parse(url).unwrap();
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], url.options.nfs_port.unwrap()));
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the server did not go down"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

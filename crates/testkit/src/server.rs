@@ -1,0 +1,98 @@
+//! Whether the real-server tests run, read in one place.
+//!
+//! `DNFS_TEST_URL` names the shared test server (the export URL that
+//! `scripts/nfs-server.sh start DIR` prints), `DNFS_TEST_EXPORT_DIR` the
+//! directory it exports. Without a URL the real-server tests are skipped
+//! with a loud line on stderr, unless `DNFS_TEST_REQUIRE_SERVER` is set
+//! (as `scripts/test.sh` and CI do): then a missing server is a failure,
+//! so a broken set-up cannot pass as a row of skipped tests.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+/// The variable, when set and not empty.
+fn var(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.is_empty())
+}
+
+/// True when the real-server tests must run (`DNFS_TEST_REQUIRE_SERVER`).
+pub fn required() -> bool {
+    var("DNFS_TEST_REQUIRE_SERVER").is_some()
+}
+
+/// Says loudly that `test` is skipped and why. Written straight to stderr:
+/// libtest captures `eprintln!` of passing tests, which would hide it.
+pub fn skipped(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+}
+
+/// `DNFS_TEST_URL`, or `None` after saying that `test` is skipped. Panics
+/// instead when the tests must run ([`required`]).
+pub fn url(test: &str) -> Option<String> {
+    if let Some(url) = var("DNFS_TEST_URL") {
+        return Some(url);
+    }
+    assert!(
+        !required(),
+        "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
+    );
+    skipped(
+        test,
+        "DNFS_TEST_URL is not set (start a server with `scripts/nfs-server.sh start DIR` \
+         and export the URL it prints; DNFS_TEST_REQUIRE_SERVER=1 makes this a failure)",
+    );
+    None
+}
+
+/// `DNFS_TEST_URL` and `DNFS_TEST_EXPORT_DIR`, for tests that also look at
+/// the exported files directly; `None` (skipped, or a panic when
+/// [`required`]) when either is missing.
+pub fn url_and_export_dir(test: &str) -> Option<(String, PathBuf)> {
+    let url = url(test)?;
+    if let Some(dir) = var("DNFS_TEST_EXPORT_DIR") {
+        return Some((url, PathBuf::from(dir)));
+    }
+    assert!(
+        !required(),
+        "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_EXPORT_DIR is not"
+    );
+    skipped(
+        test,
+        "DNFS_TEST_EXPORT_DIR (the directory the server of DNFS_TEST_URL exports) is not set",
+    );
+    None
+}
+
+/// True when tests that start a Ganesha of their own should run: where the
+/// real-server tests run (`DNFS_TEST_URL` or `DNFS_TEST_REQUIRE_SERVER`
+/// set), since they need the same packages. Otherwise says that `test` is
+/// skipped.
+pub fn wanted(test: &str) -> bool {
+    if var("DNFS_TEST_URL").is_some() || required() {
+        return true;
+    }
+    skipped(
+        test,
+        "set DNFS_TEST_URL (scripts/test.sh does) to run real-server tests",
+    );
+    false
+}
+
+/// A tool the tests need from `PATH`, or `None` after saying `test` is
+/// skipped; a failure when the tests must run ([`required`]), since
+/// `scripts/test.sh` installs it.
+pub fn tool(test: &str, name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join(name))
+            .find(|c| c.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            !required(),
+            "{test}: {name} is not installed (scripts/test.sh installs it)"
+        );
+        skipped(test, &format!("{name} is not installed"));
+    }
+    found
+}
