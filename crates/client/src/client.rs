@@ -224,7 +224,7 @@ impl Client {
         alerts: &Alerts,
     ) -> Result<Client> {
         if options.nfs_version == NfsVersion::V41 {
-            return crate::v4::mount::mount_once(target, options, cred);
+            return crate::v4::mount::mount_once(target, options, cred, alerts);
         }
         let cold_timeout = deadline
             .saturating_duration_since(Instant::now())

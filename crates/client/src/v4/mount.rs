@@ -26,7 +26,12 @@ const NFS4_PORT: u16 = 2049;
 const MAX_WALK_OPS: usize = 16;
 
 /// One attempt at mounting `target` over NFSv4.1.
-pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -> Result<Client> {
+pub(crate) fn mount_once(
+    target: &Target,
+    options: &MountOptions,
+    cred: &[u8],
+    alerts: &crate::alert::Alerts,
+) -> Result<Client> {
     let nfs_port = options.nfs_port.unwrap_or(NFS4_PORT);
     let transport = start_transport(
         target,
@@ -34,7 +39,7 @@ pub(crate) fn mount_once(target: &Target, options: &MountOptions, cred: &[u8]) -
         cred,
         nfs_port,
         (NFS4_PROGRAM, NFS_V4),
-        crate::alert::Alerts::new(&target.name),
+        alerts.clone(),
     )?;
     let mut inner = Inner::new(transport, target, options, cred);
     let mut session = Session::establish(&inner)?;
