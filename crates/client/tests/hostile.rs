@@ -1868,6 +1868,17 @@ fn write_data(file: &File, offset: u64, data: &[u8]) {
     assert_eq!(r.unwrap_or_else(|e| panic!("write_at: {e}")), data.len());
 }
 
+/// [`write_data`], then waits until the server has executed the WRITEs:
+/// with write-behind `write_at` returns before they are even sent, and a
+/// restart staged right after must find the data there to lose.
+fn write_landed(server: &HostileServer, file: &File, offset: u64, data: &[u8]) {
+    write_data(file, offset, data);
+    let off = usize::try_from(offset).unwrap();
+    wait_for("the WRITEs executed", Duration::from_secs(5), || {
+        server.stored(off, data.len()) == data
+    });
+}
+
 fn fsync(file: &File) -> directnfs::Result<()> {
     let f = file.clone();
     within("fsync", SOFT_LIMIT, move || f.fsync()).0
@@ -2066,7 +2077,7 @@ fn writes_submitted_during_a_repair_wait_and_land_after_it() {
     let new = distinct_data(len);
     let server = storing_server();
     let (client, file) = mount(&server, TWO_CONNECTIONS);
-    write_data(&file, 0, &old);
+    write_landed(&server, &file, 0, &old);
     server.lose_unstable_data(*b"reboot-1");
     let replay_seen = Arc::new(AtomicBool::new(false));
     let seen_flag = Arc::clone(&replay_seen);
@@ -2123,7 +2134,7 @@ fn write_in_flight_when_a_repair_starts_is_not_overwritten_by_it() {
     let new = distinct_data(len);
     let server = storing_server();
     let (_client, file) = mount(&server, TWO_CONNECTIONS);
-    write_data(&file, 0, &old);
+    write_landed(&server, &file, 0, &old);
     server.lose_unstable_data(*b"reboot-1");
     let held = Arc::new(AtomicBool::new(false));
     let h = Arc::clone(&held);
@@ -2168,7 +2179,7 @@ fn batch_write_not_yet_reaped_by_the_thread_that_fsyncs_is_not_overwritten_by_th
     let new = distinct_data(len);
     let server = storing_server();
     let (client, file) = mount(&server, TWO_CONNECTIONS);
-    write_data(&file, 0, &old);
+    write_landed(&server, &file, 0, &old);
     server.lose_unstable_data(*b"reboot-1");
     let (f, expect) = (file.clone(), new.clone());
     let (r, _) = within("batch, fsync, reap", Duration::from_secs(15), move || {
