@@ -1,38 +1,52 @@
 //! The client: one mounted export of one server, reached over one or more
 //! paths with several channels each.
+//!
+//! This file holds the [`Client`] and its shared state (`Inner`), the
+//! transport they start, the call path every NFSv3 procedure takes
+//! (`Inner::call`) and the statistics snapshot. The rest of `Client`'s
+//! methods are in:
+//!
+//! | module | job |
+//! |---|---|
+//! | `client/discover.rs` | `connect`/`mount`: retry until `mnt_timeout`, ports and MOUNT over each path |
+//! | `client/namespace.rs` | `metadata`, `remove`, `rmdir`, `mkdir`, `rename`, `read_dir` |
+//! | `client/handles.rs` | the path walk (one LOOKUP per component) and the handle cache |
+//! | `client/credential.rs` | the AUTH_SYS credential (ids, groups, host name) |
+//!
+//! Other modules add their own `impl Client`: opening files (`file.rs`),
+//! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attrs.rs`), links
+//! (`links.rs`), file handles (`handle.rs`), batches (`batch.rs`).
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
 use directnfs_engine::stats::RawIoSnapshot;
-use directnfs_wire::nfs3::{
-    self, diropargs3, fattr3, filename3, ftype3, nfs_fh3, nfsstat3, Nfs3Res,
-};
-use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
+use directnfs_wire::nfs3::{self, fattr3, nfs_fh3, nfsstat3, Nfs3Res};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::alert::Alerts;
-use crate::config::{ConfigError, MountOptions, NfsUrl, NfsVersion, SocketBuffers};
+use crate::config::{MountOptions, NfsUrl};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
-use crate::io::oneshot::nobody_answered;
-use crate::io::socket::{BufferRequest, ConnectSpec};
+use crate::io::socket::ConnectSpec;
 use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
-use crate::metadata::{DirEntry, Metadata};
-use crate::mount::{self, COLD_TIMEOUT};
 use crate::stats::files::{FileRecord, FileStatsTable};
 use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
 
+mod credential;
+mod discover;
+mod handles;
+mod namespace;
+
+use discover::{resolve, socket_buffers};
+
 /// Most entries one `read_dir` returns (a bound on memory and time).
 pub const MAX_DIR_LISTING: usize = 1 << 20;
-
-/// Most handles cached (path -> handle) before the cache is cleared.
-const MAX_CACHED_HANDLES: usize = 65536;
 
 pub use crate::stats::{EVICTED_FILES, MAX_FILE_STATS};
 
@@ -140,201 +154,6 @@ impl Drop for Inner {
 }
 
 impl Client {
-    /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
-    /// The URL's path below the export is [`Client::target_path`]; see
-    /// [`NfsUrl`] for how the export is found (`nfs://host//path` says it
-    /// is `/`), and [`Client::mount`] for how long an unreachable server is
-    /// waited for (`mnt_timeout`).
-    ///
-    /// ```no_run
-    /// let client = directnfs::Client::connect("nfs://127.0.0.1/export/db?nfsport=2049&mountport=20048")?;
-    /// let file = client.open("/db/users01.dbf")?;
-    /// let mut block = vec![0u8; 8192];
-    /// file.read_at(&mut block, 0)?;
-    /// # Ok::<(), directnfs::Error>(())
-    /// ```
-    pub fn connect(url: &str) -> Result<Client> {
-        let url = NfsUrl::parse(url)?;
-        Self::mount(&Target::from_url(&url))
-    }
-
-    /// Mounts a target (one or more paths, options).
-    ///
-    /// While the server cannot be reached — connections refused, reset or
-    /// timing out, the portmapper not (yet) knowing the programs, every
-    /// path alike — the mount is tried again, with a growing pause (0.25 s
-    /// doubling up to 5 s), until `mnt_timeout` (600 s by default, as
-    /// oranfstab) has passed: a database started during a filer takeover
-    /// waits for the filer instead of failing. The error then names the
-    /// server, the attempts and the time spent. A server that answers and
-    /// refuses (MOUNT or RPC errors, bad credentials, a malformed or no
-    /// reply on a connection it accepted) fails the mount at once.
-    pub fn mount(target: &Target) -> Result<Client> {
-        let options = target.options.clone();
-        options.validate().map_err(ConfigError::from)?;
-        let cred = credential(&options);
-        if let Some(sink) = &options.alert_log {
-            crate::alert::set_sink(sink.clone());
-        }
-        let alerts = Alerts::new(&target.name);
-        if target.paths.is_empty() {
-            return Err(Error::InvalidInput(
-                "a server needs at least one path".into(),
-            ));
-        }
-        let started = Instant::now();
-        let deadline = started + options.mnt_timeout;
-        let mut attempts = 0u32;
-        loop {
-            attempts += 1;
-            let e = match Self::mount_once(target, &options, &cred, deadline, &alerts) {
-                Ok(client) => return Ok(client),
-                Err(e) if server_absent(&e) => e,
-                Err(e) => return Err(e),
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(gave_up(e, target, attempts, started.elapsed(), &options));
-            }
-            let pause = MOUNT_BACKOFF
-                .delay(attempts)
-                .min(deadline.saturating_duration_since(now));
-            if attempts == 1 {
-                tracing::warn!(
-                    "server {} not reachable ({e}): trying again until mnt_timeout ({:?}) has passed",
-                    target.name,
-                    options.mnt_timeout
-                );
-            } else {
-                tracing::debug!("server {} still not reachable: {e}", target.name);
-            }
-            let export = target.export.as_deref().unwrap_or(&target.path);
-            alerts.mount_retry(export, attempts, pause, &e.to_string());
-            std::thread::sleep(pause);
-        }
-    }
-
-    /// One attempt at [`mount`](Self::mount): ports and MOUNT, channels,
-    /// FSINFO; cold-path calls end by `deadline` (at least 1 s each).
-    fn mount_once(
-        target: &Target,
-        options: &MountOptions,
-        cred: &[u8],
-        deadline: Instant,
-        alerts: &Alerts,
-    ) -> Result<Client> {
-        if options.nfs_version == NfsVersion::V41 {
-            return crate::v4::mount::mount_once(target, options, cred, alerts);
-        }
-        let cold_timeout = deadline
-            .saturating_duration_since(Instant::now())
-            .clamp(Duration::from_secs(1), COLD_TIMEOUT);
-        // Ports and MOUNT over the first path that answers: a dead path
-        // must not stop a database from starting on the others.
-        let mut errors = Vec::new();
-        let mut found = None;
-        for p in &target.paths {
-            match Self::discover(p, options, cred, target, cold_timeout) {
-                Ok(v) => {
-                    found = Some(v);
-                    break;
-                }
-                // A refused export is the server's answer, not a path problem.
-                Err(e @ (Error::Mount { .. } | Error::Config(_) | Error::InvalidInput(_))) => {
-                    return Err(e)
-                }
-                Err(e) => {
-                    tracing::warn!("path {} unusable for MOUNT: {e}", p.server);
-                    errors.push(e);
-                }
-            }
-        }
-        let Some(found) = found else {
-            // A path whose server answered and refused says more than
-            // paths where nobody answered (only those are tried again).
-            let pick = errors.iter().position(|e| !server_absent(e)).unwrap_or(0);
-            return Err(if errors.is_empty() {
-                Error::InvalidInput("no path".into())
-            } else {
-                errors.swap_remove(pick)
-            });
-        };
-        let Discovered {
-            nfs_port,
-            mount_spec,
-            mut mounted,
-        } = found;
-
-        let transport = start_transport(
-            target,
-            options,
-            cred,
-            nfs_port,
-            (nfs3::NFS_PROGRAM, nfs3::NFS_V3),
-            alerts.clone(),
-        )?;
-        let mut inner = Inner::new(transport, target, options, cred);
-        inner.root = mounted.root;
-        // An export found by probing MNT must be a directory: a server
-        // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
-        // nothing about where the export is, only that the file exists.
-        while mounted.probed
-            && inner.getattr(&mounted.root, &mounted.export)?.type_ != ftype3::NF3DIR
-        {
-            tracing::debug!(
-                "MNT {} gave the handle of a file, not a directory: looking for the export above it",
-                mounted.export
-            );
-            mounted = mount::mount_above(&mount_spec, cred, &target.path, &mounted.export)?;
-        }
-        inner.root = mounted.root;
-        inner.export = mounted.export;
-        inner.target_rest = mounted.rest;
-        inner.limits = inner.fsinfo()?;
-        let inner = Arc::new(inner);
-        crate::publish::register(&inner);
-        Ok(Client { inner })
-    }
-
-    /// Finds the NFS port and MOUNTs the target's export over one path.
-    fn discover(
-        path: &PathSpec,
-        options: &MountOptions,
-        cred: &[u8],
-        target: &Target,
-        timeout: Duration,
-    ) -> Result<Discovered> {
-        let ip = resolve(&path.server, 0)?.ip();
-        let cold = |port: u16| ConnectSpec {
-            remote: SocketAddr::new(ip, port),
-            local: path.local,
-            timeout,
-            dontroute: options.dontroute,
-            resvport: options.resvport,
-            buffers: socket_buffers(options),
-        };
-        let nfs_port = match options.nfs_port {
-            Some(p) => p,
-            None => mount::getport(&cold(0), cred, nfs3::NFS_PROGRAM, nfs3::NFS_V3)?,
-        };
-        let mount_port = match options.mount_port {
-            Some(p) => p,
-            None => mount::getport(
-                &cold(0),
-                cred,
-                directnfs_wire::mount::MOUNT_PROGRAM,
-                directnfs_wire::mount::MOUNT_V3,
-            )?,
-        };
-        let mount_spec = cold(mount_port);
-        let mounted = mount::mount_path(&mount_spec, cred, &target.path, target.export.as_deref())?;
-        Ok(Discovered {
-            nfs_port,
-            mount_spec,
-            mounted,
-        })
-    }
-
     /// Runs `op`; if the server says a handle is stale (the file or a
     /// directory on its path was removed and re-created by someone else),
     /// forgets every cached handle and runs it once more with fresh LOOKUPs.
@@ -371,174 +190,6 @@ impl Client {
     /// The options in force.
     pub fn options(&self) -> &MountOptions {
         &self.inner.options
-    }
-
-    /// Attributes of `path` (relative to the export root).
-    pub fn metadata(&self, path: &str) -> Result<Metadata> {
-        if let Some(s) = &self.inner.v4 {
-            return crate::v4::ops::metadata(s, &self.inner, path);
-        }
-        self.fresh(|| self.metadata_once(path))
-    }
-
-    fn metadata_once(&self, path: &str) -> Result<Metadata> {
-        let fh = self.inner.lookup_path(path)?;
-        self.inner
-            .getattr(&fh, path)
-            .map(|a| Metadata::from_fattr(&a))
-    }
-
-    /// Removes a file.
-    /// Write-behind writes in flight (any open file of this client) are
-    /// waited for first.
-    pub fn remove(&self, path: &str) -> Result<()> {
-        self.inner.write_behind.settle_all();
-        if let Some(s) = &self.inner.v4 {
-            return crate::v4::ops::remove(s, &self.inner, path, false);
-        }
-        self.fresh(|| self.remove_once(path))
-    }
-
-    fn remove_once(&self, path: &str) -> Result<()> {
-        let (dir, name) = self.inner.parent_and_name(path)?;
-        let args = nfs3::REMOVE3args {
-            object: diropargs3 { dir, name },
-        };
-        let (res, attempts) = self.inner.call::<nfs3::Remove>(&args, path)?;
-        self.inner.forget(path);
-        self.inner.check_retried(
-            nfs3::NFSPROC3_REMOVE,
-            attempts,
-            res.status(),
-            "REMOVE",
-            path,
-        )
-    }
-
-    /// Removes an empty directory.
-    pub fn rmdir(&self, path: &str) -> Result<()> {
-        if let Some(s) = &self.inner.v4 {
-            return crate::v4::ops::remove(s, &self.inner, path, true);
-        }
-        self.fresh(|| self.rmdir_once(path))
-    }
-
-    fn rmdir_once(&self, path: &str) -> Result<()> {
-        let (dir, name) = self.inner.parent_and_name(path)?;
-        let args = nfs3::RMDIR3args {
-            object: diropargs3 { dir, name },
-        };
-        let (res, attempts) = self.inner.call::<nfs3::Rmdir>(&args, path)?;
-        self.inner.forget(path);
-        self.inner
-            .check_retried(nfs3::NFSPROC3_RMDIR, attempts, res.status(), "RMDIR", path)
-    }
-
-    /// Creates a directory (mode 0755; [`Client::mkdir_mode`] takes one).
-    pub fn mkdir(&self, path: &str) -> Result<()> {
-        self.mkdir_mode(path, 0o755)
-    }
-
-    /// Renames `from` to `to` (both relative to the export root), replacing
-    /// `to` if it exists, atomically on the server. Write-behind writes in
-    /// flight (any open file of this client) are waited for first.
-    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
-        self.inner.write_behind.settle_all();
-        if let Some(s) = &self.inner.v4 {
-            return crate::v4::ops::rename(s, &self.inner, from, to);
-        }
-        self.fresh(|| self.rename_once(from, to))
-    }
-
-    fn rename_once(&self, from: &str, to: &str) -> Result<()> {
-        let (fdir, fname) = self.inner.parent_and_name(from)?;
-        let (tdir, tname) = self.inner.parent_and_name(to)?;
-        let args = nfs3::RENAME3args {
-            from: diropargs3 {
-                dir: fdir,
-                name: fname,
-            },
-            to: diropargs3 {
-                dir: tdir,
-                name: tname,
-            },
-        };
-        let (res, attempts) = self.inner.call::<nfs3::Rename>(&args, from)?;
-        self.inner.forget(from);
-        self.inner.forget(to);
-        self.inner.check_retried(
-            nfs3::NFSPROC3_RENAME,
-            attempts,
-            res.status(),
-            "RENAME",
-            from,
-        )
-    }
-
-    /// Lists a directory (without `.` and `..`), with attributes when the
-    /// server provides them.
-    pub fn read_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
-        if let Some(s) = &self.inner.v4 {
-            return crate::v4::ops::read_dir(s, &self.inner, path);
-        }
-        self.fresh(|| self.read_dir_once(path))
-    }
-
-    fn read_dir_once(&self, path: &str) -> Result<Vec<DirEntry>> {
-        let dir = self.inner.lookup_path(path)?;
-        let mut out = Vec::new();
-        let mut cookie = 0u64;
-        let mut cookieverf = nfs3::cookieverf3::default();
-        loop {
-            let args = nfs3::READDIRPLUS3args {
-                dir,
-                cookie,
-                cookieverf,
-                dircount: 32 * 1024,
-                maxcount: 256 * 1024,
-            };
-            let (res, _) = self.inner.call::<nfs3::Readdirplus>(&args, path)?;
-            let ok = match res {
-                Nfs3Res::Ok(ok) => ok,
-                Nfs3Res::Fail(status, _) => {
-                    return nfs_result(status, "READDIRPLUS", path).map(|_| Vec::new())
-                }
-            };
-            cookieverf = ok.cookieverf;
-            let n = ok.reply.entries.len();
-            let previous = cookie;
-            for e in ok.reply.entries {
-                cookie = e.cookie;
-                let name = String::from_utf8_lossy(e.name.as_bytes()).into_owned();
-                if name == "." || name == ".." {
-                    continue;
-                }
-                out.push(DirEntry {
-                    name,
-                    fileid: e.fileid,
-                    metadata: e.name_attributes.as_ref().map(Metadata::from_fattr),
-                });
-            }
-            if ok.reply.eof || n == 0 {
-                return Ok(out);
-            }
-            // A server whose cookies do not advance, or whose directory
-            // never ends, must not hold us (or our memory) forever.
-            let bad = if cookie == previous {
-                Some("the directory cookie did not advance")
-            } else if out.len() > MAX_DIR_LISTING {
-                Some("the directory has more entries than a listing may hold")
-            } else {
-                None
-            };
-            if let Some(detail) = bad {
-                return Err(Error::Protocol {
-                    op: "READDIRPLUS",
-                    path: path.to_string(),
-                    detail: format!("{detail} ({} entries so far)", out.len()),
-                });
-            }
-        }
     }
 
     /// A snapshot of every counter: this server, each path, each channel,
@@ -925,106 +576,6 @@ impl Inner {
         }
     }
 
-    /// Splits a path into its components, rejecting what NFS cannot name.
-    pub(crate) fn components(path: &str) -> Result<Vec<&str>> {
-        let mut out: Vec<&str> = Vec::new();
-        for c in path.split('/') {
-            match c {
-                "" | "." => {}
-                ".." => {
-                    out.pop();
-                }
-                c if c.len() > filename3::MAX => {
-                    return Err(Error::InvalidInput(format!(
-                        "path component of {} bytes exceeds {} in {path}",
-                        c.len(),
-                        filename3::MAX
-                    )))
-                }
-                c => out.push(c),
-            }
-        }
-        Ok(out)
-    }
-
-    /// Resolves a path below the export to a handle, one LOOKUP per
-    /// component not yet cached.
-    pub(crate) fn lookup_path(&self, path: &str) -> Result<nfs_fh3> {
-        self.lookup_path_sized(path).map(|(fh, _)| fh)
-    }
-
-    /// [`lookup_path`](Self::lookup_path), with the file's size when the
-    /// last component was looked up now (not taken from the handle cache)
-    /// and the server sent its attributes.
-    pub(crate) fn lookup_path_sized(&self, path: &str) -> Result<(nfs_fh3, Option<u64>)> {
-        let comps = Self::components(path)?;
-        let key = format!("/{}", comps.join("/"));
-        if let Some(fh) = self.handles.read().ok().and_then(|h| h.get(&key).cloned()) {
-            return Ok((fh, None));
-        }
-        let mut fh = self.root;
-        let mut size = None;
-        let mut sofar = String::new();
-        for c in comps {
-            sofar.push('/');
-            sofar.push_str(c);
-            if let Some(cached) = self
-                .handles
-                .read()
-                .ok()
-                .and_then(|h| h.get(&sofar).cloned())
-            {
-                fh = cached;
-                size = None;
-                continue;
-            }
-            (fh, size) = self.lookup_one(&fh, c, &sofar)?;
-            self.cache_handle(sofar.clone(), fh);
-        }
-        Ok((fh, size))
-    }
-
-    fn lookup_one(&self, dir: &nfs_fh3, name: &str, full: &str) -> Result<(nfs_fh3, Option<u64>)> {
-        let args = nfs3::LOOKUP3args {
-            what: diropargs3 {
-                dir: *dir,
-                name: filename3(name.as_bytes().to_vec()),
-            },
-        };
-        match self.call::<nfs3::Lookup>(&args, full)?.0 {
-            Nfs3Res::Ok(ok) => Ok((ok.object, ok.obj_attributes.map(|a| a.size))),
-            Nfs3Res::Fail(status, _) => Err(Error::Nfs {
-                op: "LOOKUP",
-                path: full.to_string(),
-                status,
-            }),
-        }
-    }
-
-    /// The handle of the parent directory and the last component's name.
-    pub(crate) fn parent_and_name(&self, path: &str) -> Result<(nfs_fh3, filename3)> {
-        let comps = Self::components(path)?;
-        let Some((last, parent)) = comps.split_last() else {
-            return Err(Error::InvalidInput(format!(
-                "{path:?} names the export root"
-            )));
-        };
-        let dir = self.lookup_path(&parent.join("/"))?;
-        Ok((dir, filename3(last.as_bytes().to_vec())))
-    }
-
-    /// Drops cached handles of `path` and everything below it.
-    pub(crate) fn forget(&self, path: &str) {
-        let Ok(comps) = Self::components(path) else {
-            return;
-        };
-        let key = format!("/{}", comps.join("/"));
-        let prefix = format!("{key}/");
-        if let Ok(mut h) = self.handles.write() {
-            h.retain(|k, _| k != &key && !k.starts_with(&prefix));
-        }
-    }
-
     /// The statistics record of a file path (created on first use;
     /// bounded, see [`MAX_FILE_STATS`]).
     pub(crate) fn file_stats(&self, path: &str) -> Arc<FileRecord> {
@@ -1032,31 +583,6 @@ impl Inner {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(path)
-    }
-
-    /// Drops every cached handle.
-    pub(crate) fn forget_all(&self) {
-        if let Ok(mut h) = self.handles.write() {
-            h.clear();
-        }
-    }
-
-    pub(crate) fn remember(&self, path: &str, fh: &nfs_fh3) {
-        if let Ok(comps) = Self::components(path) {
-            self.cache_handle(format!("/{}", comps.join("/")), *fh);
-        }
-    }
-
-    /// Caches a handle. Bounded: a runaway tree walk (or a program that
-    /// only ever creates files) must not grow the cache forever, so it is
-    /// cleared once it holds more than [`MAX_CACHED_HANDLES`].
-    fn cache_handle(&self, key: String, fh: nfs_fh3) {
-        if let Ok(mut h) = self.handles.write() {
-            if h.len() > MAX_CACHED_HANDLES {
-                h.clear();
-            }
-            h.insert(key, fh);
-        }
     }
 }
 
@@ -1077,119 +603,4 @@ fn modifies(proc_: u32) -> bool {
             | nfs3::NFSPROC3_LINK
             | nfs3::NFSPROC3_COMMIT
     )
-}
-
-/// Pauses between mount attempts while the server cannot be reached:
-/// short at first (a restart takes seconds), then every 5 s.
-const MOUNT_BACKOFF: Backoff = Backoff {
-    initial: Duration::from_millis(250),
-    max: Duration::from_secs(5),
-};
-
-/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`).
-fn socket_buffers(options: &MountOptions) -> BufferRequest {
-    match options.sockbuf {
-        SocketBuffers::Auto => BufferRequest::Auto,
-        SocketBuffers::Fixed(n) => BufferRequest::Fixed(n as usize),
-        SocketBuffers::Prefer(n) => BufferRequest::Prefer(n as usize),
-    }
-}
-
-/// What one path told us: the NFS port, where MOUNT is, the export.
-struct Discovered {
-    nfs_port: u16,
-    mount_spec: ConnectSpec,
-    mounted: mount::Mounted,
-}
-
-/// True for the failures that mean the server could not be reached at all
-/// (see [`nobody_answered`]), as opposed to a server that answered.
-fn server_absent(e: &Error) -> bool {
-    matches!(e, Error::Connect { source, .. } if nobody_answered(source))
-}
-
-/// The last failure of a mount that gave up at `mnt_timeout`, naming the
-/// server, the attempts and the time spent.
-fn gave_up(
-    e: Error,
-    target: &Target,
-    attempts: u32,
-    spent: Duration,
-    options: &MountOptions,
-) -> Error {
-    match e {
-        Error::Connect { server, source } => Error::Connect {
-            server: format!(
-                "{server}; gave up on server \"{}\" after {attempts} attempt{} over {:.1} s \
-                 (mnt_timeout is {} s)",
-                target.name,
-                if attempts == 1 { "" } else { "s" },
-                spent.as_secs_f64(),
-                options.mnt_timeout.as_secs_f64()
-            ),
-            source,
-        },
-        other => other,
-    }
-}
-
-fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Error::Connect {
-            server: host.to_string(),
-            // getaddrinfo's failures carry no errno: NotFound makes it
-            // EHOSTUNREACH for C callers (error.rs `connect_errno`).
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("cannot resolve the host name: {e}"),
-            ),
-        })?
-        .next()
-        .ok_or_else(|| Error::Connect {
-            server: host.to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "host name has no address"),
-        })
-}
-
-/// AUTH_SYS from the options, defaulting to the calling process's ids.
-fn credential(options: &MountOptions) -> Vec<u8> {
-    // SAFETY: these libc calls take no pointers and cannot fail.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let gids = options.gids.clone().unwrap_or_else(process_groups);
-    let auth = AuthSys {
-        stamp: std::process::id(),
-        machine_name: hostname().into_bytes(),
-        uid: options.uid.unwrap_or(uid),
-        gid: options.gid.unwrap_or(gid),
-        gids,
-    };
-    let mut out = Vec::with_capacity(128);
-    auth.to_opaque_auth().encode(&mut out);
-    OpaqueAuth::none().encode(&mut out);
-    out
-}
-
-fn process_groups() -> Vec<u32> {
-    let mut groups = vec![0 as libc::gid_t; 64];
-    // SAFETY: the buffer holds `groups.len()` gid_t values, as passed.
-    let n = unsafe { libc::getgroups(groups.len() as libc::c_int, groups.as_mut_ptr()) };
-    if n < 0 {
-        return Vec::new();
-    }
-    groups.truncate(n as usize);
-    groups.truncate(16);
-    groups
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: the buffer is valid for its full length, which is passed.
-    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if rc != 0 {
-        return "directnfs".into();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
 }
