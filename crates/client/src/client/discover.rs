@@ -154,7 +154,6 @@ impl Client {
             alerts.clone(),
         )?;
         let mut inner = Inner::new(transport, target, options, cred);
-        inner.root = mounted.root;
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
         // nothing about where the export is, only that the file exists.
