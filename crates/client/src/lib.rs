@@ -47,6 +47,7 @@ pub mod error;
 mod fdfloor;
 pub mod file;
 mod fork;
+mod fsync;
 pub mod handle;
 mod io;
 mod links;

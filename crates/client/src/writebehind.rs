@@ -2,7 +2,7 @@
 //! UNSTABLE WRITE and returns without waiting for the reply, as a local
 //! `write` returns once the page cache has the data. `fsync` is the
 //! barrier: it waits for every write of the file still in flight, then
-//! COMMITs as before (`file.rs`, `writelog.rs`).
+//! COMMITs as before (`fsync.rs`, `writelog.rs`).
 //!
 //! No thread of its own. The calls complete into a per-file queue (the
 //! batch API's [`BatchQueue`]); their replies are received by whoever

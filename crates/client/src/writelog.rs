@@ -12,8 +12,8 @@
 //! repair re-sends bytes it overlaps waits until the repair is over
 //! ([`WriteLog::blocks`]), so it lands after it.
 //!
-//! Pure bookkeeping, no I/O: `file.rs` holds it under a mutex and does the
-//! COMMITs and WRITEs.
+//! Pure bookkeeping, no I/O: `file.rs` holds it under a mutex and logs the
+//! WRITEs it sends; `fsync.rs` does the COMMITs and the re-sends.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
