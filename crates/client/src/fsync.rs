@@ -210,8 +210,9 @@ impl File {
     }
 }
 
-/// A repair in progress (see [`crate::writelog::WriteLog::begin_repair`]): when it ends,
-/// however it ends, writes held back by it may go.
+/// A repair in progress (see
+/// [`crate::writelog::WriteLog::begin_repair`]): when it ends, however it
+/// ends, writes held back by it may go.
 struct RepairGuard<'a> {
     file: &'a File,
 }
