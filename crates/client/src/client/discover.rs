@@ -1,8 +1,8 @@
 //! Mounting a target: the retry while the server cannot be reached
 //! (`mnt_timeout`), one attempt over the paths in turn, and on each path
 //! the discovery of the NFS port and the export (PORTMAP and MOUNT, in
-//! `crate::mount`) before the transport starts. An NFSv4.1 mount takes
-//! its own way after the retry (`crate::v4::mount`).
+//! `crate::mount`) before the transport starts. On an NFSv4.1 mount each
+//! attempt is `crate::v4::mount`'s instead.
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
