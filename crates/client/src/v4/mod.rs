@@ -23,10 +23,13 @@
 //! server owners (every path's connections join the one session).
 
 pub(crate) mod file;
+pub(crate) mod held;
 pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;
+pub(crate) mod reclaim;
 pub(crate) mod session;
+pub(crate) mod wait;
 
 pub(crate) use session::Session;
 
@@ -58,6 +61,27 @@ impl crate::Client {
                 s.sessions()
             }
             None => 0,
+        }
+    }
+}
+
+impl crate::Client {
+    /// For tests: the NFSv4 statuses (`NFS4ERR_BADSESSION`, ...) that
+    /// made the client replace its session, in order; empty on NFSv3.
+    #[doc(hidden)]
+    pub fn session_recoveries_for_test(&self) -> Vec<String> {
+        match &self.inner.v4 {
+            Some(s) => s.recoveries().iter().map(|st| st.to_string()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// For tests: stops (`true`) or resumes the background lease
+    /// renewal, so that an idle client's lease can expire.
+    #[doc(hidden)]
+    pub fn pause_lease_renewal_for_test(&self, paused: bool) {
+        if let Some(s) = &self.inner.v4 {
+            s.pause_renewal(paused);
         }
     }
 }
