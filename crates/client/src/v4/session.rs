@@ -210,7 +210,9 @@ impl Session {
         self.lock().granted
     }
 
-    /// The statuses that made the client replace its session, in order.
+    /// The statuses that made the client replace its session (and, after
+    /// NFS4ERR_STALE_CLIENTID or EXPIRED from CREATE_SESSION, its client
+    /// ID), in order.
     pub(crate) fn recoveries(&self) -> Vec<nfsstat4> {
         self.recoveries
             .lock()
@@ -469,6 +471,12 @@ impl Session {
             Ok(s) => s,
             // The client ID is gone too (a server restart): start over.
             Err(e) if reuse.is_some() && stale_client(&e) => {
+                if let Error::Nfs4 { status, .. } = e {
+                    self.recoveries
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(status);
+                }
                 new_state(inner, &self.owner, None, false)?
             }
             Err(e) => return Err(e),
