@@ -493,7 +493,8 @@ fn lost(e: &directnfs::Error) -> bool {
 /// so Ganesha's recovery records let the client reclaim): the client gets
 /// a new client ID, reclaims its open (CLAIM_PREVIOUS) and both its locks
 /// (LOCK reclaim), and its I/O goes on; a second client's conflicting
-/// `try_lock` after the restart still fails. Then a graceless restart:
+/// `try_lock` after the restart still fails (once the grace period, which
+/// a soft mount does not wait out, is over). Then a graceless restart:
 /// the reclaim is refused (NFS4ERR_NO_GRACE), and the holder is told —
 /// its I/O and its `unlock` fail with `LockLost` (EIO) once — while the
 /// other client can now take the range.
@@ -524,6 +525,19 @@ fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported(
         ["NFS4ERR_BADSESSION", "NFS4ERR_STALE_CLIENTID"],
         "the restart lost the session and the client ID"
     );
+    // A soft mount does not wait out the grace period: a new open
+    // (timeo 1 s x retrans 2) fails with ETIMEDOUT naming NFS4ERR_GRACE.
+    let mut target = Target::from_url(&NfsUrl::parse(&url).unwrap());
+    target.options.hard = false;
+    target.options.timeo = Duration::from_secs(1);
+    target.options.retrans = 2;
+    let soft = Client::mount(&target).unwrap();
+    let started = std::time::Instant::now();
+    let e = soft.create("/during-grace").unwrap_err();
+    assert_eq!(e.errno(), libc::ETIMEDOUT, "{e}");
+    assert!(e.to_string().contains("NFS4ERR_GRACE"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(soft);
     // b waits out the grace period (NFS4ERR_GRACE), then is denied:
     // a's reclaimed locks hold.
     let e = fb.try_lock(0, 10, true).unwrap_err();

@@ -858,3 +858,19 @@ fn boot_verifier() -> [u8; 8] {
         .unwrap_or_default();
     (t.as_nanos() as u64).to_be_bytes()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_seqid_is_a_protocol_error_not_a_raw_status() {
+        let e = nfs4_error("LOCK", "/db/x", nfsstat4::NFS4ERR_BAD_SEQID);
+        assert!(matches!(e, Error::Protocol { .. }), "{e:?}");
+        assert_eq!(e.errno(), libc::EIO);
+        let text = e.to_string();
+        assert!(text.contains("LOCK /db/x") && text.contains("NFS4ERR_BAD_SEQID"), "{text}");
+        let other = nfs4_error("OPEN", "/db/x", nfsstat4::NFS4ERR_NOENT);
+        assert!(matches!(other, Error::Nfs4 { .. }), "{other:?}");
+    }
+}
