@@ -480,7 +480,10 @@ fn own_v41(name: &str, nfs: &str, mnt: &str, env: &[(&str, &str)]) -> (OwnGanesh
 
 fn restart(server: &OwnGanesha, args: &[&str]) {
     let mut restart = server.spawn_restart(args).unwrap();
-    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart {args:?}");
+    assert!(
+        restart.wait().unwrap().success(),
+        "nfs-server.sh restart {args:?}"
+    );
 }
 
 fn lost(e: &directnfs::Error) -> bool {
@@ -541,13 +544,22 @@ fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported(
     // b waits out the grace period (NFS4ERR_GRACE), then is denied:
     // a's reclaimed locks hold.
     let e = fb.try_lock(0, 10, true).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "exclusive lock reclaimed: {e}");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "exclusive lock reclaimed: {e}"
+    );
     let e = fb.try_lock(1000, 10, true).unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::WouldBlock, "shared lock reclaimed: {e}");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "shared lock reclaimed: {e}"
+    );
     fb.try_lock(1000, 10, false).expect("shared beside shared");
     fb.try_lock(100, 50, true).expect("a range a never held");
     fb.unlock(0, 0).unwrap();
-    fa.unlock(0, 100).expect("the reclaimed lock is a's to unlock");
+    fa.unlock(0, 100)
+        .expect("the reclaimed lock is a's to unlock");
     fb.try_lock(0, 10, true).expect("released by a");
     fb.unlock(0, 0).unwrap();
 
@@ -562,7 +574,8 @@ fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported(
         .expect("the lost lock is really gone: another owner takes it");
     let e = fa.unlock(0, 0).unwrap_err();
     assert!(lost(&e), "unlock reports it: {e:?}");
-    fa.write_at(&[3u8; 10], 0).expect("acknowledged: I/O works again");
+    fa.write_at(&[3u8; 10], 0)
+        .expect("acknowledged: I/O works again");
     assert_eq!(fa.read_at(&mut back[..10], 0).unwrap(), 10);
     assert_eq!(&back[..10], &[3u8; 10]);
     drop((fa, fb, a, b));
@@ -607,7 +620,9 @@ fn an_expired_lease_loses_locks_and_says_so_while_unlocked_files_carry_on() {
     }
     a.pause_lease_renewal_for_test(false);
 
-    plain.write_at(b"after", 6).expect("a file without locks carries on");
+    plain
+        .write_at(b"after", 6)
+        .expect("a file without locks carries on");
     let mut back = [0u8; 11];
     assert_eq!(plain.read_at(&mut back, 0).unwrap(), 11);
     assert_eq!(&back, b"beforeafter");
@@ -653,7 +668,10 @@ fn session_errors_from_sequence_are_recovered_and_keep_the_locks() {
         f.write_at(name.as_bytes(), 0)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
-            client.session_recoveries_for_test().last().map(String::as_str),
+            client
+                .session_recoveries_for_test()
+                .last()
+                .map(String::as_str),
             Some(name)
         );
         let e = g.try_lock(0, 1, true).unwrap_err();

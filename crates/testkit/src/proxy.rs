@@ -190,7 +190,9 @@ impl FaultProxy {
     /// or the client, while the real server still knows both.
     pub fn fail_sequence_v41(&self, status: u32, count: u32) {
         self.shared.sequence_status.store(status, Ordering::Relaxed);
-        self.shared.sequence_failures.store(count, Ordering::Relaxed);
+        self.shared
+            .sequence_failures
+            .store(count, Ordering::Relaxed);
     }
 
     /// Passes `skip` more replies the server sends, then swallows the next

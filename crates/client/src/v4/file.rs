@@ -363,8 +363,9 @@ impl OpenFile {
 
     fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         let s = self.session()?;
-        let settled =
-            self.with_state("READ", |stateid| self.read_compound(s, stateid, buf.len(), offset))?;
+        let settled = self.with_state("READ", |stateid| {
+            self.read_compound(s, stateid, buf.len(), offset)
+        })?;
         let count = buf.len() as u32;
         let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
             .map_err(|e| self.protocol("READ", e))?;
@@ -482,8 +483,9 @@ impl OpenFile {
         stable: stable_how4,
     ) -> Result<(usize, stable_how4, directnfs_wire::nfs4::verifier4)> {
         let s = self.session()?;
-        let settled =
-            self.with_state("WRITE", |stateid| self.write_compound(s, stateid, data, offset, stable))?;
+        let settled = self.with_state("WRITE", |stateid| {
+            self.write_compound(s, stateid, data, offset, stable)
+        })?;
         let reply = decode_write_reply(&mut XdrReader::new(&settled.record))
             .map_err(|e| self.protocol("WRITE", e))?;
         let ok = self.ok("WRITE", &reply)?;

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use directnfs_wire::nfs4::{
     exist_lock_owner4, locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4,
-    open_to_lock_owner4, owner_id4, state_owner4, stateid4, FREE_STATEID4args, LOCK4args,
-    LOCK4res, LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
+    open_to_lock_owner4, owner_id4, state_owner4, stateid4, FREE_STATEID4args, LOCK4args, LOCK4res,
+    LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
 };
 
 use super::file::{state_lost, OpenFile};

@@ -18,10 +18,10 @@
 use std::sync::atomic::Ordering;
 
 use directnfs_wire::nfs4::{
-    locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4, open_claim4,
-    open_delegation_type4, open_to_lock_owner4, openflag4, owner_id4, exist_lock_owner4,
-    state_owner4, stateid4, LOCK4args, LOCK4res, Nfs4Res, OPEN4args, PUTFH4args,
-    RECLAIM_COMPLETE4args, OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
+    exist_lock_owner4, locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4, open_claim4,
+    open_delegation_type4, open_to_lock_owner4, openflag4, owner_id4, state_owner4, stateid4,
+    LOCK4args, LOCK4res, Nfs4Res, OPEN4args, PUTFH4args, RECLAIM_COMPLETE4args,
+    OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
 };
 use directnfs_wire::Encode;
 
@@ -39,7 +39,10 @@ use crate::error::{Error, Result};
 pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
     let files = s.open_files();
     if !files.is_empty() {
-        tracing::info!("NFSv4.1: new client ID: reclaiming {} open file(s)", files.len());
+        tracing::info!(
+            "NFSv4.1: new client ID: reclaiming {} open file(s)",
+            files.len()
+        );
     }
     for f in &files {
         reclaim_file(s, inner, f);
@@ -62,7 +65,9 @@ fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState) {
         Ok(id) => id,
         Err(e) => {
             tracing::warn!("{}: open not reclaimed: {e}", f.path);
-            f.lose_locks(&format!("the open was not reclaimed after a server restart: {e}"));
+            f.lose_locks(&format!(
+                "the open was not reclaimed after a server restart: {e}"
+            ));
             return;
         }
     };

@@ -869,7 +869,10 @@ mod tests {
         assert!(matches!(e, Error::Protocol { .. }), "{e:?}");
         assert_eq!(e.errno(), libc::EIO);
         let text = e.to_string();
-        assert!(text.contains("LOCK /db/x") && text.contains("NFS4ERR_BAD_SEQID"), "{text}");
+        assert!(
+            text.contains("LOCK /db/x") && text.contains("NFS4ERR_BAD_SEQID"),
+            "{text}"
+        );
         let other = nfs4_error("OPEN", "/db/x", nfsstat4::NFS4ERR_NOENT);
         assert!(matches!(other, Error::Nfs4 { .. }), "{other:?}");
     }

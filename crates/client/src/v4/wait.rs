@@ -125,6 +125,9 @@ mod tests {
         assert_eq!(e.errno(), libc::ETIMEDOUT);
         assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
         let text = e.to_string();
-        assert!(text.contains("OPEN /db/x") && text.contains("NFS4ERR_GRACE"), "{text}");
+        assert!(
+            text.contains("OPEN /db/x") && text.contains("NFS4ERR_GRACE"),
+            "{text}"
+        );
     }
 }
