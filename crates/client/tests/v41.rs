@@ -458,8 +458,16 @@ fn an_idle_client_renews_its_lease() {
 }
 
 /// A Ganesha of the test's own with NFSv4.1 (`name`, its NFS and MOUNT
-/// ports, more `nfs-server.sh` settings) and the v4.1 URL of its export.
-fn own_v41(name: &str, nfs: &str, mnt: &str, env: &[(&str, &str)]) -> (OwnGanesha, String) {
+/// ports, more `nfs-server.sh` settings), the v4.1 URL of its export and
+/// two clients of it; `None` (test skipped) where the real-server tests
+/// do not run.
+fn own_v41(
+    name: &str,
+    nfs: &str,
+    mnt: &str,
+    env: &[(&str, &str)],
+) -> Option<(OwnGanesha, String, Client, Client)> {
+    url()?;
     let mut all = vec![
         ("DNFS_PRIVATE_RPCBIND", "1"),
         ("DNFS_NFS_PORT", nfs),
@@ -475,7 +483,9 @@ fn own_v41(name: &str, nfs: &str, mnt: &str, env: &[(&str, &str)]) -> (OwnGanesh
         .unwrap();
     let (base, _) = server.url().split_once('?').unwrap();
     let url = format!("{base}?vers=4.1&nfsport={port}&timeo=20");
-    (server, url)
+    let a = Client::connect(&url).unwrap();
+    let b = Client::connect(&url).unwrap();
+    Some((server, url, a, b))
 }
 
 fn restart(server: &OwnGanesha, args: &[&str]) {
@@ -503,12 +513,11 @@ fn lost(e: &directnfs::Error) -> bool {
 /// other client can now take the range.
 #[test]
 fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported() {
-    if url().is_none() {
+    let Some((server, url, a, b)) =
+        own_v41("v41-reclaim", "2656", "20656", &[("DNFS_NFS4_GRACE", "0")])
+    else {
         return;
-    }
-    let (server, url) = own_v41("v41-reclaim", "2656", "20656", &[("DNFS_NFS4_GRACE", "0")]);
-    let a = Client::connect(&url).unwrap();
-    let b = Client::connect(&url).unwrap();
+    };
     let fa = a.create("/locked.dat").unwrap();
     fa.write_at(&[1u8; 8192], 0).unwrap();
     let fb = b.open("/locked.dat").unwrap();
@@ -590,12 +599,11 @@ fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported(
 /// reports `LockLost` instead of pretending to hold it.
 #[test]
 fn an_expired_lease_loses_locks_and_says_so_while_unlocked_files_carry_on() {
-    if url().is_none() {
+    let Some((server, _, a, b)) =
+        own_v41("v41-expiry", "2657", "20657", &[("DNFS_NFS4_LEASE", "5")])
+    else {
         return;
-    }
-    let (server, url) = own_v41("v41-expiry", "2657", "20657", &[("DNFS_NFS4_LEASE", "5")]);
-    let a = Client::connect(&url).unwrap();
-    let b = Client::connect(&url).unwrap();
+    };
     let locked = a.create("/locked").unwrap();
     let plain = a.create("/plain").unwrap();
     locked.try_lock(0, 0, true).unwrap();

@@ -94,18 +94,7 @@ impl OpenFile {
             // owner and the open it comes from; later ones its lock
             // stateid.
             let lock_stateid = self.state.locks().stateid;
-            let locker = match lock_stateid {
-                Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
-                    lock_stateid,
-                    lock_seqid: 0,
-                }),
-                None => locker4::open_owner(open_to_lock_owner4 {
-                    open_seqid: 0,
-                    open_stateid: *open_stateid,
-                    lock_seqid: 0,
-                    lock_owner: new_lock_owner(s),
-                }),
-            };
+            let locker = locker(s, *open_stateid, lock_stateid);
             let mut ops = Ops::default();
             ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
             ops.push(nfs_argop4::OP_LOCK(LOCK4args {
@@ -210,9 +199,27 @@ impl OpenFile {
     }
 }
 
+/// Who a LOCK is for: the file's lock owner by its `lock_stateid`, or,
+/// for the file's first LOCK, a new lock owner and the `open` stateid it
+/// comes from.
+pub(crate) fn locker(s: &Session, open: stateid4, lock_stateid: Option<stateid4>) -> locker4 {
+    match lock_stateid {
+        Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
+            lock_stateid,
+            lock_seqid: 0,
+        }),
+        None => locker4::open_owner(open_to_lock_owner4 {
+            open_seqid: 0,
+            open_stateid: open,
+            lock_seqid: 0,
+            lock_owner: new_lock_owner(s),
+        }),
+    }
+}
+
 /// A lock owner of its own for one open file (`lock-N`, N unique within
 /// the client).
-pub(crate) fn new_lock_owner(s: &Session) -> state_owner4 {
+fn new_lock_owner(s: &Session) -> state_owner4 {
     state_owner4 {
         clientid: s.clientid(),
         owner: owner_id4::from(

@@ -18,16 +18,15 @@
 use std::sync::atomic::Ordering;
 
 use directnfs_wire::nfs4::{
-    exist_lock_owner4, locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4, open_claim4,
-    open_delegation_type4, open_to_lock_owner4, openflag4, owner_id4, state_owner4, stateid4,
-    LOCK4args, LOCK4res, Nfs4Res, OPEN4args, PUTFH4args, RECLAIM_COMPLETE4args,
-    OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
+    nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4, open_claim4, open_delegation_type4,
+    openflag4, owner_id4, state_owner4, stateid4, LOCK4args, LOCK4res, Nfs4Res, OPEN4args,
+    PUTFH4args, RECLAIM_COMPLETE4args, OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
 };
 use directnfs_wire::Encode;
 
 use super::file::OpenState;
 use super::held::Range;
-use super::lock::new_lock_owner;
+use super::lock::locker;
 use super::ops::{self, Ops};
 use super::session::{nfs4_error, results, Request, Session};
 use crate::client::Inner;
@@ -137,18 +136,7 @@ fn reclaim_lock(
     lock_stateid: Option<stateid4>,
     r: Range,
 ) -> Result<stateid4> {
-    let locker = match lock_stateid {
-        Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
-            lock_stateid,
-            lock_seqid: 0,
-        }),
-        None => locker4::open_owner(open_to_lock_owner4 {
-            open_seqid: 0,
-            open_stateid: open,
-            lock_seqid: 0,
-            lock_owner: new_lock_owner(s),
-        }),
-    };
+    let locker = locker(s, open, lock_stateid);
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: f.fh }));
     ops.push(nfs_argop4::OP_LOCK(LOCK4args {
