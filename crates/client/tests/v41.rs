@@ -389,8 +389,9 @@ fn locks_on_nfsv3_are_refused_clearly() {
 
 /// A server killed and restarted (graceless, on a server of its own):
 /// the client makes a new client ID and session (BADSESSION, then
-/// STALE_CLIENTID), opens the file again by its handle (the old stateid is
-/// unknown), and I/O resumes with no acknowledged write lost.
+/// STALE_CLIENTID), its reclaim is refused (no grace period), so it opens
+/// the file again by its handle (the old stateid is unknown), and I/O
+/// resumes with no acknowledged write lost.
 #[test]
 fn io_resumes_after_a_server_restart_with_no_acknowledged_write_lost() {
     if url().is_none() {
