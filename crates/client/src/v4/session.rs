@@ -303,7 +303,10 @@ impl Session {
                 };
                 if sequence.status() == nfsstat4::NFS4ERR_DELAY {
                     if let Err(e) = waits.pause(nfsstat4::NFS4ERR_DELAY, req.op, req.path) {
-                        self.finish(generation, ticket, Outcome::NotExecuted);
+                        // A retry of this request may still be running
+                        // on the server (what DELAY from SEQUENCE says):
+                        // in doubt, as a request whose reply was lost.
+                        self.finish(generation, ticket, Outcome::Lost);
                         return Err(e);
                     }
                     continue;
