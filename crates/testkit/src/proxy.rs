@@ -735,6 +735,50 @@ mod tests {
         assert_eq!((c.connections, c.forwarded, c.jukebox()), (1, 3, 0));
     }
 
+    /// An NFSv4.1 COMPOUND whose first operation is `op`.
+    fn compound(xid: u32, op: u32) -> Vec<u8> {
+        let mut rec = Vec::new();
+        CallHeader {
+            xid,
+            prog: NFS_PROGRAM,
+            vers: 4,
+            proc_: 1,
+            cred: OpaqueAuth::default(),
+            verf: OpaqueAuth::default(),
+        }
+        .encode(&mut rec);
+        // Empty tag, minor version 1, one operation, its number, filler.
+        for word in [0u32, 1, 1, op, 0xabab_abab] {
+            rec.extend_from_slice(&word.to_be_bytes());
+        }
+        rec
+    }
+
+    #[test]
+    fn fails_the_sequence_of_as_many_compounds_as_asked_and_forwards_the_rest() {
+        const EXCHANGE_ID: u32 = 42;
+        const DEADSESSION: u32 = 10078;
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        proxy.fail_sequence_v41(DEADSESSION, 2);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        // Not a SEQUENCE COMPOUND: forwarded, and not counted.
+        let reply = round_trip(&mut s, &compound(1, EXCHANGE_ID), usize::MAX);
+        assert_eq!(reply_header(&reply).1.u32("proc").unwrap(), 1);
+        for xid in [2, 3] {
+            let reply = round_trip(&mut s, &compound(xid, OP_SEQUENCE), usize::MAX);
+            let (h, mut r) = reply_header(&reply);
+            assert_eq!(h.xid, xid);
+            let words: Vec<u32> = (0..5).map(|_| r.u32("w").unwrap()).collect();
+            assert_eq!(words, [DEADSESSION, 0, 1, OP_SEQUENCE, DEADSESSION]);
+            r.finish("reply").unwrap();
+        }
+        let reply = round_trip(&mut s, &compound(4, OP_SEQUENCE), usize::MAX);
+        assert_eq!(reply_header(&reply).1.u32("proc").unwrap(), 1, "forwarded");
+        assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
+        assert_eq!(proxy.counts().failed_sequences_v41, 2);
+    }
+
     #[test]
     fn answers_io_calls_with_jukebox_itself_and_never_forwards_them() {
         let echo = echo_server();
