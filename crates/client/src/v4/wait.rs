@@ -1,8 +1,9 @@
 //! How long a request waits while the server answers NFS4ERR_DELAY
 //! ("try again later") or NFS4ERR_GRACE (in its grace period after a
 //! restart): pauses of 100 ms doubling to 2 s, for ever on a hard mount;
-//! on a soft mount until `timeo` x `retrans` has passed since the first
-//! such answer, then the request fails with [`Error::ServerBusy`]
+//! on a soft mount until `timeo` x `retrans` (at least one `timeo`) has
+//! passed since the first such answer, then the request fails with
+//! [`Error::ServerBusy`]
 //! (ETIMEDOUT) — the bound NFSv3's JUKEBOX retries have on a soft mount.
 
 use std::time::{Duration, Instant};
