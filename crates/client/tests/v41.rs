@@ -718,7 +718,10 @@ fn delay_is_waited_out_for_ever_on_hard_mounts_and_bounded_on_soft_ones() {
     // The slot given up on is in doubt (a retry might have run): its
     // next request is answered NFS4ERR_SEQ_MISORDERED, steps back and
     // goes through.
-    assert!(soft.metadata(&dir).expect("the session works again").is_dir());
+    assert!(soft
+        .metadata(&dir)
+        .expect("the session works again")
+        .is_dir());
     drop(soft);
 
     let (proxy, hard) = proxied(&url);
