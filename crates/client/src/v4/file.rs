@@ -63,6 +63,11 @@ pub(crate) struct Locks {
     pub(crate) held: Held,
     /// Why locks were lost, until `unlock` reports it.
     pub(crate) lost: Option<String>,
+    /// Bumped when a reclaim or a loss replaces the lock state: a LOCK or
+    /// LOCKU answered on the state before (it ran just before a server
+    /// restart, after the reclaim took its snapshot) must not be recorded
+    /// as if it were part of the state after.
+    pub(crate) epoch: u64,
 }
 
 impl OpenState {
@@ -83,6 +88,7 @@ impl OpenState {
     pub(crate) fn lose_locks(&self, why: &str) {
         let mut locks = self.locks();
         locks.stateid = None;
+        locks.epoch += 1;
         if !locks.held.is_empty() {
             tracing::warn!("{}: byte-range locks lost: {why}", self.path);
             let ranges: Vec<String> = locks

@@ -93,7 +93,10 @@ impl OpenFile {
             // The lock state of this file: its first LOCK names the lock
             // owner and the open it comes from; later ones its lock
             // stateid.
-            let lock_stateid = self.state.locks().stateid;
+            let (epoch, lock_stateid) = {
+                let locks = self.state.locks();
+                (locks.epoch, locks.stateid)
+            };
             let locker = locker(s, *open_stateid, lock_stateid);
             let mut ops = Ops::default();
             ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
@@ -107,8 +110,23 @@ impl OpenFile {
             let res = ops.run(s, self.inner(), "LOCK", &self.path, STAT_OTHER, true)?;
             if let Some(nfs_resop4::OP_LOCK(LOCK4res::Ok(id))) = res.last() {
                 let mut locks = self.state.locks();
-                locks.stateid = Some(*id);
-                locks.held.add(Range::of(offset, len, exclusive));
+                let r = Range::of(offset, len, exclusive);
+                if locks.epoch == epoch {
+                    locks.stateid = Some(*id);
+                    locks.held.add(r);
+                } else {
+                    // Granted by the server before it restarted, and
+                    // missed by the reclaim that followed: not held now.
+                    locks.lost = Some(format!(
+                        "{}..{}: granted just before a server restart and not reclaimed",
+                        r.start, r.end
+                    ));
+                    return Err(Error::LockLost {
+                        op: "LOCK",
+                        path: self.path.clone(),
+                        detail: locks.lost.clone().unwrap_or_default(),
+                    });
+                }
             }
             Ok(())
         })
@@ -135,7 +153,11 @@ impl OpenFile {
     fn unlock_held(&self, s: &Session, offset: u64, len: u64) -> Result<bool> {
         let mut tries = 0;
         loop {
-            let Some(lock_stateid) = self.state.locks().stateid else {
+            let (epoch, lock_stateid) = {
+                let locks = self.state.locks();
+                (locks.epoch, locks.stateid)
+            };
+            let Some(lock_stateid) = lock_stateid else {
                 return Ok(false);
             };
             let mut ops = Ops::default();
@@ -148,6 +170,9 @@ impl OpenFile {
                 length: length(len),
             }));
             match ops.run(s, self.inner(), "LOCKU", &self.path, STAT_OTHER, true) {
+                // Answered before a server restart whose reclaim took the
+                // range again: unlock it on the new state too.
+                Ok(_) if tries == 0 && self.state.locks().epoch != epoch => tries += 1,
                 Ok(res) => {
                     let mut locks = self.state.locks();
                     if let Some(nfs_resop4::OP_LOCKU(Nfs4Res::Ok(id))) = res.last() {

@@ -74,6 +74,7 @@ fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState) {
     let held: Vec<Range> = {
         let mut locks = f.locks();
         locks.stateid = None;
+        locks.epoch += 1;
         locks.held.ranges().to_vec()
     };
     let mut lock_stateid = None;
