@@ -110,6 +110,35 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// NFSv4.1, soft mount: the server kept answering NFS4ERR_DELAY or
+    /// NFS4ERR_GRACE (its grace period after a restart) for `timeo` x
+    /// `retrans`. A hard mount waits for ever instead. ETIMEDOUT.
+    #[error("{op} {path}: server still answered {status} after {waited:?} (soft mount: timeo x retrans)")]
+    ServerBusy {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+        /// The last answer.
+        status: nfsstat4,
+        /// Time since the first such answer.
+        waited: std::time::Duration,
+    },
+    /// NFSv4.1: a byte-range lock this `File` held is gone — the server
+    /// restarted and refused its reclaim, or the lease expired, or the
+    /// server revoked the state — so another owner may have taken the
+    /// range. Every I/O on the `File` (read, write, `set_len`, `fsync`,
+    /// `lock`, `try_lock`) fails with this until `unlock` is called,
+    /// which reports it once more and clears it. EIO.
+    #[error("{op} {path}: byte-range lock lost: {detail} (unlock to acknowledge)")]
+    LockLost {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+        /// What happened.
+        detail: String,
+    },
     /// Could not reach the server at all.
     #[error("cannot reach {server}: {source}")]
     Connect {
@@ -165,8 +194,11 @@ impl Error {
                 _ => libc::EIO,
             },
             Error::Auth { status, .. } => auth_errno(*status),
-            Error::Rpc { .. } | Error::Protocol { .. } | Error::NotDurable { .. } => libc::EIO,
-            Error::TimedOut { .. } => libc::ETIMEDOUT,
+            Error::Rpc { .. }
+            | Error::Protocol { .. }
+            | Error::NotDurable { .. }
+            | Error::LockLost { .. } => libc::EIO,
+            Error::TimedOut { .. } | Error::ServerBusy { .. } => libc::ETIMEDOUT,
             Error::Connect { source, .. } => connect_errno(source),
             Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => libc::EINVAL,
             Error::Shutdown { .. } => libc::ESHUTDOWN,
@@ -189,7 +221,7 @@ impl Error {
     /// The `io::ErrorKind` of this error.
     pub fn kind(&self) -> io::ErrorKind {
         match self {
-            Error::TimedOut { .. } => io::ErrorKind::TimedOut,
+            Error::TimedOut { .. } | Error::ServerBusy { .. } => io::ErrorKind::TimedOut,
             Error::Protocol { .. } => io::ErrorKind::InvalidData,
             Error::InvalidInput(_) | Error::Config(_) | Error::Url(_) => {
                 io::ErrorKind::InvalidInput

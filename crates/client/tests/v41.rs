@@ -141,6 +141,11 @@ fn what_nfsv41_does_not_do_yet_is_refused_clearly() {
 
 /// A proxy in front of the NFSv4.1 server, and a client through it.
 fn proxied(url: &str) -> (FaultProxy, Client) {
+    proxied_with(url, |_| {})
+}
+
+/// [`proxied`], with the mount options changed by `options` first.
+fn proxied_with(url: &str, options: impl Fn(&mut directnfs::MountOptions)) -> (FaultProxy, Client) {
     let parsed = NfsUrl::parse(url).unwrap();
     let port = parsed.options.nfs_port.or(parsed.port).unwrap_or(2049);
     let upstream: SocketAddr = format!("{}:{port}", parsed.host).parse().unwrap();
@@ -155,6 +160,7 @@ fn proxied(url: &str) -> (FaultProxy, Client) {
     target.options.nfs_port = Some(proxy.local_addr().port());
     target.options.connections = 2;
     target.options.timeo = Duration::from_secs(2);
+    options(&mut target.options);
     let client = Client::mount(&target).unwrap();
     (proxy, client)
 }
@@ -383,8 +389,9 @@ fn locks_on_nfsv3_are_refused_clearly() {
 
 /// A server killed and restarted (graceless, on a server of its own):
 /// the client makes a new client ID and session (BADSESSION, then
-/// STALE_CLIENTID), opens the file again by its handle (the old stateid is
-/// unknown), and I/O resumes with no acknowledged write lost.
+/// STALE_CLIENTID), its reclaim is refused (no grace period), so it opens
+/// the file again by its handle (the old stateid is unknown), and I/O
+/// resumes with no acknowledged write lost.
 #[test]
 fn io_resumes_after_a_server_restart_with_no_acknowledged_write_lost() {
     if url().is_none() {
@@ -449,4 +456,354 @@ fn an_idle_client_renews_its_lease() {
     std::thread::sleep(Duration::from_secs(17));
     assert!(other(&client) > before, "no SEQUENCE while idle");
     client.metadata("/").unwrap();
+}
+
+/// A Ganesha of the test's own with NFSv4.1 (`name`, its NFS and MOUNT
+/// ports, more `nfs-server.sh` settings), the v4.1 URL of its export and
+/// two clients of it; `None` (test skipped) where the real-server tests
+/// do not run.
+fn own_v41(
+    name: &str,
+    nfs: &str,
+    mnt: &str,
+    env: &[(&str, &str)],
+) -> Option<(OwnGanesha, String, Client, Client)> {
+    url()?;
+    let mut all = vec![
+        ("DNFS_PRIVATE_RPCBIND", "1"),
+        ("DNFS_NFS_PORT", nfs),
+        ("DNFS_MNT_PORT", mnt),
+        ("DNFS_NFS4", "1"),
+    ];
+    all.extend_from_slice(env);
+    let server = OwnGanesha::start(name, &all).unwrap();
+    let port = NfsUrl::parse(server.url())
+        .unwrap()
+        .options
+        .nfs_port
+        .unwrap();
+    let (base, _) = server.url().split_once('?').unwrap();
+    let url = format!("{base}?vers=4.1&nfsport={port}&timeo=20");
+    let a = Client::connect(&url).unwrap();
+    let b = Client::connect(&url).unwrap();
+    Some((server, url, a, b))
+}
+
+fn restart(server: &OwnGanesha, args: &[&str]) {
+    let mut restart = server.spawn_restart(args).unwrap();
+    assert!(
+        restart.wait().unwrap().success(),
+        "nfs-server.sh restart {args:?}"
+    );
+}
+
+fn lost(e: &directnfs::Error) -> bool {
+    matches!(e, directnfs::Error::LockLost { .. })
+        && e.errno() == libc::EIO
+        && e.to_string().contains("lock lost")
+}
+
+/// Server restart with a grace period (SIGKILL, the same state directory,
+/// so Ganesha's recovery records let the client reclaim): the client gets
+/// a new client ID, reclaims its open (CLAIM_PREVIOUS) and both its locks
+/// (LOCK reclaim), and its I/O goes on; a second client's conflicting
+/// `try_lock` after the restart still fails (once the grace period, which
+/// a soft mount does not wait out, is over). Then a graceless restart:
+/// the reclaim is refused (NFS4ERR_NO_GRACE), and the holder is told —
+/// its I/O and its `unlock` fail with `LockLost` (EIO) once — while the
+/// other client can now take the range.
+#[test]
+fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported() {
+    let Some((server, url, a, b)) =
+        own_v41("v41-reclaim", "2656", "20656", &[("DNFS_NFS4_GRACE", "0")])
+    else {
+        return;
+    };
+    let fa = a.create("/locked.dat").unwrap();
+    fa.write_at(&[1u8; 8192], 0).unwrap();
+    let fb = b.open("/locked.dat").unwrap();
+    fa.try_lock(0, 100, true).unwrap();
+    fa.try_lock(200, 0, false).unwrap();
+    let e = fb.try_lock(0, 10, true).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
+
+    restart(&server, &["--kill", "--down", "2", "--grace", "10"]);
+    fa.write_at(&[2u8; 4096], 4096)
+        .expect("I/O goes on after the reclaim");
+    let mut back = vec![0u8; 8192];
+    assert_eq!(fa.read_at(&mut back, 0).unwrap(), 8192);
+    assert!(back[..4096].iter().all(|&x| x == 1) && back[4096..].iter().all(|&x| x == 2));
+    assert_eq!(
+        a.session_recoveries_for_test(),
+        ["NFS4ERR_BADSESSION", "NFS4ERR_STALE_CLIENTID"],
+        "the restart lost the session and the client ID"
+    );
+    // A soft mount does not wait out the grace period: a new open
+    // (timeo 1 s x retrans 2) fails with ETIMEDOUT naming NFS4ERR_GRACE.
+    let mut target = Target::from_url(&NfsUrl::parse(&url).unwrap());
+    target.options.hard = false;
+    target.options.timeo = Duration::from_secs(1);
+    target.options.retrans = 2;
+    let soft = Client::mount(&target).unwrap();
+    let started = std::time::Instant::now();
+    let e = soft.create("/during-grace").unwrap_err();
+    assert_eq!(e.errno(), libc::ETIMEDOUT, "{e}");
+    assert!(e.to_string().contains("NFS4ERR_GRACE"), "{e}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    drop(soft);
+    // b waits out the grace period (NFS4ERR_GRACE), then is denied:
+    // a's reclaimed locks hold.
+    let e = fb.try_lock(0, 10, true).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "exclusive lock reclaimed: {e}"
+    );
+    let e = fb.try_lock(1000, 10, true).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        ErrorKind::WouldBlock,
+        "shared lock reclaimed: {e}"
+    );
+    fb.try_lock(1000, 10, false).expect("shared beside shared");
+    fb.try_lock(100, 50, true).expect("a range a never held");
+    fb.unlock(0, 0).unwrap();
+    fa.unlock(0, 100)
+        .expect("the reclaimed lock is a's to unlock");
+    fb.try_lock(0, 10, true).expect("released by a");
+    fb.unlock(0, 0).unwrap();
+
+    // Graceless: nothing can be reclaimed; a still holds 200.. shared.
+    restart(&server, &["--kill", "--down", "2", "--grace", "0"]);
+    let e = fa.write_at(&[3u8; 10], 0).unwrap_err();
+    assert!(lost(&e), "{e:?}");
+    assert!(e.to_string().contains("200.."), "names the range: {e}");
+    let e = fa.read_at(&mut back, 0).unwrap_err();
+    assert!(lost(&e), "reported until acknowledged: {e:?}");
+    fb.try_lock(200, 10, true)
+        .expect("the lost lock is really gone: another owner takes it");
+    let e = fa.unlock(0, 0).unwrap_err();
+    assert!(lost(&e), "unlock reports it: {e:?}");
+    fa.write_at(&[3u8; 10], 0)
+        .expect("acknowledged: I/O works again");
+    assert_eq!(fa.read_at(&mut back[..10], 0).unwrap(), 10);
+    assert_eq!(&back[..10], &[3u8; 10]);
+    drop((fa, fb, a, b));
+    drop(server);
+}
+
+/// A lease that expires (the client's renewal paused past the lease of a
+/// server whose lease is 5 s) loses the client's state: the server frees
+/// its lock for another client; when the client is back, its session is
+/// replaced (a new client ID: the reclaim finds no grace), a file without
+/// locks is opened again and carries on, and the file that held the lock
+/// reports `LockLost` instead of pretending to hold it.
+#[test]
+fn an_expired_lease_loses_locks_and_says_so_while_unlocked_files_carry_on() {
+    let Some((server, _, a, b)) =
+        own_v41("v41-expiry", "2657", "20657", &[("DNFS_NFS4_LEASE", "5")])
+    else {
+        return;
+    };
+    let locked = a.create("/locked").unwrap();
+    let plain = a.create("/plain").unwrap();
+    locked.try_lock(0, 0, true).unwrap();
+    plain.write_at(b"before", 0).unwrap();
+    let fb = b.open("/locked").unwrap();
+    assert!(fb.try_lock(0, 1, true).is_err());
+
+    a.pause_lease_renewal_for_test(true);
+    let started = std::time::Instant::now();
+    loop {
+        match fb.try_lock(0, 1, true) {
+            Ok(()) => break,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(120),
+                    "the server never expired the idle client"
+                );
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    a.pause_lease_renewal_for_test(false);
+
+    plain
+        .write_at(b"after", 6)
+        .expect("a file without locks carries on");
+    let mut back = [0u8; 11];
+    assert_eq!(plain.read_at(&mut back, 0).unwrap(), 11);
+    assert_eq!(&back, b"beforeafter");
+    // Ganesha destroyed the expired client's session and client ID: the
+    // client met NFS4ERR_BADSESSION, then STALE_CLIENTID at CREATE_SESSION.
+    assert_eq!(
+        a.session_recoveries_for_test(),
+        ["NFS4ERR_BADSESSION", "NFS4ERR_STALE_CLIENTID"]
+    );
+    let e = locked.write_at(b"x", 0).unwrap_err();
+    assert!(lost(&e), "{e:?}");
+    let e = locked.unlock(0, 0).unwrap_err();
+    assert!(lost(&e), "{e:?}");
+    locked.write_at(b"x", 0).unwrap();
+    drop((locked, plain, fb, a, b));
+    drop(server);
+}
+
+/// The session errors a server sends when it lost the session
+/// (NFS4ERR_BADSESSION, DEADSESSION) or the client (STALE_CLIENTID,
+/// EXPIRED), injected by the proxy into SEQUENCE while the real server
+/// still holds everything: each is recovered without reaching the
+/// caller; for the client errors the server hands back the same client ID
+/// (same owner and verifier), so nothing needs reclaiming and the held
+/// lock is neither lost nor reported lost.
+#[test]
+fn session_errors_from_sequence_are_recovered_and_keep_the_locks() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let other = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "seqerr");
+    let path = format!("{dir}/f");
+    let f = client.create(&path).unwrap();
+    f.try_lock(0, 10, true).unwrap();
+    let g = other.open(&path).unwrap();
+    for (status, name) in [
+        (10052u32, "NFS4ERR_BADSESSION"),
+        (10078, "NFS4ERR_DEADSESSION"),
+        (10022, "NFS4ERR_STALE_CLIENTID"),
+        (10011, "NFS4ERR_EXPIRED"),
+    ] {
+        proxy.fail_sequence_v41(status, 1);
+        f.write_at(name.as_bytes(), 0)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            client
+                .session_recoveries_for_test()
+                .last()
+                .map(String::as_str),
+            Some(name)
+        );
+        let e = g.try_lock(0, 1, true).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock, "{name}: still held: {e}");
+    }
+    assert_eq!(proxy.counts().failed_sequences_v41, 4);
+    f.unlock(0, 10).expect("not reported lost");
+    drop((f, g));
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// NFS4ERR_DELAY for ever: a soft mount gives up after `timeo` x
+/// `retrans` (1 s x 2) with ETIMEDOUT naming the status; a hard mount
+/// keeps waiting and succeeds once the server answers.
+#[test]
+fn delay_is_waited_out_for_ever_on_hard_mounts_and_bounded_on_soft_ones() {
+    let Some(url) = url() else { return };
+    let (proxy, soft) = proxied_with(&url, |o| {
+        o.hard = false;
+        o.timeo = Duration::from_secs(1);
+        o.retrans = 2;
+    });
+    let dir = scratch(&soft, "softdelay");
+    proxy.set_jukebox(1000);
+    let started = std::time::Instant::now();
+    let e = soft.metadata(&dir).unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(e.errno(), libc::ETIMEDOUT, "{e}");
+    assert!(e.to_string().contains("NFS4ERR_DELAY"), "{e}");
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    proxy.set_jukebox(0);
+    // The slot given up on is in doubt (a retry might have run): its
+    // next request is answered NFS4ERR_SEQ_MISORDERED, steps back and
+    // goes through.
+    assert!(soft
+        .metadata(&dir)
+        .expect("the session works again")
+        .is_dir());
+    drop(soft);
+
+    let (proxy, hard) = proxied(&url);
+    proxy.set_jukebox(1000);
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| hard.metadata(&dir));
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(!waiter.is_finished(), "a hard mount must keep waiting");
+        proxy.set_jukebox(0);
+        assert!(waiter.join().unwrap().unwrap().is_dir());
+    });
+    remove_tree(&hard, &dir).unwrap();
+}
+
+/// A restart (SIGKILL, 5 s grace period) under 4 threads of I/O on 4
+/// files, two of them locked: whichever thread meets the restart first
+/// reclaims for all while the others wait for it; no thread sees an
+/// error, every block reads back as written, and the locks still hold.
+#[test]
+fn a_restart_under_concurrent_io_is_reclaimed_once_for_every_thread() {
+    let Some((server, _, a, b)) = own_v41(
+        "v41-reclaim-mt",
+        "2658",
+        "20658",
+        &[("DNFS_NFS4_GRACE", "0")],
+    ) else {
+        return;
+    };
+    let files: Vec<_> = (0..4)
+        .map(|i| a.create(&format!("/f{i}")).unwrap())
+        .collect();
+    files[0].try_lock(0, 0, true).unwrap();
+    files[1].try_lock(0, 10, false).unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let stop = &stop;
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        let block = [(n % 251) as u8 ^ i as u8; 4096];
+                        f.write_at(&block, n * 4096)
+                            .unwrap_or_else(|e| panic!("file {i} write {n}: {e}"));
+                        let mut back = [0u8; 4096];
+                        f.read_at(&mut back, n * 4096)
+                            .unwrap_or_else(|e| panic!("file {i} read {n}: {e}"));
+                        assert_eq!(back, block, "file {i} block {n}");
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(500));
+        restart(&server, &["--kill", "--down", "2", "--grace", "5"]);
+        std::thread::sleep(Duration::from_secs(2));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for w in workers {
+            assert!(w.join().unwrap() > 0);
+        }
+    });
+    assert_eq!(
+        a.session_recoveries_for_test(),
+        ["NFS4ERR_BADSESSION", "NFS4ERR_STALE_CLIENTID"],
+        "one recovery for all threads"
+    );
+    let g0 = b.open("/f0").unwrap();
+    let g1 = b.open("/f1").unwrap();
+    assert_eq!(
+        g0.try_lock(100, 1, false).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+    assert_eq!(
+        g1.try_lock(0, 1, true).unwrap_err().kind(),
+        ErrorKind::WouldBlock
+    );
+    g1.try_lock(0, 1, false).expect("shared beside shared");
+    files[0].unlock(0, 0).unwrap();
+    files[1].unlock(0, 0).unwrap();
+    drop((files, g0, g1, a, b));
+    drop(server);
 }

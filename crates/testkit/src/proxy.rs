@@ -82,6 +82,9 @@ pub struct ProxyCounts {
     /// Replies swallowed by [`FaultProxy::lose_reply`] (each one's
     /// connection closed).
     pub lost_replies: u64,
+    /// NFSv4.1 COMPOUNDs answered with the status of
+    /// [`FaultProxy::fail_sequence_v41`].
+    pub failed_sequences_v41: u64,
 }
 
 impl ProxyCounts {
@@ -113,6 +116,10 @@ struct Shared {
     jukebox_write: AtomicU64,
     jukebox_commit: AtomicU64,
     delay_v41: AtomicU64,
+    /// The status to fail SEQUENCEs with, how many more, how many so far.
+    sequence_status: AtomicU32,
+    sequence_failures: AtomicU32,
+    failed_sequences_v41: AtomicU64,
     /// Replies to pass before swallowing, still to swallow, swallowed.
     pass_replies: AtomicU32,
     lose_replies: AtomicU32,
@@ -140,6 +147,9 @@ impl FaultProxy {
             jukebox_write: AtomicU64::new(0),
             jukebox_commit: AtomicU64::new(0),
             delay_v41: AtomicU64::new(0),
+            sequence_status: AtomicU32::new(0),
+            sequence_failures: AtomicU32::new(0),
+            failed_sequences_v41: AtomicU64::new(0),
             pass_replies: AtomicU32::new(0),
             lose_replies: AtomicU32::new(0),
             lost_replies: AtomicU64::new(0),
@@ -173,6 +183,18 @@ impl FaultProxy {
             .store(per_mille.min(1000), Ordering::Relaxed);
     }
 
+    /// Answers the next `count` NFSv4.1 COMPOUNDs that start with
+    /// SEQUENCE with that SEQUENCE failing with `status` (an `nfsstat4`:
+    /// NFS4ERR_DEADSESSION, NFS4ERR_EXPIRED, ...), without forwarding
+    /// them: the session errors a server sends when it lost the session
+    /// or the client, while the real server still knows both.
+    pub fn fail_sequence_v41(&self, status: u32, count: u32) {
+        self.shared.sequence_status.store(status, Ordering::Relaxed);
+        self.shared
+            .sequence_failures
+            .store(count, Ordering::Relaxed);
+    }
+
     /// Passes `skip` more replies the server sends, then swallows the next
     /// one, on whichever connection, and closes that connection: the
     /// server executed the call and the client never hears of it — the
@@ -195,6 +217,7 @@ impl FaultProxy {
             jukebox_commit: s.jukebox_commit.load(Ordering::Relaxed),
             lost_replies: s.lost_replies.load(Ordering::Relaxed),
             delay_v41: s.delay_v41.load(Ordering::Relaxed),
+            failed_sequences_v41: s.failed_sequences_v41.load(Ordering::Relaxed),
         }
     }
 }
@@ -226,9 +249,15 @@ impl Shared {
             .wrapping_add(GAMMA))
     }
 
-    /// The framed JUKEBOX reply to `record`, if this call is to get one.
-    fn jukebox_reply(&self, call: &CallHeader) -> Option<Vec<u8>> {
+    /// The framed JUKEBOX reply to `record`, if this call is to get one
+    /// (`args`: the call's arguments).
+    fn jukebox_reply(&self, call: &CallHeader, args: &[u8]) -> Option<Vec<u8>> {
         if call.prog == NFS_PROGRAM && call.vers == 4 && call.proc_ == 1 {
+            if first_op_v4(args) == Some(OP_SEQUENCE) && take_one(&self.sequence_failures) {
+                self.failed_sequences_v41.fetch_add(1, Ordering::Relaxed);
+                let status = self.sequence_status.load(Ordering::Relaxed);
+                return Some(sequence_reply_v41(call.xid, status));
+            }
             let per_mille = u64::from(self.jukebox_per_mille.load(Ordering::Relaxed));
             if per_mille == 0 || self.draw() % 1000 >= per_mille {
                 return None;
@@ -272,13 +301,33 @@ pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
 }
 
 /// A whole record-marked reply to NFSv4.1 COMPOUND call `xid` whose
-/// SEQUENCE failed with NFS4ERR_DELAY (RFC 8881 §16.2.2: status, empty
-/// tag, one result: OP_SEQUENCE (53) and its status).
+/// SEQUENCE failed with NFS4ERR_DELAY.
 pub fn delay_reply_v41(xid: u32) -> Vec<u8> {
     const NFS4ERR_DELAY: u32 = 10008;
-    const OP_SEQUENCE: u32 = 53;
+    sequence_reply_v41(xid, NFS4ERR_DELAY)
+}
+
+/// OP_SEQUENCE (RFC 8881 §16.2.2).
+const OP_SEQUENCE: u32 = 53;
+
+/// The first operation of a COMPOUND's arguments (tag, minor version,
+/// operation count, then the first operation's number), if there is one.
+fn first_op_v4(args: &[u8]) -> Option<u32> {
+    let mut r = XdrReader::new(args);
+    r.opaque(1024, "tag").ok()?;
+    r.u32("minorversion").ok()?;
+    if r.u32("argarray length").ok()? == 0 {
+        return None;
+    }
+    r.u32("opnum").ok()
+}
+
+/// A whole record-marked reply to NFSv4.1 COMPOUND call `xid` whose
+/// SEQUENCE failed with `status` (RFC 8881 §16.2.2: status, empty tag,
+/// one result: OP_SEQUENCE and its status).
+pub fn sequence_reply_v41(xid: u32, status: u32) -> Vec<u8> {
     let mut body = accepted(xid);
-    for word in [NFS4ERR_DELAY, 0, 1, OP_SEQUENCE, NFS4ERR_DELAY] {
+    for word in [status, 0, 1, OP_SEQUENCE, status] {
         body.extend_from_slice(&word.to_be_bytes());
     }
     let mut out = fragment_header(body.len(), true).to_vec();
@@ -434,9 +483,10 @@ fn pump_calls(
     let mut to_client = Vec::new();
     let _ = for_each_record(&mut client, |event| match event {
         Event::Record(record) => {
-            let call = CallHeader::decode(&mut XdrReader::new(record))
+            let mut r = XdrReader::new(record);
+            let call = CallHeader::decode(&mut r)
                 .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-            match shared.jukebox_reply(&call) {
+            match shared.jukebox_reply(&call, r.rest()) {
                 Some(reply) => to_client.extend_from_slice(&reply),
                 None => {
                     shared.forwarded.fetch_add(1, Ordering::Relaxed);
@@ -683,6 +733,50 @@ mod tests {
         assert_eq!(echo.calls.load(Ordering::Relaxed), 3);
         let c = proxy.counts();
         assert_eq!((c.connections, c.forwarded, c.jukebox()), (1, 3, 0));
+    }
+
+    /// An NFSv4.1 COMPOUND whose first operation is `op`.
+    fn compound(xid: u32, op: u32) -> Vec<u8> {
+        let mut rec = Vec::new();
+        CallHeader {
+            xid,
+            prog: NFS_PROGRAM,
+            vers: 4,
+            proc_: 1,
+            cred: OpaqueAuth::default(),
+            verf: OpaqueAuth::default(),
+        }
+        .encode(&mut rec);
+        // Empty tag, minor version 1, one operation, its number, filler.
+        for word in [0u32, 1, 1, op, 0xabab_abab] {
+            rec.extend_from_slice(&word.to_be_bytes());
+        }
+        rec
+    }
+
+    #[test]
+    fn fails_the_sequence_of_as_many_compounds_as_asked_and_forwards_the_rest() {
+        const EXCHANGE_ID: u32 = 42;
+        const DEADSESSION: u32 = 10078;
+        let echo = echo_server();
+        let proxy = proxy_to(echo.addr);
+        proxy.fail_sequence_v41(DEADSESSION, 2);
+        let mut s = TcpStream::connect(proxy.local_addr()).unwrap();
+        // Not a SEQUENCE COMPOUND: forwarded, and not counted.
+        let reply = round_trip(&mut s, &compound(1, EXCHANGE_ID), usize::MAX);
+        assert_eq!(reply_header(&reply).1.u32("proc").unwrap(), 1);
+        for xid in [2, 3] {
+            let reply = round_trip(&mut s, &compound(xid, OP_SEQUENCE), usize::MAX);
+            let (h, mut r) = reply_header(&reply);
+            assert_eq!(h.xid, xid);
+            let words: Vec<u32> = (0..5).map(|_| r.u32("w").unwrap()).collect();
+            assert_eq!(words, [DEADSESSION, 0, 1, OP_SEQUENCE, DEADSESSION]);
+            r.finish("reply").unwrap();
+        }
+        let reply = round_trip(&mut s, &compound(4, OP_SEQUENCE), usize::MAX);
+        assert_eq!(reply_header(&reply).1.u32("proc").unwrap(), 1, "forwarded");
+        assert_eq!(echo.calls.load(Ordering::Relaxed), 2);
+        assert_eq!(proxy.counts().failed_sequences_v41, 2);
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! it), sent again. With `stable=unstable` writes are UNSTABLE and kept
 //! (offset, data, verifier) until `fsync`, whose COMMIT's verifier decides
 //! which must be sent again, FILE_SYNC — the NFSv3 path's rule.
+//!
+//! What a server restart needs of an open file — its handle, access, open
+//! stateid and locks — is an [`OpenState`] the session keeps a weak list
+//! of, for `reclaim.rs`. A lock that could not be reclaimed makes every
+//! I/O on the file fail with [`Error::LockLost`] until `unlock`.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -22,6 +27,7 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::XdrReader;
 
+use super::held::Held;
 use super::ops::{self, Ops, STAT_COMMIT, STAT_GETATTR, STAT_READ, STAT_WRITE};
 use super::session::{nfs4_error, Request, Session, Settled, STAT_OTHER};
 use crate::client::{Client, Inner};
@@ -33,16 +39,77 @@ use crate::metadata::Metadata;
 /// losing (its verifier changing) is reported as not durable.
 const MAX_WRITE_ROUNDS: usize = 3;
 
+/// The server-side state of one open file, shared with the session's
+/// list of open files (for reclaim). Its mutexes are held only for
+/// moments, never across a request: a reclaim running in another thread
+/// takes them while requests of this file wait for it to end.
+#[derive(Debug)]
+pub(crate) struct OpenState {
+    pub(crate) fh: nfs_fh4,
+    /// The share access the file was opened with.
+    pub(crate) access: u32,
+    pub(crate) path: String,
+    /// The open stateid; replaced by a reclaim or a `reopen`.
+    stateid: Mutex<stateid4>,
+    locks: Mutex<Locks>,
+}
+
+/// The byte-range lock state of one open file (its own lock owner).
+#[derive(Debug, Default)]
+pub(crate) struct Locks {
+    /// The lock stateid, once the file locked a range.
+    pub(crate) stateid: Option<stateid4>,
+    /// What the owner holds (`held.rs`): reclaimed after a restart.
+    pub(crate) held: Held,
+    /// Why locks were lost, until `unlock` reports it.
+    pub(crate) lost: Option<String>,
+    /// Bumped when a reclaim or a loss replaces the lock state: a LOCK or
+    /// LOCKU answered on the state before (it ran just before a server
+    /// restart, after the reclaim took its snapshot) must not be recorded
+    /// as if it were part of the state after.
+    pub(crate) epoch: u64,
+}
+
+impl OpenState {
+    pub(crate) fn stateid(&self) -> stateid4 {
+        *self.stateid.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn set_stateid(&self, id: stateid4) {
+        *self.stateid.lock().unwrap_or_else(|p| p.into_inner()) = id;
+    }
+
+    pub(crate) fn locks(&self) -> std::sync::MutexGuard<'_, Locks> {
+        self.locks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that the locks held are gone, for `why` (nothing is lost
+    /// when none were held).
+    pub(crate) fn lose_locks(&self, why: &str) {
+        let mut locks = self.locks();
+        locks.stateid = None;
+        locks.epoch += 1;
+        if !locks.held.is_empty() {
+            tracing::warn!("{}: byte-range locks lost: {why}", self.path);
+            let ranges: Vec<String> = locks
+                .held
+                .ranges()
+                .iter()
+                .map(|r| format!("{}..{}", r.start, r.end))
+                .collect();
+            locks.held.clear();
+            locks.lost = Some(format!("{why} (ranges {})", ranges.join(", ")));
+        }
+    }
+}
+
 /// The NFSv4.1 state of one open file: its handle and open stateid. CLOSE
 /// is sent when the last clone of the `File` is dropped.
 #[derive(Debug)]
 pub(crate) struct OpenFile {
     client: Client,
     pub(crate) fh: nfs_fh4,
-    /// The open stateid; replaced when the server lost it (`reopen`).
-    stateid: Mutex<stateid4>,
-    /// The share access the file was opened with.
-    access: u32,
+    pub(crate) state: Arc<OpenState>,
     pub(crate) path: String,
     /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
     /// their verifier proves them durable.
@@ -51,8 +118,10 @@ pub(crate) struct OpenFile {
     /// One `fsync` at a time (a second must not return before the first's
     /// COMMIT, which covered its writes too, succeeded).
     fsync_lock: Mutex<()>,
-    /// The lock stateid, once this file locked a range (`lock.rs`).
-    lock: Mutex<Option<stateid4>>,
+    /// One LOCK or LOCKU of this file at a time (`lock.rs`), and one
+    /// `reopen`: held across their requests, so never taken by a reclaim.
+    pub(crate) lock_op: Mutex<()>,
+    reopen_op: Mutex<()>,
 }
 
 /// An UNSTABLE write not yet proven durable.
@@ -161,46 +230,75 @@ fn open_once(
     let (Some(stateid), Some(fh)) = (stateid, fh) else {
         return Err(ops::missing("OPEN", path));
     };
+    let state = Arc::new(OpenState {
+        fh,
+        access,
+        path: path.to_string(),
+        stateid: Mutex::new(stateid),
+        locks: Mutex::new(Locks::default()),
+    });
+    s.register(&state);
     Ok(OpenFile {
         client: client.clone(),
         fh,
-        stateid: Mutex::new(stateid),
-        access,
+        state,
         path: path.to_string(),
         unstable: inner.options.stable == crate::config::StableMode::Unstable,
         pending: Mutex::new(Vec::new()),
         fsync_lock: Mutex::new(()),
-        lock: Mutex::new(None),
+        lock_op: Mutex::new(()),
+        reopen_op: Mutex::new(()),
     })
 }
 
 impl OpenFile {
     /// The open stateid now.
     pub(crate) fn open_stateid(&self) -> stateid4 {
-        *self.stateid.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.stateid()
     }
 
-    /// Runs `op` with the open stateid; if the server no longer knows it
-    /// (it restarted, or the lease expired: a new client ID was made),
-    /// opens the file again by its handle (OPEN CLAIM_FH) and runs `op`
-    /// once more. Byte-range locks held are lost then (not reclaimed).
-    pub(crate) fn with_state<T>(&self, op: impl Fn(&stateid4) -> Result<T>) -> Result<T> {
+    /// The error of a lost lock not yet acknowledged by `unlock`.
+    pub(crate) fn check_locks(&self, op: &'static str) -> Result<()> {
+        match &self.state.locks().lost {
+            Some(detail) => Err(Error::LockLost {
+                op,
+                path: self.path.clone(),
+                detail: detail.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `op` with the open stateid (after checking no lock was lost);
+    /// if the server no longer knows the stateid, runs it again with the
+    /// one a reclaim put in its place meanwhile or, when there is none
+    /// (the reclaim failed, or the server revoked the state), opens the
+    /// file again by its handle (OPEN CLAIM_FH) — its locks are lost then
+    /// and reported.
+    pub(crate) fn with_state<T>(
+        &self,
+        name: &'static str,
+        op: impl Fn(&stateid4) -> Result<T>,
+    ) -> Result<T> {
+        self.check_locks(name)?;
         let id = self.open_stateid();
         match op(&id) {
             Err(Error::Nfs4 { status, .. }) if state_lost(status) => {
-                self.reopen(&id)?;
+                self.reopen(&id, status)?;
+                self.check_locks(name)?;
                 op(&self.open_stateid())
             }
             other => other,
         }
     }
 
-    /// OPEN CLAIM_FH with the file's access, replacing `lost` (unless
-    /// another thread replaced it already).
-    fn reopen(&self, lost: &stateid4) -> Result<()> {
+    /// OPEN CLAIM_FH with the file's access, replacing `lost` (unless a
+    /// reclaim or another thread replaced it already).
+    fn reopen(&self, lost: &stateid4, status: nfsstat4) -> Result<()> {
         let s = self.session()?;
-        let mut current = self.stateid.lock().unwrap_or_else(|p| p.into_inner());
-        if *current != *lost {
+        let _one = self.reopen_op.lock().unwrap_or_else(|p| p.into_inner());
+        s.wait_reclaimed();
+        if self.open_stateid() != *lost {
             return Ok(());
         }
         let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
@@ -208,7 +306,7 @@ impl OpenFile {
         ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
         ops.push(nfs_argop4::OP_OPEN(OPEN4args {
             seqid: 0,
-            share_access: self.access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+            share_access: self.state.access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
             share_deny: OPEN4_SHARE_DENY_NONE,
             owner: state_owner4 {
                 clientid: 0,
@@ -221,19 +319,17 @@ impl OpenFile {
         match res.last() {
             Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {
                 tracing::info!(
-                    "{}: opened again after the server lost its open state",
+                    "{}: opened again after the server lost its open state ({status})",
                     self.path
                 );
-                *current = ok.stateid;
-                *self.lock_state() = None;
+                self.state.set_stateid(ok.stateid);
+                self.state.lose_locks(&format!(
+                    "the server no longer knew the open state ({status}); the file was opened again"
+                ));
                 Ok(())
             }
             _ => Err(ops::missing("OPEN", &self.path)),
         }
-    }
-
-    pub(crate) fn lock_state(&self) -> std::sync::MutexGuard<'_, Option<stateid4>> {
-        self.lock.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn session(&self) -> Result<&Session> {
@@ -273,8 +369,9 @@ impl OpenFile {
 
     fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         let s = self.session()?;
-        let settled =
-            self.with_state(|stateid| self.read_compound(s, stateid, buf.len(), offset))?;
+        let settled = self.with_state("READ", |stateid| {
+            self.read_compound(s, stateid, buf.len(), offset)
+        })?;
         let count = buf.len() as u32;
         let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
             .map_err(|e| self.protocol("READ", e))?;
@@ -392,8 +489,9 @@ impl OpenFile {
         stable: stable_how4,
     ) -> Result<(usize, stable_how4, directnfs_wire::nfs4::verifier4)> {
         let s = self.session()?;
-        let settled =
-            self.with_state(|stateid| self.write_compound(s, stateid, data, offset, stable))?;
+        let settled = self.with_state("WRITE", |stateid| {
+            self.write_compound(s, stateid, data, offset, stable)
+        })?;
         let reply = decode_write_reply(&mut XdrReader::new(&settled.record))
             .map_err(|e| self.protocol("WRITE", e))?;
         let ok = self.ok("WRITE", &reply)?;
@@ -467,6 +565,7 @@ impl OpenFile {
     /// again, FILE_SYNC. A failure keeps what is not proven durable for
     /// the next `fsync`.
     pub(crate) fn fsync(&self) -> Result<()> {
+        self.check_locks("COMMIT")?;
         let _one = self.fsync_lock.lock().unwrap_or_else(|p| p.into_inner());
         let mut todo = std::mem::take(&mut *self.pending());
         let result = self.commit(0, 0).and_then(|verf| {
@@ -506,7 +605,7 @@ impl OpenFile {
     /// Truncates or extends the file (SETATTR size with the open stateid).
     pub(crate) fn set_len(&self, size: u64) -> Result<()> {
         let s = self.session()?;
-        self.with_state(|stateid| {
+        self.with_state("SETATTR", |stateid| {
             ops::setattr(
                 s,
                 self.inner(),
@@ -586,7 +685,7 @@ fn zero_sequence() -> directnfs_wire::nfs4::SEQUENCE4args {
 }
 
 /// Statuses that say the server no longer knows the open stateid.
-fn state_lost(status: nfsstat4) -> bool {
+pub(crate) fn state_lost(status: nfsstat4) -> bool {
     matches!(
         status,
         nfsstat4::NFS4ERR_STALE_STATEID

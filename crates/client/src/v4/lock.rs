@@ -3,20 +3,24 @@
 //! OFD locks: two `File`s of one process contend like two processes).
 //! A blocking lock polls with back-off (10 ms doubling to 1 s) using the
 //! blocking lock types, which ask the server to hold the lock for the
-//! poller (RFC 8881 §9.6).
+//! poller (RFC 8881 §9.6). The ranges granted are kept (`held.rs`) for
+//! the reclaim after a server restart (`reclaim.rs`); a lock that could
+//! not be reclaimed is reported by the next I/O and by `unlock`
+//! ([`Error::LockLost`]).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use directnfs_wire::nfs4::{
     exist_lock_owner4, locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4,
-    open_to_lock_owner4, owner_id4, state_owner4, stateid4, FREE_STATEID4args, LOCK4args,
+    open_to_lock_owner4, owner_id4, state_owner4, stateid4, FREE_STATEID4args, LOCK4args, LOCK4res,
     LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
 };
 
-use super::file::OpenFile;
+use super::file::{state_lost, OpenFile};
+use super::held::Range;
 use super::ops::Ops;
-use super::session::STAT_OTHER;
+use super::session::{Session, STAT_OTHER};
 use crate::error::{Error, Result};
 use crate::File;
 
@@ -55,7 +59,10 @@ impl File {
 
     /// Releases this file's locks on `len` bytes at `offset` (0: to the
     /// end). Locks still held are released when the last clone of the
-    /// `File` is dropped.
+    /// `File` is dropped. If a lock of this file was lost (a server
+    /// restart whose reclaim failed, an expired lease), this returns
+    /// [`Error::LockLost`] once, after releasing what is still held, and
+    /// the file's I/O works again.
     pub fn unlock(&self, offset: u64, len: u64) -> Result<()> {
         self.v41("unlock")?.unlock(offset, len).map(|_| ())
     }
@@ -79,74 +86,126 @@ impl OpenFile {
             (false, true) => nfs_lock_type4::READW_LT,
             (false, false) => nfs_lock_type4::READ_LT,
         };
-        // The lock state of this file: its first LOCK names the lock
-        // owner and the open it comes from; later ones its lock stateid.
-        let mut held = self.lock_state();
-        let locker = match *held {
-            Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
-                lock_stateid,
-                lock_seqid: 0,
-            }),
-            None => locker4::open_owner(open_to_lock_owner4 {
-                open_seqid: 0,
-                open_stateid: self.open_stateid(),
-                lock_seqid: 0,
-                lock_owner: state_owner4 {
-                    clientid: s.clientid(),
-                    owner: owner_id4::from(
-                        format!("lock-{}", s.next_open_owner.fetch_add(1, Ordering::Relaxed))
-                            .as_str(),
-                    ),
-                },
-            }),
-        };
-        let mut ops = Ops::default();
-        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
-        ops.push(nfs_argop4::OP_LOCK(LOCK4args {
-            locktype,
-            reclaim: false,
-            offset,
-            length: length(len),
-            locker,
-        }));
-        let res = ops.run(s, self.inner(), "LOCK", &self.path, STAT_OTHER, true)?;
-        if let Some(nfs_resop4::OP_LOCK(directnfs_wire::nfs4::LOCK4res::Ok(id))) = res.last() {
-            *held = Some(*id);
-        }
-        Ok(())
+        let _one = self.lock_op.lock().unwrap_or_else(|p| p.into_inner());
+        // A stateid the server no longer knows (a restart: the reclaim
+        // replaced it meanwhile) is taken care of by `with_state`.
+        self.with_state("LOCK", |open_stateid| {
+            // The lock state of this file: its first LOCK names the lock
+            // owner and the open it comes from; later ones its lock
+            // stateid.
+            let (epoch, lock_stateid) = {
+                let locks = self.state.locks();
+                (locks.epoch, locks.stateid)
+            };
+            let locker = locker(s, *open_stateid, lock_stateid);
+            let mut ops = Ops::default();
+            ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+            ops.push(nfs_argop4::OP_LOCK(LOCK4args {
+                locktype,
+                reclaim: false,
+                offset,
+                length: length(len),
+                locker,
+            }));
+            let res = ops.run(s, self.inner(), "LOCK", &self.path, STAT_OTHER, true)?;
+            if let Some(nfs_resop4::OP_LOCK(LOCK4res::Ok(id))) = res.last() {
+                let mut locks = self.state.locks();
+                let r = Range::of(offset, len, exclusive);
+                if locks.epoch == epoch {
+                    locks.stateid = Some(*id);
+                    locks.held.add(r);
+                } else {
+                    // Granted by the server before it restarted, and
+                    // missed by the reclaim that followed: not held now.
+                    locks.lost = Some(format!(
+                        "{}..{}: granted just before a server restart and not reclaimed",
+                        r.start, r.end
+                    ));
+                    return Err(Error::LockLost {
+                        op: "LOCK",
+                        path: self.path.clone(),
+                        detail: locks.lost.clone().unwrap_or_default(),
+                    });
+                }
+            }
+            Ok(())
+        })
     }
 
-    /// LOCKU of a range; false when this file never locked anything.
+    /// LOCKU of a range; false when this file holds no lock state. A lock
+    /// lost since the last call (`Locks::lost`) is reported here, once,
+    /// after the LOCKU of what is still held.
     pub(crate) fn unlock(&self, offset: u64, len: u64) -> Result<bool> {
         let s = self.session()?;
-        let mut held = self.lock_state();
-        let Some(lock_stateid) = *held else {
-            return Ok(false);
-        };
-        let mut ops = Ops::default();
-        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
-        ops.push(nfs_argop4::OP_LOCKU(LOCKU4args {
-            locktype: nfs_lock_type4::WRITE_LT,
-            seqid: 0,
-            lock_stateid,
-            offset,
-            length: length(len),
-        }));
-        let res = ops.run(s, self.inner(), "LOCKU", &self.path, STAT_OTHER, true)?;
-        if let Some(nfs_resop4::OP_LOCKU(Nfs4Res::Ok(id))) = res.last() {
-            *held = Some(*id);
+        let _one = self.lock_op.lock().unwrap_or_else(|p| p.into_inner());
+        let lost = self.state.locks().lost.take();
+        let result = self.unlock_held(s, offset, len);
+        match lost {
+            Some(detail) => Err(Error::LockLost {
+                op: "LOCKU",
+                path: self.path.clone(),
+                detail,
+            }),
+            None => result,
         }
-        Ok(true)
+    }
+
+    fn unlock_held(&self, s: &Session, offset: u64, len: u64) -> Result<bool> {
+        let mut tries = 0;
+        loop {
+            let (epoch, lock_stateid) = {
+                let locks = self.state.locks();
+                (locks.epoch, locks.stateid)
+            };
+            let Some(lock_stateid) = lock_stateid else {
+                return Ok(false);
+            };
+            let mut ops = Ops::default();
+            ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+            ops.push(nfs_argop4::OP_LOCKU(LOCKU4args {
+                locktype: nfs_lock_type4::WRITE_LT,
+                seqid: 0,
+                lock_stateid,
+                offset,
+                length: length(len),
+            }));
+            match ops.run(s, self.inner(), "LOCKU", &self.path, STAT_OTHER, true) {
+                // Answered before a server restart whose reclaim took the
+                // range again: unlock it on the new state too.
+                Ok(_) if tries == 0 && self.state.locks().epoch != epoch => tries += 1,
+                Ok(res) => {
+                    let mut locks = self.state.locks();
+                    if let Some(nfs_resop4::OP_LOCKU(Nfs4Res::Ok(id))) = res.last() {
+                        locks.stateid = Some(*id);
+                    }
+                    let r = Range::of(offset, len, false);
+                    locks.held.remove(r.start, r.end);
+                    return Ok(true);
+                }
+                // The stateid was replaced while the LOCKU waited (a
+                // reclaim after a server restart): again with the new one.
+                Err(Error::Nfs4 { status, .. })
+                    if state_lost(status)
+                        && tries == 0
+                        && self.state.locks().stateid != Some(lock_stateid) =>
+                {
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// Before CLOSE (which a server refuses with NFS4ERR_LOCKS_HELD):
     /// every lock released and the lock stateid freed.
     pub(crate) fn release_locks(&self) -> Result<()> {
-        if !self.unlock(0, 0)? {
-            return Ok(());
+        match self.unlock(0, 0) {
+            Ok(false) => return Ok(()),
+            Ok(true) | Err(Error::LockLost { .. }) => {}
+            Err(e) => return Err(e),
         }
         let s = self.session()?;
-        let Some(id) = self.lock_state().take() else {
+        let Some(id) = self.state.locks().stateid.take() else {
             return Ok(());
         };
         let mut ops = Ops::default();
@@ -162,6 +221,35 @@ impl OpenFile {
             true,
         )
         .map(|_| ())
+    }
+}
+
+/// Who a LOCK is for: the file's lock owner by its `lock_stateid`, or,
+/// for the file's first LOCK, a new lock owner and the `open` stateid it
+/// comes from.
+pub(crate) fn locker(s: &Session, open: stateid4, lock_stateid: Option<stateid4>) -> locker4 {
+    match lock_stateid {
+        Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
+            lock_stateid,
+            lock_seqid: 0,
+        }),
+        None => locker4::open_owner(open_to_lock_owner4 {
+            open_seqid: 0,
+            open_stateid: open,
+            lock_seqid: 0,
+            lock_owner: new_lock_owner(s),
+        }),
+    }
+}
+
+/// A lock owner of its own for one open file (`lock-N`, N unique within
+/// the client).
+fn new_lock_owner(s: &Session) -> state_owner4 {
+    state_owner4 {
+        clientid: s.clientid(),
+        owner: owner_id4::from(
+            format!("lock-{}", s.next_open_owner.fetch_add(1, Ordering::Relaxed)).as_str(),
+        ),
     }
 }
 

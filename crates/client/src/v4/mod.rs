@@ -5,28 +5,44 @@
 //! | module | job |
 //! |---|---|
 //! | `session.rs` | client ID, session, slot table, SEQUENCE on every COMPOUND, session error recovery, lease renewal, DESTROY on drop |
+//! | `wait.rs` | how long NFS4ERR_DELAY and NFS4ERR_GRACE are waited out: for ever (hard), `timeo` x `retrans` (soft) |
+//! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE |
 //! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
-//! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid |
-//! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE |
+//! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid; the state a reclaim needs |
+//! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
+//! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
 //!
 //! Every request goes over the same transport as NFSv3's (program 100003
 //! version 4); the engine's re-sends carry the same bytes, hence the same
 //! slot and sequence id, so the server's reply cache makes them exactly
 //! once.
 //!
+//! After a server restart (or an expired lease) recovery ends with a new
+//! client ID; the open files and their byte-range locks are then
+//! reclaimed before any other request goes (RFC 8881 §8.4.2.1). What the
+//! server refuses to let us reclaim (NFS4ERR_NO_GRACE: no grace period,
+//! or the lease expired without a restart) is lost: a file is opened
+//! again by its handle at its next use, and a lost lock fails every I/O
+//! of its `File` and its next `unlock` with `Error::LockLost` (EIO) until
+//! that `unlock` — never silently. NFS4ERR_BAD_SEQID, which NFSv4.1
+//! servers must not send (owner seqids are ignored in 4.1; this client
+//! sends 0), becomes `Error::Protocol` naming it.
+//!
 //! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
 //! pipelining); symlinks, hard links, `access`, `fsstat`, `set_attrs` and
-//! `lookup` are refused with an error saying so; open state is not
-//! reclaimed after a server restart (files are opened again, locks are
-//! lost); session trunking does not compare
-//! server owners (every path's connections join the one session).
+//! `lookup` are refused with an error saying so; session trunking does
+//! not compare server owners (every path's connections join the one
+//! session); delegations are never asked for, so none is reclaimed.
 
 pub(crate) mod file;
+pub(crate) mod held;
 pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;
+pub(crate) mod reclaim;
 pub(crate) mod session;
+pub(crate) mod wait;
 
 pub(crate) use session::Session;
 
@@ -58,6 +74,27 @@ impl crate::Client {
                 s.sessions()
             }
             None => 0,
+        }
+    }
+}
+
+impl crate::Client {
+    /// For tests: the NFSv4 statuses (`NFS4ERR_BADSESSION`, ...) that
+    /// made the client replace its session, in order; empty on NFSv3.
+    #[doc(hidden)]
+    pub fn session_recoveries_for_test(&self) -> Vec<String> {
+        match &self.inner.v4 {
+            Some(s) => s.recoveries().iter().map(|st| st.to_string()).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// For tests: stops (`true`) or resumes the background lease
+    /// renewal, so that an idle client's lease can expire.
+    #[doc(hidden)]
+    pub fn pause_lease_renewal_for_test(&self, paused: bool) {
+        if let Some(s) = &self.inner.v4 {
+            s.pause_renewal(paused);
         }
     }
 }

@@ -13,9 +13,11 @@
 //! new request after a pause), NFS4ERR_GRACE (a new request after a
 //! pause), NFS4ERR_SEQ_MISORDERED after a lost reply (the slot's sequence
 //! id stepped back, `directnfs_engine::session`), NFS4ERR_EXPIRED and
-//! NFS4ERR_STALE_CLIENTID (a new client ID and session). Open state is not
-//! reclaimed after a server restart: a file whose stateid the server no
-//! longer knows is opened again by its handle (`file.rs`, `with_state`).
+//! NFS4ERR_STALE_CLIENTID (a new client ID and session). The pauses are
+//! `wait.rs`'s: bounded on a soft mount. A new client ID means the server
+//! lost our state (it restarted, or the lease expired): before anything
+//! else is sent on the new session, every open file and its locks are
+//! reclaimed (`reclaim.rs`), then RECLAIM_COMPLETE.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
@@ -36,6 +38,9 @@ use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 
+use super::file::OpenState;
+use super::wait::Waits;
+
 /// Slots asked for: the server grants what it can (Ganesha: 64).
 const SLOTS_WANTED: u32 = 1024;
 /// Largest COMPOUND request and reply asked for: a 1 MiB WRITE or READ
@@ -47,9 +52,6 @@ const CACHED_REPLY: u32 = 8192;
 /// Session recoveries one request may go through before its error is
 /// reported (a server that destroys every new session).
 const MAX_RECOVERIES: u32 = 8;
-/// Pauses after NFS4ERR_DELAY and NFS4ERR_GRACE: 100 ms doubling to 2 s.
-const FIRST_PAUSE: Duration = Duration::from_millis(100);
-const LONGEST_PAUSE: Duration = Duration::from_secs(2);
 /// Bound on the DESTROY_SESSION / DESTROY_CLIENTID wait when a client is
 /// dropped (a dead server must not hang the drop).
 const DESTROY_WAIT: Duration = Duration::from_secs(2);
@@ -85,6 +87,12 @@ pub(crate) struct Session {
     /// The process that made the session: a `fork`ed child that drops
     /// its copy of the parent's client must not end the parent's state.
     pid: u32,
+    /// The open files, for reclaim after a server restart.
+    opens: Mutex<Vec<Weak<OpenState>>>,
+    /// For tests: the statuses that made the client replace its session,
+    /// in order, and whether lease renewal is paused.
+    recoveries: Mutex<Vec<nfsstat4>>,
+    renewal_paused: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
@@ -98,6 +106,10 @@ struct State {
     generation: u64,
     /// Slots granted.
     granted: u32,
+    /// A new client ID is reclaiming the old one's state: only reclaim
+    /// requests may take slots (RFC 8881 §8.4.2.1: nothing else before
+    /// RECLAIM_COMPLETE).
+    reclaiming: bool,
 }
 
 /// What a COMPOUND carries besides its SEQUENCE: how to encode its other
@@ -112,6 +124,8 @@ pub(crate) struct Request<'a> {
     pub stat: StatProc,
     pub op: &'static str,
     pub path: &'a str,
+    /// Part of a reclaim (`reclaim.rs`): goes while others wait for it.
+    pub reclaim: bool,
 }
 
 impl<'a> Request<'a> {
@@ -132,6 +146,7 @@ impl<'a> Request<'a> {
             stat: STAT_OTHER,
             op,
             path,
+            reclaim: false,
         }
     }
 }
@@ -155,7 +170,7 @@ impl Session {
                 format!("directnfs/{}/{}/{n}", host.trim(), std::process::id()).as_str(),
             ),
         };
-        let state = new_state(inner, &owner, None)?;
+        let state = new_state(inner, &owner, None, true)?;
         let (tx, _rx) = mpsc::channel();
         Ok(Self {
             state: Mutex::new(state),
@@ -168,6 +183,9 @@ impl Session {
             _renewal_stop: Mutex::new(Some(tx)),
             next_open_owner: AtomicU64::new(1),
             pid: std::process::id(),
+            opens: Mutex::new(Vec::new()),
+            recoveries: Mutex::new(Vec::new()),
+            renewal_paused: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -192,6 +210,21 @@ impl Session {
         self.lock().granted
     }
 
+    /// The statuses that made the client replace its session (and, after
+    /// NFS4ERR_STALE_CLIENTID or EXPIRED from CREATE_SESSION, its client
+    /// ID), in order.
+    pub(crate) fn recoveries(&self) -> Vec<nfsstat4> {
+        self.recoveries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Stops or resumes the background lease renewal.
+    pub(crate) fn pause_renewal(&self, paused: bool) {
+        self.renewal_paused.store(paused, Ordering::Relaxed);
+    }
+
     /// Starts the thread that renews the lease of an idle client: a
     /// SEQUENCE-only COMPOUND when nothing was sent for a quarter of the
     /// lease (RFC 8881 §8.3). It holds `client` weakly and ends when the
@@ -213,7 +246,7 @@ impl Session {
                 let Some(session) = inner.v4.as_ref() else {
                     return;
                 };
-                if session.idle_for() >= period {
+                if session.idle_for() >= period && !session.renewal_paused.load(Ordering::Relaxed) {
                     if let Err(e) = session.renew(&inner) {
                         tracing::warn!("NFSv4.1 lease renewal failed: {e}");
                     }
@@ -242,9 +275,9 @@ impl Session {
     /// recovering the session errors on the way.
     pub(crate) fn compound(&self, inner: &Inner, req: &Request<'_>) -> Result<Settled> {
         let mut recoveries = 0u32;
-        let mut pause = FIRST_PAUSE;
+        let mut waits = Waits::new(&inner.options);
         loop {
-            let (generation, sessionid, ticket, highest) = self.acquire();
+            let (generation, sessionid, ticket, highest) = self.acquire(req.reclaim);
             let seq = SEQUENCE4args {
                 sa_sessionid: sessionid,
                 sa_sequenceid: ticket.seqid,
@@ -269,8 +302,13 @@ impl Session {
                     }
                 };
                 if sequence.status() == nfsstat4::NFS4ERR_DELAY {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(LONGEST_PAUSE);
+                    if let Err(e) = waits.pause(nfsstat4::NFS4ERR_DELAY, req.op, req.path) {
+                        // A retry of this request may still be running
+                        // on the server (what DELAY from SEQUENCE says):
+                        // in doubt, as a request whose reply was lost.
+                        self.finish(generation, ticket, Outcome::Lost);
+                        return Err(e);
+                    }
                     continue;
                 }
                 break (record, sequence);
@@ -285,8 +323,7 @@ impl Session {
                     // A later operation said DELAY or GRACE: a new request
                     // after a pause (the slot's sequence id was used).
                     if status == nfsstat4::NFS4ERR_DELAY || status == nfsstat4::NFS4ERR_GRACE {
-                        std::thread::sleep(pause);
-                        pause = (pause * 2).min(LONGEST_PAUSE);
+                        waits.pause(status, req.op, req.path)?;
                         continue;
                     }
                     return Ok(Settled {
@@ -353,16 +390,40 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A free slot (waiting for one): generation, session, ticket,
-    /// highest slot in use.
-    fn acquire(&self) -> (u64, sessionid4, Ticket, u32) {
+    /// A free slot (waiting for one, and, unless for a `reclaim`
+    /// request, for a reclaim in progress to end): generation, session,
+    /// ticket, highest slot in use.
+    fn acquire(&self, reclaim: bool) -> (u64, sessionid4, Ticket, u32) {
         let mut st = self.lock();
         loop {
-            if let Some(t) = st.slots.acquire() {
-                return (st.generation, st.sessionid, t, st.slots.highest_busy());
+            if !st.reclaiming || reclaim {
+                if let Some(t) = st.slots.acquire() {
+                    return (st.generation, st.sessionid, t, st.slots.highest_busy());
+                }
             }
             st = self.freed.wait(st).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Waits while a reclaim is in progress.
+    pub(crate) fn wait_reclaimed(&self) {
+        let mut st = self.lock();
+        while st.reclaiming {
+            st = self.freed.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Registers an open file for reclaim after a server restart.
+    pub(crate) fn register(&self, open: &Arc<OpenState>) {
+        let mut opens = self.opens.lock().unwrap_or_else(|p| p.into_inner());
+        opens.retain(|w| w.strong_count() > 0);
+        opens.push(Arc::downgrade(open));
+    }
+
+    /// The open files still open.
+    pub(crate) fn open_files(&self) -> Vec<Arc<OpenState>> {
+        let opens = self.opens.lock().unwrap_or_else(|p| p.into_inner());
+        opens.iter().filter_map(Weak::upgrade).collect()
     }
 
     fn finish(&self, generation: u64, t: Ticket, outcome: Outcome) -> Next {
@@ -371,8 +432,15 @@ impl Session {
             return Next::Settled;
         }
         let next = st.slots.finish(t, outcome);
+        let reclaiming = st.reclaiming;
         drop(st);
-        self.freed.notify_one();
+        // During a reclaim the waiters that may go are the reclaim's,
+        // wherever they are in the queue.
+        if reclaiming {
+            self.freed.notify_all();
+        } else {
+            self.freed.notify_one();
+        }
         next
     }
 
@@ -385,29 +453,55 @@ impl Session {
 
     /// Replaces the session `generation` after `status` said it is gone:
     /// CREATE_SESSION on the same client ID, or a new client ID first.
+    /// A new client ID reclaims the open files and their locks before
+    /// any other request is let through.
     fn recover(&self, inner: &Inner, generation: u64, status: nfsstat4) -> Result<()> {
         let mut st = self.lock();
         if st.generation != generation {
             return Ok(()); // another request recovered it already
         }
+        self.recoveries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(status);
         let keep_client = matches!(
             status,
             nfsstat4::NFS4ERR_BADSESSION | nfsstat4::NFS4ERR_DEADSESSION
         );
+        let old_client = st.clientid;
         let reuse = keep_client.then_some((st.clientid, st.create_seq));
-        let fresh = match new_state(inner, &self.owner, reuse) {
+        let fresh = match new_state(inner, &self.owner, reuse, false) {
             Ok(s) => s,
             // The client ID is gone too (a server restart): start over.
-            Err(e) if reuse.is_some() && stale_client(&e) => new_state(inner, &self.owner, None)?,
+            Err(e) if reuse.is_some() && stale_client(&e) => {
+                if let Error::Nfs4 { status, .. } = e {
+                    self.recoveries
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(status);
+                }
+                new_state(inner, &self.owner, None, false)?
+            }
             Err(e) => return Err(e),
         };
+        // The same client ID back from EXCHANGE_ID: the server still
+        // holds our state (a session lost, not the client), nothing to
+        // reclaim; a new one: the state is gone or waits for reclaim.
+        let reclaim = fresh.clientid != old_client;
         let generation = st.generation + 1;
         *st = State {
             generation,
+            reclaiming: reclaim,
             ..fresh
         };
         drop(st);
         self.freed.notify_all();
+        if reclaim {
+            let done = super::reclaim::reclaim(self, inner);
+            self.lock().reclaiming = false;
+            self.freed.notify_all();
+            done?;
+        }
         Ok(())
     }
 
@@ -462,8 +556,14 @@ impl Session {
 }
 
 /// A new client ID (unless `reuse` gives one and its next CREATE_SESSION
-/// sequence) and session, and RECLAIM_COMPLETE for a new client ID.
-fn new_state(inner: &Inner, owner: &client_owner4, reuse: Option<(u64, u32)>) -> Result<State> {
+/// sequence) and session, and (`complete`: nothing to reclaim)
+/// RECLAIM_COMPLETE for a new client ID.
+fn new_state(
+    inner: &Inner,
+    owner: &client_owner4,
+    reuse: Option<(u64, u32)>,
+    complete: bool,
+) -> Result<State> {
     let (clientid, create_seq) = match reuse {
         Some(v) => v,
         None => {
@@ -527,15 +627,17 @@ fn new_state(inner: &Inner, owner: &client_owner4, reuse: Option<(u64, u32)>) ->
         slots: SlotTable::new(granted),
         generation: 0,
         granted,
+        reclaiming: false,
     };
-    if reuse.is_none() {
+    if reuse.is_none() && complete {
         reclaim_complete(inner, &mut state)?;
     }
     Ok(state)
 }
 
-/// RECLAIM_COMPLETE (RFC 8881 §18.51): nothing to reclaim, so non-reclaim
-/// OPENs are allowed. Sent on the new session's slot 0.
+/// RECLAIM_COMPLETE (RFC 8881 §18.51) of a new client ID with nothing to
+/// reclaim, so non-reclaim OPENs are allowed. Sent on the new session's
+/// slot 0 (`reclaim.rs` sends its own after a reclaim).
 fn reclaim_complete(inner: &Inner, st: &mut State) -> Result<()> {
     let Some(t) = st.slots.acquire() else {
         return Ok(());
@@ -697,8 +799,22 @@ pub(crate) fn results(
     Ok(res.resarray)
 }
 
-/// The error for an NFSv4 status.
+/// The error for an NFSv4 status. NFS4ERR_BAD_SEQID is not passed on
+/// raw: NFSv4.1 servers ignore the seqids of open and lock owners (RFC
+/// 8881 §15.1.16.1, §18.16.3: this client sends 0), so it says the server
+/// does not follow NFSv4.1 — a protocol error (EIO), not a status the
+/// caller could act on. The client does not retry it: the same request
+/// would carry the same seqid.
 pub(crate) fn nfs4_error(op: &'static str, path: &str, status: nfsstat4) -> Error {
+    if status == nfsstat4::NFS4ERR_BAD_SEQID {
+        return Error::Protocol {
+            op,
+            path: path.to_string(),
+            detail: "the server answered NFS4ERR_BAD_SEQID, but NFSv4.1 servers ignore \
+                     owner seqids (RFC 8881 §15.1.16.1): it does not follow NFSv4.1"
+                .into(),
+        };
+    }
     Error::Nfs4 {
         op,
         path: path.to_string(),
@@ -744,4 +860,23 @@ fn boot_verifier() -> [u8; 8] {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     (t.as_nanos() as u64).to_be_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_seqid_is_a_protocol_error_not_a_raw_status() {
+        let e = nfs4_error("LOCK", "/db/x", nfsstat4::NFS4ERR_BAD_SEQID);
+        assert!(matches!(e, Error::Protocol { .. }), "{e:?}");
+        assert_eq!(e.errno(), libc::EIO);
+        let text = e.to_string();
+        assert!(
+            text.contains("LOCK /db/x") && text.contains("NFS4ERR_BAD_SEQID"),
+            "{text}"
+        );
+        let other = nfs4_error("OPEN", "/db/x", nfsstat4::NFS4ERR_NOENT);
+        assert!(matches!(other, Error::Nfs4 { .. }), "{other:?}");
+    }
 }
