@@ -24,6 +24,8 @@
 #              backend during a workload, recovery, every committed
 #              transaction present; then the server's local copy of the data
 #              directory started without the library
+#   pgwb       the same in unstable mode with write-behind (WAL written by
+#              write-behind, fdatasync the barrier)
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -46,7 +48,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio wb bad pg)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio wb bad pg pgwb)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -399,30 +401,47 @@ group_bad() {
 
 PGBIN=/usr/lib/postgresql/15/bin
 group_pg() {
-    step "PostgreSQL 15 on NFS as the postgres user"
-    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
-    local data=$NFS/pg/data sock=$WORK/pgsock log=$WORK/pg.log
+    step "PostgreSQL 15 on NFS as the postgres user (file_sync)"
+    pg_cluster "$NFS/pg" "$VIEW/pg" ""
+}
+
+# The same in unstable mode with write-behind (the dnfstab's $MNT-wb mount
+# of the same export): WAL and data writes return before the server
+# answers; fdatasync/fsync wait for them and COMMIT. Every check names the
+# mode.
+group_pgwb() {
+    step "PostgreSQL 15 on NFS as the postgres user (unstable, write-behind)"
+    pg_cluster "$MNT-wb/$RUNID/pgwb" "$VIEW/pgwb" "unstable: "
+}
+
+# pg_cluster DIR VIEW LABEL: the PostgreSQL checks on a cluster in DIR (an
+# NFS path; VIEW is the server's local view of it), check names prefixed
+# by LABEL.
+pg_cluster() {
+    local dir=$1 view=$2 L=$3
+    id postgres >/dev/null 2>&1 || { bad "${L}postgres user" "missing (apt-get install postgresql)"; return; }
+    local data=$dir/data sock=$WORK/pgsock log=$WORK/${dir##*/}.log
     mkdir -p "$sock"
     chown postgres "$sock" "$WORK"
-    nfs mkdir "$NFS/pg"
-    nfs chown postgres:postgres "$NFS/pg"
+    nfs mkdir "$dir"
+    nfs chown postgres:postgres "$dir"
     local PG=(runuser -u postgres -- "${RUN[@]}")
     local PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -At -h "$sock" -p 5432 postgres)
     local opts="-p 5432 -k $sock -c listen_addresses=''"
-    expect "initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
-    check "data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$VIEW/pg/data")"
-    expect "pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
+    expect "${L}initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
+    check "${L}data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$view/data")"
+    expect "${L}pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
     PG_STARTED+=("$data")
-    expect "pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
+    expect "${L}pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
     local secs=${DNFS_PRELOAD_PGBENCH_SECONDS:-30}
     if runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 8 -j 2 -T "$secs" postgres >"$WORK/pgbench" 2>&1 &&
         grep -q "number of failed transactions: 0" "$WORK/pgbench"; then
-        ok "pgbench -c 8 -j 2 -T $secs: $(grep -o 'tps = [0-9.]*' "$WORK/pgbench" | head -1), 0 failed"
+        ok "${L}pgbench -c 8 -j 2 -T $secs: $(grep -o 'tps = [0-9.]*' "$WORK/pgbench" | head -1), 0 failed"
     else
-        bad "pgbench -c 8 -j 2 -T $secs" "$(tail -3 "$WORK/pgbench" | tr '\n' ' ')"
+        bad "${L}pgbench -c 8 -j 2 -T $secs" "$(tail -3 "$WORK/pgbench" | tr '\n' ' ')"
     fi
-    expect "pg_amcheck --all clean" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
-    expect "clean restart" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -m fast -w -t 120 restart
+    expect "${L}pg_amcheck --all clean" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    expect "${L}clean restart" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -m fast -w -t 120 restart
     "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY)" >/dev/null
 
     # kill -9 of the postmaster and every backend while a client records each
@@ -434,7 +453,7 @@ group_pg() {
     local ledger=$!
     sleep 6
     local pm pids
-    pm=$(head -1 "$VIEW/pg/data/postmaster.pid")
+    pm=$(head -1 "$view/data/postmaster.pid")
     pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
     kill -9 $pids 2>/dev/null || true
     local waited=0
@@ -445,26 +464,26 @@ group_pg() {
     wait "$ledger" 2>/dev/null || true
     local committed
     committed=$(grep -c '^c ' "$WORK/ledger.out" || true)
-    if ((committed > 50)); then ok "kill -9 during the workload ($committed ledger commits seen)"; else bad "ledger client" "only $committed commits: $(tail -2 "$WORK/ledger.out")"; fi
-    expect "restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
-    if grep -q "database system was interrupted\|redo done" "$log"; then ok "the log shows crash recovery"; else bad "crash recovery in the log" "$(tail -3 "$log")"; fi
+    if ((committed > 50)); then ok "${L}kill -9 during the workload ($committed ledger commits seen)"; else bad "${L}ledger client" "only $committed commits: $(tail -2 "$WORK/ledger.out")"; fi
+    expect "${L}restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
+    if grep -q "database system was interrupted\|redo done" "$log"; then ok "${L}the log shows crash recovery"; else bad "${L}crash recovery in the log" "$(tail -3 "$log")"; fi
     sed -n 's/^c //p' "$WORK/ledger.out" | sort -n >"$WORK/seen"
     "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/have"
-    check "every transaction the client saw committed is present" "" "$(comm -23 "$WORK/seen" "$WORK/have" | head -5 | tr '\n' ' ')"
-    expect "pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    check "${L}every transaction the client saw committed is present" "" "$(comm -23 "$WORK/seen" "$WORK/have" | head -5 | tr '\n' ' ')"
+    expect "${L}pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
     local q="SELECT count(*), sum(abalance) FROM pgbench_accounts; SELECT count(*), max(id) FROM ledger;"
     local before
     before=$("${PSQL[@]}" -c "$q")
-    expect "clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    expect "${L}clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
     PG_STARTED=()
 
     # The files directnfs wrote are a valid cluster: start it locally.
-    local local_data=$VIEW/pg/data
-    expect "PostgreSQL starts on the server's local copy (no library)" \
+    local local_data=$view/data
+    expect "${L}PostgreSQL starts on the server's local copy (no library)" \
         runuser -u postgres -- "$PGBIN/pg_ctl" -D "$local_data" -l "$WORK/pg-local.log" -o "$opts" -w -t 120 start
     PG_STARTED+=("$local_data")
-    check "the local copy answers the same queries" "$before" "$("${PSQL[@]}" -c "$q")"
-    expect "pg_amcheck of the local copy" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all
+    check "${L}the local copy answers the same queries" "$before" "$("${PSQL[@]}" -c "$q")"
+    expect "${L}pg_amcheck of the local copy" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$local_data" -m fast -w stop >/dev/null
     PG_STARTED=()
 }
