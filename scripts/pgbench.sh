@@ -13,10 +13,12 @@
 #
 # The directnfs side runs in each mode of DNFS_PGBENCH_MODES: `file_sync`
 # (the dnfstab default: every WRITE is FILE_SYNC) and `unstable`
-# (`stable: unstable` with write-behind: a write returns once its UNSTABLE
-# WRITE is sent, `fsync`/`fdatasync` wait for the WRITEs and COMMIT). Each
+# (`stable: unstable`: UNSTABLE WRITEs, `fsync`/`fdatasync` COMMIT). Each
 # mode has its own cluster on the export, so all of them and the local one
-# run side by side, interleaved.
+# run side by side, interleaved. Write-behind stays off, the interception
+# library's default: with it, one backend's WRITE still in flight is
+# invisible to the others (pgbench stops on "unexpected data beyond EOF");
+# DNFS_PGBENCH_WRITE_BEHIND=1 turns it on anyway, to see that.
 #
 # Workloads (the same settings on every cluster):
 #   TPC-B        pgbench -c 8 -j 2 -T S, synchronous_commit on, shared_buffers 128MB
@@ -35,6 +37,8 @@
 #   DNFS_PGBENCH_CONNECTIONS  connections per process (dnfstab `connections:`, default 1)
 #   DNFS_PGBENCH_MODES     directnfs modes to run (default "file_sync unstable";
 #                          one of them alone for a shorter run)
+#   DNFS_PGBENCH_WRITE_BEHIND=1  unstable mode with write-behind (unsafe for
+#                          PostgreSQL, see above)
 #   DNFS_PGBENCH_OUT       results directory (default bench-results)
 #   DNFS_PGBENCH_EXPORT    exported directory (default /tmp/dnfs-pgbench-export)
 #   DNFS_PGBENCH_LOCAL     the local cluster's parent directory (default /var/tmp/dnfs-pgbench-local)
@@ -52,6 +56,7 @@ REPEATS=${DNFS_PGBENCH_REPEATS:-3}
 SCALE=${DNFS_PGBENCH_SCALE:-10}
 CONNS=${DNFS_PGBENCH_CONNECTIONS:-1}
 read -r -a MODES <<<"${DNFS_PGBENCH_MODES:-file_sync unstable}"
+if [[ ${DNFS_PGBENCH_WRITE_BEHIND:-} == 1 ]]; then export DIRECTNFS_PRELOAD_WRITE_BEHIND=1; fi
 OUT=${DNFS_PGBENCH_OUT:-bench-results}
 EXPORT=${DNFS_PGBENCH_EXPORT:-/tmp/dnfs-pgbench-export}
 LOCAL=${DNFS_PGBENCH_LOCAL:-/var/tmp/dnfs-pgbench-local}
@@ -125,11 +130,12 @@ done
 TAB=${TABS[${MODES[0]}]}
 RUN=("$DNFS" --config "$TAB" run --)
 
-# Engines: nfs (file_sync), nfswb (unstable, write-behind), local.
+# Engines: nfs (file_sync), nfswb (unstable), local.
 declare -A DATA=([nfs]=$MNT/pg/data [nfswb]=$MNT/pgwb/data [local]=$LOCAL/pg/data)
 declare -A PORT=([nfs]=5433 [nfswb]=5435 [local]=5434)
 declare -A MODE_OF=([nfs]=file_sync [nfswb]=unstable)
-declare -A LABEL=([nfs]="file_sync" [nfswb]="unstable + write-behind")
+declare -A LABEL=([nfs]="file_sync" [nfswb]="unstable")
+if [[ ${DNFS_PGBENCH_WRITE_BEHIND:-} == 1 ]]; then LABEL[nfswb]="unstable + write-behind"; fi
 ENGINES=()
 for e in nfs nfswb; do
     for m in "${MODES[@]}"; do
