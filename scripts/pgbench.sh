@@ -30,7 +30,7 @@
 #                through the library, vs dnfs bench oltp with 4 sessions at
 #                queue depth 1 on the same file
 #
-# About 18 minutes with the defaults. Environment (all optional):
+# About 22 minutes with the defaults. Environment (all optional):
 #   DNFS_PGBENCH_SECONDS   seconds per run (default 30)
 #   DNFS_PGBENCH_REPEATS   runs per engine and workload, interleaved (default 3)
 #   DNFS_PGBENCH_SCALE     pgbench scale (default 10)
