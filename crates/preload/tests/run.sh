@@ -5,6 +5,10 @@
 #
 #   cost       instructions the library adds to calls it does not serve
 #              (callgrind, repeatable under load; tests/c/passthrough.c)
+#   start      a child of fork makes its client from its parent's: its
+#              first stat is one LOOKUP, no MOUNT, FSINFO or GETATTR; the
+#              time of fork + first call + exit is printed
+#              (tests/c/forkstart.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
@@ -49,7 +53,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio wb bad pg pgwb)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start calls untouched coreutils sqlite fio wb bad pg pgwb)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -159,6 +163,25 @@ group_cost() {
             bad "$k: +$added instructions per call" "more than $max"
         fi
     done
+}
+
+group_start() {
+    step "a new process's first NFS call after fork (forkstart.c)"
+    cc -O2 -Wall -Werror -o "$WORK/forkstart" crates/preload/tests/c/forkstart.c
+    nfs touch "$NFS/start"
+    local n=20 out
+    if ! out=$(DIRECTNFS_PRELOAD_STATS=1 "${RUN[@]}" "$WORK/forkstart" "$NFS/start" $n 1 2>"$WORK/start.err"); then
+        bad "forkstart" "$(tail -2 "$WORK/start.err" | tr '\n' ' ')"
+        return
+    fi
+    # One report per process at its exit: a child's line is exactly one
+    # LOOKUP (no MOUNT, FSINFO, GETATTR: the parent's client gave it the
+    # export's root, the sizes and the directory's handle).
+    check "each of $n children: one LOOKUP for its stat, nothing else" "$n" \
+        "$(grep -c "calls for $MNT: LOOKUP=1\$" "$WORK/start.err")"
+    echo "   ($out; the parent: $(grep "calls for" "$WORK/start.err" | grep -v "LOOKUP=1\$" | sed 's/.*: //'))"
+    check "one report per process (the parent and $n children)" "$((n + 1))" \
+        "$(grep -c "calls for $MNT:" "$WORK/start.err")"
 }
 
 group_calls() {
