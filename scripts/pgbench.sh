@@ -11,7 +11,16 @@
 #                              bench-results/pgbench.md (+ .json), stop what
 #                              it started.
 #
-# Workloads (the same settings on both clusters):
+# The directnfs side runs in each mode of DNFS_PGBENCH_MODES: `file_sync`
+# (the dnfstab default: every WRITE is FILE_SYNC) and `unstable`
+# (`stable: unstable`: UNSTABLE WRITEs, `fsync`/`fdatasync` COMMIT). Each
+# mode has its own cluster on the export, so all of them and the local one
+# run side by side, interleaved. Write-behind stays off, the interception
+# library's default: with it, one backend's WRITE still in flight is
+# invisible to the others (pgbench stops on "unexpected data beyond EOF");
+# DNFS_PGBENCH_WRITE_BEHIND=1 turns it on anyway, to see that.
+#
+# Workloads (the same settings on every cluster):
 #   TPC-B        pgbench -c 8 -j 2 -T S, synchronous_commit on, shared_buffers 128MB
 #   select-only  pgbench -S -c 8 -j 2 -T S, shared_buffers 16MB (scale 10 is
 #                ~160 MB: reads reach storage)
@@ -21,11 +30,15 @@
 #                through the library, vs dnfs bench oltp with 4 sessions at
 #                queue depth 1 on the same file
 #
-# About 12 minutes with the defaults. Environment (all optional):
+# About 22 minutes with the defaults. Environment (all optional):
 #   DNFS_PGBENCH_SECONDS   seconds per run (default 30)
 #   DNFS_PGBENCH_REPEATS   runs per engine and workload, interleaved (default 3)
 #   DNFS_PGBENCH_SCALE     pgbench scale (default 10)
 #   DNFS_PGBENCH_CONNECTIONS  connections per process (dnfstab `connections:`, default 1)
+#   DNFS_PGBENCH_MODES     directnfs modes to run (default "file_sync unstable";
+#                          one of them alone for a shorter run)
+#   DNFS_PGBENCH_WRITE_BEHIND=1  unstable mode with write-behind (unsafe for
+#                          PostgreSQL, see above)
 #   DNFS_PGBENCH_OUT       results directory (default bench-results)
 #   DNFS_PGBENCH_EXPORT    exported directory (default /tmp/dnfs-pgbench-export)
 #   DNFS_PGBENCH_LOCAL     the local cluster's parent directory (default /var/tmp/dnfs-pgbench-local)
@@ -42,6 +55,8 @@ SECS=${DNFS_PGBENCH_SECONDS:-30}
 REPEATS=${DNFS_PGBENCH_REPEATS:-3}
 SCALE=${DNFS_PGBENCH_SCALE:-10}
 CONNS=${DNFS_PGBENCH_CONNECTIONS:-1}
+read -r -a MODES <<<"${DNFS_PGBENCH_MODES:-file_sync unstable}"
+if [[ ${DNFS_PGBENCH_WRITE_BEHIND:-} == 1 ]]; then export DIRECTNFS_PRELOAD_WRITE_BEHIND=1; fi
 OUT=${DNFS_PGBENCH_OUT:-bench-results}
 EXPORT=${DNFS_PGBENCH_EXPORT:-/tmp/dnfs-pgbench-export}
 LOCAL=${DNFS_PGBENCH_LOCAL:-/var/tmp/dnfs-pgbench-local}
@@ -52,6 +67,10 @@ MNT=/dnfs-pgbench
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "run as root (PostgreSQL runs as the postgres user through runuser)"
+((${#MODES[@]})) || die "DNFS_PGBENCH_MODES is empty"
+for m in "${MODES[@]}"; do
+    [[ $m == file_sync || $m == unstable ]] || die "DNFS_PGBENCH_MODES: unknown mode $m (file_sync or unstable)"
+done
 
 # --- packages, build, server ----------------------------------------------------
 missing=()
@@ -93,28 +112,46 @@ WORK=$(mktemp -d /tmp/dnfs-pgbench.XXXXXX)
 chmod 755 "$WORK"
 mkdir -p "$WORK/sock" "$WORK/log" "$OUT"
 chown postgres "$WORK/sock" "$WORK/log"
-TAB=$WORK/dnfstab
-cat >"$TAB" <<EOF
+# One dnfstab per mode, the same server and export.
+declare -A TABS
+for m in "${MODES[@]}"; do
+    TABS[$m]=$WORK/dnfstab.$m
+    cat >"${TABS[$m]}" <<EOF
 server: pgbench
 path: 127.0.0.1
 port: $nfsport
 mount_port: $mountport
 connections: $CONNS
+stable: $m
 export: $export_path mount: $MNT
 EOF
-chmod 644 "$TAB"
+    chmod 644 "${TABS[$m]}"
+done
+TAB=${TABS[${MODES[0]}]}
 RUN=("$DNFS" --config "$TAB" run --)
 
-declare -A DATA=([nfs]=$MNT/pg/data [local]=$LOCAL/pg/data)
-declare -A PORT=([nfs]=5433 [local]=5434)
+# Engines: nfs (file_sync), nfswb (unstable), local.
+declare -A DATA=([nfs]=$MNT/pg/data [nfswb]=$MNT/pgwb/data [local]=$LOCAL/pg/data)
+declare -A PORT=([nfs]=5433 [nfswb]=5435 [local]=5434)
+declare -A MODE_OF=([nfs]=file_sync [nfswb]=unstable)
+declare -A LABEL=([nfs]="file_sync" [nfswb]="unstable")
+if [[ ${DNFS_PGBENCH_WRITE_BEHIND:-} == 1 ]]; then LABEL[nfswb]="unstable + write-behind"; fi
+ENGINES=()
+for e in nfs nfswb; do
+    for m in "${MODES[@]}"; do
+        if [[ $m == "${MODE_OF[$e]}" ]]; then ENGINES+=("$e"); fi
+    done
+done
+NFS_ENGINES=("${ENGINES[@]}")
+ENGINES+=(local)
 RUNNING=()
 pg_ctl() { # ENGINE ARGS...
     local e=$1
     shift
-    if [[ $e == nfs ]]; then
-        runuser -u postgres -- "${RUN[@]}" "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
-    else
+    if [[ $e == local ]]; then
         runuser -u postgres -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
+    else
+        runuser -u postgres -- "$DNFS" --config "${TABS[${MODE_OF[$e]}]}" run -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
     fi
 }
 start_pg() { # ENGINE SHARED_BUFFERS
@@ -138,7 +175,7 @@ cleanup() {
     local e
     for e in "${RUNNING[@]}"; do stop_pg "$e" 2>/dev/null || true; done
     if [[ ${DNFS_PGBENCH_KEEP:-} != 1 ]]; then
-        "${RUN[@]}" rm -rf "$MNT/pg" 2>/dev/null || true
+        "${RUN[@]}" rm -rf "$MNT/pg" "$MNT/pgwb" 2>/dev/null || true
         rm -rf "$LOCAL"
     fi
     rm -rf "$WORK"
@@ -151,11 +188,12 @@ pgbench() { # ENGINE ARGS...
     runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "${PORT[$e]}" "$@" postgres
 }
 
-# --- the two clusters ------------------------------------------------------------------
-for e in nfs local; do
-    if [[ $e == nfs ]]; then
-        "${RUN[@]}" sh -c "mkdir -p $MNT/pg && chown postgres:postgres $MNT/pg"
-        exists=$("${RUN[@]}" sh -c "test -f ${DATA[nfs]}/PG_VERSION && echo yes || true")
+# --- the clusters ----------------------------------------------------------------------
+for e in "${ENGINES[@]}"; do
+    if [[ $e != local ]]; then
+        dir=$(dirname "${DATA[$e]}")
+        "${RUN[@]}" sh -c "mkdir -p $dir && chown postgres:postgres $dir"
+        exists=$("${RUN[@]}" sh -c "test -f ${DATA[$e]}/PG_VERSION && echo yes || true")
     else
         mkdir -p "$LOCAL/pg"
         chown postgres:postgres "$LOCAL" "$LOCAL/pg"
@@ -163,8 +201,9 @@ for e in nfs local; do
     fi
     if [[ $exists != yes ]]; then
         say "initdb -k ($e) and pgbench -i -s $SCALE"
-        if [[ $e == nfs ]]; then
-            runuser -u postgres -- "${RUN[@]}" "$PGBIN/initdb" -k -A trust -D "${DATA[$e]}" >/dev/null
+        if [[ $e != local ]]; then
+            runuser -u postgres -- "$DNFS" --config "${TABS[${MODE_OF[$e]}]}" run -- \
+                "$PGBIN/initdb" -k -A trust -D "${DATA[$e]}" >/dev/null
         else
             runuser -u postgres -- "$PGBIN/initdb" -k -A trust -D "${DATA[$e]}" >/dev/null
         fi
@@ -180,19 +219,17 @@ declare -A TPS CONN
 run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
     local name=$1 sb=$2 r e out
     shift 2
-    say "$name: pgbench $* -T $SECS, shared_buffers $sb, $REPEATS x each engine"
-    start_pg nfs "$sb"
-    start_pg local "$sb"
+    say "$name: pgbench $* -T $SECS, shared_buffers $sb, $REPEATS x each of ${ENGINES[*]}"
+    for e in "${ENGINES[@]}"; do start_pg "$e" "$sb"; done
     for ((r = 1; r <= REPEATS; r++)); do
-        for e in nfs local; do
+        for e in "${ENGINES[@]}"; do
             out=$(pgbench "$e" "$@" -T "$SECS" 2>&1)
             TPS[$name,$e]+="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1) "
             CONN[$name,$e]+="$(sed -n 's/^average connection time = \([0-9.]*\) ms/\1/p' <<<"$out" | head -1) "
             echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1)" >&2
         done
     done
-    stop_pg nfs
-    stop_pg local
+    for e in "${ENGINES[@]}"; do stop_pg "$e"; done
     RUNNING=()
 }
 run_workload tpcb 128MB -c 8 -j 2
@@ -231,23 +268,27 @@ fi
 # --- the tables --------------------------------------------------------------------------
 {
     echo "PostgreSQL 15, pgbench scale $SCALE, -T $SECS, median of $REPEATS interleaved runs;"
-    echo "the same settings on both clusters; directnfs through \`dnfs run\` ($CONNS connection(s) per process)."
+    echo "the same settings on every cluster; directnfs through \`dnfs run\` ($CONNS connection(s) per process)."
     echo
-    echo "| workload | directnfs TPS | local FS TPS | directnfs / local |"
-    echo "|---|---|---|---|"
+    echo "| workload | directnfs mode | directnfs TPS | local FS TPS | directnfs / local |"
+    echo "|---|---|---|---|---|"
     for w in tpcb select connect; do
         case $w in
             tpcb) label="TPC-B, 8 clients, synchronous_commit on" ;;
             select) label="select-only, 8 clients, shared_buffers 16MB" ;;
             connect) label="-C select-only (a new backend per transaction)" ;;
         esac
-        n=$(median ${TPS[$w,nfs]})
         l=$(median ${TPS[$w,local]})
-        echo "| $label | $n | $l | $(ratio "$n" "$l") |"
+        for e in "${NFS_ENGINES[@]}"; do
+            n=$(median ${TPS[$w,$e]})
+            echo "| $label | ${LABEL[$e]} | $n | $l | $(ratio "$n" "$l") |"
+        done
     done
-    n=$(median ${CONN[connect,nfs]})
     l=$(median ${CONN[connect,local]})
-    echo "| -C: average connection time (ms) | $n | $l | $(ratio "$n" "$l") |"
+    for e in "${NFS_ENGINES[@]}"; do
+        n=$(median ${CONN[connect,$e]})
+        echo "| -C: average connection time (ms) | ${LABEL[$e]} | $n | $l | $(ratio "$n" "$l") |"
+    done
     if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
         echo
         echo "fio through the library vs \`dnfs bench oltp\`, random 8 KiB, 4 sessions (fio: 4 psync jobs) at queue depth 1, same file:"
@@ -268,6 +309,7 @@ conn = {$(for k in "${!CONN[@]}"; do printf '"%s": "%s", ' "$k" "${CONN[$k]}"; d
 iops = {$(for k in "${!IOPS[@]}"; do printf '"%s": "%s", ' "$k" "${IOPS[$k]}"; done)}
 num = lambda d: {k: [float(x) for x in v.split()] for k, v in d.items()}
 json.dump({"seconds": $SECS, "repeats": $REPEATS, "scale": $SCALE, "connections": $CONNS,
+           "modes": "${MODES[*]}".split(),
            "tps": num(tps), "connection_ms": num(conn), "fio_vs_bench_iops": num(iops),
            "server_pid": $SRVPID}, open(sys.argv[1], "w"), indent=1)
 EOF

@@ -170,7 +170,7 @@ main() {
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         bash crates/sqlite/tests/sanitized.sh
     fi
-    log "interception library: PostgreSQL, sqlite3, fio, coreutils through dnfs run (~5 min)"
+    log "interception library: PostgreSQL, sqlite3, fio, coreutils through dnfs run (~8 min)"
     bash crates/preload/tests/run.sh
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then

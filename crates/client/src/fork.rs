@@ -59,8 +59,9 @@ impl Client {
             None => {
                 let inner = Arc::new(inner);
                 // The child publishes its own statistics endpoint (the
-                // parent's thread and socket are not its own).
-                crate::publish::register(&inner);
+                // parent's thread and socket are not its own), set up off
+                // the way of its first call.
+                crate::publish::register_in_child(&inner);
                 Ok(Client { inner })
             }
         }

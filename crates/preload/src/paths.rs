@@ -318,6 +318,7 @@ mod tests {
         State {
             config: crate::config::from_tab(&tab).unwrap(),
             shadow: crate::shadow::Shadow::from_env(),
+            write_behind: false,
         }
     }
 

@@ -14,6 +14,9 @@ pub struct State {
     pub config: Config,
     /// Where placeholder files live.
     pub shadow: Shadow,
+    /// Whether writes on `stable: unstable` mounts may go behind the
+    /// writer's back ([`ENV_WRITE_BEHIND`]).
+    pub write_behind: bool,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -28,6 +31,24 @@ pub fn get() -> Option<&'static State> {
         // SAFETY: set once from a leaked Box and never freed or changed.
         Some(unsafe { &*p })
     }
+}
+
+/// Environment variable: `1` (or `on`, `yes`, `true`) lets writes on
+/// `stable: unstable` mounts use the client's write-behind. Off by default
+/// because every process is its own client: a WRITE still in flight in
+/// one process is invisible to another process's READ, size or `fsync`
+/// (only `fcntl`/`flock` lock releases wait for it), and programs whose
+/// processes synchronise through shared memory — PostgreSQL — then read
+/// stale pages and sizes ("unexpected data beyond EOF").
+pub const ENV_WRITE_BEHIND: &str = "DIRECTNFS_PRELOAD_WRITE_BEHIND";
+
+fn write_behind_allowed() -> bool {
+    std::env::var(ENV_WRITE_BEHIND).is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "1" | "on" | "yes" | "true"
+        )
+    })
 }
 
 /// Environment variable setting where the clients' own descriptors go.
@@ -66,6 +87,7 @@ pub fn init() {
     let state = Box::leak(Box::new(State {
         config,
         shadow: Shadow::from_env(),
+        write_behind: write_behind_allowed(),
     }));
     dnfs::set_descriptor_floor(descriptor_floor());
     crate::clients::init(state.config.mounts.len());

@@ -5,6 +5,10 @@
 #
 #   cost       instructions the library adds to calls it does not serve
 #              (callgrind, repeatable under load; tests/c/passthrough.c)
+#   start      a child of fork makes its client from its parent's: its
+#              first stat is one LOOKUP, no MOUNT, FSINFO or GETATTR; the
+#              time of fork + first call + exit is printed
+#              (tests/c/forkstart.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
@@ -13,7 +17,8 @@
 #   sqlite     sqlite3 CLI: 50k rows, integrity_check; two processes
 #              contending for the write lock (SQLITE_BUSY or a wait)
 #   fio        psync and pvsync random I/O, numjobs=4, verify=crc32c
-#   wb         unstable mode with write-behind: dd with conv=fdatasync,
+#   wb         unstable mode with write-behind (DIRECTNFS_PRELOAD_WRITE_BEHIND=1,
+#              one writer per file): dd with conv=fdatasync,
 #              oflag=dsync, and a C program (pwrite, sync_file_range,
 #              fdatasync, pread, close): the data on the server is exact
 #   bad        a server down (hard waits and completes, soft: ETIMEDOUT),
@@ -24,6 +29,8 @@
 #              backend during a workload, recovery, every committed
 #              transaction present; then the server's local copy of the data
 #              directory started without the library
+#   pgwb       the same in unstable mode (UNSTABLE WRITEs, COMMIT at
+#              fsync/fdatasync; write-behind off, the library's default)
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -46,7 +53,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost calls untouched coreutils sqlite fio wb bad pg)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start calls untouched coreutils sqlite fio wb bad pg pgwb)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -156,6 +163,25 @@ group_cost() {
             bad "$k: +$added instructions per call" "more than $max"
         fi
     done
+}
+
+group_start() {
+    step "a new process's first NFS call after fork (forkstart.c)"
+    cc -O2 -Wall -Werror -o "$WORK/forkstart" crates/preload/tests/c/forkstart.c
+    nfs touch "$NFS/start"
+    local n=20 out
+    if ! out=$(DIRECTNFS_PRELOAD_STATS=1 "${RUN[@]}" "$WORK/forkstart" "$NFS/start" $n 1 2>"$WORK/start.err"); then
+        bad "forkstart" "$(tail -2 "$WORK/start.err" | tr '\n' ' ')"
+        return
+    fi
+    # One report per process at its exit: a child's line is exactly one
+    # LOOKUP (no MOUNT, FSINFO, GETATTR: the parent's client gave it the
+    # export's root, the sizes and the directory's handle).
+    check "each of $n children: one LOOKUP for its stat, nothing else" "$n" \
+        "$(grep -c "calls for $MNT: LOOKUP=1\$" "$WORK/start.err")"
+    echo "   ($out; the parent: $(grep "calls for" "$WORK/start.err" | grep -v "LOOKUP=1\$" | sed 's/.*: //'))"
+    check "one report per process (the parent and $n children)" "$((n + 1))" \
+        "$(grep -c "calls for $MNT:" "$WORK/start.err")"
 }
 
 group_calls() {
@@ -311,6 +337,10 @@ group_fio() {
 
 group_wb() {
     step "unstable mode with write-behind: fdatasync, O_DSYNC, sync_file_range, close"
+    # Write-behind through the library is an opt-in (state.rs): one writer
+    # per file here.
+    local DIRECTNFS_PRELOAD_WRITE_BEHIND=1
+    export DIRECTNFS_PRELOAD_WRITE_BEHIND
     local src=$WORK/wb-src
     head -c $((4 << 20)) /dev/urandom >"$src"
     expect "dd conv=fdatasync (write-behind, one barrier)" \
@@ -399,30 +429,49 @@ group_bad() {
 
 PGBIN=/usr/lib/postgresql/15/bin
 group_pg() {
-    step "PostgreSQL 15 on NFS as the postgres user"
-    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
-    local data=$NFS/pg/data sock=$WORK/pgsock log=$WORK/pg.log
+    step "PostgreSQL 15 on NFS as the postgres user (file_sync)"
+    pg_cluster "$NFS/pg" "$VIEW/pg" ""
+}
+
+# The same in unstable mode (the dnfstab's $MNT-wb mount of the same
+# export): UNSTABLE WRITEs, fdatasync/fsync COMMIT. Write-behind stays off
+# (the library's default): with it on, a backend's WRITE still in flight is
+# invisible to the other backends and pgbench fails with "unexpected data
+# beyond EOF" — which the pgbench check here catches. Every check names
+# the mode.
+group_pgwb() {
+    step "PostgreSQL 15 on NFS as the postgres user (unstable)"
+    pg_cluster "$MNT-wb/$RUNID/pgwb" "$VIEW/pgwb" "unstable: "
+}
+
+# pg_cluster DIR VIEW LABEL: the PostgreSQL checks on a cluster in DIR (an
+# NFS path; VIEW is the server's local view of it), check names prefixed
+# by LABEL.
+pg_cluster() {
+    local dir=$1 view=$2 L=$3
+    id postgres >/dev/null 2>&1 || { bad "${L}postgres user" "missing (apt-get install postgresql)"; return; }
+    local data=$dir/data sock=$WORK/pgsock log=$WORK/${dir##*/}.log
     mkdir -p "$sock"
     chown postgres "$sock" "$WORK"
-    nfs mkdir "$NFS/pg"
-    nfs chown postgres:postgres "$NFS/pg"
+    nfs mkdir "$dir"
+    nfs chown postgres:postgres "$dir"
     local PG=(runuser -u postgres -- "${RUN[@]}")
     local PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -At -h "$sock" -p 5432 postgres)
     local opts="-p 5432 -k $sock -c listen_addresses=''"
-    expect "initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
-    check "data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$VIEW/pg/data")"
-    expect "pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
+    expect "${L}initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
+    check "${L}data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$view/data")"
+    expect "${L}pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
     PG_STARTED+=("$data")
-    expect "pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
+    expect "${L}pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
     local secs=${DNFS_PRELOAD_PGBENCH_SECONDS:-30}
     if runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 8 -j 2 -T "$secs" postgres >"$WORK/pgbench" 2>&1 &&
         grep -q "number of failed transactions: 0" "$WORK/pgbench"; then
-        ok "pgbench -c 8 -j 2 -T $secs: $(grep -o 'tps = [0-9.]*' "$WORK/pgbench" | head -1), 0 failed"
+        ok "${L}pgbench -c 8 -j 2 -T $secs: $(grep -o 'tps = [0-9.]*' "$WORK/pgbench" | head -1), 0 failed"
     else
-        bad "pgbench -c 8 -j 2 -T $secs" "$(tail -3 "$WORK/pgbench" | tr '\n' ' ')"
+        bad "${L}pgbench -c 8 -j 2 -T $secs" "$(tail -3 "$WORK/pgbench" | tr '\n' ' ')"
     fi
-    expect "pg_amcheck --all clean" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
-    expect "clean restart" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -m fast -w -t 120 restart
+    expect "${L}pg_amcheck --all clean" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    expect "${L}clean restart" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -m fast -w -t 120 restart
     "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY)" >/dev/null
 
     # kill -9 of the postmaster and every backend while a client records each
@@ -434,7 +483,7 @@ group_pg() {
     local ledger=$!
     sleep 6
     local pm pids
-    pm=$(head -1 "$VIEW/pg/data/postmaster.pid")
+    pm=$(head -1 "$view/data/postmaster.pid")
     pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
     kill -9 $pids 2>/dev/null || true
     local waited=0
@@ -445,26 +494,26 @@ group_pg() {
     wait "$ledger" 2>/dev/null || true
     local committed
     committed=$(grep -c '^c ' "$WORK/ledger.out" || true)
-    if ((committed > 50)); then ok "kill -9 during the workload ($committed ledger commits seen)"; else bad "ledger client" "only $committed commits: $(tail -2 "$WORK/ledger.out")"; fi
-    expect "restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
-    if grep -q "database system was interrupted\|redo done" "$log"; then ok "the log shows crash recovery"; else bad "crash recovery in the log" "$(tail -3 "$log")"; fi
+    if ((committed > 50)); then ok "${L}kill -9 during the workload ($committed ledger commits seen)"; else bad "${L}ledger client" "only $committed commits: $(tail -2 "$WORK/ledger.out")"; fi
+    expect "${L}restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
+    if grep -q "database system was interrupted\|redo done" "$log"; then ok "${L}the log shows crash recovery"; else bad "${L}crash recovery in the log" "$(tail -3 "$log")"; fi
     sed -n 's/^c //p' "$WORK/ledger.out" | sort -n >"$WORK/seen"
     "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/have"
-    check "every transaction the client saw committed is present" "" "$(comm -23 "$WORK/seen" "$WORK/have" | head -5 | tr '\n' ' ')"
-    expect "pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    check "${L}every transaction the client saw committed is present" "" "$(comm -23 "$WORK/seen" "$WORK/have" | head -5 | tr '\n' ' ')"
+    expect "${L}pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
     local q="SELECT count(*), sum(abalance) FROM pgbench_accounts; SELECT count(*), max(id) FROM ledger;"
     local before
     before=$("${PSQL[@]}" -c "$q")
-    expect "clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    expect "${L}clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
     PG_STARTED=()
 
     # The files directnfs wrote are a valid cluster: start it locally.
-    local local_data=$VIEW/pg/data
-    expect "PostgreSQL starts on the server's local copy (no library)" \
+    local local_data=$view/data
+    expect "${L}PostgreSQL starts on the server's local copy (no library)" \
         runuser -u postgres -- "$PGBIN/pg_ctl" -D "$local_data" -l "$WORK/pg-local.log" -o "$opts" -w -t 120 start
     PG_STARTED+=("$local_data")
-    check "the local copy answers the same queries" "$before" "$("${PSQL[@]}" -c "$q")"
-    expect "pg_amcheck of the local copy" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all
+    check "${L}the local copy answers the same queries" "$before" "$("${PSQL[@]}" -c "$q")"
+    expect "${L}pg_amcheck of the local copy" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all
     runuser -u postgres -- "$PGBIN/pg_ctl" -D "$local_data" -m fast -w stop >/dev/null
     PG_STARTED=()
 }

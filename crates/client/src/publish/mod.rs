@@ -34,4 +34,4 @@ mod server;
 pub use dir::{process_dir, run_dir};
 pub use reader::{endpoints, read_endpoint, read_host, Endpoint};
 pub use server::process_stats;
-pub(crate) use server::register;
+pub(crate) use server::{register, register_in_child};

@@ -73,6 +73,19 @@ fn global() -> &'static Global {
 /// endpoint with the first one. Does nothing when the client's options
 /// (`stats=off`) or the environment (`DIRECTNFS_STATS=off`) say so.
 pub(crate) fn register(inner: &Arc<Inner>) {
+    register_with(inner, start);
+}
+
+/// As [`register`], for a client made in the child of `fork` (a new
+/// PostgreSQL backend): the endpoint's own thread sets it up (the
+/// directory check, the removal of stale endpoints, the bind and the
+/// rename), so none of that is on the way of the process's first NFS
+/// call. A reader may miss the process for the moment that takes.
+pub(crate) fn register_in_child(inner: &Arc<Inner>) {
+    register_with(inner, start_in_thread);
+}
+
+fn register_with(inner: &Arc<Inner>, start: fn(&'static Global) -> io::Result<PathBuf>) {
     if !inner.options.publish_stats || disabled_by_env() {
         return;
     }
@@ -130,6 +143,31 @@ pub fn process_stats() -> ProcessStats {
 
 /// Makes the endpoint (see the module doc) and its thread.
 fn start(g: &'static Global) -> io::Result<PathBuf> {
+    let (path, listener) = bind(g)?;
+    std::thread::Builder::new()
+        .name("dnfs-stats".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || serve(&listener))?;
+    Ok(path)
+}
+
+/// Starts the endpoint's thread, which makes the endpoint, then serves it.
+/// Returns the path it will have.
+fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
+    let path = dir::socket_path(&dir::process_dir(euid()), g.pid);
+    std::thread::Builder::new()
+        .name("dnfs-stats".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || match bind(g) {
+            Ok((_, listener)) => serve(&listener),
+            Err(e) => tracing::warn!("statistics not published: {e}"),
+        })?;
+    Ok(path)
+}
+
+/// Makes the endpoint: the private directory, the listening socket in
+/// place, its removal at exit.
+fn bind(g: &'static Global) -> io::Result<(PathBuf, UnixListener)> {
     let uid = euid();
     let dir = dir::process_dir(uid);
     dir::ensure_private_dir(&dir, uid)?;
@@ -148,11 +186,7 @@ fn start(g: &'static Global) -> io::Result<PathBuf> {
         return Err(e);
     }
     remove_at_exit(g.pid, &path);
-    std::thread::Builder::new()
-        .name("dnfs-stats".into())
-        .stack_size(THREAD_STACK)
-        .spawn(move || serve(&listener))?;
-    Ok(path)
+    Ok((path, listener))
 }
 
 /// Answers readers, one at a time, for the life of the process.

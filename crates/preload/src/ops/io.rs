@@ -353,7 +353,9 @@ fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {
     let sync = open.flags() & (libc::O_SYNC | libc::O_DSYNC) != 0;
     // O_SYNC/O_DSYNC (at open or by F_SETFL): no write-behind for this
     // descriptor — each write waits for its reply, then is committed.
-    file.set_write_behind(!sync);
+    // Without the opt-in (state.rs, ENV_WRITE_BEHIND) none at all: other
+    // processes would not see the WRITEs in flight.
+    file.set_write_behind(!sync && state.write_behind);
     let n = file.write_at(buf, off)?;
     // O_SYNC/O_DSYNC: durable before returning, also in unstable mode.
     if sync && file.uncommitted_bytes() > 0 {

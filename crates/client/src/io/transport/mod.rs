@@ -70,18 +70,14 @@ impl Transport {
     /// only if no channel at all could connect.
     pub(crate) fn start(specs: Vec<ChannelSpec>, config: TransportConfig) -> io::Result<Self> {
         let shared = Self::build(specs, &config, false)?;
-        let errors: Vec<io::Error> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..shared.channels.len())
-                .map(|c| {
-                    let shared = &shared;
-                    s.spawn(move || shared.connect_channel(c))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().ok().and_then(|r| r.err()))
-                .collect()
-        });
+        let errors: Vec<io::Error> = if shared.channels.len() == 1 {
+            // One channel (`connections: 1`): connected in this thread; a
+            // thread of its own would only add its start and join to the
+            // first call of a new process.
+            shared.connect_channel(0).err().into_iter().collect()
+        } else {
+            Self::connect_all(&shared)
+        };
         let up = {
             let e = shared.engine();
             (0..shared.channels.len()).any(|c| e.health(c).is_some_and(|h| h.is_up()))
@@ -108,6 +104,20 @@ impl Transport {
             shared,
             maintenance: Some(maintenance),
             fallback: Some(fallback),
+        })
+    }
+
+    /// Connects every channel, each in a thread of its own (in parallel);
+    /// returns the errors of those that failed.
+    fn connect_all(shared: &Arc<Shared>) -> Vec<io::Error> {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..shared.channels.len())
+                .map(|c| s.spawn(move || shared.connect_channel(c)))
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().ok().and_then(|r| r.err()))
+                .collect()
         })
     }
 
