@@ -24,7 +24,7 @@ OUT=${OUT:-bench-results}
 LOCAL_DIR=${LOCAL_DIR:-/var/tmp/sqlbench-local}
 mkdir -p "$OUT"
 
-cargo build --release -p directnfs-sqlite --examples
+cargo build --release -p directnfs-sqlite --lib --examples
 
 started=
 if [[ -z ${DNFS_TEST_URL:-} ]]; then

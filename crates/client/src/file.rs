@@ -640,7 +640,7 @@ impl File {
         self.unstable_mode() || self.shared.tracked.load(Ordering::Acquire)
     }
 
-    fn log(&self) -> MutexGuard<'_, WriteLog> {
+    pub(crate) fn log(&self) -> MutexGuard<'_, WriteLog> {
         self.shared
             .uncommitted
             .lock()

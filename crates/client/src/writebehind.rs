@@ -40,7 +40,7 @@ use directnfs_wire::nfs3;
 
 use crate::error::{Error, Result};
 use crate::file::{File, FileShared};
-use crate::io::call::{BatchQueue, Call, Notify};
+use crate::io::call::{BatchQueue, Call, Group, Notify};
 
 /// A WRITE to send behind the writer's back.
 struct Piece {
@@ -77,6 +77,26 @@ struct State {
     error: Option<Error>,
     /// Tokens taken from the queue (kept for its capacity).
     taken: Vec<usize>,
+    /// Coalescing (see [`File::set_write_coalescing`]): the latest writes,
+    /// back to back, not sent yet. Counted in `WriteBehind::bytes`.
+    held: Option<Held>,
+}
+
+/// Adjacent writes kept to go as one WRITE.
+#[derive(Debug)]
+struct Held {
+    offset: u64,
+    data: Vec<u8>,
+}
+
+impl Held {
+    fn end(&self) -> u64 {
+        self.offset + self.data.len() as u64
+    }
+
+    fn overlaps(&self, offset: u64, len: usize) -> bool {
+        offset < self.end() && self.offset < offset.saturating_add(len as u64)
+    }
 }
 
 impl State {
@@ -101,6 +121,9 @@ pub(crate) struct WriteBehind {
     reaps: AtomicU64,
     /// Whether this file is in its client's registry (see `Registry`).
     registered: AtomicBool,
+    /// Adjacent writes are held back and sent as one WRITE (opt-in:
+    /// [`File::set_write_coalescing`]).
+    coalesce: AtomicBool,
 }
 
 impl WriteBehind {
@@ -113,6 +136,7 @@ impl WriteBehind {
             bytes: AtomicUsize::new(0),
             reaps: AtomicU64::new(0),
             registered: AtomicBool::new(false),
+            coalesce: AtomicBool::new(false),
         }
     }
 
@@ -143,16 +167,49 @@ impl Registry {
     /// Waits until no write-behind WRITE of any open file of the client is
     /// in flight (errors stay kept for each file's next `fsync`).
     pub(crate) fn settle_all(&self) {
-        let files: Vec<Arc<FileShared>> = {
-            let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-            files.retain(|w| w.strong_count() > 0);
-            files.iter().filter_map(Weak::upgrade).collect()
-        };
+        let files = self.live();
         for shared in files {
             if shared.wb.outstanding() > 0 {
-                File { shared }.wb_wait(|st| st.slots.iter().all(Option::is_none));
+                let file = File { shared };
+                file.send_held();
+                file.wb_wait(|st| st.slots.iter().all(Option::is_none));
             }
         }
+    }
+
+    /// Sends the writes every open file of the client holds for
+    /// coalescing, without waiting for their replies.
+    pub(crate) fn send_all_held(&self) {
+        for shared in self.live() {
+            if shared.wb.outstanding() > 0 {
+                File { shared }.send_held();
+            }
+        }
+    }
+
+    fn live(&self) -> Vec<Arc<FileShared>> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files.retain(|w| w.strong_count() > 0);
+        files.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
+impl crate::client::Client {
+    /// Sends the writes that files of this client opened with
+    /// [`File::set_write_coalescing`] hold back, without waiting for the
+    /// replies: what a program calls where the data must leave the
+    /// process (a lock release, the end of a transaction), as a local
+    /// `write` has handed it to the kernel.
+    pub fn send_held_writes(&self) {
+        self.inner.write_behind.send_all_held();
+    }
+
+    /// Waits until no write-behind write of any open file of this client
+    /// is held back or in flight (errors stay kept for each file's next
+    /// `fsync`): what publishing data to another reader of the same
+    /// process needs — SQLite's WAL-index header, for one.
+    pub fn wait_write_behind(&self) {
+        self.inner.write_behind.settle_all();
     }
 }
 
@@ -172,6 +229,32 @@ impl File {
         self.shared.wb.disabled.store(!on, Ordering::Relaxed);
         if !on {
             self.settle(0, usize::MAX);
+        }
+    }
+
+    /// Coalescing (write-behind only): a write that continues the previous
+    /// one back to back is added to it and both go as one WRITE (up to the
+    /// transfer size), so that SQLite's WAL frames — a 24-byte header, then
+    /// the page — cost one call per transaction instead of two per page.
+    /// The writes are *held* in this process until a barrier sends them:
+    /// a write that does not continue them, a read or write over them,
+    /// `fsync` (which, when they are all that is not yet durable, sends
+    /// them as one FILE_SYNC WRITE and needs no COMMIT), `set_len`,
+    /// `metadata`, [`wait_write_behind`](Self::wait_write_behind),
+    /// [`flush_write_behind`](Self::flush_write_behind), dropping the file,
+    /// and the client-wide [`Client::send_held_writes`] and
+    /// [`Client::wait_write_behind`], `remove`, `rename`. Off by default:
+    /// held data is lost if the process dies before a barrier (a local
+    /// `write` is not), and other openers of the file do not see it —
+    /// turn it on only where the caller places those barriers, as the
+    /// SQLite VFS does at every lock release and every WAL-index update.
+    ///
+    /// [`Client::send_held_writes`]: crate::Client::send_held_writes
+    /// [`Client::wait_write_behind`]: crate::Client::wait_write_behind
+    pub fn set_write_coalescing(&self, on: bool) {
+        self.shared.wb.coalesce.store(on, Ordering::Relaxed);
+        if !on {
+            self.send_held();
         }
     }
 
@@ -195,6 +278,7 @@ impl File {
     /// closing without `fsync`.
     pub fn flush_write_behind(&self) -> Result<()> {
         if self.shared.wb.outstanding() > 0 {
+            self.send_held();
             self.wb_wait(|st| st.slots.iter().all(Option::is_none));
         }
         match self.shared.wb.lock().error.take() {
@@ -227,6 +311,9 @@ impl File {
         }
         if wb.outstanding() > 0 {
             let start = self.inner().transport().now_ns();
+            if !self.sync_held() {
+                self.send_held();
+            }
             let before = wb.lock().next_seq;
             self.wb_wait(|st| st.pending().all(|p| p.seq >= before));
             let waited = self.inner().transport().now_ns().saturating_sub(start);
@@ -241,6 +328,16 @@ impl File {
     pub(crate) fn settle(&self, offset: u64, len: usize) {
         if self.shared.wb.outstanding() == 0 {
             return;
+        }
+        if self
+            .shared
+            .wb
+            .lock()
+            .held
+            .as_ref()
+            .is_some_and(|h| h.overlaps(offset, len))
+        {
+            self.send_held();
         }
         self.wb_wait(|st| !st.pending().any(|p| p.overlaps(offset, len)));
     }
@@ -257,6 +354,12 @@ impl File {
             self.inner().write_behind.add(&self.shared);
         }
         let len = buf.len();
+        let cap = self.coalesce_cap();
+        if len < cap && self.append_held(buf, offset, cap) {
+            return Ok(len);
+        }
+        // What is held was written before this: it goes first.
+        self.send_held();
         // Room for it (or nothing in flight at all, for a write larger
         // than the bound), and nothing in flight under it.
         self.wb_wait(|st| {
@@ -264,6 +367,9 @@ impl File {
             (bytes == 0 || bytes + len <= wb.limit)
                 && !st.pending().any(|p| p.overlaps(offset, len))
         });
+        if len < cap && self.hold(buf, offset) {
+            return Ok(len);
+        }
         let wtmax = self.inner().limits.wtmax as usize;
         let pieces: Vec<Piece> = buf
             .chunks(wtmax)
@@ -280,13 +386,175 @@ impl File {
         Ok(len)
     }
 
+    /// The most a coalesced WRITE carries (0: coalescing off).
+    fn coalesce_cap(&self) -> usize {
+        let wb = &self.shared.wb;
+        if !wb.coalesce.load(Ordering::Relaxed) {
+            return 0;
+        }
+        wb.limit.min(self.inner().limits.wtmax as usize)
+    }
+
+    /// Adds `buf` to the held writes if it continues them, fits, and no
+    /// WRITE in flight overlaps it (that one must land first).
+    fn append_held(&self, buf: &[u8], offset: u64, cap: usize) -> bool {
+        let wb = &self.shared.wb;
+        let mut st = wb.lock();
+        let fits = st
+            .held
+            .as_ref()
+            .is_some_and(|h| h.end() == offset && h.data.len() + buf.len() <= cap);
+        if !fits || st.pending().any(|p| p.overlaps(offset, buf.len())) {
+            return false;
+        }
+        if let Some(h) = st.held.as_mut() {
+            h.data.extend_from_slice(buf);
+        }
+        self.count_held(buf.len() as i64);
+        true
+    }
+
+    /// Holds `buf` (the caller waited for room and for the WRITEs under
+    /// it); false if another thread's writes are held meanwhile.
+    fn hold(&self, buf: &[u8], offset: u64) -> bool {
+        let mut st = self.shared.wb.lock();
+        if st.held.is_some() {
+            return false;
+        }
+        st.held = Some(Held {
+            offset,
+            data: buf.to_vec(),
+        });
+        self.count_held(buf.len() as i64);
+        true
+    }
+
+    fn count_held(&self, delta: i64) {
+        let wb = &self.shared.wb;
+        if delta >= 0 {
+            wb.bytes.fetch_add(delta as usize, Ordering::AcqRel);
+        } else {
+            wb.bytes.fetch_sub(delta.unsigned_abs() as usize, Ordering::AcqRel);
+        }
+        self.shared.stats.on_write_behind(delta);
+    }
+
+    /// Sends the held writes as one UNSTABLE write-behind WRITE. Taken and
+    /// registered under one lock, so a reader never finds them neither
+    /// held nor in flight.
+    pub(crate) fn send_held(&self) {
+        let calls = {
+            let mut st = self.shared.wb.lock();
+            let Some(h) = st.held.take() else {
+                return;
+            };
+            let n = h.data.len() as i64;
+            let data: Arc<[u8]> = Arc::from(h.data);
+            // Logged first (it may wait for a repair of the same bytes).
+            self.log_submitted(std::iter::once((h.offset, &data)));
+            let calls = self.register(
+                &mut st,
+                vec![Piece {
+                    offset: h.offset,
+                    data,
+                    seq: None,
+                }],
+            );
+            self.count_held(-n);
+            calls
+        };
+        self.inner().transport().submit_many(calls);
+    }
+
+    /// `fsync` with writes held and nothing else of the file in flight or
+    /// logged: sends the held writes as one FILE_SYNC WRITE and waits for
+    /// it — durable on its reply, so `fsync` needs no COMMIT (a reply
+    /// that is only UNSTABLE, or short, leaves the rest to the usual
+    /// path). Called with `fsync_lock` held (no repair runs). Returns
+    /// false if the case did not apply.
+    fn sync_held(&self) -> bool {
+        let wb = &self.shared.wb;
+        let mut st = wb.lock();
+        let again = self.reap(&mut st);
+        if !again.is_empty() {
+            drop(st);
+            self.send_behind(again);
+            return false;
+        }
+        if st.held.is_none() || st.pending().next().is_some() || !self.log().is_empty() {
+            return false;
+        }
+        let Some(h) = st.held.take() else {
+            return false;
+        };
+        let n = h.data.len();
+        let offset = h.offset;
+        let data: Arc<[u8]> = Arc::from(h.data);
+        self.log_submitted(std::iter::once((offset, &data)));
+        let group = Group::new(1);
+        let call = self.write_call_with(
+            offset,
+            Arc::clone(&data),
+            Notify::Group(Arc::clone(&group)),
+            nfs3::stable_how::FILE_SYNC,
+        );
+        // The state stays locked: a reader overlapping these bytes waits
+        // for the reply here instead of overtaking the WRITE.
+        self.inner().run(call.clone(), &group);
+        let result = self.finish_write_durable(&call, offset, &data);
+        self.count_held(-(n as i64));
+        let rest = match result {
+            Ok((0, _)) => Err(self.wrote_nothing(offset, n)),
+            Ok((k, _)) => Ok((k < n).then(|| Piece {
+                offset: offset + k as u64,
+                data: Arc::from(&data[k..]),
+                seq: None,
+            })),
+            Err(e) => Err(e),
+        };
+        match rest {
+            Ok(None) => {}
+            Ok(Some(piece)) => {
+                drop(st);
+                self.send_behind(vec![piece]);
+            }
+            Err(e) => self.keep_error(&mut st, offset, e),
+        }
+        true
+    }
+
+    /// The error of a WRITE that takes nothing (it would loop for ever).
+    fn wrote_nothing(&self, offset: u64, len: usize) -> Error {
+        Error::Protocol {
+            op: "WRITE",
+            path: self.path().to_string(),
+            detail: format!("server wrote 0 of {len} bytes at offset {offset}"),
+        }
+    }
+
+    /// Keeps the error of a write-behind WRITE for the next `fsync`.
+    fn keep_error(&self, st: &mut State, offset: u64, e: Error) {
+        tracing::warn!(
+            path = self.path(),
+            offset,
+            "write-behind WRITE failed (reported by the next fsync): {e}"
+        );
+        self.shared.stats.on_write_behind_error();
+        st.error.get_or_insert(e);
+    }
+
     /// Logs, registers and sends write-behind WRITEs.
     fn send_behind(&self, pieces: Vec<Piece>) {
-        let wb = &self.shared.wb;
         // Logged first (it may wait for a repair of the same bytes).
         self.log_submitted(pieces.iter().map(|p| (p.offset, &p.data)));
-        let calls: Vec<Arc<Call>> = {
-            let mut st = wb.lock();
+        let calls = self.register(&mut self.shared.wb.lock(), pieces);
+        self.inner().transport().submit_many(calls);
+    }
+
+    /// Makes the WRITE calls of `pieces` and enters them in flight.
+    fn register(&self, st: &mut State, pieces: Vec<Piece>) -> Vec<Arc<Call>> {
+        let wb = &self.shared.wb;
+        {
             pieces
                 .into_iter()
                 .map(|Piece { offset, data, seq }| {
@@ -317,8 +585,7 @@ impl File {
                     call
                 })
                 .collect()
-        };
-        self.inner().transport().submit_many(calls);
+        }
     }
 
     /// Returns once `ready(state)` holds, reaping completions and receiving
@@ -370,15 +637,7 @@ impl File {
             st.free.push(token);
             let result = match self.finish_write_durable(&p.call, p.offset, &p.data) {
                 // A server that takes nothing would have us loop for ever.
-                Ok((0, _)) => Err(Error::Protocol {
-                    op: "WRITE",
-                    path: self.path().to_string(),
-                    detail: format!(
-                        "server wrote 0 of {} bytes at offset {}",
-                        p.data.len(),
-                        p.offset
-                    ),
-                }),
+                Ok((0, _)) => Err(self.wrote_nothing(p.offset, p.data.len())),
                 Ok((n, _)) => {
                     if n < p.data.len() {
                         again.push(Piece {
@@ -392,13 +651,7 @@ impl File {
                 Err(e) => Err(e),
             };
             if let Err(e) = result {
-                tracing::warn!(
-                    path = self.path(),
-                    offset = p.offset,
-                    "write-behind WRITE failed (reported by the next fsync): {e}"
-                );
-                self.shared.stats.on_write_behind_error();
-                st.error.get_or_insert(e);
+                self.keep_error(st, p.offset, e);
             }
             wb.bytes.fetch_sub(p.data.len(), Ordering::AcqRel);
             self.shared.stats.on_write_behind(-(p.data.len() as i64));
@@ -406,6 +659,17 @@ impl File {
         st.taken = taken;
         wb.reaps.fetch_add(1, Ordering::AcqRel);
         again
+    }
+}
+
+/// A handle is dropped: the writes held for coalescing are sent (they must
+/// not wait for a barrier that may never come; the last handle's drop then
+/// waits for them, below).
+impl Drop for File {
+    fn drop(&mut self) {
+        if self.shared.wb.outstanding() > 0 {
+            self.send_held();
+        }
     }
 }
 
