@@ -835,6 +835,111 @@ mod tests {
         );
     }
 
+    /// Coalescing on: the test's file and server.
+    fn coalescing(behaviour: Behaviour) -> (FakeServer, Client, File) {
+        let (server, client, file) = setup(1 << 20, behaviour);
+        file.set_write_coalescing(true);
+        (server, client, file)
+    }
+
+    #[test]
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit() {
+        let (server, _client, file) = coalescing(Behaviour::default());
+        // A WAL frame: a 24-byte header, then the page; then the next.
+        let mut all = Vec::new();
+        for (i, len) in [24usize, 1000, 24, 1000].into_iter().enumerate() {
+            let data = vec![i as u8 + 1; len];
+            file.write_at(&data, all.len() as u64).unwrap();
+            all.extend_from_slice(&data);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(server.answered(), 0, "held, not sent");
+        assert_eq!(file.write_behind_bytes(), all.len());
+        // The fake server refuses COMMIT: this fsync succeeds only
+        // because the single WRITE went FILE_SYNC.
+        file.fsync().unwrap();
+        assert_eq!(file.write_behind_bytes(), 0);
+        let seen = server.seen();
+        assert_eq!(seen.writes, vec![(0, all)]);
+        assert_eq!(seen.stables, vec![nfs3::stable_how::FILE_SYNC]);
+        assert_eq!(server.answered(), 1);
+    }
+
+    #[test]
+    fn held_writes_go_before_a_write_elsewhere_and_before_a_read_over_them() {
+        let (server, _client, file) = coalescing(Behaviour {
+            delay: Duration::from_millis(10),
+            ..Behaviour::default()
+        });
+        file.write_at(&[1u8; 100], 0).unwrap();
+        file.write_at(&[2u8; 100], 500).unwrap();
+        let mut buf = [0u8; 10];
+        file.read_at(&mut buf, 550).unwrap();
+        // Both went (the first when the second did not continue it), and
+        // were answered, before the READ.
+        {
+            let seen = server.seen();
+            assert_eq!(seen.writes[0], (0, vec![1u8; 100]));
+            assert_eq!(seen.writes[1], (500, vec![2u8; 100]));
+            assert_eq!(seen.reads, vec![(550, 10)]);
+            assert!(seen.stables.iter().all(|s| *s == nfs3::stable_how::UNSTABLE));
+        }
+        // A write past the transfer size is not held.
+        file.write_at(&[3u8; 5000], 10_000).unwrap();
+        file.fsync().unwrap();
+        let seen = server.seen();
+        assert_eq!(seen.writes.len(), 4);
+        assert!(seen.stables.iter().all(|s| *s == nfs3::stable_how::UNSTABLE));
+    }
+
+    #[test]
+    fn coalescing_stops_at_the_transfer_size() {
+        let (server, _client, file) = coalescing(Behaviour::default());
+        for i in 0..5u64 {
+            file.write_at(&[i as u8; 1000], i * 1000).unwrap();
+        }
+        file.fsync().unwrap();
+        let got: Vec<(u64, usize)> = server
+            .seen()
+            .writes
+            .iter()
+            .map(|(o, d)| (*o, d.len()))
+            .collect();
+        assert_eq!(got, vec![(0, 4000), (4000, 1000)]);
+    }
+
+    #[test]
+    fn dropping_the_handle_sends_and_waits_for_held_writes() {
+        let (server, client, file) = coalescing(Behaviour::default());
+        file.write_at(&[5u8; 100], 0).unwrap();
+        let clone = file.clone();
+        drop(file);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(server.seen().writes.len(), 1, "sent when a handle went");
+        clone.write_at(&[6u8; 100], 100).unwrap();
+        drop(clone);
+        assert_eq!(server.answered(), 2, "the last handle sent and waited");
+        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+    }
+
+    #[test]
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once() {
+        let (_server, client, file) = coalescing(Behaviour {
+            write_error: Some(nfsstat3::NFS3ERR_NOSPC),
+            ..Behaviour::default()
+        });
+        file.write_at(&[1u8; 100], 0).unwrap();
+        let err = file.fsync().unwrap_err();
+        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
+        file.fsync().unwrap();
+        // The client-wide barriers send and wait for held writes too.
+        file.write_at(&[1u8; 100], 0).unwrap();
+        client.send_held_writes();
+        client.wait_write_behind();
+        assert_eq!(file.write_behind_bytes(), 0);
+        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+    }
+
     #[test]
     fn off_when_zero_and_in_file_sync_mode() {
         let (_server, _client, file) = setup(0, Behaviour::default());
