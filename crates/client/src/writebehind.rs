@@ -155,6 +155,9 @@ impl WriteBehind {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     files: Mutex<Vec<Weak<FileShared>>>,
+    /// Bytes in flight or held of all the client's files (bounded by
+    /// `MountOptions::write_behind_client`).
+    bytes: AtomicUsize,
 }
 
 impl Registry {
@@ -367,6 +370,7 @@ impl File {
             (bytes == 0 || bytes + len <= wb.limit)
                 && !st.pending().any(|p| p.overlaps(offset, len))
         });
+        self.wait_client_room(len);
         if len < cap && self.hold(buf, offset) {
             return Ok(len);
         }
@@ -404,13 +408,16 @@ impl File {
             .held
             .as_ref()
             .is_some_and(|h| h.end() == offset && h.data.len() + buf.len() <= cap);
-        if !fits || st.pending().any(|p| p.overlaps(offset, buf.len())) {
+        if !fits
+            || !self.client_room(buf.len())
+            || st.pending().any(|p| p.overlaps(offset, buf.len()))
+        {
             return false;
         }
         if let Some(h) = st.held.as_mut() {
             h.data.extend_from_slice(buf);
         }
-        self.count_held(buf.len() as i64);
+        self.account(buf.len() as i64);
         true
     }
 
@@ -425,18 +432,60 @@ impl File {
             offset,
             data: buf.to_vec(),
         });
-        self.count_held(buf.len() as i64);
+        self.account(buf.len() as i64);
         true
     }
 
-    fn count_held(&self, delta: i64) {
-        let wb = &self.shared.wb;
+    /// Counts bytes that start (`delta` > 0) or stop being in flight or
+    /// held: the file's bound, the client's, the statistics.
+    fn account(&self, delta: i64) {
+        let (wb, client) = (&self.shared.wb, &self.inner().write_behind.bytes);
+        let n = delta.unsigned_abs() as usize;
         if delta >= 0 {
-            wb.bytes.fetch_add(delta as usize, Ordering::AcqRel);
+            wb.bytes.fetch_add(n, Ordering::AcqRel);
+            client.fetch_add(n, Ordering::AcqRel);
         } else {
-            wb.bytes.fetch_sub(delta.unsigned_abs() as usize, Ordering::AcqRel);
+            wb.bytes.fetch_sub(n, Ordering::AcqRel);
+            client.fetch_sub(n, Ordering::AcqRel);
         }
         self.shared.stats.on_write_behind(delta);
+    }
+
+    /// Whether `len` more bytes fit in the client-wide bound (or nothing
+    /// is in flight at all, for a write larger than it).
+    fn client_room(&self, len: usize) -> bool {
+        let total = self.inner().write_behind.bytes.load(Ordering::Acquire);
+        total == 0 || total + len <= self.inner().options.write_behind_client
+    }
+
+    /// Waits until `len` more bytes fit in the client-wide bound: the other
+    /// files' answered WRITEs are reaped (their callers may be busy
+    /// elsewhere) and their held writes sent (only replies free room).
+    fn wait_client_room(&self, len: usize) {
+        while !self.client_room(len) {
+            let files = self.inner().write_behind.live();
+            for shared in &files {
+                let file = File {
+                    shared: Arc::clone(shared),
+                };
+                file.send_held();
+                file.wb_in_flight();
+            }
+            if self.client_room(len) {
+                return;
+            }
+            // A reply to any of them, or a short pause: another thread
+            // may have reaped one meanwhile.
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(5);
+            self.inner().transport().wait_until(
+                &|| {
+                    files
+                        .iter()
+                        .any(|f| f.wb.queue.count.load(Ordering::Acquire) > 0)
+                },
+                Some(until),
+            );
+        }
     }
 
     /// Sends the held writes as one UNSTABLE write-behind WRITE. Taken and
@@ -460,7 +509,7 @@ impl File {
                     seq: None,
                 }],
             );
-            self.count_held(-n);
+            self.account(-n);
             calls
         };
         self.inner().transport().submit_many(calls);
@@ -502,7 +551,7 @@ impl File {
         // for the reply here instead of overtaking the WRITE.
         self.inner().run(call.clone(), &group);
         let result = self.finish_write_durable(&call, offset, &data);
-        self.count_held(-(n as i64));
+        self.account(-(n as i64));
         let rest = match result {
             Ok((0, _)) => Err(self.wrote_nothing(offset, n)),
             Ok((k, _)) => Ok((k < n).then(|| Piece {
@@ -568,8 +617,7 @@ impl File {
                         Notify::Batch(Arc::clone(&wb.queue), token),
                         nfs3::stable_how::UNSTABLE,
                     );
-                    wb.bytes.fetch_add(data.len(), Ordering::AcqRel);
-                    self.shared.stats.on_write_behind(data.len() as i64);
+                    self.account(data.len() as i64);
                     // The rest of a short write keeps its write's place
                     // (an fsync waiting for that write waits for it too).
                     let seq = seq.unwrap_or_else(|| {
@@ -653,8 +701,7 @@ impl File {
             if let Err(e) = result {
                 self.keep_error(st, p.offset, e);
             }
-            wb.bytes.fetch_sub(p.data.len(), Ordering::AcqRel);
-            self.shared.stats.on_write_behind(-(p.data.len() as i64));
+            self.account(-(p.data.len() as i64));
         }
         st.taken = taken;
         wb.reaps.fetch_add(1, Ordering::AcqRel);
@@ -692,8 +739,15 @@ impl Drop for FileShared {
             .inner
             .transport()
             .wait_until(&|| calls.iter().all(|c| c.is_done()), None);
-        // Not reaped: take them off the file's (long-lived) statistics.
-        self.stats.on_write_behind(-(self.wb.outstanding() as i64));
+        // Not reaped: take them off the file's (long-lived) statistics and
+        // the client's bound.
+        let n = self.wb.outstanding();
+        self.stats.on_write_behind(-(n as i64));
+        self.client
+            .inner
+            .write_behind
+            .bytes
+            .fetch_sub(n, Ordering::AcqRel);
     }
 }
 
@@ -938,6 +992,41 @@ mod tests {
         client.wait_write_behind();
         assert_eq!(file.write_behind_bytes(), 0);
         assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room() {
+        let options = MountOptions {
+            stable: StableMode::Unstable,
+            write_behind: 1 << 20,
+            write_behind_client: 8192,
+            ..MountOptions::default()
+        };
+        let client = Client::detached(options, 4096, 4096);
+        let (a, b) = (File::detached(&client, "/a"), File::detached(&client, "/b"));
+        let server = FakeServer::start(
+            &client,
+            Behaviour {
+                delay: Duration::from_millis(50),
+                ..Behaviour::default()
+            },
+        );
+        a.write_at(&[1u8; 4096], 0).unwrap();
+        b.write_at(&[2u8; 4096], 0).unwrap();
+        assert_eq!(server.answered(), 0);
+        // The client is full; `a` has 1 MiB - 4 KiB of room left, yet
+        // its writer waits for a reply (to either file's WRITE).
+        let started = Instant::now();
+        a.write_at(&[3u8; 4096], 4096).unwrap();
+        assert!(server.answered() >= 1, "returned before any reply");
+        assert!(started.elapsed() >= Duration::from_millis(40));
+        assert!(a.write_behind_bytes() + b.write_behind_bytes() <= 8192);
+        // B's caller never came back: the waiter reaped B's reply itself.
+        a.fsync().unwrap();
+        b.fsync().unwrap();
+        assert_eq!(a.write_behind_bytes() + b.write_behind_bytes(), 0);
+        drop((a, b));
+        drop(server);
     }
 
     #[test]
