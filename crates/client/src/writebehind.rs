@@ -158,6 +158,8 @@ pub(crate) struct Registry {
     /// Bytes in flight or held of all the client's files (bounded by
     /// `MountOptions::write_behind_client`).
     bytes: AtomicUsize,
+    /// Files holding writes for coalescing.
+    holders: AtomicUsize,
 }
 
 impl Registry {
@@ -358,6 +360,7 @@ impl File {
         }
         let len = buf.len();
         let cap = self.coalesce_cap();
+        self.send_others_held();
         if len < cap && self.append_held(buf, offset, cap) {
             return Ok(len);
         }
@@ -428,12 +431,42 @@ impl File {
         if st.held.is_some() {
             return false;
         }
+        self.inner()
+            .write_behind
+            .holders
+            .fetch_add(1, Ordering::AcqRel);
         st.held = Some(Held {
             offset,
             data: buf.to_vec(),
         });
         self.account(buf.len() as i64);
         true
+    }
+
+    fn released_hold(&self) {
+        self.inner()
+            .write_behind
+            .holders
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Before a write: what other files of the client hold was written
+    /// before it and goes first, so that writes leave the process in the
+    /// order they were made across files (a process killed then loses
+    /// only the latest run of one file's adjacent writes, not an earlier
+    /// write another file's later one depends on — SQLite's journal
+    /// record before the database page it protects).
+    fn send_others_held(&self) {
+        let reg = &self.inner().write_behind;
+        let mine = usize::from(self.shared.wb.lock().held.is_some());
+        if reg.holders.load(Ordering::Acquire) <= mine {
+            return;
+        }
+        for shared in reg.live() {
+            if !Arc::ptr_eq(&shared, &self.shared) {
+                File { shared }.send_held();
+            }
+        }
     }
 
     /// Counts bytes that start (`delta` > 0) or stop being in flight or
@@ -497,6 +530,7 @@ impl File {
             let Some(h) = st.held.take() else {
                 return;
             };
+            self.released_hold();
             let n = h.data.len() as i64;
             let data: Arc<[u8]> = Arc::from(h.data);
             // Logged first (it may wait for a repair of the same bytes).
@@ -536,6 +570,7 @@ impl File {
         let Some(h) = st.held.take() else {
             return false;
         };
+        self.released_hold();
         let n = h.data.len();
         let offset = h.offset;
         let data: Arc<[u8]> = Arc::from(h.data);
@@ -944,6 +979,24 @@ mod tests {
         let seen = server.seen();
         assert_eq!(seen.writes.len(), 4);
         assert!(seen.stables.iter().all(|s| *s == nfs3::stable_how::UNSTABLE));
+    }
+
+    #[test]
+    fn a_write_sends_what_other_files_hold_first() {
+        let (server, client, a) = coalescing(Behaviour::default());
+        let b = File::detached(&client, "/b");
+        b.set_write_coalescing(true);
+        a.write_at(&[1u8; 100], 0).unwrap();
+        b.write_at(&[2u8; 100], 0).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            server.seen().writes,
+            vec![(0, vec![1u8; 100])],
+            "a's write left before b's, which is held"
+        );
+        b.fsync().unwrap();
+        a.fsync().unwrap();
+        assert_eq!(server.seen().writes.len(), 2);
     }
 
     #[test]
