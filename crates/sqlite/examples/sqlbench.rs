@@ -3,11 +3,19 @@
 //! system, side by side.
 //!
 //! ```text
-//! cargo build --release -p directnfs-sqlite --examples
+//! cargo build --release -p directnfs-sqlite --lib --examples
 //! target/release/examples/sqlbench --url 'nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 //!     [--local-dir /var/tmp/sqlbench] [--scale 1] [--clients 1,4] [--duration 10] \
-//!     [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE]
+//!     [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE] \
+//!     [--calls N]
 //! ```
+//!
+//! `--calls N` first runs N transactions on one connection (after up to
+//! 100 to warm up) and prints the NFS calls they made per transaction, by
+//! procedure, for the client and per file (from the process's statistics
+//! endpoint): counts, repeatable however busy the machine is. The per-file
+//! lines count the application's operations (one xWrite is one WRITE
+//! there, however many it was coalesced with); the client line counts RPCs.
 //!
 //! Per engine it creates `sqlbench.db` (pgbench_branches / tellers /
 //! accounts / history, 100 000 accounts per scale unit), then runs each
