@@ -971,14 +971,20 @@ mod tests {
             assert_eq!(seen.writes[0], (0, vec![1u8; 100]));
             assert_eq!(seen.writes[1], (500, vec![2u8; 100]));
             assert_eq!(seen.reads, vec![(550, 10)]);
-            assert!(seen.stables.iter().all(|s| *s == nfs3::stable_how::UNSTABLE));
+            assert!(seen
+                .stables
+                .iter()
+                .all(|s| *s == nfs3::stable_how::UNSTABLE));
         }
         // A write past the transfer size is not held.
         file.write_at(&[3u8; 5000], 10_000).unwrap();
         file.fsync().unwrap();
         let seen = server.seen();
         assert_eq!(seen.writes.len(), 4);
-        assert!(seen.stables.iter().all(|s| *s == nfs3::stable_how::UNSTABLE));
+        assert!(seen
+            .stables
+            .iter()
+            .all(|s| *s == nfs3::stable_how::UNSTABLE));
     }
 
     #[test]

@@ -1873,7 +1873,7 @@ fn write_data(file: &File, offset: u64, data: &[u8]) {
 /// restart staged right after must find the data there to lose.
 fn write_landed(server: &HostileServer, file: &File, offset: u64, data: &[u8]) {
     write_data(file, offset, data);
-    let off = usize::try_from(offset).unwrap();
+    let off = usize::try_from(offset).unwrap_or_else(|e| panic!("offset {offset}: {e}"));
     wait_for("the WRITEs executed", Duration::from_secs(5), || {
         server.stored(off, data.len()) == data
     });

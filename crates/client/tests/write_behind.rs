@@ -132,7 +132,12 @@ fn coalesced_frames_are_few_writes_and_fsync_needs_no_commit() {
     file.set_write_coalescing(true);
     let calls = |proc_: &str| -> u64 {
         let stats = client.stats();
-        stats.servers[0].totals.calls_by_proc.get(proc_).copied().unwrap_or(0)
+        stats.servers[0]
+            .totals
+            .calls_by_proc
+            .get(proc_)
+            .copied()
+            .unwrap_or(0)
     };
     let (writes0, commits0) = (calls("WRITE"), calls("COMMIT"));
     let mut all = Vec::new();

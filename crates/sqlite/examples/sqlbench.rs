@@ -379,10 +379,17 @@ fn count_calls(engine: &Engine, a: &Args) {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    println!("  NFS calls per transaction ({} transactions, 1 client):", a.calls);
+    println!(
+        "  NFS calls per transaction ({} transactions, 1 client):",
+        a.calls
+    );
     let zero = dnfs::stats::IoSnapshot::default();
     for s in &after.servers {
-        let b = before.servers.iter().find(|x| x.name == s.name).map_or(&zero, |x| &x.totals);
+        let b = before
+            .servers
+            .iter()
+            .find(|x| x.name == s.name)
+            .map_or(&zero, |x| &x.totals);
         println!("    client total: {}", delta(b, &s.totals));
         // Times are indicative only (a busy machine stretches them).
         let lat: Vec<String> = s
@@ -390,14 +397,22 @@ fn count_calls(engine: &Engine, a: &Args) {
             .latency_us
             .iter()
             .filter_map(|(class, l)| {
-                let (c0, s0) = b.latency_us.get(class).map_or((0, 0.0), |x| (x.count, x.sum_us));
-                (l.count > c0).then(|| format!("{class} {:.0}", (l.sum_us - s0) / (l.count - c0) as f64))
+                let (c0, s0) = b
+                    .latency_us
+                    .get(class)
+                    .map_or((0, 0.0), |x| (x.count, x.sum_us));
+                (l.count > c0)
+                    .then(|| format!("{class} {:.0}", (l.sum_us - s0) / (l.count - c0) as f64))
             })
             .collect();
         println!("    mean latency, us (indicative): {}", lat.join(", "));
     }
     for f in &after.files {
-        let b = before.files.iter().find(|x| x.path == f.path).map_or(&zero, |x| &x.totals);
+        let b = before
+            .files
+            .iter()
+            .find(|x| x.path == f.path)
+            .map_or(&zero, |x| &x.totals);
         let d = delta(b, &f.totals);
         if !d.is_empty() {
             let waits = f.totals.fsync_waits - b.fsync_waits;
