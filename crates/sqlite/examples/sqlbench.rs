@@ -388,8 +388,8 @@ fn count_calls(engine: &Engine, a: &Args) {
         let b = before
             .servers
             .iter()
-            .find(|x| x.name == s.name)
-            .map_or(&zero, |x| &x.totals);
+            .find_map(|x| (x.name == s.name).then_some(&x.totals))
+            .unwrap_or(&zero);
         println!("    client total: {}", delta(b, &s.totals));
         // Times are indicative only (a busy machine stretches them).
         let lat: Vec<String> = s
@@ -411,8 +411,8 @@ fn count_calls(engine: &Engine, a: &Args) {
         let b = before
             .files
             .iter()
-            .find(|x| x.path == f.path)
-            .map_or(&zero, |x| &x.totals);
+            .find_map(|x| (x.path == f.path).then_some(&x.totals))
+            .unwrap_or(&zero);
         let d = delta(b, &f.totals);
         if !d.is_empty() {
             let waits = f.totals.fsync_waits - b.fsync_waits;
