@@ -166,6 +166,77 @@ fn coalesced_frames_are_few_writes_and_fsync_needs_no_commit() {
     client.remove(&name).unwrap();
 }
 
+/// The client-wide bound: two files with 1 MiB of room each, a client
+/// bound of 64 KiB. Two writers stream 4 KiB blocks, one per file; the
+/// bytes in flight over both files (sampled from the statistics while
+/// they write) never pass the client's bound by more than the blocks the
+/// two writers may be adding at that instant, though each file stays far
+/// below its own; everything is on the server after `fsync`.
+#[test]
+fn the_client_bound_holds_over_files_with_room() {
+    if !wanted("write_behind::the_client_bound") {
+        return;
+    }
+    const BOUND: usize = 64 << 10;
+    const BLOCK: usize = 4096;
+    let client = Client::connect(&common::url_with(
+        "stable=unstable&write_behind=1m&write_behind_client=64k",
+    ))
+    .unwrap();
+    assert_eq!(client.options().write_behind_client, BOUND);
+    let names = [common::unique("wb-client-a"), common::unique("wb-client-b")];
+    let files: Vec<_> = names.iter().map(|n| client.create(n).unwrap()).collect();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (client, done) = (client.clone(), std::sync::Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut peak = 0u64;
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                let stats = client.stats();
+                let total: u64 = stats
+                    .files
+                    .iter()
+                    .map(|f| f.totals.write_behind_bytes)
+                    .sum();
+                peak = peak.max(total);
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            peak
+        })
+    };
+    let writers: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let f = f.clone();
+            std::thread::spawn(move || {
+                for b in 0..400u64 {
+                    f.write_at(&bytes(b + 1000 * i as u64, BLOCK), b * BLOCK as u64)
+                        .unwrap();
+                }
+                f.fsync().unwrap();
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let peak = sampler.join().unwrap();
+    eprintln!("peak bytes in flight over both files: {peak}");
+    assert!(peak > 0, "the sampler saw nothing in flight");
+    assert!(
+        peak as usize <= BOUND + 2 * BLOCK,
+        "{peak} bytes in flight, bound {BOUND}"
+    );
+    for (i, f) in files.iter().enumerate() {
+        let mut back = vec![0u8; BLOCK];
+        f.read_exact_at(&mut back, 399 * BLOCK as u64).unwrap();
+        assert!(back == bytes(399 + 1000 * i as u64, BLOCK));
+        client.remove(&names[i]).unwrap();
+    }
+}
+
 /// 10,000 small writes behind, `fsync`, SIGKILL of the server the moment
 /// `fsync` returns: every write is in the exported file (read locally while
 /// the server is down) and through a new client after the restart.
