@@ -12,10 +12,12 @@
 //! read overlapping them, `fsync`, `set_len`, a close.
 //!
 //! The rules that make it behave like a local file:
-//! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file are
-//!   in flight; a writer finding no room waits for replies (backpressure).
-//!   A single write larger than the bound waits for the file's writes to
-//!   drain and is then sent as one.
+//! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file,
+//!   and [`MountOptions::write_behind_client`] over all the client's
+//!   files, are in flight (or held); a writer finding no room waits for
+//!   replies (backpressure), reaping the other files' replies while it
+//!   waits for the client's. A single write larger than a bound waits for
+//!   the writes under it to drain and is then sent as one.
 //! * **Ordered.** A write or read overlapping bytes still in flight waits
 //!   for those writes first: the server may execute concurrent calls in
 //!   any order, so two overlapping WRITEs in flight could land the older
@@ -30,8 +32,14 @@
 //!   for the writes in flight first; dropping the last handle of a file
 //!   waits for them too (reporting nothing, as closing a local file
 //!   without `fsync` reports nothing).
+//! * **Coalescing** (opt-in, [`File::set_write_coalescing`]): a write
+//!   continuing the previous one back to back is held and joined to it;
+//!   every barrier above, a write elsewhere and a read over it send the
+//!   run as one WRITE first, and an `fsync` that finds only held writes
+//!   sends them as one FILE_SYNC WRITE, needing no COMMIT.
 //!
 //! [`MountOptions::write_behind`]: crate::config::MountOptions::write_behind
+//! [`MountOptions::write_behind_client`]: crate::config::MountOptions::write_behind_client
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -114,7 +122,8 @@ pub(crate) struct WriteBehind {
     disabled: AtomicBool,
     queue: Arc<BatchQueue>,
     state: Mutex<State>,
-    /// Bytes in flight (readable without the lock: the fast paths).
+    /// Bytes in flight or held (readable without the lock: the fast
+    /// paths).
     bytes: AtomicUsize,
     /// Bumped at every reap: a waiter whose writes someone else reaped
     /// sees that here (the queue it watched may be empty again).
@@ -144,7 +153,7 @@ impl WriteBehind {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Bytes of write-behind WRITEs in flight.
+    /// Bytes of write-behind WRITEs in flight or held.
     pub(crate) fn outstanding(&self) -> usize {
         self.bytes.load(Ordering::Acquire)
     }
@@ -271,7 +280,8 @@ impl File {
         self.settle(0, usize::MAX);
     }
 
-    /// Bytes of write-behind writes of this file sent and not yet answered.
+    /// Bytes of write-behind writes of this file sent and not yet answered,
+    /// or held for coalescing.
     pub fn write_behind_bytes(&self) -> usize {
         self.shared.wb.outstanding()
     }
