@@ -384,41 +384,40 @@ fn count_calls(engine: &Engine, a: &Args) {
         a.calls
     );
     let zero = dnfs::stats::IoSnapshot::default();
-    for s in &after.servers {
-        let b = before
-            .servers
-            .iter()
-            .find_map(|x| (x.name == s.name).then_some(&x.totals))
-            .unwrap_or(&zero);
-        println!("    client total: {}", delta(b, &s.totals));
-        // Times are indicative only (a busy machine stretches them).
-        let lat: Vec<String> = s
-            .totals
-            .latency_us
-            .iter()
-            .filter_map(|(class, l)| {
-                let (c0, s0) = b
-                    .latency_us
-                    .get(class)
-                    .map_or((0, 0.0), |x| (x.count, x.sum_us));
-                (l.count > c0)
-                    .then(|| format!("{class} {:.0}", (l.sum_us - s0) / (l.count - c0) as f64))
-            })
-            .collect();
-        println!("    mean latency, us (indicative): {}", lat.join(", "));
-    }
-    for f in &after.files {
-        let b = before
-            .files
-            .iter()
-            .find_map(|x| (x.path == f.path).then_some(&x.totals))
-            .unwrap_or(&zero);
-        let d = delta(b, &f.totals);
+    // The client's totals (RPCs), then each file's (application calls).
+    let servers = after.servers.iter().map(|s| {
+        let then = before.servers.iter().find(|x| x.name == s.name);
+        (None, &s.totals, then.map(|x| &x.totals))
+    });
+    let files = after.files.iter().map(|f| {
+        let then = before.files.iter().find(|x| x.path == f.path);
+        (Some(&f.path), &f.totals, then.map(|x| &x.totals))
+    });
+    for (path, now, then) in servers.chain(files) {
+        let b = then.unwrap_or(&zero);
+        let d = delta(b, now);
+        let Some(path) = path else {
+            println!("    client total: {d}");
+            // Times are indicative only (a busy machine stretches them).
+            let lat: Vec<String> = now
+                .latency_us
+                .iter()
+                .filter_map(|(class, l)| {
+                    let (c0, s0) = b
+                        .latency_us
+                        .get(class)
+                        .map_or((0, 0.0), |x| (x.count, x.sum_us));
+                    (l.count > c0)
+                        .then(|| format!("{class} {:.0}", (l.sum_us - s0) / (l.count - c0) as f64))
+                })
+                .collect();
+            println!("    mean latency, us (indicative): {}", lat.join(", "));
+            continue;
+        };
         if !d.is_empty() {
-            let waits = f.totals.fsync_waits - b.fsync_waits;
+            let waits = now.fsync_waits - b.fsync_waits;
             println!(
-                "    {}: {d}; fsyncs that waited for write-behind {:.2}",
-                f.path,
+                "    {path}: {d}; fsyncs that waited for write-behind {:.2}",
                 waits as f64 / n
             );
         }
