@@ -65,7 +65,9 @@
  *           writes, then commits. An error of such a write (ENOSPC, EDQUOT,
  *           EIO, ...) is returned by the next dnfs_fsync of the file, or by
  *           dnfs_close if no dnfs_fsync came first, once. Reads see data
- *           still in flight.
+ *           still in flight. write_behind_client= (default 64 MiB) bounds
+ *           the bytes in flight over all files of the client: a writer
+ *           past it waits for replies.
  */
 #ifndef DIRECTNFS_H
 #define DIRECTNFS_H

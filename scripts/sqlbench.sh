@@ -6,6 +6,9 @@
 #
 #   scripts/sqlbench.sh [extra sqlbench args, e.g. --clients 1,4 --duration 10]
 #
+# `--calls 300` adds, per directnfs run, the NFS calls per transaction by
+# procedure (counts: repeatable on a busy machine, unlike the TPS).
+#
 # Uses $DNFS_TEST_URL if set; otherwise starts its own Ganesha
 # (scripts/nfs-server.sh, state in $SQLBENCH_STATE, default
 # /tmp/directnfs-sqlbench) and stops it afterwards.
@@ -24,7 +27,7 @@ OUT=${OUT:-bench-results}
 LOCAL_DIR=${LOCAL_DIR:-/var/tmp/sqlbench-local}
 mkdir -p "$OUT"
 
-cargo build --release -p directnfs-sqlite --examples
+cargo build --release -p directnfs-sqlite --lib --examples
 
 started=
 if [[ -z ${DNFS_TEST_URL:-} ]]; then

@@ -58,6 +58,8 @@ pub(crate) struct Seen {
     pub reads: Vec<(u64, u32)>,
     /// Every WRITE: offset and data.
     pub writes: Vec<(u64, Vec<u8>)>,
+    /// Every WRITE's `stable_how`, in the same order.
+    pub stables: Vec<stable_how>,
 }
 
 /// The fake server's thread; stopped when dropped (what it did not answer
@@ -213,6 +215,14 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
             let (offset, count) = offset_and_count(call);
             let data = call.payload.as_deref().unwrap_or(&[]).to_vec();
             seen.writes.push((offset, data));
+            let b = &call.body;
+            let at = b.len() - 8;
+            seen.stables.push(stable_how(u32::from_be_bytes([
+                b[at],
+                b[at + 1],
+                b[at + 2],
+                b[at + 3],
+            ])));
             if let Some(status) = behaviour.write_error {
                 let res: Nfs3Res<WRITE3resok, wcc_data> =
                     Nfs3Res::Fail(status, wcc_data::default());

@@ -12,10 +12,12 @@
 //! read overlapping them, `fsync`, `set_len`, a close.
 //!
 //! The rules that make it behave like a local file:
-//! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file are
-//!   in flight; a writer finding no room waits for replies (backpressure).
-//!   A single write larger than the bound waits for the file's writes to
-//!   drain and is then sent as one.
+//! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file,
+//!   and [`MountOptions::write_behind_client`] over all the client's
+//!   files, are in flight (or held); a writer finding no room waits for
+//!   replies (backpressure), reaping the other files' replies while it
+//!   waits for the client's. A single write larger than a bound waits for
+//!   the writes under it to drain and is then sent as one.
 //! * **Ordered.** A write or read overlapping bytes still in flight waits
 //!   for those writes first: the server may execute concurrent calls in
 //!   any order, so two overlapping WRITEs in flight could land the older
@@ -30,8 +32,14 @@
 //!   for the writes in flight first; dropping the last handle of a file
 //!   waits for them too (reporting nothing, as closing a local file
 //!   without `fsync` reports nothing).
+//! * **Coalescing** (opt-in, [`File::set_write_coalescing`]): a write
+//!   continuing the previous one back to back is held and joined to it;
+//!   every barrier above, a write elsewhere and a read over it send the
+//!   run as one WRITE first, and an `fsync` that finds only held writes
+//!   sends them as one FILE_SYNC WRITE, needing no COMMIT.
 //!
 //! [`MountOptions::write_behind`]: crate::config::MountOptions::write_behind
+//! [`MountOptions::write_behind_client`]: crate::config::MountOptions::write_behind_client
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -40,7 +48,7 @@ use directnfs_wire::nfs3;
 
 use crate::error::{Error, Result};
 use crate::file::{File, FileShared};
-use crate::io::call::{BatchQueue, Call, Notify};
+use crate::io::call::{BatchQueue, Call, Group, Notify};
 
 /// A WRITE to send behind the writer's back.
 struct Piece {
@@ -77,6 +85,26 @@ struct State {
     error: Option<Error>,
     /// Tokens taken from the queue (kept for its capacity).
     taken: Vec<usize>,
+    /// Coalescing (see [`File::set_write_coalescing`]): the latest writes,
+    /// back to back, not sent yet. Counted in `WriteBehind::bytes`.
+    held: Option<Held>,
+}
+
+/// Adjacent writes kept to go as one WRITE.
+#[derive(Debug)]
+struct Held {
+    offset: u64,
+    data: Vec<u8>,
+}
+
+impl Held {
+    fn end(&self) -> u64 {
+        self.offset + self.data.len() as u64
+    }
+
+    fn overlaps(&self, offset: u64, len: usize) -> bool {
+        offset < self.end() && self.offset < offset.saturating_add(len as u64)
+    }
 }
 
 impl State {
@@ -94,13 +122,17 @@ pub(crate) struct WriteBehind {
     disabled: AtomicBool,
     queue: Arc<BatchQueue>,
     state: Mutex<State>,
-    /// Bytes in flight (readable without the lock: the fast paths).
+    /// Bytes in flight or held (readable without the lock: the fast
+    /// paths).
     bytes: AtomicUsize,
     /// Bumped at every reap: a waiter whose writes someone else reaped
     /// sees that here (the queue it watched may be empty again).
     reaps: AtomicU64,
     /// Whether this file is in its client's registry (see `Registry`).
     registered: AtomicBool,
+    /// Adjacent writes are held back and sent as one WRITE (opt-in:
+    /// [`File::set_write_coalescing`]).
+    coalesce: AtomicBool,
 }
 
 impl WriteBehind {
@@ -113,6 +145,7 @@ impl WriteBehind {
             bytes: AtomicUsize::new(0),
             reaps: AtomicU64::new(0),
             registered: AtomicBool::new(false),
+            coalesce: AtomicBool::new(false),
         }
     }
 
@@ -120,7 +153,7 @@ impl WriteBehind {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Bytes of write-behind WRITEs in flight.
+    /// Bytes of write-behind WRITEs in flight or held.
     pub(crate) fn outstanding(&self) -> usize {
         self.bytes.load(Ordering::Acquire)
     }
@@ -131,6 +164,11 @@ impl WriteBehind {
 #[derive(Debug, Default)]
 pub(crate) struct Registry {
     files: Mutex<Vec<Weak<FileShared>>>,
+    /// Bytes in flight or held of all the client's files (bounded by
+    /// `MountOptions::write_behind_client`).
+    bytes: AtomicUsize,
+    /// Files holding writes for coalescing.
+    holders: AtomicUsize,
 }
 
 impl Registry {
@@ -143,16 +181,49 @@ impl Registry {
     /// Waits until no write-behind WRITE of any open file of the client is
     /// in flight (errors stay kept for each file's next `fsync`).
     pub(crate) fn settle_all(&self) {
-        let files: Vec<Arc<FileShared>> = {
-            let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-            files.retain(|w| w.strong_count() > 0);
-            files.iter().filter_map(Weak::upgrade).collect()
-        };
+        let files = self.live();
         for shared in files {
             if shared.wb.outstanding() > 0 {
-                File { shared }.wb_wait(|st| st.slots.iter().all(Option::is_none));
+                let file = File { shared };
+                file.send_held();
+                file.wb_wait(|st| st.slots.iter().all(Option::is_none));
             }
         }
+    }
+
+    /// Sends the writes every open file of the client holds for
+    /// coalescing, without waiting for their replies.
+    pub(crate) fn send_all_held(&self) {
+        for shared in self.live() {
+            if shared.wb.outstanding() > 0 {
+                File { shared }.send_held();
+            }
+        }
+    }
+
+    fn live(&self) -> Vec<Arc<FileShared>> {
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files.retain(|w| w.strong_count() > 0);
+        files.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
+impl crate::client::Client {
+    /// Sends the writes that files of this client opened with
+    /// [`File::set_write_coalescing`] hold back, without waiting for the
+    /// replies: what a program calls where the data must leave the
+    /// process (a lock release, the end of a transaction), as a local
+    /// `write` has handed it to the kernel.
+    pub fn send_held_writes(&self) {
+        self.inner.write_behind.send_all_held();
+    }
+
+    /// Waits until no write-behind write of any open file of this client
+    /// is held back or in flight (errors stay kept for each file's next
+    /// `fsync`): what publishing data to another reader of the same
+    /// process needs — SQLite's WAL-index header, for one.
+    pub fn wait_write_behind(&self) {
+        self.inner.write_behind.settle_all();
     }
 }
 
@@ -175,6 +246,32 @@ impl File {
         }
     }
 
+    /// Coalescing (write-behind only): a write that continues the previous
+    /// one back to back is added to it and both go as one WRITE (up to the
+    /// transfer size), so that SQLite's WAL frames — a 24-byte header, then
+    /// the page — cost one call per transaction instead of two per page.
+    /// The writes are *held* in this process until a barrier sends them:
+    /// a write that does not continue them, a read or write over them,
+    /// `fsync` (which, when they are all that is not yet durable, sends
+    /// them as one FILE_SYNC WRITE and needs no COMMIT), `set_len`,
+    /// `metadata`, [`wait_write_behind`](Self::wait_write_behind),
+    /// [`flush_write_behind`](Self::flush_write_behind), dropping the file,
+    /// and the client-wide [`Client::send_held_writes`] and
+    /// [`Client::wait_write_behind`], `remove`, `rename`. Off by default:
+    /// held data is lost if the process dies before a barrier (a local
+    /// `write` is not), and other openers of the file do not see it —
+    /// turn it on only where the caller places those barriers, as the
+    /// SQLite VFS does at every lock release and every WAL-index update.
+    ///
+    /// [`Client::send_held_writes`]: crate::Client::send_held_writes
+    /// [`Client::wait_write_behind`]: crate::Client::wait_write_behind
+    pub fn set_write_coalescing(&self, on: bool) {
+        self.shared.wb.coalesce.store(on, Ordering::Relaxed);
+        if !on {
+            self.send_held();
+        }
+    }
+
     /// Waits for every write-behind write of this file in flight, without
     /// reporting their errors (kept for the next `fsync`): what a lock
     /// release needs, so that the next holder — another connection,
@@ -183,7 +280,8 @@ impl File {
         self.settle(0, usize::MAX);
     }
 
-    /// Bytes of write-behind writes of this file sent and not yet answered.
+    /// Bytes of write-behind writes of this file sent and not yet answered,
+    /// or held for coalescing.
     pub fn write_behind_bytes(&self) -> usize {
         self.shared.wb.outstanding()
     }
@@ -195,6 +293,7 @@ impl File {
     /// closing without `fsync`.
     pub fn flush_write_behind(&self) -> Result<()> {
         if self.shared.wb.outstanding() > 0 {
+            self.send_held();
             self.wb_wait(|st| st.slots.iter().all(Option::is_none));
         }
         match self.shared.wb.lock().error.take() {
@@ -227,6 +326,9 @@ impl File {
         }
         if wb.outstanding() > 0 {
             let start = self.inner().transport().now_ns();
+            if !self.sync_held() {
+                self.send_held();
+            }
             let before = wb.lock().next_seq;
             self.wb_wait(|st| st.pending().all(|p| p.seq >= before));
             let waited = self.inner().transport().now_ns().saturating_sub(start);
@@ -241,6 +343,16 @@ impl File {
     pub(crate) fn settle(&self, offset: u64, len: usize) {
         if self.shared.wb.outstanding() == 0 {
             return;
+        }
+        if self
+            .shared
+            .wb
+            .lock()
+            .held
+            .as_ref()
+            .is_some_and(|h| h.overlaps(offset, len))
+        {
+            self.send_held();
         }
         self.wb_wait(|st| !st.pending().any(|p| p.overlaps(offset, len)));
     }
@@ -257,6 +369,13 @@ impl File {
             self.inner().write_behind.add(&self.shared);
         }
         let len = buf.len();
+        let cap = self.coalesce_cap();
+        self.send_others_held();
+        if len < cap && self.append_held(buf, offset, cap) {
+            return Ok(len);
+        }
+        // What is held was written before this: it goes first.
+        self.send_held();
         // Room for it (or nothing in flight at all, for a write larger
         // than the bound), and nothing in flight under it.
         self.wb_wait(|st| {
@@ -264,6 +383,10 @@ impl File {
             (bytes == 0 || bytes + len <= wb.limit)
                 && !st.pending().any(|p| p.overlaps(offset, len))
         });
+        self.wait_client_room(len);
+        if len < cap && self.hold(buf, offset) {
+            return Ok(len);
+        }
         let wtmax = self.inner().limits.wtmax as usize;
         let pieces: Vec<Piece> = buf
             .chunks(wtmax)
@@ -280,13 +403,252 @@ impl File {
         Ok(len)
     }
 
+    /// The most a coalesced WRITE carries (0: coalescing off).
+    fn coalesce_cap(&self) -> usize {
+        let wb = &self.shared.wb;
+        if !wb.coalesce.load(Ordering::Relaxed) {
+            return 0;
+        }
+        wb.limit.min(self.inner().limits.wtmax as usize)
+    }
+
+    /// Adds `buf` to the held writes if it continues them, fits, and no
+    /// WRITE in flight overlaps it (that one must land first).
+    fn append_held(&self, buf: &[u8], offset: u64, cap: usize) -> bool {
+        let wb = &self.shared.wb;
+        let mut st = wb.lock();
+        let fits = st
+            .held
+            .as_ref()
+            .is_some_and(|h| h.end() == offset && h.data.len() + buf.len() <= cap);
+        if !fits
+            || !self.client_room(buf.len())
+            || st.pending().any(|p| p.overlaps(offset, buf.len()))
+        {
+            return false;
+        }
+        if let Some(h) = st.held.as_mut() {
+            h.data.extend_from_slice(buf);
+        }
+        self.account(buf.len() as i64);
+        true
+    }
+
+    /// Holds `buf` (the caller waited for room and for the WRITEs under
+    /// it); false if another thread's writes are held meanwhile.
+    fn hold(&self, buf: &[u8], offset: u64) -> bool {
+        let mut st = self.shared.wb.lock();
+        if st.held.is_some() {
+            return false;
+        }
+        self.inner()
+            .write_behind
+            .holders
+            .fetch_add(1, Ordering::AcqRel);
+        st.held = Some(Held {
+            offset,
+            data: buf.to_vec(),
+        });
+        self.account(buf.len() as i64);
+        true
+    }
+
+    fn released_hold(&self) {
+        self.inner()
+            .write_behind
+            .holders
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// Before a write: what other files of the client hold was written
+    /// before it and goes first, so that writes leave the process in the
+    /// order they were made across files (a process killed then loses
+    /// only the latest run of one file's adjacent writes, not an earlier
+    /// write another file's later one depends on — SQLite's journal
+    /// record before the database page it protects).
+    fn send_others_held(&self) {
+        let reg = &self.inner().write_behind;
+        let mine = usize::from(self.shared.wb.lock().held.is_some());
+        if reg.holders.load(Ordering::Acquire) <= mine {
+            return;
+        }
+        for shared in reg.live() {
+            if !Arc::ptr_eq(&shared, &self.shared) {
+                File { shared }.send_held();
+            }
+        }
+    }
+
+    /// Counts bytes that start (`delta` > 0) or stop being in flight or
+    /// held: the file's bound, the client's, the statistics.
+    fn account(&self, delta: i64) {
+        let (wb, client) = (&self.shared.wb, &self.inner().write_behind.bytes);
+        let n = delta.unsigned_abs() as usize;
+        if delta >= 0 {
+            wb.bytes.fetch_add(n, Ordering::AcqRel);
+            client.fetch_add(n, Ordering::AcqRel);
+        } else {
+            wb.bytes.fetch_sub(n, Ordering::AcqRel);
+            client.fetch_sub(n, Ordering::AcqRel);
+        }
+        self.shared.stats.on_write_behind(delta);
+    }
+
+    /// Whether `len` more bytes fit in the client-wide bound (or nothing
+    /// is in flight at all, for a write larger than it).
+    fn client_room(&self, len: usize) -> bool {
+        let total = self.inner().write_behind.bytes.load(Ordering::Acquire);
+        total == 0 || total + len <= self.inner().options.write_behind_client
+    }
+
+    /// Waits until `len` more bytes fit in the client-wide bound: the other
+    /// files' answered WRITEs are reaped (their callers may be busy
+    /// elsewhere) and their held writes sent (only replies free room).
+    fn wait_client_room(&self, len: usize) {
+        while !self.client_room(len) {
+            let files = self.inner().write_behind.live();
+            for shared in &files {
+                let file = File {
+                    shared: Arc::clone(shared),
+                };
+                file.send_held();
+                file.wb_in_flight();
+            }
+            if self.client_room(len) {
+                return;
+            }
+            // A reply to any of them, or a short pause: another thread
+            // may have reaped one meanwhile.
+            let until = std::time::Instant::now() + std::time::Duration::from_millis(5);
+            self.inner().transport().wait_until(
+                &|| {
+                    files
+                        .iter()
+                        .any(|f| f.wb.queue.count.load(Ordering::Acquire) > 0)
+                },
+                Some(until),
+            );
+        }
+    }
+
+    /// Sends the held writes as one UNSTABLE write-behind WRITE. Taken and
+    /// registered under one lock, so a reader never finds them neither
+    /// held nor in flight.
+    pub(crate) fn send_held(&self) {
+        let calls = {
+            let mut st = self.shared.wb.lock();
+            let Some(h) = st.held.take() else {
+                return;
+            };
+            self.released_hold();
+            let n = h.data.len() as i64;
+            let data: Arc<[u8]> = Arc::from(h.data);
+            // Logged first (it may wait for a repair of the same bytes).
+            self.log_submitted(std::iter::once((h.offset, &data)));
+            let calls = self.register(
+                &mut st,
+                vec![Piece {
+                    offset: h.offset,
+                    data,
+                    seq: None,
+                }],
+            );
+            self.account(-n);
+            calls
+        };
+        self.inner().transport().submit_many(calls);
+    }
+
+    /// `fsync` with writes held and nothing else of the file in flight or
+    /// logged: sends the held writes as one FILE_SYNC WRITE and waits for
+    /// it — durable on its reply, so `fsync` needs no COMMIT (a reply
+    /// that is only UNSTABLE, or short, leaves the rest to the usual
+    /// path). Called with `fsync_lock` held (no repair runs). Returns
+    /// false if the case did not apply.
+    fn sync_held(&self) -> bool {
+        let wb = &self.shared.wb;
+        let mut st = wb.lock();
+        let again = self.reap(&mut st);
+        if !again.is_empty() {
+            drop(st);
+            self.send_behind(again);
+            return false;
+        }
+        if st.held.is_none() || st.pending().next().is_some() || !self.log().is_empty() {
+            return false;
+        }
+        let Some(h) = st.held.take() else {
+            return false;
+        };
+        self.released_hold();
+        let n = h.data.len();
+        let offset = h.offset;
+        let data: Arc<[u8]> = Arc::from(h.data);
+        self.log_submitted(std::iter::once((offset, &data)));
+        let group = Group::new(1);
+        let call = self.write_call_with(
+            offset,
+            Arc::clone(&data),
+            Notify::Group(Arc::clone(&group)),
+            nfs3::stable_how::FILE_SYNC,
+        );
+        // The state stays locked: a reader overlapping these bytes waits
+        // for the reply here instead of overtaking the WRITE.
+        self.inner().run(call.clone(), &group);
+        let result = self.finish_write_durable(&call, offset, &data);
+        self.account(-(n as i64));
+        let rest = match result {
+            Ok((0, _)) => Err(self.wrote_nothing(offset, n)),
+            Ok((k, _)) => Ok((k < n).then(|| Piece {
+                offset: offset + k as u64,
+                data: Arc::from(&data[k..]),
+                seq: None,
+            })),
+            Err(e) => Err(e),
+        };
+        match rest {
+            Ok(None) => {}
+            Ok(Some(piece)) => {
+                drop(st);
+                self.send_behind(vec![piece]);
+            }
+            Err(e) => self.keep_error(&mut st, offset, e),
+        }
+        true
+    }
+
+    /// The error of a WRITE that takes nothing (it would loop for ever).
+    fn wrote_nothing(&self, offset: u64, len: usize) -> Error {
+        Error::Protocol {
+            op: "WRITE",
+            path: self.path().to_string(),
+            detail: format!("server wrote 0 of {len} bytes at offset {offset}"),
+        }
+    }
+
+    /// Keeps the error of a write-behind WRITE for the next `fsync`.
+    fn keep_error(&self, st: &mut State, offset: u64, e: Error) {
+        tracing::warn!(
+            path = self.path(),
+            offset,
+            "write-behind WRITE failed (reported by the next fsync): {e}"
+        );
+        self.shared.stats.on_write_behind_error();
+        st.error.get_or_insert(e);
+    }
+
     /// Logs, registers and sends write-behind WRITEs.
     fn send_behind(&self, pieces: Vec<Piece>) {
-        let wb = &self.shared.wb;
         // Logged first (it may wait for a repair of the same bytes).
         self.log_submitted(pieces.iter().map(|p| (p.offset, &p.data)));
-        let calls: Vec<Arc<Call>> = {
-            let mut st = wb.lock();
+        let calls = self.register(&mut self.shared.wb.lock(), pieces);
+        self.inner().transport().submit_many(calls);
+    }
+
+    /// Makes the WRITE calls of `pieces` and enters them in flight.
+    fn register(&self, st: &mut State, pieces: Vec<Piece>) -> Vec<Arc<Call>> {
+        let wb = &self.shared.wb;
+        {
             pieces
                 .into_iter()
                 .map(|Piece { offset, data, seq }| {
@@ -300,8 +662,7 @@ impl File {
                         Notify::Batch(Arc::clone(&wb.queue), token),
                         nfs3::stable_how::UNSTABLE,
                     );
-                    wb.bytes.fetch_add(data.len(), Ordering::AcqRel);
-                    self.shared.stats.on_write_behind(data.len() as i64);
+                    self.account(data.len() as i64);
                     // The rest of a short write keeps its write's place
                     // (an fsync waiting for that write waits for it too).
                     let seq = seq.unwrap_or_else(|| {
@@ -317,8 +678,7 @@ impl File {
                     call
                 })
                 .collect()
-        };
-        self.inner().transport().submit_many(calls);
+        }
     }
 
     /// Returns once `ready(state)` holds, reaping completions and receiving
@@ -370,15 +730,7 @@ impl File {
             st.free.push(token);
             let result = match self.finish_write_durable(&p.call, p.offset, &p.data) {
                 // A server that takes nothing would have us loop for ever.
-                Ok((0, _)) => Err(Error::Protocol {
-                    op: "WRITE",
-                    path: self.path().to_string(),
-                    detail: format!(
-                        "server wrote 0 of {} bytes at offset {}",
-                        p.data.len(),
-                        p.offset
-                    ),
-                }),
+                Ok((0, _)) => Err(self.wrote_nothing(p.offset, p.data.len())),
                 Ok((n, _)) => {
                     if n < p.data.len() {
                         again.push(Piece {
@@ -392,20 +744,24 @@ impl File {
                 Err(e) => Err(e),
             };
             if let Err(e) = result {
-                tracing::warn!(
-                    path = self.path(),
-                    offset = p.offset,
-                    "write-behind WRITE failed (reported by the next fsync): {e}"
-                );
-                self.shared.stats.on_write_behind_error();
-                st.error.get_or_insert(e);
+                self.keep_error(st, p.offset, e);
             }
-            wb.bytes.fetch_sub(p.data.len(), Ordering::AcqRel);
-            self.shared.stats.on_write_behind(-(p.data.len() as i64));
+            self.account(-(p.data.len() as i64));
         }
         st.taken = taken;
         wb.reaps.fetch_add(1, Ordering::AcqRel);
         again
+    }
+}
+
+/// A handle is dropped: the writes held for coalescing are sent (they must
+/// not wait for a barrier that may never come; the last handle's drop then
+/// waits for them, below).
+impl Drop for File {
+    fn drop(&mut self) {
+        if self.shared.wb.outstanding() > 0 {
+            self.send_held();
+        }
     }
 }
 
@@ -428,8 +784,15 @@ impl Drop for FileShared {
             .inner
             .transport()
             .wait_until(&|| calls.iter().all(|c| c.is_done()), None);
-        // Not reaped: take them off the file's (long-lived) statistics.
-        self.stats.on_write_behind(-(self.wb.outstanding() as i64));
+        // Not reaped: take them off the file's (long-lived) statistics and
+        // the client's bound.
+        let n = self.wb.outstanding();
+        self.stats.on_write_behind(-(n as i64));
+        self.client
+            .inner
+            .write_behind
+            .bytes
+            .fetch_sub(n, Ordering::AcqRel);
     }
 }
 
@@ -569,6 +932,170 @@ mod tests {
             stats.files[0].totals.write_behind_bytes, 0,
             "gauge back to 0"
         );
+    }
+
+    /// Coalescing on: the test's file and server.
+    fn coalescing(behaviour: Behaviour) -> (FakeServer, Client, File) {
+        let (server, client, file) = setup(1 << 20, behaviour);
+        file.set_write_coalescing(true);
+        (server, client, file)
+    }
+
+    #[test]
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit() {
+        let (server, _client, file) = coalescing(Behaviour::default());
+        // A WAL frame: a 24-byte header, then the page; then the next.
+        let mut all = Vec::new();
+        for (i, len) in [24usize, 1000, 24, 1000].into_iter().enumerate() {
+            let data = vec![i as u8 + 1; len];
+            file.write_at(&data, all.len() as u64).unwrap();
+            all.extend_from_slice(&data);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(server.answered(), 0, "held, not sent");
+        assert_eq!(file.write_behind_bytes(), all.len());
+        // The fake server refuses COMMIT: this fsync succeeds only
+        // because the single WRITE went FILE_SYNC.
+        file.fsync().unwrap();
+        assert_eq!(file.write_behind_bytes(), 0);
+        let seen = server.seen();
+        assert_eq!(seen.writes, vec![(0, all)]);
+        assert_eq!(seen.stables, vec![nfs3::stable_how::FILE_SYNC]);
+        assert_eq!(server.answered(), 1);
+    }
+
+    #[test]
+    fn held_writes_go_before_a_write_elsewhere_and_before_a_read_over_them() {
+        let (server, _client, file) = coalescing(Behaviour {
+            delay: Duration::from_millis(10),
+            ..Behaviour::default()
+        });
+        file.write_at(&[1u8; 100], 0).unwrap();
+        file.write_at(&[2u8; 100], 500).unwrap();
+        let mut buf = [0u8; 10];
+        file.read_at(&mut buf, 550).unwrap();
+        // Both went (the first when the second did not continue it), and
+        // were answered, before the READ.
+        {
+            let seen = server.seen();
+            assert_eq!(seen.writes[0], (0, vec![1u8; 100]));
+            assert_eq!(seen.writes[1], (500, vec![2u8; 100]));
+            assert_eq!(seen.reads, vec![(550, 10)]);
+            assert!(seen
+                .stables
+                .iter()
+                .all(|s| *s == nfs3::stable_how::UNSTABLE));
+        }
+        // A write past the transfer size is not held.
+        file.write_at(&[3u8; 5000], 10_000).unwrap();
+        file.fsync().unwrap();
+        let seen = server.seen();
+        assert_eq!(seen.writes.len(), 4);
+        assert!(seen
+            .stables
+            .iter()
+            .all(|s| *s == nfs3::stable_how::UNSTABLE));
+    }
+
+    #[test]
+    fn a_write_sends_what_other_files_hold_first() {
+        let (server, client, a) = coalescing(Behaviour::default());
+        let b = File::detached(&client, "/b");
+        b.set_write_coalescing(true);
+        a.write_at(&[1u8; 100], 0).unwrap();
+        b.write_at(&[2u8; 100], 0).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            server.seen().writes,
+            vec![(0, vec![1u8; 100])],
+            "a's write left before b's, which is held"
+        );
+        b.fsync().unwrap();
+        a.fsync().unwrap();
+        assert_eq!(server.seen().writes.len(), 2);
+    }
+
+    #[test]
+    fn coalescing_stops_at_the_transfer_size() {
+        let (server, _client, file) = coalescing(Behaviour::default());
+        for i in 0..5u64 {
+            file.write_at(&[i as u8; 1000], i * 1000).unwrap();
+        }
+        file.fsync().unwrap();
+        let got: Vec<(u64, usize)> = server
+            .seen()
+            .writes
+            .iter()
+            .map(|(o, d)| (*o, d.len()))
+            .collect();
+        assert_eq!(got, vec![(0, 4000), (4000, 1000)]);
+    }
+
+    #[test]
+    fn dropping_the_handle_sends_and_waits_for_held_writes() {
+        let (server, client, file) = coalescing(Behaviour::default());
+        file.write_at(&[5u8; 100], 0).unwrap();
+        let clone = file.clone();
+        drop(file);
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(server.seen().writes.len(), 1, "sent when a handle went");
+        clone.write_at(&[6u8; 100], 100).unwrap();
+        drop(clone);
+        assert_eq!(server.answered(), 2, "the last handle sent and waited");
+        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+    }
+
+    #[test]
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once() {
+        let (_server, client, file) = coalescing(Behaviour {
+            write_error: Some(nfsstat3::NFS3ERR_NOSPC),
+            ..Behaviour::default()
+        });
+        file.write_at(&[1u8; 100], 0).unwrap();
+        let err = file.fsync().unwrap_err();
+        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
+        file.fsync().unwrap();
+        // The client-wide barriers send and wait for held writes too.
+        file.write_at(&[1u8; 100], 0).unwrap();
+        client.send_held_writes();
+        client.wait_write_behind();
+        assert_eq!(file.write_behind_bytes(), 0);
+        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room() {
+        let options = MountOptions {
+            stable: StableMode::Unstable,
+            write_behind: 1 << 20,
+            write_behind_client: 8192,
+            ..MountOptions::default()
+        };
+        let client = Client::detached(options, 4096, 4096);
+        let (a, b) = (File::detached(&client, "/a"), File::detached(&client, "/b"));
+        let server = FakeServer::start(
+            &client,
+            Behaviour {
+                delay: Duration::from_millis(50),
+                ..Behaviour::default()
+            },
+        );
+        a.write_at(&[1u8; 4096], 0).unwrap();
+        b.write_at(&[2u8; 4096], 0).unwrap();
+        assert_eq!(server.answered(), 0);
+        // The client is full; `a` has 1 MiB - 4 KiB of room left, yet
+        // its writer waits for a reply (to either file's WRITE).
+        let started = Instant::now();
+        a.write_at(&[3u8; 4096], 4096).unwrap();
+        assert!(server.answered() >= 1, "returned before any reply");
+        assert!(started.elapsed() >= Duration::from_millis(40));
+        assert!(a.write_behind_bytes() + b.write_behind_bytes() <= 8192);
+        // B's caller never came back: the waiter reaped B's reply itself.
+        a.fsync().unwrap();
+        b.fsync().unwrap();
+        assert_eq!(a.write_behind_bytes() + b.write_behind_bytes(), 0);
+        drop((a, b));
+        drop(server);
     }
 
     #[test]

@@ -3,11 +3,19 @@
 //! system, side by side.
 //!
 //! ```text
-//! cargo build --release -p directnfs-sqlite --examples
+//! cargo build --release -p directnfs-sqlite --lib --examples
 //! target/release/examples/sqlbench --url 'nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 //!     [--local-dir /var/tmp/sqlbench] [--scale 1] [--clients 1,4] [--duration 10] \
-//!     [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE]
+//!     [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE] \
+//!     [--calls N]
 //! ```
+//!
+//! `--calls N` first runs N transactions on one connection (after up to
+//! 100 to warm up) and prints the NFS calls they made per transaction, by
+//! procedure, for the client and per file (from the process's statistics
+//! endpoint): counts, repeatable however busy the machine is. The per-file
+//! lines count the application's operations (one xWrite is one WRITE
+//! there, however many it was coalesced with); the client line counts RPCs.
 //!
 //! Per engine it creates `sqlbench.db` (pgbench_branches / tellers /
 //! accounts / history, 100 000 accounts per scale unit), then runs each
@@ -47,12 +55,14 @@ struct Args {
     journal: String,
     synchronous: String,
     json: Option<PathBuf>,
+    /// Transactions of the NFS-call count (`--calls N`; 0 = none).
+    calls: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: sqlbench --url NFS_URL [--local-dir DIR] [--scale N] [--clients 1,4] \
-         [--duration SECS] [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE]\n\
+         [--duration SECS] [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE] [--calls N]\n\
          (--url defaults to $DNFS_TEST_URL; --url none runs the local engine only)"
     );
     std::process::exit(2)
@@ -70,6 +80,7 @@ fn parse_args() -> Args {
         journal: "delete".into(),
         synchronous: "full".into(),
         json: None,
+        calls: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -90,6 +101,7 @@ fn parse_args() -> Args {
             "--journal" => a.journal = v(),
             "--synchronous" => a.synchronous = v(),
             "--json" => a.json = Some(PathBuf::from(v())),
+            "--calls" => a.calls = v().parse().unwrap_or_else(|_| usage()),
             _ => usage(),
         }
     }
@@ -155,7 +167,11 @@ fn remove_local(path: &Path) {
 }
 
 fn remove_nfs(url: &str) {
-    let Ok(client) = dnfs::Client::connect(url) else {
+    // stats=off: this program's own client stays out of the process's
+    // statistics endpoint, which the extension's client then owns
+    // (`--calls` reads it).
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let Ok(client) = dnfs::Client::connect(&format!("{url}{sep}stats=off")) else {
         return;
     };
     let dir = client.target_path().trim_end_matches('/').to_string();
@@ -326,6 +342,88 @@ fn run(engine: &Engine, a: &Args, clients: usize) -> RunResult {
     }
 }
 
+/// The NFS calls of this process so far, from its statistics endpoint
+/// (the extension's client publishes there): per server and per file.
+fn own_stats() -> dnfs::stats::StatsSnapshot {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let path = dnfs::publish::process_dir(uid).join(format!("{}.sock", std::process::id()));
+    dnfs::publish::read_endpoint(&path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .stats
+}
+
+/// `--calls N`: N transactions on one connection, then the NFS calls they
+/// made, by procedure, per transaction: for the whole client and for each
+/// file. Counts, not times: repeatable however busy the machine is.
+fn count_calls(engine: &Engine, a: &Args) {
+    let c = engine.open(a);
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    // Warm up: the page cache, the WAL past its first frames.
+    for _ in 0..a.calls.min(100) {
+        while transaction(&c, a, &mut rng).is_err() {}
+    }
+    let before = own_stats();
+    for _ in 0..a.calls {
+        while transaction(&c, a, &mut rng).is_err() {}
+    }
+    let after = own_stats();
+    let n = a.calls as f64;
+    let delta = |b: &dnfs::stats::IoSnapshot, a: &dnfs::stats::IoSnapshot| {
+        a.calls_by_proc
+            .iter()
+            .filter_map(|(p, &v)| {
+                let d = v - b.calls_by_proc.get(p).copied().unwrap_or(0);
+                (d > 0).then(|| format!("{p} {:.2}", d as f64 / n))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "  NFS calls per transaction ({} transactions, 1 client):",
+        a.calls
+    );
+    let zero = dnfs::stats::IoSnapshot::default();
+    // The client's totals (RPCs), then each file's (application calls).
+    let servers = after.servers.iter().map(|s| {
+        let then = before.servers.iter().find(|x| x.name == s.name);
+        (None, &s.totals, then.map(|x| &x.totals))
+    });
+    let files = after.files.iter().map(|f| {
+        let then = before.files.iter().find(|x| x.path == f.path);
+        (Some(&f.path), &f.totals, then.map(|x| &x.totals))
+    });
+    for (path, now, then) in servers.chain(files) {
+        let b = then.unwrap_or(&zero);
+        let d = delta(b, now);
+        let Some(path) = path else {
+            println!("    client total: {d}");
+            // Times are indicative only (a busy machine stretches them).
+            let lat: Vec<String> = now
+                .latency_us
+                .iter()
+                .filter_map(|(class, l)| {
+                    let (c0, s0) = b
+                        .latency_us
+                        .get(class)
+                        .map_or((0, 0.0), |x| (x.count, x.sum_us));
+                    (l.count > c0)
+                        .then(|| format!("{class} {:.0}", (l.sum_us - s0) / (l.count - c0) as f64))
+                })
+                .collect();
+            println!("    mean latency, us (indicative): {}", lat.join(", "));
+            continue;
+        };
+        if !d.is_empty() {
+            let waits = now.fsync_waits - b.fsync_waits;
+            println!(
+                "    {path}: {d}; fsyncs that waited for write-behind {:.2}",
+                waits as f64 / n
+            );
+        }
+    }
+}
+
 /// Sums of branches, tellers and accounts all equal the history's.
 fn verify(c: &Connection) -> bool {
     let q = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
@@ -386,6 +484,9 @@ fn main() {
             }
         );
         drop(c);
+        if a.calls > 0 && matches!(e, Engine::Directnfs(_)) {
+            count_calls(e, &a);
+        }
         for &n in &a.clients {
             let r = run(e, &a, n);
             println!(

@@ -98,6 +98,15 @@ pub struct ShmConn {
     excl: u8,
 }
 
+impl ShmConn {
+    /// Whether this connection holds any WAL-index lock exclusively (the
+    /// writer's, a checkpointer's, a recovery's): only such a connection
+    /// publishes what others read.
+    pub fn holds_exclusive(&self) -> bool {
+        self.excl != 0
+    }
+}
+
 static INODES: OnceLock<Mutex<HashMap<InodeKey, Weak<Inode>>>> = OnceLock::new();
 
 /// The inode of a database file, shared with other connections to it.

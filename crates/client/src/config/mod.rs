@@ -47,7 +47,8 @@
 //! * directnfs keys are those of [`MountOptions`] (table in its module):
 //!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
 //!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
-//!   `max_client_inflight`, `write_behind`, `rsize`, `wsize`, `sockbuf`,
+//!   `max_client_inflight`, `write_behind`, `write_behind_client`, `rsize`,
+//!   `wsize`, `sockbuf`,
 //!   `resvport`. They
 //!   apply to the whole server block.
 //!

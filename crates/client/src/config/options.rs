@@ -19,6 +19,7 @@
 //! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
 //! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
 //! | `write_behind` | unstable mode only: bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode | 8 MiB |
+//! | `write_behind_client` | unstable mode only: bytes of write-behind writes of the whole client (all its files) that may be in flight or held; a writer past it waits for replies even where its file has room (`k`/`m`/`g` suffixes), 4 KiB..=16 GiB | 64 MiB |
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
 //! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning), a size in bytes (`k`/`m` suffixes, 4 KiB..=256 MiB) asked for as SO_SNDBUF and SO_RCVBUF, or `prefer:SIZE`: that size in each direction whose kernel maximum (`net.core.wmem_max`, `rmem_max`) allows it in full, autotuning in the other | `prefer:4m` |
@@ -208,6 +209,12 @@ pub struct MountOptions {
     /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND`](Self::MAX_WRITE_BEHIND).
     /// Never used in FILE_SYNC mode. Default 8 MiB.
     pub write_behind: usize,
+    /// Write-behind: bytes of the whole client (all its files) that may be
+    /// in flight unacknowledged or held for coalescing; a writer past it
+    /// waits for replies even where its file's `write_behind` leaves room.
+    /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND_CLIENT`](Self::MAX_WRITE_BEHIND_CLIENT).
+    /// Default 64 MiB.
+    pub write_behind_client: usize,
 }
 
 impl Default for MountOptions {
@@ -236,6 +243,7 @@ impl Default for MountOptions {
             publish_stats: true,
             alert_log: None,
             write_behind: 8 << 20,
+            write_behind_client: 64 << 20,
         }
     }
 }
@@ -325,6 +333,7 @@ enum Key {
     MaxInflight,
     MaxClientInflight,
     WriteBehind,
+    WriteBehindClient,
     Rsize,
     Wsize,
     Dontroute,
@@ -361,6 +370,7 @@ const KEYS: &[(&str, Key)] = &[
     ("max_inflight", Key::MaxInflight),
     ("max_client_inflight", Key::MaxClientInflight),
     ("write_behind", Key::WriteBehind),
+    ("write_behind_client", Key::WriteBehindClient),
     ("rsize", Key::Rsize),
     ("wsize", Key::Wsize),
     ("dontroute", Key::Dontroute),
@@ -421,6 +431,8 @@ impl MountOptions {
     pub const MIN_WRITE_BEHIND: usize = 4096;
     /// Largest `write_behind` (1 GiB).
     pub const MAX_WRITE_BEHIND: usize = 1 << 30;
+    /// Largest `write_behind_client` (16 GiB).
+    pub const MAX_WRITE_BEHIND_CLIENT: usize = 16 << 30;
     /// Smallest fixed `sockbuf`.
     pub const MIN_SOCKBUF: u32 = 4096;
     /// Largest fixed `sockbuf`.
@@ -480,6 +492,7 @@ impl MountOptions {
                 self.max_client_inflight = p.ranged(1, Self::MAX_CLIENT_INFLIGHT as u64)? as usize
             }
             Key::WriteBehind => self.write_behind = p.write_behind()?,
+            Key::WriteBehindClient => self.write_behind_client = p.write_behind_client()?,
             Key::Rsize => self.rsize = p.io_size()?,
             Key::Wsize => self.wsize = p.io_size()?,
             Key::Dontroute => self.dontroute = p.flag()?,
@@ -582,6 +595,15 @@ impl MountOptions {
                 write_behind_range(),
             );
         }
+        if !(Self::MIN_WRITE_BEHIND..=Self::MAX_WRITE_BEHIND_CLIENT)
+            .contains(&self.write_behind_client)
+        {
+            return bad(
+                "write_behind_client",
+                self.write_behind_client.to_string(),
+                write_behind_client_range(),
+            );
+        }
         if let Some(gids) = &self.gids {
             if gids.len() > Self::MAX_GIDS {
                 return bad(
@@ -600,6 +622,14 @@ fn io_size_range() -> String {
         "must be between {} (4k) and {} (16m) bytes",
         MountOptions::MIN_IO_SIZE,
         MountOptions::MAX_IO_SIZE
+    )
+}
+
+fn write_behind_client_range() -> String {
+    format!(
+        "expected a size between {} (4k) and {} (16g) bytes",
+        MountOptions::MIN_WRITE_BEHIND,
+        MountOptions::MAX_WRITE_BEHIND_CLIENT
     )
 }
 
@@ -739,6 +769,19 @@ impl ValueParser<'_> {
         Ok(n as usize)
     }
 
+    /// A byte count within the client-wide write-behind bounds.
+    fn write_behind_client(&self) -> Result<usize, OptionError> {
+        let n = self
+            .bytes()
+            .map_err(|_| self.invalid(write_behind_client_range()))?;
+        let range =
+            MountOptions::MIN_WRITE_BEHIND as u64..=MountOptions::MAX_WRITE_BEHIND_CLIENT as u64;
+        if !range.contains(&n) {
+            return Err(self.invalid(write_behind_client_range()));
+        }
+        Ok(n as usize)
+    }
+
     /// `auto`, a byte count as [`io_size`](Self::io_size) takes, or
     /// `prefer:` and a byte count.
     fn sockbuf(&self) -> Result<SocketBuffers, OptionError> {
@@ -766,13 +809,15 @@ impl ValueParser<'_> {
         self.bytes_of(&self.required()?.to_ascii_lowercase())
     }
 
-    /// `text` (lower case) as a number of bytes, with an optional `k` or
-    /// `m` suffix.
+    /// `text` (lower case) as a number of bytes, with an optional `k`, `m`
+    /// or `g` suffix.
     fn bytes_of(&self, text: &str) -> Result<u64, OptionError> {
         let (digits, mult) = if let Some(d) = text.strip_suffix('k') {
             (d, 1u64 << 10)
         } else if let Some(d) = text.strip_suffix('m') {
             (d, 1u64 << 20)
+        } else if let Some(d) = text.strip_suffix('g') {
+            (d, 1u64 << 30)
         } else {
             (text, 1)
         };
@@ -911,7 +956,24 @@ mod tests {
         assert!(!o.resvport);
         assert_eq!(o.nfs_version, NfsVersion::V3);
         assert_eq!(o.write_behind, 8 << 20);
+        assert_eq!(o.write_behind_client, 64 << 20);
         assert_eq!(o.validate(), Ok(()));
+    }
+
+    #[test]
+    fn write_behind_client_takes_a_bounded_size() {
+        assert_eq!(
+            set(&[("write_behind_client", "16m")])
+                .unwrap()
+                .write_behind_client,
+            16 << 20
+        );
+        for bad in ["0", "100", "17g", "lots", ""] {
+            let err = set(&[("write_behind_client", bad)])
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("write_behind_client"), "{bad}: {err}");
+        }
     }
 
     #[test]
@@ -948,7 +1010,7 @@ mod tests {
                 "nfs_version" | "version" | "vers" | "nfsvers" => "3",
                 "security" | "security_default" | "sec" => "sys",
                 "gids" => "1,2",
-                "rsize" | "wsize" | "write_behind" => "65536",
+                "rsize" | "wsize" | "write_behind" | "write_behind_client" => "65536",
                 "sockbuf" => "auto",
                 _ => "7",
             };

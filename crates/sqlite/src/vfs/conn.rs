@@ -54,6 +54,12 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
         };
         Ok((file, fileid))
     })?;
+    // Write-behind (unstable mode): WAL frames and journal records go as
+    // one WRITE per run of adjacent writes. The VFS places the barriers
+    // held writes need: xSync, xUnlock (sends every file's held writes),
+    // xShmBarrier (waits for them before a WAL-index header is published),
+    // xClose.
+    file.set_write_coalescing(true);
     let inode = if flags & SQLITE_OPEN_MAIN_DB != 0 {
         let key = InodeKey {
             mount: r.mount.key.clone(),

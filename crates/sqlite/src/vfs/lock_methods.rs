@@ -37,7 +37,11 @@ pub(super) unsafe extern "C" fn x_unlock(f: *mut sqlite3_file, level: c_int) -> 
         };
         let _t = Trace::new("xUnlock", &c.name, level as i64);
         // Write-behind (unstable mode): the writes made under the lock
-        // land before it is released, so the next holder reads them.
+        // land before it is released, so the next holder reads them; those
+        // of the connection's other files (its journal) held for
+        // coalescing leave the process, as a local write has reached the
+        // kernel when the transaction ends.
+        c.file.client().send_held_writes();
         c.file.wait_write_behind();
         match &c.inode {
             Some(inode) => match inode.unlock(&mut c.lock, level) {

@@ -59,8 +59,20 @@ pub(super) unsafe extern "C" fn x_shm_lock(
     })
 }
 
-/// xShmBarrier: a full memory fence (the memory is in this process).
-pub(super) unsafe extern "C" fn x_shm_barrier(_f: *mut sqlite3_file) {
+/// xShmBarrier: a full memory fence (the memory is in this process). A
+/// writer calls it between the two copies of a new WAL-index header, so a
+/// connection holding a WAL-index lock exclusively first waits for the
+/// client's write-behind WRITEs (the WAL frames the header points to, held
+/// or in flight): another connection that reads the header then reads
+/// those frames from the server. Readers (no exclusive lock) do not wait.
+/// With nothing outstanding (xSync came first) this costs no call.
+pub(super) unsafe extern "C" fn x_shm_barrier(f: *mut sqlite3_file) {
+    // SAFETY: our file, one thread at a time.
+    if let Some(c) = unsafe { conn(f) } {
+        if c.shm.holds_exclusive() {
+            c.file.client().wait_write_behind();
+        }
+    }
     fence(Ordering::SeqCst);
 }
 
