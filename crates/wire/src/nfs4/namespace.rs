@@ -1,7 +1,7 @@
 //! Changing the name space (RFC 8881 §18.4 CREATE, §18.25 REMOVE,
-//! §18.26 RENAME, §18.9 LINK). Regular files are created by OPEN, not
-//! CREATE; RENAME and LINK take their source from the saved file handle
-//! (SAVEFH).
+//! §18.26 RENAME, §18.9 LINK) and reading a symbolic link (§18.24
+//! READLINK). Regular files are created by OPEN, not CREATE; RENAME and
+//! LINK take their source from the saved file handle (SAVEFH).
 
 use super::attr::fattr4;
 use super::result::Nfs4Res;
@@ -256,3 +256,32 @@ xdr_struct!(
 /// ```
 #[allow(non_camel_case_types)]
 pub type LINK4res = Nfs4Res<LINK4resok>;
+
+xdr_struct!(
+    /// RFC 8881 §18.24.2 (READLINK has no arguments: `CURRENT_FH` is the
+    /// symbolic link)
+    /// ```text
+    /// struct READLINK4resok {
+    ///         linktext4       link;
+    /// };
+    /// ```
+    /// The text is bounded on decode by `NFS4_OPAQUE_LIMIT` (1024 bytes,
+    /// NFSv3's `MAXPATHLEN` too), checked before anything is allocated.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct READLINK4resok {
+        /// The link's content, as stored (not necessarily UTF-8).
+        pub link: linktext4,
+    }
+);
+
+/// RFC 8881 §18.24.2
+/// ```text
+/// union READLINK4res switch (nfsstat4 status) {
+///  case NFS4_OK:
+///          READLINK4resok  resok4;
+///  default:
+///          void;
+/// };
+/// ```
+#[allow(non_camel_case_types)]
+pub type READLINK4res = Nfs4Res<READLINK4resok>;
