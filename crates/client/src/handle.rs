@@ -50,6 +50,9 @@ impl Client {
     /// process replaced by `rename` is seen at once. A symbolic link is not
     /// followed: its own handle and attributes are returned.
     pub fn lookup(&self, path: &str) -> Result<(Handle, Metadata)> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::lookup(s, &self.inner, path).map(|(fh, m)| (Handle(fh), m));
+        }
         self.fresh(|| self.lookup_once(path))
     }
 
@@ -92,6 +95,9 @@ impl Client {
 
     /// Attributes of the file a handle names (GETATTR).
     pub fn metadata_of(&self, handle: &Handle, path: &str) -> Result<Metadata> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::metadata_of(s, &self.inner, &handle.0, path);
+        }
         self.inner
             .getattr(&handle.0, path)
             .map(|a| Metadata::from_fattr(&a))

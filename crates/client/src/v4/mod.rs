@@ -22,7 +22,9 @@
 //! lost); session trunking does not compare
 //! server owners (every path's connections join the one session).
 
+pub(crate) mod attrs;
 pub(crate) mod file;
+pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;
