@@ -30,6 +30,7 @@
 #![allow(clippy::missing_safety_doc)] // the contracts are in directnfs.h
 
 mod ffi;
+mod lock;
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_uint, c_void, CString};
