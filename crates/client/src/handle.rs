@@ -86,9 +86,11 @@ impl Client {
         }
     }
 
-    /// Opens the file a handle names, without any call to the server;
-    /// `path` is only used in messages and statistics. A handle of a file
-    /// removed since fails its first I/O with `ESTALE`.
+    /// Opens the file a handle names, without any call to the server
+    /// on NFSv3 (on NFSv4.1: one OPEN by the handle, whose refusal is
+    /// logged and makes the file's I/O fail); `path` is only used in
+    /// messages and statistics. A handle of a file removed since fails
+    /// its first I/O with `ESTALE`.
     pub fn open_handle(&self, handle: &Handle, path: &str) -> File {
         File::from_handle(self, handle.0, path)
     }
@@ -107,6 +109,9 @@ impl Client {
 impl File {
     /// The file's handle (to open it again with [`Client::open_handle`]).
     pub fn handle(&self) -> Handle {
+        if let Some(open) = &self.shared.v4 {
+            return Handle(crate::v4::handles::handle_of(open));
+        }
         Handle(self.shared.fh)
     }
 }

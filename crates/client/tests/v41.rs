@@ -170,6 +170,14 @@ fn symlink_readlink_link_and_lookup() {
     assert_ne!(h, fh);
     assert_eq!(client.metadata_of(&fh, &file).unwrap().fileid, fm.fileid);
     assert!(client.lookup("/").unwrap().1.is_dir());
+    // A handle opens the file again (OPEN by handle): I/O and locks work.
+    let by_handle = client.open_handle(&fh, "by-handle");
+    assert_eq!(by_handle.handle(), fh);
+    let mut twelve = [0u8; 12];
+    assert_eq!(by_handle.read_at(&mut twelve, 0).unwrap(), 12);
+    assert_eq!(&twelve, b"twelve bytes");
+    by_handle.try_lock(0, 1, true).unwrap();
+    drop(by_handle);
 
     // A hard link: one file, two names, link count 2.
     assert_eq!(client.metadata(&file).unwrap().nlink, 1);

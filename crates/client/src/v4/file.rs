@@ -161,17 +161,31 @@ fn open_once(
     let (Some(stateid), Some(fh)) = (stateid, fh) else {
         return Err(ops::missing("OPEN", path));
     };
-    Ok(OpenFile {
-        client: client.clone(),
-        fh,
-        stateid: Mutex::new(stateid),
-        access,
-        path: path.to_string(),
-        unstable: inner.options.stable == crate::config::StableMode::Unstable,
-        pending: Mutex::new(Vec::new()),
-        fsync_lock: Mutex::new(()),
-        lock: Mutex::new(None),
-    })
+    Ok(OpenFile::opened(client, fh, stateid, access, path))
+}
+
+impl OpenFile {
+    /// The state of a file the server just opened with `access`
+    /// (here, or by handle in `handles.rs`).
+    pub(crate) fn opened(
+        client: &Client,
+        fh: nfs_fh4,
+        stateid: stateid4,
+        access: u32,
+        path: &str,
+    ) -> OpenFile {
+        OpenFile {
+            client: client.clone(),
+            fh,
+            stateid: Mutex::new(stateid),
+            access,
+            path: path.to_string(),
+            unstable: client.inner.options.stable == crate::config::StableMode::Unstable,
+            pending: Mutex::new(Vec::new()),
+            fsync_lock: Mutex::new(()),
+            lock: Mutex::new(None),
+        }
+    }
 }
 
 impl OpenFile {

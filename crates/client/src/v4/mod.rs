@@ -24,6 +24,7 @@
 
 pub(crate) mod attrs;
 pub(crate) mod file;
+pub(crate) mod handles;
 pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
