@@ -289,8 +289,8 @@ struct dnfs_stat {
 int dnfs_fstat(dnfs_file *file, struct dnfs_stat *st);
 int dnfs_stat(dnfs_client *client, const char *path, struct dnfs_stat *st);
 
-/* Space and file slots of the client's export (NFS FSSTAT), as `dnfs df`
- * shows them. "avail" is what this user may still use (quotas, reserved
+/* Space and file slots of the client's export (NFSv3 FSSTAT; on NFSv4.1
+ * a GETATTR of the space_* and files_* attributes), as `dnfs df` shows them. "avail" is what this user may still use (quotas, reserved
  * space); "free" is what the file system has left. */
 struct dnfs_statfs {
     uint64_t total_bytes; /* size of the file system */

@@ -7,7 +7,10 @@
 //! | `session.rs` | client ID, session, slot table, SEQUENCE on every COMPOUND, session error recovery, lease renewal, DESTROY on drop |
 //! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
+//! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
+//! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
 //! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid |
+//! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE |
 //!
 //! Every request goes over the same transport as NFSv3's (program 100003
@@ -16,11 +19,15 @@
 //! once.
 //!
 //! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
-//! pipelining); symlinks, hard links, `access`, `fsstat`, `set_attrs` and
-//! `lookup` are refused with an error saying so; open state is not
-//! reclaimed after a server restart (files are opened again, locks are
-//! lost); session trunking does not compare
-//! server owners (every path's connections join the one session).
+//! pipelining); open state is not reclaimed after a server restart (files
+//! are opened again, locks are lost); session trunking does not compare
+//! server owners (every path's connections join the one session); a
+//! `Handle` holds at most 64 bytes, so `lookup` refuses (ENOTSUP) a server
+//! whose NFSv4 handles are longer (NFS-Ganesha's are not). Every public
+//! method has an NFSv4.1 path; `Inner::call` still refuses, with
+//! `unsupported`'s error (ENOTSUP), any NFSv3 call that would reach an
+//! NFSv4.1 server: the one known case is a `File` from `open_handle`
+//! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`).
 
 pub(crate) mod attrs;
 pub(crate) mod file;
