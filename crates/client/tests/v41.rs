@@ -291,13 +291,13 @@ fn fsstat_agrees_with_the_export_file_system() {
         eprintln!("{}: not on this machine, df not compared", dir.display());
         return;
     };
-    let frsize = local.f_frsize as u64;
-    assert_eq!(s.total_bytes, local.f_blocks as u64 * frsize, "{s:?}");
-    assert_eq!(s.total_files, local.f_files as u64, "{s:?}");
+    let frsize = local.f_frsize;
+    assert_eq!(s.total_bytes, local.f_blocks * frsize, "{s:?}");
+    assert_eq!(s.total_files, local.f_files, "{s:?}");
     // Free space moves with other writers: within 1 GiB of df's.
-    let free = local.f_bfree as u64 * frsize;
+    let free = local.f_bfree * frsize;
     assert!(s.free_bytes.abs_diff(free) < 1 << 30, "{s:?} vs {free}");
-    let avail = local.f_bavail as u64 * frsize;
+    let avail = local.f_bavail * frsize;
     assert!(s.avail_bytes.abs_diff(avail) < 1 << 30, "{s:?} vs {avail}");
 }
 
