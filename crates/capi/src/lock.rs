@@ -17,13 +17,8 @@ pub unsafe extern "C" fn dnfs_lock(
     len: i64,
     exclusive: c_int,
 ) -> c_int {
-    ffi_try(|| {
-        // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
-        let (offset, len) = range(offset, len)?;
-        f.file.lock(offset, len, exclusive != 0)?;
-        Ok(0)
-    })
+    // SAFETY: passed on under the header's contract.
+    unsafe { lock(file, offset, len, exclusive, true) }
 }
 
 /// See `dnfs_trylock` in directnfs.h.
@@ -34,11 +29,24 @@ pub unsafe extern "C" fn dnfs_trylock(
     len: i64,
     exclusive: c_int,
 ) -> c_int {
+    // SAFETY: passed on under the header's contract.
+    unsafe { lock(file, offset, len, exclusive, false) }
+}
+
+/// `dnfs_lock` (`wait`) or `dnfs_trylock`.
+///
+/// # Safety
+/// `file` is NULL or a live `dnfs_file` (the header's contract).
+unsafe fn lock(file: *mut DnfsFile, offset: i64, len: i64, exclusive: c_int, wait: bool) -> c_int {
     ffi_try(|| {
-        // SAFETY: NULL or a live file (header contract).
+        // SAFETY: NULL or a live file, per this function's contract.
         let f = unsafe { arg_ref(file, "file") }?;
         let (offset, len) = range(offset, len)?;
-        f.file.try_lock(offset, len, exclusive != 0)?;
+        if wait {
+            f.file.lock(offset, len, exclusive != 0)?;
+        } else {
+            f.file.try_lock(offset, len, exclusive != 0)?;
+        }
         Ok(0)
     })
 }
