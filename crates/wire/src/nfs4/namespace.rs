@@ -285,3 +285,37 @@ xdr_struct!(
 /// ```
 #[allow(non_camel_case_types)]
 pub type READLINK4res = Nfs4Res<READLINK4resok>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xdr::{decode_exact, to_bytes};
+
+    #[test]
+    fn readlink_res_rejects_a_link_longer_than_1024_before_allocating() {
+        // NFS4_OK, then a linktext4 claiming 1025 bytes with none behind it.
+        let mut v = Vec::new();
+        for word in [0u32, 1025] {
+            v.extend_from_slice(&word.to_be_bytes());
+        }
+        let e = decode_exact::<READLINK4res>(&v, "READLINK4res").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecodeError::TooLong {
+                    len: 1025,
+                    max: 1024,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let ok = READLINK4res::Ok(READLINK4resok {
+            link: linktext4::from(&b"../target\xff"[..]),
+        });
+        assert_eq!(
+            decode_exact::<READLINK4res>(&to_bytes(&ok), "READLINK4res").unwrap(),
+            ok
+        );
+    }
+}
