@@ -217,6 +217,45 @@ int dnfs_fsync(dnfs_file *file);
 int dnfs_ftruncate(dnfs_file *file, int64_t size);
 
 /* ---------------------------------------------------------------------
+ * Byte-range locks (NFSv4.1 only)
+ *
+ * Advisory locks held on the server (NFSv4.1 LOCK and LOCKU, RFC 8881
+ * section 9), so they exclude other processes and other hosts. Each
+ * dnfs_file is its own lock owner, like Linux open file description
+ * locks: two dnfs_files of one process, even of the same path, conflict
+ * with each other as two processes would. A range is `len` bytes at
+ * `offset`; `len` 0 means from `offset` to the end of the file, however
+ * far it grows. `exclusive` non-zero asks for a write (exclusive) lock,
+ * 0 for a read (shared) one. Locking a range this file already holds
+ * changes its type. Every lock is released by dnfs_close (the last
+ * close of the file, before the file is closed on the server) and lost
+ * if the client's lease expires (no contact with the server for the
+ * lease time, 60 s by default).
+ *
+ * On an NFSv3 server (the default; NFSv4.1 is chosen by vers=4.1 in the
+ * URL or nfs_version: nfsv4.1 in the configuration) these functions
+ * fail with -ENOTSUP and change nothing: NFSv3 locking needs the separate
+ * NLM protocol, which directnfs does not speak.
+ * Negative offset or len, or a NULL file: -EINVAL.
+ * --------------------------------------------------------------------- */
+
+/* Locks the range, waiting while another owner holds a conflicting lock:
+ * the server is asked again after 10 ms, then after twice as long each
+ * time up to 1 s (RFC 8881 section 9.6; the blocking lock types ask the
+ * server to keep the lock for this waiter when it is released). There is
+ * no timeout: use dnfs_trylock to poll. Returns 0, or a negative errno. */
+int dnfs_lock(dnfs_file *file, int64_t offset, int64_t len, int exclusive);
+
+/* Like dnfs_lock without waiting: a conflicting lock held by another owner
+ * gives -EAGAIN (NFS4ERR_DENIED). Returns 0, or a negative errno. */
+int dnfs_trylock(dnfs_file *file, int64_t offset, int64_t len, int exclusive);
+
+/* Releases this file's locks on the range (a part of a locked range may
+ * be released, splitting it). Releasing a range not locked is not an
+ * error. Returns 0, or a negative errno. */
+int dnfs_unlock(dnfs_file *file, int64_t offset, int64_t len);
+
+/* ---------------------------------------------------------------------
  * Attributes and names
  * --------------------------------------------------------------------- */
 
@@ -252,8 +291,8 @@ struct dnfs_stat {
 int dnfs_fstat(dnfs_file *file, struct dnfs_stat *st);
 int dnfs_stat(dnfs_client *client, const char *path, struct dnfs_stat *st);
 
-/* Space and file slots of the client's export (NFS FSSTAT), as `dnfs df`
- * shows them. "avail" is what this user may still use (quotas, reserved
+/* Space and file slots of the client's export (NFSv3 FSSTAT; on NFSv4.1
+ * a GETATTR of the space_* and files_* attributes), as `dnfs df` shows them. "avail" is what this user may still use (quotas, reserved
  * space); "free" is what the file system has left. */
 struct dnfs_statfs {
     uint64_t total_bytes; /* size of the file system */

@@ -117,6 +117,7 @@ const IMPLEMENTED_OPS: &[nfs4::nfs_opnum4] = &[
     nfs4::nfs_opnum4::OP_PUTROOTFH,
     nfs4::nfs_opnum4::OP_READ,
     nfs4::nfs_opnum4::OP_READDIR,
+    nfs4::nfs_opnum4::OP_READLINK,
     nfs4::nfs_opnum4::OP_REMOVE,
     nfs4::nfs_opnum4::OP_RENAME,
     nfs4::nfs_opnum4::OP_RESTOREFH,
@@ -143,7 +144,7 @@ pub fn nfs4_op_res(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else {
         return;
     };
-    match which % 28 {
+    match which % 29 {
         0 => roundtrip::<nfs_resop4>(rest),
         1 => roundtrip::<fattr4>(rest),
         2 => roundtrip::<EXCHANGE_ID4res>(rest),
@@ -171,6 +172,7 @@ pub fn nfs4_op_res(data: &[u8]) {
         24 => roundtrip::<SECINFO_NO_NAME4res>(rest),
         25 => roundtrip::<nfsstat4>(rest),
         26 => roundtrip::<bitmap4>(rest),
+        27 => roundtrip::<READLINK4res>(rest),
         _ => roundtrip::<CB_COMPOUND4res>(rest),
     }
 }

@@ -4,6 +4,10 @@
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' tests/c/run.sh
 #
+# DNFS_TEST_URL_V41 (the same server's NFSv4.1 URL, as scripts/test.sh
+# exports it) adds the byte-range lock tests, which need NFSv4.1; without
+# it they are skipped (failed with DNFS_TEST_REQUIRE_SERVER).
+#
 # Without DNFS_TEST_URL the programs are still built (so the header and the
 # library link are checked) and the run is skipped loudly (exit 0).
 #

@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(struct dnfs_stat) == 96, "dnfs_stat layout");
@@ -536,6 +538,95 @@ static int cleanup_dir(void *ctx, const struct dnfs_dirent *e)
     return 0;
 }
 
+/* Releases file `arg`'s locks after 300 ms, for the blocking lock test. */
+static void *unlock_later(void *arg)
+{
+    usleep(300 * 1000);
+    return (void *)(intptr_t)dnfs_unlock((dnfs_file *)arg, 0, 0);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* On the main (NFSv3) client the lock functions are ENOTSUP; on NFSv4.1
+ * (DNFS_TEST_URL_V41) two dnfs_files are two lock owners: exclusion,
+ * shared locks, partial unlock, a blocking lock that waits for the
+ * holder, and release by dnfs_close. */
+static int byte_range_locks_exclude_on_nfsv41_and_are_enotsup_on_nfsv3(void)
+{
+    if (!strstr(g_url, "vers=4.1")) {
+        dnfs_file *f = dnfs_open(g_client, path("lock-v3"), DNFS_O_CREAT, 0644);
+        CHECK(f != NULL);
+        CHECK_EQ(dnfs_lock(f, 0, 0, 1), -ENOTSUP);
+        CHECK(strstr(dnfs_last_error(), "NFSv4.1") != NULL);
+        CHECK_EQ(dnfs_trylock(f, 0, 10, 0), -ENOTSUP);
+        CHECK_EQ(dnfs_unlock(f, 0, 0), -ENOTSUP);
+        CHECK_EQ(dnfs_close(f), 0);
+    }
+    CHECK_EQ(dnfs_lock(NULL, 0, 0, 1), -EINVAL);
+
+    const char *url = getenv("DNFS_TEST_URL_V41");
+    if (!url || !*url) {
+        if (getenv("DNFS_TEST_REQUIRE_SERVER")) {
+            fprintf(stderr, "    DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL_V41 is not\n");
+            return 1;
+        }
+        fprintf(stderr, "    (NFSv4.1 part skipped: DNFS_TEST_URL_V41 is not set)\n");
+        return 0;
+    }
+    dnfs_client *c = dnfs_client_open_url(url);
+    CHECK(c != NULL);
+    char name[64];
+    snprintf(name, sizeof name, "capi-lock-%d", (int)getpid());
+    dnfs_file *a = dnfs_open(c, name, DNFS_O_CREAT | DNFS_O_TRUNC, 0644);
+    dnfs_file *b = dnfs_open(c, name, 0, 0);
+    CHECK(a != NULL && b != NULL);
+    CHECK_EQ(dnfs_lock(a, -1, 10, 1), -EINVAL);
+    CHECK_EQ(dnfs_trylock(a, 0, -10, 1), -EINVAL);
+
+    /* Exclusive 0..100 held by a: b is refused inside it, not outside. */
+    CHECK_EQ(dnfs_lock(a, 0, 100, 1), 0);
+    CHECK_EQ(dnfs_trylock(b, 50, 10, 0), -EAGAIN);
+    CHECK_EQ(dnfs_trylock(b, 99, 1, 1), -EAGAIN);
+    CHECK_EQ(dnfs_trylock(b, 100, 10, 1), 0);
+    CHECK_EQ(dnfs_unlock(b, 100, 10), 0);
+
+    /* Releasing the first half frees it for b; the second half stays. */
+    CHECK_EQ(dnfs_unlock(a, 0, 50), 0);
+    CHECK_EQ(dnfs_trylock(b, 0, 50, 1), 0);
+    CHECK_EQ(dnfs_trylock(b, 50, 1, 0), -EAGAIN);
+    CHECK_EQ(dnfs_unlock(b, 0, 50), 0);
+    CHECK_EQ(dnfs_unlock(a, 0, 0), 0);
+
+    /* Shared locks coexist; an exclusive one waits for them. */
+    CHECK_EQ(dnfs_trylock(a, 0, 0, 0), 0);
+    CHECK_EQ(dnfs_trylock(b, 0, 0, 0), 0);
+    CHECK_EQ(dnfs_trylock(a, 0, 0, 1), -EAGAIN);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, unlock_later, b), 0);
+    double t0 = now_seconds();
+    int rc = dnfs_lock(a, 0, 0, 1); /* blocks until b lets go */
+    double waited = now_seconds() - t0;
+    void *unlocked;
+    pthread_join(th, &unlocked);
+    CHECK_EQ(rc, 0);
+    CHECK_EQ((int)(intptr_t)unlocked, 0);
+    CHECK(waited >= 0.25);
+    CHECK_EQ(dnfs_trylock(b, 0, 1, 0), -EAGAIN);
+
+    /* Closing a releases its lock. */
+    CHECK_EQ(dnfs_close(a), 0);
+    CHECK_EQ(dnfs_trylock(b, 0, 0, 1), 0);
+    CHECK_EQ(dnfs_close(b), 0);
+    CHECK_EQ(dnfs_unlink(c, name), 0);
+    CHECK_EQ(dnfs_client_close(c), 0);
+    return 0;
+}
+
 static int statfs_reports_the_export_space(void)
 {
     struct dnfs_statfs st;
@@ -655,6 +746,7 @@ int main(void)
         T(stats_json_is_snprintf_like),
         T(config_client_resolves_a_mount_path),
         T(statfs_reports_the_export_space),
+        T(byte_range_locks_exclude_on_nfsv41_and_are_enotsup_on_nfsv3),
         T(read_only_mount_refuses_every_write_with_erofs),
         T(the_process_publishes_its_statistics),
 #undef T

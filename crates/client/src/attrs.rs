@@ -67,6 +67,9 @@ impl Client {
     /// Changes attributes of `path` (relative to the export root); a
     /// symbolic link's own attributes when `path` names one.
     pub fn set_attrs(&self, path: &str, attrs: SetAttrs) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::attrs::set_attrs(s, &self.inner, path, &attrs);
+        }
         let sattr = to_sattr3(&attrs, path)?;
         self.fresh(|| {
             let (handle, _) = self.lookup(path)?;
@@ -78,6 +81,9 @@ impl Client {
     /// client's credential on `path` (ACCESS: the server decides, with its
     /// own view of owners, groups and ACLs).
     pub fn access(&self, path: &str, mask: u32) -> Result<u32> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::attrs::access(s, &self.inner, path, mask);
+        }
         self.fresh(|| {
             let (handle, _) = self.lookup(path)?;
             let args = nfs3::ACCESS3args {
@@ -98,6 +104,9 @@ impl Client {
     /// Space and file slots of the export's file system (FSSTAT, RFC 1813
     /// §3.3.18).
     pub fn fsstat(&self) -> Result<FsStat> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::attrs::fsstat(s, &self.inner);
+        }
         let args = nfs3::FSSTAT3args {
             fsroot: self.inner.root,
         };
@@ -148,6 +157,9 @@ impl Client {
 impl File {
     /// Changes attributes of this file (SETATTR on its handle).
     pub fn set_attrs(&self, attrs: SetAttrs) -> Result<()> {
+        if let Some(open) = &self.shared.v4 {
+            return crate::v4::attrs::set_file_attrs(open, &attrs);
+        }
         let sattr = to_sattr3(&attrs, self.path())?;
         self.client().setattr(&self.shared.fh, self.path(), sattr)
     }

@@ -276,8 +276,10 @@ impl Client {
 impl File {
     /// The open file of handle `fh`, known to the caller as `path`.
     pub(crate) fn from_handle(client: &Client, fh: nfs_fh3, path: &str) -> File {
+        let mut shared = FileShared::new(client, fh, path);
+        shared.v4 = crate::v4::handles::open(client, &fh, path);
         File {
-            shared: Arc::new(FileShared::new(client, fh, path)),
+            shared: Arc::new(shared),
         }
     }
 }

@@ -50,6 +50,9 @@ impl Client {
     /// process replaced by `rename` is seen at once. A symbolic link is not
     /// followed: its own handle and attributes are returned.
     pub fn lookup(&self, path: &str) -> Result<(Handle, Metadata)> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::lookup(s, &self.inner, path).map(|(fh, m)| (Handle(fh), m));
+        }
         self.fresh(|| self.lookup_once(path))
     }
 
@@ -83,15 +86,20 @@ impl Client {
         }
     }
 
-    /// Opens the file a handle names, without any call to the server;
-    /// `path` is only used in messages and statistics. A handle of a file
-    /// removed since fails its first I/O with `ESTALE`.
+    /// Opens the file a handle names, without any call to the server
+    /// on NFSv3 (on NFSv4.1: one OPEN by the handle, whose refusal is
+    /// logged and makes the file's I/O fail); `path` is only used in
+    /// messages and statistics. A handle of a file removed since fails
+    /// its first I/O with `ESTALE`.
     pub fn open_handle(&self, handle: &Handle, path: &str) -> File {
         File::from_handle(self, handle.0, path)
     }
 
     /// Attributes of the file a handle names (GETATTR).
     pub fn metadata_of(&self, handle: &Handle, path: &str) -> Result<Metadata> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::metadata_of(s, &self.inner, &handle.0, path);
+        }
         self.inner
             .getattr(&handle.0, path)
             .map(|a| Metadata::from_fattr(&a))
@@ -101,6 +109,9 @@ impl Client {
 impl File {
     /// The file's handle (to open it again with [`Client::open_handle`]).
     pub fn handle(&self) -> Handle {
+        if let Some(open) = &self.shared.v4 {
+            return Handle(crate::v4::handles::handle_of(open));
+        }
         Handle(self.shared.fh)
     }
 }

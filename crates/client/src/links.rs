@@ -16,6 +16,9 @@ impl Client {
     /// necessarily UTF-8; relative targets are relative to the link's
     /// directory).
     pub fn readlink(&self, path: &str) -> Result<Vec<u8>> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::readlink(s, &self.inner, path);
+        }
         self.fresh(|| {
             let (handle, _) = self.lookup(path)?;
             let args = nfs3::READLINK3args { symlink: handle.0 };
@@ -41,6 +44,9 @@ impl Client {
     /// its own target reports success. A caller that must know the link is
     /// its own (a lock) puts content only it writes into the target.
     pub fn symlink(&self, target: &[u8], path: &str) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::symlink(s, &self.inner, target, path);
+        }
         if target.len() > nfspath3::MAX || target.contains(&0) {
             return Err(Error::InvalidInput(format!(
                 "SYMLINK {path}: the target must be at most {} bytes without NUL ({} given)",
@@ -78,6 +84,9 @@ impl Client {
     /// the export root). A re-sent LINK that finds `new` naming the same
     /// file reports success.
     pub fn link(&self, existing: &str, new: &str) -> Result<()> {
+        if let Some(s) = &self.inner.v4 {
+            return crate::v4::links::link(s, &self.inner, existing, new);
+        }
         self.fresh(|| {
             let (file, attrs) = self.lookup(existing)?;
             let (dir, name) = self.inner.parent_and_name(new)?;

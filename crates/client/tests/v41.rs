@@ -7,11 +7,12 @@
 use std::io::ErrorKind;
 
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::time::{Duration, UNIX_EPOCH};
 
-use directnfs::{Client, NfsUrl, OpenOptions, Target};
+use directnfs::{Client, FileType, NfsUrl, OpenOptions, SetAttrs, SetTimeTo, Target};
 use directnfs_testkit::ganesha::OwnGanesha;
 use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
+use directnfs_wire::nfs3::{ACCESS3_MODIFY, ACCESS3_READ};
 
 /// The NFSv4.1 URL, or `None` (test skipped) when there is no server.
 fn url() -> Option<String> {
@@ -130,13 +131,198 @@ fn namespace_operations_and_their_errors() {
 }
 
 #[test]
-fn what_nfsv41_does_not_do_yet_is_refused_clearly() {
+fn symlink_readlink_link_and_lookup() {
     let Some(url) = url() else { return };
     let client = Client::connect(&url).unwrap();
-    let e = client.readlink("/whatever").unwrap_err();
-    assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
-    assert_eq!(e.kind(), ErrorKind::Unsupported, "{e}");
-    assert!(e.to_string().starts_with("NFSv4.1: "), "{e}");
+    let dir = scratch(&client, "links");
+    let file = format!("{dir}/file");
+    let link = format!("{dir}/link");
+    let hard = format!("{dir}/hard");
+    client
+        .create(&file)
+        .unwrap()
+        .write_at(b"twelve bytes", 0)
+        .unwrap();
+
+    // A symlink's content is what SYMLINK wrote, bytes as given.
+    let target = b"file\xff owner-record:1234".to_vec();
+    client.symlink(&target, &link).unwrap();
+    assert_eq!(client.readlink(&link).unwrap(), target);
+    let e = client.symlink(b"other", &link).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    assert_eq!(client.readlink(&link).unwrap(), target, "unchanged");
+    let e = client.readlink(&file).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL, "READLINK of a file: {e}");
+    let e = client.readlink(&format!("{dir}/missing")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    let e = client
+        .symlink(&[b'x'; 1025], &format!("{dir}/long"))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
+
+    // LOOKUP does not follow the link; its handle names it.
+    let (h, m) = client.lookup(&link).unwrap();
+    assert_eq!(m.file_type, FileType::Symlink);
+    assert_eq!(m.size, target.len() as u64);
+    let (fh, fm) = client.lookup(&file).unwrap();
+    assert_eq!(fm.file_type, FileType::File);
+    assert_eq!(fm.size, 12);
+    assert_ne!(h, fh);
+    assert_eq!(client.metadata_of(&fh, &file).unwrap().fileid, fm.fileid);
+    assert!(client.lookup("/").unwrap().1.is_dir());
+    // A handle opens the file again (OPEN by handle): I/O and locks work.
+    let by_handle = client.open_handle(&fh, "by-handle");
+    assert_eq!(by_handle.handle(), fh);
+    let mut twelve = [0u8; 12];
+    assert_eq!(by_handle.read_at(&mut twelve, 0).unwrap(), 12);
+    assert_eq!(&twelve, b"twelve bytes");
+    by_handle.try_lock(0, 1, true).unwrap();
+    drop(by_handle);
+
+    // A hard link: one file, two names, link count 2.
+    assert_eq!(client.metadata(&file).unwrap().nlink, 1);
+    client.link(&file, &hard).unwrap();
+    let a = client.metadata(&file).unwrap();
+    let b = client.metadata(&hard).unwrap();
+    assert_eq!((a.nlink, b.nlink), (2, 2));
+    assert_eq!(a.fileid, b.fileid);
+    client.open(&hard).unwrap().write_at(b"T", 0).unwrap();
+    let mut buf = [0u8; 12];
+    client.open(&file).unwrap().read_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"Twelve bytes");
+    let e = client.link(&file, &hard).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{e}");
+    client.remove(&file).unwrap();
+    assert_eq!(client.metadata(&hard).unwrap().nlink, 1);
+    remove_tree(&client, &dir).unwrap();
+}
+
+#[test]
+fn set_attrs_and_access_are_decided_by_the_server() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let stranger = Client::connect(&with(&url, "uid=54321&gid=54321")).unwrap();
+    let dir = scratch(&client, "attrs");
+    client
+        .set_attrs(
+            &dir,
+            SetAttrs {
+                mode: Some(0o755),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let path = format!("{dir}/f");
+    let f = client.create(&path).unwrap();
+    f.write_at(&[7u8; 100], 0).unwrap();
+    let mask = ACCESS3_READ | ACCESS3_MODIFY;
+
+    // Owned by the stranger, mode 0400: it may read, not write.
+    let when = UNIX_EPOCH + Duration::new(1_000_000_000, 123_456_789);
+    client
+        .set_attrs(
+            &path,
+            SetAttrs {
+                mode: Some(0o400),
+                uid: Some(54321),
+                gid: Some(54321),
+                atime: SetTimeTo::At(when),
+                mtime: SetTimeTo::At(when),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let m = client.metadata(&path).unwrap();
+    assert_eq!((m.mode, m.uid, m.gid), (0o400, 54321, 54321));
+    assert_eq!((m.atime, m.mtime), (when, when));
+    assert_eq!(stranger.access(&path, mask).unwrap(), ACCESS3_READ);
+    // Mode 0600: it may do both; mode 0: neither.
+    f.set_attrs(SetAttrs {
+        mode: Some(0o600),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(stranger.access(&path, mask).unwrap(), mask);
+    f.set_attrs(SetAttrs {
+        mode: Some(0),
+        ..Default::default()
+    })
+    .unwrap();
+    assert_eq!(stranger.access(&path, mask).unwrap(), 0);
+    let e = client.access(&format!("{dir}/missing"), mask).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+
+    // Size and times through the open file (its open stateid); NFSv4
+    // times are signed: 1969 is a time like any other.
+    f.set_attrs(SetAttrs {
+        size: Some(10),
+        mtime: SetTimeTo::ServerNow,
+        ..Default::default()
+    })
+    .unwrap();
+    let m = f.metadata().unwrap();
+    assert_eq!(m.size, 10);
+    assert!(m.mtime > when);
+    let before_1970 = UNIX_EPOCH - Duration::from_secs(3600);
+    f.set_attrs(SetAttrs {
+        atime: SetTimeTo::At(before_1970),
+        ..Default::default()
+    })
+    .unwrap();
+    let raw = std::fs::metadata(export_dir(&url).join(path.trim_start_matches('/')));
+    if let Ok(raw) = raw {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(raw.atime(), -3600, "the server's file has the 1969 time");
+    }
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+#[test]
+fn fsstat_agrees_with_the_export_file_system() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let s = client.fsstat().unwrap();
+    assert!(s.total_bytes > 0 && s.total_bytes >= s.free_bytes, "{s:?}");
+    assert!(s.free_bytes >= s.avail_bytes, "{s:?}");
+    assert!(s.total_files > 0 && s.total_files >= s.free_files, "{s:?}");
+    let dir = export_dir(&url);
+    let Some(local) = statvfs(&dir) else {
+        eprintln!("{}: not on this machine, df not compared", dir.display());
+        return;
+    };
+    let frsize = local.f_frsize;
+    assert_eq!(s.total_bytes, local.f_blocks * frsize, "{s:?}");
+    assert_eq!(s.total_files, local.f_files, "{s:?}");
+    // Free space moves with other writers: within 1 GiB of df's.
+    let free = local.f_bfree * frsize;
+    assert!(s.free_bytes.abs_diff(free) < 1 << 30, "{s:?} vs {free}");
+    let avail = local.f_bavail * frsize;
+    assert!(s.avail_bytes.abs_diff(avail) < 1 << 30, "{s:?} vs {avail}");
+}
+
+/// The exported directory: the URL's path (the server script sets the
+/// NFSv4 pseudo path equal to the directory's), or DNFS_TEST_EXPORT_DIR.
+fn export_dir(url: &str) -> std::path::PathBuf {
+    if let Ok(d) = std::env::var("DNFS_TEST_EXPORT_DIR") {
+        return d.into();
+    }
+    let rest = url.trim_start_matches("nfs://");
+    let path = rest[rest.find('/').unwrap_or(rest.len())..]
+        .split('?')
+        .next()
+        .unwrap_or("/");
+    path.into()
+}
+
+fn statvfs(dir: &std::path::Path) -> Option<libc::statvfs> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut out = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path and `out` a writable statvfs.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), out.as_mut_ptr()) };
+    // SAFETY: statvfs filled it when it returned 0.
+    (rc == 0).then(|| unsafe { out.assume_init() })
 }
 
 /// A proxy in front of the NFSv4.1 server, and a client through it.

@@ -3,7 +3,8 @@
 //! A SQLite loadable extension, `libdirectnfs_sqlite.so`, that registers a
 //! VFS named `directnfs`: SQLite's database, journal and WAL files are
 //! read and written by the in-process directnfs client, straight to an
-//! NFSv3 server, without a kernel mount.
+//! NFSv3 server (or NFSv4.1: `vers=4.1` in the URL), without a kernel
+//! mount.
 //!
 //! ```text
 //! sqlite> .load target/release/libdirectnfs_sqlite

@@ -916,6 +916,10 @@ fn mount_prefix_names_work_and_other_paths_are_refused() {
     if let Some(p) = url.options.mount_port {
         tab.push_str(&format!("mount_port: {p}\n"));
     }
+    // The same protocol as the URL's (DNFS_TEST_URL may be an NFSv4.1 one).
+    if url.options.nfs_version == dnfs::config::NfsVersion::V41 {
+        tab.push_str("nfs_version: nfsv4.1\n");
+    }
     let tab_path = std::env::temp_dir().join(format!("dnfstab-sqltest-{}", std::process::id()));
     std::fs::write(&tab_path, tab).unwrap();
     // Only this test opens non-URL names, so setting the variable for the

@@ -59,6 +59,7 @@ fn decode_all(bytes: &[u8]) {
     one::<REMOVE4res>(bytes);
     one::<RENAME4res>(bytes);
     one::<LINK4res>(bytes);
+    one::<READLINK4res>(bytes);
     one::<READDIR4res>(bytes);
     one::<LOCK4res>(bytes);
     one::<LOCKT4res>(bytes);

@@ -49,6 +49,7 @@ roundtrips! {
     remove_res_roundtrip: remove_res();
     rename_res_roundtrip: rename_res();
     link_res_roundtrip: link_res();
+    readlink_res_roundtrip: readlink_res();
     readdir_args_roundtrip: readdir_args();
     readdir_res_roundtrip: readdir_res();
     lock_args_roundtrip: lock_args();

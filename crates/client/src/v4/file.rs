@@ -230,25 +230,41 @@ fn open_once(
     let (Some(stateid), Some(fh)) = (stateid, fh) else {
         return Err(ops::missing("OPEN", path));
     };
-    let state = Arc::new(OpenState {
-        fh,
-        access,
-        path: path.to_string(),
-        stateid: Mutex::new(stateid),
-        locks: Mutex::new(Locks::default()),
-    });
-    s.register(&state);
-    Ok(OpenFile {
-        client: client.clone(),
-        fh,
-        state,
-        path: path.to_string(),
-        unstable: inner.options.stable == crate::config::StableMode::Unstable,
-        pending: Mutex::new(Vec::new()),
-        fsync_lock: Mutex::new(()),
-        lock_op: Mutex::new(()),
-        reopen_op: Mutex::new(()),
-    })
+    Ok(OpenFile::opened(client, s, fh, stateid, access, path))
+}
+
+impl OpenFile {
+    /// The state of a file the server just opened with `access` (here, or
+    /// by handle in `handles.rs`), registered with the session so that a
+    /// server restart reclaims it.
+    pub(crate) fn opened(
+        client: &Client,
+        s: &Session,
+        fh: nfs_fh4,
+        stateid: stateid4,
+        access: u32,
+        path: &str,
+    ) -> OpenFile {
+        let state = Arc::new(OpenState {
+            fh,
+            access,
+            path: path.to_string(),
+            stateid: Mutex::new(stateid),
+            locks: Mutex::new(Locks::default()),
+        });
+        s.register(&state);
+        OpenFile {
+            client: client.clone(),
+            fh,
+            state,
+            path: path.to_string(),
+            unstable: client.inner.options.stable == crate::config::StableMode::Unstable,
+            pending: Mutex::new(Vec::new()),
+            fsync_lock: Mutex::new(()),
+            lock_op: Mutex::new(()),
+            reopen_op: Mutex::new(()),
+        }
+    }
 }
 
 impl OpenFile {

@@ -9,7 +9,10 @@
 //! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE |
 //! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
+//! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
+//! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
 //! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid; the state a reclaim needs |
+//! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
 //!
@@ -30,13 +33,21 @@
 //! sends 0), becomes `Error::Protocol` naming it.
 //!
 //! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
-//! pipelining); symlinks, hard links, `access`, `fsstat`, `set_attrs` and
-//! `lookup` are refused with an error saying so; session trunking does
-//! not compare server owners (every path's connections join the one
-//! session); delegations are never asked for, so none is reclaimed.
+//! pipelining); session trunking does not compare server owners (every
+//! path's connections join the one session); delegations are never asked
+//! for, so none is reclaimed; a
+//! `Handle` holds at most 64 bytes, so `lookup` refuses (ENOTSUP) a server
+//! whose NFSv4 handles are longer (NFS-Ganesha's are not). Every public
+//! method has an NFSv4.1 path; `Inner::call` still refuses, with
+//! `unsupported`'s error (ENOTSUP), any NFSv3 call that would reach an
+//! NFSv4.1 server: the one known case is a `File` from `open_handle`
+//! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`).
 
+pub(crate) mod attrs;
 pub(crate) mod file;
+pub(crate) mod handles;
 pub(crate) mod held;
+pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;

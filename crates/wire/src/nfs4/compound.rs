@@ -14,7 +14,8 @@ use super::getattr::{
 use super::io::{COMMIT4args, COMMIT4res, READ4args, READ4res, WRITE4args, WRITE4res};
 use super::lock::{LOCK4args, LOCK4res, LOCKT4args, LOCKT4res, LOCKU4args, LOCKU4res};
 use super::namespace::{
-    CREATE4args, CREATE4res, LINK4args, LINK4res, REMOVE4args, REMOVE4res, RENAME4args, RENAME4res,
+    CREATE4args, CREATE4res, LINK4args, LINK4res, READLINK4res, REMOVE4args, REMOVE4res,
+    RENAME4args, RENAME4res,
 };
 use super::open::{
     CLOSE4args, CLOSE4res, DELEGRETURN4args, DELEGRETURN4res, FREE_STATEID4args, FREE_STATEID4res,
@@ -244,6 +245,8 @@ op_table! {
         OP_LOOKUPP => LOOKUPP4res,
         /// §18.21 PUTROOTFH.
         OP_PUTROOTFH => PUTROOTFH4res,
+        /// §18.24 READLINK.
+        OP_READLINK => READLINK4res,
         /// §18.27 RESTOREFH.
         OP_RESTOREFH => RESTOREFH4res,
         /// §18.28 SAVEFH.

@@ -14,7 +14,7 @@
 //!   LOOKUP, LOOKUPP, SAVEFH, RESTOREFH, SECINFO_NO_NAME), [`getattr`]
 //!   (GETATTR, SETATTR, ACCESS), [`open`] (OPEN, CLOSE, DELEGRETURN,
 //!   FREE_STATEID, TEST_STATEID), [`io`] (READ, WRITE, COMMIT),
-//!   [`namespace`] (CREATE, REMOVE, RENAME, LINK), [`dir`] (READDIR),
+//!   [`namespace`] (CREATE, REMOVE, RENAME, LINK, READLINK), [`dir`] (READDIR),
 //!   [`lock`] (LOCK, LOCKT, LOCKU);
 //! * [`compound`]: `COMPOUND4args`/`COMPOUND4res` and the operation
 //!   unions; [`callback`]: CB_COMPOUND and the back channel's answers;
@@ -23,7 +23,7 @@
 //!
 //! Not implemented (XDR in RFC 5662 §2): pNFS (layouts, devices),
 //! directory delegations, NVERIFY/VERIFY, OPENATTR, OPEN_DOWNGRADE,
-//! READLINK, SECINFO, SET_SSV, WANT_DELEGATION, BACKCHANNEL_CTL, and the
+//! SECINFO, SET_SSV, WANT_DELEGATION, BACKCHANNEL_CTL, and the
 //! NFSv4.0-only operations.
 //!
 //! # What a client layer does with these types

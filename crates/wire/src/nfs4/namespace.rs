@@ -1,7 +1,7 @@
 //! Changing the name space (RFC 8881 §18.4 CREATE, §18.25 REMOVE,
-//! §18.26 RENAME, §18.9 LINK). Regular files are created by OPEN, not
-//! CREATE; RENAME and LINK take their source from the saved file handle
-//! (SAVEFH).
+//! §18.26 RENAME, §18.9 LINK) and reading a symbolic link (§18.24
+//! READLINK). Regular files are created by OPEN, not CREATE; RENAME and
+//! LINK take their source from the saved file handle (SAVEFH).
 
 use super::attr::fattr4;
 use super::result::Nfs4Res;
@@ -256,3 +256,66 @@ xdr_struct!(
 /// ```
 #[allow(non_camel_case_types)]
 pub type LINK4res = Nfs4Res<LINK4resok>;
+
+xdr_struct!(
+    /// RFC 8881 §18.24.2 (READLINK has no arguments: `CURRENT_FH` is the
+    /// symbolic link)
+    /// ```text
+    /// struct READLINK4resok {
+    ///         linktext4       link;
+    /// };
+    /// ```
+    /// The text is bounded on decode by `NFS4_OPAQUE_LIMIT` (1024 bytes,
+    /// NFSv3's `MAXPATHLEN` too), checked before anything is allocated.
+    #[derive(Debug, Clone, PartialEq, Eq, Default)]
+    pub struct READLINK4resok {
+        /// The link's content, as stored (not necessarily UTF-8).
+        pub link: linktext4,
+    }
+);
+
+/// RFC 8881 §18.24.2
+/// ```text
+/// union READLINK4res switch (nfsstat4 status) {
+///  case NFS4_OK:
+///          READLINK4resok  resok4;
+///  default:
+///          void;
+/// };
+/// ```
+#[allow(non_camel_case_types)]
+pub type READLINK4res = Nfs4Res<READLINK4resok>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::xdr::{decode_exact, to_bytes};
+
+    #[test]
+    fn readlink_res_rejects_a_link_longer_than_1024_before_allocating() {
+        // NFS4_OK, then a linktext4 claiming 1025 bytes with none behind it.
+        let mut v = Vec::new();
+        for word in [0u32, 1025] {
+            v.extend_from_slice(&word.to_be_bytes());
+        }
+        let e = decode_exact::<READLINK4res>(&v, "READLINK4res").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecodeError::TooLong {
+                    len: 1025,
+                    max: 1024,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let ok = READLINK4res::Ok(READLINK4resok {
+            link: linktext4::from(&b"../target\xff"[..]),
+        });
+        assert_eq!(
+            decode_exact::<READLINK4res>(&to_bytes(&ok), "READLINK4res").unwrap(),
+            ok
+        );
+    }
+}

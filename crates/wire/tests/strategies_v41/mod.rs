@@ -621,6 +621,9 @@ pub fn rename_res() -> impl Strategy<Value = RENAME4res> {
 pub fn link_res() -> impl Strategy<Value = LINK4res> {
     res(change_info().prop_map(|cinfo| LINK4resok { cinfo }))
 }
+pub fn readlink_res() -> impl Strategy<Value = READLINK4res> {
+    res(utf8().prop_map(|link| READLINK4resok { link }))
+}
 pub fn readdir_args() -> impl Strategy<Value = READDIR4args> {
     (
         any::<u64>(),
@@ -799,6 +802,7 @@ pub fn argop() -> impl Strategy<Value = nfs_argop4> {
             nfs_argop4::OP_GETFH,
             nfs_argop4::OP_LOOKUPP,
             nfs_argop4::OP_PUTROOTFH,
+            nfs_argop4::OP_READLINK,
             nfs_argop4::OP_RESTOREFH,
             nfs_argop4::OP_SAVEFH,
             nfs_argop4::OP_ILLEGAL,
@@ -827,6 +831,7 @@ pub fn resop() -> impl Strategy<Value = nfs_resop4> {
         status(nfs_resop4::OP_PUTROOTFH),
         read_res().prop_map(nfs_resop4::OP_READ),
         readdir_res().prop_map(nfs_resop4::OP_READDIR),
+        readlink_res().prop_map(nfs_resop4::OP_READLINK),
         remove_res().prop_map(nfs_resop4::OP_REMOVE),
         rename_res().prop_map(nfs_resop4::OP_RENAME),
         status(nfs_resop4::OP_RESTOREFH),

@@ -1,0 +1,80 @@
+//! Opening a file by a handle kept from earlier (`Client::open_handle`)
+//! on NFSv4.1: OPEN with `CLAIM_FH` (RFC 8881 §18.16.3), read and write
+//! access, read only when write is denied, as `open` does by name.
+
+use std::sync::atomic::Ordering;
+
+use directnfs_wire::nfs3::nfs_fh3;
+use directnfs_wire::nfs4::{
+    nfs_argop4, nfs_fh4, nfs_resop4, nfsstat4, open_claim4, openflag4, owner_id4, state_owner4,
+    Nfs4Res, OPEN4args, PUTFH4args, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ,
+    OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
+};
+
+use super::file::OpenFile;
+use super::ops::{missing, Ops};
+use super::session::{Session, STAT_OTHER};
+use crate::client::Client;
+use crate::error::{Error, Result};
+
+/// The open state of the file `handle` names, or `None` on NFSv3 (whose
+/// files need none). `open_handle` cannot fail, so an OPEN the server
+/// refuses is logged and the `File`'s I/O then fails at the server.
+pub(crate) fn open(client: &Client, handle: &nfs_fh3, path: &str) -> Option<OpenFile> {
+    let s = client.inner.v4.as_ref()?;
+    match open_fh(client, s, handle, path) {
+        Ok(open) => Some(open),
+        Err(e) => {
+            tracing::warn!("open_handle {path}: {e}");
+            None
+        }
+    }
+}
+
+fn open_fh(client: &Client, s: &Session, handle: &nfs_fh3, path: &str) -> Result<OpenFile> {
+    let fh = nfs_fh4::new(handle.as_bytes())
+        .map_err(|e| Error::InvalidInput(format!("OPEN {path}: {e}")))?;
+    match open_once(client, s, fh, path, OPEN4_SHARE_ACCESS_BOTH) {
+        Err(Error::Nfs4 {
+            status: nfsstat4::NFS4ERR_ACCESS,
+            ..
+        }) => open_once(client, s, fh, path, OPEN4_SHARE_ACCESS_READ),
+        other => other,
+    }
+}
+
+fn open_once(
+    client: &Client,
+    s: &Session,
+    fh: nfs_fh4,
+    path: &str,
+    access: u32,
+) -> Result<OpenFile> {
+    let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
+    let mut ops = Ops::default();
+    ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }));
+    ops.push(nfs_argop4::OP_OPEN(OPEN4args {
+        seqid: 0,
+        share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner: state_owner4 {
+            clientid: 0, // ignored in NFSv4.1 (RFC 8881 §18.16.3)
+            owner: owner_id4::from(format!("open-{n}").as_str()),
+        },
+        openhow: openflag4::OPEN4_NOCREATE,
+        claim: open_claim4::CLAIM_FH,
+    }));
+    let res = ops.run(s, &client.inner, "OPEN", path, STAT_OTHER, true)?;
+    match res.last() {
+        Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {
+            Ok(OpenFile::opened(client, s, fh, ok.stateid, access, path))
+        }
+        _ => Err(missing("OPEN", path)),
+    }
+}
+
+/// The handle of an NFSv4.1 open file as the public `Handle` holds it
+/// (64 bytes at most; `lookup` refuses longer ones with an error).
+pub(crate) fn handle_of(open: &OpenFile) -> nfs_fh3 {
+    nfs_fh3::new(open.fh.as_bytes()).unwrap_or_default()
+}

@@ -1,0 +1,128 @@
+//! Symbolic and hard links and LOOKUP by path on NFSv4.1: CREATE of an
+//! `NF4LNK` (RFC 8881 §18.4), READLINK (§18.24), LINK (§18.9) and a
+//! path walk ending in GETFH and GETATTR, each one COMPOUND.
+//!
+//! CREATE and LINK are sent with `sa_cachethis`: a re-send after a lost
+//! reply is answered from the session's reply cache with the first
+//! answer, so NFSv3's "a re-sent SYMLINK that finds its own link reports
+//! success" guess is not needed here.
+
+use directnfs_wire::nfs3::{self, nfs_fh3, nfspath3};
+use directnfs_wire::nfs4::{
+    createtype4, fattr4, linktext4, nfs_argop4, nfs_fh4, nfs_resop4, CREATE4args, GETATTR4args,
+    LINK4args, Nfs4Res, PUTFH4args,
+};
+
+use super::ops::{components, from_fattr, missing, split, stat_attrs, Ops};
+use super::session::Session;
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::metadata::Metadata;
+
+/// The target of the symbolic link `path`, as stored.
+pub(crate) fn readlink(s: &Session, inner: &Inner, path: &str) -> Result<Vec<u8>> {
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &components(path)?);
+    ops.push(nfs_argop4::OP_READLINK);
+    let res = ops.run(s, inner, "READLINK", path, nfs3::NFSPROC3_READLINK, false)?;
+    match res.into_iter().last() {
+        Some(nfs_resop4::OP_READLINK(Nfs4Res::Ok(ok))) => Ok(ok.link.as_bytes().to_vec()),
+        _ => Err(missing("READLINK", path)),
+    }
+}
+
+/// Creates the symbolic link `path` holding `target` (mode 0777, as
+/// NFSv3's SYMLINK is sent). The same bound as NFSv3's: at most 1024
+/// bytes, no NUL.
+pub(crate) fn symlink(s: &Session, inner: &Inner, target: &[u8], path: &str) -> Result<()> {
+    inner.check_writable(nfs3::NFSPROC3_SYMLINK, "SYMLINK", path)?;
+    if target.len() > nfspath3::MAX || target.contains(&0) {
+        return Err(Error::InvalidInput(format!(
+            "SYMLINK {path}: the target must be at most {} bytes without NUL ({} given)",
+            nfspath3::MAX,
+            target.len()
+        )));
+    }
+    // Checked above: within NFS4_OPAQUE_LIMIT (1024) too.
+    let text = linktext4::from(target);
+    let (parent, name) = split(path)?;
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &parent);
+    ops.push(nfs_argop4::OP_CREATE(CREATE4args {
+        objtype: createtype4::NF4LNK(text),
+        objname: name,
+        createattrs: fattr4 {
+            mode: Some(0o777),
+            ..Default::default()
+        },
+    }));
+    ops.run(s, inner, "SYMLINK", path, nfs3::NFSPROC3_SYMLINK, true)
+        .map(|_| ())
+}
+
+/// Makes `new` a second name of `existing`: SAVEFH holds the file while
+/// the walk goes to `new`'s directory.
+pub(crate) fn link(s: &Session, inner: &Inner, existing: &str, new: &str) -> Result<()> {
+    inner.check_writable(nfs3::NFSPROC3_LINK, "LINK", new)?;
+    let (parent, name) = split(new)?;
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &components(existing)?);
+    ops.push(nfs_argop4::OP_SAVEFH);
+    ops.walk(&s.root, &parent);
+    ops.push(nfs_argop4::OP_LINK(LINK4args { newname: name }));
+    ops.run(s, inner, "LINK", new, nfs3::NFSPROC3_LINK, true)
+        .map(|_| ())
+}
+
+/// The handle and attributes of `path` (a symbolic link's own). The
+/// public `Handle` holds an NFSv3-sized handle (64 bytes); a server whose
+/// NFSv4 handle is longer gets a clear error rather than a cut handle.
+pub(crate) fn lookup(s: &Session, inner: &Inner, path: &str) -> Result<(nfs_fh3, Metadata)> {
+    let mut ops = Ops::default();
+    ops.walk(&s.root, &components(path)?);
+    ops.push(nfs_argop4::OP_GETFH);
+    ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+        attr_request: stat_attrs(),
+    }));
+    let res = ops.run(s, inner, "LOOKUP", path, nfs3::NFSPROC3_LOOKUP, false)?;
+    let mut fh = None;
+    let mut attrs = None;
+    for r in res {
+        match r {
+            nfs_resop4::OP_GETFH(Nfs4Res::Ok(ok)) => fh = Some(ok.object),
+            nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok)) => attrs = Some(from_fattr(&ok.obj_attributes)),
+            _ => {}
+        }
+    }
+    let (Some(fh), Some(attrs)) = (fh, attrs) else {
+        return Err(missing("LOOKUP", path));
+    };
+    let handle = nfs_fh3::new(fh.as_bytes()).map_err(|_| {
+        Error::Unsupported(format!(
+            "LOOKUP {path}: NFSv4.1: the server's handle is {} bytes, more than a Handle holds (64)",
+            fh.len()
+        ))
+    })?;
+    Ok((handle, attrs))
+}
+
+/// Attributes of the file a handle from [`lookup`] names.
+pub(crate) fn metadata_of(
+    s: &Session,
+    inner: &Inner,
+    handle: &nfs_fh3,
+    path: &str,
+) -> Result<Metadata> {
+    let object = nfs_fh4::new(handle.as_bytes())
+        .map_err(|e| Error::InvalidInput(format!("GETATTR {path}: {e}")))?;
+    let mut ops = Ops::default();
+    ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object }));
+    ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
+        attr_request: stat_attrs(),
+    }));
+    let res = ops.run(s, inner, "GETATTR", path, nfs3::NFSPROC3_GETATTR, false)?;
+    match res.last() {
+        Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) => Ok(from_fattr(&ok.obj_attributes)),
+        _ => Err(missing("GETATTR", path)),
+    }
+}
