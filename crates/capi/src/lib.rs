@@ -30,14 +30,15 @@
 #![allow(clippy::missing_safety_doc)] // the contracts are in directnfs.h
 
 mod ffi;
-mod lock;
 
 // One module per section of `include/directnfs.h`: `library`, `client`,
-// `file`, `namespace` (attributes and names), `batch`.
+// `file`, `lock` (byte-range locks), `namespace` (attributes and names),
+// `batch`.
 mod batch;
 mod client;
 mod file;
 mod library;
+mod lock;
 mod namespace;
 
 pub use batch::{
@@ -53,6 +54,7 @@ pub use file::{
     DNFS_O_CREAT, DNFS_O_EXCL, DNFS_O_TRUNC,
 };
 pub use library::{dnfs_last_error, dnfs_version};
+pub use lock::{dnfs_lock, dnfs_trylock, dnfs_unlock};
 pub use namespace::{
     dnfs_fstat, dnfs_mkdir, dnfs_readdir, dnfs_rename, dnfs_rmdir, dnfs_stat, dnfs_statfs,
     dnfs_unlink, DnfsDirent, DnfsReaddirCb, DnfsStat, DnfsStatfs,

@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 
 use crate::ffi::{arg_ref, ffi_try, Failure, FfiResult};
-use crate::{offset_arg, DnfsFile};
+use crate::file::{offset_arg, DnfsFile};
 
 /// See `dnfs_lock` in directnfs.h.
 #[no_mangle]
