@@ -50,6 +50,7 @@
 //! | write-behind (unstable mode): a WRITE failing after `write_at` returned (NOSPC, DQUOT, IO) | reported by the next `fsync` (and `flush_write_behind`) once, never dropped | `write_behind_error_*` |
 //! | write-behind: a short WRITE reply reaped after `write_at` returned | the rest is sent again; `fsync` waits for it; a 0-byte reply is an error for `fsync` | `short_write_behind_*` |
 //! | write-behind: the server restarts (new verifier, unstable data lost) while WRITEs are in flight, before `fsync` | `fsync` waits for them, re-sends what the restart lost FILE_SYNC; all durable when it returns | `write_behind_writes_in_flight_across_a_restart_*` |
+//! | write-behind: a `Batch` read or write over a write-behind WRITE the server holds a second before executing (two connections), or over writes held for coalescing | the held writes are sent, and the batch's READ/WRITE waits for them: the read returns the new data, the batch's data lands last and `fsync` commits it | `batch_write_over_a_write_behind_*`, `batch_read_over_a_write_behind_*`, `batch_read_and_write_over_held_*` |
 //! | more than 65,536 paths looked up | the handle cache is cleared, not grown | `handle_cache_*` |
 //! | more distinct files opened than `MAX_FILE_STATS` | closed files' statistics summed in one record, not grown | `file_statistics_stay_bounded_*` |
 //! | a path longer than MNTPATHLEN (1,024 bytes) | longer prefixes are never sent to MOUNT; a longer export is refused before sending | `mount_path_*` |
@@ -2719,6 +2720,156 @@ fn write_behind_writes_in_flight_across_a_restart_are_durable_after_fsync() {
     assert!(
         durable_after_a_crash(&server, 0, len) == data,
         "fsync returned before the data was durable"
+    );
+    assert_no_internal_panic();
+}
+
+/// A hook that delays the execution of the next UNSTABLE WRITE by a
+/// second once armed (sleeping in the hook holds that connection back),
+/// and says when that WRITE has reached the server.
+struct DelayNextWrite {
+    armed: Arc<AtomicBool>,
+    reached: Arc<AtomicBool>,
+}
+
+impl DelayNextWrite {
+    fn install(server: &HostileServer) -> Self {
+        let armed = Arc::new(AtomicBool::new(false));
+        let reached = Arc::new(AtomicBool::new(false));
+        let (a, r) = (Arc::clone(&armed), Arc::clone(&reached));
+        server.on_call(move |_, seen| {
+            if seen.proc_ == Some(Proc::WRITE)
+                && seen.stable == Some(UNSTABLE)
+                && a.swap(false, Ordering::SeqCst)
+            {
+                r.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            None
+        });
+        Self { armed, reached }
+    }
+
+    /// `write_at` (write-behind) of `data` at 0, whose WRITE the server
+    /// then holds before executing it; returns once it is held.
+    fn write_held_at_the_server(&self, file: &File, data: &[u8]) {
+        self.reached.store(false, Ordering::SeqCst);
+        self.armed.store(true, Ordering::SeqCst);
+        write_data(file, 0, data);
+        assert!(
+            file.write_behind_bytes() > 0,
+            "write_at waited for its reply"
+        );
+        wait_for("the write-behind WRITE", Duration::from_secs(5), || {
+            self.reached.load(Ordering::SeqCst)
+        });
+    }
+}
+
+/// One batch write of `data` at 0, waited for.
+fn batch_write(client: &Client, file: &File, data: &[u8]) -> directnfs::Result<usize> {
+    let (c, f, d) = (client.clone(), file.clone(), data.to_vec());
+    within("batch write", SOFT_LIMIT, move || {
+        let mut batch = directnfs::Batch::new(&c);
+        batch.write_owned(&f, 0, d, 1)?;
+        let done = batch.wait(1, None);
+        done.into_iter().next().map_or(Ok(0), |c| c.result)
+    })
+    .0
+}
+
+/// One batch read of `len` bytes at 0, waited for.
+fn batch_read(file: &File, len: usize) -> directnfs::Result<Vec<u8>> {
+    let f = file.clone();
+    within("batch read", SOFT_LIMIT, move || {
+        let mut batch = directnfs::Batch::new(f.client());
+        batch.read_owned(&f, 0, vec![0u8; len], 1)?;
+        let c = batch.wait(1, None).remove(0);
+        let n = c.result?;
+        let mut buf = c.buffer.unwrap_or_default();
+        buf.truncate(n);
+        Ok(buf)
+    })
+    .0
+}
+
+#[test]
+fn batch_write_over_a_write_behind_write_delayed_at_the_server_lands_after_it() {
+    // A write-behind WRITE reaches the server, which sleeps a second
+    // before executing it; a Batch write over the same bytes, sent at
+    // once on the other connection, would be executed first and then
+    // overwritten by the older data. It must wait and land last.
+    let len = 4096;
+    let server = storing_server();
+    let (client, file) = mount(&server, TWO_CONNECTIONS);
+    write_landed(&server, &file, 0, &vec![0x11u8; len]);
+    let delay = DelayNextWrite::install(&server);
+    delay.write_held_at_the_server(&file, &vec![0x22u8; len]);
+    let newer = distinct_data(len);
+    assert_eq!(batch_write(&client, &file, &newer).unwrap(), len);
+    assert_eq!(file.write_behind_bytes(), 0);
+    // Nothing else in flight: what the server has now is final.
+    assert!(
+        server.stored(0, len) == newer,
+        "the older write-behind WRITE landed on the batch's"
+    );
+    // The batch's UNSTABLE WRITE is in the write log: fsync commits it.
+    assert!(file.uncommitted_bytes() > 0);
+    fsync(&file).unwrap();
+    assert_eq!(file.uncommitted_bytes(), 0);
+    server.clear_hook();
+    assert!(durable_after_a_crash(&server, 0, len) == newer);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn batch_read_over_a_write_behind_write_delayed_at_the_server_returns_the_new_data() {
+    // As above, with a Batch read: sent at once on the other connection
+    // it would overtake the WRITE and return the old data.
+    let len = 4096;
+    let server = storing_server();
+    let (_client, file) = mount(&server, TWO_CONNECTIONS);
+    write_landed(&server, &file, 0, &vec![0x11u8; len]);
+    let delay = DelayNextWrite::install(&server);
+    let newer = distinct_data(len);
+    delay.write_held_at_the_server(&file, &newer);
+    assert!(
+        batch_read(&file, len).unwrap() == newer,
+        "the batch read overtook the write-behind WRITE"
+    );
+    server.clear_hook();
+    fsync(&file).unwrap();
+    assert_no_internal_panic();
+}
+
+#[test]
+fn batch_read_and_write_over_held_writes_send_them_first() {
+    // Coalescing holds adjacent writes in the process until a barrier: a
+    // Batch read over them must see them, and a Batch write over them
+    // must not be overwritten when they are sent later.
+    // Under the transfer size: held, not sent at once.
+    let len = 1000;
+    let server = storing_server();
+    let (client, file) = mount(&server, TWO_CONNECTIONS);
+    write_landed(&server, &file, 0, &vec![0x11u8; len]);
+    file.set_write_coalescing(true);
+    let held = distinct_data(len);
+    // On this handle (dropping a clone would send them).
+    assert_eq!(file.write_at(&held, 0).unwrap(), len);
+    assert!(server.stored(0, len) != held, "held, not sent");
+    assert!(
+        batch_read(&file, len).unwrap() == held,
+        "the read missed the held write"
+    );
+    assert_eq!(file.write_at(&[0x33u8; 1000], 0).unwrap(), len);
+    assert!(server.stored(0, len) == held, "held, not sent");
+    let newer: Vec<u8> = held.iter().map(|b| b ^ 0xff).collect();
+    assert_eq!(batch_write(&client, &file, &newer).unwrap(), len);
+    fsync(&file).unwrap();
+    assert_eq!(file.write_behind_bytes(), 0);
+    assert!(
+        durable_after_a_crash(&server, 0, len) == newer,
+        "the held write landed on the batch's"
     );
     assert_no_internal_panic();
 }
