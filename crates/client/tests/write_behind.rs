@@ -116,6 +116,92 @@ fn read_your_writes(coalesce: bool) {
     client.remove(&name).unwrap();
 }
 
+/// `Batch` reads and writes mixed with write-behind writes of the same
+/// blocks, by 4 threads on two connections, coalescing off and on: a
+/// batch read returns the latest `write_at` (in flight or held), a batch
+/// write lands after it, and what the server holds after `fsync` is each
+/// block's last batch write.
+#[test]
+fn batch_reads_and_writes_order_after_write_behind_writes() {
+    if !wanted("write_behind::batch_reads_and_writes_order") {
+        return;
+    }
+    for coalesce in [false, true] {
+        batch_after_write_behind(coalesce);
+    }
+}
+
+fn batch_after_write_behind(coalesce: bool) {
+    let client = Client::connect(&common::url_with(
+        "stable=unstable&write_behind=64k&connections=2",
+    ))
+    .unwrap();
+    let name = common::unique("wb-batch");
+    let file = client.create(&name).unwrap();
+    file.set_write_coalescing(coalesce);
+    const THREADS: u64 = 4;
+    const BLOCK: usize = 2000;
+    const BLOCKS: u64 = 8;
+    let last = |t: u64, b: u64| bytes(9_000_000 + b * 10 + t, BLOCK);
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let file = file.clone();
+            std::thread::spawn(move || {
+                let mut batch = directnfs::Batch::new(file.client());
+                let one = |batch: &mut directnfs::Batch<'_>, what: &str| {
+                    let c = batch.wait(1, None).remove(0);
+                    assert_eq!(c.result.as_ref().copied().unwrap(), BLOCK, "{what}");
+                    c.buffer.unwrap()
+                };
+                for round in 0..20u64 {
+                    for b in 0..BLOCKS {
+                        let off = (b * THREADS + t) * BLOCK as u64;
+                        let what =
+                            format!("coalesce {coalesce} thread {t} round {round} block {b}");
+                        let behind = bytes(round * 1000 + b * 10 + t, BLOCK);
+                        file.write_at(&behind, off).unwrap();
+                        batch.read_owned(&file, off, vec![0u8; BLOCK], 0).unwrap();
+                        assert!(one(&mut batch, &what) == behind, "{what}: old data");
+                        let behind = bytes(round * 1000 + b * 10 + t + 500_000, BLOCK);
+                        file.write_at(&behind, off).unwrap();
+                        let batched = if round == 19 {
+                            last(t, b)
+                        } else {
+                            bytes(round * 1000 + b * 10 + t + 700_000, BLOCK)
+                        };
+                        batch.write_owned(&file, off, batched.clone(), 1).unwrap();
+                        one(&mut batch, &what);
+                        batch.read_owned(&file, off, vec![0u8; BLOCK], 2).unwrap();
+                        assert!(one(&mut batch, &what) == batched, "{what}: overwritten");
+                    }
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    file.fsync().unwrap();
+    assert_eq!(file.write_behind_bytes(), 0);
+    assert_eq!(file.uncommitted_bytes(), 0);
+    drop(file);
+    // A fresh client: nothing of this one's state between us and the server.
+    let other = common::client();
+    let f = other.open(&name).unwrap();
+    for t in 0..THREADS {
+        for b in 0..BLOCKS {
+            let mut back = vec![0u8; BLOCK];
+            f.read_exact_at(&mut back, (b * THREADS + t) * BLOCK as u64)
+                .unwrap();
+            assert!(
+                back == last(t, b),
+                "coalesce {coalesce}: block {b} of thread {t}"
+            );
+        }
+    }
+    client.remove(&name).unwrap();
+}
+
 /// Coalescing: 2,000 small writes back to back (WAL frames: a 24-byte
 /// header, then a 1000-byte page) become a few WRITEs of up to the
 /// transfer size; each `fsync` finds only held writes and sends them as
