@@ -65,7 +65,11 @@
  *           writes, then commits. An error of such a write (ENOSPC, EDQUOT,
  *           EIO, ...) is returned by the next dnfs_fsync of the file, or by
  *           dnfs_close if no dnfs_fsync came first, once. Reads see data
- *           still in flight. write_behind_client= (default 64 MiB) bounds
+ *           still in flight, and writes over it land after it
+ *           (dnfs_pread/dnfs_pwrite and dnfs_batch_read/dnfs_batch_write:
+ *           a batch submission waits for such writes first; the batch's
+ *           own I/Os are ordered with nothing until they complete, as
+ *           with aio). write_behind_client= (default 64 MiB) bounds
  *           the bytes in flight over all files of the client: a writer
  *           past it waits for replies.
  */

@@ -107,6 +107,18 @@
 //!
 //! Dropping a batch waits for everything it submitted.
 //!
+//! # Ordering
+//!
+//! With write-behind (`stable=unstable`), submitting a read or write of a
+//! file first waits for the file's write-behind writes over the same
+//! bytes (sending those held for coalescing), as `read_at` and `write_at`
+//! do: the read returns their data, the write lands after them. A batch
+//! write is logged like any unstable write, so the file's next `fsync`
+//! commits it. A batch operation itself is in flight until its completion
+//! is reaped, as with `aio`: another write or read of its bytes —
+//! `write_at`, `read_at`, another batch operation — is not ordered with
+//! it before then.
+//!
 //! Submitted operations are queued and go to the server together — one
 //! write per connection for the lot — when the batch is waited on, when
 //! [`Batch::submit`] is called, or once [`SEND_QUEUE_MAX`] requests are
@@ -472,8 +484,9 @@ impl<'buf> Batch<'buf> {
             self.finish_empty(op);
             return;
         }
-        // After the file's write-behind writes over these bytes.
-        file.settle(offset, buf.len());
+        // After the client's held writes and the file's write-behind
+        // writes over these bytes.
+        file.before_batch_write(offset, buf.len());
         let wtmax = self.client.inner.limits.wtmax as usize;
         for (seq, chunk) in buf.chunks(wtmax).enumerate() {
             self.write_piece(

@@ -18,10 +18,13 @@
 //!   replies (backpressure), reaping the other files' replies while it
 //!   waits for the client's. A single write larger than a bound waits for
 //!   the writes under it to drain and is then sent as one.
-//! * **Ordered.** A write or read overlapping bytes still in flight waits
-//!   for those writes first: the server may execute concurrent calls in
-//!   any order, so two overlapping WRITEs in flight could land the older
-//!   one last, and a READ could overtake the WRITE it should see.
+//! * **Ordered.** A write or read overlapping bytes still in flight —
+//!   `write_at`, `read_at`, or a [`Batch`](crate::Batch) operation
+//!   submitted on the file — waits for those writes first (held ones are
+//!   sent first): the server may execute concurrent calls in any order,
+//!   so two overlapping WRITEs in flight could land the older one last,
+//!   and a READ could overtake the WRITE it should see. The check is one
+//!   atomic load when the file has nothing in flight or held.
 //! * **Errors are kept, reported once.** A WRITE that fails after its
 //!   `write_at` returned (ENOSPC, EDQUOT, EIO, a refusal, a soft timeout)
 //!   is remembered and returned by the next `fsync` of the file — or
@@ -194,6 +197,10 @@ impl Registry {
     /// Sends the writes every open file of the client holds for
     /// coalescing, without waiting for their replies.
     pub(crate) fn send_all_held(&self) {
+        // Nothing held anywhere (the common case): no lock taken.
+        if self.holders.load(Ordering::Acquire) == 0 {
+            return;
+        }
         for shared in self.live() {
             if shared.wb.outstanding() > 0 {
                 File { shared }.send_held();
@@ -355,6 +362,17 @@ impl File {
             self.send_held();
         }
         self.wb_wait(|st| !st.pending().any(|p| p.overlaps(offset, len)));
+    }
+
+    /// Before a [`Batch`](crate::Batch) WRITE of `len` bytes at `offset`
+    /// is queued, the rules a write-behind `write_at` follows: the writes
+    /// held for coalescing (this file's and the client's other files')
+    /// were made before it and are sent first, and the WRITEs in flight
+    /// over its bytes are waited for, so that it lands after them. Two
+    /// atomic loads when nothing is held or in flight.
+    pub(crate) fn before_batch_write(&self, offset: u64, len: usize) {
+        self.inner().write_behind.send_all_held();
+        self.settle(offset, len);
     }
 
     /// Sends all of `buf` at `offset` behind the caller: returns once the
@@ -1013,6 +1031,33 @@ mod tests {
         b.fsync().unwrap();
         a.fsync().unwrap();
         assert_eq!(server.seen().writes.len(), 2);
+    }
+
+    #[test]
+    fn a_batch_write_sends_the_held_writes_of_every_file_first() {
+        let (server, client, a) = coalescing(Behaviour::default());
+        let b = File::detached(&client, "/b");
+        // Another file's held write was made before the batch's.
+        a.write_at(&[1u8; 100], 0).unwrap();
+        let mut batch = crate::Batch::new(&client);
+        batch.write(&b, 0, &[2u8; 100], 1).unwrap();
+        assert_eq!(batch.wait(1, None)[0].result.as_ref().ok(), Some(&100));
+        // The same file's, elsewhere than the batch's bytes.
+        a.write_at(&[3u8; 100], 1000).unwrap();
+        batch.write(&a, 9000, &[4u8; 100], 2).unwrap();
+        assert_eq!(batch.wait(1, None)[0].result.as_ref().ok(), Some(&100));
+        a.fsync().unwrap();
+        let order: Vec<(u64, u8)> = server
+            .seen()
+            .writes
+            .iter()
+            .map(|(o, d)| (*o, d[0]))
+            .collect();
+        assert_eq!(
+            order,
+            vec![(0, 1), (0, 2), (1000, 3), (9000, 4)],
+            "the writes left in the order they were made"
+        );
     }
 
     #[test]
