@@ -112,9 +112,12 @@
 //! With write-behind (`stable=unstable`), submitting a read or write of a
 //! file first waits for the file's write-behind writes over the same
 //! bytes (sending those held for coalescing), as `read_at` and `write_at`
-//! do: the read returns their data, the write lands after them. A batch
-//! write is logged like any unstable write, so the file's next `fsync`
-//! commits it. A batch operation itself is in flight until its completion
+//! do: the read returns their data, the write lands after them.
+//! Submitting a write also sends every write the client's files hold for
+//! coalescing, made before it (as a `write_at` does). This costs an
+//! atomic load or two when nothing is in flight or held, and a submission
+//! over bytes in flight waits for their replies. A batch write is logged
+//! like any unstable write, so the file's next `fsync` commits it. A batch operation itself is in flight until its completion
 //! is reaped, as with `aio`: another write or read of its bytes —
 //! `write_at`, `read_at`, another batch operation — is not ordered with
 //! it before then.

@@ -37,8 +37,9 @@
 //!   without `fsync` reports nothing).
 //! * **Coalescing** (opt-in, [`File::set_write_coalescing`]): a write
 //!   continuing the previous one back to back is held and joined to it;
-//!   every barrier above, a write elsewhere and a read over it send the
-//!   run as one WRITE first, and an `fsync` that finds only held writes
+//!   every barrier above, a write elsewhere (a `Batch` write too, in any
+//!   file of the client) and a read over it send the run as one WRITE
+//!   first, and an `fsync` that finds only held writes
 //!   sends them as one FILE_SYNC WRITE, needing no COMMIT.
 //!
 //! [`MountOptions::write_behind`]: crate::config::MountOptions::write_behind
@@ -258,7 +259,8 @@ impl File {
     /// transfer size), so that SQLite's WAL frames — a 24-byte header, then
     /// the page — cost one call per transaction instead of two per page.
     /// The writes are *held* in this process until a barrier sends them:
-    /// a write that does not continue them, a read or write over them,
+    /// a write that does not continue them (a [`Batch`](crate::Batch)
+    /// write too, to any file of the client), a read or write over them,
     /// `fsync` (which, when they are all that is not yet durable, sends
     /// them as one FILE_SYNC WRITE and needs no COMMIT), `set_len`,
     /// `metadata`, [`wait_write_behind`](Self::wait_write_behind),
