@@ -67,9 +67,9 @@
  *           dnfs_close if no dnfs_fsync came first, once. Reads see data
  *           still in flight, and writes over it land after it
  *           (dnfs_pread/dnfs_pwrite and dnfs_batch_read/dnfs_batch_write:
- *           a batch submission waits for such writes first; the batch's
- *           own I/Os are ordered with nothing until they complete, as
- *           with aio). write_behind_client= (default 64 MiB) bounds
+ *           a batch submission waits for such writes first; a read or
+ *           write of a batch I/O's bytes before that I/O completes is
+ *           not ordered with it, as with aio). write_behind_client= (default 64 MiB) bounds
  *           the bytes in flight over all files of the client: a writer
  *           past it waits for replies.
  */
