@@ -482,8 +482,8 @@ fn a_url_below_the_export_mounts_the_export() {
     remove_tree(&client, &dir).unwrap();
 }
 
-/// A `Batch` on NFSv4.1 (each operation runs when submitted) completes
-/// every operation with its own result and hands owned buffers back.
+/// A `Batch` on NFSv4.1 completes every operation with its own result
+/// and hands owned buffers back.
 #[test]
 fn a_batch_completes_each_operation_with_its_own_result() {
     let Some(url) = url() else { return };
@@ -506,6 +506,170 @@ fn a_batch_completes_each_operation_with_its_own_result() {
     let back = done[2].buffer.as_ref().unwrap();
     assert!(back[..8192].iter().all(|&b| b == 1) && back[8192..8292].iter().all(|&b| b == 2));
     assert_eq!(done[3].result.as_ref().unwrap(), &0, "past EOF");
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// One 8 KiB block of the pipelined batch tests: its number in every byte
+/// but the first, which is the round it was written in.
+fn block(i: u64, round: u8) -> Vec<u8> {
+    let mut b = vec![i as u8; 8192];
+    b[0] = round;
+    b
+}
+
+/// Runs one batch on `f`: writes of blocks `writes` (round `round`) and
+/// reads of blocks `reads`, all submitted before any is waited for; checks
+/// every completion's own result and each read's data (written in round
+/// `read_round`). Returns the number of completions.
+fn pipelined_batch(
+    client: &Client,
+    f: &directnfs::File,
+    writes: std::ops::Range<u64>,
+    reads: std::ops::Range<u64>,
+    round: u8,
+    read_round: u8,
+) -> usize {
+    let mut batch = directnfs::Batch::new(client);
+    for i in writes.clone() {
+        if i % 2 == 0 {
+            batch.write(f, i * 8192, &block(i, round), i).unwrap();
+        } else {
+            batch.write_owned(f, i * 8192, block(i, round), i).unwrap();
+        }
+    }
+    for i in reads.clone() {
+        batch
+            .read_owned(f, i * 8192, vec![0u8; 8192], 1000 + i)
+            .unwrap();
+    }
+    let total = writes.clone().count() + reads.clone().count();
+    let mut done = Vec::new();
+    while done.len() < total {
+        batch.wait_into(&mut done, total, Some(Duration::from_secs(60)));
+    }
+    assert_eq!(batch.outstanding(), 0);
+    for c in &done {
+        let n = c
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("token {}: {e}", c.token));
+        assert_eq!(*n, 8192, "token {}", c.token);
+        if c.token >= 1000 {
+            let i = c.token - 1000;
+            let back = c.buffer.as_ref().unwrap();
+            assert!(back[..] == block(i, read_round)[..], "read of block {i}");
+        } else if c.token % 2 == 1 {
+            assert!(c.buffer.as_ref().unwrap()[..] == block(c.token, round)[..]);
+        }
+    }
+    let mut tokens: Vec<u64> = done.iter().map(|c| c.token).collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), total, "each operation completed once");
+    total
+}
+
+/// A batch on NFSv4.1 is pipelined: 64 writes and then a mix of 32 reads
+/// and 32 writes of distinct blocks go out together, each COMPOUND on its
+/// own slot (the session had many slots busy and the transport many calls
+/// in flight at once — one at a time, both would stay at 1), and each
+/// completes with its own result and data.
+#[test]
+fn a_pipelined_batch_has_many_compounds_in_flight_and_completes_each() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "pipeline");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    assert!(client.session_peak_slots_for_test() <= 1);
+    assert_eq!(pipelined_batch(&client, &f, 0..64, 0..0, 1, 1), 64);
+    assert_eq!(pipelined_batch(&client, &f, 64..96, 0..32, 2, 1), 64);
+    let peak = client.session_peak_slots_for_test();
+    let slots = client.session_slots().unwrap();
+    assert!(
+        peak >= 32.min(slots),
+        "slots busy at once: {peak} of {slots}"
+    );
+    let inflight = client.stats().servers[0].totals.inflight_peak;
+    assert!(inflight > 1, "calls in flight at once: {inflight}");
+    // What the batches wrote, read back one at a time.
+    let mut back = vec![0u8; 96 * 8192];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), back.len());
+    for i in 0..96u64 {
+        let round = if i < 64 { 1 } else { 2 };
+        let at = i as usize * 8192;
+        assert!(back[at..at + 8192] == block(i, round)[..], "block {i}");
+    }
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A pipelined batch across a lost session: the server (here the proxy,
+/// for the first COMPOUNDs of the batch; then the real server, whose
+/// session is destroyed behind the client's back) answers the requests in
+/// flight with a session error; the session is recovered (after
+/// NFS4ERR_STALE_CLIENTID with a new client ID and the open file
+/// reclaimed) and every operation completes with its own correct result.
+#[test]
+fn a_pipelined_batch_across_a_session_loss_completes() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "pipeloss");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    assert_eq!(pipelined_batch(&client, &f, 0..64, 0..0, 1, 1), 64);
+    let mut round = 1u8;
+    for (status, name) in [
+        (10052u32, "NFS4ERR_BADSESSION"),
+        (10078, "NFS4ERR_DEADSESSION"),
+        (10022, "NFS4ERR_STALE_CLIENTID"),
+    ] {
+        let failed = proxy.counts().failed_sequences_v41;
+        proxy.fail_sequence_v41(status, 5);
+        round += 1;
+        // Writes of the upper half, reads of the lower half (round 1).
+        pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+        assert_eq!(proxy.counts().failed_sequences_v41, failed + 5, "{name}");
+        assert!(
+            client
+                .session_recoveries_for_test()
+                .iter()
+                .any(|s| s == name),
+            "{name}: {:?}",
+            client.session_recoveries_for_test()
+        );
+        // The upper half reads back as this round wrote it.
+        pipelined_batch(&client, &f, 0..0, 32..64, round, round);
+    }
+    let sessions = client.destroy_session_for_test();
+    round += 1;
+    pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+    assert_eq!(
+        client.destroy_session_for_test(),
+        sessions + 1,
+        "the batch recovered the destroyed session once"
+    );
+    pipelined_batch(&client, &f, 0..0, 32..64, round, round);
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// `stable=unstable` through a pipelined batch: the UNSTABLE writes are
+/// kept until `fsync`'s COMMIT, as `write_at` keeps them.
+#[test]
+fn pipelined_unstable_writes_are_kept_until_fsync() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&with(&url, "stable=unstable")).unwrap();
+    let dir = scratch(&client, "pipeunstable");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    pipelined_batch(&client, &f, 0..16, 0..0, 1, 1);
+    assert_eq!(
+        f.uncommitted_bytes(),
+        16 * 8192,
+        "the server answered UNSTABLE"
+    );
+    f.fsync().unwrap();
+    assert_eq!(f.uncommitted_bytes(), 0);
+    pipelined_batch(&client, &f, 0..0, 0..16, 1, 1);
     drop(f);
     remove_tree(&client, &dir).unwrap();
 }

@@ -44,6 +44,7 @@
 //! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`).
 
 pub(crate) mod attrs;
+pub(crate) mod batch;
 pub(crate) mod file;
 pub(crate) mod handles;
 pub(crate) mod held;
@@ -98,6 +99,14 @@ impl crate::Client {
             Some(s) => s.recoveries().iter().map(|st| st.to_string()).collect(),
             None => Vec::new(),
         }
+    }
+
+    /// For tests: the most fore-channel slots of the NFSv4.1 session
+    /// busy at once so far — requests the server had in flight together
+    /// (0 on NFSv3).
+    #[doc(hidden)]
+    pub fn session_peak_slots_for_test(&self) -> u32 {
+        self.inner.v4.as_ref().map_or(0, Session::peak_busy)
     }
 
     /// For tests: stops (`true`) or resumes the background lease

@@ -338,17 +338,19 @@ impl Session {
         body.into()
     }
 
-    /// True when `first`, the reply to a request, settles it without a
-    /// pause, a re-send or a session recovery: SEQUENCE succeeded and no
-    /// later operation said DELAY or GRACE. [`settle`](Self::settle) then
-    /// returns at once (the pipelined batch, `batch.rs`, settles such
-    /// replies as they come and leaves the others for when it may block).
+    /// True when [`settle`](Self::settle) settles `first`, the outcome
+    /// of a request, without a pause, a re-send or a session recovery:
+    /// SEQUENCE succeeded and no later operation said DELAY or GRACE, or
+    /// the call failed (the slot is released as in doubt, the error
+    /// returned). The pipelined batch (`batch.rs`) settles such outcomes
+    /// as they come and leaves the others for when it may block.
     pub(crate) fn settles_at_once(first: &Result<First>) -> bool {
         match first {
             Ok(((_, status), Nfs4Res::Ok(_))) => {
                 *status != nfsstat4::NFS4ERR_DELAY && *status != nfsstat4::NFS4ERR_GRACE
             }
-            _ => false,
+            Ok((_, Nfs4Res::Fail(_))) => false,
+            Err(_) => true,
         }
     }
 
