@@ -585,7 +585,10 @@ impl<'buf> Batch<'buf> {
 
     /// Waits until at least `min` operations have completed (or `timeout`
     /// passed), and returns every completion available, possibly more than
-    /// `min`. `min` larger than the outstanding count waits for all.
+    /// `min`. `min` larger than the outstanding count waits for all. On
+    /// NFSv4.1 a reply that needs a pause, a re-send or a session
+    /// recovery is finished on the blocking path, which the timeout does
+    /// not bound.
     pub fn wait(&mut self, min: usize, timeout: Option<Duration>) -> Vec<Completion> {
         let mut out = Vec::new();
         self.wait_into(&mut out, min, timeout);

@@ -653,6 +653,32 @@ fn a_pipelined_batch_across_a_session_loss_completes() {
     remove_tree(&client, &dir).unwrap();
 }
 
+/// A pipelined batch through NFS4ERR_DELAY from SEQUENCE (the proxy, for
+/// half of all COMPOUNDs: those requests are sent again, same bytes and
+/// slot, after a pause) and through lost replies (the engine re-sends
+/// the same bytes on another connection, answered from the reply cache):
+/// every operation completes with its own correct result.
+#[test]
+fn a_pipelined_batch_through_delay_and_lost_replies_completes() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "pipedelay");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    assert_eq!(pipelined_batch(&client, &f, 0..32, 0..0, 1, 1), 32);
+    proxy.set_jukebox(500);
+    pipelined_batch(&client, &f, 32..48, 0..16, 2, 1);
+    proxy.set_jukebox(0);
+    assert!(proxy.counts().delay_v41 > 0, "{:?}", proxy.counts());
+    proxy.lose_reply(3);
+    proxy.lose_reply(10);
+    pipelined_batch(&client, &f, 48..64, 16..32, 3, 1);
+    assert_eq!(proxy.counts().lost_replies, 2, "{:?}", proxy.counts());
+    pipelined_batch(&client, &f, 0..0, 32..48, 2, 2);
+    pipelined_batch(&client, &f, 0..0, 48..64, 3, 3);
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
 /// `stable=unstable` through a pipelined batch: the UNSTABLE writes are
 /// kept until `fsync`'s COMMIT, as `write_at` keeps them.
 #[test]

@@ -12,6 +12,7 @@
 //! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
 //! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
 //! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid; the state a reclaim needs |
+//! | `batch.rs` | a `Batch`'s reads and writes pipelined: one COMPOUND per piece on its own slot, reaped by `wait`; what may block finished on the blocking path once the batch's calls are back |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
@@ -32,10 +33,9 @@
 //! servers must not send (owner seqids are ignored in 4.1; this client
 //! sends 0), becomes `Error::Protocol` naming it.
 //!
-//! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
-//! pipelining); session trunking does not compare server owners (every
-//! path's connections join the one session); delegations are never asked
-//! for, so none is reclaimed; a
+//! Not yet on NFSv4.1: session trunking does not compare server owners
+//! (every path's connections join the one session); delegations are
+//! never asked for, so none is reclaimed; a
 //! `Handle` holds at most 64 bytes, so `lookup` refuses (ENOTSUP) a server
 //! whose NFSv4 handles are longer (NFS-Ganesha's are not). Every public
 //! method has an NFSv4.1 path; `Inner::call` still refuses, with

@@ -12,12 +12,21 @@
 //! (the same request again after a pause) or from a later operation (a
 //! new request after a pause), NFS4ERR_GRACE (a new request after a
 //! pause), NFS4ERR_SEQ_MISORDERED after a lost reply (the slot's sequence
-//! id stepped back, `directnfs_engine::session`), NFS4ERR_EXPIRED and
+//! id stepped back, `directnfs_engine::session`),
+//! NFS4ERR_RETRY_UNCACHED_REP for a re-sent READ whose reply the server
+//! did not cache (the sequence id counted as used; the READ sent again
+//! as a new request), NFS4ERR_EXPIRED and
 //! NFS4ERR_STALE_CLIENTID (a new client ID and session). The pauses are
 //! `wait.rs`'s: bounded on a soft mount. A new client ID means the server
 //! lost our state (it restarted, or the lease expired): before anything
 //! else is sent on the new session, every open file and its locks are
 //! reclaimed (`reclaim.rs`), then RECLAIM_COMPLETE.
+//!
+//! A request goes out in three steps — a slot (`acquire`, or `try_slot`
+//! without waiting), the call (`encode`, `start`), its outcome settled
+//! (`settle`) — which `compound` runs one after the other, waiting, and
+//! the pipelined batch (`batch.rs`) runs apart: many requests started,
+//! each settled when its reply is reaped.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
@@ -158,6 +167,14 @@ impl<'a> Request<'a> {
 pub(crate) struct Settled {
     pub record: Vec<u8>,
     pub status: nfsstat4,
+}
+
+/// True when `status` says the server has no reply cached for a re-send
+/// of `req` (its reply was lost and the engine sent the same bytes
+/// again), and `req` asked for none: an idempotent request (READ), sent
+/// again as a new one. RFC 8881 §2.10.6.1.3.
+fn uncached_retry(req: &Request<'_>, status: nfsstat4) -> bool {
+    status == nfsstat4::NFS4ERR_RETRY_UNCACHED_REP && !req.cache
 }
 
 /// A reply decoded as far as its SEQUENCE result: ((record, COMPOUND
@@ -408,16 +425,23 @@ impl Session {
                     retry.waits.pause(status, req.op, req.path)?;
                     return Ok(None);
                 }
+                if uncached_retry(req, status) {
+                    return Ok(None);
+                }
                 Ok(Some(Settled {
                     record: record.0,
                     status,
                 }))
             }
             Nfs4Res::Fail(status) => {
-                let outcome = if status == nfsstat4::NFS4ERR_SEQ_MISORDERED {
-                    Outcome::Misordered
-                } else {
-                    Outcome::NotExecuted
+                let outcome = match status {
+                    nfsstat4::NFS4ERR_SEQ_MISORDERED => Outcome::Misordered,
+                    // The request this one re-sends ran and used the
+                    // sequence id: the next request on the slot must not
+                    // send it again (the server would take it for yet
+                    // another retry).
+                    nfsstat4::NFS4ERR_RETRY_UNCACHED_REP => Outcome::Done,
+                    _ => Outcome::NotExecuted,
                 };
                 let next = self.finish(generation, ticket, outcome);
                 let recover = matches!(
@@ -427,7 +451,7 @@ impl Session {
                         | nfsstat4::NFS4ERR_STALE_CLIENTID
                         | nfsstat4::NFS4ERR_EXPIRED
                 );
-                if next == Next::Resend {
+                if next == Next::Resend || uncached_retry(req, status) {
                     return Ok(None);
                 }
                 if recover && retry.recoveries < MAX_RECOVERIES {
