@@ -154,7 +154,7 @@ struct Piece {
 }
 
 /// One piece of an operation: bytes asked, and once done, bytes got and EOF.
-type PieceResult = (usize, Option<(usize, bool)>);
+pub(crate) type PieceResult = (usize, Option<(usize, bool)>);
 
 #[derive(Debug)]
 struct Op {
@@ -767,7 +767,7 @@ impl<'buf> Batch<'buf> {
 }
 
 /// Bytes read from the start of the operation up to the first short piece.
-fn contiguous(got: &[PieceResult]) -> usize {
+pub(crate) fn contiguous(got: &[PieceResult]) -> usize {
     let mut total = 0;
     for (want, got) in got {
         let (n, eof) = got.unwrap_or((0, true));

@@ -44,7 +44,7 @@ use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
 use super::file::{state_lost, OpenFile};
 use super::ops::{STAT_READ, STAT_WRITE};
 use super::session::{first_reply, First, Request, Retry, Session, Settled, Slot};
-use crate::batch::Completion;
+use crate::batch::{contiguous, Completion, PieceResult};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
@@ -68,7 +68,7 @@ struct Op {
     file: File,
     pending: usize,
     /// Per piece, in order: bytes wanted, and once done bytes got and EOF.
-    got: Vec<(usize, Option<(usize, bool)>)>,
+    got: Vec<PieceResult>,
     written: usize,
     error: Option<Error>,
     start_ns: u64,
@@ -232,10 +232,7 @@ impl Pipeline {
         len: usize,
         owned: Option<Vec<u8>>,
     ) -> Option<usize> {
-        let proc_ = match kind {
-            Kind::Read => directnfs_wire::nfs3::NFSPROC3_READ,
-            Kind::Write => directnfs_wire::nfs3::NFSPROC3_WRITE,
-        };
+        let proc_ = stat_proc(kind);
         let start_ns = file.op_start(proc_);
         let checked = match &file.shared.v4 {
             Some(open) => open.check_locks(if kind == Kind::Read { "READ" } else { "WRITE" }),
@@ -373,20 +370,7 @@ impl Pipeline {
             self.deferred.push(i);
             return;
         }
-        let Some(s) = ctx.client.inner.v4.as_ref() else {
-            return;
-        };
-        let req = request(open, op.kind, piece.data.clone(), &|_| {});
-        let mut retry = Retry::new(&ctx.client.inner);
-        let settled = s.settle(
-            &ctx.client.inner,
-            &req,
-            sent.slot,
-            &sent.body,
-            first,
-            &mut retry,
-        );
-        match settle_piece(open, op.kind, piece, settled) {
+        match settle_reply(ctx.client, open, op.kind, piece, sent, first) {
             Step::Done(result) => self.piece_finished(ctx, i, result, now_ns),
             Step::Redo(done) => {
                 piece.state = State::Redo(done);
@@ -419,22 +403,9 @@ impl Pipeline {
             return;
         };
         let step = match std::mem::replace(&mut piece.state, State::Parked) {
-            State::Settle(sent, first) => match ctx.client.inner.v4.as_ref() {
-                Some(s) => {
-                    let req = request(open, op.kind, piece.data.clone(), &|_| {});
-                    let mut retry = Retry::new(&ctx.client.inner);
-                    let settled = s.settle(
-                        &ctx.client.inner,
-                        &req,
-                        sent.slot,
-                        &sent.body,
-                        first,
-                        &mut retry,
-                    );
-                    settle_piece(open, op.kind, piece, settled)
-                }
-                None => Step::Redo(0),
-            },
+            State::Settle(sent, first) => {
+                settle_reply(ctx.client, open, op.kind, piece, sent, first)
+            }
             State::Redo(done) => Step::Redo(done),
             other => {
                 piece.state = other;
@@ -485,23 +456,27 @@ impl Pipeline {
         };
         self.free_ops.push(piece.op);
         self.open -= 1;
-        let result = match op.error.take() {
-            Some(e) => Err(e),
-            None => Ok(match op.kind {
-                Kind::Write => op.written,
-                Kind::Read => contiguous(&op.got),
-            }),
+        let read = op.kind == Kind::Read;
+        let result = match (op.error.take(), read) {
+            (Some(e), _) => Err(e),
+            (None, true) => Ok(contiguous(&op.got)),
+            (None, false) => Ok(op.written),
         };
-        let (proc_, read) = match op.kind {
-            Kind::Read => (directnfs_wire::nfs3::NFSPROC3_READ, true),
-            Kind::Write => (directnfs_wire::nfs3::NFSPROC3_WRITE, false),
-        };
+        let proc_ = stat_proc(op.kind);
         op.file.op_end_at(proc_, op.start_ns, now_ns, &result, read);
         ctx.ready.push(Completion {
             token: op.token,
             result,
             buffer: op.owned.take(),
         });
+    }
+}
+
+/// The procedure an operation is counted under in the file statistics.
+fn stat_proc(kind: Kind) -> u32 {
+    match kind {
+        Kind::Read => directnfs_wire::nfs3::NFSPROC3_READ,
+        Kind::Write => directnfs_wire::nfs3::NFSPROC3_WRITE,
     }
 }
 
@@ -527,6 +502,33 @@ fn request<'a>(
     };
     req.payload = payload;
     req
+}
+
+/// Settles the reply (or failure) `first` of `piece`, sent as `sent`
+/// (`Session::settle`: it blocks only when `first` does not settle at
+/// once), and says what it means for the piece.
+fn settle_reply(
+    client: &Client,
+    open: &OpenFile,
+    kind: Kind,
+    piece: &Piece,
+    sent: Sent,
+    first: Result<First>,
+) -> Step {
+    let Some(s) = client.inner.v4.as_ref() else {
+        return Step::Redo(0);
+    };
+    let req = request(open, kind, piece.data.clone(), &|_| {});
+    let mut retry = Retry::new(&client.inner);
+    let settled = s.settle(
+        &client.inner,
+        &req,
+        sent.slot,
+        &sent.body,
+        first,
+        &mut retry,
+    );
+    settle_piece(open, kind, piece, settled)
 }
 
 /// What a settled reply means for its piece, without blocking: the
@@ -630,17 +632,4 @@ fn redo(open: &OpenFile, kind: Kind, piece: &Piece, done: usize) -> Result<(usiz
             Ok((done + n, false))
         }
     }
-}
-
-/// Bytes read from the start of the operation up to the first short piece.
-fn contiguous(got: &[(usize, Option<(usize, bool)>)]) -> usize {
-    let mut total = 0;
-    for (want, got) in got {
-        let (n, eof) = got.unwrap_or((0, true));
-        total += n;
-        if n < *want || eof {
-            break;
-        }
-    }
-    total
 }
