@@ -1,9 +1,11 @@
 //! Client cost per I/O, for `valgrind --tool=callgrind` (instruction
 //! counts are repeatable on a busy machine, timings are not): N rounds of
 //! one 8 KiB FILE_SYNC write and one 8 KiB read of a 512 KiB file, one at
-//! a time. Run it with N and 2N rounds; the difference in instructions
-//! divided by 2N is the marginal cost of one I/O (mount and set-up cancel
-//! out):
+//! a time — or, with `batch` after N, N rounds of one `Batch` of 16
+//! writes and 16 reads of distinct 8 KiB blocks, all in flight together.
+//! Run it with N and 2N rounds; the difference in instructions divided by
+//! the difference in I/Os (printed) is the marginal cost of one I/O
+//! (mount and set-up cancel out):
 //!
 //! ```sh
 //! for n in 500 1000; do
@@ -12,23 +14,69 @@
 //! done   # "Collected : ..." per run
 //! ```
 
+/// Writes and reads in one round of the `batch` mode.
+const BATCH_HALF: u64 = 16;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (Some(url), Some(rounds)) = (args.next(), args.next()) else {
-        return Err("usage: io_cost URL ROUNDS".into());
+        return Err("usage: io_cost URL ROUNDS [batch]".into());
     };
     let rounds: u64 = rounds.parse()?;
+    let batched = match args.next().as_deref() {
+        None => false,
+        Some("batch") => true,
+        Some(other) => return Err(format!("io_cost: unknown mode {other:?} (batch)").into()),
+    };
     let client = directnfs::Client::connect(&url)?;
     let path = format!("/io_cost-{}.dat", std::process::id());
     let file = client.create(&path)?;
-    let mut block = vec![7u8; 8192];
-    for i in 0..rounds {
-        let offset = (i % 64) * 8192;
-        file.write_at(&block, offset)?;
-        file.read_at(&mut block, offset)?;
-    }
+    let ios = if batched {
+        batch_rounds(&client, &file, rounds)?
+    } else {
+        let mut block = vec![7u8; 8192];
+        for i in 0..rounds {
+            let offset = (i % 64) * 8192;
+            file.write_at(&block, offset)?;
+            file.read_at(&mut block, offset)?;
+        }
+        2 * rounds
+    };
     drop(file);
     client.remove(&path)?;
-    eprintln!("{} I/Os", 2 * rounds);
+    eprintln!("{ios} I/Os");
     Ok(())
+}
+
+/// `rounds` batches of `BATCH_HALF` writes (blocks 0..16) and as many
+/// reads (blocks 16..32, written first), owned buffers reused: I/Os done.
+fn batch_rounds(
+    client: &directnfs::Client,
+    file: &directnfs::File,
+    rounds: u64,
+) -> Result<u64, Box<dyn std::error::Error>> {
+    file.write_at(&vec![3u8; (2 * BATCH_HALF * 8192) as usize], 0)?;
+    let mut batch = directnfs::Batch::new(client);
+    let mut free: Vec<Vec<u8>> = (0..2 * BATCH_HALF).map(|_| vec![7u8; 8192]).collect();
+    let mut done = Vec::new();
+    for _ in 0..rounds {
+        for i in 0..2 * BATCH_HALF {
+            let buf = free.pop().ok_or("io_cost: a buffer was not handed back")?;
+            if i < BATCH_HALF {
+                batch.write_owned(file, i * 8192, buf, i)?;
+            } else {
+                batch.read_owned(file, i * 8192, buf, i)?;
+            }
+        }
+        while batch.outstanding() > 0 {
+            batch.wait_into(&mut done, batch.outstanding(), None);
+        }
+        for c in done.drain(..) {
+            if c.result? != 8192 {
+                return Err(format!("io_cost: token {} was short", c.token).into());
+            }
+            free.extend(c.buffer);
+        }
+    }
+    Ok(2 * BATCH_HALF * rounds)
 }
