@@ -611,8 +611,9 @@ fn a_pipelined_batch_has_many_compounds_in_flight_and_completes_each() {
 /// for the first COMPOUNDs of the batch; then the real server, whose
 /// session is destroyed behind the client's back) answers the requests in
 /// flight with a session error; the session is recovered (after
-/// NFS4ERR_STALE_CLIENTID with a new client ID and the open file
-/// reclaimed) and every operation completes with its own correct result.
+/// NFS4ERR_STALE_CLIENTID by EXCHANGE_ID first, which hands back the same
+/// client ID: the server still has it) and every operation completes with
+/// its own correct result.
 #[test]
 fn a_pipelined_batch_across_a_session_loss_completes() {
     let Some(url) = url() else { return };
@@ -680,6 +681,45 @@ fn a_pipelined_batch_through_delay_and_lost_replies_completes() {
     pipelined_batch(&client, &f, 0..0, 48..64, 3, 3);
     drop(f);
     remove_tree(&client, &dir).unwrap();
+}
+
+/// Pipelined batches run back to back while Ganesha is SIGKILLed and
+/// restarted (no grace period): the batch in flight at the kill waits
+/// for the server, meets the lost session (BADSESSION, then a new client
+/// ID; the file opened again), and completes with every operation's
+/// correct result; no batch hangs or fails, and the data reads back.
+#[test]
+fn a_pipelined_batch_in_flight_across_a_server_restart_completes() {
+    let Some((server, _url, client, _other)) = own_v41(
+        "v41-pipe-restart",
+        "2659",
+        "20659",
+        &[("DNFS_NFS4_GRACE", "0")],
+    ) else {
+        return;
+    };
+    let f = client.create("/pipe.dat").unwrap();
+    pipelined_batch(&client, &f, 0..64, 0..0, 1, 1);
+    let mut restart = server.spawn_restart(&["--kill", "--down", "2"]).unwrap();
+    let mut round = 1u8;
+    let mut batches = 0;
+    while restart.try_wait().unwrap().is_none() {
+        round = round.wrapping_add(1);
+        pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+        batches += 1;
+    }
+    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+    assert!(batches > 0);
+    round = round.wrapping_add(1);
+    pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+    pipelined_batch(&client, &f, 0..0, 32..64, round, round);
+    assert!(
+        client.destroy_session_for_test() >= 2,
+        "the lost session was replaced"
+    );
+    drop(f);
+    drop(client);
+    drop(server);
 }
 
 /// `stable=unstable` through a pipelined batch: the UNSTABLE writes are
