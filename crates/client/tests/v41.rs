@@ -722,6 +722,53 @@ fn a_pipelined_batch_in_flight_across_a_server_restart_completes() {
     drop(server);
 }
 
+/// A batch holds its slots until it reaps the replies, so batches leave
+/// a quarter of the session's slots to everything else: a blocking read
+/// and write go through while a batch of 64 reads (as many as Ganesha's
+/// slots) is submitted and not reaped — they would wait for ever for
+/// slots only a reap would free.
+#[test]
+fn blocking_calls_go_while_a_batch_holds_slots_unreaped() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "pipereserve");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    pipelined_batch(&client, &f, 0..64, 0..0, 1, 1);
+    let slots = client.session_slots().unwrap();
+    let mut batch = directnfs::Batch::new(&client);
+    for i in 0..64u64 {
+        batch.read_owned(&f, i * 8192, vec![0u8; 8192], i).unwrap();
+    }
+    batch.submit();
+    // On another thread, so that the test fails (rather than hangs) if
+    // they wait for the batch's slots.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let g = f.clone();
+    std::thread::spawn(move || {
+        let mut back = vec![0u8; 8192];
+        let read = g.read_at(&mut back, 8192).map(|n| (n, back == block(1, 1)));
+        let write = g.write_at(&block(70, 1), 70 * 8192);
+        let _ = tx.send((read, write));
+    });
+    let (read, write) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the blocking calls waited for the batch's slots");
+    assert_eq!(read.unwrap(), (8192, true));
+    assert_eq!(write.unwrap(), 8192);
+    let mut done = Vec::new();
+    while done.len() < 64 {
+        batch.wait_into(&mut done, 64, None);
+    }
+    for c in &done {
+        assert_eq!(*c.result.as_ref().unwrap(), 8192, "token {}", c.token);
+        assert!(c.buffer.as_ref().unwrap()[..] == block(c.token, 1)[..]);
+    }
+    let peak = client.session_peak_slots_for_test();
+    assert!(peak < slots, "slots busy at once: {peak} of {slots}");
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
 /// `stable=unstable` through a pipelined batch: the UNSTABLE writes are
 /// kept until `fsync`'s COMMIT, as `write_at` keeps them.
 #[test]

@@ -21,10 +21,14 @@
 //!   `OpenFile::read_at`/`write_at`, once none of this batch's calls is in
 //!   flight. Those calls hold slots the batch has yet to release, and a
 //!   blocking request waiting for a slot must not wait for them.
-//! * A piece waits for a slot (parked) rather than blocking the submitter
-//!   while this batch's own calls hold every slot; once none is in
-//!   flight, it blocks for one (other clients of the session hold them and
-//!   release them as they reap).
+//! * A batch holds a slot until it reaps the reply, so batches together
+//!   hold at most three quarters of the slots (`session.rs` `reserved`):
+//!   the rest stay for blocking calls, which a thread may make between
+//!   submitting a batch and reaping it. A piece that finds no slot waits
+//!   (parked) rather than blocking the submitter; once none of its
+//!   batch's calls is in flight, it blocks for an ordinary slot (the
+//!   others are held by blocking calls, which release them, or by other
+//!   batches, which release them as they reap).
 //! * Re-sends after a connection failure are the engine's: the same
 //!   bytes, so the same slot and sequence id, answered from the server's
 //!   reply cache (WRITE asks for its reply to be cached, as on the
@@ -315,7 +319,7 @@ impl Pipeline {
             return;
         };
         while let Some(&i) = self.parked.front() {
-            let slot = match s.try_slot() {
+            let slot = match s.try_batch_slot() {
                 Some(slot) => slot,
                 None if block && self.calls == 0 && self.deferred.is_empty() => s.acquire(false),
                 None => return,

@@ -104,6 +104,10 @@ pub(crate) struct Session {
     renewal_paused: std::sync::atomic::AtomicBool,
     /// Most slots busy at once (`peak_busy`).
     peak_busy: AtomicU32,
+    /// Slots pipelined batches hold (`try_batch_slot`), across sessions
+    /// (a recovery's new table starts empty; the old tickets still count
+    /// here until settled).
+    batch_held: AtomicU32,
 }
 
 #[derive(Debug)]
@@ -190,6 +194,17 @@ pub(crate) struct Slot {
     sessionid: sessionid4,
     ticket: Ticket,
     highest: u32,
+    /// Taken by `try_batch_slot`: counted in `batch_held`.
+    batch: bool,
+}
+
+/// Slots pipelined batches leave to everything else (blocking calls,
+/// lease renewal, a batch's own blocking path): at least one, a quarter
+/// of what the server granted. A batch holds its slots until it reaps
+/// their replies, so without them a thread that submits a batch and then
+/// makes a blocking call before reaping it would wait for itself.
+fn reserved(granted: u32) -> u32 {
+    (granted / 4).max(1)
 }
 
 /// What one request may still spend on DELAY/GRACE pauses and session
@@ -238,6 +253,7 @@ impl Session {
             recoveries: Mutex::new(Vec::new()),
             renewal_paused: std::sync::atomic::AtomicBool::new(false),
             peak_busy: AtomicU32::new(0),
+            batch_held: AtomicU32::new(0),
         })
     }
 
@@ -386,16 +402,14 @@ impl Session {
         first: Result<First>,
         retry: &mut Retry,
     ) -> Result<Option<Settled>> {
-        let Slot {
-            generation, ticket, ..
-        } = slot;
+        let generation = slot.generation;
         // SEQUENCE said DELAY: the same request, same slot, again.
         let mut sent = first;
         let (record, sequence) = loop {
             let (record, sequence) = match sent {
                 Ok(v) => v,
                 Err(e) => {
-                    self.finish(generation, ticket, Outcome::Lost);
+                    self.finish_slot(&slot, Outcome::Lost);
                     return Err(e);
                 }
             };
@@ -404,7 +418,7 @@ impl Session {
                     // A retry of this request may still be running on the
                     // server (what DELAY from SEQUENCE says): in doubt, as
                     // a request whose reply was lost.
-                    self.finish(generation, ticket, Outcome::Lost);
+                    self.finish_slot(&slot, Outcome::Lost);
                     return Err(e);
                 }
                 sent = self.send(inner, req, body);
@@ -414,7 +428,7 @@ impl Session {
         };
         match sequence {
             Nfs4Res::Ok(ok) => {
-                self.finish(generation, ticket, Outcome::Done);
+                self.finish_slot(&slot, Outcome::Done);
                 self.set_target(generation, ok.sr_target_highest_slotid);
                 self.last_used_ms
                     .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -443,7 +457,7 @@ impl Session {
                     nfsstat4::NFS4ERR_RETRY_UNCACHED_REP => Outcome::Done,
                     _ => Outcome::NotExecuted,
                 };
-                let next = self.finish(generation, ticket, outcome);
+                let next = self.finish_slot(&slot, outcome);
                 let recover = matches!(
                     status,
                     nfsstat4::NFS4ERR_BADSESSION
@@ -494,16 +508,29 @@ impl Session {
         )
     }
 
-    /// A free slot now, or `None` when every slot is busy or a reclaim is
-    /// in progress (the pipelined batch does not block for one while its
-    /// own requests hold slots it has yet to release).
-    pub(crate) fn try_slot(&self) -> Option<Slot> {
+    /// A free slot for a pipelined batch now, or `None` when every slot
+    /// is busy, batches hold all but the `reserved` ones, or a reclaim is
+    /// in progress (the batch does not block for one while its own
+    /// requests hold slots it has yet to release).
+    pub(crate) fn try_batch_slot(&self) -> Option<Slot> {
         let mut st = self.lock();
-        if st.reclaiming {
+        let held = self.batch_held.load(Ordering::Relaxed);
+        if st.reclaiming || held + reserved(st.granted) >= st.granted {
             return None;
         }
         let ticket = st.slots.acquire()?;
-        Some(self.slot_of(&mut st, ticket))
+        self.batch_held.fetch_add(1, Ordering::Relaxed);
+        let mut slot = self.slot_of(&mut st, ticket);
+        slot.batch = true;
+        Some(slot)
+    }
+
+    /// Releases `slot` with `outcome` (and its place among the batches').
+    fn finish_slot(&self, slot: &Slot, outcome: Outcome) -> Next {
+        if slot.batch {
+            self.batch_held.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.finish(slot.generation, slot.ticket, outcome)
     }
 
     fn slot_of(&self, st: &mut State, ticket: Ticket) -> Slot {
@@ -514,6 +541,7 @@ impl Session {
             sessionid: st.sessionid,
             ticket,
             highest: st.slots.highest_busy(),
+            batch: false,
         }
     }
 
