@@ -358,7 +358,7 @@ impl<'buf> Batch<'buf> {
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "READ")?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
+        if self.client.inner.v4.is_some() {
             let (v4, mut ctx) = self.v4_ctx();
             // SAFETY: as for the NFSv3 read below: `buf` outlives the
             // operation (this function's contract); the pipeline writes it
@@ -397,7 +397,7 @@ impl<'buf> Batch<'buf> {
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "READ")?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
+        if self.client.inner.v4.is_some() {
             let (ptr, len) = (buf.as_mut_ptr(), buf.len());
             let (v4, mut ctx) = self.v4_ctx();
             // SAFETY: the Vec's heap block does not move when the Vec moves
@@ -467,7 +467,7 @@ impl<'buf> Batch<'buf> {
         file.check_range(offset, buf.len(), "WRITE")?;
         file.check_writable()?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
+        if self.client.inner.v4.is_some() {
             let (v4, mut ctx) = self.v4_ctx();
             v4.write(&mut ctx, file, offset, WriteData::Borrowed(buf), token);
             self.submit_if_full();
@@ -489,7 +489,7 @@ impl<'buf> Batch<'buf> {
         file.check_range(offset, buf.len(), "WRITE")?;
         file.check_writable()?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
+        if self.client.inner.v4.is_some() {
             let (v4, mut ctx) = self.v4_ctx();
             // The pieces copy the data; the buffer is parked in the op.
             v4.write(&mut ctx, file, offset, WriteData::Owned(buf), token);

@@ -24,11 +24,11 @@
 //! * A batch holds a slot until it reaps the reply, so batches together
 //!   hold at most three quarters of the slots (`session.rs` `reserved`):
 //!   the rest stay for blocking calls, which a thread may make between
-//!   submitting a batch and reaping it. A piece that finds no slot waits
-//!   (parked) rather than blocking the submitter; once none of its
-//!   batch's calls is in flight, it blocks for an ordinary slot (the
-//!   others are held by blocking calls, which release them, or by other
-//!   batches, which release them as they reap).
+//!   submitting a batch and reaping it. A submission that finds no slot
+//!   reaps the batch's own replies until one is free (its completions
+//!   wait for `wait`); with none of its calls in flight, it blocks for an
+//!   ordinary slot (held by blocking calls, which release them, or by
+//!   other batches, which release them as they reap).
 //! * Re-sends after a connection failure are the engine's: the same
 //!   bytes, so the same slot and sequence id, answered from the server's
 //!   reply cache (WRITE asks for its reply to be cached, as on the
@@ -41,6 +41,7 @@
 //! written from another thread, and not after its operation completes.
 
 use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
@@ -155,11 +156,11 @@ impl Pipeline {
         self.open
     }
 
-    /// True when some piece waits for a slot or for the batch's calls
-    /// to drain: `wait` must then not wait for more replies than are
-    /// coming, only for the next one.
+    /// True when some piece waits for the batch's calls to drain:
+    /// `wait` must then not wait for more replies than are coming, only
+    /// for the next one.
     pub(crate) fn stalled(&self) -> bool {
-        !self.parked.is_empty() || !self.deferred.is_empty()
+        !self.deferred.is_empty()
     }
 
     /// Submits a read of `len` bytes at `offset` into `ptr`.
@@ -193,7 +194,7 @@ impl Pipeline {
             self.add_piece(op, offset + at as u64, n, Some(dest), None);
             at += n;
         }
-        self.start_parked(ctx, false);
+        self.start_parked(ctx);
     }
 
     /// Submits a write of `data` at `offset` (copied now; an owned
@@ -222,7 +223,7 @@ impl Pipeline {
             self.add_piece(op, at, n, None, Some(chunk));
             at += n as u64;
         }
-        self.start_parked(ctx, false);
+        self.start_parked(ctx);
     }
 
     /// A new operation, or `None` when it completed at once (empty, or a
@@ -240,7 +241,11 @@ impl Pipeline {
         let start_ns = file.op_start(proc_);
         let checked = match &file.shared.v4 {
             Some(open) => open.check_locks(if kind == Kind::Read { "READ" } else { "WRITE" }),
-            None => Err(Error::InvalidInput("not an NFSv4.1 file".into())),
+            // A file `open_handle` could not OPEN: no stateid to send.
+            None => Err(super::unsupported(&format!(
+                "batch I/O on {} (the server refused its OPEN)",
+                file.path()
+            ))),
         };
         if len == 0 || checked.is_err() {
             let result = checked.map(|()| 0);
@@ -312,17 +317,27 @@ impl Pipeline {
         self.parked.push_back(i);
     }
 
-    /// Sends parked pieces while slots are free; with `block`, and none
-    /// of this batch's calls in flight, waits for a slot for the first.
-    fn start_parked(&mut self, ctx: &mut Ctx<'_>, block: bool) {
+    /// Sends the parked pieces. Without a free slot, reaps this batch's
+    /// own replies (which frees theirs) while it has calls in flight —
+    /// submission waits for room, as on NFSv3 when `max_client_inflight`
+    /// is reached — and otherwise, its deferred pieces finished first,
+    /// blocks for an ordinary slot (blocking calls or other batches hold
+    /// them and release them).
+    fn start_parked(&mut self, ctx: &mut Ctx<'_>) {
         let Some(s) = ctx.client.inner.v4.as_ref() else {
             return;
         };
         while let Some(&i) = self.parked.front() {
             let slot = match s.try_batch_slot() {
                 Some(slot) => slot,
-                None if block && self.calls == 0 && self.deferred.is_empty() => s.acquire(false),
-                None => return,
+                None if self.calls > 0 => {
+                    self.reap_some(ctx);
+                    continue;
+                }
+                None => {
+                    self.run_deferred_all(ctx);
+                    s.acquire(false)
+                }
             };
             self.parked.pop_front();
             let Some(piece) = self.pieces.get_mut(i).and_then(Option::as_mut) else {
@@ -384,15 +399,41 @@ impl Pipeline {
     }
 
     /// Makes progress that may block: once none of this batch's calls is
-    /// in flight, settles and redoes the deferred pieces; sends parked
-    /// pieces (waiting for a slot if none is in flight then).
+    /// in flight, settles and redoes the deferred pieces.
     pub(crate) fn progress(&mut self, ctx: &mut Ctx<'_>) {
         if self.calls == 0 {
-            for i in std::mem::take(&mut self.deferred) {
-                self.run_deferred(ctx, i);
-            }
+            self.run_deferred_all(ctx);
         }
-        self.start_parked(ctx, true);
+    }
+
+    fn run_deferred_all(&mut self, ctx: &mut Ctx<'_>) {
+        for i in std::mem::take(&mut self.deferred) {
+            self.run_deferred(ctx, i);
+        }
+    }
+
+    /// Sends what is queued and waits for at least one reply to this
+    /// batch's calls, then settles what came (as `Batch::wait` does; every
+    /// call of a batch on an NFSv4.1 client is this pipeline's).
+    fn reap_some(&mut self, ctx: &mut Ctx<'_>) {
+        let transport = ctx.client.inner.transport();
+        if !ctx.unsent.is_empty() {
+            transport.submit_many(ctx.unsent.drain(..));
+        }
+        let q = Arc::clone(ctx.queue);
+        if q.count.load(Ordering::Acquire) == 0 {
+            *q.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
+            q.want.store(1, Ordering::Release);
+            transport.wait_until(&|| q.count.load(Ordering::Acquire) > 0, None);
+            q.want.store(0, Ordering::Release);
+        }
+        let mut taken = Vec::new();
+        q.take_into(&mut taken);
+        let now = transport.now_ns();
+        for token in taken {
+            debug_assert!(token & TOKEN_BIT != 0, "an NFSv3 call in an NFSv4.1 batch");
+            self.piece_done(ctx, token & !TOKEN_BIT, now);
+        }
     }
 
     /// Settles piece `i` on the blocking path (see the module doc).

@@ -41,7 +41,9 @@
 //! method has an NFSv4.1 path; `Inner::call` still refuses, with
 //! `unsupported`'s error (ENOTSUP), any NFSv3 call that would reach an
 //! NFSv4.1 server: the one known case is a `File` from `open_handle`
-//! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`).
+//! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`; a
+//! `Batch` refuses its reads and writes the same way, in their
+//! completions).
 
 pub(crate) mod attrs;
 pub(crate) mod batch;
