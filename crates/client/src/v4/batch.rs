@@ -1,8 +1,9 @@
 //! A `Batch`'s reads and writes on NFSv4.1, pipelined: each piece (at
 //! most `rtmax`/`wtmax` bytes) goes as its own COMPOUND — SEQUENCE, PUTFH,
 //! READ or WRITE — on its own slot of the session, without waiting for
-//! the others, and its reply is settled when the batch reaps it
-//! (`batch.rs` waits for both protocols' calls on one queue).
+//! the others, and its reply is settled when the batch reaps it (its
+//! queue token carries `TOKEN_BIT`; a batch on an NFSv4.1 client has no
+//! other calls).
 //!
 //! The guarantees of the one-at-a-time path hold because what cannot be
 //! settled at once is handed to that path, never half done here:
@@ -32,12 +33,14 @@
 //! * Re-sends after a connection failure are the engine's: the same
 //!   bytes, so the same slot and sequence id, answered from the server's
 //!   reply cache (WRITE asks for its reply to be cached, as on the
-//!   blocking path).
+//!   blocking path). A re-sent READ, whose reply is not cached, met with
+//!   NFS4ERR_RETRY_UNCACHED_REP goes again as a new request.
 //! * UNSTABLE writes (`stable=unstable`) are kept with their verifier
 //!   until `fsync`'s COMMIT, as `File::write_at` keeps them.
 //!
 //! A READ's data is copied from the reply record into the caller's buffer
-//! when the piece is settled, by the reaping thread: the buffer is never
+//! when the piece is settled, by the thread using the batch (in `wait`, in
+//! a submission waiting for a slot, or in `Drop`): the buffer is never
 //! written from another thread, and not after its operation completes.
 
 use std::collections::VecDeque;
