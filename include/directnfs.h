@@ -398,7 +398,10 @@ int dnfs_batch_write(dnfs_batch *batch, dnfs_file *file, const void *buf, size_t
  * max_out), or a negative errno. min_nr is clamped to max_out and to the
  * number outstanding, so waiting with nothing outstanding returns 0 at
  * once. Completions beyond max_out are kept for the next call. Each
- * operation completes exactly once. */
+ * operation completes exactly once. On NFSv4.1 an I/O whose reply needs a
+ * pause, a re-send or a session recovery (NFS4ERR_DELAY, a lost session,
+ * a server restart) is finished by a blocking request inside this call,
+ * which timeout_ms does not bound (a soft mount's timeo/retrans do). */
 int dnfs_batch_wait(dnfs_batch *batch, int min_nr, int timeout_ms,
                     struct dnfs_completion *out, int max_out);
 

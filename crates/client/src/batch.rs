@@ -137,6 +137,7 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::io::call::{released, BatchQueue, Call, CallPool, Notify, ReadDest, Sink};
+use crate::v4::batch::{self as v4batch, Pipeline, WriteData};
 
 /// One finished operation.
 #[derive(Debug)]
@@ -168,7 +169,7 @@ struct Piece {
 }
 
 /// One piece of an operation: bytes asked, and once done, bytes got and EOF.
-type PieceResult = (usize, Option<(usize, bool)>);
+pub(crate) type PieceResult = (usize, Option<(usize, bool)>);
 
 #[derive(Debug)]
 struct Op {
@@ -209,6 +210,9 @@ pub struct Batch<'buf> {
     got_pool: Vec<Vec<PieceResult>>,
     /// Completed piece slots taken from the queue (kept for its capacity).
     taken: Vec<usize>,
+    /// The NFSv4.1 operations (`crate::v4::batch`): their replies come
+    /// to `queue` too, marked with its `TOKEN_BIT`.
+    v4: Pipeline,
     _buffers: PhantomData<&'buf mut [u8]>,
 }
 
@@ -232,13 +236,34 @@ impl<'buf> Batch<'buf> {
             calls: CallPool::default(),
             got_pool: Vec::new(),
             taken: Vec::new(),
+            v4: Pipeline::default(),
             _buffers: PhantomData,
         }
     }
 
     /// Operations submitted and not yet returned by [`wait`](Self::wait).
     pub fn outstanding(&self) -> usize {
-        self.in_flight + self.ready.len()
+        self.in_flight + self.v4.outstanding() + self.ready.len()
+    }
+
+    /// What the NFSv4.1 pipeline needs of this batch, and the pipeline.
+    fn v4_ctx(&mut self) -> (&mut Pipeline, v4batch::Ctx<'_>) {
+        (
+            &mut self.v4,
+            v4batch::Ctx {
+                client: &self.client,
+                queue: &self.queue,
+                unsent: &mut self.unsent,
+                ready: &mut self.ready,
+            },
+        )
+    }
+
+    /// Sends the queued requests once enough are queued (see `add_piece`).
+    fn submit_if_full(&mut self) {
+        if self.unsent.len() >= SEND_QUEUE_MAX {
+            self.submit();
+        }
     }
 
     /// A file of another client would send its calls on the wrong
@@ -348,9 +373,24 @@ impl<'buf> Batch<'buf> {
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "READ")?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
-            let result = file.read_at(buf, offset);
-            return self.done_now(token, result, None);
+        if self.client.inner.v4.is_some() {
+            let (v4, mut ctx) = self.v4_ctx();
+            // SAFETY: as for the NFSv3 read below: `buf` outlives the
+            // operation (this function's contract); the pipeline writes it
+            // only while settling the operation's pieces.
+            unsafe {
+                v4.read(
+                    &mut ctx,
+                    file,
+                    offset,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                    token,
+                    None,
+                )
+            };
+            self.submit_if_full();
+            return Ok(());
         }
         let op = self.new_op(file, token, Kind::Read);
         // SAFETY: `buf` is borrowed for 'buf, and the caller promises the
@@ -372,9 +412,15 @@ impl<'buf> Batch<'buf> {
     ) -> Result<()> {
         file.check_range(offset, buf.len(), "READ")?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
-            let result = file.read_at(&mut buf, offset);
-            return self.done_now(token, result, Some(buf));
+        if self.client.inner.v4.is_some() {
+            let (ptr, len) = (buf.as_mut_ptr(), buf.len());
+            let (v4, mut ctx) = self.v4_ctx();
+            // SAFETY: the Vec's heap block does not move when the Vec moves
+            // into the operation, which keeps it until it completes (Drop
+            // waits for that; a forgotten batch leaks it).
+            unsafe { v4.read(&mut ctx, file, offset, ptr, len, token, Some(buf)) };
+            self.submit_if_full();
+            return Ok(());
         }
         let op = self.new_op(file, token, Kind::Read);
         let (ptr, len) = (buf.as_mut_ptr(), buf.len());
@@ -436,9 +482,11 @@ impl<'buf> Batch<'buf> {
         file.check_range(offset, buf.len(), "WRITE")?;
         file.check_writable()?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
-            let result = file.write_at(buf, offset);
-            return self.done_now(token, result, None);
+        if self.client.inner.v4.is_some() {
+            let (v4, mut ctx) = self.v4_ctx();
+            v4.write(&mut ctx, file, offset, WriteData::Borrowed(buf), token);
+            self.submit_if_full();
+            return Ok(());
         }
         let op = self.new_op(file, token, Kind::Write);
         self.submit_write(file, op, offset, buf);
@@ -456,9 +504,12 @@ impl<'buf> Batch<'buf> {
         file.check_range(offset, buf.len(), "WRITE")?;
         file.check_writable()?;
         self.check_file(file)?;
-        if file.shared.v4.is_some() {
-            let result = file.write_at(&buf, offset);
-            return self.done_now(token, result, Some(buf));
+        if self.client.inner.v4.is_some() {
+            let (v4, mut ctx) = self.v4_ctx();
+            // The pieces copy the data; the buffer is parked in the op.
+            v4.write(&mut ctx, file, offset, WriteData::Owned(buf), token);
+            self.submit_if_full();
+            return Ok(());
         }
         let op = self.new_op(file, token, Kind::Write);
         // The pieces copy the data, so the buffer is only parked in the op.
@@ -501,23 +552,6 @@ impl<'buf> Batch<'buf> {
             );
         }
         self.in_flight += 1;
-    }
-
-    /// NFSv4.1: the operation ran when submitted (a batch's operations
-    /// are not pipelined on NFSv4.1 yet: each is one blocking call); its
-    /// completion is ready at once.
-    fn done_now(
-        &mut self,
-        token: u64,
-        result: Result<usize>,
-        buffer: Option<Vec<u8>>,
-    ) -> Result<()> {
-        self.ready.push(Completion {
-            token,
-            result,
-            buffer,
-        });
-        Ok(())
     }
 
     /// A zero-length operation completes at once with 0 bytes.
@@ -567,7 +601,10 @@ impl<'buf> Batch<'buf> {
 
     /// Waits until at least `min` operations have completed (or `timeout`
     /// passed), and returns every completion available, possibly more than
-    /// `min`. `min` larger than the outstanding count waits for all.
+    /// `min`. `min` larger than the outstanding count waits for all. On
+    /// NFSv4.1 a reply that needs a pause, a re-send or a session
+    /// recovery is finished on the blocking path, which the timeout does
+    /// not bound.
     pub fn wait(&mut self, min: usize, timeout: Option<Duration>) -> Vec<Completion> {
         let mut out = Vec::new();
         self.wait_into(&mut out, min, timeout);
@@ -581,10 +618,18 @@ impl<'buf> Batch<'buf> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let min = min.min(self.outstanding());
         loop {
+            // NFSv4.1: what may block waits for this batch's calls to
+            // drain (`crate::v4::batch`); pieces parked or deferred make
+            // only the next reply worth waiting for.
+            let (v4, mut ctx) = self.v4_ctx();
+            v4.progress(&mut ctx);
             self.submit();
             // Pieces of split operations make `need` a lower bound; the
             // loop re-checks.
-            let need = min.saturating_sub(self.ready.len());
+            let mut need = min.saturating_sub(self.ready.len());
+            if self.v4.stalled() {
+                need = need.min(1);
+            }
             let q = &self.queue;
             if q.count.load(Ordering::Acquire) < need {
                 *q.waiter.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::thread::current());
@@ -602,7 +647,12 @@ impl<'buf> Batch<'buf> {
             // One clock read for the completions handed out together.
             let now = self.client.inner.transport().now_ns();
             for slot in taken.drain(..) {
-                self.piece_done(slot, now);
+                if slot & v4batch::TOKEN_BIT != 0 {
+                    let (v4, mut ctx) = self.v4_ctx();
+                    v4.piece_done(&mut ctx, slot & !v4batch::TOKEN_BIT, now);
+                } else {
+                    self.piece_done(slot, now);
+                }
             }
             self.taken = taken;
             let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
@@ -733,7 +783,7 @@ impl<'buf> Batch<'buf> {
 }
 
 /// Bytes read from the start of the operation up to the first short piece.
-fn contiguous(got: &[PieceResult]) -> usize {
+pub(crate) fn contiguous(got: &[PieceResult]) -> usize {
     let mut total = 0;
     for (want, got) in got {
         let (n, eof) = got.unwrap_or((0, true));
@@ -747,6 +797,12 @@ fn contiguous(got: &[PieceResult]) -> usize {
 
 impl Drop for Batch<'_> {
     fn drop(&mut self) {
+        // NFSv4.1: every operation completes (its slots released, its
+        // reads settled into their buffers) before the buffers go.
+        if self.v4.outstanding() > 0 {
+            let mut discarded = Vec::new();
+            self.wait_into(&mut discarded, usize::MAX, None);
+        }
         // The server may still be writing into the buffers of reads: wait.
         self.submit();
         let pieces = &self.pieces;

@@ -482,8 +482,9 @@ fn a_url_below_the_export_mounts_the_export() {
     remove_tree(&client, &dir).unwrap();
 }
 
-/// A `Batch` on NFSv4.1 (each operation runs when submitted) completes
-/// every operation with its own result and hands owned buffers back.
+/// A `Batch` on NFSv4.1 completes every operation with its own result
+/// and hands owned buffers back. (Its operations run concurrently, in no
+/// order: the reads are submitted once the writes have completed.)
 #[test]
 fn a_batch_completes_each_operation_with_its_own_result() {
     let Some(url) = url() else { return };
@@ -493,10 +494,12 @@ fn a_batch_completes_each_operation_with_its_own_result() {
     let mut batch = directnfs::Batch::new(&client);
     batch.write(&f, 0, &[1u8; 8192], 1).unwrap();
     batch.write_owned(&f, 8192, vec![2u8; 100], 2).unwrap();
+    let mut done = batch.wait(2, None);
+    assert_eq!(batch.outstanding(), 0);
     batch.read_owned(&f, 0, vec![0u8; 9000], 3).unwrap();
     let missing_read = batch.read_owned(&f, 1 << 40, vec![0u8; 10], 4);
     missing_read.unwrap();
-    let mut done = batch.wait(4, None);
+    batch.wait_into(&mut done, 2, None);
     done.sort_by_key(|c| c.token);
     assert_eq!(done.len(), 4);
     assert_eq!(done[0].result.as_ref().unwrap(), &8192);
@@ -506,6 +509,283 @@ fn a_batch_completes_each_operation_with_its_own_result() {
     let back = done[2].buffer.as_ref().unwrap();
     assert!(back[..8192].iter().all(|&b| b == 1) && back[8192..8292].iter().all(|&b| b == 2));
     assert_eq!(done[3].result.as_ref().unwrap(), &0, "past EOF");
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// One 8 KiB block of the pipelined batch tests: its number in every byte
+/// but the first, which is the round it was written in.
+fn block(i: u64, round: u8) -> Vec<u8> {
+    let mut b = vec![i as u8; 8192];
+    b[0] = round;
+    b
+}
+
+/// Runs one batch on `f`: writes of blocks `writes` (round `round`) and
+/// reads of blocks `reads`, all submitted before any is waited for; checks
+/// every completion's own result and each read's data (written in round
+/// `read_round`). Returns the number of completions.
+fn pipelined_batch(
+    client: &Client,
+    f: &directnfs::File,
+    writes: std::ops::Range<u64>,
+    reads: std::ops::Range<u64>,
+    round: u8,
+    read_round: u8,
+) -> usize {
+    let mut batch = directnfs::Batch::new(client);
+    for i in writes.clone() {
+        if i % 2 == 0 {
+            batch.write(f, i * 8192, &block(i, round), i).unwrap();
+        } else {
+            batch.write_owned(f, i * 8192, block(i, round), i).unwrap();
+        }
+    }
+    for i in reads.clone() {
+        batch
+            .read_owned(f, i * 8192, vec![0u8; 8192], 1000 + i)
+            .unwrap();
+    }
+    let total = writes.clone().count() + reads.clone().count();
+    let mut done = Vec::new();
+    while done.len() < total {
+        batch.wait_into(&mut done, total, Some(Duration::from_secs(60)));
+    }
+    assert_eq!(batch.outstanding(), 0);
+    for c in &done {
+        let n = c
+            .result
+            .as_ref()
+            .unwrap_or_else(|e| panic!("token {}: {e}", c.token));
+        assert_eq!(*n, 8192, "token {}", c.token);
+        if c.token >= 1000 {
+            let i = c.token - 1000;
+            let back = c.buffer.as_ref().unwrap();
+            assert!(back[..] == block(i, read_round)[..], "read of block {i}");
+        } else if c.token % 2 == 1 {
+            assert!(c.buffer.as_ref().unwrap()[..] == block(c.token, round)[..]);
+        }
+    }
+    let mut tokens: Vec<u64> = done.iter().map(|c| c.token).collect();
+    tokens.sort();
+    tokens.dedup();
+    assert_eq!(tokens.len(), total, "each operation completed once");
+    total
+}
+
+/// A batch on NFSv4.1 is pipelined: 64 writes and then a mix of 32 reads
+/// and 32 writes of distinct blocks go out together, each COMPOUND on its
+/// own slot (the session had many slots busy and the transport many calls
+/// in flight at once — one at a time, both would stay at 1), and each
+/// completes with its own result and data.
+#[test]
+fn a_pipelined_batch_has_many_compounds_in_flight_and_completes_each() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "pipeline");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    assert!(client.session_peak_slots_for_test() <= 1);
+    assert_eq!(pipelined_batch(&client, &f, 0..64, 0..0, 1, 1), 64);
+    assert_eq!(pipelined_batch(&client, &f, 64..96, 0..32, 2, 1), 64);
+    let peak = client.session_peak_slots_for_test();
+    let slots = client.session_slots().unwrap();
+    assert!(
+        peak >= 32.min(slots),
+        "slots busy at once: {peak} of {slots}"
+    );
+    let inflight = client.stats().servers[0].totals.inflight_peak;
+    assert!(inflight > 1, "calls in flight at once: {inflight}");
+    // What the batches wrote, read back one at a time.
+    let mut back = vec![0u8; 96 * 8192];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), back.len());
+    for i in 0..96u64 {
+        let round = if i < 64 { 1 } else { 2 };
+        let at = i as usize * 8192;
+        assert!(back[at..at + 8192] == block(i, round)[..], "block {i}");
+    }
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A pipelined batch across a lost session: the server (here the proxy,
+/// for the first COMPOUNDs of the batch; then the real server, whose
+/// session is destroyed behind the client's back) answers the requests in
+/// flight with a session error; the session is recovered (after
+/// NFS4ERR_STALE_CLIENTID by EXCHANGE_ID first, which hands back the same
+/// client ID: the server still has it) and every operation completes with
+/// its own correct result.
+#[test]
+fn a_pipelined_batch_across_a_session_loss_completes() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "pipeloss");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    assert_eq!(pipelined_batch(&client, &f, 0..64, 0..0, 1, 1), 64);
+    let mut round = 1u8;
+    for (status, name) in [
+        (10052u32, "NFS4ERR_BADSESSION"),
+        (10078, "NFS4ERR_DEADSESSION"),
+        (10022, "NFS4ERR_STALE_CLIENTID"),
+    ] {
+        let failed = proxy.counts().failed_sequences_v41;
+        proxy.fail_sequence_v41(status, 5);
+        round += 1;
+        // Writes of the upper half, reads of the lower half (round 1).
+        pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+        assert_eq!(proxy.counts().failed_sequences_v41, failed + 5, "{name}");
+        assert!(
+            client
+                .session_recoveries_for_test()
+                .iter()
+                .any(|s| s == name),
+            "{name}: {:?}",
+            client.session_recoveries_for_test()
+        );
+        // The upper half reads back as this round wrote it.
+        pipelined_batch(&client, &f, 0..0, 32..64, round, round);
+    }
+    let sessions = client.destroy_session_for_test();
+    round += 1;
+    pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+    assert_eq!(
+        client.destroy_session_for_test(),
+        sessions + 1,
+        "the batch recovered the destroyed session once"
+    );
+    pipelined_batch(&client, &f, 0..0, 32..64, round, round);
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// A pipelined batch through NFS4ERR_DELAY from SEQUENCE (the proxy, for
+/// half of all COMPOUNDs: those requests are sent again, same bytes and
+/// slot, after a pause) and through lost replies (the engine re-sends
+/// the same bytes on another connection, answered from the reply cache):
+/// every operation completes with its own correct result.
+#[test]
+fn a_pipelined_batch_through_delay_and_lost_replies_completes() {
+    let Some(url) = url() else { return };
+    let (proxy, client) = proxied(&url);
+    let dir = scratch(&client, "pipedelay");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    assert_eq!(pipelined_batch(&client, &f, 0..32, 0..0, 1, 1), 32);
+    proxy.set_jukebox(500);
+    pipelined_batch(&client, &f, 32..48, 0..16, 2, 1);
+    proxy.set_jukebox(0);
+    assert!(proxy.counts().delay_v41 > 0, "{:?}", proxy.counts());
+    proxy.lose_reply(3);
+    proxy.lose_reply(10);
+    pipelined_batch(&client, &f, 48..64, 16..32, 3, 1);
+    assert_eq!(proxy.counts().lost_replies, 2, "{:?}", proxy.counts());
+    pipelined_batch(&client, &f, 0..0, 32..48, 2, 2);
+    pipelined_batch(&client, &f, 0..0, 48..64, 3, 3);
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// Pipelined batches run back to back while Ganesha is SIGKILLed and
+/// restarted (no grace period): the batch in flight at the kill waits
+/// for the server, meets the lost session (BADSESSION, then a new client
+/// ID; the file opened again), and completes with every operation's
+/// correct result; no batch hangs or fails, and the data reads back.
+#[test]
+fn a_pipelined_batch_in_flight_across_a_server_restart_completes() {
+    let Some((server, _url, client, _other)) = own_v41(
+        "v41-pipe-restart",
+        "2659",
+        "20659",
+        &[("DNFS_NFS4_GRACE", "0")],
+    ) else {
+        return;
+    };
+    let f = client.create("/pipe.dat").unwrap();
+    pipelined_batch(&client, &f, 0..64, 0..0, 1, 1);
+    let mut restart = server.spawn_restart(&["--kill", "--down", "2"]).unwrap();
+    let mut round = 1u8;
+    let mut batches = 0;
+    while restart.try_wait().unwrap().is_none() {
+        round = round.wrapping_add(1);
+        pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+        batches += 1;
+    }
+    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+    assert!(batches > 0);
+    round = round.wrapping_add(1);
+    pipelined_batch(&client, &f, 32..64, 0..32, round, 1);
+    pipelined_batch(&client, &f, 0..0, 32..64, round, round);
+    assert!(
+        client.destroy_session_for_test() >= 2,
+        "the lost session was replaced"
+    );
+    drop(f);
+    drop(client);
+    drop(server);
+}
+
+/// A batch holds its slots until it reaps the replies, so batches leave
+/// a quarter of the session's slots to everything else: a blocking read
+/// and write go through while a batch of 64 reads (as many as Ganesha's
+/// slots) is submitted and not reaped — they would wait for ever for
+/// slots only a reap would free.
+#[test]
+fn blocking_calls_go_while_a_batch_holds_slots_unreaped() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "pipereserve");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    pipelined_batch(&client, &f, 0..64, 0..0, 1, 1);
+    let slots = client.session_slots().unwrap();
+    let mut batch = directnfs::Batch::new(&client);
+    for i in 0..64u64 {
+        batch.read_owned(&f, i * 8192, vec![0u8; 8192], i).unwrap();
+    }
+    batch.submit();
+    // On another thread, so that the test fails (rather than hangs) if
+    // they wait for the batch's slots.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let g = f.clone();
+    std::thread::spawn(move || {
+        let mut back = vec![0u8; 8192];
+        let read = g.read_at(&mut back, 8192).map(|n| (n, back == block(1, 1)));
+        let write = g.write_at(&block(70, 1), 70 * 8192);
+        let _ = tx.send((read, write));
+    });
+    let (read, write) = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the blocking calls waited for the batch's slots");
+    assert_eq!(read.unwrap(), (8192, true));
+    assert_eq!(write.unwrap(), 8192);
+    let mut done = Vec::new();
+    while done.len() < 64 {
+        batch.wait_into(&mut done, 64, None);
+    }
+    for c in &done {
+        assert_eq!(*c.result.as_ref().unwrap(), 8192, "token {}", c.token);
+        assert!(c.buffer.as_ref().unwrap()[..] == block(c.token, 1)[..]);
+    }
+    let peak = client.session_peak_slots_for_test();
+    assert!(peak < slots, "slots busy at once: {peak} of {slots}");
+    drop(f);
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// `stable=unstable` through a pipelined batch: the UNSTABLE writes are
+/// kept until `fsync`'s COMMIT, as `write_at` keeps them.
+#[test]
+fn pipelined_unstable_writes_are_kept_until_fsync() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&with(&url, "stable=unstable")).unwrap();
+    let dir = scratch(&client, "pipeunstable");
+    let f = client.create(&format!("{dir}/f")).unwrap();
+    pipelined_batch(&client, &f, 0..16, 0..0, 1, 1);
+    assert_eq!(
+        f.uncommitted_bytes(),
+        16 * 8192,
+        "the server answered UNSTABLE"
+    );
+    f.fsync().unwrap();
+    assert_eq!(f.uncommitted_bytes(), 0);
+    pipelined_batch(&client, &f, 0..0, 0..16, 1, 1);
     drop(f);
     remove_tree(&client, &dir).unwrap();
 }

@@ -388,6 +388,12 @@ impl OpenFile {
         let settled = self.with_state("READ", |stateid| {
             self.read_compound(s, stateid, buf.len(), offset)
         })?;
+        self.read_data(&settled, buf)
+    }
+
+    /// Copies the data of a settled READ reply (status checked) into
+    /// `buf`: bytes got and EOF.
+    pub(crate) fn read_data(&self, settled: &Settled, buf: &mut [u8]) -> Result<(usize, bool)> {
         let count = buf.len() as u32;
         let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
             .map_err(|e| self.protocol("READ", e))?;
@@ -405,21 +411,7 @@ impl OpenFile {
         len: usize,
         offset: u64,
     ) -> Result<Settled> {
-        let count = len as u32;
-        let encode = |out: &mut Vec<u8>| {
-            // SEQUENCE is already there: PUTFH and READ follow. The hot
-            // path encoder writes all three; keep only what follows.
-            let mut tmp = Vec::with_capacity(160);
-            encode_read_compound(
-                &mut tmp,
-                &zero_sequence(),
-                self.fh.as_bytes(),
-                stateid,
-                offset,
-                count,
-            );
-            out.extend_from_slice(&tmp[SEQ_PREFIX..]);
-        };
+        let encode = |out: &mut Vec<u8>| self.encode_read(out, stateid, offset, len as u32);
         let req = self.request(
             &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READ],
             &encode,
@@ -429,8 +421,29 @@ impl OpenFile {
         self.checked(s.compound(self.inner(), &req)?, "READ")
     }
 
+    /// PUTFH and READ, to follow the SEQUENCE the session has written.
+    pub(crate) fn encode_read(
+        &self,
+        out: &mut Vec<u8>,
+        stateid: &stateid4,
+        offset: u64,
+        count: u32,
+    ) {
+        // The hot path encoder writes all three; keep only what follows.
+        let mut tmp = Vec::with_capacity(160);
+        encode_read_compound(
+            &mut tmp,
+            &zero_sequence(),
+            self.fh.as_bytes(),
+            stateid,
+            offset,
+            count,
+        );
+        out.extend_from_slice(&tmp[SEQ_PREFIX..]);
+    }
+
     /// A settled reply whose COMPOUND failed is that failure's error.
-    fn checked(&self, settled: Settled, op: &'static str) -> Result<Settled> {
+    pub(crate) fn checked(&self, settled: Settled, op: &'static str) -> Result<Settled> {
         if settled.status.is_ok() {
             Ok(settled)
         } else {
@@ -469,7 +482,7 @@ impl OpenFile {
                 } else {
                     data[..count].into()
                 };
-                self.pending().push(Unstable { offset, data, verf });
+                self.keep_unstable(offset, data, verf);
             }
             return Ok(count);
         }
@@ -508,14 +521,20 @@ impl OpenFile {
         let settled = self.with_state("WRITE", |stateid| {
             self.write_compound(s, stateid, data, offset, stable)
         })?;
+        self.write_result(&settled, data.len())
+    }
+
+    /// Bytes taken (at most `len`), commitment and verifier of a settled
+    /// WRITE reply (status checked).
+    pub(crate) fn write_result(
+        &self,
+        settled: &Settled,
+        len: usize,
+    ) -> Result<(usize, stable_how4, verifier4)> {
         let reply = decode_write_reply(&mut XdrReader::new(&settled.record))
             .map_err(|e| self.protocol("WRITE", e))?;
         let ok = self.ok("WRITE", &reply)?;
-        Ok((
-            (ok.count as usize).min(data.len()),
-            ok.committed,
-            ok.writeverf,
-        ))
+        Ok(((ok.count as usize).min(len), ok.committed, ok.writeverf))
     }
 
     /// A WRITE COMPOUND (the data as its payload), settled, status checked.
@@ -527,19 +546,8 @@ impl OpenFile {
         offset: u64,
         stable: stable_how4,
     ) -> Result<Settled> {
-        let encode = |out: &mut Vec<u8>| {
-            let mut tmp = Vec::with_capacity(200);
-            encode_write_compound_header(
-                &mut tmp,
-                &zero_sequence(),
-                self.fh.as_bytes(),
-                stateid,
-                offset,
-                stable,
-                data.len() as u32,
-            );
-            out.extend_from_slice(&tmp[SEQ_PREFIX..]);
-        };
+        let encode =
+            |out: &mut Vec<u8>| self.encode_write(out, stateid, offset, stable, data.len() as u32);
         let mut req = self.request(
             &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_WRITE],
             &encode,
@@ -548,6 +556,45 @@ impl OpenFile {
         );
         req.payload = Some(Arc::clone(data));
         self.checked(s.compound(self.inner(), &req)?, "WRITE")
+    }
+
+    /// PUTFH and the WRITE header (its data goes as the call's payload),
+    /// to follow the SEQUENCE the session has written.
+    pub(crate) fn encode_write(
+        &self,
+        out: &mut Vec<u8>,
+        stateid: &stateid4,
+        offset: u64,
+        stable: stable_how4,
+        len: u32,
+    ) {
+        let mut tmp = Vec::with_capacity(200);
+        encode_write_compound_header(
+            &mut tmp,
+            &zero_sequence(),
+            self.fh.as_bytes(),
+            stateid,
+            offset,
+            stable,
+            len,
+        );
+        out.extend_from_slice(&tmp[SEQ_PREFIX..]);
+    }
+
+    /// The commitment a WRITE asks: UNSTABLE with `stable=unstable`,
+    /// FILE_SYNC otherwise.
+    pub(crate) fn stable_how(&self) -> stable_how4 {
+        if self.unstable {
+            stable_how4::UNSTABLE4
+        } else {
+            stable_how4::FILE_SYNC4
+        }
+    }
+
+    /// Keeps an UNSTABLE write the server acknowledged with verifier
+    /// `verf` until an `fsync`'s COMMIT proves it durable.
+    pub(crate) fn keep_unstable(&self, offset: u64, data: Arc<[u8]>, verf: verifier4) {
+        self.pending().push(Unstable { offset, data, verf });
     }
 
     /// COMMIT of a range: the server's write verifier.
@@ -653,7 +700,7 @@ impl OpenFile {
         }
     }
 
-    fn request<'a>(
+    pub(crate) fn request<'a>(
         &'a self,
         nums: &'a [nfs_opnum4],
         encode: &'a dyn Fn(&mut Vec<u8>),

@@ -12,6 +12,7 @@
 //! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
 //! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
 //! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid; the state a reclaim needs |
+//! | `batch.rs` | a `Batch`'s reads and writes pipelined: one COMPOUND per piece on its own slot, reaped by `wait`; what may block finished on the blocking path once the batch's calls are back |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
@@ -32,18 +33,20 @@
 //! servers must not send (owner seqids are ignored in 4.1; this client
 //! sends 0), becomes `Error::Protocol` naming it.
 //!
-//! Not yet on NFSv4.1: a `Batch` runs each operation when submitted (no
-//! pipelining); session trunking does not compare server owners (every
-//! path's connections join the one session); delegations are never asked
-//! for, so none is reclaimed; a
+//! Not yet on NFSv4.1: session trunking does not compare server owners
+//! (every path's connections join the one session); delegations are
+//! never asked for, so none is reclaimed; a
 //! `Handle` holds at most 64 bytes, so `lookup` refuses (ENOTSUP) a server
 //! whose NFSv4 handles are longer (NFS-Ganesha's are not). Every public
 //! method has an NFSv4.1 path; `Inner::call` still refuses, with
 //! `unsupported`'s error (ENOTSUP), any NFSv3 call that would reach an
 //! NFSv4.1 server: the one known case is a `File` from `open_handle`
-//! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`).
+//! whose OPEN the server refused (its `metadata`, `set_len`, `fsync`; a
+//! `Batch` refuses its reads and writes the same way, in their
+//! completions).
 
 pub(crate) mod attrs;
+pub(crate) mod batch;
 pub(crate) mod file;
 pub(crate) mod handles;
 pub(crate) mod held;
@@ -98,6 +101,14 @@ impl crate::Client {
             Some(s) => s.recoveries().iter().map(|st| st.to_string()).collect(),
             None => Vec::new(),
         }
+    }
+
+    /// For tests: the most fore-channel slots of the NFSv4.1 session
+    /// busy at once so far — requests the server had in flight together
+    /// (0 on NFSv3).
+    #[doc(hidden)]
+    pub fn session_peak_slots_for_test(&self) -> u32 {
+        self.inner.v4.as_ref().map_or(0, Session::peak_busy)
     }
 
     /// For tests: stops (`true`) or resumes the background lease

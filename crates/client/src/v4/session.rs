@@ -12,14 +12,23 @@
 //! (the same request again after a pause) or from a later operation (a
 //! new request after a pause), NFS4ERR_GRACE (a new request after a
 //! pause), NFS4ERR_SEQ_MISORDERED after a lost reply (the slot's sequence
-//! id stepped back, `directnfs_engine::session`), NFS4ERR_EXPIRED and
+//! id stepped back, `directnfs_engine::session`),
+//! NFS4ERR_RETRY_UNCACHED_REP for a re-sent READ whose reply the server
+//! did not cache (the sequence id counted as used; the READ sent again
+//! as a new request), NFS4ERR_EXPIRED and
 //! NFS4ERR_STALE_CLIENTID (a new client ID and session). The pauses are
 //! `wait.rs`'s: bounded on a soft mount. A new client ID means the server
 //! lost our state (it restarted, or the lease expired): before anything
 //! else is sent on the new session, every open file and its locks are
 //! reclaimed (`reclaim.rs`), then RECLAIM_COMPLETE.
+//!
+//! A request goes out in three steps — a slot (`acquire`, or `try_slot`
+//! without waiting), the call (`encode`, `start`), its outcome settled
+//! (`settle`) — which `compound` runs one after the other, waiting, and
+//! the pipelined batch (`batch.rs`) runs apart: many requests started,
+//! each settled when its reply is reaped.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -93,6 +102,12 @@ pub(crate) struct Session {
     /// in order, and whether lease renewal is paused.
     recoveries: Mutex<Vec<nfsstat4>>,
     renewal_paused: std::sync::atomic::AtomicBool,
+    /// Most slots busy at once (`peak_busy`).
+    peak_busy: AtomicU32,
+    /// Slots pipelined batches hold (`try_batch_slot`), across sessions
+    /// (a recovery's new table starts empty; the old tickets still count
+    /// here until settled).
+    batch_held: AtomicU32,
 }
 
 #[derive(Debug)]
@@ -158,6 +173,57 @@ pub(crate) struct Settled {
     pub status: nfsstat4,
 }
 
+/// True when `status` says the server has no reply cached for a re-send
+/// of `req` (its reply was lost and the engine sent the same bytes
+/// again), and `req` asked for none: an idempotent request (READ), sent
+/// again as a new one. RFC 8881 §2.10.6.1.3.
+fn uncached_retry(req: &Request<'_>, status: nfsstat4) -> bool {
+    status == nfsstat4::NFS4ERR_RETRY_UNCACHED_REP && !req.cache
+}
+
+/// A reply decoded as far as its SEQUENCE result: ((record, COMPOUND
+/// status), SEQUENCE result).
+pub(crate) type First = ((Vec<u8>, nfsstat4), SEQUENCE4res);
+
+/// A slot held for one request: the session generation it belongs to
+/// (a ticket of an older session is void), the session, the ticket and
+/// the highest slot in use when it was taken.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Slot {
+    generation: u64,
+    sessionid: sessionid4,
+    ticket: Ticket,
+    highest: u32,
+    /// Taken by `try_batch_slot`: counted in `batch_held`.
+    batch: bool,
+}
+
+/// Slots pipelined batches leave to everything else (blocking calls,
+/// lease renewal, a batch's own blocking path): at least one, a quarter
+/// of what the server granted. A batch holds its slots until it reaps
+/// their replies, so without them a thread that submits a batch and then
+/// makes a blocking call before reaping it would wait for itself.
+fn reserved(granted: u32) -> u32 {
+    (granted / 4).max(1)
+}
+
+/// What one request may still spend on DELAY/GRACE pauses and session
+/// recoveries, across its re-sends.
+#[derive(Debug)]
+pub(crate) struct Retry {
+    recoveries: u32,
+    waits: Waits,
+}
+
+impl Retry {
+    pub(crate) fn new(inner: &Inner) -> Self {
+        Self {
+            recoveries: 0,
+            waits: Waits::new(&inner.options),
+        }
+    }
+}
+
 impl Session {
     /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on `inner`'s
     /// transport; `root` and `lease` are filled in by the caller after.
@@ -186,6 +252,8 @@ impl Session {
             opens: Mutex::new(Vec::new()),
             recoveries: Mutex::new(Vec::new()),
             renewal_paused: std::sync::atomic::AtomicBool::new(false),
+            peak_busy: AtomicU32::new(0),
+            batch_held: AtomicU32::new(0),
         })
     }
 
@@ -274,101 +342,146 @@ impl Session {
     /// Sends `req` after a SEQUENCE and waits for its settled reply,
     /// recovering the session errors on the way.
     pub(crate) fn compound(&self, inner: &Inner, req: &Request<'_>) -> Result<Settled> {
-        let mut recoveries = 0u32;
-        let mut waits = Waits::new(&inner.options);
+        let mut retry = Retry::new(inner);
         loop {
-            let (generation, sessionid, ticket, highest) = self.acquire(req.reclaim);
-            let seq = SEQUENCE4args {
-                sa_sessionid: sessionid,
-                sa_sequenceid: ticket.seqid,
-                sa_slotid: ticket.slot,
-                sa_highest_slotid: highest,
-                sa_cachethis: req.cache,
+            let slot = self.acquire(req.reclaim);
+            let body = self.encode(inner, req, &slot);
+            let first = self.send(inner, req, &body);
+            if let Some(settled) = self.settle(inner, req, slot, &body, first, &mut retry)? {
+                return Ok(settled);
+            }
+        }
+    }
+
+    /// The call body of `req` on `slot`: RPC header, COMPOUND header,
+    /// SEQUENCE, then `req`'s operations (its payload goes separately).
+    pub(crate) fn encode(&self, inner: &Inner, req: &Request<'_>, slot: &Slot) -> Arc<[u8]> {
+        let seq = SEQUENCE4args {
+            sa_sessionid: slot.sessionid,
+            sa_sequenceid: slot.ticket.seqid,
+            sa_slotid: slot.ticket.slot,
+            sa_highest_slotid: slot.highest,
+            sa_cachethis: req.cache,
+        };
+        let mut body = Vec::with_capacity(256);
+        put_call_header(inner, &mut body);
+        encode_compound_header(&mut body, 1 + req.ops.len() as u32);
+        encode_sequence_op(&mut body, &seq);
+        (req.encode)(&mut body);
+        body.into()
+    }
+
+    /// True when [`settle`](Self::settle) settles `first`, the outcome
+    /// of a request, without a pause, a re-send or a session recovery:
+    /// SEQUENCE succeeded and no later operation said DELAY or GRACE, or
+    /// the call failed (the slot is released as in doubt, the error
+    /// returned). The pipelined batch (`batch.rs`) settles such outcomes
+    /// as they come and leaves the others for when it may block.
+    pub(crate) fn settles_at_once(first: &Result<First>) -> bool {
+        match first {
+            Ok(((_, status), Nfs4Res::Ok(_))) => {
+                *status != nfsstat4::NFS4ERR_DELAY && *status != nfsstat4::NFS4ERR_GRACE
+            }
+            Ok((_, Nfs4Res::Fail(_))) => false,
+            Err(_) => true,
+        }
+    }
+
+    /// What became of `req`, sent as `body` on `slot`, whose first reply
+    /// (or failure) is `first`: the same bytes again on the same slot
+    /// while SEQUENCE says DELAY, the slot released with what the reply
+    /// said, the session recovered if it is gone. `Some` is the settled
+    /// reply; `None` means send `req` again as a new request (a fresh
+    /// slot); an error is the request's.
+    pub(crate) fn settle(
+        &self,
+        inner: &Inner,
+        req: &Request<'_>,
+        slot: Slot,
+        body: &Arc<[u8]>,
+        first: Result<First>,
+        retry: &mut Retry,
+    ) -> Result<Option<Settled>> {
+        let generation = slot.generation;
+        // SEQUENCE said DELAY: the same request, same slot, again.
+        let mut sent = first;
+        let (record, sequence) = loop {
+            let (record, sequence) = match sent {
+                Ok(v) => v,
+                Err(e) => {
+                    self.finish_slot(&slot, Outcome::Lost);
+                    return Err(e);
+                }
             };
-            let mut body = Vec::with_capacity(256);
-            put_call_header(inner, &mut body);
-            encode_compound_header(&mut body, 1 + req.ops.len() as u32);
-            encode_sequence_op(&mut body, &seq);
-            (req.encode)(&mut body);
-            let body: Arc<[u8]> = body.into();
-            // SEQUENCE said DELAY: the same request, same slot, again.
-            let (record, sequence) = loop {
-                let sent = self.send(inner, req, &body);
-                let (record, sequence) = match sent {
-                    Ok(v) => v,
-                    Err(e) => {
-                        self.finish(generation, ticket, Outcome::Lost);
-                        return Err(e);
-                    }
+            if sequence.status() == nfsstat4::NFS4ERR_DELAY {
+                if let Err(e) = retry.waits.pause(nfsstat4::NFS4ERR_DELAY, req.op, req.path) {
+                    // A retry of this request may still be running on the
+                    // server (what DELAY from SEQUENCE says): in doubt, as
+                    // a request whose reply was lost.
+                    self.finish_slot(&slot, Outcome::Lost);
+                    return Err(e);
+                }
+                sent = self.send(inner, req, body);
+                continue;
+            }
+            break (record, sequence);
+        };
+        match sequence {
+            Nfs4Res::Ok(ok) => {
+                self.finish_slot(&slot, Outcome::Done);
+                self.set_target(generation, ok.sr_target_highest_slotid);
+                self.last_used_ms
+                    .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
+                let status = record.1;
+                // A later operation said DELAY or GRACE: a new request
+                // after a pause (the slot's sequence id was used).
+                if status == nfsstat4::NFS4ERR_DELAY || status == nfsstat4::NFS4ERR_GRACE {
+                    retry.waits.pause(status, req.op, req.path)?;
+                    return Ok(None);
+                }
+                if uncached_retry(req, status) {
+                    return Ok(None);
+                }
+                Ok(Some(Settled {
+                    record: record.0,
+                    status,
+                }))
+            }
+            Nfs4Res::Fail(status) => {
+                let outcome = match status {
+                    nfsstat4::NFS4ERR_SEQ_MISORDERED => Outcome::Misordered,
+                    // The request this one re-sends ran and used the
+                    // sequence id: the next request on the slot must not
+                    // send it again (the server would take it for yet
+                    // another retry).
+                    nfsstat4::NFS4ERR_RETRY_UNCACHED_REP => Outcome::Done,
+                    _ => Outcome::NotExecuted,
                 };
-                if sequence.status() == nfsstat4::NFS4ERR_DELAY {
-                    if let Err(e) = waits.pause(nfsstat4::NFS4ERR_DELAY, req.op, req.path) {
-                        // A retry of this request may still be running
-                        // on the server (what DELAY from SEQUENCE says):
-                        // in doubt, as a request whose reply was lost.
-                        self.finish(generation, ticket, Outcome::Lost);
-                        return Err(e);
-                    }
-                    continue;
+                let next = self.finish_slot(&slot, outcome);
+                let recover = matches!(
+                    status,
+                    nfsstat4::NFS4ERR_BADSESSION
+                        | nfsstat4::NFS4ERR_DEADSESSION
+                        | nfsstat4::NFS4ERR_STALE_CLIENTID
+                        | nfsstat4::NFS4ERR_EXPIRED
+                );
+                if next == Next::Resend || uncached_retry(req, status) {
+                    return Ok(None);
                 }
-                break (record, sequence);
-            };
-            match sequence {
-                Nfs4Res::Ok(ok) => {
-                    self.finish(generation, ticket, Outcome::Done);
-                    self.set_target(generation, ok.sr_target_highest_slotid);
-                    self.last_used_ms
-                        .store(self.epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
-                    let status = record.1;
-                    // A later operation said DELAY or GRACE: a new request
-                    // after a pause (the slot's sequence id was used).
-                    if status == nfsstat4::NFS4ERR_DELAY || status == nfsstat4::NFS4ERR_GRACE {
-                        waits.pause(status, req.op, req.path)?;
-                        continue;
-                    }
-                    return Ok(Settled {
-                        record: record.0,
-                        status,
-                    });
+                if recover && retry.recoveries < MAX_RECOVERIES {
+                    retry.recoveries += 1;
+                    tracing::info!("NFSv4.1 {status} on {} {}: new session", req.op, req.path);
+                    self.recover(inner, generation, status)?;
+                    return Ok(None);
                 }
-                Nfs4Res::Fail(status) => {
-                    let outcome = if status == nfsstat4::NFS4ERR_SEQ_MISORDERED {
-                        Outcome::Misordered
-                    } else {
-                        Outcome::NotExecuted
-                    };
-                    let next = self.finish(generation, ticket, outcome);
-                    let recover = matches!(
-                        status,
-                        nfsstat4::NFS4ERR_BADSESSION
-                            | nfsstat4::NFS4ERR_DEADSESSION
-                            | nfsstat4::NFS4ERR_STALE_CLIENTID
-                            | nfsstat4::NFS4ERR_EXPIRED
-                    );
-                    if next == Next::Resend {
-                        continue;
-                    }
-                    if recover && recoveries < MAX_RECOVERIES {
-                        recoveries += 1;
-                        tracing::info!("NFSv4.1 {status} on {} {}: new session", req.op, req.path);
-                        self.recover(inner, generation, status)?;
-                        continue;
-                    }
-                    return Err(nfs4_error(req.op, req.path, status));
-                }
+                Err(nfs4_error(req.op, req.path, status))
             }
         }
     }
 
     /// One send of `body` and the wait for its reply, decoded as far as
-    /// the SEQUENCE result: ((record, COMPOUND status), SEQUENCE result).
-    #[allow(clippy::type_complexity)]
-    fn send(
-        &self,
-        inner: &Inner,
-        req: &Request<'_>,
-        body: &Arc<[u8]>,
-    ) -> Result<((Vec<u8>, nfsstat4), SEQUENCE4res)> {
+    /// the SEQUENCE result.
+    fn send(&self, inner: &Inner, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
         let record = run(
             inner,
             req.stat,
@@ -376,14 +489,65 @@ impl Session {
             req.payload.clone(),
             req.op,
             req.path,
-        )?;
-        let mut r = XdrReader::new(&record);
-        let head = decode_sequence_head(&mut r).map_err(|e| Error::Protocol {
-            op: req.op,
-            path: req.path.to_string(),
-            detail: e.to_string(),
-        })?;
-        Ok(((record, head.0), head.1))
+        );
+        first_of(record, req.op, req.path)
+    }
+
+    /// A call of `req` sent as `body` (on the slot it was encoded for),
+    /// telling `notify` when its reply comes: the pipelined batch's send,
+    /// which does not wait. Its outcome is [`first_reply`]'s.
+    pub(crate) fn start(req: &Request<'_>, body: &Arc<[u8]>, notify: Notify) -> Arc<Call> {
+        let weight = req.payload.as_ref().map_or(256, |p| p.len() as u64);
+        Call::new(
+            req.stat,
+            body.to_vec(),
+            req.payload.clone(),
+            weight,
+            Sink::Record,
+            notify,
+        )
+    }
+
+    /// A free slot for a pipelined batch now, or `None` when every slot
+    /// is busy, batches hold all but the `reserved` ones, or a reclaim is
+    /// in progress (the batch does not block for one while its own
+    /// requests hold slots it has yet to release).
+    pub(crate) fn try_batch_slot(&self) -> Option<Slot> {
+        let mut st = self.lock();
+        let held = self.batch_held.load(Ordering::Relaxed);
+        if st.reclaiming || held + reserved(st.granted) >= st.granted {
+            return None;
+        }
+        let ticket = st.slots.acquire()?;
+        self.batch_held.fetch_add(1, Ordering::Relaxed);
+        let mut slot = self.slot_of(&mut st, ticket);
+        slot.batch = true;
+        Some(slot)
+    }
+
+    /// Releases `slot` with `outcome` (and its place among the batches').
+    fn finish_slot(&self, slot: &Slot, outcome: Outcome) -> Next {
+        if slot.batch {
+            self.batch_held.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.finish(slot.generation, slot.ticket, outcome)
+    }
+
+    fn slot_of(&self, st: &mut State, ticket: Ticket) -> Slot {
+        let busy = st.slots.busy() as u32;
+        self.peak_busy.fetch_max(busy, Ordering::Relaxed);
+        Slot {
+            generation: st.generation,
+            sessionid: st.sessionid,
+            ticket,
+            highest: st.slots.highest_busy(),
+            batch: false,
+        }
+    }
+
+    /// Most slots busy at once so far (requests in flight on the session).
+    pub(crate) fn peak_busy(&self) -> u32 {
+        self.peak_busy.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -391,14 +555,13 @@ impl Session {
     }
 
     /// A free slot (waiting for one, and, unless for a `reclaim`
-    /// request, for a reclaim in progress to end): generation, session,
-    /// ticket, highest slot in use.
-    fn acquire(&self, reclaim: bool) -> (u64, sessionid4, Ticket, u32) {
+    /// request, for a reclaim in progress to end).
+    pub(crate) fn acquire(&self, reclaim: bool) -> Slot {
         let mut st = self.lock();
         loop {
             if !st.reclaiming || reclaim {
                 if let Some(t) = st.slots.acquire() {
-                    return (st.generation, st.sessionid, t, st.slots.highest_busy());
+                    return self.slot_of(&mut st, t);
                 }
             }
             st = self.freed.wait(st).unwrap_or_else(|p| p.into_inner());
@@ -727,6 +890,12 @@ pub(crate) fn run(
         Notify::Group(Arc::clone(&group)),
     );
     inner.run(Arc::clone(&call), &group);
+    record_of(&call, op, path)
+}
+
+/// The reply record of a completed COMPOUND call, from the procedure
+/// results on.
+pub(crate) fn record_of(call: &Call, op: &'static str, path: &str) -> Result<Vec<u8>> {
     match call
         .take_result()
         .map_err(|e| Error::from_call(op, path, e))?
@@ -738,6 +907,23 @@ pub(crate) fn run(
             detail: "a READ or WRITE sink on a COMPOUND".into(),
         }),
     }
+}
+
+/// The outcome of a completed call [`Session::start`] made, as far as
+/// the SEQUENCE result, for [`Session::settle`].
+pub(crate) fn first_reply(call: &Call, op: &'static str, path: &str) -> Result<First> {
+    first_of(record_of(call, op, path), op, path)
+}
+
+fn first_of(record: Result<Vec<u8>>, op: &'static str, path: &str) -> Result<First> {
+    let record = record?;
+    let mut r = XdrReader::new(&record);
+    let head = decode_sequence_head(&mut r).map_err(|e| Error::Protocol {
+        op,
+        path: path.to_string(),
+        detail: e.to_string(),
+    })?;
+    Ok(((record, head.0), head.1))
 }
 
 /// The call header after the XID: CALL, RPC version 2, NFS program,
