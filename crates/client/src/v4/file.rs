@@ -193,20 +193,9 @@ fn open_once(
     } else {
         openflag4::OPEN4_NOCREATE
     };
-    let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
     let mut ops = Ops::default();
     ops.walk(&s.root, &parent);
-    ops.push(nfs_argop4::OP_OPEN(OPEN4args {
-        seqid: 0,
-        share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-        share_deny: OPEN4_SHARE_DENY_NONE,
-        owner: state_owner4 {
-            clientid: 0, // ignored in NFSv4.1 (RFC 8881 §18.16.3)
-            owner: owner_id4::from(format!("open-{n}").as_str()),
-        },
-        openhow,
-        claim: open_claim4::CLAIM_NULL(name),
-    }));
+    ops.push(open_op(s, access, openhow, open_claim4::CLAIM_NULL(name)));
     ops.push(nfs_argop4::OP_GETFH);
     if opts.truncate {
         ops.push(nfs_argop4::OP_SETATTR(directnfs_wire::nfs4::SETATTR4args {
@@ -231,6 +220,29 @@ fn open_once(
         return Err(ops::missing("OPEN", path));
     };
     Ok(OpenFile::opened(client, s, fh, stateid, access, path))
+}
+
+/// An OPEN for `access` under a fresh open owner of the session (each
+/// open its own owner; seqids are ignored in NFSv4.1, RFC 8881 §18.16.3),
+/// deny none, no delegation wanted.
+pub(crate) fn open_op(
+    s: &Session,
+    access: u32,
+    openhow: openflag4,
+    claim: open_claim4,
+) -> nfs_argop4 {
+    let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
+    nfs_argop4::OP_OPEN(OPEN4args {
+        seqid: 0,
+        share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
+        share_deny: OPEN4_SHARE_DENY_NONE,
+        owner: state_owner4 {
+            clientid: 0, // ignored in NFSv4.1 (RFC 8881 §18.16.3)
+            owner: owner_id4::from(format!("open-{n}").as_str()),
+        },
+        openhow,
+        claim,
+    })
 }
 
 impl OpenFile {
@@ -317,20 +329,14 @@ impl OpenFile {
         if self.open_stateid() != *lost {
             return Ok(());
         }
-        let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
         let mut ops = Ops::default();
         ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
-        ops.push(nfs_argop4::OP_OPEN(OPEN4args {
-            seqid: 0,
-            share_access: self.state.access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-            share_deny: OPEN4_SHARE_DENY_NONE,
-            owner: state_owner4 {
-                clientid: 0,
-                owner: owner_id4::from(format!("open-{n}").as_str()),
-            },
-            openhow: openflag4::OPEN4_NOCREATE,
-            claim: open_claim4::CLAIM_FH,
-        }));
+        ops.push(open_op(
+            s,
+            self.state.access,
+            openflag4::OPEN4_NOCREATE,
+            open_claim4::CLAIM_FH,
+        ));
         let res = ops.run(s, self.inner(), "OPEN", &self.path, STAT_OTHER, true)?;
         match res.last() {
             Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {

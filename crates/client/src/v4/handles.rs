@@ -2,16 +2,13 @@
 //! on NFSv4.1: OPEN with `CLAIM_FH` (RFC 8881 §18.16.3), read and write
 //! access, read only when write is denied, as `open` does by name.
 
-use std::sync::atomic::Ordering;
-
 use directnfs_wire::nfs3::nfs_fh3;
 use directnfs_wire::nfs4::{
-    nfs_argop4, nfs_fh4, nfs_resop4, nfsstat4, open_claim4, openflag4, owner_id4, state_owner4,
-    Nfs4Res, OPEN4args, PUTFH4args, OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ,
-    OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
+    nfs_argop4, nfs_fh4, nfs_resop4, nfsstat4, open_claim4, openflag4, Nfs4Res, PUTFH4args,
+    OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ,
 };
 
-use super::file::OpenFile;
+use super::file::{open_op, OpenFile};
 use super::ops::{missing, Ops};
 use super::session::{Session, STAT_OTHER};
 use crate::client::Client;
@@ -50,20 +47,14 @@ fn open_once(
     path: &str,
     access: u32,
 ) -> Result<OpenFile> {
-    let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }));
-    ops.push(nfs_argop4::OP_OPEN(OPEN4args {
-        seqid: 0,
-        share_access: access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-        share_deny: OPEN4_SHARE_DENY_NONE,
-        owner: state_owner4 {
-            clientid: 0, // ignored in NFSv4.1 (RFC 8881 §18.16.3)
-            owner: owner_id4::from(format!("open-{n}").as_str()),
-        },
-        openhow: openflag4::OPEN4_NOCREATE,
-        claim: open_claim4::CLAIM_FH,
-    }));
+    ops.push(open_op(
+        s,
+        access,
+        openflag4::OPEN4_NOCREATE,
+        open_claim4::CLAIM_FH,
+    ));
     let res = ops.run(s, &client.inner, "OPEN", path, STAT_OTHER, true)?;
     match res.last() {
         Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {

@@ -15,16 +15,13 @@
 //! `Locks::lost` and reported to the holder (`Error::LockLost`), never
 //! dropped silently.
 
-use std::sync::atomic::Ordering;
-
 use directnfs_wire::nfs4::{
     nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4, open_claim4, open_delegation_type4,
-    openflag4, owner_id4, state_owner4, stateid4, LOCK4args, LOCK4res, Nfs4Res, OPEN4args,
-    PUTFH4args, RECLAIM_COMPLETE4args, OPEN4_SHARE_ACCESS_WANT_NO_DELEG, OPEN4_SHARE_DENY_NONE,
+    openflag4, stateid4, LOCK4args, LOCK4res, Nfs4Res, PUTFH4args, RECLAIM_COMPLETE4args,
 };
 use directnfs_wire::Encode;
 
-use super::file::OpenState;
+use super::file::{open_op, OpenState};
 use super::held::Range;
 use super::lock::locker;
 use super::ops::{self, Ops};
@@ -108,20 +105,14 @@ fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState) {
 /// OPEN CLAIM_PREVIOUS of `f`'s handle with its access: the new open
 /// stateid.
 fn reclaim_open(s: &Session, inner: &Inner, f: &OpenState) -> Result<stateid4> {
-    let n = s.next_open_owner.fetch_add(1, Ordering::Relaxed);
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: f.fh }));
-    ops.push(nfs_argop4::OP_OPEN(OPEN4args {
-        seqid: 0,
-        share_access: f.access | OPEN4_SHARE_ACCESS_WANT_NO_DELEG,
-        share_deny: OPEN4_SHARE_DENY_NONE,
-        owner: state_owner4 {
-            clientid: 0,
-            owner: owner_id4::from(format!("open-{n}").as_str()),
-        },
-        openhow: openflag4::OPEN4_NOCREATE,
-        claim: open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
-    }));
+    ops.push(open_op(
+        s,
+        f.access,
+        openflag4::OPEN4_NOCREATE,
+        open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
+    ));
     match send(s, inner, &ops, "OPEN", &f.path)?.last() {
         Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => Ok(ok.stateid),
         _ => Err(ops::missing("OPEN", &f.path)),
