@@ -45,7 +45,7 @@ use directnfs_wire::{Encode, XdrReader};
 
 use crate::client::Inner;
 use crate::error::{Error, Result};
-use crate::io::call::{Call, Group, Notify, Reply, Sink};
+use crate::io::call::{Call, Group, Notify, ReadDest, Reply, Sink};
 
 use super::file::OpenState;
 use super::wait::Waits;
@@ -141,6 +141,13 @@ pub(crate) struct Request<'a> {
     pub path: &'a str,
     /// Part of a reclaim (`reclaim.rs`): goes while others wait for it.
     pub reclaim: bool,
+    /// A READ's buffer (pointer, length): a successful reply's data goes
+    /// straight into it as it is received (`Sink::Read4`), and the
+    /// settled reply says so ([`Settled::read`]). Whoever sets it keeps
+    /// the buffer alive and untouched until every call of the request has
+    /// completed (a blocking request waits for them; a batch owns its
+    /// buffers or waits in its scope).
+    pub read_into: Option<(*mut u8, usize)>,
 }
 
 impl<'a> Request<'a> {
@@ -162,6 +169,16 @@ impl<'a> Request<'a> {
             op,
             path,
             reclaim: false,
+            read_into: None,
+        }
+    }
+
+    /// Where the call's reply goes.
+    fn sink(&self) -> Sink {
+        match self.read_into {
+            // SAFETY: the contract of `read_into` (see the field).
+            Some((ptr, len)) => Sink::Read4(unsafe { ReadDest::from_raw(ptr, len) }),
+            None => Sink::Record,
         }
     }
 }
@@ -171,6 +188,26 @@ impl<'a> Request<'a> {
 pub(crate) struct Settled {
     pub record: Vec<u8>,
     pub status: nfsstat4,
+    /// A READ whose data is already in the request's buffer
+    /// ([`Request::read_into`]); `record` then ends before the data.
+    pub read: Option<ReadIn>,
+}
+
+/// A successful READ's outcome when its data went straight into the
+/// caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadIn {
+    pub count: u32,
+    pub eof: bool,
+}
+
+/// A reply as the session layer gets it: the record from the procedure
+/// results on (for a READ received into its buffer, up to the data), and
+/// then that READ's outcome.
+#[derive(Debug)]
+pub(crate) struct Body {
+    pub record: Vec<u8>,
+    pub read: Option<ReadIn>,
 }
 
 /// True when `status` says the server has no reply cached for a re-send
@@ -181,9 +218,9 @@ fn uncached_retry(req: &Request<'_>, status: nfsstat4) -> bool {
     status == nfsstat4::NFS4ERR_RETRY_UNCACHED_REP && !req.cache
 }
 
-/// A reply decoded as far as its SEQUENCE result: ((record, COMPOUND
+/// A reply decoded as far as its SEQUENCE result: ((reply, COMPOUND
 /// status), SEQUENCE result).
-pub(crate) type First = ((Vec<u8>, nfsstat4), SEQUENCE4res);
+pub(crate) type First = ((Body, nfsstat4), SEQUENCE4res);
 
 /// A slot held for one request: the session generation it belongs to
 /// (a ticket of an older session is void), the session, the ticket and
@@ -443,7 +480,8 @@ impl Session {
                     return Ok(None);
                 }
                 Ok(Some(Settled {
-                    record: record.0,
+                    record: record.0.record,
+                    read: record.0.read,
                     status,
                 }))
             }
@@ -482,15 +520,18 @@ impl Session {
     /// One send of `body` and the wait for its reply, decoded as far as
     /// the SEQUENCE result.
     fn send(&self, inner: &Inner, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
-        let record = run(
-            inner,
+        let weight = req.payload.as_ref().map_or(256, |p| p.len() as u64);
+        let group = Group::new(1);
+        let call = Call::new(
             req.stat,
             body.to_vec(),
             req.payload.clone(),
-            req.op,
-            req.path,
+            weight,
+            req.sink(),
+            Notify::Group(Arc::clone(&group)),
         );
-        first_of(record, req.op, req.path)
+        inner.run(Arc::clone(&call), &group);
+        first_reply(&call, req.op, req.path)
     }
 
     /// A call of `req` sent as `body` (on the slot it was encoded for),
@@ -503,7 +544,7 @@ impl Session {
             body.to_vec(),
             req.payload.clone(),
             weight,
-            Sink::Record,
+            req.sink(),
             notify,
         )
     }
@@ -890,21 +931,24 @@ pub(crate) fn run(
         Notify::Group(Arc::clone(&group)),
     );
     inner.run(Arc::clone(&call), &group);
-    record_of(&call, op, path)
+    Ok(body_of(&call, op, path)?.record)
 }
 
-/// The reply record of a completed COMPOUND call, from the procedure
-/// results on.
-pub(crate) fn record_of(call: &Call, op: &'static str, path: &str) -> Result<Vec<u8>> {
+/// The reply of a completed COMPOUND call, from the procedure results on.
+fn body_of(call: &Call, op: &'static str, path: &str) -> Result<Body> {
     match call
         .take_result()
         .map_err(|e| Error::from_call(op, path, e))?
     {
-        Reply::Results(b) => Ok(b),
+        Reply::Results(record) => Ok(Body { record, read: None }),
+        Reply::Read4 { head, count, eof } => Ok(Body {
+            record: head,
+            read: Some(ReadIn { count, eof }),
+        }),
         Reply::Read { .. } | Reply::Write { .. } => Err(Error::Protocol {
             op,
             path: path.to_string(),
-            detail: "a READ or WRITE sink on a COMPOUND".into(),
+            detail: "an NFSv3 READ or WRITE sink on a COMPOUND".into(),
         }),
     }
 }
@@ -912,18 +956,14 @@ pub(crate) fn record_of(call: &Call, op: &'static str, path: &str) -> Result<Vec
 /// The outcome of a completed call [`Session::start`] made, as far as
 /// the SEQUENCE result, for [`Session::settle`].
 pub(crate) fn first_reply(call: &Call, op: &'static str, path: &str) -> Result<First> {
-    first_of(record_of(call, op, path), op, path)
-}
-
-fn first_of(record: Result<Vec<u8>>, op: &'static str, path: &str) -> Result<First> {
-    let record = record?;
-    let mut r = XdrReader::new(&record);
+    let body = body_of(call, op, path)?;
+    let mut r = XdrReader::new(&body.record);
     let head = decode_sequence_head(&mut r).map_err(|e| Error::Protocol {
         op,
         path: path.to_string(),
         detail: e.to_string(),
     })?;
-    Ok(((record, head.0), head.1))
+    Ok(((body, head.0), head.1))
 }
 
 /// The call header after the XID: CALL, RPC version 2, NFS program,
