@@ -102,6 +102,9 @@ pub(crate) struct Session {
     /// in order, and whether lease renewal is paused.
     recoveries: Mutex<Vec<nfsstat4>>,
     renewal_paused: std::sync::atomic::AtomicBool,
+    /// For tests: a reclaim stops after its first file while `paused`,
+    /// and says it is waiting there (`waiting`).
+    pub(crate) reclaim_hold: ReclaimHold,
     /// Most slots busy at once (`peak_busy`).
     peak_busy: AtomicU32,
     /// Slots pipelined batches hold (`try_batch_slot`), across sessions
@@ -244,6 +247,24 @@ fn reserved(granted: u32) -> u32 {
     (granted / 4).max(1)
 }
 
+/// A test's hold on reclaims (`Client::pause_reclaim_for_test`).
+#[derive(Debug, Default)]
+pub(crate) struct ReclaimHold {
+    pub paused: std::sync::atomic::AtomicBool,
+    pub waiting: std::sync::atomic::AtomicBool,
+}
+
+impl ReclaimHold {
+    /// Waits while paused, saying so.
+    pub(crate) fn wait(&self) {
+        while self.paused.load(Ordering::Acquire) {
+            self.waiting.store(true, Ordering::Release);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.waiting.store(false, Ordering::Release);
+    }
+}
+
 /// What one request may still spend on DELAY/GRACE pauses and session
 /// recoveries, across its re-sends.
 #[derive(Debug)]
@@ -289,6 +310,7 @@ impl Session {
             opens: Mutex::new(Vec::new()),
             recoveries: Mutex::new(Vec::new()),
             renewal_paused: std::sync::atomic::AtomicBool::new(false),
+            reclaim_hold: ReclaimHold::default(),
             peak_busy: AtomicU32::new(0),
             batch_held: AtomicU32::new(0),
         })
@@ -323,6 +345,11 @@ impl Session {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The current session's generation (bumped by every recovery).
+    pub(crate) fn generation(&self) -> u64 {
+        self.lock().generation
     }
 
     /// Stops or resumes the background lease renewal.
