@@ -264,7 +264,7 @@ run_miri() {
     # could still write into it (about 1 minute).
     env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
         timeout 900 cargo +nightly miri test -p directnfs --lib -- \
-        io::call::tests writelog:: batch::tests file::tests
+        io::call::tests io::transport::shared::tests writelog:: batch::tests file::tests
 }
 
 # Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 20), two

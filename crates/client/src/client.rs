@@ -484,7 +484,7 @@ impl Inner {
             .map_err(|e| Error::from_call(P::NAME, path, e))?
         {
             Reply::Results(b) => b,
-            Reply::Read { .. } | Reply::Write { .. } => {
+            Reply::Read { .. } | Reply::Read4 { .. } | Reply::Write { .. } => {
                 return Err(Error::from_call(
                     P::NAME,
                     path,

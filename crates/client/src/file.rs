@@ -514,7 +514,7 @@ impl File {
                     eof,
                 })
             }
-            Reply::Results(_) | Reply::Write { .. } => {
+            Reply::Results(_) | Reply::Read4 { .. } | Reply::Write { .. } => {
                 Err(self.call_error("READ", CallError::Internal("non-READ reply for a READ")))
             }
         }
@@ -780,7 +780,7 @@ impl File {
             // Decoded by the receiver (`Sink::Write`; a malformed reply
             // arrives as a decode error, reported as `Protocol`).
             Reply::Write { status, ok } => (status, ok),
-            Reply::Results(_) | Reply::Read { .. } => {
+            Reply::Results(_) | Reply::Read { .. } | Reply::Read4 { .. } => {
                 return Err(
                     self.call_error("WRITE", CallError::Internal("non-WRITE reply for a WRITE"))
                 )

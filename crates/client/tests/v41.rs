@@ -1058,6 +1058,83 @@ fn locks_are_reclaimed_after_a_server_restart_and_a_refused_reclaim_is_reported(
     drop(server);
 }
 
+/// A second server restart in the middle of the reclaim after a first
+/// (SIGKILL while the client has reclaimed one of three locked files):
+/// the request that meets the new loss recovers the session and reclaims
+/// everything again on the newer client ID; the interrupted reclaim stops
+/// and nothing is reported lost — I/O goes on on every file and another
+/// client is still denied every lock after the grace period.
+#[test]
+fn a_restart_during_a_reclaim_is_reclaimed_again_and_every_lock_still_holds() {
+    let Some((server, _, a, b)) = own_v41(
+        "v41-rereclaim",
+        "2653",
+        "20653",
+        &[("DNFS_NFS4_GRACE", "0")],
+    ) else {
+        return;
+    };
+    let files: Vec<_> = (0..3)
+        .map(|i| {
+            let f = a.create(&format!("/locked-{i}.dat")).unwrap();
+            f.write_at(&[i as u8 + 1; 4096], 0).unwrap();
+            f.try_lock(0, 100, true).unwrap();
+            f
+        })
+        .collect();
+    a.pause_reclaim_for_test(true);
+    restart(&server, &["--kill", "--down", "1", "--grace", "10"]);
+    std::thread::scope(|sc| {
+        let io = sc.spawn(|| files[0].write_at(&[9u8; 10], 4096));
+        let started = std::time::Instant::now();
+        while !a.reclaim_waiting_for_test() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the reclaim never reached its hold"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        restart(&server, &["--kill", "--down", "1", "--grace", "10"]);
+        a.pause_reclaim_for_test(false);
+        io.join()
+            .unwrap()
+            .expect("the write that started the first recovery completes");
+    });
+    assert_eq!(
+        a.session_recoveries_for_test(),
+        [
+            "NFS4ERR_BADSESSION",
+            "NFS4ERR_STALE_CLIENTID",
+            "NFS4ERR_BADSESSION",
+            "NFS4ERR_STALE_CLIENTID"
+        ],
+        "two restarts, the second met by the reclaim"
+    );
+    for (i, f) in files.iter().enumerate() {
+        f.write_at(&[7u8; 10], 100)
+            .unwrap_or_else(|e| panic!("file {i}: no lock reported lost: {e}"));
+        let mut back = [0u8; 4];
+        assert_eq!(f.read_at(&mut back, 0).unwrap(), 4);
+        assert_eq!(back, [i as u8 + 1; 4], "file {i}: acknowledged data kept");
+    }
+    // b waits out the grace period, then is denied on every file.
+    for i in 0..3 {
+        let fb = b.open(&format!("/locked-{i}.dat")).unwrap();
+        let e = fb.try_lock(0, 10, true).unwrap_err();
+        assert_eq!(
+            e.kind(),
+            ErrorKind::WouldBlock,
+            "file {i}: still locked: {e}"
+        );
+    }
+    for f in &files {
+        f.unlock(0, 0)
+            .expect("the reclaimed locks are a's to release");
+    }
+    drop((files, a, b));
+    drop(server);
+}
+
 /// A lease that expires (the client's renewal paused past the lease of a
 /// server whose lease is 5 s) loses the client's state: the server frees
 /// its lock for another client; when the client is back, its session is

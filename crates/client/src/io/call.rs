@@ -25,11 +25,26 @@ use super::error::CallError;
 pub(crate) enum Sink {
     /// Keep the whole reply record for the caller to decode.
     Record,
-    /// A READ: data goes straight into the caller's buffer.
+    /// An NFSv3 READ: data goes straight into the caller's buffer.
     Read(ReadDest),
+    /// An NFSv4.1 READ COMPOUND (SEQUENCE, PUTFH, READ): on success the
+    /// data goes straight into the caller's buffer and the rest of the
+    /// reply (what the session layer decodes) is kept; any other reply is
+    /// kept whole, as [`Sink::Record`] keeps it.
+    Read4(ReadDest),
     /// A WRITE: the reply is decoded where it is received (fixed size, no
     /// copy of the record).
     Write,
+}
+
+impl Sink {
+    /// The caller's buffer of a READ of either protocol.
+    pub(crate) fn read_dest(&self) -> Option<&ReadDest> {
+        match self {
+            Sink::Read(d) | Sink::Read4(d) => Some(d),
+            Sink::Record | Sink::Write => None,
+        }
+    }
 }
 
 /// The caller's buffer for a READ.
@@ -71,6 +86,12 @@ impl ReadDest {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// The pointer and length, to lend the same buffer to another call
+    /// (under the same contract as [`new`](Self::new)).
+    pub(crate) fn as_raw(&self) -> (*mut u8, usize) {
+        (self.ptr, self.len)
     }
 
     /// The part of the buffer from byte `from` on (a READ that came back
@@ -129,6 +150,15 @@ pub(crate) enum Reply {
     /// READ results: status, and on success the byte count and EOF flag
     /// (the data is already in the caller's buffer).
     Read { status: u32, count: u32, eof: bool },
+    /// A successful NFSv4.1 READ COMPOUND whose data is already in the
+    /// caller's buffer: the reply from the procedure results up to the
+    /// data (COMPOUND status, SEQUENCE, PUTFH and READ's `eof` and
+    /// count), and the byte count and EOF flag.
+    Read4 {
+        head: Vec<u8>,
+        count: u32,
+        eof: bool,
+    },
     /// WRITE results: status, and on success count, committed, verifier.
     Write {
         status: directnfs_wire::nfs3::nfsstat3,
@@ -410,6 +440,9 @@ impl Call {
         match &self.sink {
             // RPC header, status, post_op_attr, count, eof, length: ~136 bytes.
             Sink::Read(dest) => dest.len() as u64 + 120,
+            // RPC header, COMPOUND status and tag, SEQUENCE, PUTFH, READ
+            // status, eof and count: ~124 bytes.
+            Sink::Read4(dest) => dest.len() as u64 + 120,
             // RPC header, status, wcc_data, count, committed, verifier: ~164 bytes.
             Sink::Write => 140,
             Sink::Record => 60,

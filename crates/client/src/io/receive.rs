@@ -38,10 +38,11 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use directnfs_wire::nfs3::decode_read_reply_status;
+use directnfs_wire::nfs4;
 use directnfs_wire::rpc::{RecordReader, ReplyHeader};
 use directnfs_wire::{Decode, XdrReader};
 
-use super::call::{Call, Sink};
+use super::call::Call;
 
 /// Receive buffer of a connection: initial and largest size (room to take
 /// many replies per wake-up).
@@ -97,10 +98,20 @@ pub(crate) trait Replies {
     /// bytes arrived, and its data is still to come: the call it answers,
     /// taken, if that is a READ in flight on this connection asking for at
     /// least `count` bytes. `None` leaves the record to [`record`](Self::record).
-    fn claim_read(&mut self, xid: u32, count: u32, now: u64) -> Option<Self::Claim>;
+    /// `v4` says the head decoded as an NFSv4.1 READ COMPOUND's, and the
+    /// call must be one ([`Sink::Read4`]); otherwise an NFSv3 READ's.
+    fn claim_read(&mut self, xid: u32, count: u32, v4: bool, now: u64) -> Option<Self::Claim>;
 
-    /// A claimed READ's `count` bytes are in its buffer: complete it.
-    fn read_done(&mut self, claim: Self::Claim, count: u32, eof: bool, now: u64);
+    /// A claimed READ's `count` bytes are in its buffer: complete it. An
+    /// NFSv4.1 READ also hands over `head`, its reply up to the data.
+    fn read_done(
+        &mut self,
+        claim: Self::Claim,
+        count: u32,
+        eof: bool,
+        head: Option<Vec<u8>>,
+        now: u64,
+    );
 }
 
 /// A claimed READ call.
@@ -144,6 +155,8 @@ struct DirectRx<C> {
     eof: bool,
     /// Bytes of the record after the data (padding), to drop.
     after: usize,
+    /// An NFSv4.1 READ's reply up to its data (from the procedure results).
+    head: Option<Vec<u8>>,
 }
 
 /// The receive side of one live connection.
@@ -240,14 +253,14 @@ impl<C: Claimed> RxState<C> {
                 if d.got >= d.count {
                     if let Some(d) = self.direct.take() {
                         self.skip = d.after;
-                        to.read_done(d.claim, d.count as u32, d.eof, now);
+                        to.read_done(d.claim, d.count as u32, d.eof, d.head, now);
                     }
                     continue;
                 }
                 if !may_read {
                     return Ok(());
                 }
-                let Sink::Read(dest) = &d.claim.call().sink else {
+                let Some(dest) = d.claim.call().sink.read_dest() else {
                     return Err(self.lose_direct("internal: direct call is not a READ"));
                 };
                 let want = d.count - d.got;
@@ -456,10 +469,11 @@ impl<C: Claimed> RxState<C> {
         let Some((xid, head)) = direct_head(have, self.max_record) else {
             return Ok(None);
         };
-        let Some(claim) = to.claim_read(xid, head.count as u32, now) else {
+        let v4 = head.results.is_some();
+        let Some(claim) = to.claim_read(xid, head.count as u32, v4, now) else {
             return Ok(None);
         };
-        let Sink::Read(dest) = &claim.call().sink else {
+        let Some(dest) = claim.call().sink.read_dest() else {
             // The claim promised a READ: a broken invariant. Hand the call
             // back with the connection's failure (it is re-sent).
             return Err(Lost {
@@ -472,7 +486,9 @@ impl<C: Claimed> RxState<C> {
             count,
             eof,
             after,
+            results,
         } = head;
+        let head = results.map(|at| have[at..data_at].to_vec());
         // What is buffered already; the rest comes from the socket.
         let buffered = (have.len() - data_at).min(count);
         // SAFETY: the claim took this call from the in-flight table, so we
@@ -486,6 +502,7 @@ impl<C: Claimed> RxState<C> {
                 count,
                 eof,
                 after,
+                head,
             },
             consumed,
         )))
@@ -509,11 +526,18 @@ struct DirectHead {
     eof: bool,
     /// Bytes of the record after the data (padding).
     after: usize,
+    /// For an NFSv4.1 READ COMPOUND: where its procedure results start in
+    /// the buffer (its head, `results..data_at`, goes to the session layer).
+    results: Option<usize>,
 }
 
 /// The XID and data layout of a successful READ reply that starts `have`
 /// (a single-fragment record within `max_record`, of any size, not
-/// complete in `have`, its head complete), or `None`.
+/// complete in `have`, its head complete), or `None`: an NFSv3 READ's, or
+/// an NFSv4.1 READ COMPOUND's (SEQUENCE, PUTFH, READ). Neither shape
+/// decodes as the other (an NFSv3 reply's attributes are no COMPOUND
+/// header with SEQUENCE first; a COMPOUND's result count is no valid
+/// `eof`), and the claim checks the call is of the protocol decoded.
 fn direct_head(have: &[u8], max_record: usize) -> Option<(u32, DirectHead)> {
     let h = have.get(..4)?;
     let mark = u32::from_be_bytes([h[0], h[1], h[2], h[3]]);
@@ -528,9 +552,21 @@ fn direct_head(have: &[u8], max_record: usize) -> Option<(u32, DirectHead)> {
         return None;
     }
     // The count is checked against the caller's buffer by the claim.
-    let ok = decode_read_reply_status(&mut r, u32::MAX).ok()?.1?;
-    let data_at = 4 + r.position();
-    let count = ok.count as usize;
+    let results_at = 4 + r.position();
+    let (count, eof, data_at, results) = match decode_read_reply_status(&mut r, u32::MAX) {
+        Ok((_, Some(ok))) => (ok.count, ok.eof, 4 + r.position(), None),
+        _ => {
+            let mut r = XdrReader::new(&have[results_at..]);
+            let ok = nfs4::decode_read_reply_head(&mut r, u32::MAX).ok()?.ok?;
+            (
+                ok.count,
+                ok.eof,
+                results_at + r.position(),
+                Some(results_at),
+            )
+        }
+    };
+    let count = count as usize;
     let end = data_at.checked_add(count)?;
     if end > 4 + len {
         return None;
@@ -540,8 +576,9 @@ fn direct_head(have: &[u8], max_record: usize) -> Option<(u32, DirectHead)> {
         DirectHead {
             data_at,
             count,
-            eof: ok.eof,
+            eof,
             after: 4 + len - end,
+            results,
         },
     ))
 }
@@ -585,7 +622,7 @@ mod tests {
     use directnfs_wire::rpc::record::fragment_header;
 
     use super::*;
-    use crate::io::call::{Group, Notify, ReadDest};
+    use crate::io::call::{Group, Notify, ReadDest, Sink};
 
     const MAX_RECORD: usize = (1 << 20) + 65536;
 
@@ -605,6 +642,8 @@ mod tests {
         records: Vec<Vec<u8>>,
         reads: HashMap<u32, Arc<Call>>,
         done: Vec<(u32, u32, bool)>,
+        /// The head handed over with each NFSv4.1 READ done.
+        heads: Vec<Vec<u8>>,
         due: Due,
     }
 
@@ -619,17 +658,25 @@ mod tests {
         fn record(&mut self, rec: &[u8], _now: u64) {
             self.records.push(rec.to_vec());
         }
-        fn claim_read(&mut self, xid: u32, count: u32, _now: u64) -> Option<Claim> {
+        fn claim_read(&mut self, xid: u32, count: u32, v4: bool, _now: u64) -> Option<Claim> {
             let call = self.reads.get(&xid)?;
-            match &call.sink {
-                Sink::Read(d) if d.len() >= count as usize => {}
+            match (&call.sink, v4) {
+                (Sink::Read(d), false) | (Sink::Read4(d), true) if d.len() >= count as usize => {}
                 _ => return None,
             }
             self.reads.remove(&xid).map(Claim)
         }
-        fn read_done(&mut self, claim: Claim, count: u32, eof: bool, _now: u64) {
+        fn read_done(
+            &mut self,
+            claim: Claim,
+            count: u32,
+            eof: bool,
+            head: Option<Vec<u8>>,
+            _now: u64,
+        ) {
             let xid = claim.0.proc_;
             self.done.push((xid, count, eof));
+            self.heads.extend(head);
         }
     }
 
@@ -639,15 +686,48 @@ mod tests {
         // SAFETY: each test keeps `buf` alive and untouched until the
         // receiver reported the read done (or lost).
         let dest = unsafe { ReadDest::new(buf) };
-        let call = Call::new(
-            xid,
-            Vec::new(),
-            None,
-            0,
-            Sink::Read(dest),
-            Notify::Group(Group::new(1)),
-        );
+        add_call(to, xid, Sink::Read(dest));
+    }
+
+    /// The same for an NFSv4.1 READ COMPOUND.
+    fn read4_call(to: &mut Sink_, xid: u32, buf: &mut [u8]) {
+        // SAFETY: as in `read_call`.
+        let dest = unsafe { ReadDest::new(buf) };
+        add_call(to, xid, Sink::Read4(dest));
+    }
+
+    fn add_call(to: &mut Sink_, xid: u32, sink: Sink) {
+        let call = Call::new(xid, Vec::new(), None, 0, sink, Notify::Group(Group::new(1)));
         to.reads.insert(xid, call);
+    }
+
+    /// An accepted reply record (without mark) to a `SEQUENCE, PUTFH,
+    /// READ` COMPOUND carrying `data`, and the length of its head (the
+    /// procedure results up to the data).
+    fn read4_reply(xid: u32, data: &[u8]) -> (Vec<u8>, std::ops::Range<usize>) {
+        use directnfs_wire::xdr::XdrWrite;
+        let mut rec = crate::testing::success_header(xid);
+        let results = rec.len();
+        rec.put_u32(0); // NFS4_OK
+        rec.put_u32(0); // empty tag
+        rec.put_u32(3); // three results
+        rec.put_u32(53); // SEQUENCE
+        rec.put_u32(0);
+        rec.extend_from_slice(&[7; 16]); // session id
+        for v in [1u32, 0, 63, 63, 0] {
+            // sequence id, slot, highest slot, target highest, flags
+            rec.put_u32(v);
+        }
+        rec.put_u32(22); // PUTFH
+        rec.put_u32(0);
+        rec.put_u32(25); // READ
+        rec.put_u32(0);
+        rec.put_u32(0); // eof false
+        rec.put_u32(data.len() as u32);
+        let head = results..rec.len();
+        rec.extend_from_slice(data);
+        rec.resize(rec.len() + (4 - data.len() % 4) % 4, 0);
+        (rec, head)
     }
 
     /// An accepted READ reply record (without mark) carrying `data`.
@@ -757,6 +837,61 @@ mod tests {
             1,
             "its record never went through the buffer"
         );
+    }
+
+    #[test]
+    fn a_large_nfsv41_read_reply_is_received_straight_into_the_callers_buffer() {
+        let (mut rx, mut server) = pair();
+        let data: Vec<u8> = (0..300_001u32).map(|i| (i % 249) as u8).collect();
+        let (rec, head) = read4_reply(43, &data);
+        let rec = marked(&rec);
+        let mut buf = vec![0u8; data.len()];
+        let mut to = Sink_::default();
+        read4_call(&mut to, 43, &mut buf);
+        server.write_all(&rec[..300]).expect("write");
+        rx.service(&mut to, true).expect("service");
+        assert!(to.reads.is_empty(), "claimed once its head arrived");
+        for chunk in rec[300..].chunks(70_000) {
+            server.write_all(chunk).expect("write");
+            rx.service(&mut to, true).expect("service");
+        }
+        assert_eq!(to.done, vec![(43, data.len() as u32, false)]);
+        assert!(buf == data, "the data is in the caller's buffer");
+        assert!(to.records.is_empty(), "no record handed out");
+        assert_eq!(
+            to.heads,
+            vec![rec[4 + head.start..4 + head.end].to_vec()],
+            "the head up to the data goes to the session layer"
+        );
+        // The padding after the odd count was dropped: the next reply is
+        // handed out whole.
+        let next = marked(&read_reply(44, &[1; 10]));
+        server.write_all(&next).expect("write");
+        rx.service(&mut to, true).expect("service");
+        assert_eq!(to.records, vec![next[4..].to_vec()]);
+    }
+
+    #[test]
+    fn a_read_reply_of_the_other_protocol_is_not_claimed() {
+        let (mut rx, mut server) = pair();
+        let data = vec![9u8; 100_000];
+        let mut to = Sink_::default();
+        // An NFSv4.1 reply to an NFSv3 READ call, and the reverse.
+        let mut buf3 = vec![0u8; data.len()];
+        let mut buf4 = vec![0u8; data.len()];
+        read_call(&mut to, 50, &mut buf3);
+        read4_call(&mut to, 51, &mut buf4);
+        let v4 = marked(&read4_reply(50, &data).0);
+        let v3 = marked(&read_reply(51, &data));
+        server.write_all(&v4).expect("write");
+        server.write_all(&v3).expect("write");
+        while to.records.len() < 2 {
+            rx.service(&mut to, true).expect("service");
+        }
+        assert_eq!(to.reads.len(), 2, "neither call was claimed");
+        assert!(to.done.is_empty());
+        assert_eq!(to.records, vec![v4[4..].to_vec(), v3[4..].to_vec()]);
+        assert!(buf3.iter().chain(&buf4).all(|&b| b == 0), "nothing written");
     }
 
     #[test]

@@ -38,10 +38,12 @@
 //! * UNSTABLE writes (`stable=unstable`) are kept with their verifier
 //!   until `fsync`'s COMMIT, as `File::write_at` keeps them.
 //!
-//! A READ's data is copied from the reply record into the caller's buffer
-//! when the piece is settled, by the thread using the batch (in `wait`, in
-//! a submission waiting for a slot, or in `Drop`): the buffer is never
-//! written from another thread, and not after its operation completes.
+//! A READ's data goes into the caller's buffer as it is received
+//! (`Sink::Read4`, as NFSv3's batch READs): by the thread receiving the
+//! reply, while the piece's call is in flight, never after it completed;
+//! the batch lends the buffer until then (owned buffers, or the scope
+//! that waits). A reply that is not a plain success (an error, a reply
+//! that does not decode) stays a record and nothing is written.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -359,7 +361,7 @@ impl Pipeline {
                 Kind::Read => open.encode_read(out, &stateid, offset, len),
                 Kind::Write => open.encode_write(out, &stateid, offset, stable, len),
             };
-            let req = request(open, op.kind, piece.data.clone(), &encode);
+            let req = request(open, op.kind, piece, &encode);
             let body = s.encode(&ctx.client.inner, &req, &slot);
             let notify = Notify::Batch(Arc::clone(ctx.queue), TOKEN_BIT | i);
             let call = Session::start(&req, &body, notify);
@@ -539,7 +541,7 @@ fn op_name(kind: Kind) -> &'static str {
 fn request<'a>(
     open: &'a OpenFile,
     kind: Kind,
-    payload: Option<Arc<[u8]>>,
+    piece: &Piece,
     encode: &'a dyn Fn(&mut Vec<u8>),
 ) -> Request<'a> {
     const READ_OPS: [nfs_opnum4; 2] = [nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READ];
@@ -548,7 +550,10 @@ fn request<'a>(
         Kind::Read => open.request(&READ_OPS, encode, "READ", STAT_READ),
         Kind::Write => open.request(&WRITE_OPS, encode, "WRITE", STAT_WRITE),
     };
-    req.payload = payload;
+    req.payload = piece.data.clone();
+    // The piece's part of the caller's buffer, lent until its operation
+    // completes (see the module doc).
+    req.read_into = piece.dest.as_ref().map(ReadDest::as_raw);
     req
 }
 
@@ -566,7 +571,7 @@ fn settle_reply(
     let Some(s) = client.inner.v4.as_ref() else {
         return Step::Redo(0);
     };
-    let req = request(open, kind, piece.data.clone(), &|_| {});
+    let req = request(open, kind, piece, &|_| {});
     let mut retry = Retry::new(&client.inner);
     let settled = s.settle(
         &client.inner,

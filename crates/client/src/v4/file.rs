@@ -306,7 +306,7 @@ impl OpenFile {
     pub(crate) fn with_state<T>(
         &self,
         name: &'static str,
-        op: impl Fn(&stateid4) -> Result<T>,
+        mut op: impl FnMut(&stateid4) -> Result<T>,
     ) -> Result<T> {
         self.check_locks(name)?;
         let id = self.open_stateid();
@@ -392,14 +392,19 @@ impl OpenFile {
     fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         let s = self.session()?;
         let settled = self.with_state("READ", |stateid| {
-            self.read_compound(s, stateid, buf.len(), offset)
+            self.read_compound(s, stateid, buf, offset)
         })?;
         self.read_data(&settled, buf)
     }
 
-    /// Copies the data of a settled READ reply (status checked) into
-    /// `buf`: bytes got and EOF.
+    /// The data of a settled READ reply (status checked) in `buf` (the
+    /// buffer the request named in `read_into`, where a successful
+    /// reply's data went as it was received; otherwise copied from the
+    /// record): bytes got and EOF.
     pub(crate) fn read_data(&self, settled: &Settled, buf: &mut [u8]) -> Result<(usize, bool)> {
+        if let Some(got) = settled.read {
+            return Ok(((got.count as usize).min(buf.len()), got.eof));
+        }
         let count = buf.len() as u32;
         let reply = decode_read_reply(&mut XdrReader::new(&settled.record), count)
             .map_err(|e| self.protocol("READ", e))?;
@@ -409,21 +414,25 @@ impl OpenFile {
         Ok((n, ok.eof))
     }
 
-    /// A READ COMMPOUND, settled, with its status checked.
+    /// A READ COMPOUND into `buf`, settled, with its status checked.
     fn read_compound(
         &self,
         s: &Session,
         stateid: &stateid4,
-        len: usize,
+        buf: &mut [u8],
         offset: u64,
     ) -> Result<Settled> {
-        let encode = |out: &mut Vec<u8>| self.encode_read(out, stateid, offset, len as u32);
-        let req = self.request(
+        let len = buf.len() as u32;
+        let encode = |out: &mut Vec<u8>| self.encode_read(out, stateid, offset, len);
+        let mut req = self.request(
             &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READ],
             &encode,
             "READ",
             STAT_READ,
         );
+        // `compound` returns only once every call it made has completed,
+        // and `buf` is ours (borrowed mutably) until then.
+        req.read_into = Some((buf.as_mut_ptr(), buf.len()));
         self.checked(s.compound(self.inner(), &req)?, "READ")
     }
 

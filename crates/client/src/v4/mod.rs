@@ -111,6 +111,29 @@ impl crate::Client {
         self.inner.v4.as_ref().map_or(0, Session::peak_busy)
     }
 
+    /// For tests: holds (`true`) or releases every reclaim after its
+    /// first file, so that a test can restart the server in the middle
+    /// of one; [`reclaim_waiting_for_test`](Self::reclaim_waiting_for_test)
+    /// says when one waits.
+    #[doc(hidden)]
+    pub fn pause_reclaim_for_test(&self, paused: bool) {
+        if let Some(s) = &self.inner.v4 {
+            s.reclaim_hold
+                .paused
+                .store(paused, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// For tests: true while a reclaim waits at the hold.
+    #[doc(hidden)]
+    pub fn reclaim_waiting_for_test(&self) -> bool {
+        self.inner.v4.as_ref().is_some_and(|s| {
+            s.reclaim_hold
+                .waiting
+                .load(std::sync::atomic::Ordering::Acquire)
+        })
+    }
+
     /// For tests: stops (`true`) or resumes the background lease
     /// renewal, so that an idle client's lease can expire.
     #[doc(hidden)]

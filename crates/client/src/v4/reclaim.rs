@@ -7,6 +7,13 @@
 //! RECLAIM_COMPLETE, after which the server lets other clients' new locks
 //! through once its grace period ends.
 //!
+//! A reclaim cut short by another loss of the session (the server
+//! restarted again while we reclaimed) stops where it is: the request
+//! that met the loss recovered the session and reclaimed everything
+//! again, from the start, on the newer client ID; what this older reclaim
+//! was still to do (or re-sent after that recovery) must not count as
+//! refused.
+//!
 //! A reclaim the server refuses — NFS4ERR_NO_GRACE (it did not restart:
 //! the lease expired; or the grace period is over), NFS4ERR_RECLAIM_BAD,
 //! NFS4ERR_RECLAIM_CONFLICT, or any other error — loses what it was for:
@@ -40,8 +47,18 @@ pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
             files.len()
         );
     }
-    for f in &files {
-        reclaim_file(s, inner, f);
+    let generation = s.generation();
+    for (i, f) in files.iter().enumerate() {
+        if i == 1 {
+            s.reclaim_hold.wait();
+        }
+        if s.generation() != generation {
+            return Ok(()); // a newer recovery reclaimed everything
+        }
+        reclaim_file(s, inner, f, generation);
+    }
+    if s.generation() != generation {
+        return Ok(());
     }
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args {
@@ -56,9 +73,11 @@ pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
     }
 }
 
-fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState) {
+fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState, generation: u64) {
     let open = match reclaim_open(s, inner, f) {
         Ok(id) => id,
+        // Superseded by a newer recovery, which reclaimed this file.
+        Err(_) if s.generation() != generation => return,
         Err(e) => {
             tracing::warn!("{}: open not reclaimed: {e}", f.path);
             f.lose_locks(&format!(
@@ -81,6 +100,9 @@ fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState) {
             Ok(id) => lock_stateid = Some(id),
             Err(e) => lost.push((r, e)),
         }
+    }
+    if s.generation() != generation {
+        return; // superseded: the newer reclaim set the file's state
     }
     let mut locks = f.locks();
     locks.stateid = lock_stateid;

@@ -45,7 +45,7 @@ use directnfs_wire::{Encode, XdrReader};
 
 use crate::client::Inner;
 use crate::error::{Error, Result};
-use crate::io::call::{Call, Group, Notify, Reply, Sink};
+use crate::io::call::{Call, Group, Notify, ReadDest, Reply, Sink};
 
 use super::file::OpenState;
 use super::wait::Waits;
@@ -102,6 +102,9 @@ pub(crate) struct Session {
     /// in order, and whether lease renewal is paused.
     recoveries: Mutex<Vec<nfsstat4>>,
     renewal_paused: std::sync::atomic::AtomicBool,
+    /// For tests: a reclaim stops after its first file while `paused`,
+    /// and says it is waiting there (`waiting`).
+    pub(crate) reclaim_hold: ReclaimHold,
     /// Most slots busy at once (`peak_busy`).
     peak_busy: AtomicU32,
     /// Slots pipelined batches hold (`try_batch_slot`), across sessions
@@ -141,6 +144,13 @@ pub(crate) struct Request<'a> {
     pub path: &'a str,
     /// Part of a reclaim (`reclaim.rs`): goes while others wait for it.
     pub reclaim: bool,
+    /// A READ's buffer (pointer, length): a successful reply's data goes
+    /// straight into it as it is received (`Sink::Read4`), and the
+    /// settled reply says so ([`Settled::read`]). Whoever sets it keeps
+    /// the buffer alive and untouched until every call of the request has
+    /// completed (a blocking request waits for them; a batch owns its
+    /// buffers or waits in its scope).
+    pub read_into: Option<(*mut u8, usize)>,
 }
 
 impl<'a> Request<'a> {
@@ -162,6 +172,16 @@ impl<'a> Request<'a> {
             op,
             path,
             reclaim: false,
+            read_into: None,
+        }
+    }
+
+    /// Where the call's reply goes.
+    fn sink(&self) -> Sink {
+        match self.read_into {
+            // SAFETY: the contract of `read_into` (see the field).
+            Some((ptr, len)) => Sink::Read4(unsafe { ReadDest::from_raw(ptr, len) }),
+            None => Sink::Record,
         }
     }
 }
@@ -171,6 +191,26 @@ impl<'a> Request<'a> {
 pub(crate) struct Settled {
     pub record: Vec<u8>,
     pub status: nfsstat4,
+    /// A READ whose data is already in the request's buffer
+    /// ([`Request::read_into`]); `record` then ends before the data.
+    pub read: Option<ReadIn>,
+}
+
+/// A successful READ's outcome when its data went straight into the
+/// caller's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ReadIn {
+    pub count: u32,
+    pub eof: bool,
+}
+
+/// A reply as the session layer gets it: the record from the procedure
+/// results on (for a READ received into its buffer, up to the data), and
+/// then that READ's outcome.
+#[derive(Debug)]
+pub(crate) struct Body {
+    pub record: Vec<u8>,
+    pub read: Option<ReadIn>,
 }
 
 /// True when `status` says the server has no reply cached for a re-send
@@ -181,9 +221,9 @@ fn uncached_retry(req: &Request<'_>, status: nfsstat4) -> bool {
     status == nfsstat4::NFS4ERR_RETRY_UNCACHED_REP && !req.cache
 }
 
-/// A reply decoded as far as its SEQUENCE result: ((record, COMPOUND
+/// A reply decoded as far as its SEQUENCE result: ((reply, COMPOUND
 /// status), SEQUENCE result).
-pub(crate) type First = ((Vec<u8>, nfsstat4), SEQUENCE4res);
+pub(crate) type First = ((Body, nfsstat4), SEQUENCE4res);
 
 /// A slot held for one request: the session generation it belongs to
 /// (a ticket of an older session is void), the session, the ticket and
@@ -205,6 +245,24 @@ pub(crate) struct Slot {
 /// makes a blocking call before reaping it would wait for itself.
 fn reserved(granted: u32) -> u32 {
     (granted / 4).max(1)
+}
+
+/// A test's hold on reclaims (`Client::pause_reclaim_for_test`).
+#[derive(Debug, Default)]
+pub(crate) struct ReclaimHold {
+    pub paused: std::sync::atomic::AtomicBool,
+    pub waiting: std::sync::atomic::AtomicBool,
+}
+
+impl ReclaimHold {
+    /// Waits while paused, saying so.
+    pub(crate) fn wait(&self) {
+        while self.paused.load(Ordering::Acquire) {
+            self.waiting.store(true, Ordering::Release);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        self.waiting.store(false, Ordering::Release);
+    }
 }
 
 /// What one request may still spend on DELAY/GRACE pauses and session
@@ -252,6 +310,7 @@ impl Session {
             opens: Mutex::new(Vec::new()),
             recoveries: Mutex::new(Vec::new()),
             renewal_paused: std::sync::atomic::AtomicBool::new(false),
+            reclaim_hold: ReclaimHold::default(),
             peak_busy: AtomicU32::new(0),
             batch_held: AtomicU32::new(0),
         })
@@ -286,6 +345,11 @@ impl Session {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The current session's generation (bumped by every recovery).
+    pub(crate) fn generation(&self) -> u64 {
+        self.lock().generation
     }
 
     /// Stops or resumes the background lease renewal.
@@ -443,7 +507,8 @@ impl Session {
                     return Ok(None);
                 }
                 Ok(Some(Settled {
-                    record: record.0,
+                    record: record.0.record,
+                    read: record.0.read,
                     status,
                 }))
             }
@@ -482,15 +547,18 @@ impl Session {
     /// One send of `body` and the wait for its reply, decoded as far as
     /// the SEQUENCE result.
     fn send(&self, inner: &Inner, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
-        let record = run(
-            inner,
+        let weight = req.payload.as_ref().map_or(256, |p| p.len() as u64);
+        let group = Group::new(1);
+        let call = Call::new(
             req.stat,
             body.to_vec(),
             req.payload.clone(),
-            req.op,
-            req.path,
+            weight,
+            req.sink(),
+            Notify::Group(Arc::clone(&group)),
         );
-        first_of(record, req.op, req.path)
+        inner.run(Arc::clone(&call), &group);
+        first_reply(&call, req.op, req.path)
     }
 
     /// A call of `req` sent as `body` (on the slot it was encoded for),
@@ -503,7 +571,7 @@ impl Session {
             body.to_vec(),
             req.payload.clone(),
             weight,
-            Sink::Record,
+            req.sink(),
             notify,
         )
     }
@@ -890,21 +958,24 @@ pub(crate) fn run(
         Notify::Group(Arc::clone(&group)),
     );
     inner.run(Arc::clone(&call), &group);
-    record_of(&call, op, path)
+    Ok(body_of(&call, op, path)?.record)
 }
 
-/// The reply record of a completed COMPOUND call, from the procedure
-/// results on.
-pub(crate) fn record_of(call: &Call, op: &'static str, path: &str) -> Result<Vec<u8>> {
+/// The reply of a completed COMPOUND call, from the procedure results on.
+fn body_of(call: &Call, op: &'static str, path: &str) -> Result<Body> {
     match call
         .take_result()
         .map_err(|e| Error::from_call(op, path, e))?
     {
-        Reply::Results(b) => Ok(b),
+        Reply::Results(record) => Ok(Body { record, read: None }),
+        Reply::Read4 { head, count, eof } => Ok(Body {
+            record: head,
+            read: Some(ReadIn { count, eof }),
+        }),
         Reply::Read { .. } | Reply::Write { .. } => Err(Error::Protocol {
             op,
             path: path.to_string(),
-            detail: "a READ or WRITE sink on a COMPOUND".into(),
+            detail: "an NFSv3 READ or WRITE sink on a COMPOUND".into(),
         }),
     }
 }
@@ -912,18 +983,14 @@ pub(crate) fn record_of(call: &Call, op: &'static str, path: &str) -> Result<Vec
 /// The outcome of a completed call [`Session::start`] made, as far as
 /// the SEQUENCE result, for [`Session::settle`].
 pub(crate) fn first_reply(call: &Call, op: &'static str, path: &str) -> Result<First> {
-    first_of(record_of(call, op, path), op, path)
-}
-
-fn first_of(record: Result<Vec<u8>>, op: &'static str, path: &str) -> Result<First> {
-    let record = record?;
-    let mut r = XdrReader::new(&record);
+    let body = body_of(call, op, path)?;
+    let mut r = XdrReader::new(&body.record);
     let head = decode_sequence_head(&mut r).map_err(|e| Error::Protocol {
         op,
         path: path.to_string(),
         detail: e.to_string(),
     })?;
-    Ok(((record, head.0), head.1))
+    Ok(((body, head.0), head.1))
 }
 
 /// The call header after the XID: CALL, RPC version 2, NFS program,

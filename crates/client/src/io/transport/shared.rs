@@ -22,7 +22,7 @@ use directnfs_wire::rpc::{AcceptedReply, RejectedReply, ReplyBody, ReplyHeader};
 use directnfs_wire::{Decode, XdrReader};
 
 use crate::alert::{Alerts, ServerWatch};
-use crate::io::call::{Call, Reply, Sink};
+use crate::io::call::{Call, ReadDest, Reply, Sink};
 use crate::io::channel::{Channel, ReadClaim};
 use crate::io::clock::monotonic_ns;
 use crate::io::error::CallError;
@@ -631,7 +631,7 @@ impl Replies for ChannelReplies<'_> {
             return;
         };
         let bytes_read = match (&d.call().sink, ok) {
-            (Sink::Read(dest), true) => dest.len() as u64,
+            (Sink::Read(dest) | Sink::Read4(dest), true) => dest.len() as u64,
             _ => 0,
         };
         self.shared.account(&d, ok, bytes_read);
@@ -655,14 +655,15 @@ impl Replies for ChannelReplies<'_> {
         d.into_call().complete_after(attempts, result);
     }
 
-    fn claim_read(&mut self, xid: u32, count: u32, now: u64) -> Option<ReadClaim> {
+    fn claim_read(&mut self, xid: u32, count: u32, v4: bool, now: u64) -> Option<ReadClaim> {
         {
             let e = self.shared.engine();
             let call = e.peek(self.channel, self.epoch, xid)?;
-            match &call.sink {
-                Sink::Read(dest) if dest.len() >= count as usize => {}
+            match (&call.sink, v4) {
+                (Sink::Read(dest), false) | (Sink::Read4(dest), true)
+                    if dest.len() >= count as usize => {}
                 // More data than asked (an error the whole record will
-                // report), or not a READ.
+                // report), not a READ, or a READ of the other protocol.
                 _ => return None,
             }
         }
@@ -670,17 +671,25 @@ impl Replies for ChannelReplies<'_> {
             .on_reply(self.channel, self.epoch, xid, Answer::Final, now)
     }
 
-    fn read_done(&mut self, claim: ReadClaim, count: u32, eof: bool, _now: u64) {
+    fn read_done(
+        &mut self,
+        claim: ReadClaim,
+        count: u32,
+        eof: bool,
+        head: Option<Vec<u8>>,
+        _now: u64,
+    ) {
         self.shared.account(&claim, true, count as u64);
         let attempts = claim.attempts();
-        claim.into_call().complete_after(
-            attempts,
-            Ok(Reply::Read {
+        let reply = match head {
+            Some(head) => Reply::Read4 { head, count, eof },
+            None => Reply::Read {
                 status: 0,
                 count,
                 eof,
-            }),
-        );
+            },
+        };
+        claim.into_call().complete_after(attempts, Ok(reply));
     }
 }
 
@@ -733,5 +742,96 @@ fn deliver(call: &Call, mut r: XdrReader<'_>) -> Result<Reply, CallError> {
                 eof: ok.eof,
             })
         }
+        Sink::Read4(dest) => Ok(deliver_read4(dest, r.rest())),
+    }
+}
+
+/// An NFSv4.1 READ COMPOUND's reply (`results`, from the procedure
+/// results on): a successful one's data into the caller's buffer and the
+/// rest kept; anything else (an operation failed, or the reply does not
+/// decode) kept whole for the session layer to judge, as a
+/// [`Sink::Record`] call's would be.
+fn deliver_read4(dest: &ReadDest, results: &[u8]) -> Reply {
+    let mut r = XdrReader::new(results);
+    let head = directnfs_wire::nfs4::decode_read_reply_head(&mut r, dest.len() as u32);
+    let data_at = r.position();
+    if let Ok(directnfs_wire::nfs4::SequencedReply { ok: Some(ok), .. }) = head {
+        if let Ok(data) = r.opaque_fixed(ok.count as usize, "READ4resok data") {
+            // SAFETY: the engine handed this call over with its reply, so
+            // we are its only owner until `complete` (see call.rs).
+            unsafe { dest.fill(data) };
+            return Reply::Read4 {
+                head: results[..data_at].to_vec(),
+                count: ok.count,
+                eof: ok.eof,
+            };
+        }
+    }
+    Reply::Results(results.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use directnfs_wire::xdr::XdrWrite;
+
+    use super::*;
+
+    /// The procedure results of a `SEQUENCE, PUTFH, READ` COMPOUND whose
+    /// READ says `read_status`, with `data` on success.
+    fn read4_results(read_status: u32, data: &[u8]) -> Vec<u8> {
+        let mut b = Vec::new();
+        b.put_u32(read_status); // COMPOUND status: the last result's
+        b.put_u32(0); // tag
+        b.put_u32(3);
+        b.put_u32(53); // SEQUENCE
+        b.put_u32(0);
+        b.extend_from_slice(&[3; 16]);
+        for v in [9u32, 2, 10, 10, 0] {
+            b.put_u32(v);
+        }
+        b.put_u32(22); // PUTFH
+        b.put_u32(0);
+        b.put_u32(25); // READ
+        b.put_u32(read_status);
+        if read_status == 0 {
+            b.put_u32(1); // eof
+            b.put_u32(data.len() as u32);
+            b.extend_from_slice(data);
+            b.resize(b.len() + (4 - data.len() % 4) % 4, 0);
+        }
+        b
+    }
+
+    #[test]
+    fn a_successful_nfsv41_read_puts_its_data_in_the_buffer_and_keeps_the_head() {
+        let data: Vec<u8> = (0..8191u32).map(|i| (i % 241) as u8).collect();
+        let results = read4_results(0, &data);
+        let mut buf = vec![0u8; 8192];
+        // SAFETY: `buf` outlives the call and nothing else touches it.
+        let dest = unsafe { ReadDest::new(&mut buf) };
+        match deliver_read4(&dest, &results) {
+            Reply::Read4 { head, count, eof } => {
+                assert_eq!((count, eof), (8191, true));
+                assert_eq!(head, results[..results.len() - 8192]);
+            }
+            other => panic!("expected Read4, got {other:?}"),
+        }
+        assert_eq!(&buf[..8191], &data[..]);
+    }
+
+    #[test]
+    fn a_failed_or_malformed_nfsv41_read_is_kept_whole_and_writes_nothing() {
+        let mut buf = vec![0u8; 64];
+        // SAFETY: as above.
+        let dest = unsafe { ReadDest::new(&mut buf) };
+        // NFS4ERR_ACCESS from READ.
+        let failed = read4_results(13, &[]);
+        assert!(matches!(deliver_read4(&dest, &failed), Reply::Results(r) if r == failed));
+        // More data than the buffer asked for, and a truncated reply.
+        let long = read4_results(0, &[1; 100]);
+        assert!(matches!(deliver_read4(&dest, &long), Reply::Results(r) if r == long));
+        let cut = &long[..long.len() - 40];
+        assert!(matches!(deliver_read4(&dest, cut), Reply::Results(r) if r == cut));
+        assert!(buf.iter().all(|&b| b == 0), "nothing written");
     }
 }
