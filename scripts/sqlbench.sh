@@ -8,6 +8,9 @@
 #
 # `--calls 300` adds, per directnfs run, the NFS calls per transaction by
 # procedure (counts: repeatable on a busy machine, unlike the TPS).
+# `--cache-mib N` gives every connection of both engines an N MiB page
+# cache (default: SQLite's 2 MiB); directnfs caches nothing, so pages
+# missing from SQLite's cache are READ round trips (see the README).
 #
 # Uses $DNFS_TEST_URL if set; otherwise starts its own Ganesha
 # (scripts/nfs-server.sh, state in $SQLBENCH_STATE, default
