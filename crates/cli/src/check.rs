@@ -118,7 +118,10 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
 fn print_trunking(rows: &[Row]) -> bool {
     let mut ok = true;
     for (i, r) in rows.iter().enumerate() {
-        let Ok(Probe { owner: Some(own), .. }) = &r.outcome else {
+        let Ok(Probe {
+            owner: Some(own), ..
+        }) = &r.outcome
+        else {
             continue;
         };
         let first = rows[..i].iter().find_map(|f| match &f.outcome {
@@ -178,7 +181,9 @@ fn probe(target: &Target) -> std::result::Result<Probe, String> {
 
 /// The server owner's major id as the table shows it (`-` on NFSv3).
 fn owner_of(p: &Probe) -> String {
-    p.owner.as_ref().map_or("-".to_string(), |o| printable(&o.0))
+    p.owner
+        .as_ref()
+        .map_or("-".to_string(), |o| printable(&o.0))
 }
 
 fn print_table(rows: &[Row]) {
@@ -186,10 +191,7 @@ fn print_table(rows: &[Row]) {
     let ws = w(&|r| r.server.len(), 6);
     let wp = w(&|r| r.path.len(), 4);
     let we = w(&|r| r.export.len(), 6);
-    let wo = w(
-        &|r| r.outcome.as_ref().map_or(0, |p| owner_of(p).len()),
-        5,
-    );
+    let wo = w(&|r| r.outcome.as_ref().map_or(0, |p| owner_of(p).len()), 5);
     println!(
         "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:wo$}  SCOPE",
         "SERVER",

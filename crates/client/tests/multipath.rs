@@ -855,7 +855,6 @@ fn server_killed_mid_load_unstable_loses_no_fsynced_write() {
     );
 }
 
-
 // --- NFSv4.1: the same faults over one trunked session ------------------------
 
 /// NFSv4.1 over the paths: one session, every connection bound to it.
@@ -914,9 +913,7 @@ fn server_killed_mid_load_file_sync_loses_no_acknowledged_write_v41() {
 /// NFS4ERR_EXIST (CREATE), which a second execution would give.
 #[test]
 fn v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache() {
-    require_netns!(
-        "v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache"
-    );
+    require_netns!("v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache");
     let _env = TestEnv::new("exactly-once-v41", Duration::from_secs(120));
     let client = Client::mount(&target(
         &[1, 2],
@@ -937,7 +934,11 @@ fn v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache
     // Each operation, and the name whose presence on the server says it
     // ran there (RENAME: "b" appears; CREATE of a directory: "sub").
     let steps: [(&str, Op, &str); 2] = [
-        ("RENAME", |c, d| c.rename(&format!("{d}/a"), &format!("{d}/b")), "b"),
+        (
+            "RENAME",
+            |c, d| c.rename(&format!("{d}/a"), &format!("{d}/b")),
+            "b",
+        ),
         ("CREATE", |c, d| c.mkdir(&format!("{d}/sub")), "sub"),
     ];
     for (what, op, appears) in steps {
@@ -954,21 +955,27 @@ fn v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache
                 std::thread::sleep(Duration::from_millis(20));
             }
             assert!(on_server(appears), "{what} ran on the server over path 1");
-            assert!(!running.is_finished(), "{what}'s reply was lost with path 1");
+            assert!(
+                !running.is_finished(),
+                "{what}'s reply was lost with path 1"
+            );
             netns(&["restore", "2"]);
             running.join().unwrap()
         });
         let after = path_counters(&client);
         eprintln!(
-            "  {what}: answered after {:.2}s; path 1 failovers {} -> {}, path 2 calls {} -> {}",
+            "  {what}: answered after {:.2}s; path 1 timeouts {} -> {}, path 2 calls {} -> {}",
             t0.elapsed().as_secs_f64(),
-            before[0].failovers,
-            after[0].failovers,
+            before[0].timeouts,
+            after[0].timeouts,
             before[1].calls,
             after[1].calls
         );
         result.unwrap_or_else(|e| panic!("{what} re-sent on path 2 got a false error: {e}"));
-        assert!(after[0].failovers > before[0].failovers, "{what} moved off path 1");
+        assert!(
+            after[0].timeouts > before[0].timeouts,
+            "{what} timed out on path 1"
+        );
         assert!(after[1].calls > before[1].calls, "{what} re-sent on path 2");
         netns(&["restore", "1"]);
         wait_path_up(&client, 0, Duration::from_secs(20)).expect("path 1 back");

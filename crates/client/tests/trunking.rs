@@ -83,7 +83,11 @@ fn every_connection_binds_once_and_again_after_a_reconnect_and_a_new_session() {
     let (sent, ok) = client.binds_for_test();
     assert_eq!((sent, ok), (4, 4), "one bind per connection");
     traffic(&client, &dir, 24);
-    assert_eq!(client.binds_for_test(), (4, 4), "no bind on a bound connection");
+    assert_eq!(
+        client.binds_for_test(),
+        (4, 4),
+        "no bind on a bound connection"
+    );
 
     // A connection cut (its reply lost): the channel reconnects and its
     // new connection is bound before it carries anything.

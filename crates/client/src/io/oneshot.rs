@@ -107,10 +107,7 @@ pub(crate) fn call_on(
     match exchange_salted(stream, call, cred, args, MAX_PROBE_REPLY, timeout, salt) {
         Ok(reply) => Ok(reply.record[reply.results..].to_vec()),
         Err(Failure::Io(e)) => Err(e),
-        Err(other) => Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            other.describe(),
-        )),
+        Err(other) => Err(io::Error::new(io::ErrorKind::InvalidData, other.describe())),
     }
 }
 

@@ -16,10 +16,10 @@ use directnfs_wire::Encode;
 use super::ops::{self, STAT_GETATTR};
 use super::session::{nfs4_error, results, Request, Session};
 use super::trunk::Trunk;
-use crate::io::transport::ConnectHook;
 use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
 use crate::config::MountOptions;
 use crate::error::{Error, Result};
+use crate::io::transport::ConnectHook;
 
 /// The NFSv4 port (RFC 7530 §3.1).
 const NFS4_PORT: u16 = 2049;

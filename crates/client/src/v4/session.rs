@@ -35,10 +35,10 @@ use std::time::{Duration, Instant};
 use directnfs_engine::session::{Next, Outcome, SlotTable, Ticket};
 use directnfs_wire::nfs4::{
     self, callback_sec_parms4, channel_attrs4, client_owner4, encode_compound_header,
-    encode_sequence_op, nfs_argop4, nfs_opnum4, nfs_resop4, nfsstat4, sessionid4,
-    state_protect4_a, COMPOUND4args, COMPOUND4res, CREATE_SESSION4args,
-    DESTROY_CLIENTID4args, DESTROY_SESSION4args, EXCHANGE_ID4args, Nfs4Res, RECLAIM_COMPLETE4args,
-    SEQUENCE4args, SEQUENCE4res, EXCHGID4_FLAG_USE_NON_PNFS,
+    encode_sequence_op, nfs_argop4, nfs_opnum4, nfs_resop4, nfsstat4, sessionid4, state_protect4_a,
+    COMPOUND4args, COMPOUND4res, CREATE_SESSION4args, DESTROY_CLIENTID4args, DESTROY_SESSION4args,
+    EXCHANGE_ID4args, Nfs4Res, RECLAIM_COMPLETE4args, SEQUENCE4args, SEQUENCE4res,
+    EXCHGID4_FLAG_USE_NON_PNFS,
 };
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Encode, XdrReader};

@@ -37,8 +37,8 @@ use directnfs_engine::inflight::SLOT_BITS;
 use directnfs_wire::nfs4::{
     channel_dir_from_client4, client_owner4, nfs_argop4, nfs_opnum4, nfs_resop4, nfsstat4,
     owner_id4, sessionid4, state_protect4_a, verifier4, BIND_CONN_TO_SESSION4args, COMPOUND4args,
-    COMPOUND4res, EXCHANGE_ID4args, Nfs4Res, EXCHGID4_FLAG_USE_NON_PNFS, NFS4_PROGRAM, NFS_V4,
-    NFSPROC4_COMPOUND,
+    COMPOUND4res, EXCHANGE_ID4args, Nfs4Res, EXCHGID4_FLAG_USE_NON_PNFS, NFS4_PROGRAM,
+    NFSPROC4_COMPOUND, NFS_V4,
 };
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::rpc::ReplyHeader;
@@ -382,10 +382,8 @@ impl ConnectHook for Trunk {
         let mut r = XdrReader::new(record);
         let status = match ReplyHeader::decode(&mut r) {
             Ok(h) if h.is_success() => {
-                match COMPOUND4res::decode_expecting(
-                    &mut r,
-                    &[nfs_opnum4::OP_BIND_CONN_TO_SESSION],
-                ) {
+                match COMPOUND4res::decode_expecting(&mut r, &[nfs_opnum4::OP_BIND_CONN_TO_SESSION])
+                {
                     Ok(res) => res.status,
                     Err(e) => {
                         tracing::warn!(channel, "NFSv4.1 BIND_CONN_TO_SESSION reply: {e}");

@@ -33,9 +33,9 @@ use directnfs_engine::Engine;
 use super::call::{Call, Group};
 use super::channel::Channel;
 use super::socket::ConnectSpec;
+pub(crate) use hook::{CallOn, ConnectHook, Refusal, HOOK_SLOT};
 #[cfg(test)]
 pub(crate) use shared::Sent;
-pub(crate) use hook::{CallOn, ConnectHook, Refusal, HOOK_SLOT};
 pub(crate) use shared::{Shared, TransportConfig};
 
 /// One channel to open: its path and where to connect.
