@@ -125,6 +125,9 @@ pub(crate) struct Trunk {
     /// Path labels for the errors (`local->server`).
     labels: Vec<String>,
     paths: Mutex<Paths>,
+    /// One per path: held while that path's EXCHANGE_ID is out, so that
+    /// its other connections wait for the verdict instead of asking too.
+    checking: Vec<Mutex<()>>,
     /// The session to bind to and its generation (0: none yet); the
     /// generation is mirrored in `generation` for the per-write check.
     session: Mutex<(sessionid4, u64)>,
@@ -152,6 +155,7 @@ impl Trunk {
                 seen: vec![Seen::Unchecked; labels.len()],
                 reference: None,
             }),
+            checking: labels.iter().map(|_| Mutex::new(())).collect(),
             labels,
             session: Mutex::new((sessionid4::default(), 0)),
             generation: AtomicU64::new(0),
@@ -336,6 +340,10 @@ impl Trunk {
 
 impl ConnectHook for Trunk {
     fn on_connect(&self, path: usize, call: &mut CallOn<'_>) -> Result<u64, Refusal> {
+        let checking = self
+            .checking
+            .get(path)
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         let seen = self
             .lock_paths()
             .seen
@@ -347,6 +355,7 @@ impl ConnectHook for Trunk {
             Seen::Unchecked => self.check_path(path, call)?,
             Seen::Same(_) => {}
         }
+        drop(checking);
         self.bind_now(call)
     }
 

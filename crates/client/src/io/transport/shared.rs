@@ -78,6 +78,8 @@ pub(crate) struct Shared {
     /// The server's write verifier and JUKEBOX replies, for the alerts
     /// (server restart, JUKEBOX storm).
     watch: ServerWatch,
+    /// Paths taken out of use for good (`retire_path`).
+    retired: Mutex<Vec<usize>>,
     /// Tests only: a transport with no socket, whose sends are kept here
     /// for an in-process server (`crate::testing`).
     #[cfg(test)]
@@ -152,6 +154,7 @@ impl Shared {
             maintenance: (Mutex::new(false), Condvar::new()),
             me: me.clone(),
             watch: ServerWatch::default(),
+            retired: Mutex::new(Vec::new()),
             #[cfg(test)]
             detached: detached.then(|| Mutex::new(Vec::new())),
         }))
@@ -526,7 +529,29 @@ impl Shared {
     /// Takes every channel of `path` out of use for good (see
     /// `Transport::retire_path`).
     pub(crate) fn retire_path(&self, path: usize, why: &str) {
+        {
+            let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+            if retired.contains(&path) {
+                return;
+            }
+            retired.push(path);
+        }
         tracing::error!(path, "path not used: {why}");
+        let any_up = {
+            let e = self.engine();
+            self.channels
+                .iter()
+                .any(|c| c.path == path && e.health(c.id).is_some_and(|h| h.is_up()))
+        };
+        // A path refused at its first connection has no connection whose
+        // failure would report it: say it here.
+        if let Some(first) = self.channels.iter().find(|c| c.path == path) {
+            if !any_up {
+                self.config
+                    .alerts
+                    .channel_failed(first.id, &first.spec.label(), why, 0, true);
+            }
+        }
         with_scratch(|scratch| {
             for ch in self.channels.iter().filter(|c| c.path == path) {
                 let now = self.now_ns();
@@ -537,8 +562,11 @@ impl Shared {
                 }
                 e.retire(ch.id, now);
                 self.take_actions(&mut e, scratch);
+                drop(e);
+                // One at a time: the path is reported DOWN once, with its
+                // last channel.
+                self.execute(scratch);
             }
-            self.execute(scratch);
         });
     }
 
