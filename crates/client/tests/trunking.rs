@@ -114,6 +114,42 @@ fn every_connection_binds_once_and_again_after_a_reconnect_and_a_new_session() {
     client.rmdir(&dir).unwrap();
 }
 
+/// A reconnect while the session is gone on the server: the new
+/// connection's BIND_CONN_TO_SESSION is answered NFS4ERR_BADSESSION, the
+/// request re-sent on it meets the same status and recovers the session,
+/// and the connection binds to the new session; the caller sees no error.
+#[test]
+fn a_bind_refused_with_badsession_ends_in_a_new_session_and_a_new_bind() {
+    let Some(url) = url() else { return };
+    let parsed = NfsUrl::parse(&url).unwrap();
+    let front = proxy("127.0.0.1:0".parse().unwrap(), upstream(&parsed));
+    let mut target = Target::from_url(&parsed);
+    target.options.nfs_port = Some(front.local_addr().port());
+    target.options.connections = 1;
+    target.options.timeo = Duration::from_secs(2);
+    let client = Client::mount(&target).unwrap();
+    let dir = format!("/trunk-badsession-{}", std::process::id());
+    client.mkdir(&dir).unwrap();
+    assert_eq!(client.binds_for_test(), (1, 1));
+    // The server forgets the session; the reply saying so is lost with
+    // the connection, so the client learns it only on the new one.
+    client.destroy_session_for_test();
+    front.lose_reply(0);
+    traffic(&client, &dir, 4);
+    assert_eq!(
+        client.session_recoveries_for_test(),
+        ["NFS4ERR_BADSESSION"],
+        "one new session"
+    );
+    assert_eq!(
+        client.binds_for_test(),
+        (3, 2),
+        "the first bind, the reconnect's (refused: BADSESSION), the new session's"
+    );
+    assert_eq!(front.counts().lost_replies, 1);
+    client.rmdir(&dir).unwrap();
+}
+
 /// Two paths, the second through a proxy that makes its EXCHANGE_ID name
 /// another server (`so_major_id`): the path is refused with an error
 /// naming it and both owners, and the client works over the first path

@@ -320,7 +320,8 @@ impl Trunk {
     }
 
     /// BIND_CONN_TO_SESSION on a new connection, waiting for the answer:
-    /// the generation it is bound to (0: not bound; the next write binds).
+    /// the generation it is bound to (0: not bound; the next write binds;
+    /// a session the server no longer knows counts as bound: see below).
     fn bind_now(&self, call: &mut CallOn<'_>) -> Result<u64, Refusal> {
         let (sessionid, generation) = *self.session.lock().unwrap_or_else(|p| p.into_inner());
         if generation == 0 {
@@ -331,6 +332,14 @@ impl Trunk {
         let status = only_result(&results, nfs_opnum4::OP_BIND_CONN_TO_SESSION)?.status();
         if status.is_ok() {
             self.binds_ok.fetch_add(1, Ordering::Relaxed);
+            return Ok(generation);
+        }
+        if status == nfsstat4::NFS4ERR_BADSESSION || status == nfsstat4::NFS4ERR_DEADSESSION {
+            // The session is gone: the first request on the connection
+            // meets the same status and recovers it, and the new session's
+            // generation has the connection bind again. Binding to this
+            // one again would only be refused again.
+            tracing::info!("NFSv4.1 BIND_CONN_TO_SESSION of a new connection: {status}");
             return Ok(generation);
         }
         tracing::warn!("NFSv4.1 BIND_CONN_TO_SESSION of a new connection: {status}");
