@@ -9,7 +9,10 @@
 #   netns.sh rate PATH MBIT|off    tbf rate limit on both ends of path PATH
 #   netns.sh cut PATH              host end link down: connects fail at once
 #   netns.sh blackhole PATH        link up, every packet dropped: connects hang
-#   netns.sh restore PATH          undo cut/blackhole, re-apply the rate limit
+#   netns.sh mute PATH             the server's packets on PATH dropped (the
+#                                  client's still arrive): calls reach the
+#                                  server and execute, their replies are lost
+#   netns.sh restore PATH          undo cut/blackhole/mute, re-apply the rate limit
 #   netns.sh restart-server [--kill] [--down SECS] [--grace SECS]
 #                                  SIGTERM (or SIGKILL) the server, stay down
 #                                  SECS (default 2), start it again (--grace:
@@ -69,7 +72,7 @@ take_lock() {
 }
 
 # --- state ---------------------------------------------------------------
-# FAULT_K is none, cut or blackhole; RATE_K is off or a rate in Mbit/s.
+# FAULT_K is none, cut, blackhole or mute; RATE_K is off or a rate in Mbit/s.
 
 load_state() {
     [[ -f $STATE_FILE ]] || return 1
@@ -294,6 +297,10 @@ apply_path() {
     fi
     if [[ $fault == blackhole ]]; then
         set_root_qdisc "$k" "$BLACKHOLE_ARGS"
+    elif [[ $fault == mute ]]; then
+        set_root_qdisc "$k" ""
+        # shellcheck disable=SC2086
+        tc -n "$NS" qdisc replace dev "$SRV_DEV$k" root tbf $BLACKHOLE_ARGS
     elif [[ $rate != off ]]; then
         set_root_qdisc "$k" "$(tbf_rate_args "$rate")"
     else
@@ -500,6 +507,7 @@ main() {
         rate) cmd_rate "$@" ;;
         cut) cmd_fault cut "$@" ;;
         blackhole) cmd_fault blackhole "$@" ;;
+        mute) cmd_fault mute "$@" ;;
         restore) cmd_fault none "$@" ;;
         restart-server) cmd_restart_server "$@" ;;
         *) usage ;;

@@ -4,7 +4,12 @@
 //! (server, path, export), with the socket buffers the kernel gave the
 //! connection (SO_SNDBUF/SO_RCVBUF after connect: a `sockbuf` request as
 //! capped by `net.core.wmem_max`/`rmem_max`, or the autotuned size so far);
-//! exits non-zero if any row failed.
+//! exits non-zero if any row failed. On NFSv4.1 each row also shows the
+//! protocol, the session's slots, and the server owner (`so_major_id`) and
+//! scope the path's EXCHANGE_ID reported (quoted when printable, else
+//! hex); paths of one server that report different owners or scopes are
+//! named below the table and fail the check, since a client would not
+//! use them (session trunking, RFC 8881 §2.10.5).
 //!
 //! A check reports what works now: an unreachable server is waited for at
 //! most [`CHECK_MNT_TIMEOUT`] per row, not the configured `mnt_timeout`
@@ -14,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use directnfs::config::{find_config, NfsUrl};
-use directnfs::{Client, Target};
+use directnfs::{printable, Client, Target};
 
 use crate::error::{CliError, Result};
 
@@ -43,6 +48,9 @@ struct Probe {
     proto: &'static str,
     /// The NFSv4.1 session's slots (none on NFSv3).
     slots: Option<u32>,
+    /// NFSv4.1: the server owner's major id and the server scope this
+    /// path's EXCHANGE_ID reported (none on NFSv3).
+    owner: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// Runs the check; `urls` empty means "everything in the dnfstab".
@@ -100,7 +108,45 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
         })
         .collect();
     print_table(&rows);
-    Ok(rows.iter().all(|r| r.outcome.is_ok()))
+    let trunked = print_trunking(&rows);
+    Ok(trunked && rows.iter().all(|r| r.outcome.is_ok()))
+}
+
+/// NFSv4.1: a path of a server whose owner or scope differs from its
+/// first path's would not be used by a client (session trunking needs
+/// the same server, RFC 8881 §2.10.5): says so, and returns false.
+fn print_trunking(rows: &[Row]) -> bool {
+    let mut ok = true;
+    for (i, r) in rows.iter().enumerate() {
+        let Ok(Probe {
+            owner: Some(own), ..
+        }) = &r.outcome
+        else {
+            continue;
+        };
+        let first = rows[..i].iter().find_map(|f| match &f.outcome {
+            Ok(Probe { owner: Some(o), .. }) if f.server == r.server => Some((f, o)),
+            _ => None,
+        });
+        if let Some((f, o)) = first {
+            if o != own {
+                ok = false;
+                println!(
+                    "{}: path {} reaches server owner {} scope {}, path {} {} scope {}: \
+                     not the same server, so NFSv4.1 would not use path {}",
+                    r.server,
+                    r.path,
+                    printable(&own.0),
+                    printable(&own.1),
+                    f.path,
+                    printable(&o.0),
+                    printable(&o.1),
+                    r.path
+                );
+            }
+        }
+    }
+    ok
 }
 
 fn probe(target: &Target) -> std::result::Result<Probe, String> {
@@ -125,7 +171,19 @@ fn probe(target: &Target) -> std::result::Result<Probe, String> {
         buffers: channel.map_or((0, 0), |c| (c.send_buffer, c.recv_buffer)),
         proto: client.options().nfs_version.name(),
         slots: client.session_slots(),
+        owner: client
+            .server_owners()
+            .into_iter()
+            .next()
+            .map(|o| (o.major_id, o.scope)),
     })
+}
+
+/// The server owner's major id as the table shows it (`-` on NFSv3).
+fn owner_of(p: &Probe) -> String {
+    p.owner
+        .as_ref()
+        .map_or("-".to_string(), |o| printable(&o.0))
 }
 
 fn print_table(rows: &[Row]) {
@@ -133,8 +191,9 @@ fn print_table(rows: &[Row]) {
     let ws = w(&|r| r.server.len(), 6);
     let wp = w(&|r| r.path.len(), 4);
     let we = w(&|r| r.export.len(), 6);
+    let wo = w(&|r| r.outcome.as_ref().map_or(0, |p| owner_of(p).len()), 5);
     println!(
-        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}",
+        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:wo$}  SCOPE",
         "SERVER",
         "PATH",
         "EXPORT",
@@ -145,12 +204,13 @@ fn print_table(rows: &[Row]) {
         "SNDBUF",
         "RCVBUF",
         "PROTO",
-        "SLOTS"
+        "SLOTS",
+        "OWNER"
     );
     for r in rows {
         match &r.outcome {
             Ok(p) => println!(
-                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}  {:>7}  {:>5}",
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}  {:>7}  {:>5}  {:wo$}  {}",
                 r.server,
                 r.path,
                 r.export,
@@ -161,7 +221,9 @@ fn print_table(rows: &[Row]) {
                 p.buffers.0,
                 p.buffers.1,
                 p.proto,
-                p.slots.map_or("-".to_string(), |n| n.to_string())
+                p.slots.map_or("-".to_string(), |n| n.to_string()),
+                owner_of(p),
+                p.owner.as_ref().map_or("-".to_string(), |o| printable(&o.1)),
             ),
             Err(e) => println!(
                 "{:ws$}  {:wp$}  {:we$}  {:>6}  {e}",

@@ -41,7 +41,7 @@ fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
     let row = stdout.lines().nth(1).unwrap_or_default();
     assert!(row.contains("131072     131072"), "{stdout}");
     assert!(
-        row.trim_end().ends_with("nfsv3      -"),
+        row.trim_end().ends_with("nfsv3      -  -      -"),
         "protocol shown: {stdout}"
     );
 
@@ -51,12 +51,19 @@ fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{stdout}");
         let row = stdout.lines().nth(1).unwrap_or_default();
-        let slots: u32 = row
-            .split_whitespace()
-            .last()
+        let words: Vec<&str> = row.split_whitespace().collect();
+        let slots: u32 = words
+            .iter()
+            .rev()
+            .nth(2)
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
         assert!(row.contains(" nfsv4.1 ") && slots >= 1, "{stdout}");
+        // The server owner and scope (Ganesha: host name, and
+        // `HOST_NFS-Ganesha`), quoted as printable text.
+        let (owner, scope) = (words[words.len() - 2], words[words.len() - 1]);
+        assert!(owner.starts_with('"') && owner.len() > 2, "{stdout}");
+        assert!(scope.contains("NFS-Ganesha"), "{stdout}");
     }
 
     let dead = "nfs://127.0.0.1/nothing?nfsport=1&mountport=1";

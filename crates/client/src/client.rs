@@ -295,6 +295,7 @@ impl Client {
             prog: nfs3::NFS_PROGRAM,
             vers: nfs3::NFS_V3,
             alerts: Alerts::new("detached"),
+            hook: None,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {
@@ -322,7 +323,8 @@ impl Client {
 }
 
 /// Starts the transport: `connections` channels per path, all to
-/// `nfs_port`, carrying program `prog` version `vers`.
+/// `nfs_port`, carrying program `prog` version `vers`; `hook` is what the
+/// protocol does with each connection (NFSv4.1's trunking and binding).
 pub(crate) fn start_transport(
     target: &Target,
     options: &MountOptions,
@@ -330,6 +332,7 @@ pub(crate) fn start_transport(
     nfs_port: u16,
     (prog, vers): (u32, u32),
     alerts: Alerts,
+    hook: Option<Arc<dyn crate::io::transport::ConnectHook>>,
 ) -> Result<Transport> {
     // Channels: `connections` per path, all to the NFS port.
     let mut channels = Vec::new();
@@ -369,6 +372,7 @@ pub(crate) fn start_transport(
             prog,
             vers,
             alerts,
+            hook,
         },
     )
     .map_err(|e| Error::Connect {

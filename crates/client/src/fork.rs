@@ -30,6 +30,11 @@ impl Client {
         // The child's own alert context: the parent's path states may have
         // been locked by one of its threads at the moment of fork.
         config.alerts = crate::alert::Alerts::new(&old.name);
+        // NFSv4.1: the child's own client owner, its paths checked again.
+        let trunk = old.v4.as_ref().map(|s| s.trunk.fresh());
+        config.hook = trunk
+            .clone()
+            .map(|t| t as Arc<dyn crate::io::transport::ConnectHook>);
         let transport = Transport::start(channels, config).map_err(|e| Error::Connect {
             server: old.name.clone(),
             source: e,
@@ -55,7 +60,10 @@ impl Client {
         match &old.v4 {
             // NFSv4.1: the parent's client ID and session are the parent's;
             // the child gets its own on its new connections.
-            Some(parent) => crate::v4::mount::after_fork(inner, parent),
+            Some(parent) => match trunk {
+                Some(trunk) => crate::v4::mount::after_fork(inner, parent, trunk),
+                None => Err(crate::v4::unsupported("fork without a session")),
+            },
             None => {
                 let inner = Arc::new(inner);
                 // The child publishes its own statistics endpoint (the

@@ -14,6 +14,14 @@
 //! tests take a global lock, so they never overlap even without
 //! `--test-threads=1`. Every test has a watchdog: past its time budget the
 //! process reports which test hung and exits (tearing the topology down).
+//!
+//! The server serves NFSv4.1 too (`DNFS_NFS4=1`, graceless): the cut,
+//! black-hole and server-kill tests run again as `..._v41` over one
+//! session trunked across the paths, and
+//! `v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache`
+//! proves exactly-once across paths: a RENAME and a CREATE the server
+//! executed, whose replies were lost on their path, are re-sent on the
+//! other path and answered from the session's reply cache.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -91,6 +99,8 @@ fn netns_output(args: &[&str]) -> std::process::Output {
         .arg(repo_root().join("scripts/netns.sh"))
         .args(args)
         .env("DNFS_NETNS_STATE_DIR", state_dir())
+        // NFSv4.1 served too (graceless: a restart loses v4 state at once).
+        .env("DNFS_NFS4", "1")
         .output()
         .expect("run scripts/netns.sh")
 }
@@ -108,6 +118,8 @@ struct Topology {
     nfs_port: u16,
     mnt_port: u16,
     export_path: String,
+    /// The export's directory on this host (the server's file system).
+    export_dir: PathBuf,
 }
 
 fn topology() -> &'static Topology {
@@ -129,6 +141,7 @@ fn topology() -> &'static Topology {
             nfs_port: get("nfs_port").parse().expect("nfs_port"),
             mnt_port: get("mnt_port").parse().expect("mnt_port"),
             export_path: get("export_path"),
+            export_dir: PathBuf::from(get("export_dir")),
         };
         eprintln!(
             "topology up in {:.1}s: {TOPOLOGY_PATHS} paths, nfs port {}, mount port {}, export {}",
@@ -295,6 +308,18 @@ fn print_paths(label: &str, c: &Client) {
             p.reconnects
         );
     }
+}
+
+/// Waits (bounded) until no channel of path `idx` (0-based) is up.
+fn wait_path_down(c: &Client, idx: usize, limit: Duration) -> Option<Duration> {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if path_counters(c)[idx].channels_up == 0 {
+            return Some(t0.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    None
 }
 
 /// Waits (bounded) until every channel of path `idx` (0-based) is up.
@@ -828,6 +853,145 @@ fn server_killed_mid_load_unstable_loses_no_fsynced_write() {
         "mp-kill-unstable",
         &[("connections", "2"), ("stable", "unstable")],
     );
+}
+
+// --- NFSv4.1: the same faults over one trunked session ------------------------
+
+/// NFSv4.1 over the paths: one session, every connection bound to it.
+const V41: (&str, &str) = ("vers", "4.1");
+
+#[test]
+fn cut_path_fails_over_and_returns_without_errors_or_lost_writes_v41() {
+    require_netns!("cut_path_fails_over_and_returns_without_errors_or_lost_writes_v41");
+    let _env = TestEnv::new("cut-v41", Duration::from_secs(90));
+    let stall = path_fault("mp-cut-v41", "cut", &[("connections", "2"), V41]);
+    eprintln!(
+        "RESULT cut v4.1: longest caller stall {:.3}s (target < 2 s)",
+        stall.as_secs_f64()
+    );
+    assert!(
+        stall < Duration::from_secs(2),
+        "a cut path stalled a caller for {:.1}s (target < 2 s)",
+        stall.as_secs_f64()
+    );
+}
+
+#[test]
+fn blackholed_path_fails_over_and_returns_without_errors_or_lost_writes_v41() {
+    require_netns!("blackholed_path_fails_over_and_returns_without_errors_or_lost_writes_v41");
+    let _env = TestEnv::new("blackhole-v41", Duration::from_secs(90));
+    let stall = path_fault(
+        "mp-blackhole-v41",
+        "blackhole",
+        &[("connections", "2"), ("timeo", "20"), V41],
+    );
+    eprintln!(
+        "RESULT blackhole v4.1: longest caller stall {:.3}s (timeo 2 s; target < timeo + 1 s)",
+        stall.as_secs_f64()
+    );
+    assert!(
+        stall < Duration::from_secs(3),
+        "a black-holed path stalled a caller for {:.1}s with timeo 2 s (target < timeo + 1 s)",
+        stall.as_secs_f64()
+    );
+}
+
+#[test]
+fn server_killed_mid_load_file_sync_loses_no_acknowledged_write_v41() {
+    require_netns!("server_killed_mid_load_file_sync_loses_no_acknowledged_write_v41");
+    let _env = TestEnv::new("server-kill-v41", Duration::from_secs(90));
+    server_killed("mp-kill-v41", &[("connections", "2"), V41]);
+}
+
+/// Exactly once across paths: path 2 is cut and path 1 muted (the server
+/// gets the calls, its replies are dropped), so a RENAME — then a CREATE
+/// of a directory — goes out on path 1 and runs on the server, which the export
+/// directory shows, while its reply is lost. Path 2 comes back; the call
+/// times out on path 1 and the same bytes (same slot and sequence id) go
+/// out on path 2's connection, bound to the same session, and the
+/// server's reply cache answers: no NFS4ERR_NOENT (RENAME) or
+/// NFS4ERR_EXIST (CREATE), which a second execution would give.
+#[test]
+fn v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache() {
+    require_netns!("v41_a_request_whose_path_is_cut_after_it_ran_is_answered_from_the_reply_cache");
+    let _env = TestEnv::new("exactly-once-v41", Duration::from_secs(120));
+    let client = Client::mount(&target(
+        &[1, 2],
+        &[("connections", "1"), ("timeo", "20"), V41],
+    ))
+    .expect("mount over the paths");
+    let dir = common::unique("mp-once-v41");
+    client.mkdir(&dir).unwrap();
+    let on_server = |name: &str| {
+        topology()
+            .export_dir
+            .join(dir.trim_start_matches('/'))
+            .join(name)
+            .exists()
+    };
+    drop(client.create(&format!("{dir}/a")).unwrap());
+    type Op = fn(&Client, &str) -> directnfs::Result<()>;
+    // Each operation, and the name whose presence on the server says it
+    // ran there (RENAME: "b" appears; CREATE of a directory: "sub").
+    let steps: [(&str, Op, &str); 2] = [
+        (
+            "RENAME",
+            |c, d| c.rename(&format!("{d}/a"), &format!("{d}/b")),
+            "b",
+        ),
+        ("CREATE", |c, d| c.mkdir(&format!("{d}/sub")), "sub"),
+    ];
+    for (what, op, appears) in steps {
+        netns(&["cut", "2"]);
+        wait_path_down(&client, 1, Duration::from_secs(10)).expect("path 2 down");
+        netns(&["mute", "1"]);
+        let before = path_counters(&client);
+        let t0 = Instant::now();
+        let result = std::thread::scope(|s| {
+            let running = s.spawn(|| op(&client, &dir));
+            // The server runs the call; its reply never leaves.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !on_server(appears) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            assert!(on_server(appears), "{what} ran on the server over path 1");
+            assert!(
+                !running.is_finished(),
+                "{what}'s reply was lost with path 1"
+            );
+            netns(&["restore", "2"]);
+            running.join().unwrap()
+        });
+        let after = path_counters(&client);
+        eprintln!(
+            "  {what}: answered after {:.2}s; path 1 timeouts {} -> {}, path 2 calls {} -> {}",
+            t0.elapsed().as_secs_f64(),
+            before[0].timeouts,
+            after[0].timeouts,
+            before[1].calls,
+            after[1].calls
+        );
+        result.unwrap_or_else(|e| panic!("{what} re-sent on path 2 got a false error: {e}"));
+        assert!(
+            after[0].timeouts > before[0].timeouts,
+            "{what} timed out on path 1"
+        );
+        assert!(after[1].calls > before[1].calls, "{what} re-sent on path 2");
+        netns(&["restore", "1"]);
+        wait_path_up(&client, 0, Duration::from_secs(20)).expect("path 1 back");
+    }
+    assert!(client.metadata(&format!("{dir}/a")).is_err());
+    assert!(client.metadata(&format!("{dir}/b")).unwrap().is_file());
+    assert!(client.metadata(&format!("{dir}/sub")).unwrap().is_dir());
+    assert!(
+        client.session_recoveries_for_test().is_empty(),
+        "one session throughout: {:?}",
+        client.session_recoveries_for_test()
+    );
+    client.remove(&format!("{dir}/b")).unwrap();
+    client.rmdir(&format!("{dir}/sub")).unwrap();
+    client.rmdir(&dir).unwrap();
+    eprintln!("RESULT exactly-once v4.1: RENAME and CREATE re-sent across paths, no false error");
 }
 
 // --- throughput ----------------------------------------------------------------

@@ -464,6 +464,23 @@ impl<C: Request + Clone> Engine<C> {
         }
     }
 
+    /// Takes `channel` out of use for good (the driver found that its
+    /// path does not reach the server the requests are for): its
+    /// connection fails as in [`on_channel_failed`](Self::on_channel_failed),
+    /// its requests are re-issued elsewhere, and it is never reconnected.
+    pub fn retire(&mut self, channel: usize, now: u64) {
+        let Some(epoch) = self.channels.get(channel).map(|c| c.epoch) else {
+            return;
+        };
+        self.fail_channel(channel, epoch, now, false);
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.health = Health::Down {
+                failures: 0,
+                retry_at_ns: u64::MAX,
+            };
+        }
+    }
+
     /// Says which network path `channel` belongs to (all are on path 0
     /// until told): a lost attempt re-sent on a channel of another path
     /// counts as moved to another path in the statistics.

@@ -124,6 +124,8 @@ struct Shared {
     pass_replies: AtomicU32,
     lose_replies: AtomicU32,
     lost_replies: AtomicU64,
+    /// The `so_major_id` put in every NFSv4.1 EXCHANGE_ID reply, if any.
+    server_owner_v41: Mutex<Option<Vec<u8>>>,
     /// Both sockets of every live connection, to close them on drop.
     live: Mutex<HashMap<u64, [TcpStream; 2]>>,
 }
@@ -153,6 +155,7 @@ impl FaultProxy {
             pass_replies: AtomicU32::new(0),
             lose_replies: AtomicU32::new(0),
             lost_replies: AtomicU64::new(0),
+            server_owner_v41: Mutex::new(None),
             live: Mutex::new(HashMap::new()),
         });
         let accept = {
@@ -203,6 +206,17 @@ impl FaultProxy {
     pub fn lose_reply(&self, skip: u32) {
         self.shared.pass_replies.store(skip, Ordering::Relaxed);
         self.shared.lose_replies.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Puts `major` as `eir_server_owner.so_major_id` into every NFSv4.1
+    /// EXCHANGE_ID reply the server sends from now on (`None`: forward
+    /// them unchanged): the path seems to lead to another server.
+    pub fn set_server_owner_v41(&self, major: Option<&[u8]>) {
+        *self
+            .shared
+            .server_owner_v41
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = major.map(<[u8]>::to_vec);
     }
 
     /// The counters so far.
@@ -533,8 +547,21 @@ fn pump_replies(shared: &Shared, mut server: TcpStream, client_w: &Mutex<TcpStre
                 return Err(io::Error::from(io::ErrorKind::ConnectionAborted));
             }
             Event::Record(record) => {
-                out.extend_from_slice(&fragment_header(record.len(), true));
-                out.extend_from_slice(record);
+                let major = shared
+                    .server_owner_v41
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone();
+                match major.and_then(|m| with_server_owner_v41(record, &m)) {
+                    Some(changed) => {
+                        out.extend_from_slice(&fragment_header(changed.len(), true));
+                        out.extend_from_slice(&changed);
+                    }
+                    None => {
+                        out.extend_from_slice(&fragment_header(record.len(), true));
+                        out.extend_from_slice(record);
+                    }
+                }
             }
             Event::ReadDone if !out.is_empty() => {
                 lock(client_w).write_all(&out)?;
@@ -547,6 +574,36 @@ fn pump_replies(shared: &Shared, mut server: TcpStream, client_w: &Mutex<TcpStre
     // The client sees the server's end as the end of its connection.
     let _ = lock(client_w).shutdown(Shutdown::Both);
     let _ = server.shutdown(Shutdown::Both);
+}
+
+/// `record` (a reply) with `so_major_id` set to `major`, if it is a
+/// successful NFSv4.1 COMPOUND reply whose first result is EXCHANGE_ID's
+/// (RFC 8881 §18.35.2); `None` for any other record.
+fn with_server_owner_v41(record: &[u8], major: &[u8]) -> Option<Vec<u8>> {
+    const OP_EXCHANGE_ID: u32 = 42;
+    let mut r = XdrReader::new(record);
+    let header = ReplyHeader::decode(&mut r).ok()?;
+    if !header.is_success() {
+        return None;
+    }
+    if r.u32("status").ok()? != 0 {
+        return None;
+    }
+    r.opaque(1024, "tag").ok()?;
+    if r.u32("resarray length").ok()? != 1
+        || r.u32("opnum").ok()? != OP_EXCHANGE_ID
+        || r.u32("eir_status").ok()? != 0
+    {
+        return None;
+    }
+    let start = r.position();
+    let mut ok = directnfs_wire::nfs4::EXCHANGE_ID4resok::decode(&mut r).ok()?;
+    let end = r.position();
+    ok.eir_server_owner.so_major_id = directnfs_wire::nfs4::owner_id4::from(major);
+    let mut out = record[..start].to_vec();
+    ok.encode(&mut out);
+    out.extend_from_slice(&record[end..]);
+    Some(out)
 }
 
 /// Takes one from a counter that is above zero.

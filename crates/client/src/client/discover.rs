@@ -153,6 +153,7 @@ impl Client {
             nfs_port,
             (nfs3::NFS_PROGRAM, nfs3::NFS_V3),
             alerts.clone(),
+            None,
         )?;
         let mut inner = Inner::new(transport, target, options, cred);
         // An export found by probing MNT must be a directory: a server

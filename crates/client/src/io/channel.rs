@@ -18,6 +18,7 @@ use directnfs_wire::xdr::pad_len;
 use super::call::Call;
 use super::receive::{Claimed, RxState};
 use super::socket::ConnectSpec;
+use super::transport::ConnectHook;
 
 /// A READ reply the receiver took for a direct receive: the engine handed
 /// its call over with the reply ([`Delivered`]), and gets it back with
@@ -48,7 +49,9 @@ pub(crate) struct Channel {
     /// one epoch is never written to a later connection (it was re-sent
     /// elsewhere when its own failed: writing it again could replay a
     /// stale WRITE).
-    writer: Mutex<Option<(TcpStream, u64)>>,
+    /// The third field is the generation of the protocol hook's binding
+    /// the connection carries (`transport/hook.rs`; 0: none).
+    writer: Mutex<Option<(TcpStream, u64, u64)>>,
     /// The receiving half, driven by the transport's leader.
     pub rx: Mutex<Option<RxState<ReadClaim>>>,
     /// A handle on the live connection, to close it on failure without
@@ -85,12 +88,13 @@ impl Channel {
         &self,
         stream: TcpStream,
         epoch: u64,
+        bound: u64,
         max_record: usize,
     ) -> io::Result<()> {
         let reader = crate::fdfloor::raise_owned(stream.try_clone()?);
         let writer = crate::fdfloor::raise_owned(stream.try_clone()?);
         *lock(&self.rx) = Some(RxState::new(reader, epoch, max_record));
-        *lock(&self.writer) = Some((writer, epoch));
+        *lock(&self.writer) = Some((writer, epoch, bound));
         *lock(&self.conn) = Some((stream, epoch));
         Ok(())
     }
@@ -101,18 +105,33 @@ impl Channel {
     /// loopback the sender also pays for delivering each segment to the
     /// server. Record marks and iovecs are built on the stack: nothing is
     /// allocated per batch.
+    ///
+    /// With a `hook` (NFSv4.1), a connection not bound to the hook's
+    /// current generation first gets the hook's binding record, under the
+    /// same lock: nothing else is written on it before (RFC 8881 §2.10.3.1).
+    /// The check is one atomic load per batch.
     pub(crate) fn send_many<C: Borrow<Call>>(
         &self,
         calls: &[(u32, C)],
         epoch: u64,
+        hook: Option<&dyn ConnectHook>,
     ) -> io::Result<()> {
         const PAD: [u8; 3] = [0; 3];
         let mut writer = lock(&self.writer);
-        let stream = writer
+        let (stream, bound) = writer
             .as_mut()
-            .filter(|(_, e)| *e == epoch)
-            .map(|(s, _)| s)
+            .filter(|(_, e, _)| *e == epoch)
+            .map(|(s, _, b)| (s, b))
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "channel is down"))?;
+        if let Some(hook) = hook {
+            let generation = hook.generation();
+            if generation != *bound {
+                if let Some(record) = hook.bind_record(self.id, generation) {
+                    stream.write_all(&record)?;
+                }
+                *bound = generation;
+            }
+        }
         let mut heads = [[0u8; 8]; SEND_CHUNK];
         for chunk in calls.chunks(SEND_CHUNK) {
             for ((xid, call), head) in chunk.iter().zip(heads.iter_mut()) {
@@ -164,7 +183,7 @@ impl Channel {
             }
         }
         let mut writer = lock(&self.writer);
-        if writer.as_ref().is_some_and(|(_, e)| *e == epoch) {
+        if writer.as_ref().is_some_and(|(_, e, _)| *e == epoch) {
             *writer = None;
         }
     }

@@ -14,6 +14,7 @@
 //! | `receive.rs` | the receive state machine of one connection, behind the narrow `Replies` interface |
 //! | `lead.rs` | the lead token: which waiting caller receives for everyone |
 //! | `channel.rs` | one connection: its sending half, receiving half, close, NULL probe |
+//! | `transport/hook.rs` | what a protocol does with each connection: NFSv4.1's trunking check at connect and BIND_CONN_TO_SESSION before a connection's first request of a session |
 //! | `transport/shared.rs` | what the threads share: the engine behind a mutex, the channels; engine actions become I/O, replies become engine events |
 //! | `transport/leader.rs` | the leader loop (`poll` every connection, service each) and the fallback receiver |
 //! | `transport/maintenance.rs` | the maintenance thread: ticks the engine, sleeps until its next deadline |

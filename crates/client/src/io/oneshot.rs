@@ -87,6 +87,30 @@ pub(crate) fn null_probe(
     }
 }
 
+/// Sends one call of `prog`/`vers` procedure `proc_` (`args` already
+/// encoded) on a fresh connection before it is handed to its channel,
+/// and waits for the reply: the results' bytes. `salt` tells the XIDs
+/// of several calls on one connection apart (a server's duplicate
+/// request cache keys on the XID). The NFSv4.1 session trunking check
+/// (EXCHANGE_ID) and BIND_CONN_TO_SESSION of a new connection go here.
+/// Any failure is an `io::Error` (`InvalidData` for a reply that is
+/// malformed or refuses the call).
+pub(crate) fn call_on(
+    stream: &mut TcpStream,
+    cred: &[u8],
+    (prog, vers, proc_): (u32, u32, u32),
+    salt: u32,
+    args: &[u8],
+    timeout: Duration,
+) -> io::Result<Vec<u8>> {
+    let call = CallOf { prog, vers, proc_ };
+    match exchange_salted(stream, call, cred, args, MAX_PROBE_REPLY, timeout, salt) {
+        Ok(reply) => Ok(reply.record[reply.results..].to_vec()),
+        Err(Failure::Io(e)) => Err(e),
+        Err(other) => Err(io::Error::new(io::ErrorKind::InvalidData, other.describe())),
+    }
+}
+
 /// True when `e` says nothing answered at the address: the connection was
 /// refused, reset or closed before a reply, the host or network is
 /// unreachable, or the connect itself timed out (a host that is down drops
@@ -181,9 +205,23 @@ fn exchange(
     max_record: usize,
     timeout: Duration,
 ) -> Result<Reply, Failure> {
-    // Any XID will do (one call per connection); this one differs between
-    // processes and procedures, which helps when reading a capture.
-    let xid = 0x6d00_0000 ^ std::process::id().rotate_left(8) ^ call.proc_;
+    exchange_salted(stream, call, cred, args, max_record, timeout, 0)
+}
+
+/// [`exchange`] with `salt` mixed into the XID.
+fn exchange_salted(
+    stream: &mut TcpStream,
+    call: CallOf,
+    cred: &[u8],
+    args: &[u8],
+    max_record: usize,
+    timeout: Duration,
+    salt: u32,
+) -> Result<Reply, Failure> {
+    // Any XID will do (one call per connection, or `salt` apart); this
+    // one differs between processes and procedures, which helps when
+    // reading a capture.
+    let xid = 0x6d00_0000 ^ std::process::id().rotate_left(8) ^ call.proc_ ^ salt.rotate_left(16);
     let mut msg = Vec::with_capacity(64 + cred.len() + args.len());
     msg.extend_from_slice(&[0; 4]);
     encode_call_header(&mut msg, xid, call.prog, call.vers, call.proc_, cred);

@@ -16,6 +16,7 @@
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
+//! | `trunk.rs` | session trunking: each path's server owner checked by EXCHANGE_ID, every connection bound to the session (BIND_CONN_TO_SESSION) |
 //!
 //! Every request goes over the same transport as NFSv3's (program 100003
 //! version 4); the engine's re-sends carry the same bytes, hence the same
@@ -33,9 +34,7 @@
 //! servers must not send (owner seqids are ignored in 4.1; this client
 //! sends 0), becomes `Error::Protocol` naming it.
 //!
-//! Not yet on NFSv4.1: session trunking does not compare server owners
-//! (every path's connections join the one session); delegations are
-//! never asked for, so none is reclaimed; a
+//! Not yet on NFSv4.1: delegations are never asked for, so none is reclaimed; a
 //! `Handle` holds at most 64 bytes, so `lookup` refuses (ENOTSUP) a server
 //! whose NFSv4 handles are longer (NFS-Ganesha's are not). Every public
 //! method has an NFSv4.1 path; `Inner::call` still refuses, with
@@ -56,6 +55,7 @@ pub(crate) mod mount;
 pub(crate) mod ops;
 pub(crate) mod reclaim;
 pub(crate) mod session;
+pub mod trunk;
 pub(crate) mod wait;
 
 pub(crate) use session::Session;
@@ -72,6 +72,25 @@ impl crate::Client {
     /// granted them); `None` on NFSv3.
     pub fn session_slots(&self) -> Option<u32> {
         self.inner.v4.as_ref().map(Session::slots)
+    }
+}
+
+impl crate::Client {
+    /// The NFSv4.1 server owner and scope each path's EXCHANGE_ID
+    /// reported (paths not connected yet are left out), and why a path
+    /// whose server is not the session's is not used; empty on NFSv3.
+    pub fn server_owners(&self) -> Vec<trunk::ServerOwner> {
+        self.inner
+            .v4
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.trunk.owners())
+    }
+
+    /// For tests: BIND_CONN_TO_SESSION calls sent so far, and those
+    /// answered NFS4_OK ((0, 0) on NFSv3).
+    #[doc(hidden)]
+    pub fn binds_for_test(&self) -> (u64, u64) {
+        self.inner.v4.as_ref().map_or((0, 0), |s| s.trunk.binds())
     }
 }
 

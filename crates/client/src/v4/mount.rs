@@ -15,9 +15,11 @@ use directnfs_wire::Encode;
 
 use super::ops::{self, STAT_GETATTR};
 use super::session::{nfs4_error, results, Request, Session};
+use super::trunk::Trunk;
 use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
 use crate::config::MountOptions;
 use crate::error::{Error, Result};
+use crate::io::transport::ConnectHook;
 
 /// The NFSv4 port (RFC 7530 §3.1).
 const NFS4_PORT: u16 = 2049;
@@ -33,6 +35,15 @@ pub(crate) fn mount_once(
     alerts: &crate::alert::Alerts,
 ) -> Result<Client> {
     let nfs_port = options.nfs_port.unwrap_or(NFS4_PORT);
+    let labels = target
+        .paths
+        .iter()
+        .map(|p| match p.local {
+            Some(l) => format!("{l}->{}", p.server),
+            None => format!("*->{}", p.server),
+        })
+        .collect();
+    let trunk = Trunk::new(labels, cred);
     let transport = start_transport(
         target,
         options,
@@ -40,9 +51,11 @@ pub(crate) fn mount_once(
         nfs_port,
         (NFS4_PROGRAM, NFS_V4),
         alerts.clone(),
+        Some(Arc::clone(&trunk) as Arc<dyn ConnectHook>),
     )?;
     let mut inner = Inner::new(transport, target, options, cred);
-    let mut session = Session::establish(&inner)?;
+    retire_refused(&inner, &trunk);
+    let mut session = Session::establish(&inner, trunk)?;
     let export = target.export.clone().unwrap_or_else(|| target.path.clone());
     // The export is the root of the file system the target path is in
     // (as NFSv3's MOUNT export): the target path itself may be a file, a
@@ -91,12 +104,22 @@ pub(crate) fn mount_once(
 /// The client of a `fork`ed child: `inner` on new connections, with a
 /// client ID and session of its own and the parent's export handle,
 /// limits and lease time.
-pub(crate) fn after_fork(mut inner: Inner, parent: &Session) -> Result<Client> {
-    let mut session = Session::establish(&inner)?;
+pub(crate) fn after_fork(mut inner: Inner, parent: &Session, trunk: Arc<Trunk>) -> Result<Client> {
+    retire_refused(&inner, &trunk);
+    let mut session = Session::establish(&inner, trunk)?;
     session.root = parent.root;
     session.lease = parent.lease;
     inner.v4 = Some(session);
     Ok(start(inner))
+}
+
+/// After the transport's first connections: the paths that do not reach
+/// the server of the first path that answered are taken out of use
+/// (`trunk.rs`), before the session is made on the others.
+fn retire_refused(inner: &Inner, trunk: &Trunk) {
+    for (path, why) in trunk.settle() {
+        inner.transport().retire_path(path, &why);
+    }
 }
 
 /// The client, with its lease renewal running.

@@ -2,8 +2,8 @@
 //! its session and the fore channel's slot table, and the one way every
 //! COMPOUND goes out — SEQUENCE first, on a slot held until the request
 //! is settled, so that the engine's re-sends after a connection failure
-//! (the same bytes, on any connection: SP4_NONE binds a connection to the
-//! session at its first SEQUENCE) are answered from the server's reply
+//! (the same bytes, on any connection of the session: `trunk.rs` binds
+//! each one with BIND_CONN_TO_SESSION) are answered from the server's reply
 //! cache instead of being executed twice.
 //!
 //! Session errors are recovered here and never reach the caller:
@@ -35,10 +35,10 @@ use std::time::{Duration, Instant};
 use directnfs_engine::session::{Next, Outcome, SlotTable, Ticket};
 use directnfs_wire::nfs4::{
     self, callback_sec_parms4, channel_attrs4, client_owner4, encode_compound_header,
-    encode_sequence_op, nfs_argop4, nfs_opnum4, nfs_resop4, nfsstat4, owner_id4, sessionid4,
-    state_protect4_a, verifier4, COMPOUND4args, COMPOUND4res, CREATE_SESSION4args,
-    DESTROY_CLIENTID4args, DESTROY_SESSION4args, EXCHANGE_ID4args, Nfs4Res, RECLAIM_COMPLETE4args,
-    SEQUENCE4args, SEQUENCE4res, EXCHGID4_FLAG_USE_NON_PNFS,
+    encode_sequence_op, nfs_argop4, nfs_opnum4, nfs_resop4, nfsstat4, sessionid4, state_protect4_a,
+    COMPOUND4args, COMPOUND4res, CREATE_SESSION4args, DESTROY_CLIENTID4args, DESTROY_SESSION4args,
+    EXCHANGE_ID4args, Nfs4Res, RECLAIM_COMPLETE4args, SEQUENCE4args, SEQUENCE4res,
+    EXCHGID4_FLAG_USE_NON_PNFS,
 };
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Encode, XdrReader};
@@ -48,6 +48,7 @@ use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, ReadDest, Reply, Sink};
 
 use super::file::OpenState;
+use super::trunk::Trunk;
 use super::wait::Waits;
 
 /// Slots asked for: the server grants what it can (Ganesha: 64).
@@ -71,9 +72,6 @@ pub(crate) type StatProc = u32;
 /// Counted as "other": session upkeep, OPEN, CLOSE.
 pub(crate) const STAT_OTHER: StatProc = 22;
 
-/// Distinguishes the client IDs of several clients of one process.
-static NEXT_OWNER: AtomicU64 = AtomicU64::new(0);
-
 /// One client ID and session with a server.
 #[derive(Debug)]
 pub(crate) struct Session {
@@ -81,6 +79,8 @@ pub(crate) struct Session {
     /// Signalled when a slot is freed or the session replaced.
     freed: Condvar,
     owner: client_owner4,
+    /// The paths' trunking check and the connections' binding.
+    pub(crate) trunk: Arc<Trunk>,
     /// The export's handle (the URL's pseudo-file-system path).
     pub(crate) root: nfs4::nfs_fh4,
     /// Lease time in seconds (the `lease_time` attribute).
@@ -285,21 +285,16 @@ impl Retry {
 impl Session {
     /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on `inner`'s
     /// transport; `root` and `lease` are filled in by the caller after.
-    pub(crate) fn establish(inner: &Inner) -> Result<Self> {
-        let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let owner = client_owner4 {
-            co_verifier: verifier4(boot_verifier()),
-            co_ownerid: owner_id4::from(
-                format!("directnfs/{}/{}/{n}", host.trim(), std::process::id()).as_str(),
-            ),
-        };
+    pub(crate) fn establish(inner: &Inner, trunk: Arc<Trunk>) -> Result<Self> {
+        let owner = trunk.owner().clone();
         let state = new_state(inner, &owner, None, true)?;
+        trunk.set_session(state.sessionid);
         let (tx, _rx) = mpsc::channel();
         Ok(Self {
             state: Mutex::new(state),
             freed: Condvar::new(),
             owner,
+            trunk,
             root: nfs4::nfs_fh4::default(),
             lease: Duration::from_secs(60),
             epoch: Instant::now(),
@@ -725,6 +720,9 @@ impl Session {
             reclaiming: reclaim,
             ..fresh
         };
+        // Every connection binds to the new session before its next
+        // request (the reclaim's included).
+        self.trunk.set_session(st.sessionid);
         drop(st);
         self.freed.notify_all();
         if reclaim {
@@ -1104,15 +1102,6 @@ fn stale_client(e: &Error) -> bool {
             ..
         }
     )
-}
-
-/// A verifier that differs between runs of the program (RFC 8881 §2.4:
-/// `co_verifier` changes when the client restarts): the start time.
-fn boot_verifier() -> [u8; 8] {
-    let t = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    (t.as_nanos() as u64).to_be_bytes()
 }
 
 #[cfg(test)]

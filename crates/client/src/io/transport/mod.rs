@@ -16,6 +16,7 @@
 //! * `shared.rs` is what they share, and where engine actions become I/O
 //!   and received replies become engine events.
 
+mod hook;
 mod leader;
 mod maintenance;
 mod shared;
@@ -32,6 +33,7 @@ use directnfs_engine::Engine;
 use super::call::{Call, Group};
 use super::channel::Channel;
 use super::socket::ConnectSpec;
+pub(crate) use hook::{CallOn, ConnectHook, Refusal, HOOK_SLOT};
 #[cfg(test)]
 pub(crate) use shared::Sent;
 pub(crate) use shared::{Shared, TransportConfig};
@@ -159,7 +161,12 @@ impl Transport {
             directnfs_engine::Config {
                 policy: config.policy,
                 backoff: config.backoff,
-                max_inflight: config.max_inflight,
+                // A hook's calls use the last slot of the XID space.
+                max_inflight: if config.hook.is_some() {
+                    config.max_inflight.min(HOOK_SLOT as usize)
+                } else {
+                    config.max_inflight
+                },
                 max_client_inflight: config.max_client_inflight,
             },
             specs.len(),
@@ -249,6 +256,13 @@ impl Transport {
             })
             .collect();
         (specs, self.shared.config.clone())
+    }
+
+    /// Takes `path` out of use for good (its server is not the one the
+    /// client's state lives on): its channels are failed (their calls
+    /// re-sent on the other paths) and never reconnected.
+    pub(crate) fn retire_path(&self, path: usize, why: &str) {
+        self.shared.retire_path(path, why);
     }
 
     /// Every channel, for statistics.

@@ -28,6 +28,8 @@ use crate::io::clock::monotonic_ns;
 use crate::io::error::CallError;
 use crate::io::lead::Lead;
 use crate::io::receive::{Due, Replies};
+
+use super::Refusal;
 use directnfs_engine::retry::{Backoff, RetryPolicy};
 
 /// What a transport needs to know at creation.
@@ -48,6 +50,9 @@ pub(crate) struct TransportConfig {
     pub vers: u32,
     /// Where path and channel events go (the alert log).
     pub alerts: Alerts,
+    /// What the protocol does with each connection (NFSv4.1: the
+    /// trunking check and BIND_CONN_TO_SESSION); `None` on NFSv3.
+    pub hook: Option<Arc<dyn super::ConnectHook>>,
 }
 
 /// State shared by callers (who take turns receiving), the fallback
@@ -73,6 +78,8 @@ pub(crate) struct Shared {
     /// The server's write verifier and JUKEBOX replies, for the alerts
     /// (server restart, JUKEBOX storm).
     watch: ServerWatch,
+    /// Paths taken out of use for good (`retire_path`).
+    retired: Mutex<Vec<usize>>,
     /// Tests only: a transport with no socket, whose sends are kept here
     /// for an in-process server (`crate::testing`).
     #[cfg(test)]
@@ -147,6 +154,7 @@ impl Shared {
             maintenance: (Mutex::new(false), Condvar::new()),
             me: me.clone(),
             watch: ServerWatch::default(),
+            retired: Mutex::new(Vec::new()),
             #[cfg(test)]
             detached: detached.then(|| Mutex::new(Vec::new())),
         }))
@@ -331,7 +339,7 @@ impl Shared {
             scratch.sends[channel] = sends;
             return;
         }
-        let result = self.channels[channel].send_many(&sends, epoch);
+        let result = self.channels[channel].send_many(&sends, epoch, self.config.hook.as_deref());
         sends.clear();
         scratch.sends[channel] = sends;
         if let Err(e) = result {
@@ -465,13 +473,33 @@ impl Shared {
                 self.config.vers,
                 ch.spec.timeout,
             )?;
+            let bound = match &self.config.hook {
+                Some(hook) => {
+                    let mut call = |salt: u32, args: &[u8]| {
+                        crate::io::oneshot::call_on(
+                            &mut stream,
+                            &self.config.cred,
+                            (self.config.prog, self.config.vers, 1),
+                            salt,
+                            args,
+                            ch.spec.timeout,
+                        )
+                    };
+                    hook.on_connect(ch.path, &mut call)?
+                }
+                None => 0,
+            };
             stream.set_write_timeout(None)?;
             stream.set_read_timeout(None)?;
-            Ok::<_, io::Error>(stream)
+            Ok::<_, Refusal>((stream, bound))
         })();
-        let stream = match result {
+        let (stream, bound) = match result {
             Ok(s) => s,
-            Err(e) => {
+            Err(Refusal::Path(why)) => {
+                self.retire_path(ch.path, &why);
+                return Err(io::Error::other(why));
+            }
+            Err(Refusal::Io(e)) => {
                 self.drive(|e, now| e.on_connect_failed(channel, now));
                 return Err(io::Error::new(
                     e.kind(),
@@ -483,7 +511,7 @@ impl Shared {
         // this connection, before the engine sends anything on it. (Only a
         // connection changes a channel's epoch while it is not up.)
         let epoch = self.engine().epoch(channel) + 1;
-        if let Err(e) = ch.install(stream, epoch, self.config.max_record) {
+        if let Err(e) = ch.install(stream, epoch, bound, self.config.max_record) {
             self.drive(|e, now| e.on_connect_failed(channel, now));
             return Err(e);
         }
@@ -496,6 +524,50 @@ impl Shared {
         // A leader polling the other connections must add this one.
         self.lead.wake();
         Ok(())
+    }
+
+    /// Takes every channel of `path` out of use for good (see
+    /// `Transport::retire_path`).
+    pub(crate) fn retire_path(&self, path: usize, why: &str) {
+        {
+            let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+            if retired.contains(&path) {
+                return;
+            }
+            retired.push(path);
+        }
+        tracing::error!(path, "path not used: {why}");
+        let any_up = {
+            let e = self.engine();
+            self.channels
+                .iter()
+                .any(|c| c.path == path && e.health(c.id).is_some_and(|h| h.is_up()))
+        };
+        // A path refused at its first connection has no connection whose
+        // failure would report it: say it here.
+        if let Some(first) = self.channels.iter().find(|c| c.path == path) {
+            if !any_up {
+                self.config
+                    .alerts
+                    .channel_failed(first.id, &first.spec.label(), why, 0, true);
+            }
+        }
+        with_scratch(|scratch| {
+            for ch in self.channels.iter().filter(|c| c.path == path) {
+                let now = self.now_ns();
+                let mut e = self.engine();
+                let epoch = e.epoch(ch.id);
+                if e.health(ch.id).is_some_and(|h| h.is_up()) {
+                    scratch.reasons.push((ch.id, epoch, why.to_owned()));
+                }
+                e.retire(ch.id, now);
+                self.take_actions(&mut e, scratch);
+                drop(e);
+                // One at a time: the path is reported DOWN once, with its
+                // last channel.
+                self.execute(scratch);
+            }
+        });
     }
 
     /// Wakes the maintenance thread before its deadline.
@@ -602,6 +674,12 @@ impl Replies for ChannelReplies<'_> {
                 None => return,
             },
         };
+        if super::hook::is_hook_xid(xid) {
+            if let Some(hook) = &self.shared.config.hook {
+                hook.bind_reply(self.channel, rec);
+                return;
+            }
+        }
         let ok = header.as_ref().is_ok_and(|h| h.is_success());
         // Every NFS procedure's results start with its status (NULL's are
         // empty, and the engine never retries NULL). Not on NFSv4.1: its
