@@ -44,6 +44,7 @@ pub mod real;
 pub mod resolve;
 pub mod shadow;
 pub mod state;
+pub mod tally;
 pub mod warn;
 
 /// Runs when the library is loaded, before `main`: reads the dnfstab and
