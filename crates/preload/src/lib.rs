@@ -43,6 +43,7 @@ pub mod paths;
 pub mod real;
 pub mod resolve;
 pub mod shadow;
+pub mod sizes;
 pub mod state;
 pub mod tally;
 pub mod warn;

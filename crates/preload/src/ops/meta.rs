@@ -188,19 +188,28 @@ pub fn set_path(state: &State, path: NfsPath, follow: bool, attrs: SetAttrs) -> 
         return Err(Errno(libc::EISDIR));
     }
     let client = clients::get(state, f.path.mount)?;
-    client
+    let sized = attrs.size.is_some();
+    let done = client
         .open_handle(&f.handle, &f.path.rest)
-        .set_attrs(attrs)?;
+        .set_attrs(attrs);
+    if sized {
+        crate::sizes::changed(state, &f.handle);
+    }
+    done?;
     Ok(Out::Done(()))
 }
 
 /// Changes attributes of an NFS descriptor.
 pub fn set_fd(state: &State, open: &Open, attrs: SetAttrs) -> Res<()> {
     let client = clients::get(state, open.mount)?;
-    client
+    let sized = attrs.size.is_some();
+    let done = client
         .open_handle(&open.handle, &open.label())
-        .set_attrs(attrs)?;
-    Ok(())
+        .set_attrs(attrs);
+    if sized {
+        crate::sizes::changed(state, &open.handle);
+    }
+    Ok(done?)
 }
 
 /// The new owner of `chown` (`-1` leaves one as it is).

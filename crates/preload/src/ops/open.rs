@@ -63,7 +63,9 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
             if truncate && f.meta.size > 0 {
                 let client = clients::get(state, f.path.mount)?;
                 let opened = client.open_handle(&f.handle, &f.path.rest);
-                opened.set_len(0)?;
+                let done = opened.set_len(0);
+                crate::sizes::changed(state, &f.handle);
+                done?;
                 file = Some(opened);
             }
             (f.path.mount, f.handle, kind, file, f.path)
