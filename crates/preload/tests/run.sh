@@ -9,6 +9,12 @@
 #              first stat is one LOOKUP, no MOUNT, FSINFO or GETATTR; the
 #              time of fork + first call + exit is printed
 #              (tests/c/forkstart.c)
+#   sizes      lseek(SEEK_END) asks the server once while nothing changes
+#              the file, and sees at once what other processes of the host
+#              did to it (write past the end, ftruncate, truncate, O_TRUNC,
+#              O_APPEND); a change by a process with another shadow
+#              directory (as another host) after the remembered size
+#              expires (tests/c/sizecheck.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
@@ -53,7 +59,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start calls untouched coreutils sqlite fio wb bad pg pgwb)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start sizes calls untouched coreutils sqlite fio wb bad pg pgwb)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -182,6 +188,36 @@ group_start() {
     echo "   ($out; the parent: $(grep "calls for" "$WORK/start.err" | grep -v "LOOKUP=1\$" | sed 's/.*: //'))"
     check "one report per process (the parent and $n children)" "$((n + 1))" \
         "$(grep -c "calls for $MNT:" "$WORK/start.err")"
+}
+
+group_sizes() {
+    step "sizes for lseek(SEEK_END), coherent among processes (sizecheck.c)"
+    cc -O2 -Wall -Werror -o "$WORK/sizecheck" crates/preload/tests/c/sizecheck.c
+    nfs sh -c "head -c 5000 /dev/zero > '$NFS/sizes'"
+    local out
+    # 100 lseeks of a file nothing changes: one GETATTR (remembering on),
+    # 100 (off).
+    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 2>"$WORK/sizes.err" ||
+        bad "sizecheck count" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
+    check "100 x lseek(SEEK_END), file unchanged: one GETATTR" "lseek x100: GETATTR=1" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+    DIRECTNFS_PRELOAD_SIZE_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 \
+        2>"$WORK/sizes.err" || bad "sizecheck count (off)" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
+    check "the same with DIRECTNFS_PRELOAD_SIZE_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+    # Other processes' changes: remembered sizes kept for 10 minutes, so
+    # only the board can make them right.
+    if out=$(DIRECTNFS_PRELOAD_SIZE_TTL_MS=600000 "${RUN[@]}" "$WORK/sizecheck" procs "$NFS/sizes2" 2>&1); then
+        ok "another process's size changes seen at once ($(grep -c '^ok' <<<"$out") checks)"
+    else
+        bad "another process's size changes" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
+    fi
+    check "the server's file after them" "100" "$(stat -c %s "$VIEW/sizes2")"
+    if out=$(DIRECTNFS_PRELOAD_SIZE_TTL_MS=300 "${RUN[@]}" "$WORK/sizecheck" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
+        ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_SIZE_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
+    else
+        bad "a change outside the library" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
+    fi
 }
 
 group_calls() {
