@@ -205,6 +205,14 @@ group_sizes() {
         2>"$WORK/sizes.err" || bad "sizecheck count (off)" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
     check "the same with DIRECTNFS_PRELOAD_SIZE_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
         "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+    # A new process uses the size the last one published: no GETATTR.
+    local p
+    for p in first second; do
+        DIRECTNFS_PRELOAD_SIZE_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 \
+            2>"$WORK/sizes.$p" || bad "sizecheck count ($p)" "$(tail -2 "$WORK/sizes.$p" | tr '\n' ' ')"
+    done
+    check "a second process: the first one's size, no GETATTR" "lseek x100:" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.second" | sed 's/ *$//')"
     # Other processes' changes: remembered sizes kept for 10 minutes, so
     # only the board can make them right.
     if out=$(DIRECTNFS_PRELOAD_SIZE_TTL_MS=600000 "${RUN[@]}" "$WORK/sizecheck" procs "$NFS/sizes2" 2>&1); then

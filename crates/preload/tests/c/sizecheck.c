@@ -116,6 +116,25 @@ static void appended(const char *path)
     close(fd);
 }
 
+static off_t child_expects;
+
+/* A new process's first lseek(SEEK_END) (it may use the size another
+ * process published on the board). */
+static void sees(const char *path)
+{
+    int fd = open(path, O_RDONLY);
+    must(fd >= 0, "open");
+    off_t got = lseek(fd, 0, SEEK_END);
+    close(fd);
+    if (got != child_expects) {
+        printf("FAIL a new process sees size %lld, want %lld\n", (long long)got,
+               (long long)child_expects);
+        exit(1);
+    }
+    printf("ok   a new process sees size %lld\n", (long long)got);
+    fflush(stdout);
+}
+
 static int procs(const char *path)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
@@ -133,7 +152,11 @@ static int procs(const char *path)
     expect_size(fd, 30000, "after another process wrote inside the file");
     in_child(recreate, path);
     expect_size(fd, 10, "after another process's open(O_TRUNC) and write");
+    child_expects = 10;
+    in_child(sees, path);
     in_child(appended, path);
+    child_expects = 15;
+    in_child(sees, path);
     expect_size(fd, 15, "after another process's O_APPEND write");
     must(pwrite(fd, block, 1, 99) == 1, "pwrite");
     expect_size(fd, 100, "own write past the end again");
