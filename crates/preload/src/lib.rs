@@ -30,6 +30,7 @@
 // The exported functions carry libc's names and prototypes.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod board;
 pub mod clients;
 pub mod config;
 pub mod cwd;
@@ -38,6 +39,7 @@ pub mod fdtable;
 pub mod fork;
 pub mod hooks;
 pub mod locks;
+pub mod lookups;
 pub mod ops;
 pub mod paths;
 pub mod real;

@@ -201,28 +201,28 @@ group_sizes() {
         bad "sizecheck count" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
     check "100 x lseek(SEEK_END), file unchanged: one GETATTR" "lseek x100: GETATTR=1" \
         "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
-    DIRECTNFS_PRELOAD_SIZE_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 \
+    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 \
         2>"$WORK/sizes.err" || bad "sizecheck count (off)" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
-    check "the same with DIRECTNFS_PRELOAD_SIZE_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
+    check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
         "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
     # A new process uses the size the last one published: no GETATTR.
     local p
     for p in first second; do
-        DIRECTNFS_PRELOAD_SIZE_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 \
+        DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/sizecheck" count "$NFS/sizes" 100 \
             2>"$WORK/sizes.$p" || bad "sizecheck count ($p)" "$(tail -2 "$WORK/sizes.$p" | tr '\n' ' ')"
     done
     check "a second process: the first one's size, no GETATTR" "lseek x100:" \
         "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.second" | sed 's/ *$//')"
     # Other processes' changes: remembered sizes kept for 10 minutes, so
     # only the board can make them right.
-    if out=$(DIRECTNFS_PRELOAD_SIZE_TTL_MS=600000 "${RUN[@]}" "$WORK/sizecheck" procs "$NFS/sizes2" 2>&1); then
+    if out=$(DIRECTNFS_PRELOAD_TTL_MS=600000 "${RUN[@]}" "$WORK/sizecheck" procs "$NFS/sizes2" 2>&1); then
         ok "another process's size changes seen at once ($(grep -c '^ok' <<<"$out") checks)"
     else
         bad "another process's size changes" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
     fi
     check "the server's file after them" "100" "$(stat -c %s "$VIEW/sizes2")"
-    if out=$(DIRECTNFS_PRELOAD_SIZE_TTL_MS=300 "${RUN[@]}" "$WORK/sizecheck" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
-        ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_SIZE_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
+    if out=$(DIRECTNFS_PRELOAD_TTL_MS=300 "${RUN[@]}" "$WORK/sizecheck" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
+        ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
     else
         bad "a change outside the library" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
     fi

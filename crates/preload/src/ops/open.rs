@@ -38,7 +38,14 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
     let create = flags & libc::O_CREAT != 0 && flags & libc::O_PATH == 0;
     let excl = create && flags & libc::O_EXCL != 0;
     let follow = flags & libc::O_NOFOLLOW == 0 && !excl;
-    let found = match resolve::resolve(state, path.clone(), follow) {
+    // The board of names (lookups.rs) may answer, except where what the
+    // open does depends on the file's size or absence.
+    let looked_up = if flags & (libc::O_TRUNC | libc::O_EXCL) == 0 {
+        crate::lookups::resolve_for_open(state, path.clone(), follow)
+    } else {
+        resolve::resolve(state, path.clone(), follow)
+    };
+    let found = match looked_up {
         Ok(Resolved::Local(p)) => return Ok(Out::Local(p)),
         Ok(Resolved::Nfs(f)) => Some(f),
         Err(Errno(libc::ENOENT)) if create => None,
@@ -144,5 +151,7 @@ fn create_file(
         truncate: false,
         mode: Some(mode),
     };
-    resolve::through_links(state, path, |client, p| client.open_with(&p.rest, opts))
+    let made = resolve::through_links(state, path, |client, p| client.open_with(&p.rest, opts));
+    crate::lookups::changed(state);
+    made
 }
