@@ -22,6 +22,12 @@
 //!   local placeholder file per NFS file), which gives `dup`, `fork`,
 //!   `exec`, offsets, status flags and locks (`locks.rs`) their kernel
 //!   semantics.
+//! * `board.rs`, `sizes.rs`, `lookups.rs`: the boards, files every process
+//!   of the host maps, from which `lseek(SEEK_END)` takes a size and
+//!   `open`/`access` a handle another process asked the server for, while
+//!   no process of the host changed them (each change moves a counter).
+//! * `tally.rs`: which libc calls made which NFS calls
+//!   (`DIRECTNFS_PRELOAD_STATS=calls`).
 //! * `fork.rs`: the child of `fork` gets fresh clients; `stdio` streams on
 //!   NFS files are `fopencookie` streams (`ops/stdio.rs`).
 //!

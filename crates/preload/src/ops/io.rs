@@ -122,8 +122,9 @@ pub fn writev(
 }
 
 /// `lseek(2)`: `SEEK_SET`/`SEEK_CUR` on the kernel offset, `SEEK_END`,
-/// `SEEK_DATA` and `SEEK_HOLE` from the size the server reports (a file
-/// has no holes as far as NFSv3 can tell).
+/// `SEEK_DATA` and `SEEK_HOLE` from the size the server reports, or the
+/// host's size board says (sizes.rs; a file has no holes as far as NFSv3
+/// can tell).
 pub fn lseek(state: &State, fd: c_int, open: &Open, off: off_t, whence: c_int) -> Res<off_t> {
     let _turn = open.offset_lock.lock().unwrap_or_else(|p| p.into_inner());
     let to = match whence {

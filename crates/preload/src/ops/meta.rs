@@ -1,6 +1,7 @@
 //! Attributes: `stat` and friends (always fresh from the server: nothing
-//! is cached), `statfs`/`statvfs` (FSSTAT), `access`, and the calls that
-//! change attributes (SETATTR).
+//! is cached), `statfs`/`statvfs` (FSSTAT), `access` (which may use the
+//! board of names, lookups.rs), and the calls that change attributes
+//! (SETATTR, said on the boards when they change a size or permissions).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

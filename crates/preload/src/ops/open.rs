@@ -1,7 +1,8 @@
-//! `open` of an NFS path: look the name up on the server (always: another
-//! process may have replaced it), follow links, create (GUARDED, or
-//! EXCLUSIVE for `O_EXCL`), truncate, check permissions, then give the
-//! program the descriptor of the file's shadow file (shadow.rs).
+//! `open` of an NFS path: look the name up on the server (or take what
+//! another process of the host looked up while no name changed on the
+//! host: lookups.rs), follow links, create (GUARDED, or EXCLUSIVE for
+//! `O_EXCL`), truncate, check permissions, then give the program the
+//! descriptor of the file's shadow file (shadow.rs).
 
 use std::sync::Arc;
 
