@@ -44,39 +44,52 @@ pub fn young(asked_at: u64, now: u64) -> bool {
     asked_at != 0 && now.saturating_sub(asked_at) < ttl().as_nanos() as u64
 }
 
-/// True if boards may be used in this process: not turned off, and no
-/// write-behind (a WRITE then reaches the server after its call returned,
-/// so no counter could say when a size changed).
-pub fn enabled(state: &State) -> bool {
+/// True if this process may use what the boards say: they are not turned
+/// off, and no write-behind (a WRITE then reaches the server after its
+/// call returned, so no counter could say when a size changed). A process
+/// that may not use them still moves their counters when it changes
+/// something, so the others stay right.
+pub fn usable(state: &State) -> bool {
     !ttl().is_zero() && !state.write_behind
 }
 
 /// Maps `len` bytes of the board file `name` in the shadow directory
-/// (made, mode 0666, zero-filled, on first use on the host). The mapping
-/// is never undone, and forked children keep it.
+/// (made on first use on the host: zero-filled, mode 0666, put in place
+/// whole so no process ever opens it half made). The mapping is never
+/// undone, and forked children keep it. A board that cannot be mapped is
+/// said once on stderr: this process's changes then reach the others
+/// only after [`ttl`].
 pub fn map(state: &State, name: &str, len: usize) -> Option<*mut u8> {
-    let root = &state.shadow.root;
+    let mapped = map_file(&state.shadow.root, name, len);
+    if mapped.is_none() {
+        crate::warn::once(&format!("board {name}"), || {
+            format!(
+                "cannot map the board {}/{name} ({}): the sizes and names this \
+                 process changes reach other processes of the host only after \
+                 {ENV_TTL_MS} ({} ms)",
+                state.shadow.root,
+                std::io::Error::last_os_error(),
+                ttl().as_millis()
+            )
+        });
+    }
+    mapped
+}
+
+fn map_file(root: &str, name: &str, len: usize) -> Option<*mut u8> {
     crate::shadow::make_shared_dir(root).ok()?;
     let path = CString::new(format!("{root}/{name}")).ok()?;
-    // SAFETY: NUL-terminated path; a local file every user may share (as
-    // the shadow files).
-    let fd = unsafe {
-        real::open(
-            path.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_CLOEXEC,
-            0o666,
-        )
-    };
+    let mut fd = open_rw(&path);
+    if fd < 0 && crate::fail::errno() == libc::ENOENT {
+        make_board_file(root, name, &path, len)?;
+        fd = open_rw(&path);
+    }
     if fd < 0 {
         return None;
     }
     // SAFETY: fd was just opened; zeroed stat buffer filled by fstat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    let ok = unsafe { real::fstat(fd, &mut st) } == 0
-        && (st.st_size as usize >= len
-            || unsafe { libc::fchmod(fd, 0o666) } == 0
-                && unsafe { real::ftruncate(fd, len as libc::off_t) } == 0);
-    if !ok {
+    if unsafe { real::fstat(fd, &mut st) } != 0 || (st.st_size as usize) < len {
         // SAFETY: our descriptor.
         unsafe { real::close(fd) };
         return None;
@@ -95,6 +108,42 @@ pub fn map(state: &State, name: &str, len: usize) -> Option<*mut u8> {
     // SAFETY: the mapping keeps the file; the descriptor is not needed.
     unsafe { real::close(fd) };
     (p != libc::MAP_FAILED).then_some(p.cast())
+}
+
+fn open_rw(path: &CString) -> libc::c_int {
+    // SAFETY: NUL-terminated path; plain open of a local file.
+    unsafe { real::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) }
+}
+
+/// Makes the board file under a name of this process's, sized and with
+/// its mode, then links it into place (one process wins; the others'
+/// attempts fail with `EEXIST` and are removed).
+fn make_board_file(root: &str, name: &str, path: &CString, len: usize) -> Option<()> {
+    let tmp = CString::new(format!("{root}/.{name}.{}", std::process::id())).ok()?;
+    // SAFETY: NUL-terminated path; a new local file.
+    let fd = unsafe {
+        real::open(
+            tmp.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o666,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: our descriptor; mode bits and size of our new file.
+    let made =
+        unsafe { libc::fchmod(fd, 0o666) == 0 && real::ftruncate(fd, len as libc::off_t) == 0 };
+    // SAFETY: our descriptor; the link and unlink name our own file.
+    let linked = unsafe {
+        real::close(fd);
+        let linked = made
+            && (real::link(tmp.as_ptr(), path.as_ptr()) == 0
+                || crate::fail::errno() == libc::EEXIST);
+        real::unlink(tmp.as_ptr());
+        linked
+    };
+    linked.then_some(())
 }
 
 /// CLOCK_MONOTONIC in nanoseconds (the same clock in every process).

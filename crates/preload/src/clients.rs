@@ -101,7 +101,10 @@ pub fn calls_by_proc() -> std::collections::BTreeMap<String, u64> {
 fn title() -> String {
     let raw = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let text = String::from_utf8_lossy(&raw);
-    text.trim_end_matches('\0').replace('\0', " ").trim().to_string()
+    text.trim_end_matches('\0')
+        .replace('\0', " ")
+        .trim()
+        .to_string()
 }
 
 /// Registers the exit report when [`ENV_STATS`] is set.

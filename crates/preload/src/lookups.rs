@@ -69,9 +69,6 @@ static BOARD: OnceLock<Option<Board>> = OnceLock::new();
 fn board(state: &State) -> Option<&'static Board> {
     BOARD
         .get_or_init(|| {
-            if !board::enabled(state) {
-                return None;
-            }
             let len = HEADER + SLOTS * std::mem::size_of::<Slot>();
             let p = board::map(state, BOARD_FILE, len)?;
             // SAFETY: page-aligned mapping of `len` bytes, never unmapped:
@@ -126,7 +123,7 @@ fn type_of(code: u64) -> Option<FileType> {
 /// permissions since another asked the server, else [`resolve::resolve`]
 /// (whose answer is then put on the board).
 pub fn resolve_for_open(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
-    let Some(board) = board(state) else {
+    let Some(board) = board(state).filter(|_| board::usable(state)) else {
         return resolve::resolve(state, path, follow);
     };
     let Some(key) = key(state, &path).filter(|_| !path.trailing_slash) else {
@@ -268,7 +265,13 @@ mod tests {
         let f = kept(&b, s, &k, &p, now).unwrap();
         assert_eq!(f.handle, found(&p).handle);
         assert_eq!(
-            (f.meta.file_type, f.meta.mode, f.meta.uid, f.meta.gid, f.meta.fileid),
+            (
+                f.meta.file_type,
+                f.meta.mode,
+                f.meta.uid,
+                f.meta.gid,
+                f.meta.fileid
+            ),
             (FileType::File, 0o640, 105, 110, 77)
         );
         let other = key_of("/pg/data/global/pg_filenode.maq");

@@ -66,9 +66,6 @@ static BOARD: OnceLock<Option<&'static [Slot]>> = OnceLock::new();
 
 fn board(state: &State) -> Option<&'static [Slot]> {
     *BOARD.get_or_init(|| {
-        if !board::enabled(state) {
-            return None;
-        }
         let p = board::map(state, BOARD_FILE, SLOTS * std::mem::size_of::<Slot>())?;
         // SAFETY: page-aligned, `SLOTS` slots long, never unmapped; a slot
         // is only AtomicU64s (zero is a valid value) and padding, and
@@ -133,6 +130,9 @@ impl Remembered {
     /// The remembered size of `handle` (this description's, else the one
     /// another process published), if it may still be used.
     pub fn size(&self, state: &State, handle: &Handle) -> Option<u64> {
+        if !board::usable(state) {
+            return None;
+        }
         let slot = slot(board(state)?, handle);
         let now = monotonic_ns();
         let mut mine = self.0.lock().unwrap_or_else(|p| p.into_inner());
@@ -157,7 +157,7 @@ impl Remembered {
         handle: &Handle,
         ask: impl FnOnce() -> crate::fail::Res<u64>,
     ) -> crate::fail::Res<u64> {
-        let Some(board) = board(state) else {
+        let Some(board) = board(state).filter(|_| board::usable(state)) else {
             return ask();
         };
         let slot = slot(board, handle);
@@ -232,7 +232,9 @@ mod tests {
         assert_eq!((got.size, got.counter), (8192, 0));
         assert!(s.still_good(&got, now));
         assert!(s.published(&handle(&[1, 2, 3])).is_none(), "another handle");
-        assert!(s.published(&handle(&[1, 2, 3, 4, 5, 6, 7, 8, 10])).is_none());
+        assert!(s
+            .published(&handle(&[1, 2, 3, 4, 5, 6, 7, 8, 10]))
+            .is_none());
         s.counter.fetch_add(1, Ordering::AcqRel);
         assert!(!s.still_good(&got, now), "a change moved the counter");
     }

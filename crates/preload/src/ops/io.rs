@@ -373,9 +373,9 @@ fn size_of(state: &State, open: &Open) -> Res<off_t> {
     if let Some(size) = open.size.size(state, &open.handle) {
         return crate::fail::to_off(size);
     }
-    let size = open
-        .size
-        .ask(state, &open.handle, || Ok(open.file(state)?.metadata()?.size))?;
+    let size = open.size.ask(state, &open.handle, || {
+        Ok(open.file(state)?.metadata()?.size)
+    })?;
     crate::fail::to_off(size)
 }
 

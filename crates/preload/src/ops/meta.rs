@@ -191,9 +191,7 @@ pub fn set_path(state: &State, path: NfsPath, follow: bool, attrs: SetAttrs) -> 
     let client = clients::get(state, f.path.mount)?;
     let sized = attrs.size.is_some();
     let permissions = changes_permissions(&attrs);
-    let done = client
-        .open_handle(&f.handle, &f.path.rest)
-        .set_attrs(attrs);
+    let done = client.open_handle(&f.handle, &f.path.rest).set_attrs(attrs);
     if sized {
         crate::sizes::changed(state, &f.handle);
     }
