@@ -19,8 +19,9 @@ use crate::real;
 use crate::state::State;
 
 /// Environment variable: how long (milliseconds) what a board says may be
-/// used after it was asked from the server; `0` turns the boards off
-/// (every `lseek(SEEK_END)`, `open` and `access` asks the server).
+/// used after it was asked from the server; with `0` this process asks
+/// the server at every `lseek(SEEK_END)`, `open` and `access` (and still
+/// moves the counters when it changes something).
 pub const ENV_TTL_MS: &str = "DIRECTNFS_PRELOAD_TTL_MS";
 /// The default of [`ENV_TTL_MS`].
 const DEFAULT_TTL: Duration = Duration::from_millis(1000);
