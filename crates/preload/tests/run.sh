@@ -244,6 +244,14 @@ group_boards() {
     else
         bad "another process's name changes" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
     fi
+    # Boards that cannot be mapped (directories in their place): said
+    # once, and every lseek asks the server.
+    mkdir -p "$WORK/noboard/sizes.v1" "$WORK/noboard/names.v1"
+    DIRECTNFS_SHADOW_DIR=$WORK/noboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
+        2>"$WORK/noboard.err" || bad "boards count (no board)" "$(tail -2 "$WORK/noboard.err" | tr '\n' ' ')"
+    check "no board: said once on stderr" "1" "$(grep -c 'cannot map the board .*sizes.v1' "$WORK/noboard.err")"
+    check "no board: every lseek(SEEK_END) asks the server" "lseek x100: GETATTR=100" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/noboard.err")"
     if out=$(DIRECTNFS_PRELOAD_TTL_MS=300 "${RUN[@]}" "$WORK/boards" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
         ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
     else
