@@ -74,10 +74,10 @@ fn board(state: &State) -> Option<&'static [Slot]> {
     })
 }
 
-fn slot<'a>(board: &'a [Slot], handle: &Handle) -> &'a Slot {
+fn slot_index(handle: &Handle) -> usize {
     let mut h = DefaultHasher::new();
     handle.as_bytes().hash(&mut h);
-    &board[(h.finish() as usize) % board.len()]
+    (h.finish() as usize) % SLOTS
 }
 
 impl Slot {
@@ -124,18 +124,26 @@ pub struct Known {
 
 /// What one open file description remembers.
 #[derive(Debug, Default)]
-pub struct Remembered(Mutex<Option<Known>>);
+pub struct Remembered {
+    known: Mutex<Option<Known>>,
+    /// Its handle's slot (hashed once per description, not per call).
+    slot: OnceLock<usize>,
+}
 
 impl Remembered {
+    fn slot(&self, board: &'static [Slot], handle: &Handle) -> &'static Slot {
+        &board[*self.slot.get_or_init(|| slot_index(handle))]
+    }
+
     /// The remembered size of `handle` (this description's, else the one
     /// another process published), if it may still be used.
     pub fn size(&self, state: &State, handle: &Handle) -> Option<u64> {
         if !board::usable(state) {
             return None;
         }
-        let slot = slot(board(state)?, handle);
+        let slot = self.slot(board(state)?, handle);
         let now = monotonic_ns();
-        let mut mine = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut mine = self.known.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(known) = *mine {
             if slot.still_good(&known, now) {
                 return Some(known.size);
@@ -160,7 +168,7 @@ impl Remembered {
         let Some(board) = board(state).filter(|_| board::usable(state)) else {
             return ask();
         };
-        let slot = slot(board, handle);
+        let slot = self.slot(board, handle);
         let counter = slot.counter.load(Ordering::Acquire);
         let asked_at = monotonic_ns();
         let size = ask()?;
@@ -169,7 +177,7 @@ impl Remembered {
             counter,
             asked_at,
         };
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(known);
+        *self.known.lock().unwrap_or_else(|p| p.into_inner()) = Some(known);
         if slot.counter.load(Ordering::Acquire) == counter {
             slot.publish(handle, known);
         }
@@ -189,8 +197,12 @@ impl Remembered {
                 return;
             }
         }
-        changed(state, handle);
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        if let Some(board) = board(state) {
+            self.slot(board, handle)
+                .counter
+                .fetch_add(1, Ordering::AcqRel);
+        }
+        *self.known.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 
@@ -198,7 +210,9 @@ impl Remembered {
 /// the server answered the call that changed it).
 pub fn changed(state: &State, handle: &Handle) {
     if let Some(board) = board(state) {
-        slot(board, handle).counter.fetch_add(1, Ordering::AcqRel);
+        board[slot_index(handle)]
+            .counter
+            .fetch_add(1, Ordering::AcqRel);
     }
 }
 
