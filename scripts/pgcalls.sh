@@ -35,7 +35,7 @@ SCALE=${DNFS_PGCALLS_SCALE:-10}
 MODE=${DNFS_PGCALLS_MODE:-file_sync}
 PGBIN=/usr/lib/postgresql/15/bin
 MNT=/dnfs-pgcalls
-DATA=$MNT/pg/data
+DATA=$MNT/pgcalls/data
 PORT=${DNFS_PGCALLS_PORT:-5491}
 [[ $(id -u) == 0 ]] || { echo "pgcalls.sh: run as root" >&2; exit 1; }
 [[ -x $PGBIN/postgres ]] || { echo "pgcalls.sh: PostgreSQL 15 is not installed" >&2; exit 1; }
@@ -94,10 +94,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [[ ${DNFS_PGCALLS_FRESH:-} == 1 ]]; then "${RUN[@]}" rm -rf "$MNT/pg"; fi
+if [[ ${DNFS_PGCALLS_FRESH:-} == 1 ]]; then "${RUN[@]}" rm -rf "$MNT/pgcalls"; fi
 if [[ $("${RUN[@]}" sh -c "test -f $DATA/PG_VERSION && echo yes || true") != yes ]]; then
     echo "pgcalls.sh: initdb -k and pgbench -i -s $SCALE on $DATA" >&2
-    "${RUN[@]}" sh -c "rm -rf $MNT/pg && mkdir -p $MNT/pg && chown postgres:postgres $MNT/pg"
+    "${RUN[@]}" sh -c "rm -rf $MNT/pgcalls && mkdir -p $MNT/pgcalls && chown postgres:postgres $MNT/pgcalls"
     runuser -u postgres -- "${RUN[@]}" "$PGBIN/initdb" -k -A trust -D "$DATA" >/dev/null
     start "$WORK/init.log"
     pgbench -q -i -s "$SCALE" >/dev/null 2>&1

@@ -1,8 +1,9 @@
 //! Boards: tables in files of the shadow directory that every process of
-//! the host maps, where one process leaves what it learned from the server
-//! (a size, the handle a name led to) for the others, and says when it
-//! changed something (a change counter moves on). sizes.rs and names.rs
-//! are the two boards; this module maps them and gives them their cells.
+//! one user on the host maps, where one process leaves what it learned
+//! from the server (a size, the handle a name led to) for the others, and
+//! says when it changed something (a change counter moves on). sizes.rs
+//! and lookups.rs are the two boards; this module maps them and gives
+//! them their cells.
 //!
 //! A cell is written under a sequence lock (odd while a process writes
 //! it). Readers never wait for it: a cell being written, or left odd by a
@@ -54,46 +55,72 @@ pub fn usable(state: &State) -> bool {
     !ttl().is_zero() && !state.write_behind
 }
 
-/// Maps `len` bytes of the board file `name` in the shadow directory
-/// (made on first use on the host: zero-filled, mode 0666, put in place
-/// whole so no process ever opens it half made). The mapping is never
-/// undone, and forked children keep it. A board that cannot be mapped is
-/// said once on stderr: this process's changes then reach the others
-/// only after [`ttl`].
+/// Maps `len` bytes of this user's board file `name` in the shadow
+/// directory (`NAME.UID`: made on first use, zero-filled, mode 0600, put
+/// in place whole so no process ever opens it half made). The mapping is
+/// never undone, and forked children keep it. A board that cannot be
+/// mapped is said once on stderr: this process's changes then reach the
+/// others only after [`ttl`].
+///
+/// Each user has its own boards: an entry says which file handle a path
+/// names, so a board others could write would let them send this user's
+/// `open` to a file of their choosing. Processes of different users
+/// therefore see each other's changes as those of another host do.
 pub fn map(state: &State, name: &str, len: usize) -> Option<*mut u8> {
-    let mapped = map_file(&state.shadow.root, name, len);
-    if mapped.is_none() {
-        crate::warn::once(&format!("board {name}"), || {
-            format!(
-                "cannot map the board {}/{name} ({}): the sizes and names this \
-                 process changes reach other processes of the host only after \
-                 {ENV_TTL_MS} ({} ms)",
-                state.shadow.root,
-                std::io::Error::last_os_error(),
-                ttl().as_millis()
-            )
-        });
+    // SAFETY: geteuid cannot fail.
+    let file = format!("{name}.{}", unsafe { libc::geteuid() });
+    match map_file(&state.shadow.root, &file, len) {
+        Ok(p) => Some(p),
+        Err(why) => {
+            crate::warn::once(&format!("board {name}"), || {
+                format!(
+                    "cannot map the board {}/{file} ({why}): the sizes and names \
+                     this process changes reach other processes of the host only \
+                     after {ENV_TTL_MS} ({} ms)",
+                    state.shadow.root,
+                    ttl().as_millis()
+                )
+            });
+            None
+        }
     }
-    mapped
 }
 
-fn map_file(root: &str, name: &str, len: usize) -> Option<*mut u8> {
-    crate::shadow::make_shared_dir(root).ok()?;
-    let path = CString::new(format!("{root}/{name}")).ok()?;
+fn os_error(what: &str) -> String {
+    format!("{what}: {}", std::io::Error::last_os_error())
+}
+
+fn map_file(root: &str, name: &str, len: usize) -> Result<*mut u8, String> {
+    crate::shadow::make_shared_dir(root).map_err(|e| format!("shadow directory: errno {}", e.0))?;
+    let path = CString::new(format!("{root}/{name}")).map_err(|_| "bad path".to_string())?;
     let mut fd = open_rw(&path);
     if fd < 0 && crate::fail::errno() == libc::ENOENT {
         make_board_file(root, name, &path, len)?;
         fd = open_rw(&path);
     }
     if fd < 0 {
-        return None;
+        return Err(os_error("open"));
     }
     // SAFETY: fd was just opened; zeroed stat buffer filled by fstat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { real::fstat(fd, &mut st) } != 0 || (st.st_size as usize) < len {
+    let fstat_ok = unsafe { real::fstat(fd, &mut st) } == 0;
+    // SAFETY: geteuid cannot fail.
+    let euid = unsafe { libc::geteuid() };
+    let why = if !fstat_ok {
+        Some(os_error("fstat"))
+    } else if st.st_mode & libc::S_IFMT != libc::S_IFREG || st.st_uid != euid {
+        Some(format!("not a file of user {euid}"))
+    } else if st.st_mode & 0o077 != 0 {
+        Some("others may use it".to_string())
+    } else if (st.st_size as usize) < len {
+        Some("too short".to_string())
+    } else {
+        None
+    };
+    if let Some(why) = why {
         // SAFETY: our descriptor.
         unsafe { real::close(fd) };
-        return None;
+        return Err(why);
     }
     // SAFETY: a shared mapping of `len` bytes of a file at least that long.
     let p = unsafe {
@@ -106,45 +133,60 @@ fn map_file(root: &str, name: &str, len: usize) -> Option<*mut u8> {
             0,
         )
     };
+    let failed = (p == libc::MAP_FAILED).then(|| os_error("mmap"));
     // SAFETY: the mapping keeps the file; the descriptor is not needed.
     unsafe { real::close(fd) };
-    (p != libc::MAP_FAILED).then_some(p.cast())
+    match failed {
+        Some(why) => Err(why),
+        None => Ok(p.cast()),
+    }
 }
 
 fn open_rw(path: &CString) -> libc::c_int {
-    // SAFETY: NUL-terminated path; plain open of a local file.
-    unsafe { real::open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) }
+    // SAFETY: NUL-terminated path; plain open of a local file, never
+    // following a link an other user may have put there.
+    unsafe {
+        real::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+            0,
+        )
+    }
 }
 
-/// Makes the board file under a name of this process's, sized and with
-/// its mode, then links it into place (one process wins; the others'
-/// attempts fail with `EEXIST` and are removed).
-fn make_board_file(root: &str, name: &str, path: &CString, len: usize) -> Option<()> {
-    let tmp = CString::new(format!("{root}/.{name}.{}", std::process::id())).ok()?;
-    // SAFETY: NUL-terminated path; a new local file.
+/// Makes the board file under a name of this process's, sized, then
+/// links it into place (one process wins; the others' attempts fail with
+/// `EEXIST` and are removed).
+fn make_board_file(root: &str, name: &str, path: &CString, len: usize) -> Result<(), String> {
+    let tmp = CString::new(format!("{root}/.{name}.{}", std::process::id()))
+        .map_err(|_| "bad path".to_string())?;
+    // SAFETY: NUL-terminated path; a new local file of this user's.
     let fd = unsafe {
         real::open(
             tmp.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-            0o666,
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC,
+            0o600,
         )
     };
     if fd < 0 {
-        return None;
+        return Err(os_error("create"));
     }
-    // SAFETY: our descriptor; mode bits and size of our new file.
-    let made =
-        unsafe { libc::fchmod(fd, 0o666) == 0 && real::ftruncate(fd, len as libc::off_t) == 0 };
+    // SAFETY: our descriptor; the size of our new file.
+    let sized = unsafe { real::ftruncate(fd, len as libc::off_t) } == 0;
     // SAFETY: our descriptor; the link and unlink name our own file.
     let linked = unsafe {
         real::close(fd);
-        let linked = made
+        let linked = sized
             && (real::link(tmp.as_ptr(), path.as_ptr()) == 0
                 || crate::fail::errno() == libc::EEXIST);
         real::unlink(tmp.as_ptr());
         linked
     };
-    linked.then_some(())
+    if linked {
+        Ok(())
+    } else {
+        Err(os_error("make"))
+    }
 }
 
 /// CLOCK_MONOTONIC in nanoseconds (the same clock in every process).

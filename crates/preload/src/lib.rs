@@ -23,9 +23,9 @@
 //!   `exec`, offsets, status flags and locks (`locks.rs`) their kernel
 //!   semantics.
 //! * `board.rs`, `sizes.rs`, `lookups.rs`: the boards, files every process
-//!   of the host maps, from which `lseek(SEEK_END)` takes a size and
+//!   of a user on the host maps, from which `lseek(SEEK_END)` takes a size and
 //!   `open`/`access` a handle another process asked the server for, while
-//!   no process of the host changed them (each change moves a counter).
+//!   no process of that user changed them (each change moves a counter).
 //! * `tally.rs`: which libc calls made which NFS calls
 //!   (`DIRECTNFS_PRELOAD_STATS=calls`).
 //! * `fork.rs`: the child of `fork` gets fresh clients; `stdio` streams on

@@ -1,12 +1,12 @@
 //! Names for `open` and `access` without a LOOKUP each time, coherent among
-//! the processes of this host.
+//! the processes of one user on this host (all of PostgreSQL's).
 //!
 //! A new PostgreSQL backend opens about nine files another process of the
 //! host opened just before (the relation map, the relation cache's init
 //! files, `PG_VERSION`, the relations it plans), each a LOOKUP of the last
-//! name. The board of names (`names.v1` in the shadow directory, mapped by
-//! every process, see board.rs) keeps, per path, the handle, type, mode
-//! and owners a LOOKUP returned, with one counter for the whole host that
+//! name. The board of names (`names.v1.UID` in the shadow directory,
+//! mapped by every process of the user, see board.rs) keeps, per path, the
+//! handle, type, mode and owners a LOOKUP returned, with one counter that
 //! every process moves on after any call that changes names or
 //! permissions: creating, removing, renaming or linking a name, making or
 //! removing a directory or a symbolic link, `chmod`, `chown`.
@@ -15,9 +15,10 @@
 //! *before* the LOOKUP and kept with its answer; changes move it *after*
 //! the server answered, before the libc call returns; an entry serves
 //! only while the counter has not moved since, and for at most
-//! [`board::ttl`] (names changed by other hosts, or by programs not using
-//! the library, are seen after that: until then an `open` can give the
-//! old file, whose I/O then fails with `ESTALE` if it was removed).
+//! [`board::ttl`] (names changed by other hosts, other users, or programs
+//! not using the library, are seen after that: until then an `open` can
+//! give the old file, whose I/O then fails with `ESTALE` if it was
+//! removed).
 //!
 //! Only what `open` and `access` need is kept: an entry's attributes have
 //! no size or times (an `open` with `O_TRUNC` or `O_EXCL`, `stat` and
@@ -59,7 +60,8 @@ struct Slot {
 }
 
 struct Board {
-    /// Moved on after every change of names or permissions on this host.
+    /// Moved on after every change of names or permissions by a process
+    /// of the user.
     counter: &'static AtomicU64,
     slots: &'static [Slot],
 }
@@ -119,7 +121,7 @@ fn type_of(code: u64) -> Option<FileType> {
 }
 
 /// What a path names, for `open` (without `O_TRUNC` or `O_EXCL`) and
-/// `access`: from the board while no process of the host changed names or
+/// `access`: from the board while no process of the user changed names or
 /// permissions since another asked the server, else [`resolve::resolve`]
 /// (whose answer is then put on the board).
 pub fn resolve_for_open(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {

@@ -1,20 +1,22 @@
 //! Sizes for `lseek(SEEK_END)` without a GETATTR each time, coherent among
-//! the processes of this host.
+//! the processes of one user on this host (all of PostgreSQL's).
 //!
 //! PostgreSQL takes the size of every relation it plans or scans with
 //! `lseek(fd, 0, SEEK_END)`, about ten times per TPC-B transaction and four
 //! times in a new backend, each a GETATTR. A size remembered by one process
 //! would be wrong as soon as another process extends the file (each
-//! process is its own NFS client), so every process of the host that
-//! changes a file's size says so on a shared *board*: a table in a file of
-//! the shadow directory (`sizes.v1`, mapped by every process) with one slot
+//! process is its own NFS client), so every process that changes a
+//! file's size says so on a shared *board*: a table in a file of the
+//! shadow directory (`sizes.v1.UID`, mapped by every process of the user,
+//! see board.rs) with one slot
 //! per file handle (hashed: two files sharing a slot only cost extra
 //! GETATTRs). A slot holds a change counter, and the last size a process
 //! got from the server with the counter's value at the time, so a new
 //! process (a new backend) uses the size another process asked for.
 //!
 //! The rules, which make a remembered size exactly as fresh as a GETATTR
-//! for changes made through this library on this host:
+//! for changes made through this library by processes of the same user on
+//! this host:
 //! * a process reads the counter *before* its GETATTR and keeps the size
 //!   with that value ([`Known`]), in its open file description and on the
 //!   board;
@@ -23,8 +25,8 @@
 //!   server answered, before the libc call returns;
 //! * a remembered size is used only while the counter still has the value
 //!   read before its GETATTR, and for at most [`board::ttl`] after that GETATTR
-//!   was sent (changes by other hosts, or by programs not using the
-//!   library, are seen after that).
+//!   was sent (changes by other hosts, other users, or programs not using
+//!   the library, are seen after that).
 //!
 //! A change the server applied before the GETATTR was answered is in the
 //! size; one applied after it moves the counter after it was read. Data is
@@ -52,7 +54,7 @@ pub const BOARD_FILE: &str = "sizes.v1";
 const WORDS: usize = 3 + HANDLE;
 const HANDLE: usize = 9;
 
-/// One slot of the board, shared by every process of the host.
+/// One slot of the board, shared by every process of the user.
 #[repr(C)]
 struct Slot {
     /// Moved on after every change of the size of a file of this slot.

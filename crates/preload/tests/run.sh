@@ -246,12 +246,20 @@ group_boards() {
     fi
     # Boards that cannot be mapped (directories in their place): said
     # once, and every lseek asks the server.
-    mkdir -p "$WORK/noboard/sizes.v1" "$WORK/noboard/names.v1"
+    mkdir -p "$WORK/noboard/sizes.v1.$(id -u)" "$WORK/noboard/names.v1.$(id -u)"
     DIRECTNFS_SHADOW_DIR=$WORK/noboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
         2>"$WORK/noboard.err" || bad "boards count (no board)" "$(tail -2 "$WORK/noboard.err" | tr '\n' ' ')"
     check "no board: said once on stderr" "1" "$(grep -c 'cannot map the board .*sizes.v1' "$WORK/noboard.err")"
     check "no board: every lseek(SEEK_END) asks the server" "lseek x100: GETATTR=100" \
         "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/noboard.err")"
+    # A board file another user made (here: postgres, for root): refused.
+    mkdir -p "$WORK/otherboard"
+    chmod 1777 "$WORK/otherboard"
+    runuser -u postgres -- sh -c "head -c 2097152 /dev/zero > '$WORK/otherboard/sizes.v1.$(id -u)'; chmod 600 '$WORK/otherboard/sizes.v1.$(id -u)'"
+    DIRECTNFS_SHADOW_DIR=$WORK/otherboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
+        2>"$WORK/otherboard.err" || bad "boards count (another user's board)" "$(tail -2 "$WORK/otherboard.err" | tr '\n' ' ')"
+    check "a board another user made: refused" "1 lseek x100: GETATTR=100" \
+        "$(grep -c 'cannot map the board .*not a file of user' "$WORK/otherboard.err") $(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/otherboard.err")"
     if out=$(DIRECTNFS_PRELOAD_TTL_MS=300 "${RUN[@]}" "$WORK/boards" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
         ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
     else
