@@ -15,7 +15,10 @@
 #          clean stop (its checkpoint is counted too)
 #   conn   pgbench -C -S -c 8 -j 2 -t CONNS (a new backend per transaction)
 # and prints, per transaction and per connection, the calls of the
-# backends and of the other processes (checkpointer, WAL writer, ...).
+# backends and of the other processes (checkpointer, WAL writer, ...),
+# and the rate each run had: the boards' answers expire after
+# DIRECTNFS_PRELOAD_TTL_MS (1 s), so at a low connection rate (a loaded
+# machine) more of a new backend's opens ask the server again.
 #
 # Environment (all optional):
 #   DNFS_PGCALLS_TXNS    TPC-B transactions per client (default 250)
@@ -119,6 +122,12 @@ grep -q "number of transactions actually processed: $((8 * TXNS))/" "$WORK/tpcb.
 grep -q "number of transactions actually processed: $((8 * CONNS))/" "$WORK/conn.out" ||
     { cat "$WORK/conn.out" >&2; echo "pgcalls.sh: -C run incomplete" >&2; exit 1; }
 
+# How fast it went (not a result: for reading the counts: a board's
+# answer expires after DIRECTNFS_PRELOAD_TTL_MS, 1 s, so the slower new
+# backends come, the more of their calls ask the server again).
+for run in tpcb conn; do
+    echo "$run: $(grep -E '^tps = ' "$WORK/$run.out" | head -1)"
+done
 python3 - "$WORK/tpcb.log" $((8 * TXNS)) "$WORK/conn.log" $((8 * CONNS)) "$MNT" <<'EOF'
 import collections, re, sys
 
