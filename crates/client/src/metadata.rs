@@ -39,7 +39,9 @@ impl FileType {
     }
 }
 
-/// Attributes of a file, from the server (never cached by directnfs).
+/// Attributes of a file, from the server (never cached by the client; the
+/// interception library keeps sizes and permissions on its host-wide
+/// boards, see its `sizes.rs` and `lookups.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Metadata {
     /// File type.

@@ -74,39 +74,82 @@ pub fn forget_all_in_child(slots: &mut [Slot]) {
 
 /// Environment variable: when set, each process says at exit how many
 /// calls of each NFS procedure its clients made (one line per mount on
-/// stderr): what a program's file calls cost on the wire.
+/// stderr): what a program's file calls cost on
+/// the wire. `calls` also says which libc calls made them (tally.rs) and
+/// names the process by its title.
 pub const ENV_STATS: &str = "DIRECTNFS_PRELOAD_STATS";
+
+/// NFS calls of this process's clients so far, by procedure, every mount
+/// summed.
+pub fn calls_by_proc() -> std::collections::BTreeMap<String, u64> {
+    let mut sum = std::collections::BTreeMap::new();
+    let Ok(slots) = SLOTS.try_read() else {
+        return sum;
+    };
+    for c in slots.iter().filter_map(|s| s.client.as_ref()) {
+        for server in c.stats().servers {
+            for (k, v) in server.totals.calls_by_proc {
+                *sum.entry(k).or_default() += v;
+            }
+        }
+    }
+    sum
+}
+
+/// The process's title as `ps` shows it (PostgreSQL rewrites its
+/// arguments to say what each process is).
+fn title() -> String {
+    let raw = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let text = String::from_utf8_lossy(&raw);
+    text.trim_end_matches('\0')
+        .replace('\0', " ")
+        .trim()
+        .to_string()
+}
 
 /// Registers the exit report when [`ENV_STATS`] is set.
 pub fn report_at_exit_if_asked() {
     extern "C" fn report() {
-        let slots = match SLOTS.try_read() {
-            Ok(s) => s,
-            Err(_) => return,
-        };
         let Some(state) = crate::state::get() else {
             return;
         };
-        for (m, slot) in slots.iter().enumerate() {
-            let Some(c) = &slot.client else { continue };
-            let totals = &c
-                .stats()
-                .servers
-                .first()
-                .map(|s| s.totals.calls_by_proc.clone())
-                .unwrap_or_default();
-            let calls: Vec<String> = totals.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            warn::always(&format!(
-                "calls for {}: {}",
-                state.config.mounts[m].prefix,
-                calls.join(" ")
-            ));
+        {
+            let slots = match SLOTS.try_read() {
+                Ok(s) => s,
+                Err(_) => return,
+            };
+            for (m, slot) in slots.iter().enumerate() {
+                let Some(c) = &slot.client else { continue };
+                let totals = &c
+                    .stats()
+                    .servers
+                    .first()
+                    .map(|s| s.totals.calls_by_proc.clone())
+                    .unwrap_or_default();
+                let calls: Vec<String> = totals.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                warn::always(&format!(
+                    "calls for {}: {}",
+                    state.config.mounts[m].prefix,
+                    calls.join(" ")
+                ));
+            }
+        }
+        let lines = crate::tally::lines();
+        if !lines.is_empty() {
+            warn::always(&format!("process: {}", title()));
+        }
+        for line in lines {
+            warn::always(&format!("by libc call: {line}"));
         }
     }
-    if std::env::var_os(ENV_STATS).is_some() {
-        // SAFETY: registers a plain extern "C" function.
-        unsafe { libc::atexit(report) };
+    let Some(v) = std::env::var_os(ENV_STATS) else {
+        return;
+    };
+    if v == "calls" {
+        crate::tally::enable();
     }
+    // SAFETY: registers a plain extern "C" function.
+    unsafe { libc::atexit(report) };
 }
 
 /// How long one attempt to mount a server that cannot be reached lasts

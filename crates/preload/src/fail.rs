@@ -62,7 +62,7 @@ pub fn errno() -> c_int {
 /// Runs the work of a served call: its value, or errno set and the
 /// failure value. A panic (a bug) is reported as `EIO` with a message.
 pub fn serve<T: FailValue>(name: &'static str, work: impl FnOnce() -> Res<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(work)) {
+    match crate::tally::measured(name, || catch_unwind(AssertUnwindSafe(work))) {
         Ok(Ok(v)) => v,
         Ok(Err(Errno(e))) => {
             set_errno(e);
@@ -79,7 +79,7 @@ pub fn serve<T: FailValue>(name: &'static str, work: impl FnOnce() -> Res<T>) ->
 /// [`serve`] for calls that return an error number instead of setting
 /// errno (`posix_fallocate`, `posix_fadvise`, `readdir_r`).
 pub fn serve_errnum(name: &'static str, work: impl FnOnce() -> Res<()>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(work)) {
+    match crate::tally::measured(name, || catch_unwind(AssertUnwindSafe(work))) {
         Ok(Ok(())) => 0,
         Ok(Err(Errno(e))) => e,
         Err(_) => {

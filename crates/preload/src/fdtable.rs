@@ -16,6 +16,7 @@ use crate::clients;
 use crate::fail::{Errno, Res};
 use crate::paths::NfsPath;
 use crate::shadow::Kind;
+use crate::sizes::Remembered;
 use crate::state::State;
 
 /// Descriptors below this are in the bitmap; higher ones (rare) are looked
@@ -54,6 +55,8 @@ pub struct Open {
     /// Orders `read`/`write`/`lseek` on the shared offset within this
     /// process (the offset itself is the shadow descriptor's).
     pub offset_lock: Mutex<()>,
+    /// The size last asked for `lseek(SEEK_END)` (sizes.rs).
+    pub size: Remembered,
 }
 
 impl Open {
@@ -84,6 +87,7 @@ impl Open {
             status: AtomicI32::new(flags & STATUS_FLAGS),
             file: cell,
             offset_lock: Mutex::new(()),
+            size: Remembered::default(),
         }
     }
 
@@ -99,6 +103,7 @@ impl Open {
             status: AtomicI32::new(self.status.load(Ordering::Relaxed)),
             file: OnceLock::new(),
             offset_lock: Mutex::new(()),
+            size: Remembered::default(),
         }
     }
 

@@ -63,6 +63,7 @@ extern "C" fn child() {
         if let Some(mut held) = h.borrow_mut().take() {
             fdtable::rebuild_in_child(&mut held.table);
             clients::forget_all_in_child(&mut held.slots);
+            crate::tally::reset_in_child();
         }
     });
 }

@@ -22,6 +22,12 @@
 //!   local placeholder file per NFS file), which gives `dup`, `fork`,
 //!   `exec`, offsets, status flags and locks (`locks.rs`) their kernel
 //!   semantics.
+//! * `board.rs`, `sizes.rs`, `lookups.rs`: the boards, files every process
+//!   of a user on the host maps, from which `lseek(SEEK_END)` takes a size and
+//!   `open`/`access` a handle another process asked the server for, while
+//!   no process of that user changed them (each change moves a counter).
+//! * `tally.rs`: which libc calls made which NFS calls
+//!   (`DIRECTNFS_PRELOAD_STATS=calls`).
 //! * `fork.rs`: the child of `fork` gets fresh clients; `stdio` streams on
 //!   NFS files are `fopencookie` streams (`ops/stdio.rs`).
 //!
@@ -30,6 +36,7 @@
 // The exported functions carry libc's names and prototypes.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod board;
 pub mod clients;
 pub mod config;
 pub mod cwd;
@@ -38,12 +45,15 @@ pub mod fdtable;
 pub mod fork;
 pub mod hooks;
 pub mod locks;
+pub mod lookups;
 pub mod ops;
 pub mod paths;
 pub mod real;
 pub mod resolve;
 pub mod shadow;
+pub mod sizes;
 pub mod state;
+pub mod tally;
 pub mod warn;
 
 /// Runs when the library is loaded, before `main`: reads the dnfstab and

@@ -112,9 +112,22 @@ impl Shadow {
 
     /// The shadow file's path for a file of `mount`.
     pub fn path_of(&self, mount: &Mount, kind: Kind, handle: &Handle) -> String {
-        let mut name = format!("{}/{:016x}-{}-", self.files, mount.key, kind.letter());
-        for b in handle.as_bytes() {
-            name.push_str(&format!("{b:02x}"));
+        // Built by hand: every `open` makes one, and a `format!` per
+        // handle byte cost ~16,000 instructions per open (callgrind).
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let bytes = handle.as_bytes();
+        let mut name = String::with_capacity(self.files.len() + 20 + 2 * bytes.len());
+        name.push_str(&self.files);
+        name.push('/');
+        for shift in (0..16).rev() {
+            name.push(HEX[(mount.key >> (shift * 4)) as usize & 0xf] as char);
+        }
+        name.push('-');
+        name.push(kind.letter());
+        name.push('-');
+        for b in bytes {
+            name.push(HEX[usize::from(b >> 4)] as char);
+            name.push(HEX[usize::from(b & 0xf)] as char);
         }
         name
     }
@@ -265,6 +278,26 @@ mod tests {
         assert_eq!(n.key, 0xdead_beef);
         assert_eq!(n.kind, Kind::Dir);
         assert_eq!(n.handle, vec![1, 0xff]);
+    }
+
+    #[test]
+    fn shadow_paths_spell_key_kind_and_handle_in_hex() {
+        let s = shadow();
+        let tab = dnfs::config::parse_str(
+            "server: s\npath: 127.0.0.1\nexport: /e mount: /m\n",
+            std::path::Path::new("t"),
+        )
+        .unwrap();
+        let mut mount = crate::config::from_tab(&tab).unwrap().mounts.remove(0);
+        mount.key = 0xdead_beef;
+        let h = Handle::from_bytes(&[0x01, 0xff, 0x0a]).unwrap();
+        let p = s.path_of(&mount, Kind::File, &h);
+        assert_eq!(p, "/s/f/00000000deadbeef-f-01ff0a");
+        let n = s.parse(&p).unwrap();
+        assert_eq!(
+            (n.key, n.kind, n.handle),
+            (0xdead_beef, Kind::File, vec![1, 0xff, 0x0a])
+        );
     }
 
     #[test]

@@ -9,6 +9,14 @@
 #              first stat is one LOOKUP, no MOUNT, FSINFO or GETATTR; the
 #              time of fork + first call + exit is printed
 #              (tests/c/forkstart.c)
+#   boards     the boards: lseek(SEEK_END) asks the server once while
+#              nothing changes the file, open once while no name changes,
+#              and both see at once what other processes of the host did
+#              (write past the end, ftruncate, truncate, O_TRUNC, O_APPEND;
+#              rename over, unlink, create, chmod, a new directory);
+#              a change by a process with another shadow directory (as
+#              another host) after DIRECTNFS_PRELOAD_TTL_MS
+#              (tests/c/boards.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
@@ -53,7 +61,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start calls untouched coreutils sqlite fio wb bad pg pgwb)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -182,6 +190,81 @@ group_start() {
     echo "   ($out; the parent: $(grep "calls for" "$WORK/start.err" | grep -v "LOOKUP=1\$" | sed 's/.*: //'))"
     check "one report per process (the parent and $n children)" "$((n + 1))" \
         "$(grep -c "calls for $MNT:" "$WORK/start.err")"
+}
+
+group_boards() {
+    step "the boards: sizes for lseek(SEEK_END), names for open and access, coherent among processes (boards.c)"
+    cc -O2 -Wall -Werror -o "$WORK/boards" crates/preload/tests/c/boards.c
+    nfs sh -c "head -c 5000 /dev/zero > '$NFS/sizes'"
+    local out
+    # 100 lseeks of a file nothing changes: one GETATTR (remembering on),
+    # 100 (off).
+    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 2>"$WORK/sizes.err" ||
+        bad "boards count" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
+    check "100 x lseek(SEEK_END), file unchanged: one GETATTR" "lseek x100: GETATTR=1" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
+        2>"$WORK/sizes.err" || bad "boards count (off)" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
+    check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+    # A new process uses the size the last one published: no GETATTR.
+    local p
+    for p in first second; do
+        DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
+            2>"$WORK/sizes.$p" || bad "boards count ($p)" "$(tail -2 "$WORK/sizes.$p" | tr '\n' ' ')"
+    done
+    check "a second process: the first one's size, no GETATTR" "lseek x100:" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.second" | sed 's/ *$//')"
+    # Other processes' changes: remembered sizes kept for 10 minutes, so
+    # only the board can make them right.
+    if out=$(DIRECTNFS_PRELOAD_TTL_MS=600000 "${RUN[@]}" "$WORK/boards" procs "$NFS/sizes2" 2>&1); then
+        ok "another process's size changes seen at once ($(grep -c '^ok' <<<"$out") checks)"
+    else
+        bad "another process's size changes" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
+    fi
+    check "the server's file after them" "100" "$(stat -c %s "$VIEW/sizes2")"
+    # 100 opens of one path nobody changes: one LOOKUP at most (none when
+    # the lseek run above left it on the board).
+    DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" opens "$NFS/sizes" 100 \
+        2>"$WORK/opens.err" || bad "boards opens" "$(tail -2 "$WORK/opens.err" | tr '\n' ' ')"
+    DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" opens "$NFS/sizes" 100 \
+        2>"$WORK/opens.err" || bad "boards opens" "$(tail -2 "$WORK/opens.err" | tr '\n' ' ')"
+    check "100 x open of an unchanged path in a new process: no LOOKUP" "open x100:" \
+        "$(sed -n 's/.*by libc call: \(open .*\)/\1/p' "$WORK/opens.err" | sed 's/ *$//')"
+    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" opens "$NFS/sizes" 100 \
+        2>"$WORK/opens.err" || bad "boards opens (off)" "$(tail -2 "$WORK/opens.err" | tr '\n' ' ')"
+    # (the first open also mounts: FSINFO and the LOOKUPs of the path's
+    # directories)
+    local lookups
+    lookups=$(sed -n 's/.*by libc call: open x100: .*LOOKUP=\([0-9]*\).*/\1/p' "$WORK/opens.err")
+    check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: a LOOKUP each" "yes" "$( ((${lookups:-0} >= 100)) && echo yes || echo "no: ${lookups:-none}")"
+    nfs mkdir "$NFS/names"
+    if out=$(DIRECTNFS_PRELOAD_TTL_MS=600000 "${RUN[@]}" "$WORK/boards" names "$NFS/names" 2>&1); then
+        ok "another process's name and permission changes seen at once ($(grep -c '^ok' <<<"$out") checks)"
+    else
+        bad "another process's name changes" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
+    fi
+    # Boards that cannot be mapped (directories in their place): said
+    # once, and every lseek asks the server.
+    mkdir -p "$WORK/noboard/sizes.v1.$(id -u)" "$WORK/noboard/names.v1.$(id -u)"
+    DIRECTNFS_SHADOW_DIR=$WORK/noboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
+        2>"$WORK/noboard.err" || bad "boards count (no board)" "$(tail -2 "$WORK/noboard.err" | tr '\n' ' ')"
+    check "no board: said once on stderr" "1" "$(grep -c 'cannot map the board .*sizes.v1' "$WORK/noboard.err")"
+    check "no board: every lseek(SEEK_END) asks the server" "lseek x100: GETATTR=100" \
+        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/noboard.err")"
+    # A board file another user made (here: postgres, for root): refused.
+    mkdir -p "$WORK/otherboard"
+    chmod 1777 "$WORK/otherboard"
+    runuser -u postgres -- sh -c "head -c 2097152 /dev/zero > '$WORK/otherboard/sizes.v1.$(id -u)'; chmod 600 '$WORK/otherboard/sizes.v1.$(id -u)'"
+    DIRECTNFS_SHADOW_DIR=$WORK/otherboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
+        2>"$WORK/otherboard.err" || bad "boards count (another user's board)" "$(tail -2 "$WORK/otherboard.err" | tr '\n' ' ')"
+    check "a board another user made: refused" "1 lseek x100: GETATTR=100" \
+        "$(grep -c 'cannot map the board .*not a file of user' "$WORK/otherboard.err") $(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/otherboard.err")"
+    if out=$(DIRECTNFS_PRELOAD_TTL_MS=300 "${RUN[@]}" "$WORK/boards" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
+        ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
+    else
+        bad "a change outside the library" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
+    fi
 }
 
 group_calls() {

@@ -55,7 +55,9 @@ pub fn on_path<T: FailValue>(
             return T::fail_value();
         }
     };
-    let outcome = catch_unwind(AssertUnwindSafe(|| work(st()?, path)));
+    let outcome = crate::tally::measured(name, || {
+        catch_unwind(AssertUnwindSafe(|| work(st()?, path)))
+    });
     match outcome {
         Ok(Ok(Out::Done(v))) => v,
         Ok(Ok(Out::Local(p))) => local(p.as_ptr()),

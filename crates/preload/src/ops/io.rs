@@ -122,8 +122,9 @@ pub fn writev(
 }
 
 /// `lseek(2)`: `SEEK_SET`/`SEEK_CUR` on the kernel offset, `SEEK_END`,
-/// `SEEK_DATA` and `SEEK_HOLE` from the size the server reports (a file
-/// has no holes as far as NFSv3 can tell).
+/// `SEEK_DATA` and `SEEK_HOLE` from the size the server reports, or the
+/// host's size board says (sizes.rs; a file has no holes as far as NFSv3
+/// can tell).
 pub fn lseek(state: &State, fd: c_int, open: &Open, off: off_t, whence: c_int) -> Res<off_t> {
     let _turn = open.offset_lock.lock().unwrap_or_else(|p| p.into_inner());
     let to = match whence {
@@ -186,8 +187,7 @@ pub fn ftruncate(state: &State, open: &Open, len: off_t) -> Res<()> {
             libc::EINVAL
         }));
     }
-    open.file(state)?.set_len(len as u64)?;
-    Ok(())
+    set_len(state, open, len as u64)
 }
 
 /// `fallocate(2)`: mode 0 extends the file to `off + len` (NFSv3 has no
@@ -207,9 +207,8 @@ pub fn fallocate(state: &State, open: &Open, mode: c_int, off: off_t, len: off_t
     match mode {
         0 => {
             let end = off.checked_add(len).ok_or(Errno(libc::EFBIG))?;
-            let file = open.file(state)?;
-            if file.metadata()?.size < end as u64 {
-                file.set_len(end as u64)?;
+            if open.file(state)?.metadata()?.size < end as u64 {
+                set_len(state, open, end as u64)?;
             }
             Ok(())
         }
@@ -356,7 +355,11 @@ fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {
     // Without the opt-in (state.rs, ENV_WRITE_BEHIND) none at all: other
     // processes would not see the WRITEs in flight.
     file.set_write_behind(!sync && state.write_behind);
-    let n = file.write_at(buf, off)?;
+    let written = file.write_at(buf, off);
+    // Also after a failure: part of it may have reached the file.
+    let end = off + written.as_ref().map_or(buf.len(), |n| *n) as u64;
+    open.size.wrote(state, &open.handle, end);
+    let n = written?;
     // O_SYNC/O_DSYNC: durable before returning, also in unstable mode.
     if sync && file.uncommitted_bytes() > 0 {
         file.fsync()?;
@@ -364,8 +367,23 @@ fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {
     Ok(n)
 }
 
+/// The size for `lseek`: remembered while no process of this host changed
+/// it (sizes.rs), else a GETATTR.
 fn size_of(state: &State, open: &Open) -> Res<off_t> {
-    crate::fail::to_off(open.file(state)?.metadata()?.size)
+    if let Some(size) = open.size.size(state, &open.handle) {
+        return crate::fail::to_off(size);
+    }
+    let size = open.size.ask(state, &open.handle, || {
+        Ok(open.file(state)?.metadata()?.size)
+    })?;
+    crate::fail::to_off(size)
+}
+
+/// Sets the size of `open`'s file (SETATTR) and says so on the board.
+fn set_len(state: &State, open: &Open, len: u64) -> Res<()> {
+    let done = open.file(state)?.set_len(len);
+    crate::sizes::changed(state, &open.handle);
+    Ok(done?)
 }
 
 fn kernel_offset(fd: c_int) -> Res<off_t> {

@@ -1,6 +1,7 @@
 //! Attributes: `stat` and friends (always fresh from the server: nothing
-//! is cached), `statfs`/`statvfs` (FSSTAT), `access`, and the calls that
-//! change attributes (SETATTR).
+//! is cached), `statfs`/`statvfs` (FSSTAT), `access` (which may use the
+//! board of names, lookups.rs), and the calls that change attributes
+//! (SETATTR, said on the boards when they change a size or permissions).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -159,7 +160,7 @@ pub fn access(
     if mode & !(libc::R_OK | libc::W_OK | libc::X_OK) != 0 {
         return Err(Errno(libc::EINVAL));
     }
-    let f = match resolve::resolve(state, path, follow)? {
+    let f = match crate::lookups::resolve_for_open(state, path, follow)? {
         Resolved::Nfs(f) => f,
         Resolved::Local(p) => return Ok(Out::Local(p)),
     };
@@ -188,19 +189,40 @@ pub fn set_path(state: &State, path: NfsPath, follow: bool, attrs: SetAttrs) -> 
         return Err(Errno(libc::EISDIR));
     }
     let client = clients::get(state, f.path.mount)?;
-    client
-        .open_handle(&f.handle, &f.path.rest)
-        .set_attrs(attrs)?;
+    let sized = attrs.size.is_some();
+    let permissions = changes_permissions(&attrs);
+    let done = client.open_handle(&f.handle, &f.path.rest).set_attrs(attrs);
+    if sized {
+        crate::sizes::changed(state, &f.handle);
+    }
+    if permissions {
+        crate::lookups::changed(state);
+    }
+    done?;
     Ok(Out::Done(()))
 }
 
 /// Changes attributes of an NFS descriptor.
 pub fn set_fd(state: &State, open: &Open, attrs: SetAttrs) -> Res<()> {
     let client = clients::get(state, open.mount)?;
-    client
+    let sized = attrs.size.is_some();
+    let permissions = changes_permissions(&attrs);
+    let done = client
         .open_handle(&open.handle, &open.label())
-        .set_attrs(attrs)?;
-    Ok(())
+        .set_attrs(attrs);
+    if sized {
+        crate::sizes::changed(state, &open.handle);
+    }
+    if permissions {
+        crate::lookups::changed(state);
+    }
+    Ok(done?)
+}
+
+/// True if a SETATTR changes what `open` and `access` check (mode,
+/// owners), which the board of names keeps (lookups.rs).
+fn changes_permissions(attrs: &SetAttrs) -> bool {
+    attrs.mode.is_some() || attrs.uid.is_some() || attrs.gid.is_some()
 }
 
 /// The new owner of `chown` (`-1` leaves one as it is).

@@ -24,7 +24,9 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<()> {
     if f.meta.is_dir() {
         return Err(Errno(libc::EISDIR));
     }
-    clients::get(state, f.path.mount)?.remove(&f.path.rest)?;
+    let removed = clients::get(state, f.path.mount)?.remove(&f.path.rest);
+    crate::lookups::changed(state);
+    removed?;
     if f.meta.nlink <= 1 {
         let kind = if f.meta.file_type == FileType::Symlink {
             Kind::Link
@@ -67,8 +69,9 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<()> {
         return Err(Errno(libc::EBUSY));
     }
     let client = clients::get(state, from.mount)?;
-    client.rename(&from.rest, &to.rest)?;
-    Ok(())
+    let renamed = client.rename(&from.rest, &to.rest);
+    crate::lookups::changed(state);
+    Ok(renamed?)
 }
 
 /// `link(2)` within one mount (`follow`: of a link's target, `AT_SYMLINK_FOLLOW`).
@@ -87,8 +90,9 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
         return Err(Errno(libc::EEXIST));
     }
     let client = clients::get(state, new.mount)?;
-    client.link(&existing.path.rest, &new.rest)?;
-    Ok(())
+    let linked = client.link(&existing.path.rest, &new.rest);
+    crate::lookups::changed(state);
+    Ok(linked?)
 }
 
 /// `symlink(2)`: a link at `path` whose content is `target`, as given.
@@ -127,5 +131,7 @@ fn with_parent_links(
     path: NfsPath,
     op: impl Fn(&dnfs::Client, &NfsPath) -> dnfs::Result<()>,
 ) -> Res<()> {
-    resolve::through_links(state, path, op).map(|((), _)| ())
+    let done = resolve::through_links(state, path, op).map(|((), _)| ());
+    crate::lookups::changed(state);
+    done
 }

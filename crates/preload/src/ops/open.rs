@@ -1,7 +1,8 @@
-//! `open` of an NFS path: look the name up on the server (always: another
-//! process may have replaced it), follow links, create (GUARDED, or
-//! EXCLUSIVE for `O_EXCL`), truncate, check permissions, then give the
-//! program the descriptor of the file's shadow file (shadow.rs).
+//! `open` of an NFS path: look the name up on the server (or take what
+//! another process of the host looked up while no name changed on the
+//! host: lookups.rs), follow links, create (GUARDED, or EXCLUSIVE for
+//! `O_EXCL`), truncate, check permissions, then give the program the
+//! descriptor of the file's shadow file (shadow.rs).
 
 use std::sync::Arc;
 
@@ -38,7 +39,14 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
     let create = flags & libc::O_CREAT != 0 && flags & libc::O_PATH == 0;
     let excl = create && flags & libc::O_EXCL != 0;
     let follow = flags & libc::O_NOFOLLOW == 0 && !excl;
-    let found = match resolve::resolve(state, path.clone(), follow) {
+    // The board of names (lookups.rs) may answer, except where what the
+    // open does depends on the file's size or absence.
+    let looked_up = if flags & (libc::O_TRUNC | libc::O_EXCL) == 0 {
+        crate::lookups::resolve_for_open(state, path.clone(), follow)
+    } else {
+        resolve::resolve(state, path.clone(), follow)
+    };
+    let found = match looked_up {
         Ok(Resolved::Local(p)) => return Ok(Out::Local(p)),
         Ok(Resolved::Nfs(f)) => Some(f),
         Err(Errno(libc::ENOENT)) if create => None,
@@ -63,7 +71,9 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
             if truncate && f.meta.size > 0 {
                 let client = clients::get(state, f.path.mount)?;
                 let opened = client.open_handle(&f.handle, &f.path.rest);
-                opened.set_len(0)?;
+                let done = opened.set_len(0);
+                crate::sizes::changed(state, &f.handle);
+                done?;
                 file = Some(opened);
             }
             (f.path.mount, f.handle, kind, file, f.path)
@@ -142,5 +152,7 @@ fn create_file(
         truncate: false,
         mode: Some(mode),
     };
-    resolve::through_links(state, path, |client, p| client.open_with(&p.rest, opts))
+    let made = resolve::through_links(state, path, |client, p| client.open_with(&p.rest, opts));
+    crate::lookups::changed(state);
+    made
 }

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# pgcalls.sh — how many NFS calls PostgreSQL 15 makes through the
+# interception library, per TPC-B transaction and per new backend
+# (`pgbench -C`), by NFS procedure and by the libc call that made them.
+# Counts, not times: repeatable on a busy machine.
+#
+#   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
+#   scripts/pgcalls.sh
+#
+# Makes (or reuses) a cluster on the export under the dnfstab prefix
+# /dnfs-pgcalls (`initdb -k`, `pgbench -i -s SCALE`), then, each time with
+# a fresh start and DIRECTNFS_PRELOAD_STATS=calls (every process says at
+# exit which libc calls made which NFS calls; crates/preload/src/tally.rs):
+#   tpcb   pgbench -c 8 -j 2 -t TXNS (TPC-B, synchronous_commit on), then a
+#          clean stop (its checkpoint is counted too)
+#   conn   pgbench -C -S -c 8 -j 2 -t CONNS (a new backend per transaction)
+# and prints, per transaction and per connection, the calls of the
+# backends and of the other processes (checkpointer, WAL writer, ...),
+# and the rate each run had: the boards' answers expire after
+# DIRECTNFS_PRELOAD_TTL_MS (1 s), so at a low connection rate (a loaded
+# machine) more of a new backend's opens ask the server again.
+#
+# Environment (all optional):
+#   DNFS_PGCALLS_TXNS    TPC-B transactions per client (default 250)
+#   DNFS_PGCALLS_CONNS   -C transactions (= connections) per client (default 50)
+#   DNFS_PGCALLS_SCALE   pgbench scale (default 10)
+#   DNFS_PGCALLS_MODE    dnfstab `stable:` (default file_sync)
+#   DNFS_PGCALLS_FRESH=1 make the cluster again
+# Needs root (PostgreSQL runs as postgres through runuser) and PostgreSQL 15.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+: "${DNFS_TEST_URL:?pgcalls.sh needs DNFS_TEST_URL (scripts/nfs-server.sh start prints it)}"
+TXNS=${DNFS_PGCALLS_TXNS:-250}
+CONNS=${DNFS_PGCALLS_CONNS:-50}
+SCALE=${DNFS_PGCALLS_SCALE:-10}
+MODE=${DNFS_PGCALLS_MODE:-file_sync}
+PGBIN=/usr/lib/postgresql/15/bin
+MNT=/dnfs-pgcalls
+DATA=$MNT/pgcalls/data
+PORT=${DNFS_PGCALLS_PORT:-5491}
+[[ $(id -u) == 0 ]] || { echo "pgcalls.sh: run as root" >&2; exit 1; }
+[[ -x $PGBIN/postgres ]] || { echo "pgcalls.sh: PostgreSQL 15 is not installed" >&2; exit 1; }
+
+url=${DNFS_TEST_URL#nfs://}
+host=${url%%/*}
+rest=/${url#*/}
+export_path=${rest%%\?*}
+nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$rest")
+mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$rest")
+
+cargo build --release -p directnfs-cli -p directnfs-preload >&2
+DNFS=$ROOT/target/release/dnfs
+
+WORK=$(mktemp -d /tmp/dnfs-pgcalls.XXXXXX)
+chmod 755 "$WORK"
+mkdir -p "$WORK/sock"
+chown postgres "$WORK/sock" "$WORK"
+TAB=$WORK/dnfstab
+{
+    echo "server: pgcalls"
+    echo "path: $host"
+    [[ -n $nfsport ]] && echo "port: $nfsport"
+    [[ -n $mountport ]] && echo "mount_port: $mountport"
+    echo "connections: 1"
+    echo "stable: $MODE"
+    echo "export: $export_path mount: $MNT"
+} >"$TAB"
+chmod 644 "$TAB"
+RUN=("$DNFS" --config "$TAB" run --)
+pg_ctl() { runuser -u postgres -- "${RUN[@]}" "$PGBIN/pg_ctl" -D "$DATA" "$@"; }
+pgbench() { runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "$PORT" "$@" postgres; }
+RUNNING=0
+start() { # LOG
+    pg_ctl -l "$1" -w -t 300 -o "-p $PORT -k $WORK/sock -c listen_addresses='' \
+        -c shared_buffers=128MB -c max_connections=40 -c autovacuum=off \
+        -c checkpoint_timeout=1h -c max_wal_size=4GB" start >/dev/null
+    RUNNING=1
+}
+stop() {
+    local i
+    for i in 1 2 3 4 5; do
+        pg_ctl -m fast -w -t 300 stop >/dev/null 2>&1 || true
+        if ! pg_ctl status >/dev/null 2>&1; then
+            RUNNING=0
+            return 0
+        fi
+        sleep 1
+    done
+    echo "pgcalls.sh: cannot stop the cluster" >&2
+    exit 1
+}
+cleanup() {
+    if ((RUNNING)); then stop || true; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+if [[ ${DNFS_PGCALLS_FRESH:-} == 1 ]]; then "${RUN[@]}" rm -rf "$MNT/pgcalls"; fi
+if [[ $("${RUN[@]}" sh -c "test -f $DATA/PG_VERSION && echo yes || true") != yes ]]; then
+    echo "pgcalls.sh: initdb -k and pgbench -i -s $SCALE on $DATA" >&2
+    "${RUN[@]}" sh -c "rm -rf $MNT/pgcalls && mkdir -p $MNT/pgcalls && chown postgres:postgres $MNT/pgcalls"
+    runuser -u postgres -- "${RUN[@]}" "$PGBIN/initdb" -k -A trust -D "$DATA" >/dev/null
+    start "$WORK/init.log"
+    pgbench -q -i -s "$SCALE" >/dev/null 2>&1
+    stop
+fi
+
+export DIRECTNFS_PRELOAD_STATS=calls
+echo "pgcalls.sh: TPC-B, 8 clients x $TXNS transactions" >&2
+start "$WORK/tpcb.log"
+pgbench -c 8 -j 2 -t "$TXNS" >"$WORK/tpcb.out" 2>&1
+stop
+echo "pgcalls.sh: -C select-only, 8 clients x $CONNS connections" >&2
+start "$WORK/conn.log"
+pgbench -C -S -c 8 -j 2 -t "$CONNS" >"$WORK/conn.out" 2>&1
+stop
+unset DIRECTNFS_PRELOAD_STATS
+grep -q "number of transactions actually processed: $((8 * TXNS))/" "$WORK/tpcb.out" ||
+    { cat "$WORK/tpcb.out" >&2; echo "pgcalls.sh: TPC-B run incomplete" >&2; exit 1; }
+grep -q "number of transactions actually processed: $((8 * CONNS))/" "$WORK/conn.out" ||
+    { cat "$WORK/conn.out" >&2; echo "pgcalls.sh: -C run incomplete" >&2; exit 1; }
+
+# How fast it went (not a result: for reading the counts: a board's
+# answer expires after DIRECTNFS_PRELOAD_TTL_MS, 1 s, so the slower new
+# backends come, the more of their calls ask the server again).
+for run in tpcb conn; do
+    echo "$run: $(grep -E '^tps = ' "$WORK/$run.out" | head -1)"
+done
+python3 - "$WORK/tpcb.log" $((8 * TXNS)) "$WORK/conn.log" $((8 * CONNS)) "$MNT" <<'EOF'
+import collections, re, sys
+
+def parse(log, prefix):
+    """Per pid: title, NFS totals, {libc call: (count, {proc: n})}."""
+    procs = collections.defaultdict(lambda: {"title": "", "totals": {}, "libc": {}})
+    line_re = re.compile(r"directnfs\[(\d+)\]: (.*)")
+    for line in open(log, errors="replace"):
+        m = line_re.search(line)
+        if not m:
+            continue
+        pid, text = m.group(1), m.group(2)
+        p = procs[pid]
+        if text.startswith("process: "):
+            p["title"] = text[len("process: "):]
+        elif text.startswith(f"calls for {prefix}: "):
+            p["totals"] = dict(kv.split("=") for kv in text.split(": ", 1)[1].split())
+        elif text.startswith("by libc call: "):
+            head, _, calls = text[len("by libc call: "):].partition(": ")
+            name, _, n = head.rpartition(" x")
+            p["libc"][name] = (int(n), dict(kv.split("=") for kv in calls.split()))
+    return procs
+
+def is_backend(title):
+    return title.startswith("postgres: postgres postgres")
+
+def kind(title):
+    if is_backend(title):
+        return "backends"
+    m = re.match(r"postgres: (.*)", title)
+    return m.group(1).strip() if m else "postmaster"
+
+def table(procs, per, what):
+    groups = collections.defaultdict(collections.Counter)
+    libc = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
+    for p in procs.values():
+        k = kind(p["title"])
+        for proc_, n in p["totals"].items():
+            groups[k][proc_] += int(n)
+        for name, (n, calls) in p["libc"].items():
+            libc[k][name]["(calls)"] += n
+            for proc_, c in calls.items():
+                libc[k][name][proc_] += int(c)
+    print(f"\nNFS calls per {what} ({per} in the run), by process:")
+    names = sorted({q for g in groups.values() for q in g})
+    print("| process | " + " | ".join(names) + " | total |")
+    print("|---" * (len(names) + 2) + "|")
+    for k in sorted(groups):
+        g = groups[k]
+        print(f"| {k} | " + " | ".join(f"{g[q] / per:.2f}" for q in names)
+              + f" | {sum(g.values()) / per:.2f} |")
+    print(f"\nby libc call (per {what}; calls = how often the libc call was served):")
+    print("| process | libc call | calls | NFS calls |")
+    print("|---|---|---|---|")
+    for k in sorted(libc):
+        for name, c in sorted(libc[k].items(), key=lambda kv: -kv[1]["(calls)"]):
+            nfs = " ".join(f"{q}={v / per:.2f}" for q, v in sorted(c.items()) if q != "(calls)")
+            print(f"| {k} | {name} | {c['(calls)'] / per:.2f} | {nfs or '-'} |")
+
+tpcb_log, txns, conn_log, conns, prefix = sys.argv[1:]
+table(parse(tpcb_log, prefix), int(txns), "TPC-B transaction")
+table(parse(conn_log, prefix), int(conns), "-C connection")
+EOF
