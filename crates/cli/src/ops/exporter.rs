@@ -18,8 +18,13 @@ use crate::error::{CliError, Result};
 /// Options of `dnfs exporter`.
 #[derive(Debug, clap::Args)]
 pub struct ExporterArgs {
-    /// Address to listen on, e.g. 127.0.0.1:9187 or [::]:9187.
-    #[arg(long, value_name = "ADDR")]
+    // The help is an attribute, not a doc comment: rustdoc would read
+    // `[::]` as a link, and clap shows a doc comment's escapes as written.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        help = "Address to listen on, e.g. 127.0.0.1:9187 or [::]:9187"
+    )]
     pub listen: String,
 }
 

@@ -25,7 +25,7 @@
 //! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning), a size in bytes (`k`/`m` suffixes, 4 KiB..=256 MiB) asked for as SO_SNDBUF and SO_RCVBUF, or `prefer:SIZE`: that size in each direction whose kernel maximum (`net.core.wmem_max`, `rmem_max`) allows it in full, autotuning in the other | `prefer:4m` |
 //! | `mnt_timeout` | seconds to keep trying to mount a server that cannot be reached (refused or timed-out connections, programs not registered with its portmapper; a server that answers and refuses fails at once), with pauses of 0.25 s doubling to 5 s (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
 //! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
-//! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`; anything else is an error | 3 |
+//! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`, `nfs3`; or `4.1`, `v4.1`, `nfsv4.1`, `nfs4.1`, `nfsv41` (NFSv4.1); anything else is an error | 3 |
 //! | `security` (`security_default`, `sec`) | `sys` only; anything else is an error | sys |
 //! | `ro` / `rw` | flag: `ro` makes every write (WRITE, SETATTR, CREATE, REMOVE, RENAME, MKDIR, COMMIT, ...) fail with EROFS before it is sent | rw |
 //! | `options` | a kernel mount-option string (`rw,bg,hard,tcp,vers=3,timeo=600,...`): see [`super::kernel`] | |
