@@ -949,6 +949,7 @@ mod tests {
         assert!(o.hard);
         assert_eq!((o.uid, o.gid, o.gids.clone()), (None, None, None));
         assert_eq!(o.max_inflight, 256);
+        assert_eq!(o.max_client_inflight, 4096);
         assert_eq!((o.rsize, o.wsize), (1 << 20, 1 << 20));
         assert!(!o.dontroute);
         assert_eq!(o.mnt_timeout, Duration::from_secs(600));
@@ -957,6 +958,9 @@ mod tests {
         assert_eq!(o.nfs_version, NfsVersion::V3);
         assert_eq!(o.write_behind, 8 << 20);
         assert_eq!(o.write_behind_client, 64 << 20);
+        assert!(!o.read_only);
+        assert!(o.publish_stats);
+        assert_eq!(o.alert_log, None);
         assert_eq!(o.validate(), Ok(()));
     }
 
@@ -1073,6 +1077,22 @@ mod tests {
             err.to_string(),
             "invalid value \"65\" for key \"connections\": must be between 1 and 64"
         );
+    }
+
+    #[test]
+    fn retrans_and_mnt_timeout_are_bounded() {
+        assert_eq!(set(&[("retrans", "0")]).unwrap().retrans, 0);
+        assert_eq!(set(&[("retrans", "1000")]).unwrap().retrans, 1000);
+        let err = set(&[("retrans", "1001")]).unwrap_err().to_string();
+        assert!(err.contains("must be between 0 and 1000"), "{err}");
+        let secs = |v: &str| set(&[("mnt_timeout", v)]).map(|o| o.mnt_timeout);
+        assert_eq!(secs("1"), Ok(Duration::from_secs(1)));
+        assert_eq!(secs("86400"), Ok(Duration::from_secs(86400)));
+        assert_eq!(secs("1500ms"), Ok(Duration::from_millis(1500)));
+        for bad in ["0", "999ms", "86401", "-1", "soon"] {
+            let err = secs(bad).unwrap_err().to_string();
+            assert!(err.contains("mnt_timeout"), "{bad}: {err}");
+        }
     }
 
     #[test]
