@@ -194,7 +194,12 @@ mod tests {
                     forcedirectio,bg,fg,nolock,cto,nocto,noatime,defaults,_netdev";
         let mut o = MountOptions::default();
         let r = apply(&mut o, said).expect("accepted");
-        assert_eq!(r.accepted.len(), said.split(',').count(), "{:?}", r.accepted);
+        assert_eq!(
+            r.accepted.len(),
+            said.split(',').count(),
+            "{:?}",
+            r.accepted
+        );
         assert!(r.mapped.is_empty(), "{:?}", r.mapped);
         assert_eq!(o, MountOptions::default());
         let mut o = MountOptions {
