@@ -124,8 +124,11 @@ static int open_of_missing_file_is_enoent(void)
     CHECK(dnfs_open(g_client, path("missing"), 0, 0) == NULL);
     CHECK_EQ(errno, ENOENT);
     CHECK(strstr(dnfs_last_error(), "missing") != NULL);
-    struct dnfs_stat st;
+    struct dnfs_stat st, untouched;
+    memset(&st, 0xa5, sizeof st);
+    memcpy(&untouched, &st, sizeof st);
     CHECK_EQ(dnfs_stat(g_client, path("missing"), &st), -ENOENT);
+    CHECK(memcmp(&st, &untouched, sizeof st) == 0); /* written only on success */
     /* a successful call does not clear the message */
     CHECK_EQ(dnfs_stat(g_client, g_dir, &st), 0);
     CHECK(strstr(dnfs_last_error(), "missing") != NULL);
@@ -323,6 +326,13 @@ static int batch_wait_with_zero_timeout_polls(void)
         CHECK_EQ(dnfs_batch_wait(b, 1, -1, &c, 1), 1);
     CHECK_EQ(c.result, sizeof big);
     CHECK_EQ(dnfs_batch_wait(b, 1, 0, &c, 0), -EINVAL);
+    /* min_nr is clamped to max_out: two done, room for one, then the other */
+    CHECK_EQ(dnfs_batch_write(b, f, big, 4096, 0, 2), 0);
+    CHECK_EQ(dnfs_batch_write(b, f, big, 4096, 4096, 3), 0);
+    CHECK_EQ(dnfs_batch_wait(b, 2, -1, &c, 1), 1);
+    CHECK_EQ(dnfs_batch_outstanding(b), 1);
+    CHECK_EQ(dnfs_batch_wait(b, 5, -1, &c, 1), 1); /* and to the outstanding */
+    CHECK_EQ(dnfs_batch_outstanding(b), 0);
     dnfs_batch_free(b);
     dnfs_close(f);
     return 0;
@@ -409,7 +419,9 @@ static int namespace_operations_work_and_report_errno(void)
     int calls = 0;
     CHECK_EQ(dnfs_readdir(g_client, path("d"), stop_early, &calls), 42);
     CHECK_EQ(calls, 1);
+    int before = l.count;
     CHECK_EQ(dnfs_readdir(g_client, path("nodir"), collect, &l), -ENOENT);
+    CHECK_EQ(l.count, before); /* no callback on failure */
 
     CHECK_EQ(dnfs_rmdir(g_client, path("d")), -ENOTEMPTY);
     CHECK_EQ(dnfs_rename(g_client, path("d/a"), path("d/c")), 0);
