@@ -41,6 +41,18 @@ fn scratch(client: &Client, name: &str) -> String {
     dir
 }
 
+/// The names in `dir`, sorted.
+fn sorted_names(client: &Client, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .read_dir(dir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    names
+}
+
 fn remove_tree(client: &Client, dir: &str) -> directnfs::Result<()> {
     for e in client.read_dir(dir)? {
         let p = format!("{dir}/{}", e.name);
@@ -108,14 +120,7 @@ fn namespace_operations_and_their_errors() {
     assert_eq!(client.metadata(&a).unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(client.metadata(&b).unwrap().size, 5);
     client.mkdir(&format!("{dir}/sub")).unwrap();
-    let mut names: Vec<String> = client
-        .read_dir(&dir)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    names.sort();
-    assert_eq!(names, ["b", "sub"]);
+    assert_eq!(sorted_names(&client, &dir), ["b", "sub"]);
     assert!(client.rmdir(&b).is_err(), "rmdir of a file");
     assert!(
         client.remove(&format!("{dir}/sub")).is_err(),
@@ -168,14 +173,11 @@ fn read_only_mount_refuses_every_change_with_erofs() {
     erofs("rmdir", ro.rmdir(&sub));
     erofs("symlink", ro.symlink(b"a", &format!("{dir}/l")));
     erofs("link", ro.link(&a, &format!("{dir}/h")));
-    let mut names: Vec<String> = rw
-        .read_dir(&dir)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    names.sort();
-    assert_eq!(names, ["a", "sub"], "nothing changed on the server");
+    assert_eq!(
+        sorted_names(&rw, &dir),
+        ["a", "sub"],
+        "nothing changed on the server"
+    );
     assert_eq!(rw.metadata(&a).unwrap().size, 5);
     remove_tree(&rw, &dir).unwrap();
 }
