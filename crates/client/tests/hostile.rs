@@ -67,7 +67,7 @@ static ALLOCATOR: harness::watch::Counting = harness::watch::Counting;
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -2876,6 +2876,63 @@ fn batch_write_over_a_write_behind_write_delayed_at_the_server_lands_after_it() 
     assert_eq!(file.uncommitted_bytes(), 0);
     server.clear_hook();
     assert!(durable_after_a_crash(&server, 0, len) == newer);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn set_len_remove_and_rename_wait_for_write_behind_writes_in_flight() {
+    // README "Semantics": `set_len`, `remove` and `rename` wait for the
+    // WRITEs in flight. The server holds a write-behind WRITE a second
+    // before executing it; sent at once on the other connection, the
+    // SETATTR (a truncate the older WRITE would then undo), REMOVE or
+    // RENAME would arrive while it is held.
+    type Op = fn(&Client, &File) -> directnfs::Result<()>;
+    let ops: [(&str, Proc, Op); 3] = [
+        ("set_len", Proc::SETATTR, |_, f| f.set_len(0)),
+        ("remove", Proc::REMOVE, |c, _| c.remove(FILE)),
+        ("rename", Proc::RENAME, |c, _| c.rename(FILE, "/renamed")),
+    ];
+    for (name, proc_, op) in ops {
+        let server = storing_server();
+        let (client, file) = mount(&server, TWO_CONNECTIONS);
+        let (armed, held, executed) = (
+            Arc::new(AtomicBool::new(true)),
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let arrived_after = Arc::new(Mutex::new(None::<bool>));
+        let (a, h, e, w) = (
+            Arc::clone(&armed),
+            Arc::clone(&held),
+            Arc::clone(&executed),
+            Arc::clone(&arrived_after),
+        );
+        server.on_call(move |_, seen| {
+            if seen.proc_ == Some(Proc::WRITE) && a.swap(false, Ordering::SeqCst) {
+                h.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_secs(1));
+                e.store(true, Ordering::SeqCst);
+            } else if seen.proc_ == Some(proc_) {
+                w.lock().unwrap().get_or_insert(e.load(Ordering::SeqCst));
+            }
+            None
+        });
+        write_data(&file, 0, &[0x33u8; 4096]);
+        assert!(file.write_behind_bytes() > 0, "{name}: write_at waited");
+        wait_for("the held WRITE", Duration::from_secs(5), || {
+            held.load(Ordering::SeqCst)
+        });
+        let (c, f) = (client.clone(), file.clone());
+        within(name, SOFT_LIMIT, move || op(&c, &f))
+            .0
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            *arrived_after.lock().unwrap(),
+            Some(true),
+            "{name} reached the server while the WRITE was held"
+        );
+        server.clear_hook();
+    }
     assert_no_internal_panic();
 }
 
