@@ -46,9 +46,13 @@
  *
  * Safety.   No Rust panic ever crosses this interface: an internal error
  *           becomes -EIO with a message (Rust's default panic hook also
- *           prints that message on stderr). Otherwise nothing here calls
- *           abort() or exit(), installs signal handlers, or writes to
- *           stdout/stderr.
+ *           prints that message on stderr). Nothing here calls abort() or
+ *           exit(), installs signal handlers, or writes to stdout. The only
+ *           other output is the alert log: one line per event an operator
+ *           must know about (a path down or up, a server restart, a MOUNT
+ *           being retried), on stderr unless the URL/config option
+ *           alert_log= or the environment DIRECTNFS_ALERT_LOG sends it
+ *           elsewhere (a file, syslog) or turns it off.
  *
  * Sharing.  Files may be removed and re-created by other processes or
  *           hosts: a name whose cached file handle went stale (ESTALE) is
@@ -177,7 +181,7 @@ ssize_t dnfs_stats_json(const dnfs_client *client, char *buf, size_t len);
 #define DNFS_O_TRUNC 0x4 /* truncate to length 0 */
 
 /* Opens (or creates) a file. `mode` is the permission bits of a created
- * file (0 means 0644). Every file is open for reading and writing; NFS
+ * file (0 means 0644; no umask is applied). Every file is open for reading and writing; NFS
  * checks permissions per operation, so a read-only file fails at the first
  * dnfs_pwrite (-EACCES). Unknown flag bits or DNFS_O_EXCL without
  * DNFS_O_CREAT give EINVAL. Returns NULL and errno on failure. */
@@ -317,8 +321,8 @@ int dnfs_unlink(dnfs_client *client, const char *path);
  * the server if it exists. */
 int dnfs_rename(dnfs_client *client, const char *from, const char *to);
 
-/* Creates a directory. NOTE: `mode` is currently not applied — directories
- * are created 0755 (the directnfs crate has no chmod yet). */
+/* Creates a directory with the permission bits of `mode` (0 means 0755;
+ * no umask is applied). */
 int dnfs_mkdir(dnfs_client *client, const char *path, unsigned mode);
 
 /* Removes an empty directory (-ENOTEMPTY otherwise). */

@@ -107,17 +107,26 @@ check_docs() {
             fi
         done < <(grep -oE '\]\([^) ]+\)' "$file" | sed -E 's/^\]\((.*)\)$/\1/')
     done < <(git ls-files '*.md')
+    # A test the documents name as proof must exist (a renamed test leaves
+    # a promise without one).
+    if ! python3 scripts/check-test-names.py; then
+        log "the documents above name tests that do not exist"
+        bad=1
+    fi
     return "$bad"
 }
 
 main() {
     install_packages
-    log "docs: no references outside the repository, no broken links, no conflict markers"
+    log "docs: no references outside the repository, no broken links, no conflict markers, no missing tests"
     check_docs
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
     cargo clippy --workspace --all-targets -- -D warnings
+    log "cargo doc: no broken or private intra-doc links"
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+    RUSTDOCFLAGS="-D warnings" cargo rustdoc -p directnfs-capi --lib
     log "cargo build --release"
     cargo build --workspace --release
 

@@ -78,6 +78,30 @@ static int bad_url_gives_null_einval_and_a_message(void)
     return 0;
 }
 
+/* The errno of a mount that fails, as the header lists them: a server
+ * that cannot be reached (after mnt_timeout), an export it refuses. */
+static int unreachable_server_and_refused_export_give_their_errno(void)
+{
+    char host[256], export_[512], q[512];
+    if (sscanf(g_url, "nfs://%255[^/]%511[^?]?%511s", host, export_, q) != 3) {
+        fprintf(stderr, "    (skipped: cannot split URL %s)\n", g_url);
+        return 0;
+    }
+    char url[1024];
+    /* port 1: nothing listens there (connections refused) */
+    snprintf(url, sizeof url, "nfs://%s%s?nfsport=1&mountport=1&mnt_timeout=1", host, export_);
+    errno = 0;
+    CHECK(dnfs_client_open_url(url) == NULL);
+    CHECK_EQ(errno, ECONNREFUSED);
+    CHECK(strstr(dnfs_last_error(), "mnt_timeout") != NULL);
+    /* a path outside every export of the server */
+    snprintf(url, sizeof url, "nfs://%s/no/such/export?%s", host, q);
+    errno = 0;
+    CHECK(dnfs_client_open_url(url) == NULL);
+    CHECK(errno == EACCES || errno == ENOENT);
+    return 0;
+}
+
 static int null_arguments_are_einval(void)
 {
     char b[4];
@@ -100,8 +124,14 @@ static int open_of_missing_file_is_enoent(void)
     CHECK(dnfs_open(g_client, path("missing"), 0, 0) == NULL);
     CHECK_EQ(errno, ENOENT);
     CHECK(strstr(dnfs_last_error(), "missing") != NULL);
-    struct dnfs_stat st;
+    struct dnfs_stat st, untouched;
+    memset(&st, 0xa5, sizeof st);
+    memcpy(&untouched, &st, sizeof st);
     CHECK_EQ(dnfs_stat(g_client, path("missing"), &st), -ENOENT);
+    CHECK(memcmp(&st, &untouched, sizeof st) == 0); /* written only on success */
+    /* a successful call does not clear the message */
+    CHECK_EQ(dnfs_stat(g_client, g_dir, &st), 0);
+    CHECK(strstr(dnfs_last_error(), "missing") != NULL);
     return 0;
 }
 
@@ -296,6 +326,13 @@ static int batch_wait_with_zero_timeout_polls(void)
         CHECK_EQ(dnfs_batch_wait(b, 1, -1, &c, 1), 1);
     CHECK_EQ(c.result, sizeof big);
     CHECK_EQ(dnfs_batch_wait(b, 1, 0, &c, 0), -EINVAL);
+    /* min_nr is clamped to max_out: two done, room for one, then the other */
+    CHECK_EQ(dnfs_batch_write(b, f, big, 4096, 0, 2), 0);
+    CHECK_EQ(dnfs_batch_write(b, f, big, 4096, 4096, 3), 0);
+    CHECK_EQ(dnfs_batch_wait(b, 2, -1, &c, 1), 1);
+    CHECK_EQ(dnfs_batch_outstanding(b), 1);
+    CHECK_EQ(dnfs_batch_wait(b, 5, -1, &c, 1), 1); /* and to the outstanding */
+    CHECK_EQ(dnfs_batch_outstanding(b), 0);
     dnfs_batch_free(b);
     dnfs_close(f);
     return 0;
@@ -359,12 +396,21 @@ static int stop_early(void *ctx, const struct dnfs_dirent *e)
 
 static int namespace_operations_work_and_report_errno(void)
 {
-    CHECK_EQ(dnfs_mkdir(g_client, path("d"), 0755), 0);
+    struct dnfs_stat st;
+    CHECK_EQ(dnfs_mkdir(g_client, path("d"), 0711), 0);
+    CHECK_EQ(dnfs_stat(g_client, path("d"), &st), 0);
+    CHECK_EQ(st.mode & 07777, 0711); /* the mode asked for */
     CHECK_EQ(dnfs_mkdir(g_client, path("d"), 0755), -EEXIST);
     dnfs_file *f = dnfs_open(g_client, path("d/a"), DNFS_O_CREAT, 0);
     CHECK(f != NULL);
+    CHECK_EQ(dnfs_fstat(f, &st), 0);
+    CHECK_EQ(st.mode & 07777, 0644); /* mode 0: 0644 */
     dnfs_close(f);
     CHECK_EQ(dnfs_mkdir(g_client, path("d/b"), 0), 0);
+    CHECK_EQ(dnfs_stat(g_client, path("d/b"), &st), 0);
+    CHECK_EQ(st.mode & 07777, 0755); /* mode 0: 0755 */
+    int rc = dnfs_unlink(g_client, path("d/b")); /* a directory */
+    CHECK(rc == -EISDIR || rc == -EPERM);
 
     struct dirlist l = {0};
     CHECK_EQ(dnfs_readdir(g_client, path("d"), collect, &l), 0);
@@ -373,11 +419,12 @@ static int namespace_operations_work_and_report_errno(void)
     int calls = 0;
     CHECK_EQ(dnfs_readdir(g_client, path("d"), stop_early, &calls), 42);
     CHECK_EQ(calls, 1);
+    int before = l.count;
     CHECK_EQ(dnfs_readdir(g_client, path("nodir"), collect, &l), -ENOENT);
+    CHECK_EQ(l.count, before); /* no callback on failure */
 
     CHECK_EQ(dnfs_rmdir(g_client, path("d")), -ENOTEMPTY);
     CHECK_EQ(dnfs_rename(g_client, path("d/a"), path("d/c")), 0);
-    struct dnfs_stat st;
     CHECK_EQ(dnfs_stat(g_client, path("d/a"), &st), -ENOENT);
     CHECK_EQ(dnfs_stat(g_client, path("d/c"), &st), 0);
     CHECK_EQ(dnfs_stat(g_client, path("d"), &st), 0);
@@ -524,7 +571,10 @@ static int config_client_resolves_a_mount_path(void)
     CHECK(dnfs_client_open_config(tab, "/somewhere/else") == NULL);
     CHECK_EQ(errno, EINVAL);
     CHECK(strstr(dnfs_last_error(), "mount") != NULL);
+    errno = 0;
     CHECK(dnfs_client_open_config("/nonexistent/dnfstab", mp) == NULL);
+    CHECK_EQ(errno, EINVAL);
+    CHECK(strstr(dnfs_last_error(), "/nonexistent/dnfstab") != NULL);
     unlink(tab);
     return 0;
 }
@@ -728,6 +778,7 @@ int main(void)
 #define T(f) {#f, f}
         T(version_is_the_header_version),
         T(bad_url_gives_null_einval_and_a_message),
+        T(unreachable_server_and_refused_export_give_their_errno),
         T(null_arguments_are_einval),
         T(open_of_missing_file_is_enoent),
         T(bad_flags_are_einval),

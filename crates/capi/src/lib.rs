@@ -22,7 +22,7 @@
 //!
 //! ## Mechanics
 //!
-//! Every `extern "C"` body runs inside [`ffi::ffi_try`]: panics are caught,
+//! Every `extern "C"` body runs inside `ffi::ffi_try`: panics are caught,
 //! errors become `-errno` (or NULL + `errno`) with a thread-local message.
 //! Handles are `Box`ed Rust objects handed to C as opaque pointers and taken
 //! back by the matching close/free function.

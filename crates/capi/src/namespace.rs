@@ -207,10 +207,12 @@ pub unsafe extern "C" fn dnfs_unlink(client: *mut DnfsClient, path: *const c_cha
 pub unsafe extern "C" fn dnfs_mkdir(
     client: *mut DnfsClient,
     path: *const c_char,
-    _mode: c_uint,
+    mode: c_uint,
 ) -> c_int {
+    // As dnfs_open: 0 asks for the default, no umask is applied.
+    let mode = if mode == 0 { 0o755 } else { mode & 0o7777 };
     // SAFETY: arguments passed through under the same contract.
-    unsafe { path_op(client, path, |c, p| c.mkdir(p)) }
+    unsafe { path_op(client, path, |c, p| c.mkdir_mode(p, mode)) }
 }
 
 /// See `dnfs_rmdir` in directnfs.h.

@@ -206,6 +206,31 @@ fn another_user_cannot_read_a_process_statistics() {
 }
 
 #[test]
+fn directnfs_stats_off_keeps_a_process_from_publishing() {
+    let s = server_or_skip!();
+    let mut run = Workers::start_with("stats-off", 2, |name, release| {
+        let off = name.ends_with("-1.dat");
+        let extra: &[(&str, &str)] = if off {
+            &[("DNFS_OPS_READS", "10"), ("DIRECTNFS_STATS", "off")]
+        } else {
+            &[("DNFS_OPS_READS", "10")]
+        };
+        spawn_worker(s, name, release, extra)
+    });
+    run.wait_all("DONE");
+    let (on, off) = (run.pids[0], run.pids[1]);
+    assert!(endpoint_path(on).exists(), "the control publishes");
+    assert!(
+        !endpoint_path(off).exists(),
+        "DIRECTNFS_STATS=off published"
+    );
+    let line = common::fails(&["stats", "--pid", &off.to_string()]);
+    assert!(line.contains("publishes no statistics"), "{line}");
+    ok_out(&dnfs(&["stats", "--pid", &on.to_string()]));
+    run.release_and_collect();
+}
+
+#[test]
 fn a_killed_process_leaves_no_endpoint_that_breaks_stats() {
     let s = server_or_skip!();
     let mut run = Workers::start(s, "kill", 2, 10, 0, 0);

@@ -374,6 +374,71 @@ mod tests {
         );
     }
 
+    /// The errno of every variant, as RELIABILITY.md's table lists them
+    /// (the C library and the VFS return these).
+    #[test]
+    fn every_variant_has_the_errno_reliability_md_lists() {
+        let (op, path) = ("OP", || "/f".to_string());
+        let mount = |status| Error::Mount {
+            export: "/e".into(),
+            status,
+        };
+        assert_eq!(mount(mountstat3::MNT3ERR_NOENT).errno(), libc::ENOENT);
+        assert_eq!(mount(mountstat3::MNT3ERR_ACCES).errno(), libc::EACCES);
+        assert_eq!(mount(mountstat3::MNT3ERR_PERM).errno(), libc::EACCES);
+        assert_eq!(mount(mountstat3::MNT3ERR_NOTDIR).errno(), libc::ENOTDIR);
+        assert_eq!(mount(mountstat3::MNT3ERR_IO).errno(), libc::EIO);
+        let detail = || "d".to_string();
+        for e in [
+            Error::Rpc {
+                op,
+                path: path(),
+                detail: detail(),
+            },
+            Error::Protocol {
+                op,
+                path: path(),
+                detail: detail(),
+            },
+            Error::NotDurable {
+                op,
+                path: path(),
+                detail: detail(),
+            },
+            Error::LockLost {
+                op,
+                path: path(),
+                detail: detail(),
+            },
+        ] {
+            assert_eq!(e.errno(), libc::EIO, "{e:?}");
+        }
+        let busy = Error::ServerBusy {
+            op,
+            path: path(),
+            status: nfsstat4::NFS4ERR_DELAY,
+            waited: std::time::Duration::from_secs(2),
+        };
+        assert_eq!(busy.errno(), libc::ETIMEDOUT);
+        assert_eq!(
+            Error::Shutdown { op, path: path() }.errno(),
+            libc::ESHUTDOWN
+        );
+        assert_eq!(Error::ReadOnly { op, path: path() }.errno(), libc::EROFS);
+        assert_eq!(Error::Unsupported("locks".into()).errno(), libc::ENOTSUP);
+        assert_eq!(Error::InvalidInput("x".into()).errno(), libc::EINVAL);
+        let nfs4 = |status| Error::Nfs4 {
+            op,
+            path: path(),
+            status,
+        };
+        assert_eq!(nfs4(nfsstat4::NFS4ERR_NOENT).errno(), libc::ENOENT);
+        assert_eq!(nfs4(nfsstat4::NFS4ERR_DENIED).errno(), libc::EAGAIN);
+        assert_eq!(nfs4(nfsstat4::NFS4ERR_SYMLINK).errno(), libc::ELOOP);
+        assert_eq!(nfs4(nfsstat4::NFS4ERR_BADNAME).errno(), libc::EINVAL);
+        assert_eq!(nfs4(nfsstat4::NFS4ERR_STALE_CLIENTID).errno(), libc::EIO);
+    }
+
     #[test]
     fn unknown_status_is_shown_in_hex() {
         let e = Error::Nfs {

@@ -538,6 +538,7 @@ impl File {
         let result = match &self.shared.v4 {
             Some(v4) => self
                 .check_range(offset, buf.len(), "WRITE")
+                .and_then(|()| self.check_writable())
                 .and_then(|()| v4.write_at(buf, offset)),
             None if self.writes_behind() => self.write_behind(buf, offset),
             None => self.write_at_inner(buf, offset),

@@ -67,7 +67,7 @@ static ALLOCATOR: harness::watch::Counting = harness::watch::Counting;
 
 use std::io::ErrorKind;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -77,7 +77,8 @@ use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply, AuthStat, RejectedReply};
 
 use harness::watch::{
-    assert_no_internal_panic, largest_allocation, memory_lock, peak_rss_kib, within, within_or,
+    allocations_on_this_thread, assert_no_internal_panic, largest_allocation, memory_lock,
+    peak_rss_kib, within, within_or,
 };
 use harness::{
     absurd_attr, pattern_at, Fault, HostileServer, Options, Plan, Proc, ReadShape, DIR_NAME, FILE,
@@ -1103,6 +1104,62 @@ fn jukebox_on_batch_reads_and_writes_is_retried_on_a_hard_mount() {
         assert_eq!(r.unwrap(), LEN);
     }
     assert_eq!(server.count(Proc::WRITE), 2 + 2);
+    assert_no_internal_panic();
+}
+
+/// README "Usage": a batch reuses its finished calls and buffers, so in a
+/// steady stream of I/O a read allocates nothing and a write one block
+/// (the copy of its data that is sent). Counted on the thread that
+/// submits and reaps (it also receives the replies while it waits); the
+/// server's threads are not counted.
+#[test]
+fn a_steady_stream_of_batch_reads_allocates_nothing_and_a_write_one_block() {
+    let server = HostileServer::start(Plan::none());
+    let (_client, file) = mount(&server, HARD);
+    let ((warm, steady, ops), _) = within("steady batch I/O", Duration::from_secs(60), move || {
+        let mut batch = directnfs::Batch::new(file.client());
+        let mut done = Vec::with_capacity(64);
+        let mut bufs: Vec<Vec<u8>> = (0..16).map(|_| vec![0u8; LEN]).collect();
+        let mut round = |batch: &mut directnfs::Batch, bufs: &mut Vec<Vec<u8>>| {
+            for (i, buf) in bufs.drain(..).enumerate() {
+                let at = OFF + (i * LEN) as u64;
+                if i % 4 == 3 {
+                    batch.write_owned(&file, at, buf, i as u64).unwrap();
+                } else {
+                    batch.read_owned(&file, at, buf, i as u64).unwrap();
+                }
+            }
+            while batch.outstanding() > 0 {
+                done.clear();
+                batch.wait_into(&mut done, 1, None);
+                for c in done.drain(..) {
+                    assert_eq!(c.result.unwrap(), LEN);
+                    bufs.push(c.buffer.expect("owned buffer back"));
+                }
+            }
+        };
+        let start = allocations_on_this_thread();
+        for _ in 0..50 {
+            round(&mut batch, &mut bufs);
+        }
+        let warm = allocations_on_this_thread() - start;
+        let start = allocations_on_this_thread();
+        let rounds = 500;
+        for _ in 0..rounds {
+            round(&mut batch, &mut bufs);
+        }
+        (warm, allocations_on_this_thread() - start, rounds * 16)
+    });
+    assert!(warm > 0, "the counting allocator is installed");
+    // One per write (a quarter of the operations), nothing per read: a
+    // stray allocation now and then (a table growing once) is allowed, one
+    // per 100 operations is not.
+    let writes = ops / 4;
+    assert!(
+        steady >= writes && steady - writes < ops / 100,
+        "{steady} allocations for {ops} operations ({writes} writes) in steady state \
+         ({warm} while warming up)"
+    );
     assert_no_internal_panic();
 }
 
@@ -2819,6 +2876,63 @@ fn batch_write_over_a_write_behind_write_delayed_at_the_server_lands_after_it() 
     assert_eq!(file.uncommitted_bytes(), 0);
     server.clear_hook();
     assert!(durable_after_a_crash(&server, 0, len) == newer);
+    assert_no_internal_panic();
+}
+
+#[test]
+fn set_len_remove_and_rename_wait_for_write_behind_writes_in_flight() {
+    // README "Semantics": `set_len`, `remove` and `rename` wait for the
+    // WRITEs in flight. The server holds a write-behind WRITE a second
+    // before executing it; sent at once on the other connection, the
+    // SETATTR (a truncate the older WRITE would then undo), REMOVE or
+    // RENAME would arrive while it is held.
+    type Op = fn(&Client, &File) -> directnfs::Result<()>;
+    let ops: [(&str, Proc, Op); 3] = [
+        ("set_len", Proc::SETATTR, |_, f| f.set_len(0)),
+        ("remove", Proc::REMOVE, |c, _| c.remove(FILE)),
+        ("rename", Proc::RENAME, |c, _| c.rename(FILE, "/renamed")),
+    ];
+    for (name, proc_, op) in ops {
+        let server = storing_server();
+        let (client, file) = mount(&server, TWO_CONNECTIONS);
+        let (armed, held, executed) = (
+            Arc::new(AtomicBool::new(true)),
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let arrived_after = Arc::new(Mutex::new(None::<bool>));
+        let (a, h, e, w) = (
+            Arc::clone(&armed),
+            Arc::clone(&held),
+            Arc::clone(&executed),
+            Arc::clone(&arrived_after),
+        );
+        server.on_call(move |_, seen| {
+            if seen.proc_ == Some(Proc::WRITE) && a.swap(false, Ordering::SeqCst) {
+                h.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_secs(1));
+                e.store(true, Ordering::SeqCst);
+            } else if seen.proc_ == Some(proc_) {
+                w.lock().unwrap().get_or_insert(e.load(Ordering::SeqCst));
+            }
+            None
+        });
+        write_data(&file, 0, &[0x33u8; 4096]);
+        assert!(file.write_behind_bytes() > 0, "{name}: write_at waited");
+        wait_for("the held WRITE", Duration::from_secs(5), || {
+            held.load(Ordering::SeqCst)
+        });
+        let (c, f) = (client.clone(), file.clone());
+        within(name, SOFT_LIMIT, move || op(&c, &f))
+            .0
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            *arrived_after.lock().unwrap(),
+            Some(true),
+            "{name} reached the server while the WRITE was held"
+        );
+        server.clear_hook();
+    }
     assert_no_internal_panic();
 }
 

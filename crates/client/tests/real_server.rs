@@ -504,3 +504,29 @@ fn client_inflight_limit_makes_a_batch_wait_for_room() {
     );
     c.remove(&path).unwrap();
 }
+
+/// `stats=off` keeps a client out of its process's published statistics
+/// (README "Operating"); a client without it is in them.
+#[test]
+fn stats_off_keeps_a_client_out_of_the_process_statistics() {
+    let on = client();
+    let off = Client::connect(&url_with("stats=off")).expect("connect with stats=off");
+    let (seen, hidden) = (unique("stats-on"), unique("stats-off"));
+    for (c, name) in [(&on, &seen), (&off, &hidden)] {
+        let f = c.create(name).expect("create");
+        f.write_at(b"counted?", 0).expect("write");
+        // The client's own statistics have the file either way.
+        assert!(c.stats().files.iter().any(|s| s.path == *name), "{name}");
+    }
+    let published = directnfs::publish::process_stats().stats.files;
+    assert!(
+        published.iter().any(|s| s.path == seen),
+        "{seen} not published"
+    );
+    assert!(
+        !published.iter().any(|s| s.path == hidden),
+        "{hidden} of a stats=off client was published"
+    );
+    on.remove(&seen).expect("remove");
+    off.remove(&hidden).expect("remove");
+}

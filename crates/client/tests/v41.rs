@@ -41,6 +41,18 @@ fn scratch(client: &Client, name: &str) -> String {
     dir
 }
 
+/// The names in `dir`, sorted.
+fn sorted_names(client: &Client, dir: &str) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .read_dir(dir)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    names.sort();
+    names
+}
+
 fn remove_tree(client: &Client, dir: &str) -> directnfs::Result<()> {
     for e in client.read_dir(dir)? {
         let p = format!("{dir}/{}", e.name);
@@ -108,14 +120,7 @@ fn namespace_operations_and_their_errors() {
     assert_eq!(client.metadata(&a).unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(client.metadata(&b).unwrap().size, 5);
     client.mkdir(&format!("{dir}/sub")).unwrap();
-    let mut names: Vec<String> = client
-        .read_dir(&dir)
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    names.sort();
-    assert_eq!(names, ["b", "sub"]);
+    assert_eq!(sorted_names(&client, &dir), ["b", "sub"]);
     assert!(client.rmdir(&b).is_err(), "rmdir of a file");
     assert!(
         client.remove(&format!("{dir}/sub")).is_err(),
@@ -128,6 +133,53 @@ fn namespace_operations_and_their_errors() {
         client.metadata(&dir).unwrap_err().kind(),
         ErrorKind::NotFound
     );
+}
+
+/// `ro` (README "Kernel mount options"): every call that would change the
+/// server fails with EROFS before it is sent, on NFSv4.1 as on NFSv3;
+/// reads and `fsync` work, and the server's files are untouched.
+#[test]
+fn read_only_mount_refuses_every_change_with_erofs() {
+    let Some(url) = url() else { return };
+    let rw = Client::connect(&url).unwrap();
+    let dir = scratch(&rw, "ro");
+    let (a, sub) = (format!("{dir}/a"), format!("{dir}/sub"));
+    rw.create(&a).unwrap().write_at(b"hello", 0).unwrap();
+    rw.mkdir(&sub).unwrap();
+    let ro = Client::connect(&with(&url, "options=ro,hard,tcp")).unwrap();
+    let erofs = |what: &str, r: directnfs::Result<()>| {
+        let e = r.expect_err(what);
+        assert_eq!(e.errno(), libc::EROFS, "{what}: {e}");
+    };
+    let f = ro.open(&a).unwrap();
+    let mut buf = [0u8; 5];
+    assert_eq!(f.read_at(&mut buf, 0).unwrap(), 5);
+    assert_eq!(&buf, b"hello");
+    erofs("write_at", f.write_at(b"xx", 0).map(|_| ()));
+    erofs("set_len", f.set_len(0));
+    f.fsync().unwrap();
+    let mut batch = directnfs::Batch::new(&ro);
+    erofs("batch write", batch.write(&f, 0, b"xx", 1));
+    drop(batch);
+    erofs("create", ro.create(&format!("{dir}/new")).map(|_| ()));
+    let truncate = OpenOptions {
+        truncate: true,
+        ..Default::default()
+    };
+    erofs("open truncating", ro.open_with(&a, truncate).map(|_| ()));
+    erofs("remove", ro.remove(&a));
+    erofs("rename", ro.rename(&a, &format!("{dir}/b")));
+    erofs("mkdir", ro.mkdir(&format!("{dir}/d")));
+    erofs("rmdir", ro.rmdir(&sub));
+    erofs("symlink", ro.symlink(b"a", &format!("{dir}/l")));
+    erofs("link", ro.link(&a, &format!("{dir}/h")));
+    assert_eq!(
+        sorted_names(&rw, &dir),
+        ["a", "sub"],
+        "nothing changed on the server"
+    );
+    assert_eq!(rw.metadata(&a).unwrap().size, 5);
+    remove_tree(&rw, &dir).unwrap();
 }
 
 #[test]

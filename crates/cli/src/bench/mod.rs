@@ -50,10 +50,15 @@ pub enum BenchCommand {
 /// Options shared by every workload.
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchOpts {
-    /// The data file: nfs://host[:port]/export/file?nfsport=..&mountport=..
-    /// or a path under a dnfstab mount: prefix (created and filled by the
-    /// bench if missing; redo uses FILE.redo).
-    #[arg(long, short = 't')]
+    // The help is an attribute, not a doc comment: rustdoc would read
+    // `[:port]` as a link, and clap shows a doc comment's escapes as written.
+    #[arg(
+        long,
+        short = 't',
+        help = "The data file: nfs://host[:port]/export/file?nfsport=..&mountport=.. \
+                or a path under a dnfstab mount: prefix (created and filled by the \
+                bench if missing; redo uses FILE.redo)"
+    )]
     pub target: Option<String>,
     /// Data file size (k/m/g suffixes); default 1g.
     #[arg(long, default_value = "1g", value_parser = parse_size)]

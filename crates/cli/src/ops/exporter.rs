@@ -18,8 +18,13 @@ use crate::error::{CliError, Result};
 /// Options of `dnfs exporter`.
 #[derive(Debug, clap::Args)]
 pub struct ExporterArgs {
-    /// Address to listen on, e.g. 127.0.0.1:9187 or [::]:9187.
-    #[arg(long, value_name = "ADDR")]
+    // The help is an attribute, not a doc comment: rustdoc would read
+    // `[::]` as a link, and clap shows a doc comment's escapes as written.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        help = "Address to listen on, e.g. 127.0.0.1:9187 or [::]:9187"
+    )]
     pub listen: String,
 }
 
@@ -27,7 +32,8 @@ pub struct ExporterArgs {
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest request head read (request line and headers).
 const MAX_HEAD: usize = 16 * 1024;
-/// Scrapes served at once; more wait in the listen queue.
+/// Scrapes served at once; a connection beyond them is answered 503 at
+/// once (a scraper retries at its next interval).
 const MAX_CONCURRENT: usize = 8;
 
 /// Runs the exporter until killed.
@@ -38,6 +44,13 @@ pub fn run(args: &ExporterArgs) -> Result<()> {
         .local_addr()
         .map_or_else(|_| args.listen.clone(), |a| a.to_string());
     eprintln!("dnfs exporter: serving http://{addr}/metrics");
+    accept_forever(&listener);
+    Ok(())
+}
+
+/// Serves each connection on a thread of its own, at most
+/// [`MAX_CONCURRENT`] at once.
+fn accept_forever(listener: &TcpListener) {
     let busy = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     for conn in listener.incoming() {
         let Ok(stream) = conn else {
@@ -68,7 +81,6 @@ pub fn run(args: &ExporterArgs) -> Result<()> {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-    Ok(())
 }
 
 /// Answers one connection.
@@ -233,6 +245,49 @@ mod tests {
             head.starts_with("HTTP/1.1 200 OK") && head.ends_with("\r\n\r\n"),
             "{head}"
         );
+    }
+
+    #[test]
+    fn a_scrape_beyond_the_eighth_at_once_is_answered_503() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        // Runs until the test process ends.
+        std::thread::spawn(move || accept_forever(&listener));
+        // Eight scrapers that connect and say nothing hold every slot
+        // (each is waited for up to CLIENT_TIMEOUT).
+        let idle: Vec<TcpStream> = (0..MAX_CONCURRENT)
+            .map(|_| TcpStream::connect(addr).expect("connect"))
+            .collect();
+        let until = Instant::now() + Duration::from_secs(5);
+        let answer = loop {
+            // Nothing sent: the 503 comes without reading a request (and
+            // a request left unread could reset the connection).
+            let mut c = TcpStream::connect(addr).expect("connect");
+            c.set_read_timeout(Some(Duration::from_millis(300)))
+                .expect("timeout");
+            let mut out = String::new();
+            let _ = c.read_to_string(&mut out);
+            // The idle ones may not all be accepted yet: ask again.
+            if out.starts_with("HTTP/1.1 503") || Instant::now() > until {
+                break out;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        drop(idle);
+        // Their slots come back: a scrape is served again.
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut c = TcpStream::connect(addr).expect("connect");
+            c.write_all(b"GET / HTTP/1.1\r\n\r\n").expect("send");
+            let mut out = String::new();
+            let _ = c.read_to_string(&mut out);
+            if out.starts_with("HTTP/1.1 200") {
+                break;
+            }
+            assert!(Instant::now() < until, "never served again: {out}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

@@ -144,6 +144,7 @@ fn rename(e: OptionError, option: &str) -> OptionError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::options::{NfsVersion, StableMode};
     use std::time::Duration;
 
     #[test]
@@ -184,6 +185,30 @@ mod tests {
         assert_eq!((o.nfs_port, o.mount_port), (Some(2049), Some(20048)));
         assert_eq!(o.connections, 8);
         assert_eq!(o.mnt_timeout, Duration::from_secs(120));
+    }
+
+    #[test]
+    fn options_that_describe_what_directnfs_does_are_accepted() {
+        // The README's list ("Kernel mount options").
+        let said = "tcp,proto=tcp,nointr,intr,noac,actimeo=0,lookupcache=none,\
+                    forcedirectio,bg,fg,nolock,cto,nocto,noatime,defaults,_netdev";
+        let mut o = MountOptions::default();
+        let r = apply(&mut o, said).expect("accepted");
+        assert_eq!(
+            r.accepted.len(),
+            said.split(',').count(),
+            "{:?}",
+            r.accepted
+        );
+        assert!(r.mapped.is_empty(), "{:?}", r.mapped);
+        assert_eq!(o, MountOptions::default());
+        let mut o = MountOptions {
+            stable: StableMode::Unstable,
+            ..MountOptions::default()
+        };
+        apply(&mut o, "nfsvers=4.1,sync").expect("accepted");
+        assert_eq!(o.nfs_version, NfsVersion::V41);
+        assert_eq!(o.stable, StableMode::FileSync);
     }
 
     #[test]

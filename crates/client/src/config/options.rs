@@ -25,7 +25,7 @@
 //! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning), a size in bytes (`k`/`m` suffixes, 4 KiB..=256 MiB) asked for as SO_SNDBUF and SO_RCVBUF, or `prefer:SIZE`: that size in each direction whose kernel maximum (`net.core.wmem_max`, `rmem_max`) allows it in full, autotuning in the other | `prefer:4m` |
 //! | `mnt_timeout` | seconds to keep trying to mount a server that cannot be reached (refused or timed-out connections, programs not registered with its portmapper; a server that answers and refuses fails at once), with pauses of 0.25 s doubling to 5 s (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
 //! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
-//! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`; anything else is an error | 3 |
+//! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`, `nfs3`; or `4.1`, `v4.1`, `nfsv4.1`, `nfs4.1`, `nfsv41` (NFSv4.1); anything else is an error | 3 |
 //! | `security` (`security_default`, `sec`) | `sys` only; anything else is an error | sys |
 //! | `ro` / `rw` | flag: `ro` makes every write (WRITE, SETATTR, CREATE, REMOVE, RENAME, MKDIR, COMMIT, ...) fail with EROFS before it is sent | rw |
 //! | `options` | a kernel mount-option string (`rw,bg,hard,tcp,vers=3,timeo=600,...`): see [`super::kernel`] | |
@@ -949,6 +949,7 @@ mod tests {
         assert!(o.hard);
         assert_eq!((o.uid, o.gid, o.gids.clone()), (None, None, None));
         assert_eq!(o.max_inflight, 256);
+        assert_eq!(o.max_client_inflight, 4096);
         assert_eq!((o.rsize, o.wsize), (1 << 20, 1 << 20));
         assert!(!o.dontroute);
         assert_eq!(o.mnt_timeout, Duration::from_secs(600));
@@ -957,6 +958,9 @@ mod tests {
         assert_eq!(o.nfs_version, NfsVersion::V3);
         assert_eq!(o.write_behind, 8 << 20);
         assert_eq!(o.write_behind_client, 64 << 20);
+        assert!(!o.read_only);
+        assert!(o.publish_stats);
+        assert_eq!(o.alert_log, None);
         assert_eq!(o.validate(), Ok(()));
     }
 
@@ -1073,6 +1077,22 @@ mod tests {
             err.to_string(),
             "invalid value \"65\" for key \"connections\": must be between 1 and 64"
         );
+    }
+
+    #[test]
+    fn retrans_and_mnt_timeout_are_bounded() {
+        assert_eq!(set(&[("retrans", "0")]).unwrap().retrans, 0);
+        assert_eq!(set(&[("retrans", "1000")]).unwrap().retrans, 1000);
+        let err = set(&[("retrans", "1001")]).unwrap_err().to_string();
+        assert!(err.contains("must be between 0 and 1000"), "{err}");
+        let secs = |v: &str| set(&[("mnt_timeout", v)]).map(|o| o.mnt_timeout);
+        assert_eq!(secs("1"), Ok(Duration::from_secs(1)));
+        assert_eq!(secs("86400"), Ok(Duration::from_secs(86400)));
+        assert_eq!(secs("1500ms"), Ok(Duration::from_millis(1500)));
+        for bad in ["0", "999ms", "86401", "-1", "soon"] {
+            let err = secs(bad).unwrap_err().to_string();
+            assert!(err.contains("mnt_timeout"), "{bad}: {err}");
+        }
     }
 
     #[test]

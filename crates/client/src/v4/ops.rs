@@ -64,6 +64,12 @@ impl Ops {
         stat: u32,
         cache: bool,
     ) -> Result<Settled> {
+        if inner.options.read_only && self.args.iter().any(changes_the_server) {
+            return Err(Error::ReadOnly {
+                op,
+                path: path.to_string(),
+            });
+        }
         if self.args.len() + 1 > MAX_OPS {
             return Err(Error::InvalidInput(format!(
                 "{op} {path}: NFSv4.1: path too deep for one COMPOUND ({} components at most)",
@@ -98,6 +104,25 @@ impl Ops {
         }
         results(&settled, &self.nums, op)
     }
+}
+
+/// What a `ro` mount refuses before sending (EROFS), as NFSv3's calls that
+/// change the server: an OPEN that may create, CREATE, REMOVE, RENAME,
+/// LINK, SETATTR (also a truncating OPEN's), WRITE. (WRITE and COMMIT of
+/// a file take the hot path, not this one: `File::write_at` refuses.)
+fn changes_the_server(op: &nfs_argop4) -> bool {
+    matches!(
+        op,
+        nfs_argop4::OP_OPEN(directnfs_wire::nfs4::OPEN4args {
+            openhow: directnfs_wire::nfs4::openflag4::OPEN4_CREATE(_),
+            ..
+        }) | nfs_argop4::OP_CREATE(_)
+            | nfs_argop4::OP_REMOVE(_)
+            | nfs_argop4::OP_RENAME(_)
+            | nfs_argop4::OP_LINK(_)
+            | nfs_argop4::OP_SETATTR(_)
+            | nfs_argop4::OP_WRITE(_)
+    )
 }
 
 /// A path below the export as NFSv4 components (`.` dropped, `..` taken

@@ -13,6 +13,9 @@
 //!   installs the allocator itself
 //!   (`#[global_allocator] static A: Counting = Counting;`): a library
 //!   cannot choose the allocator of every binary that links it.
+//! * [`allocations_on_this_thread`]: how many allocations the calling
+//!   thread made, from the same allocator (a steady stream of I/O should
+//!   make none).
 //! * [`peak_rss_kib`]: `VmHWM` from `/proc/self/status`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -27,17 +30,30 @@ pub struct Counting;
 
 static LARGEST: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    // Allocations made by this thread (const-initialised, no destructor:
+    // safe to touch from inside the allocator).
+    static ALLOCATIONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn count_allocation() {
+    // `try_with`: a thread being torn down has no counter any more.
+    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
+}
+
 // SAFETY: every method forwards to `System` with the caller's arguments
 // unchanged; the only addition is an atomic counter update.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        count_allocation();
         // SAFETY: the caller upholds `GlobalAlloc::alloc`'s contract.
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        count_allocation();
         // SAFETY: as for `alloc`.
         unsafe { System.alloc_zeroed(layout) }
     }
@@ -49,9 +65,16 @@ unsafe impl GlobalAlloc for Counting {
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        count_allocation();
         // SAFETY: the caller upholds `GlobalAlloc::realloc`'s contract.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
+}
+
+/// Allocations and reallocations made so far by the calling thread; zero
+/// unless the test binary installed [`Counting`] as its global allocator.
+pub fn allocations_on_this_thread() -> u64 {
+    ALLOCATIONS.with(std::cell::Cell::get)
 }
 
 /// The largest single allocation (or reallocation) requested so far; zero
