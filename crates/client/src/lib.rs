@@ -72,3 +72,4 @@ pub use file::{File, OpenOptions};
 pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
 pub use stale::retry_stale;
+pub use v4::LockConflict;

@@ -105,6 +105,7 @@
 mod dotlock;
 mod lock;
 mod names;
+mod rangelock;
 pub mod sys;
 mod test_hooks;
 mod vfs;
