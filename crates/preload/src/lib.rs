@@ -38,6 +38,7 @@ pub mod fdtable;
 pub mod fork;
 pub mod hooks;
 pub mod locks;
+pub mod nfs4locks;
 pub mod ops;
 pub mod paths;
 pub mod real;
