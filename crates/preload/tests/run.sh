@@ -36,8 +36,9 @@
 #              with different shadow directories (no local lock in common,
 #              as on two hosts) exclude each other: EAGAIN, F_GETLK's
 #              answer from LOCKT, F_SETLKW waits for the unlock, close of
-#              another descriptor releases record locks; on NFSv3 the same
-#              two do not (local locks only)
+#              another descriptor releases record locks; sqlite3 on both
+#              takes turns; on NFSv3 the same two do not exclude each
+#              other (local locks only)
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -379,6 +380,18 @@ group_v4locks() {
     tell unlock
     check "B: after LOCK_UN" ok "$(probeB try "$f" flock w 0 0)"
     unhold
+
+    # SQLite's own unix VFS through the library on the two "hosts": its
+    # fcntl locks are the server's, so their transactions take turns.
+    local db=$MNT-v41/$RUNID/two.db
+    nfs sqlite3 "$db" "CREATE TABLE t(v TEXT);"
+    for w in A B; do
+        DIRECTNFS_SHADOW_DIR=$WORK/shadow$w nfs sqlite3 -cmd ".timeout 60000" "$db" \
+            "$(for i in $(seq 1 200); do echo "INSERT INTO t VALUES ('$w$i');"; done)" &
+    done
+    wait
+    check "sqlite3 on two hosts: every row, integrity" "$(printf '400\nok')" \
+        "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
 
     # NFSv3: local locks only, so A and B (no local lock in common) do not
     # exclude each other: what the server's lock adds on NFSv4.1.
