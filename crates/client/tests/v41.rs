@@ -815,7 +815,11 @@ fn byte_range_locks_exclude_between_clients_and_are_released_on_close() {
             exclusive: true
         })
     );
-    assert_eq!(fb.test_lock(100, 0, true).unwrap(), None, "beyond the range");
+    assert_eq!(
+        fb.test_lock(100, 0, true).unwrap(),
+        None,
+        "beyond the range"
+    );
     let e = fb.try_lock(50, 10, true).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     assert_eq!(e.errno(), libc::EAGAIN);
@@ -830,7 +834,11 @@ fn byte_range_locks_exclude_between_clients_and_are_released_on_close() {
 
     // Shared locks coexist.
     fa.try_lock(0, 10, false).unwrap();
-    assert_eq!(fb.test_lock(0, 10, false).unwrap(), None, "shared vs shared");
+    assert_eq!(
+        fb.test_lock(0, 10, false).unwrap(),
+        None,
+        "shared vs shared"
+    );
     assert_eq!(
         fb.test_lock(5, 0, true).unwrap(),
         Some(directnfs::LockConflict {
