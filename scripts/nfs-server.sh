@@ -8,11 +8,12 @@
 #   nfs-server.sh url [--vers 3|4.1]
 #                                  the URL only (v3 form unless --vers 4.1);
 #                                  exit 3 if down
-#   nfs-server.sh restart [--kill] [--down SECS] [--grace SECS]
+#   nfs-server.sh restart [--kill] [--down SECS] [--grace SECS] [--lease SECS]
 #                                  stop (SIGTERM, or SIGKILL with --kill), stay
 #                                  down SECS (default 2), start the same export
 #                                  on the same ports (--grace: with this NFSv4
-#                                  grace period from now on)
+#                                  grace period from now on; --lease: this
+#                                  NFSv4 lease time, "default" for Ganesha's)
 #
 # The last line on stdout of start/status/url is the URL:
 #   nfs://127.0.0.1/<export path>?nfsport=N&mountport=M
@@ -353,12 +354,13 @@ cmd_stop() {
 }
 
 cmd_restart() {
-    local signal=TERM down=2 grace=
+    local signal=TERM down=2 grace= lease=
     while (($#)); do
         case $1 in
             --kill) signal=KILL ;;
             --down) down=${2:?--down needs seconds}; shift ;;
             --grace) grace=${2:?--grace needs seconds}; shift ;;
+            --lease) lease=${2:?--lease needs seconds or default}; shift ;;
             *) usage ;;
         esac
         shift
@@ -368,6 +370,12 @@ cmd_restart() {
     if [[ -n $grace ]]; then
         [[ $NFS4 == 1 ]] || die "--grace needs a server started with DNFS_NFS4=1"
         NFS4_GRACE=$grace
+        save_state
+    fi
+    if [[ -n $lease ]]; then
+        [[ $NFS4 == 1 ]] || die "--lease needs a server started with DNFS_NFS4=1"
+        [[ $lease == default || $lease =~ ^[0-9]+$ ]] || die "--lease: seconds or default"
+        NFS4_LEASE=${lease/#default/}
         save_state
     fi
     stop_ganesha "$signal"

@@ -73,3 +73,4 @@ pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
 pub use stale::retry_stale;
 pub use v4::trunk::{printable, ServerOwner};
+pub use v4::LockConflict;

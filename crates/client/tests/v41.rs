@@ -856,6 +856,22 @@ fn byte_range_locks_exclude_between_clients_and_are_released_on_close() {
     let fb = b.open(&path).unwrap();
 
     fa.try_lock(0, 100, true).unwrap();
+    // LOCKT: the holder's own lock is no conflict for it; the other
+    // client is told the range and type the server holds.
+    assert_eq!(fa.test_lock(0, 1, true).unwrap(), None, "own lock");
+    assert_eq!(
+        fb.test_lock(50, 10, false).unwrap(),
+        Some(directnfs::LockConflict {
+            offset: 0,
+            len: 100,
+            exclusive: true
+        })
+    );
+    assert_eq!(
+        fb.test_lock(100, 0, true).unwrap(),
+        None,
+        "beyond the range"
+    );
     let e = fb.try_lock(50, 10, true).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
     assert_eq!(e.errno(), libc::EAGAIN);
@@ -870,6 +886,20 @@ fn byte_range_locks_exclude_between_clients_and_are_released_on_close() {
 
     // Shared locks coexist.
     fa.try_lock(0, 10, false).unwrap();
+    assert_eq!(
+        fb.test_lock(0, 10, false).unwrap(),
+        None,
+        "shared vs shared"
+    );
+    assert_eq!(
+        fb.test_lock(5, 0, true).unwrap(),
+        Some(directnfs::LockConflict {
+            offset: 0,
+            len: 10,
+            exclusive: false
+        }),
+        "exclusive vs shared"
+    );
     fb.try_lock(0, 10, false).unwrap();
     fb.unlock(0, 10).unwrap();
     fa.unlock(0, 10).unwrap();
@@ -899,6 +929,8 @@ fn locks_on_nfsv3_are_refused_clearly() {
     let path = format!("/v3-lock-{}", std::process::id());
     let f = client.create(&path).unwrap();
     let e = f.try_lock(0, 1, true).unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
+    let e = f.test_lock(0, 1, true).unwrap_err();
     assert_eq!(e.errno(), libc::ENOTSUP, "{e}");
     assert!(e.to_string().contains("NFSv4.1"), "{e}");
     drop(f);

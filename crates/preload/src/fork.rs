@@ -30,6 +30,7 @@ struct Held {
     // Held only to be released after the fork, in both processes.
     _cwd: RwLockWriteGuard<'static, String>,
     _said: MutexGuard<'static, Option<HashSet<String>>>,
+    owners: MutexGuard<'static, Option<crate::nfs4locks::Owners>>,
 }
 
 thread_local! {
@@ -50,6 +51,9 @@ extern "C" fn prepare() {
         slots: clients::SLOTS.write().unwrap_or_else(|p| p.into_inner()),
         _cwd: crate::cwd::CWD.write().unwrap_or_else(|p| p.into_inner()),
         _said: crate::warn::lock(),
+        owners: crate::nfs4locks::OWNERS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()),
     };
     HELD.with(|h| *h.borrow_mut() = Some(held));
 }
@@ -64,6 +68,7 @@ extern "C" fn child() {
             fdtable::rebuild_in_child(&mut held.table);
             clients::forget_all_in_child(&mut held.slots);
             crate::tally::reset_in_child();
+            crate::nfs4locks::forget_in_child(&mut held.owners);
         }
     });
 }

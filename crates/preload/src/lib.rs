@@ -46,6 +46,7 @@ pub mod fork;
 pub mod hooks;
 pub mod locks;
 pub mod lookups;
+pub mod nfs4locks;
 pub mod ops;
 pub mod paths;
 pub mod real;

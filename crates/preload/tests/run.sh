@@ -39,6 +39,14 @@
 #              directory started without the library
 #   pgwb       the same in unstable mode (UNSTABLE WRITEs, COMMIT at
 #              fsync/fdatasync; write-behind off, the library's default)
+#   v4locks    NFSv4.1 mount (needs DNFS_TEST_URL_V41, the same server):
+#              fcntl, OFD and flock locks reach the server — two programs
+#              with different shadow directories (no local lock in common,
+#              as on two hosts) exclude each other: EAGAIN, F_GETLK's
+#              answer from LOCKT, F_SETLKW waits for the unlock, close of
+#              another descriptor releases record locks; sqlite3 on both
+#              takes turns; on NFSv3 the same two do not exclude each
+#              other (local locks only)
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -61,7 +69,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb v4locks)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -96,6 +104,9 @@ server_block() {
     server_block test "$export_path" "$MNT"
     server_block refused /no/such/export "$MNT-refused"
     server_block unstable "$export_path" "$MNT-wb" "stable: unstable"
+    if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
+        server_block v41 "$export_path" "$MNT-v41" "nfs_version: nfsv4.1"
+    fi
 } >"$TAB"
 chmod 644 "$TAB"
 RUN=("$DNFS_BIN" --config "$TAB" run --)
@@ -380,6 +391,97 @@ group_sqlite() {
     check "rows after contention, integrity" "$(printf '50602\nok')" "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
     check "the server's copy is the same database" "$(printf 'ok\n50602|A|C')" \
         "$(sqlite3 "file:$VIEW/sq/t.db?immutable=1" "PRAGMA integrity_check; SELECT count(*), max(CASE WHEN v='A' THEN v END), max(CASE WHEN v='C' THEN v END) FROM t;")"
+}
+
+group_v4locks() {
+    step "locks on an NFSv4.1 mount reach the server (lockprobe.c)"
+    if [[ -z ${DNFS_TEST_URL_V41:-} ]]; then
+        if [[ -n ${DNFS_TEST_REQUIRE_SERVER:-} ]]; then bad "v4locks" "DNFS_TEST_URL_V41 is not set"; fi
+        echo "SKIPPED v4locks: DNFS_TEST_URL_V41 is not set"
+        return
+    fi
+    cc -O1 -Wall -Werror -o "$WORK/lockprobe" crates/preload/tests/c/lockprobe.c
+    mkdir -p "$WORK/shadowA" "$WORK/shadowB"
+    # A and B: two shadow directories, so no local lock in common.
+    probeA() { DIRECTNFS_SHADOW_DIR=$WORK/shadowA "${RUN[@]}" "$WORK/lockprobe" "$@"; }
+    probeB() { DIRECTNFS_SHADOW_DIR=$WORK/shadowB "${RUN[@]}" "$WORK/lockprobe" "$@"; }
+    local f=$MNT-v41/$RUNID/locked line out t
+    # hold KIND TYPE START LEN: A takes the lock (coprocess HOLD).
+    hold() {
+        coproc HOLD { probeA hold "$f" "$@"; }
+        line=
+        read -r -t 60 line <&"${HOLD[0]}" || true
+        check "A holds $*" held "$line"
+    }
+    # tell CMD: A runs CMD and says it did.
+    tell() {
+        echo "$1" >&"${HOLD[1]}"
+        line=
+        read -r -t 60 line <&"${HOLD[0]}" || true
+        check "A: $1" "done $1" "$line"
+    }
+    unhold() {
+        local pid=$HOLD_PID
+        exec {HOLD[1]}>&-
+        wait "$pid" || true
+    }
+
+    hold fcntl w 0 100
+    check "B: F_GETLK answers from the server, F_SETLK EAGAIN" "$(printf 'getlk w 0 100 0\nEAGAIN')" \
+        "$(probeB try "$f" fcntl w 50 10)"
+    check "B: a read lock conflicts too" EAGAIN "$(probeB try "$f" fcntl r 99 1 | tail -1)"
+    check "B: flock (the whole file on the server) conflicts" EAGAIN "$(probeB try "$f" flock w 0 0)"
+    check "B: bytes beyond the range are free" "$(printf 'getlk u 200 10 0\nok')" \
+        "$(probeB try "$f" fcntl w 200 10)"
+    out=$(DIRECTNFS_SHADOW_DIR=$WORK/shadowA "${RUN[@]}" "$WORK/lockprobe" try "$f" fcntl w 0 1)
+    if [[ $out == "getlk w 0 100 "[1-9]*$'\n'EAGAIN ]]; then ok "same host: the local lock answers, with the holder's pid"; else bad "same host: the local lock answers, with the holder's pid" "$out"; fi
+    probeB wait "$f" fcntl w 0 100 >"$WORK/waited" &
+    local waiter=$!
+    sleep 2
+    tell unlock
+    wait "$waiter" || true
+    out=$(cat "$WORK/waited")
+    t=${out#ok }
+    if [[ $out == ok* ]] && ((t >= 1500)); then ok "B: F_SETLKW waited for A's unlock (${t} ms)"; else bad "B: F_SETLKW waited for A's unlock" "$out"; fi
+    unhold
+
+    hold fcntl w 0 0
+    check "B: EAGAIN while A holds it to the end of the file" EAGAIN "$(probeB try "$f" fcntl w 1000000 1 | tail -1)"
+    tell closeother
+    check "B: A's close of another descriptor released the record lock" ok "$(probeB try "$f" fcntl w 0 0 | tail -1)"
+    unhold
+
+    hold ofd w 0 0
+    check "B: OFD lock conflicts (F_OFD_GETLK from the server)" "$(printf 'getlk w 0 0 0\nEAGAIN')" \
+        "$(probeB try "$f" ofd w 0 1)"
+    tell close
+    check "B: the OFD lock went with its descriptor" ok "$(probeB try "$f" ofd w 0 1 | tail -1)"
+    unhold
+
+    hold flock w 0 0
+    check "B: flock conflicts" EAGAIN "$(probeB try "$f" flock r 0 0)"
+    tell unlock
+    check "B: after LOCK_UN" ok "$(probeB try "$f" flock w 0 0)"
+    unhold
+
+    # SQLite's own unix VFS through the library on the two "hosts": its
+    # fcntl locks are the server's, so their transactions take turns.
+    local db=$MNT-v41/$RUNID/two.db
+    nfs sqlite3 "$db" "CREATE TABLE t(v TEXT);"
+    for w in A B; do
+        DIRECTNFS_SHADOW_DIR=$WORK/shadow$w nfs sqlite3 -cmd ".timeout 60000" "$db" \
+            "$(for i in $(seq 1 200); do echo "INSERT INTO t VALUES ('$w$i');"; done)" &
+    done
+    wait
+    check "sqlite3 on two hosts: every row, integrity" "$(printf '400\nok')" \
+        "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
+
+    # NFSv3: local locks only, so A and B (no local lock in common) do not
+    # exclude each other: what the server's lock adds on NFSv4.1.
+    f=$NFS/locked
+    hold fcntl w 0 100
+    check "NFSv3: B is not excluded (local locks only)" ok "$(probeB try "$f" fcntl w 0 100 | tail -1)"
+    unhold
 }
 
 group_fio() {

@@ -45,7 +45,13 @@
 //!   processes do not overlap (this is coarser than POSIX locks, but never
 //!   unsafe), and a hot journal left by a crash is rolled back by the next
 //!   process that reads.
-//! * **Stale lock files**: one left by a dead process of THIS host is
+//! * **On NFSv4.1** the same process-wide lock is a byte-range LOCK on the
+//!   database file (SQLite's lock bytes, exclusive; `rangelock`) and no
+//!   lock file is made: the server enforces it between hosts, and keeps
+//!   the lock of a process that died until its client's lease expires
+//!   (other processes get SQLITE_BUSY until then; nothing to break by
+//!   hand).
+//! * **Stale lock files** (NFSv3): one left by a dead process of THIS host is
 //!   broken automatically, with a warning naming it (see `dotlock`); one
 //!   of another host is not (its owner's liveness cannot be known): remove
 //!   it by hand once that process is gone. A lock file that names no owner
@@ -53,8 +59,8 @@
 //!   unchanged for 10 s.
 //! * **WAL**: the WAL-index ("-shm") lives in the memory of the process
 //!   (an NFS server cannot give processes shared memory). So a WAL database
-//!   is used by one process at a time, enforced: the process keeps the lock
-//!   file for as long as any of its connections has the WAL-index mapped,
+//!   is used by one process at a time, enforced: the process keeps its
+//!   lock for as long as any of its connections has the WAL-index mapped,
 //!   and other processes get SQLITE_BUSY until the last such connection
 //!   closes. `PRAGMA locking_mode=EXCLUSIVE` (set before `journal_mode=WAL`)
 //!   needs no WAL-index at all and is the cheapest mode for a single user.
@@ -78,13 +84,15 @@
 //!
 //! SQLite warns that network file systems have broken POSIX advisory locks
 //! and caching. Neither applies: locking never uses fcntl/NLM (lock
-//! table + symbolic-link lock file), and directnfs caches no data and
-//! no attributes (xFileSize asks the server). What still applies: the lock
-//! file protects only programs that use this VFS — a program opening the
-//! same file through a kernel NFS mount or another client ignores it; a
-//! stale lock of a crashed remote host needs a human; and a network
-//! outage stalls (hard mount, the default) or fails (soft) I/O instead of
-//! giving wrong data.
+//! table + symbolic-link lock file, or NFSv4.1's own LOCK), and directnfs
+//! caches no data and no attributes (xFileSize asks the server). What
+//! still applies: the lock file protects only programs that use this VFS —
+//! a program opening the same file through a kernel NFS mount or another
+//! client ignores it (on NFSv4.1, one that locks SQLite's lock bytes
+//! through the server does not); a stale lock of a crashed remote host
+//! needs a human on NFSv3 and lasts until its lease expires on NFSv4.1;
+//! and a network outage stalls (hard mount, the default) or fails (soft)
+//! I/O instead of giving wrong data.
 //!
 //! ## What this VFS leaves out
 //!
@@ -105,6 +113,7 @@
 mod dotlock;
 mod lock;
 mod names;
+mod rangelock;
 pub mod sys;
 mod test_hooks;
 mod vfs;

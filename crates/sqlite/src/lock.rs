@@ -1,15 +1,15 @@
 //! Locks of one database file in this process: the five SQLite lock levels
 //! shared by every connection (a port of the unix VFS's `unixInodeInfo`
-//! logic), the process-wide dot-file lock that excludes other processes,
-//! and the WAL-index shared memory.
+//! logic), the process-wide lock that excludes other processes (the
+//! dot-file lock of [`crate::dotlock`] on NFSv3, a byte-range LOCK of
+//! [`crate::rangelock`] on NFSv4.1), and the WAL-index shared memory.
 //!
 //! One [`Inode`] exists per database file (server + export + file id) while
 //! any connection has it open, found through [`inode_for`].
 //!
-//! The process holds the dot-file lock ([`crate::dotlock`]) exactly while
-//! some connection holds SHARED or more, or while any connection has the
-//! WAL-index mapped: the first SHARED creates it, the last release removes
-//! it. So another process can never see the database between a writer's
+//! The process holds the process-wide lock exactly while some connection
+//! holds SHARED or more, or while any connection has the WAL-index mapped:
+//! the first SHARED takes it, the last release drops it. So another process can never see the database between a writer's
 //! steps, and a WAL database is used by one process at a time.
 
 use std::collections::HashMap;
@@ -17,12 +17,14 @@ use std::ffi::c_int;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
-use dnfs::Client;
+use dnfs::config::NfsVersion;
+use dnfs::{Client, File};
 
 use crate::dotlock::{self, Acquire, DotLock, Holder, Names, Owner};
+use crate::rangelock::RangeLock;
 use crate::sys::*;
 
-/// How long one xLock keeps retrying a lock file held by another process
+/// How long one xLock keeps retrying a lock held by another process
 /// (every [`POLL_EVERY`]) before answering SQLITE_BUSY, whose busy handler
 /// then sleeps 1..100 ms and calls again. Polling finely for a while is
 /// what lets a waiter catch the lock between another process's
@@ -59,6 +61,8 @@ pub struct Inode {
     names: Names,
     /// This process, as named in the lock files it takes for this file.
     me: Owner,
+    /// NFSv4.1: the byte-range lock that replaces the lock file.
+    range: Option<RangeLock>,
     display: String,
     state: Mutex<State>,
 }
@@ -69,13 +73,22 @@ struct State {
     level: c_int,
     /// Connections holding SHARED or more.
     n_shared: u32,
-    /// The process-wide lock file, when held.
-    dot: Option<DotLock>,
+    /// The process-wide lock, when held.
+    held: Option<Held>,
     /// WAL-index memory, while any connection has it mapped.
     shm: Option<Shm>,
     /// Another process asked for the lock at our last release: do not take
     /// it again before this instant.
     step_aside_until: Option<Instant>,
+}
+
+/// The process-wide lock, held.
+#[derive(Debug)]
+enum Held {
+    /// NFSv3: the lock file.
+    Dot(DotLock),
+    /// NFSv4.1: the byte-range lock of [`Inode::range`].
+    Range,
 }
 
 /// WAL-index ("-shm") memory, in this process only.
@@ -110,7 +123,15 @@ impl ShmConn {
 static INODES: OnceLock<Mutex<HashMap<InodeKey, Weak<Inode>>>> = OnceLock::new();
 
 /// The inode of a database file, shared with other connections to it.
-pub fn inode_for(key: InodeKey, client: &Client, db_path: &str, display: &str) -> Arc<Inode> {
+/// `file`: the database, open (on NFSv4.1 a clone of it is the owner of
+/// the process's byte-range lock, kept as long as the inode).
+pub fn inode_for(
+    key: InodeKey,
+    client: &Client,
+    file: &File,
+    db_path: &str,
+    display: &str,
+) -> Arc<Inode> {
     let table = INODES.get_or_init(Default::default);
     let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(inode) = t.get(&key).and_then(Weak::upgrade) {
@@ -121,6 +142,8 @@ pub fn inode_for(key: InodeKey, client: &Client, db_path: &str, display: &str) -
         client: client.clone(),
         names: Names::of_db(db_path),
         me: Owner::me(dotlock::random_u64()),
+        range: (client.options().nfs_version == NfsVersion::V41)
+            .then(|| RangeLock::new(file.clone())),
         display: display.to_string(),
         state: Mutex::new(State::default()),
     });
@@ -135,14 +158,17 @@ impl Inode {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Takes the process-wide lock file if not held yet, polling for a
-    /// short while if another process holds it (see [`POLL_FOR`]).
+    /// Takes the process-wide lock if not held yet, polling for a short
+    /// while if another process holds it (see [`POLL_FOR`]).
     fn hold(&self, st: &mut State) -> Result<(), LockError> {
-        if st.dot.is_some() {
+        if st.held.is_some() {
             return Ok(());
         }
         if let Some(until) = st.step_aside_until.take() {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
+        if let Some(range) = &self.range {
+            return self.hold_range(st, range);
         }
         let deadline = Instant::now() + POLL_FOR;
         let mut asked = false;
@@ -157,7 +183,7 @@ impl Inode {
                     for warning in broken {
                         crate::report(SQLITE_WARNING, &warning);
                     }
-                    st.dot = Some(lock);
+                    st.held = Some(Held::Dot(lock));
                     crate::test_hooks::lock_taken(&self.names.lock);
                     return Ok(());
                 }
@@ -178,6 +204,46 @@ impl Inode {
             }
             std::thread::sleep(POLL_EVERY);
         }
+    }
+
+    /// [`hold`](Self::hold) on NFSv4.1: the byte-range lock, polled the
+    /// same way; a waiter's request for a turn lasts while it polls.
+    fn hold_range(&self, st: &mut State, range: &RangeLock) -> Result<(), LockError> {
+        let deadline = Instant::now() + POLL_FOR;
+        let mut asked = false;
+        let result = loop {
+            match range.try_take() {
+                Ok(true) => {
+                    st.held = Some(Held::Range);
+                    break Ok(());
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    break Err(LockError::Io(
+                        SQLITE_IOERR_LOCK,
+                        format!("{}: cannot take the byte-range lock: {e}", self.display),
+                    ))
+                }
+            }
+            if !asked {
+                range.mark_wanted();
+                asked = true;
+            }
+            if Instant::now() >= deadline {
+                break Err(LockError::Busy(format!(
+                    "{}: locked by another process (NFSv4.1 byte-range lock; a process that died holding it keeps it until its lease expires on the server)",
+                    self.display
+                )));
+            }
+            std::thread::sleep(POLL_EVERY);
+        };
+        if asked {
+            range.unmark_wanted();
+        }
+        if result.is_ok() {
+            crate::test_hooks::lock_taken(&format!("{} (byte-range lock)", self.display));
+        }
+        result
     }
 
     /// Says who holds the lock file and what can be done about it.
@@ -204,19 +270,40 @@ impl Inode {
         if st.n_shared > 0 || st.shm.is_some() {
             return Ok(());
         }
-        if let Some(lock) = &st.dot {
-            let wanted = lock.release(&self.client).map_err(|e| {
+        let wanted = match (&st.held, &self.range) {
+            (None, _) => return Ok(()),
+            (Some(Held::Dot(lock)), _) => lock.release(&self.client).map_err(|e| {
                 // Keep it: the next release retries, and nobody may take
                 // the database while the file may still exist.
                 LockError::Io(
                     SQLITE_IOERR_UNLOCK,
                     format!("{}: cannot remove lock file: {e}", self.display),
                 )
-            })?;
-            st.dot = None;
-            if wanted {
-                st.step_aside_until = Some(Instant::now() + STEP_ASIDE);
-            }
+            })?,
+            (Some(Held::Range), Some(range)) => match range.release() {
+                Ok(wanted) => wanted,
+                Err(e @ dnfs::Error::LockLost { .. }) => {
+                    // Not held any more: say so (another process may have
+                    // used the database meanwhile), and start afresh.
+                    st.held = None;
+                    return Err(LockError::Io(
+                        SQLITE_IOERR_UNLOCK,
+                        format!("{}: the byte-range lock was lost: {e}", self.display),
+                    ));
+                }
+                // Keep it: the next release retries.
+                Err(e) => {
+                    return Err(LockError::Io(
+                        SQLITE_IOERR_UNLOCK,
+                        format!("{}: cannot release the byte-range lock: {e}", self.display),
+                    ))
+                }
+            },
+            (Some(Held::Range), None) => false,
+        };
+        st.held = None;
+        if wanted {
+            st.step_aside_until = Some(Instant::now() + STEP_ASIDE);
         }
         Ok(())
     }
@@ -289,12 +376,16 @@ impl Inode {
         if st.level > SQLITE_LOCK_SHARED {
             return Ok(true);
         }
-        if st.dot.is_some() {
+        if st.held.is_some() {
             // We hold the process lock: no other process holds anything.
             return Ok(false);
         }
         drop(st);
-        dotlock::exists(&self.client, &self.names).map_err(|e| {
+        let held = match &self.range {
+            Some(range) => range.held_elsewhere(),
+            None => dotlock::exists(&self.client, &self.names),
+        };
+        held.map_err(|e| {
             LockError::Io(
                 SQLITE_IOERR_CHECKRESERVEDLOCK,
                 format!("{}: {e}", self.display),
@@ -315,7 +406,7 @@ impl Inode {
         if !conn.mapped {
             // The WAL-index lives in this process's memory only, so no
             // other process may use the database while it exists: keep the
-            // lock file for as long as it is mapped (normally already held,
+            // process lock for as long as it is mapped (normally already held,
             // since SQLite maps it while holding SHARED).
             self.hold(&mut st)?;
             let shm = st.shm.get_or_insert_with(|| Shm {
@@ -439,9 +530,10 @@ impl Inode {
 impl Drop for Inode {
     fn drop(&mut self) {
         // Normally released already; a lock file left here would block
-        // every other process until we exit.
+        // every other process until we exit. (The byte-range lock goes
+        // with the last clone of its file, whose close releases it.)
         let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        if let Some(lock) = st.dot.take() {
+        if let Some(Held::Dot(lock)) = st.held.take() {
             let _ = lock.release(&self.client);
         }
     }

@@ -12,10 +12,15 @@
 //!   lock left behind broken with a warning naming it (DELETE and WAL,
 //!   FILE_SYNC and unstable with write-behind, where the writer dies with
 //!   WRITEs in flight and xSync is the barrier); a
-//!   lock file without an owner (older versions) broken once 10 s old;
+//!   lock file without an owner (older versions) broken once 10 s old.
+//!   On NFSv4.1 (where the lock is a byte-range LOCK, held by the server
+//!   for a killed writer until its lease expires) [`CRASH_ROUNDS_V41`]
+//!   kills per mode, each followed by an open that waits out the lease;
+//!   run against a server with a short lease (scripts/test.sh uses 5 s);
 //! * threads: readers and a writer in threads of one process;
 //! * second process: behaves as the crate documents (serialized by the
-//!   lock file; refused with SQLITE_BUSY while a WAL database is open).
+//!   lock file, on NFSv4.1 by a byte-range lock and no lock file ever
+//!   appears; refused with SQLITE_BUSY while a WAL database is open).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a panic is a failure
 
@@ -303,6 +308,10 @@ fn bulk_rows_in_persist_mode() {
 /// the lock file (the test-only pause point), the others after a delay that
 /// varies from round to round (0-239 ms after its first commit).
 const CRASH_ROUNDS: usize = 24;
+/// Kills per journal mode on NFSv4.1: each one that leaves the lock held
+/// costs the next open a lease (the server's lease time plus its reaper's
+/// delay), so fewer, with the pause point still every fourth.
+const CRASH_ROUNDS_V41: usize = 8;
 
 /// The VFS's test-only pause point (crates/sqlite/src/test_hooks.rs).
 const PAUSE_AFTER_LOCK: &str = "DIRECTNFS_SQLITE_TEST_PAUSE_AFTER_LOCK";
@@ -412,11 +421,13 @@ fn crash(test: &str, mode: &str, options: &str) {
         .expect("schema");
     }
     let lock_name = format!("{}.dnfs-lock", db_file_name(&db));
+    let v41 = is_v41(&base);
+    let rounds = if v41 { CRASH_ROUNDS_V41 } else { CRASH_ROUNDS };
     let started = Instant::now();
     let (mut hot_journals, mut stale_locks) = (0, 0);
     // Highest commit any writer reported so far.
     let mut committed = 0i64;
-    for round in 0..CRASH_ROUNDS {
+    for round in 0..rounds {
         // WAL: the writer takes the lock once, at its first read, and
         // keeps it (WAL-index). DELETE: once for that read, then once per
         // transaction, so the 2nd and 3rd land inside the writing.
@@ -472,13 +483,19 @@ fn crash(test: &str, mode: &str, options: &str) {
         // What the killed writer left on the server (as far as its last
         // requests, which the server may still be running, have landed).
         let left_journal = companion_exists(&base, &db, "-journal");
-        let left_lock = companion_exists(&base, &db, ".dnfs-lock");
+        let left_lock = if v41 {
+            range_locked(&base, &db)
+        } else {
+            companion_exists(&base, &db, ".dnfs-lock")
+        };
         hot_journals += usize::from(left_journal);
         if pause_at.is_some() {
             assert!(left_lock, "{test} round {round}: killed holding the lock");
         }
 
+        let opened = Instant::now();
         let found = open_elsewhere(&db);
+        let waited = opened.elapsed();
         assert_eq!(found.integrity, "ok", "{test} round {round}");
         let max = found.per_txn.keys().max().copied().unwrap_or(0);
         // Every reported commit is there; at most the one in flight beyond.
@@ -506,8 +523,21 @@ fn crash(test: &str, mode: &str, options: &str) {
             .stderr
             .lines()
             .any(|l| l.contains("breaking stale lock") && l.contains(&lock_name));
-        stale_locks += usize::from(broke);
-        if pause_at.is_some() {
+        if v41 {
+            // No lock file to break: the server kept the dead writer's
+            // byte-range lock until its lease expired, and the open waited
+            // for that.
+            assert!(!broke, "{test} round {round}: a lock file on NFSv4.1");
+            no_lock_files(&base, &db);
+            stale_locks += usize::from(left_lock);
+            eprintln!(
+                "{test} round {round}: lock held after the kill {left_lock}, the next open waited {:.1} s",
+                waited.as_secs_f64()
+            );
+        } else {
+            stale_locks += usize::from(broke);
+        }
+        if pause_at.is_some() && !v41 {
             assert!(
                 broke,
                 "{test} round {round}: no warning naming {lock_name}: {}",
@@ -532,17 +562,61 @@ fn crash(test: &str, mode: &str, options: &str) {
     // and, in DELETE mode, left a hot journal that the next open rolled
     // back.
     assert!(
-        stale_locks > CRASH_ROUNDS / 4,
+        stale_locks > rounds / 4,
         "{test}: only the pause point left locks ({stale_locks})"
     );
     if mode == "delete" {
         assert!(hot_journals > 0, "{test}: no hot journal was left");
     }
     eprintln!(
-        "{test}: {CRASH_ROUNDS} kills, {stale_locks} locks broken, {hot_journals} hot journals, {committed} transactions, {:.1} s",
+        "{test}: {rounds} kills, {stale_locks} locks broken (NFSv4.1: outlived by the writer), {hot_journals} hot journals, {committed} transactions, {:.1} s",
         started.elapsed().as_secs_f64()
     );
     remove_db(&base, &db);
+}
+
+/// Whether `base` is an NFSv4.1 URL (the lock is then a byte-range lock).
+fn is_v41(base: &str) -> bool {
+    dnfs::config::NfsUrl::parse(base)
+        .is_ok_and(|u| u.options.nfs_version == dnfs::config::NfsVersion::V41)
+}
+
+/// NFSv4.1: does some other owner hold the VFS's byte-range lock on the
+/// database (SQLite's lock bytes, exclusive), as LOCKT through a new
+/// client sees it?
+fn range_locked(base: &str, db: &str) -> bool {
+    let client = dnfs::Client::connect(base).expect("client");
+    let path = format!(
+        "{}/{}",
+        client.target_path().trim_end_matches('/'),
+        db_file_name(db)
+    );
+    let file = client.open(&path).expect("open the database");
+    file.test_lock(0x4000_0000, 512, true)
+        .expect("LOCKT")
+        .is_some()
+}
+
+/// NFSv4.1: neither lock file nor waiter file exists, on the server and
+/// (when the test knows it, `DNFS_TEST_EXPORT_DIR`) in the export
+/// directory.
+fn no_lock_files(base: &str, db: &str) {
+    for suffix in [".dnfs-lock", ".dnfs-want"] {
+        assert!(
+            !companion_exists(base, db, suffix),
+            "{db}: {suffix} file on NFSv4.1"
+        );
+    }
+    if let Some(dir) = std::env::var_os("DNFS_TEST_EXPORT_DIR") {
+        let name = db_file_name(db);
+        for entry in std::fs::read_dir(dir).expect("export dir").flatten() {
+            let n = entry.file_name().to_string_lossy().into_owned();
+            assert!(
+                !(n.starts_with(name) && n.contains(".dnfs-")),
+                "{n} in the export directory on NFSv4.1"
+            );
+        }
+    }
 }
 
 /// The database's file name, without directory or URL query.
@@ -595,6 +669,10 @@ fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged
     let Some(base) = server_url("ownerless_lock") else {
         return;
     };
+    if is_v41(&base) {
+        eprintln!("ownerless_lock: NFSv4.1 uses no lock file (byte-range locks)");
+        return;
+    }
     let db = fresh_db(&base, "ownerless");
     {
         let c = open(&db).unwrap();
@@ -812,6 +890,9 @@ fn second_process_takes_turns_through_the_lock_file() {
         seen[seen.len() - 1]
     );
     assert_eq!(integrity(&c), "ok");
+    if is_v41(&base) {
+        no_lock_files(&base, &db);
+    }
     drop(c);
     remove_db(&base, &db);
 }
@@ -848,23 +929,69 @@ fn second_process_waits_while_a_transaction_is_open_and_proceeds_after() {
     };
     let db = fresh_db(&base, "txn");
     let c = open(&db).unwrap();
-    c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES(1),(2);")
-        .unwrap();
+    c.execute_batch(
+        "CREATE TABLE t(x); INSERT INTO t VALUES(1),(2);
+         CREATE TABLE counter(p INTEGER, c INTEGER); INSERT INTO counter VALUES(0, 0);",
+    )
+    .unwrap();
     assert_eq!(probe(&db), "OK 2", "no lock held: the other process reads");
 
     c.execute_batch("BEGIN; SELECT count(*) FROM t;").unwrap();
-    let owner = lock_file(&base, &db).expect("lock file exists during a transaction");
-    assert!(
-        owner.contains(&format!("pid={}", std::process::id())),
-        "lock file names us: {owner}"
-    );
+    let v41 = is_v41(&base);
+    if v41 {
+        assert!(
+            range_locked(&base, &db),
+            "byte-range lock during a transaction"
+        );
+        no_lock_files(&base, &db);
+    } else {
+        let owner = lock_file(&base, &db).expect("lock file exists during a transaction");
+        assert!(
+            owner.contains(&format!("pid={}", std::process::id())),
+            "lock file names us: {owner}"
+        );
+    }
     let seen = probe(&db);
     assert!(seen.starts_with("BUSY"), "during our transaction: {seen}");
+    // A writer of another process waits while we hold the lock, and goes
+    // on once we commit.
+    let writer = std::thread::spawn({
+        let db = db.clone();
+        move || {
+            let started = Instant::now();
+            let w = spawn_child(
+                "child_process_entry",
+                "incrementer",
+                &[("DNFS_SQL_DB", db.as_str()), ("DNFS_SQL_N", "1")],
+            );
+            let out = w.wait_with_output().expect("incrementer");
+            (out.status.success(), started.elapsed())
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
     c.execute_batch("COMMIT").unwrap();
+    let (ok, took) = writer.join().unwrap();
+    assert!(ok, "the waiting writer failed");
     assert!(
-        lock_file(&base, &db).is_none(),
-        "lock file removed at the end"
+        took >= Duration::from_millis(1400),
+        "the writer of the other process did not wait for our transaction ({took:?})"
     );
+    let incremented: u32 = c
+        .query_row("SELECT c FROM counter", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(incremented, 1, "the other process's write after ours");
+    if v41 {
+        assert!(
+            !range_locked(&base, &db),
+            "byte-range lock released at the end"
+        );
+        no_lock_files(&base, &db);
+    } else {
+        assert!(
+            lock_file(&base, &db).is_none(),
+            "lock file removed at the end"
+        );
+    }
     assert_eq!(probe(&db), "OK 2");
 
     // Exclusive locking mode: held from the first read until close.
@@ -890,9 +1017,19 @@ fn second_process_is_refused_while_a_wal_database_is_open() {
     // Between transactions, but with the WAL-index mapped: still refused.
     let seen = probe(&db);
     assert!(seen.starts_with("BUSY"), "WAL database open here: {seen}");
-    assert!(lock_file(&base, &db).is_some());
+    let v41 = is_v41(&base);
+    if v41 {
+        assert!(range_locked(&base, &db));
+        no_lock_files(&base, &db);
+    } else {
+        assert!(lock_file(&base, &db).is_some());
+    }
     drop(c);
-    assert!(lock_file(&base, &db).is_none(), "lock released at close");
+    if v41 {
+        assert!(!range_locked(&base, &db), "lock released at close");
+    } else {
+        assert!(lock_file(&base, &db).is_none(), "lock released at close");
+    }
     assert_eq!(probe(&db), "OK 3", "after close the other process reads");
     remove_db(&base, &db);
 }

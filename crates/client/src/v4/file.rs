@@ -68,6 +68,19 @@ pub(crate) struct Locks {
     /// restart, after the reclaim took its snapshot) must not be recorded
     /// as if it were part of the state after.
     pub(crate) epoch: u64,
+    /// The lock owner's name (`lock-N`), made at the first LOCK or LOCKT
+    /// and kept for the life of the open file: a LOCKT names it so that
+    /// the file's own locks are not reported as conflicts.
+    pub(crate) owner: Option<owner_id4>,
+}
+
+impl Locks {
+    /// The file's lock owner name, made on first use.
+    pub(crate) fn owner(&mut self, s: &super::session::Session) -> owner_id4 {
+        self.owner
+            .get_or_insert_with(|| super::lock::new_owner_name(s))
+            .clone()
+    }
 }
 
 impl OpenState {

@@ -14,13 +14,13 @@ use std::time::Duration;
 use directnfs_wire::nfs4::{
     exist_lock_owner4, locker4, nfs_argop4, nfs_lock_type4, nfs_resop4, nfsstat4,
     open_to_lock_owner4, owner_id4, state_owner4, stateid4, FREE_STATEID4args, LOCK4args, LOCK4res,
-    LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
+    LOCKT4args, LOCKT4res, LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
 };
 
 use super::file::{state_lost, OpenFile};
 use super::held::Range;
 use super::ops::Ops;
-use super::session::{Session, STAT_OTHER};
+use super::session::{results, Session, STAT_OTHER};
 use crate::error::{Error, Result};
 use crate::File;
 
@@ -67,6 +67,19 @@ impl File {
         self.v41("unlock")?.unlock(offset, len).map(|_| ())
     }
 
+    /// LOCKT: the first lock of another owner that would conflict with a
+    /// lock of `len` bytes at `offset` (0: to the end), shared or
+    /// `exclusive`, or None if the lock could be granted now. Locks of this
+    /// file (its own lock owner) never conflict. NFSv4.1 only.
+    pub fn test_lock(
+        &self,
+        offset: u64,
+        len: u64,
+        exclusive: bool,
+    ) -> Result<Option<LockConflict>> {
+        self.v41("test_lock")?.test_lock(offset, len, exclusive)
+    }
+
     fn v41(&self, op: &str) -> Result<&OpenFile> {
         self.shared.v4.as_ref().ok_or_else(|| {
             Error::Unsupported(format!(
@@ -77,7 +90,65 @@ impl File {
     }
 }
 
+/// A conflicting lock found by [`File::test_lock`] (as the server
+/// describes it; its owner is another client's or another file's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockConflict {
+    /// First byte.
+    pub offset: u64,
+    /// Bytes; 0: to the end of the file.
+    pub len: u64,
+    /// A write (exclusive) lock, else a read (shared) one.
+    pub exclusive: bool,
+}
+
 impl OpenFile {
+    fn test_lock(&self, offset: u64, len: u64, exclusive: bool) -> Result<Option<LockConflict>> {
+        let s = self.session()?;
+        let owner = state_owner4 {
+            clientid: s.clientid(),
+            owner: self.state.locks().owner(s),
+        };
+        let mut ops = Ops::default();
+        ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
+        ops.push(nfs_argop4::OP_LOCKT(LOCKT4args {
+            locktype: if exclusive {
+                nfs_lock_type4::WRITE_LT
+            } else {
+                nfs_lock_type4::READ_LT
+            },
+            offset,
+            length: length(len),
+            owner,
+        }));
+        let settled = ops.send(s, self.inner(), "LOCKT", &self.path, STAT_OTHER, false)?;
+        if settled.status.is_ok() {
+            return Ok(None);
+        }
+        if settled.status != nfsstat4::NFS4ERR_DENIED {
+            return Err(super::session::nfs4_error(
+                "LOCKT",
+                &self.path,
+                settled.status,
+            ));
+        }
+        match results(&settled, &ops.nums, "LOCKT")?.last() {
+            Some(nfs_resop4::OP_LOCKT(LOCKT4res::Denied(d))) => Ok(Some(LockConflict {
+                offset: d.offset,
+                len: if d.length == NFS4_UINT64_MAX {
+                    0
+                } else {
+                    d.length
+                },
+                exclusive: matches!(
+                    d.locktype,
+                    nfs_lock_type4::WRITE_LT | nfs_lock_type4::WRITEW_LT
+                ),
+            })),
+            _ => Err(super::ops::missing("LOCKT", &self.path)),
+        }
+    }
+
     fn lock(&self, offset: u64, len: u64, exclusive: bool, blocking: bool) -> Result<()> {
         let s = self.session()?;
         let locktype = match (exclusive, blocking) {
@@ -93,11 +164,11 @@ impl OpenFile {
             // The lock state of this file: its first LOCK names the lock
             // owner and the open it comes from; later ones its lock
             // stateid.
-            let (epoch, lock_stateid) = {
-                let locks = self.state.locks();
-                (locks.epoch, locks.stateid)
+            let (epoch, lock_stateid, owner) = {
+                let mut locks = self.state.locks();
+                (locks.epoch, locks.stateid, locks.owner(s))
             };
-            let locker = locker(s, *open_stateid, lock_stateid);
+            let locker = locker(s, *open_stateid, lock_stateid, owner);
             let mut ops = Ops::default();
             ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
             ops.push(nfs_argop4::OP_LOCK(LOCK4args {
@@ -225,9 +296,14 @@ impl OpenFile {
 }
 
 /// Who a LOCK is for: the file's lock owner by its `lock_stateid`, or,
-/// for the file's first LOCK, a new lock owner and the `open` stateid it
-/// comes from.
-pub(crate) fn locker(s: &Session, open: stateid4, lock_stateid: Option<stateid4>) -> locker4 {
+/// for the file's first LOCK, the lock owner named `owner` and the `open`
+/// stateid it comes from.
+pub(crate) fn locker(
+    s: &Session,
+    open: stateid4,
+    lock_stateid: Option<stateid4>,
+    owner: owner_id4,
+) -> locker4 {
     match lock_stateid {
         Some(lock_stateid) => locker4::lock_owner(exist_lock_owner4 {
             lock_stateid,
@@ -237,20 +313,18 @@ pub(crate) fn locker(s: &Session, open: stateid4, lock_stateid: Option<stateid4>
             open_seqid: 0,
             open_stateid: open,
             lock_seqid: 0,
-            lock_owner: new_lock_owner(s),
+            lock_owner: state_owner4 {
+                clientid: s.clientid(),
+                owner,
+            },
         }),
     }
 }
 
-/// A lock owner of its own for one open file (`lock-N`, N unique within
-/// the client).
-fn new_lock_owner(s: &Session) -> state_owner4 {
-    state_owner4 {
-        clientid: s.clientid(),
-        owner: owner_id4::from(
-            format!("lock-{}", s.next_open_owner.fetch_add(1, Ordering::Relaxed)).as_str(),
-        ),
-    }
+/// A lock owner name of its own for one open file (`lock-N`, N unique
+/// within the client).
+pub(crate) fn new_owner_name(s: &Session) -> owner_id4 {
+    owner_id4::from(format!("lock-{}", s.next_open_owner.fetch_add(1, Ordering::Relaxed)).as_str())
 }
 
 /// RFC 8881 §18.10.3: a length of all ones means "to the end of file".

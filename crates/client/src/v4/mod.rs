@@ -58,6 +58,7 @@ pub(crate) mod session;
 pub mod trunk;
 pub(crate) mod wait;
 
+pub use lock::LockConflict;
 pub(crate) use session::Session;
 
 use crate::error::Error;

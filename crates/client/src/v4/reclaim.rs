@@ -150,7 +150,8 @@ fn reclaim_lock(
     lock_stateid: Option<stateid4>,
     r: Range,
 ) -> Result<stateid4> {
-    let locker = locker(s, open, lock_stateid);
+    let owner = f.locks().owner(s);
+    let locker = locker(s, open, lock_stateid, owner);
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: f.fh }));
     ops.push(nfs_argop4::OP_LOCK(LOCK4args {

@@ -142,10 +142,21 @@ impl Trunk {
     pub(crate) fn new(labels: Vec<String>, cred: &[u8]) -> Arc<Self> {
         let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        // The counter's address tells apart two copies of this library in
+        // one process (the SQLite VFS's shared object beside a program's
+        // own directnfs): with the same owner and another verifier, a
+        // server takes the second client for the first one rebooted and
+        // drops the first one's opens and locks (RFC 8881 §18.35.4).
+        let copy = &NEXT_OWNER as *const AtomicU64 as usize;
         let owner = client_owner4 {
             co_verifier: verifier4(boot_verifier()),
             co_ownerid: owner_id4::from(
-                format!("directnfs/{}/{}/{n}", host.trim(), std::process::id()).as_str(),
+                format!(
+                    "directnfs/{}/{}/{copy:x}/{n}",
+                    host.trim(),
+                    std::process::id()
+                )
+                .as_str(),
             ),
         };
         Arc::new(Self {

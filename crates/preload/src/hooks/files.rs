@@ -169,7 +169,10 @@ pub unsafe extern "C" fn flock(fd: c_int, op: c_int) -> c_int {
         // SAFETY: plain forward.
         return unsafe { real::flock(fd, op) };
     }
-    serve("flock", || crate::locks::flock(fd, op).map(|()| 0))
+    serve("flock", || {
+        let open = fdtable::get(fd).ok_or(crate::fail::Errno(libc::EBADF))?;
+        crate::locks::flock(fd, &open, op).map(|()| 0)
+    })
 }
 
 /// FICLONE (`_IOW(0x94, 9, int)`).

@@ -22,6 +22,7 @@ pub fn close(fd: c_int) -> c_int {
     let mut failed = None;
     if let Some(open) = fdtable::remove(fd) {
         check_stray(fd, &open);
+        crate::locks::closing(&open);
         if let Some(file) = open.opened_file() {
             failed = file.flush_write_behind().err().map(|e| e.errno());
         }
@@ -74,7 +75,7 @@ pub fn duplicated(old: c_int, new: c_int) {
 pub fn fcntl(fd: c_int, cmd: c_int, arg: c_ulong) -> Res<c_int> {
     let open = fdtable::get(fd).ok_or(Errno(libc::EBADF))?;
     if locks::is_lock_cmd(cmd) {
-        return locks::fcntl_lock(fd, cmd, arg);
+        return locks::fcntl_lock(fd, &open, cmd, arg);
     }
     // SAFETY: forwarded to the shadow descriptor: descriptor flags, status
     // flags, duplication and the rest are the kernel's.

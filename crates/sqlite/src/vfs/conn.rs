@@ -65,7 +65,7 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
             mount: r.mount.key.clone(),
             fileid,
         };
-        Some(inode_for(key, &r.mount.client, &r.path, name))
+        Some(inode_for(key, &r.mount.client, &file, &r.path, name))
     } else {
         None
     };
