@@ -14,17 +14,7 @@ use directnfs::{Client, NfsUrl, PathSpec, Target};
 use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 
 fn url() -> Option<String> {
-    match std::env::var("DNFS_TEST_URL_V41") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var("DNFS_TEST_REQUIRE_SERVER").as_deref() != Ok("1"),
-                "DNFS_TEST_URL_V41 is not set and DNFS_TEST_REQUIRE_SERVER=1"
-            );
-            eprintln!("skipped: DNFS_TEST_URL_V41 not set");
-            None
-        }
-    }
+    directnfs_testkit::server::url_v41("trunking")
 }
 
 /// The server's address of `url`.
@@ -41,6 +31,22 @@ fn proxy(listen: SocketAddr, upstream: SocketAddr) -> FaultProxy {
         seed: 7,
     })
     .unwrap()
+}
+
+/// `parsed`'s mount over two paths, 127.0.0.1 and `second`, both to
+/// `port` (the proxies), with `connections` per path.
+fn two_paths(parsed: &NfsUrl, second: &str, port: u16, connections: usize) -> Target {
+    let mut target = Target::from_url(parsed);
+    target.paths = ["127.0.0.1", second]
+        .into_iter()
+        .map(|server| PathSpec {
+            local: None,
+            server: server.into(),
+        })
+        .collect();
+    target.options.nfs_port = Some(port);
+    target.options.connections = connections;
+    target
 }
 
 /// Some namespace traffic in `dir`, enough to use every connection.
@@ -163,19 +169,7 @@ fn a_path_to_another_server_is_refused_and_the_client_keeps_working() {
     let port = good.local_addr().port();
     let other = proxy(SocketAddr::from(([127, 0, 0, 2], port)), server);
     other.set_server_owner_v41(Some(b"another-server"));
-    let mut target = Target::from_url(&parsed);
-    target.paths = vec![
-        PathSpec {
-            local: None,
-            server: "127.0.0.1".into(),
-        },
-        PathSpec {
-            local: None,
-            server: "127.0.0.2".into(),
-        },
-    ];
-    target.options.nfs_port = Some(port);
-    target.options.connections = 2;
+    let target = two_paths(&parsed, "127.0.0.2", port, 2);
     let client = Client::mount(&target).unwrap();
     let owners = client.server_owners();
     assert_eq!(owners.len(), 2, "{owners:?}");
@@ -213,19 +207,7 @@ fn a_path_that_comes_up_later_is_checked_at_its_first_connection() {
     let server = upstream(&parsed);
     let good = proxy("127.0.0.1:0".parse().unwrap(), server);
     let port = good.local_addr().port();
-    let mut target = Target::from_url(&parsed);
-    target.paths = vec![
-        PathSpec {
-            local: None,
-            server: "127.0.0.1".into(),
-        },
-        PathSpec {
-            local: None,
-            server: "127.0.0.3".into(),
-        },
-    ];
-    target.options.nfs_port = Some(port);
-    target.options.connections = 1;
+    let target = two_paths(&parsed, "127.0.0.3", port, 1);
     let client = Client::mount(&target).unwrap();
     assert_eq!(client.server_owners().len(), 1, "path 1 not connected yet");
     let late = proxy(SocketAddr::from(([127, 0, 0, 3], port)), server);

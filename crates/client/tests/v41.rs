@@ -16,17 +16,7 @@ use directnfs_wire::nfs3::{ACCESS3_MODIFY, ACCESS3_READ};
 
 /// The NFSv4.1 URL, or `None` (test skipped) when there is no server.
 fn url() -> Option<String> {
-    match std::env::var("DNFS_TEST_URL_V41") {
-        Ok(u) if !u.is_empty() => Some(u),
-        _ => {
-            assert!(
-                std::env::var("DNFS_TEST_REQUIRE_SERVER").as_deref() != Ok("1"),
-                "DNFS_TEST_URL_V41 is not set and DNFS_TEST_REQUIRE_SERVER=1"
-            );
-            eprintln!("skipped: DNFS_TEST_URL_V41 not set");
-            None
-        }
-    }
+    directnfs_testkit::server::url_v41("v41")
 }
 
 fn with(url: &str, options: &str) -> String {
@@ -967,8 +957,7 @@ fn io_resumes_after_a_server_restart_with_no_acknowledged_write_lost() {
     let client = Client::connect(&format!("{base}?vers=4.1&nfsport={port}&timeo=20")).unwrap();
     let f = client.create("/db.dat").unwrap();
     f.write_at(&[1u8; 65536], 0).unwrap();
-    let mut restart = server.spawn_restart(&["--kill", "--down", "2"]).unwrap();
-    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+    restart(&server, &["--kill", "--down", "2"]);
 
     f.write_at(&[2u8; 4096], 65536).unwrap();
     let mut back = vec![0u8; 65536 + 4096];

@@ -29,17 +29,29 @@ pub fn skipped(test: &str, why: &str) {
 /// `DNFS_TEST_URL`, or `None` after saying that `test` is skipped. Panics
 /// instead when the tests must run ([`required`]).
 pub fn url(test: &str) -> Option<String> {
-    if let Some(url) = var("DNFS_TEST_URL") {
+    url_of("DNFS_TEST_URL", test)
+}
+
+/// `DNFS_TEST_URL_V41` (the same server's NFSv4.1 URL, which
+/// `scripts/test.sh` exports), as [`url`] reads `DNFS_TEST_URL`.
+pub fn url_v41(test: &str) -> Option<String> {
+    url_of("DNFS_TEST_URL_V41", test)
+}
+
+fn url_of(key: &str, test: &str) -> Option<String> {
+    if let Some(url) = var(key) {
         return Some(url);
     }
     assert!(
         !required(),
-        "{test}: DNFS_TEST_REQUIRE_SERVER is set but DNFS_TEST_URL is not"
+        "{test}: DNFS_TEST_REQUIRE_SERVER is set but {key} is not"
     );
     skipped(
         test,
-        "DNFS_TEST_URL is not set (start a server with `scripts/nfs-server.sh start DIR` \
-         and export the URL it prints; DNFS_TEST_REQUIRE_SERVER=1 makes this a failure)",
+        &format!(
+            "{key} is not set (start a server with `scripts/nfs-server.sh start DIR` \
+             and export the URL it prints; DNFS_TEST_REQUIRE_SERVER=1 makes this a failure)"
+        ),
     );
     None
 }

@@ -542,23 +542,16 @@ impl Session {
     /// One send of `body` and the wait for its reply, decoded as far as
     /// the SEQUENCE result.
     fn send(&self, inner: &Inner, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
-        let weight = req.payload.as_ref().map_or(256, |p| p.len() as u64);
         let group = Group::new(1);
-        let call = Call::new(
-            req.stat,
-            body.to_vec(),
-            req.payload.clone(),
-            weight,
-            req.sink(),
-            Notify::Group(Arc::clone(&group)),
-        );
+        let call = Self::start(req, body, Notify::Group(Arc::clone(&group)));
         inner.run(Arc::clone(&call), &group);
         first_reply(&call, req.op, req.path)
     }
 
     /// A call of `req` sent as `body` (on the slot it was encoded for),
-    /// telling `notify` when its reply comes: the pipelined batch's send,
-    /// which does not wait. Its outcome is [`first_reply`]'s.
+    /// telling `notify` when its reply comes, without waiting (the
+    /// blocking send waits on it; the pipelined batch reaps it later). Its
+    /// outcome is [`first_reply`]'s.
     pub(crate) fn start(req: &Request<'_>, body: &Arc<[u8]>, notify: Notify) -> Arc<Call> {
         let weight = req.payload.as_ref().map_or(256, |p| p.len() as u64);
         Call::new(
