@@ -84,8 +84,12 @@
 //!
 //! SQLite warns that network file systems have broken POSIX advisory locks
 //! and caching. Neither applies: locking never uses fcntl/NLM (lock
-//! table + symbolic-link lock file, or NFSv4.1's own LOCK), and directnfs
-//! caches no data and no attributes (xFileSize asks the server). What
+//! table + symbolic-link lock file, or NFSv4.1's own LOCK), and no cache
+//! can go stale: xFileSize asks the server, and the only data kept is the
+//! mirror of what this process wrote and read while it holds the database
+//! (`mirror`: no other process can change the files meanwhile; emptied
+//! when the lock is taken or released, `DIRECTNFS_SQLITE_MIRROR_MIB`
+//! bounds it, 0 turns it off). What
 //! still applies: the lock file protects only programs that use this VFS —
 //! a program opening the same file through a kernel NFS mount or another
 //! client ignores it (on NFSv4.1, one that locks SQLite's lock bytes
@@ -112,6 +116,7 @@
 
 mod dotlock;
 mod lock;
+mod mirror;
 mod names;
 mod rangelock;
 pub mod sys;

@@ -21,6 +21,7 @@ use dnfs::config::NfsVersion;
 use dnfs::{Client, File};
 
 use crate::dotlock::{self, Acquire, DotLock, Holder, Names, Owner};
+use crate::mirror::{self, Mirror};
 use crate::rangelock::RangeLock;
 use crate::sys::*;
 
@@ -64,6 +65,13 @@ pub struct Inode {
     /// NFSv4.1: the byte-range lock that replaces the lock file.
     range: Option<RangeLock>,
     display: String,
+    /// Where the database is (for [`wal_mirror_of`]).
+    mount: String,
+    db_path: String,
+    /// The database's and the WAL's bytes known while this process holds
+    /// the database ([`crate::mirror`]).
+    pub db: Arc<Mirror>,
+    wal: Arc<Mirror>,
     state: Mutex<State>,
 }
 
@@ -145,13 +153,35 @@ pub fn inode_for(
         range: (client.options().nfs_version == NfsVersion::V41)
             .then(|| RangeLock::new(file.clone())),
         display: display.to_string(),
+        mount: key.mount.clone(),
+        db_path: db_path.to_string(),
+        db: Arc::new(Mirror::new(mirror::limit())),
+        wal: Arc::new(Mirror::new(mirror::limit())),
         state: Mutex::new(State::default()),
     });
     t.insert(key, Arc::downgrade(&inode));
     inode
 }
 
+/// The WAL mirror of the database at `db_path` of `mount`, if a
+/// connection of this process has that database open (it always has when
+/// SQLite opens the database's WAL).
+pub fn wal_mirror_of(mount: &str, db_path: &str) -> Option<Arc<Mirror>> {
+    let table = INODES.get_or_init(Default::default);
+    let t = table.lock().unwrap_or_else(|p| p.into_inner());
+    t.values()
+        .filter_map(Weak::upgrade)
+        .find(|i| i.mount == mount && i.db_path == db_path)
+        .map(|i| Arc::clone(&i.wal))
+}
+
 impl Inode {
+    /// Empties both mirrors: the process-wide lock is not held.
+    fn forget(&self) {
+        self.db.clear();
+        self.wal.clear();
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         // Lock state stays consistent even if a holder panicked: every
         // update below is a few field stores with no panic in between.
@@ -164,6 +194,8 @@ impl Inode {
         if st.held.is_some() {
             return Ok(());
         }
+        // Not held until now: another process may have changed the files.
+        self.forget();
         if let Some(until) = st.step_aside_until.take() {
             std::thread::sleep(until.saturating_duration_since(Instant::now()));
         }
@@ -286,6 +318,7 @@ impl Inode {
                     // Not held any more: say so (another process may have
                     // used the database meanwhile), and start afresh.
                     st.held = None;
+                    self.forget();
                     return Err(LockError::Io(
                         SQLITE_IOERR_UNLOCK,
                         format!("{}: the byte-range lock was lost: {e}", self.display),
@@ -302,6 +335,7 @@ impl Inode {
             (Some(Held::Range), None) => false,
         };
         st.held = None;
+        self.forget();
         if wanted {
             st.step_aside_until = Some(Instant::now() + STEP_ASIDE);
         }

@@ -51,6 +51,7 @@ fn child_process_entry() {
         "incrementer" => child_incrementer(&db),
         "probe" => child_probe(&db),
         "verifier" => child_verifier(&db),
+        "exec" => child_exec(&db),
         other => panic!("unknown child role {other}"),
     }
 }
@@ -104,6 +105,15 @@ fn child_incrementer(db: &str) {
         }
     }
     println!("\ndone {n}");
+}
+
+/// Runs the SQL in DNFS_SQL_EXEC on the database, then says "done".
+fn child_exec(db: &str) {
+    let sql = std::env::var("DNFS_SQL_EXEC").expect("DNFS_SQL_EXEC");
+    let c = open(db).expect("child open");
+    c.execute_batch(&sql).expect("child SQL");
+    drop(c);
+    println!("\ndone");
 }
 
 /// Opens the database after a crash; prints "integrity R", then for the
@@ -1031,6 +1041,102 @@ fn second_process_is_refused_while_a_wal_database_is_open() {
         assert!(lock_file(&base, &db).is_none(), "lock released at close");
     }
     assert_eq!(probe(&db), "OK 3", "after close the other process reads");
+    remove_db(&base, &db);
+}
+
+// ---------------------------------------------------------------------
+// The process's mirror of a database it holds (crate::mirror).
+
+/// READs this process made on files whose path ends with `suffix`.
+fn reads_of(suffix: &str) -> u64 {
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let path = dnfs::publish::process_dir(uid).join(format!("{}.sock", std::process::id()));
+    let snap = dnfs::publish::read_endpoint(&path)
+        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+        .stats;
+    snap.files
+        .iter()
+        .filter(|f| f.path.ends_with(suffix))
+        .map(|f| f.totals.calls_by_proc.get("READ").copied().unwrap_or(0))
+        .sum()
+}
+
+#[test]
+fn a_held_wal_database_is_read_back_from_memory_and_forgotten_once_released() {
+    let Some(base) = server_url("held_mirror") else {
+        return;
+    };
+    let db = fresh_db(&base, "mirror");
+    let name = db_file_name(&db).to_string();
+    let wal = format!("{name}-wal");
+    // Keeps this process's lock state of the database (and its mirrors)
+    // alive throughout, without ever holding the lock itself.
+    let keep = open(&db).unwrap();
+    let c1 = open(&db).unwrap();
+    journal_mode(&c1, "wal");
+    c1.execute_batch(
+        "PRAGMA wal_autocheckpoint=0; CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB);",
+    )
+    .unwrap();
+    for txn in 0..50 {
+        c1.execute_batch("BEGIN").unwrap();
+        for i in 0..10 {
+            c1.execute(
+                "INSERT INTO t VALUES(?1, randomblob(2000))",
+                params![txn * 10 + i],
+            )
+            .unwrap();
+        }
+        c1.execute_batch("COMMIT").unwrap();
+    }
+    let (db_reads, wal_reads) = (reads_of(&name), reads_of(&wal));
+    // A new connection's cache is empty: every page comes from the WAL.
+    let c2 = open(&db).unwrap();
+    let n: i64 = c2
+        .query_row("SELECT count(*) FROM t WHERE length(v) = 2000", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 500);
+    // A checkpoint reads every frame back and copies it into the database;
+    // then a third connection reads the pages from the database.
+    let (busy, _, _): (i64, i64, i64) = c1
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .unwrap();
+    assert_eq!(busy, 0, "checkpoint completed");
+    let c3 = open(&db).unwrap();
+    let sum: i64 = c3
+        .query_row("SELECT sum(length(v)) FROM t", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sum, 500 * 2000);
+    assert_eq!(integrity(&c3), "ok");
+    let (db_now, wal_now) = (reads_of(&name), reads_of(&wal));
+    assert_eq!(
+        (db_now - db_reads, wal_now - wal_reads),
+        (0, 0),
+        "READs of (database, WAL) while this process held the database"
+    );
+    // Released (every WAL connection closed): another process changes
+    // every row; the connection opened next here must see its rows, not
+    // what this process knew.
+    drop((c1, c2, c3));
+    let mut child = spawn_child(
+        "child_process_entry",
+        "exec",
+        &[
+            ("DNFS_SQL_DB", &db),
+            ("DNFS_SQL_EXEC", "UPDATE t SET v = zeroblob(2000);"),
+        ],
+    );
+    assert!(child.wait().unwrap().success(), "the other process's update");
+    let c4 = open(&db).unwrap();
+    let zeros: i64 = c4
+        .query_row("SELECT count(*) FROM t WHERE v = zeroblob(2000)", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(zeros, 500, "rows the other process changed, seen here");
+    assert!(reads_of(&name) > db_now, "read from the server again");
+    drop((c4, keep));
     remove_db(&base, &db);
 }
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use dnfs::{Error, File, OpenOptions};
 
-use crate::lock::{inode_for, Inode, InodeKey, ShmConn};
+use crate::lock::{inode_for, wal_mirror_of, Inode, InodeKey, ShmConn};
+use crate::mirror::Mirror;
 use crate::names::{self, Mount};
 use crate::sys::*;
 
@@ -29,6 +30,19 @@ pub(super) struct Conn {
     pub(super) lock: c_int,
     pub(super) inode: Option<Arc<Inode>>,
     pub(super) shm: ShmConn,
+    /// A main database or its WAL: the bytes this process knows of it
+    /// while holding the database ([`crate::mirror`]); None for journals.
+    pub(super) mirror: Option<Arc<Mirror>>,
+}
+
+impl Conn {
+    /// A write or sync failed: the server may not have what the mirror
+    /// holds.
+    pub(super) fn forget_mirror(&self) {
+        if let Some(m) = &self.mirror {
+            m.clear();
+        }
+    }
 }
 
 /// Opens (or creates, as `flags` say) the file `name` names, and for a
@@ -69,6 +83,15 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
     } else {
         None
     };
+    let mirror = if let Some(inode) = &inode {
+        Some(Arc::clone(&inode.db))
+    } else if flags & SQLITE_OPEN_WAL != 0 {
+        r.path
+            .strip_suffix("-wal")
+            .and_then(|db| wal_mirror_of(&r.mount.key, db))
+    } else {
+        None
+    };
     Ok(Conn {
         file,
         _mount: Arc::clone(&r.mount),
@@ -78,5 +101,6 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
         lock: SQLITE_LOCK_NONE,
         inode,
         shm: ShmConn::default(),
+        mirror,
     })
 }

@@ -54,6 +54,7 @@ pub(super) unsafe extern "C" fn x_close(f: *mut sqlite3_file) -> c_int {
         // Write-behind: wait for the writes in flight (before the locks
         // go) and report an error none of them reported yet.
         if let Err(e) = c.file.flush_write_behind() {
+            c.forget_mirror();
             rc = io_error(SQLITE_IOERR_CLOSE, &format!("close {}", c.name), &e);
         }
         if let Some(inode) = c.inode.clone() {
@@ -99,6 +100,10 @@ pub(super) unsafe extern "C" fn x_read(
         };
         // SAFETY: SQLite passes amt writable bytes.
         let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), amt) };
+        if c.mirror.as_ref().is_some_and(|m| m.read(off, out)) {
+            return SQLITE_OK;
+        }
+        let generation = c.mirror.as_ref().map(|m| m.generation());
         let mut done = 0;
         while done < amt {
             match c.file.read_at(&mut out[done..], off + done as u64) {
@@ -110,6 +115,9 @@ pub(super) unsafe extern "C" fn x_read(
         if done < amt {
             out[done..].fill(0);
             return SQLITE_IOERR_SHORT_READ;
+        }
+        if let (Some(m), Some(g)) = (&c.mirror, generation) {
+            m.fill(g, off, out);
         }
         SQLITE_OK
     })
@@ -134,8 +142,16 @@ pub(super) unsafe extern "C" fn x_write(
         // SAFETY: SQLite passes amt readable bytes.
         let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), amt) };
         match c.file.write_at(data, off) {
-            Ok(_) => SQLITE_OK,
-            Err(e) => io_error(SQLITE_IOERR_WRITE, &format!("write {}", c.name), &e),
+            Ok(_) => {
+                if let Some(m) = &c.mirror {
+                    m.write(off, data);
+                }
+                SQLITE_OK
+            }
+            Err(e) => {
+                c.forget_mirror();
+                io_error(SQLITE_IOERR_WRITE, &format!("write {}", c.name), &e)
+            }
         }
     })
 }
@@ -151,8 +167,16 @@ pub(super) unsafe extern "C" fn x_truncate(f: *mut sqlite3_file, size: i64) -> c
             return SQLITE_IOERR_TRUNCATE;
         };
         match c.file.set_len(size) {
-            Ok(()) => SQLITE_OK,
-            Err(e) => io_error(SQLITE_IOERR_TRUNCATE, &format!("truncate {}", c.name), &e),
+            Ok(()) => {
+                if let Some(m) = &c.mirror {
+                    m.truncate(size);
+                }
+                SQLITE_OK
+            }
+            Err(e) => {
+                c.forget_mirror();
+                io_error(SQLITE_IOERR_TRUNCATE, &format!("truncate {}", c.name), &e)
+            }
         }
     })
 }
@@ -171,7 +195,10 @@ pub(super) unsafe extern "C" fn x_sync(f: *mut sqlite3_file, _flags: c_int) -> c
         let _t = Trace::new("xSync", &c.name, 0);
         match c.file.fsync() {
             Ok(()) => SQLITE_OK,
-            Err(e) => io_error(SQLITE_IOERR_FSYNC, &format!("fsync {}", c.name), &e),
+            Err(e) => {
+                c.forget_mirror();
+                io_error(SQLITE_IOERR_FSYNC, &format!("fsync {}", c.name), &e)
+            }
         }
     })
 }

@@ -110,6 +110,15 @@ pub(super) unsafe extern "C" fn x_delete(
             Ok(r) => r,
             Err(e) => return io_error(SQLITE_IOERR_DELETE, &format!("delete {name}"), &e),
         };
+        // A WAL file goes: what this process kept of it is not its content
+        // any more (normally already cleared when the lock was released).
+        if let Some(w) = r
+            .path
+            .strip_suffix("-wal")
+            .and_then(|db| crate::lock::wal_mirror_of(&r.mount.key, db))
+        {
+            w.clear();
+        }
         let client = &r.mount.client;
         match names::fresh(client, &r.path, || client.remove(&r.path)) {
             Ok(()) => SQLITE_OK,
