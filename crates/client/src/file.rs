@@ -62,6 +62,9 @@ pub(crate) struct FileShared {
     /// (an older write kept there may have to be sent again, and must not
     /// land on them). False on the default hot path: no lock taken.
     tracked: AtomicBool,
+    /// Every write asks FILE_SYNC, also in unstable mode
+    /// ([`File::set_sync_writes`]: an `O_DSYNC` descriptor).
+    sync_writes: AtomicBool,
     /// This file's counters (v$dnfs_files).
     pub(crate) stats: Arc<crate::stats::files::FileRecord>,
     /// Serialises `fsync`s of this file: a second caller must not return
@@ -98,6 +101,7 @@ impl FileShared {
             uncommitted: Mutex::new(WriteLog::default()),
             repaired: Condvar::new(),
             tracked: AtomicBool::new(false),
+            sync_writes: AtomicBool::new(false),
             stats: inner.file_stats(path),
             fsync_lock: Mutex::new(()),
             wb: WriteBehind::new(match inner.options.stable {
@@ -619,7 +623,31 @@ impl File {
         self.write_at(buf, offset).map(|_| ())
     }
 
+    /// Every write of this file and its clones asks FILE_SYNC, also in
+    /// unstable mode, and waits for its reply: durable when `write_at`
+    /// returns, in one round trip and with no COMMIT — what an
+    /// `O_DSYNC`/`O_SYNC` descriptor needs (an UNSTABLE WRITE and a COMMIT
+    /// would be two). Write-behind is off meanwhile; turning this on waits
+    /// for the writes in flight first. Unstable writes made before stay
+    /// for the next [`fsync`](Self::fsync). No effect in FILE_SYNC mode.
+    pub fn set_sync_writes(&self, on: bool) {
+        let was = self.shared.sync_writes.swap(on, Ordering::Relaxed);
+        if let Some(v4) = &self.shared.v4 {
+            v4.sync_writes.store(on, Ordering::Relaxed);
+        }
+        if on && !was {
+            self.settle(0, usize::MAX);
+        }
+    }
+
+    pub(crate) fn sync_writes(&self) -> bool {
+        self.shared.sync_writes.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn stable(&self) -> stable_how {
+        if self.sync_writes() {
+            return stable_how::FILE_SYNC;
+        }
         match self.inner().options.stable {
             StableMode::Unstable => stable_how::UNSTABLE,
             _ => stable_how::FILE_SYNC,

@@ -242,6 +242,7 @@ impl File {
         self.shared.wb.limit > 0
             && self.inner().options.stable == crate::config::StableMode::Unstable
             && !self.shared.wb.disabled.load(Ordering::Relaxed)
+            && !self.sync_writes()
     }
 
     /// Turns write-behind off (or back on) for this file and its clones,

@@ -10,6 +10,8 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod common;
+#[path = "common/sync_writes.rs"]
+mod sync_writes;
 
 use std::path::Path;
 use std::process::Command;
@@ -258,6 +260,17 @@ fn coalesced_frames_are_few_writes_and_fsync_needs_no_commit() {
 /// they write) never pass the client's bound by more than the blocks the
 /// two writers may be adding at that instant, though each file stays far
 /// below its own; everything is on the server after `fsync`.
+/// An `O_DSYNC` descriptor's writes in unstable mode: one FILE_SYNC WRITE
+/// each, no COMMIT, write-behind off meanwhile.
+#[test]
+fn sync_writes_are_durable_on_return_with_one_write_and_no_commit() {
+    if !wanted("write_behind::sync_writes") {
+        return;
+    }
+    let client = Client::connect(&common::url_with("stable=unstable")).unwrap();
+    sync_writes::sync_writes_are_one_write_and_no_commit(&client, &common::unique("wb-sync"));
+}
+
 #[test]
 fn the_client_bound_holds_over_files_with_room() {
     if !wanted("write_behind::the_client_bound") {

@@ -534,6 +534,19 @@ group_wb() {
     expect "dd oflag=dsync (no write-behind for an O_DSYNC descriptor)" \
         "${RUN[@]}" dd if="$src" of="$MNT-wb/$RUNID/wb-dsync" bs=64k oflag=dsync status=none
     if cmp -s "$src" "$VIEW/wb-dsync"; then ok "O_DSYNC: the server holds every byte"; else bad "O_DSYNC" "data differs"; fi
+    # Durable on return: one FILE_SYNC WRITE each, no COMMIT (an UNSTABLE
+    # WRITE and a COMMIT would be two round trips). Counted in a program
+    # that keeps stderr open to its end (dd closes it before the library
+    # reports at exit).
+    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC, 0o644)
+for i in range(64):
+    os.write(fd, bytes([i]) * 65536)
+os.close(fd)' "$MNT-wb/$RUNID/wb-dsync2" 2>"$WORK/dsync.err" ||
+        bad "O_DSYNC writes (python3)" "$(tail -2 "$WORK/dsync.err" | tr '\n' ' ')"
+    check "O_DSYNC in unstable mode: 64 writes, one FILE_SYNC WRITE each, no COMMIT" "write x64: WRITE=64" \
+        "$(sed -n 's/.*by libc call: \(write .*\)/\1/p' "$WORK/dsync.err" | sed 's/ *$//')"
     cc -O2 -Wall -Werror -o "$WORK/wbcheck" crates/preload/tests/c/wbcheck.c
     expect "pwrite, pread of bytes in flight, sync_file_range, fdatasync, close" \
         "${RUN[@]}" "$WORK/wbcheck" "$MNT-wb/$RUNID/wb-c"

@@ -14,7 +14,7 @@
 //! of, for `reclaim.rs`. A lock that could not be reclaimed makes every
 //! I/O on the file fail with [`Error::LockLost`] until `unlock`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use directnfs_wire::nfs4::{
@@ -127,6 +127,8 @@ pub(crate) struct OpenFile {
     /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
     /// their verifier proves them durable.
     unstable: bool,
+    /// FILE_SYNC writes even so (`File::set_sync_writes`: `O_DSYNC`).
+    pub(crate) sync_writes: AtomicBool,
     pending: Mutex<Vec<Unstable>>,
     /// One `fsync` at a time (a second must not return before the first's
     /// COMMIT, which covered its writes too, succeeded).
@@ -284,6 +286,7 @@ impl OpenFile {
             state,
             path: path.to_string(),
             unstable: client.inner.options.stable == crate::config::StableMode::Unstable,
+            sync_writes: AtomicBool::new(false),
             pending: Mutex::new(Vec::new()),
             fsync_lock: Mutex::new(()),
             lock_op: Mutex::new(()),
@@ -479,8 +482,8 @@ impl OpenFile {
         }
     }
 
-    /// Writes all of `buf` at `offset` (FILE_SYNC), in WRITEs of at most
-    /// `wtmax`.
+    /// Writes all of `buf` at `offset`, in WRITEs of at most `wtmax`, as
+    /// [`stable_how`](Self::stable_how) says.
     pub(crate) fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let wtmax = self.inner().limits.wtmax as usize;
         let mut done = 0;
@@ -501,7 +504,7 @@ impl OpenFile {
 
     fn write_durable(&self, piece: &[u8], offset: u64) -> Result<usize> {
         let data: Arc<[u8]> = piece.into();
-        if self.unstable {
+        if self.stable_how() == stable_how4::UNSTABLE4 {
             let (count, committed, verf) =
                 self.write_once(&data, offset, stable_how4::UNSTABLE4)?;
             if committed != stable_how4::FILE_SYNC4 {
@@ -609,10 +612,10 @@ impl OpenFile {
         out.extend_from_slice(&tmp[SEQ_PREFIX..]);
     }
 
-    /// The commitment a WRITE asks: UNSTABLE with `stable=unstable`,
-    /// FILE_SYNC otherwise.
+    /// The commitment a WRITE asks: UNSTABLE with `stable=unstable` (unless
+    /// [`crate::File::set_sync_writes`]), FILE_SYNC otherwise.
     pub(crate) fn stable_how(&self) -> stable_how4 {
-        if self.unstable {
+        if self.unstable && !self.sync_writes.load(Ordering::Relaxed) {
             stable_how4::UNSTABLE4
         } else {
             stable_how4::FILE_SYNC4

@@ -350,21 +350,19 @@ fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {
     }
     let file = open.file(state)?;
     let sync = open.flags() & (libc::O_SYNC | libc::O_DSYNC) != 0;
-    // O_SYNC/O_DSYNC (at open or by F_SETFL): no write-behind for this
-    // descriptor — each write waits for its reply, then is committed.
-    // Without the opt-in (state.rs, ENV_WRITE_BEHIND) none at all: other
+    // O_SYNC/O_DSYNC (at open or by F_SETFL): durable before returning,
+    // also in unstable mode — each write a FILE_SYNC WRITE that waits for
+    // its reply (one round trip, no COMMIT; a server that answers with
+    // less is sent a COMMIT by the client), no write-behind. Without the
+    // opt-in (state.rs, ENV_WRITE_BEHIND) no write-behind at all: other
     // processes would not see the WRITEs in flight.
+    file.set_sync_writes(sync);
     file.set_write_behind(!sync && state.write_behind);
     let written = file.write_at(buf, off);
     // Also after a failure: part of it may have reached the file.
     let end = off + written.as_ref().map_or(buf.len(), |n| *n) as u64;
     open.size.wrote(state, &open.handle, end);
-    let n = written?;
-    // O_SYNC/O_DSYNC: durable before returning, also in unstable mode.
-    if sync && file.uncommitted_bytes() > 0 {
-        file.fsync()?;
-    }
-    Ok(n)
+    Ok(written?)
 }
 
 /// The size for `lseek`: remembered while no process of this host changed
