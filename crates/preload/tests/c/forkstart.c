@@ -7,7 +7,8 @@
  * the default) or an open + 512-byte read + close (MODE `read`: what a
  * backend does with its pg_filenode.map). Prints the mean time of one
  * fork + the child's calls + its exit, as seen by the parent, and the
- * children's mean CPU time (user + system, every thread, from wait4).
+ * children's mean CPU time (user + system, every thread) and minor page
+ * faults, from wait4.
  *
  * Under valgrind --tool=callgrind (--callgrind-out-file=...%p) each child
  * writes its own profile: the parent zeroes its counters just before each
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
         perror(path);
         return 1;
     }
-    double t0 = now(), cpu = 0;
+    double t0 = now(), cpu = 0, faults = 0;
     for (int i = 0; i < n; i++) {
         CALLGRIND_ZERO_STATS;
         pid_t c = fork();
@@ -96,8 +97,9 @@ int main(int argc, char **argv)
             return 1;
         }
         cpu += seconds(ru.ru_utime) + seconds(ru.ru_stime);
+        faults += (double)ru.ru_minflt;
     }
-    printf("%.1f us per fork + %d %s call(s) + exit; child CPU %.1f us\n",
-           (now() - t0) / n * 1e6, calls, read_mode ? "read" : "stat", cpu / n * 1e6);
+    printf("%.1f us per fork + %d %s call(s) + exit; child CPU %.1f us, %.0f page faults\n",
+           (now() - t0) / n * 1e6, calls, read_mode ? "read" : "stat", cpu / n * 1e6, faults / n);
     return 0;
 }
