@@ -26,6 +26,21 @@
 #   DNFS_PGCALLS_SCALE   pgbench scale (default 10)
 #   DNFS_PGCALLS_MODE    dnfstab `stable:` (default file_sync)
 #   DNFS_PGCALLS_FRESH=1 make the cluster again
+#   DNFS_PGCALLS_PORT    PostgreSQL's port (default 5491; the local cluster
+#                        of DNFS_PGCALLS_CPU takes the next one)
+#   DNFS_PGCALLS_DNFS    the `dnfs` binary (its interception library next
+#                        to it), to compare two builds (default: this
+#                        tree's, built)
+#   DNFS_PGCALLS_CPU=1   also the CPU of a new backend: `pgbench -C -S -c 8
+#          -j 2 -t CONNS` again without the statistics, on the directnfs
+#          cluster and on a local one made the same way (in
+#          DNFS_PGCALLS_LOCAL, default /var/tmp/dnfs-pgcalls-local, kept),
+#          DNFS_PGCALLS_CPU_RUNS times each (default 3, interleaved): user
+#          + system time per connection of PostgreSQL's processes (the
+#          postmaster and its children, the backends reaped included),
+#          pgbench's, and the NFS server's (DNFS_TEST_SERVER_PID, from its
+#          /proc/PID/stat). CPU time, not wall time: it holds on a busy
+#          machine far better than TPS, if not exactly (caches, frequency).
 # Needs root (PostgreSQL runs as postgres through runuser) and PostgreSQL 15.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -50,8 +65,12 @@ export_path=${rest%%\?*}
 nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$rest")
 mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$rest")
 
-cargo build --release -p directnfs-cli -p directnfs-preload >&2
-DNFS=$ROOT/target/release/dnfs
+if [[ -n ${DNFS_PGCALLS_DNFS:-} ]]; then
+    DNFS=$DNFS_PGCALLS_DNFS
+else
+    cargo build --release -p directnfs-cli -p directnfs-preload >&2
+    DNFS=$ROOT/target/release/dnfs
+fi
 
 WORK=$(mktemp -d /tmp/dnfs-pgcalls.XXXXXX)
 chmod 755 "$WORK"
@@ -91,8 +110,10 @@ stop() {
     echo "pgcalls.sh: cannot stop the cluster" >&2
     exit 1
 }
+LOCAL_UP=0
 cleanup() {
     if ((RUNNING)); then stop || true; fi
+    if ((LOCAL_UP)); then lpg_ctl -m fast -w -t 300 stop >/dev/null 2>&1 || true; fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -117,6 +138,43 @@ start "$WORK/conn.log"
 pgbench -C -S -c 8 -j 2 -t "$CONNS" >"$WORK/conn.out" 2>&1
 stop
 unset DIRECTNFS_PRELOAD_STATS
+if [[ ${DNFS_PGCALLS_CPU:-} == 1 ]]; then
+    CPU_RUNS=${DNFS_PGCALLS_CPU_RUNS:-3}
+    LOCAL=${DNFS_PGCALLS_LOCAL:-/var/tmp/dnfs-pgcalls-local}
+    LDATA=$LOCAL/data
+    LPORT=$((PORT + 1))
+    lpg_ctl() { runuser -u postgres -- "$PGBIN/pg_ctl" -D "$LDATA" "$@"; }
+    LOPTS="-p $LPORT -k $WORK/sock -c listen_addresses='' -c shared_buffers=128MB \
+        -c max_connections=40 -c autovacuum=off -c checkpoint_timeout=1h -c max_wal_size=4GB"
+    if [[ ! -f $LDATA/PG_VERSION ]]; then
+        echo "pgcalls.sh: initdb -k and pgbench -i -s $SCALE on the local $LDATA" >&2
+        rm -rf "$LOCAL"
+        mkdir -p "$LOCAL"
+        chown postgres:postgres "$LOCAL"
+        runuser -u postgres -- "$PGBIN/initdb" -k -A trust -D "$LDATA" >/dev/null
+        lpg_ctl -l "$WORK/local-init.log" -w -t 300 -o "$LOPTS" start >/dev/null
+        runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "$LPORT" -q -i -s "$SCALE" postgres >/dev/null 2>&1
+        lpg_ctl -m fast -w -t 300 stop >/dev/null
+    fi
+    start "$WORK/cpu.log"
+    LOCAL_UP=1
+    lpg_ctl -l "$WORK/local-cpu.log" -w -t 300 -o "$LOPTS" start >/dev/null
+    nfs_pm=$(runuser -u postgres -- "${RUN[@]}" head -1 "$DATA/postmaster.pid")
+    local_pm=$(head -1 "$LDATA/postmaster.pid")
+    echo "pgcalls.sh: CPU of -C select-only, 8 clients x $CONNS connections, $CPU_RUNS x each" >&2
+    for ((r = 1; r <= CPU_RUNS; r++)); do
+        for engine in directnfs local; do
+            if [[ $engine == directnfs ]]; then pm=$nfs_pm port=$PORT; else pm=$local_pm port=$LPORT; fi
+            python3 "$ROOT/scripts/lib/cpu_of_run.py" "$pm" "${DNFS_TEST_SERVER_PID:-}" \
+                "$((8 * CONNS))" "$engine" runuser -u postgres -- "$PGBIN/pgbench" \
+                -h "$WORK/sock" -p "$port" -C -S -c 8 -j 2 -t "$CONNS" postgres >>"$WORK/cpu.txt"
+        done
+    done
+    lpg_ctl -m fast -w -t 300 stop >/dev/null
+    LOCAL_UP=0
+    stop
+    python3 "$ROOT/scripts/lib/cpu_of_run.py" --table "$WORK/cpu.txt" "${DNFS_TEST_SERVER_PID:-}"
+fi
 grep -q "number of transactions actually processed: $((8 * TXNS))/" "$WORK/tpcb.out" ||
     { cat "$WORK/tpcb.out" >&2; echo "pgcalls.sh: TPC-B run incomplete" >&2; exit 1; }
 grep -q "number of transactions actually processed: $((8 * CONNS))/" "$WORK/conn.out" ||
