@@ -123,10 +123,7 @@ fn a_forked_childs_read_without_a_reply_still_times_out_on_a_soft_mount() {
             Ok(n) => return Err(format!("a read of a silent server returned {n} bytes")),
             Err(e) => e,
         };
-        check(
-            &format!("ETIMEDOUT, not {e}"),
-            e.raw_os_error() == Some(libc::ETIMEDOUT),
-        )?;
+        check(&format!("ETIMEDOUT, not {e}"), e.errno() == libc::ETIMEDOUT)?;
         // timeo 1 s, retrans 1: two tries, then the error.
         check(
             &format!("timed out in {took:?}"),
