@@ -38,12 +38,8 @@ N=${DNFS_NEWPROC_N:-1000}
 SRV=${DNFS_TEST_SERVER_PID:-}
 command -v valgrind >/dev/null || { echo "newproc-cost.sh: needs valgrind" >&2; exit 1; }
 
-url=${DNFS_TEST_URL#nfs://}
-host=${url%%/*}
-rest=/${url#*/}
-export_path=${rest%%\?*}
-nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$rest")
-mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$rest")
+# shellcheck source=scripts/lib/dnfstab.sh
+. "$ROOT/scripts/lib/dnfstab.sh"
 
 if [[ -n ${DNFS_NEWPROC_DNFS:-} ]]; then
     DNFS=$DNFS_NEWPROC_DNFS
@@ -54,14 +50,7 @@ fi
 WORK=$(mktemp -d /tmp/dnfs-newproc.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 MNT=/dnfs-newproc
-{
-    echo "server: newproc"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "connections: 1"
-    echo "export: $export_path mount: $MNT"
-} >"$WORK/dnfstab"
+dnfstab_for "$DNFS_TEST_URL" newproc "$MNT" >"$WORK/dnfstab"
 RUN=("$DNFS" --config "$WORK/dnfstab" run --)
 cc -O2 -Wall -Werror -o "$WORK/forkstart" crates/preload/tests/c/forkstart.c
 head -c 8192 /dev/urandom >"$WORK/local8k"

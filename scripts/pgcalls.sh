@@ -58,12 +58,8 @@ PORT=${DNFS_PGCALLS_PORT:-5491}
 [[ $(id -u) == 0 ]] || { echo "pgcalls.sh: run as root" >&2; exit 1; }
 [[ -x $PGBIN/postgres ]] || { echo "pgcalls.sh: PostgreSQL 15 is not installed" >&2; exit 1; }
 
-url=${DNFS_TEST_URL#nfs://}
-host=${url%%/*}
-rest=/${url#*/}
-export_path=${rest%%\?*}
-nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$rest")
-mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$rest")
+# shellcheck source=scripts/lib/dnfstab.sh
+. "$ROOT/scripts/lib/dnfstab.sh"
 
 if [[ -n ${DNFS_PGCALLS_DNFS:-} ]]; then
     DNFS=$DNFS_PGCALLS_DNFS
@@ -77,15 +73,7 @@ chmod 755 "$WORK"
 mkdir -p "$WORK/sock"
 chown postgres "$WORK/sock" "$WORK"
 TAB=$WORK/dnfstab
-{
-    echo "server: pgcalls"
-    echo "path: $host"
-    [[ -n $nfsport ]] && echo "port: $nfsport"
-    [[ -n $mountport ]] && echo "mount_port: $mountport"
-    echo "connections: 1"
-    echo "stable: $MODE"
-    echo "export: $export_path mount: $MNT"
-} >"$TAB"
+dnfstab_for "$DNFS_TEST_URL" pgcalls "$MNT" "stable: $MODE" >"$TAB"
 chmod 644 "$TAB"
 RUN=("$DNFS" --config "$TAB" run --)
 pg_ctl() { runuser -u postgres -- "${RUN[@]}" "$PGBIN/pg_ctl" -D "$DATA" "$@"; }

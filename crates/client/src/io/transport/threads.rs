@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use super::shared::Shared;
 use super::{leader, maintenance, Start};
+use crate::signals::with_signals_blocked;
 
 /// How long a lazy transport may run without its threads.
 pub(crate) const LAZY_FOR: Duration = Duration::from_secs(1);
@@ -86,6 +87,8 @@ impl Threads {
         if self.started() || sh.is_shutdown() {
             return Ok(());
         }
+        // A lazy start runs in whatever thread of the program made the
+        // call that needed the threads.
         with_signals_blocked(|| {
             let s2 = Arc::clone(sh);
             handles.push(
@@ -117,24 +120,5 @@ impl Threads {
         for h in taken {
             let _ = h.join();
         }
-    }
-}
-
-/// Runs `f` with every signal blocked in this thread, so the threads it
-/// starts (they inherit the mask) never take a signal meant for the
-/// program: a lazy start runs in whatever thread of the program made the
-/// call that needed them.
-fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: sigset_t values initialised by sigfillset/sigemptyset before
-    // use; pthread_sigmask only changes this thread's mask.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::sigemptyset(&mut old);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let v = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        v
     }
 }
