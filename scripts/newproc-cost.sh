@@ -38,15 +38,10 @@ N=${DNFS_NEWPROC_N:-1000}
 SRV=${DNFS_TEST_SERVER_PID:-}
 command -v valgrind >/dev/null || { echo "newproc-cost.sh: needs valgrind" >&2; exit 1; }
 
-# shellcheck source=scripts/lib/dnfstab.sh
-. "$ROOT/scripts/lib/dnfstab.sh"
+# shellcheck source=scripts/lib/preload.sh
+. "$ROOT/scripts/lib/preload.sh"
 
-if [[ -n ${DNFS_NEWPROC_DNFS:-} ]]; then
-    DNFS=$DNFS_NEWPROC_DNFS
-else
-    cargo build --release -p directnfs-cli -p directnfs-preload >&2
-    DNFS=$ROOT/target/release/dnfs
-fi
+DNFS=$(dnfs_binary "${DNFS_NEWPROC_DNFS:-}")
 WORK=$(mktemp -d /tmp/dnfs-newproc.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 MNT=/dnfs-newproc

@@ -58,15 +58,10 @@ PORT=${DNFS_PGCALLS_PORT:-5491}
 [[ $(id -u) == 0 ]] || { echo "pgcalls.sh: run as root" >&2; exit 1; }
 [[ -x $PGBIN/postgres ]] || { echo "pgcalls.sh: PostgreSQL 15 is not installed" >&2; exit 1; }
 
-# shellcheck source=scripts/lib/dnfstab.sh
-. "$ROOT/scripts/lib/dnfstab.sh"
+# shellcheck source=scripts/lib/preload.sh
+. "$ROOT/scripts/lib/preload.sh"
 
-if [[ -n ${DNFS_PGCALLS_DNFS:-} ]]; then
-    DNFS=$DNFS_PGCALLS_DNFS
-else
-    cargo build --release -p directnfs-cli -p directnfs-preload >&2
-    DNFS=$ROOT/target/release/dnfs
-fi
+DNFS=$(dnfs_binary "${DNFS_PGCALLS_DNFS:-}")
 
 WORK=$(mktemp -d /tmp/dnfs-pgcalls.XXXXXX)
 chmod 755 "$WORK"

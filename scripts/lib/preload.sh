@@ -1,7 +1,19 @@
 # shellcheck shell=bash
-# A dnfstab for a test server given by its URL (DNFS_TEST_URL's form,
-# nfs://HOST/EXPORT?nfsport=N&mountport=M), for the scripts that run
-# programs through `dnfs run`. Sourced, never executed.
+# Helpers of the scripts that run programs through `dnfs run` against a
+# test server given by its URL (DNFS_TEST_URL's form,
+# nfs://HOST/EXPORT?nfsport=N&mountport=M). Sourced, never executed.
+
+# dnfs_binary [DNFS]: prints the `dnfs` binary to use: DNFS when given (a
+# build of its own, its interception library next to it), else this
+# tree's, built now.
+dnfs_binary() {
+    if [[ -n ${1:-} ]]; then
+        echo "$1"
+        return
+    fi
+    (cd "$ROOT" && cargo build --release -p directnfs-cli -p directnfs-preload >&2)
+    echo "$ROOT/target/release/dnfs"
+}
 
 # dnfstab_for URL SERVER MOUNT [LINE...]: prints a dnfstab that serves
 # URL's export under MOUNT (one connection), then the extra LINEs.
