@@ -26,6 +26,12 @@
 #   DNFS_PGCALLS_SCALE   pgbench scale (default 10)
 #   DNFS_PGCALLS_MODE    dnfstab `stable:` (default file_sync)
 #   DNFS_PGCALLS_FRESH=1 make the cluster again
+#   DNFS_PGCALLS_CALLGRIND=1  (with DNFS_PGCALLS_CPU=1) also the user-space
+#          instructions of one new backend, fork to exit: each cluster's
+#          postmaster run under valgrind --tool=callgrind, counters zeroed
+#          at every fork (scripts/lib/zero-at-fork.c), pgbench -C -S -t
+#          DNFS_PGCALLS_CALLGRIND_CONNS (default 20) connections, the median
+#          profile. Instructions are repeatable on a busy machine.
 #   DNFS_PGCALLS_PORT    PostgreSQL's port (default 5491; the local cluster
 #                        of DNFS_PGCALLS_CPU takes the next one)
 #   DNFS_PGCALLS_DNFS    the `dnfs` binary (its interception library next
@@ -94,8 +100,10 @@ stop() {
     exit 1
 }
 LOCAL_UP=0
+CG_PM=
 cleanup() {
     if ((RUNNING)); then stop || true; fi
+    if [[ -n $CG_PM ]]; then kill -INT "$CG_PM" 2>/dev/null || true; wait "$CG_PM" 2>/dev/null || true; fi
     if ((LOCAL_UP)); then lpg_ctl -m fast -w -t 300 stop >/dev/null 2>&1 || true; fi
     rm -rf "$WORK"
 }
@@ -157,6 +165,59 @@ if [[ ${DNFS_PGCALLS_CPU:-} == 1 ]]; then
     LOCAL_UP=0
     stop
     python3 "$ROOT/scripts/lib/cpu_of_run.py" --table "$WORK/cpu.txt" "${DNFS_TEST_SERVER_PID:-}"
+fi
+if [[ ${DNFS_PGCALLS_CALLGRIND:-} == 1 ]]; then
+    [[ -f ${LDATA:-}/PG_VERSION ]] || { echo "pgcalls.sh: DNFS_PGCALLS_CALLGRIND needs DNFS_PGCALLS_CPU=1 (its local cluster)" >&2; exit 1; }
+    CG_CONNS=${DNFS_PGCALLS_CALLGRIND_CONNS:-20}
+    cc -O2 -Wall -Werror -shared -fPIC -o "$WORK/zero-at-fork.so" "$ROOT/scripts/lib/zero-at-fork.c"
+    chmod 755 "$WORK/zero-at-fork.so"
+    echo "pgcalls.sh: instructions of a new backend under callgrind, $CG_CONNS -C connections each" >&2
+    for engine in directnfs local; do
+        cg=$WORK/cg-$engine
+        mkdir -p "$cg"
+        chown postgres "$cg"
+        if [[ $engine == directnfs ]]; then
+            data=$DATA port=$PORT pre=("${RUN[@]}")
+        else
+            data=$LDATA port=$LPORT pre=()
+        fi
+        runuser -u postgres -- env LD_PRELOAD="$WORK/zero-at-fork.so" "${pre[@]}" \
+            valgrind --tool=callgrind --callgrind-out-file="$cg/cg.%p" \
+            "$PGBIN/postgres" -D "$data" -p "$port" -k "$WORK/sock" -c listen_addresses='' \
+            -c shared_buffers=128MB -c max_connections=40 -c autovacuum=off \
+            >"$WORK/cg-$engine.log" 2>&1 &
+        pm=$!
+        CG_PM=$pm
+        for ((i = 0; i < 600; i++)); do
+            "$PGBIN/pg_isready" -q -h "$WORK/sock" -p "$port" && break
+            sleep 0.5
+        done
+        runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "$port" -C -S -c 1 -j 1 \
+            -t "$CG_CONNS" postgres >"$WORK/cg-$engine.out" 2>&1 ||
+            { cat "$WORK/cg-$engine.out" >&2; exit 1; }
+        # SIGINT: PostgreSQL's fast shutdown; the profiles are written at exit.
+        kill -INT "$pm"
+        wait "$pm" || true
+        CG_PM=
+    done
+    python3 - "$WORK" "$CG_CONNS" <<'EOF'
+import glob, re, statistics, sys
+print("\nUser-space instructions of one -C connection's backend, fork to exit"
+      " (callgrind; the median over every child of the postmaster):")
+print("| cluster | instructions | children profiled |")
+print("|---|---|---|")
+for engine in ("directnfs", "local"):
+    totals = []
+    for f in glob.glob(f"{sys.argv[1]}/cg-{engine}/cg.*"):
+        m = re.search(r"^totals: (\d+)", open(f, errors="replace").read(), re.M)
+        if m:
+            totals.append(int(m.group(1)))
+    # Backends outnumber the other processes (the postmaster, whose
+    # counters are zeroed at each fork, the checkpointer, the writers, the
+    # launcher), so the median is a backend's.
+    print(f"| {engine} | {statistics.median(totals):,.0f} | {len(totals)} |"
+          if totals else f"| {engine} | - | 0 |")
+EOF
 fi
 grep -q "number of transactions actually processed: $((8 * TXNS))/" "$WORK/tpcb.out" ||
     { cat "$WORK/tpcb.out" >&2; echo "pgcalls.sh: TPC-B run incomplete" >&2; exit 1; }

@@ -5,9 +5,11 @@
         runs COMMAND (pgbench) and prints one line: LABEL, then the user +
         system microseconds per connection of PostgreSQL (the postmaster,
         its live children and the children it reaped), of COMMAND and its
-        children, and of the NFS server (0 when SERVER_PID is empty).
+        children, and of the NFS server (0 when SERVER_PID is empty), and
+        PostgreSQL's minor page faults per connection.
     cpu_of_run.py --table FILE SERVER_PID
-        prints the medians of those lines, per LABEL, as a table.
+        prints the medians of those lines, per LABEL, as a table, and
+        each run's total.
 """
 import collections
 import os
@@ -26,18 +28,21 @@ def fields(pid):
 
 
 def postgres_cpu(pm):
-    """CPU seconds of the postmaster, its live children and its reaped ones."""
-    total = 0
+    """CPU seconds and minor faults of the postmaster, its live children
+    and its reaped ones."""
+    ticks = faults = 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             f = fields(pid)
         except OSError:
-            continue  # gone meanwhile: its time is in the postmaster's cutime
+            continue  # gone meanwhile: counted in the postmaster's c* fields
         if pid == pm:
-            total += sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+            ticks += sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+            faults += int(f[7]) + int(f[8])  # minflt cminflt
         elif f[1] == pm:
-            total += int(f[11]) + int(f[12])
-    return total / HZ
+            ticks += int(f[11]) + int(f[12])
+            faults += int(f[7])
+    return ticks / HZ, faults
 
 
 def server_cpu(pid):
@@ -48,9 +53,9 @@ def server_cpu(pid):
 
 
 def run(pm, server, conns, label, cmd):
-    pg0, srv0 = postgres_cpu(pm), server_cpu(server)
+    (pg0, pf0), srv0 = postgres_cpu(pm), server_cpu(server)
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    pg1, srv1 = postgres_cpu(pm), server_cpu(server)
+    (pg1, pf1), srv1 = postgres_cpu(pm), server_cpu(server)
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     if f"number of transactions actually processed: {conns}/" not in out.stdout:
         sys.exit(f"cpu_of_run.py: run incomplete:\n{out.stdout}{out.stderr}")
@@ -59,7 +64,7 @@ def run(pm, server, conns, label, cmd):
         return seconds / conns * 1e6
 
     print(label, f"{per(pg1 - pg0):.1f}", f"{per(ru.ru_utime + ru.ru_stime):.1f}",
-          f"{per(srv1 - srv0):.1f}")
+          f"{per(srv1 - srv0):.1f}", f"{(pf1 - pf0) / conns:.1f}")
 
 
 def table(path, server):
@@ -69,12 +74,15 @@ def table(path, server):
         rows[label].append([float(v) for v in values])
     print("\nCPU per -C connection (us, median of the runs; PostgreSQL = the postmaster"
           " and its children, the backends included):")
-    print("| cluster | PostgreSQL | pgbench | NFS server | total |")
-    print("|---|---|---|---|---|")
+    print("| cluster | PostgreSQL | pgbench | NFS server | total | each run's total"
+          " | PostgreSQL's page faults |")
+    print("|---|---|---|---|---|---|---|")
     for label, runs in rows.items():
         m = [statistics.median(c) for c in zip(*runs)]
         srv = f"{m[2]:.0f}" if server else "-"
-        print(f"| {label} | {m[0]:.0f} | {m[1]:.0f} | {srv} | {sum(m):.0f} |")
+        each = " ".join(f"{sum(r[:3]):.0f}" for r in runs)
+        print(f"| {label} | {m[0]:.0f} | {m[1]:.0f} | {srv} | {sum(m[:3]):.0f} | {each}"
+              f" | {m[3]:.0f} |")
 
 
 if __name__ == "__main__":
