@@ -20,8 +20,10 @@
 #                 (/proc/PID/stat of DNFS_TEST_SERVER_PID; left out
 #                 without it)
 #   instructions  the child's user-space instructions, from fork to the
-#                 end of exit, under valgrind --tool=callgrind (5
-#                 children; repeatable to a few hundred)
+#                 end of exit, of the thread that forked (the child's
+#                 only one, unless its client starts its threads), under
+#                 valgrind --tool=callgrind (5 children; repeatable to a
+#                 few hundred)
 #
 # Environment (all optional):
 #   DNFS_NEWPROC_N     children per CPU run (default 1000)
@@ -82,7 +84,11 @@ instructions() { # COMMAND... : mean total of the children's callgrind profiles
     python3 - "$WORK" <<'EOF'
 import glob, re, sys
 totals = []
-for f in glob.glob(sys.argv[1] + "/cg.*"):
+# Thread 1 of each process (--separate-threads): the one that forked,
+# which is all of a child that starts no thread of its own; the other
+# files hold what the parent's threads did between the zeroing and the
+# fork, which the child inherited.
+for f in glob.glob(sys.argv[1] + "/cg.*-01"):
     text = open(f, errors="replace").read()
     m = re.search(r"^totals: (\d+)", text, re.M)
     if m:
@@ -94,7 +100,7 @@ print(f"{sum(kids) / len(kids):,.0f}" if kids else "-")
 EOF
 }
 
-CG=(valgrind --tool=callgrind --callgrind-out-file="$WORK/cg.%p")
+CG=(valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$WORK/cg.%p")
 echo "A child of fork: open + 512-byte read + close, CALLS times, then exit ($N children per row)"
 echo
 echo "| child | CPU (us) | page faults | server CPU (us) |"

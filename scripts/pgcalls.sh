@@ -27,7 +27,7 @@
 #   DNFS_PGCALLS_MODE    dnfstab `stable:` (default file_sync)
 #   DNFS_PGCALLS_FRESH=1 make the cluster again
 #   DNFS_PGCALLS_CALLGRIND=1  (with DNFS_PGCALLS_CPU=1) also the user-space
-#          instructions of one new backend, fork to exit: each cluster's
+#          instructions of one new backend, fork to exit (its one thread): each cluster's
 #          postmaster run under valgrind --tool=callgrind, counters zeroed
 #          at every fork (scripts/lib/zero-at-fork.c), pgbench -C -S -t
 #          DNFS_PGCALLS_CALLGRIND_CONNS (default 20) connections, the median
@@ -103,7 +103,10 @@ LOCAL_UP=0
 CG_PM=
 cleanup() {
     if ((RUNNING)); then stop || true; fi
-    if [[ -n $CG_PM ]]; then kill -INT "$CG_PM" 2>/dev/null || true; wait "$CG_PM" 2>/dev/null || true; fi
+    if [[ -n $CG_PM ]]; then
+        kill -INT "$(postmaster_pid "$CG_ENGINE" 2>/dev/null)" 2>/dev/null || true
+        wait "$CG_PM" 2>/dev/null || true
+    fi
     if ((LOCAL_UP)); then lpg_ctl -m fast -w -t 300 stop >/dev/null 2>&1 || true; fi
     rm -rf "$WORK"
 }
@@ -172,6 +175,13 @@ if [[ ${DNFS_PGCALLS_CALLGRIND:-} == 1 ]]; then
     cc -O2 -Wall -Werror -shared -fPIC -o "$WORK/zero-at-fork.so" "$ROOT/scripts/lib/zero-at-fork.c"
     chmod 755 "$WORK/zero-at-fork.so"
     echo "pgcalls.sh: instructions of a new backend under callgrind, $CG_CONNS -C connections each" >&2
+    postmaster_pid() { # ENGINE
+        if [[ $1 == directnfs ]]; then
+            runuser -u postgres -- "${RUN[@]}" head -1 "$DATA/postmaster.pid"
+        else
+            head -1 "$LDATA/postmaster.pid"
+        fi
+    }
     for engine in directnfs local; do
         cg=$WORK/cg-$engine
         mkdir -p "$cg"
@@ -182,12 +192,12 @@ if [[ ${DNFS_PGCALLS_CALLGRIND:-} == 1 ]]; then
             data=$LDATA port=$LPORT pre=()
         fi
         runuser -u postgres -- env LD_PRELOAD="$WORK/zero-at-fork.so" "${pre[@]}" \
-            valgrind --tool=callgrind --callgrind-out-file="$cg/cg.%p" \
+            valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$cg/cg.%p" \
             "$PGBIN/postgres" -D "$data" -p "$port" -k "$WORK/sock" -c listen_addresses='' \
             -c shared_buffers=128MB -c max_connections=40 -c autovacuum=off \
             >"$WORK/cg-$engine.log" 2>&1 &
         pm=$!
-        CG_PM=$pm
+        CG_PM=$pm CG_ENGINE=$engine
         for ((i = 0; i < 600; i++)); do
             "$PGBIN/pg_isready" -q -h "$WORK/sock" -p "$port" && break
             sleep 0.5
@@ -195,8 +205,9 @@ if [[ ${DNFS_PGCALLS_CALLGRIND:-} == 1 ]]; then
         runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "$port" -C -S -c 1 -j 1 \
             -t "$CG_CONNS" postgres >"$WORK/cg-$engine.out" 2>&1 ||
             { cat "$WORK/cg-$engine.out" >&2; exit 1; }
-        # SIGINT: PostgreSQL's fast shutdown; the profiles are written at exit.
-        kill -INT "$pm"
+        # SIGINT to the postmaster (runuser does not pass it on): the fast
+        # shutdown; the profiles are written at exit.
+        kill -INT "$(postmaster_pid "$engine")"
         wait "$pm" || true
         CG_PM=
     done
@@ -208,7 +219,10 @@ print("| cluster | instructions | children profiled |")
 print("|---|---|---|")
 for engine in ("directnfs", "local"):
     totals = []
-    for f in glob.glob(f"{sys.argv[1]}/cg-{engine}/cg.*"):
+    # Thread 1 of each process: the backend (which starts no thread);
+    # the other files hold what the postmaster's threads did between the
+    # zeroing and the fork.
+    for f in glob.glob(f"{sys.argv[1]}/cg-{engine}/cg.*-01"):
         m = re.search(r"^totals: (\d+)", open(f, errors="replace").read(), re.M)
         if m:
             totals.append(int(m.group(1)))

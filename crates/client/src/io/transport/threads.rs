@@ -14,16 +14,17 @@
 //! * the engine asks for its time: a failed channel to reconnect, a
 //!   JUKEBOX re-send, a parked call (`Shared::wake_maintenance`);
 //! * a caller has waited one maintenance tick for its calls (only the
-//!   maintenance thread times calls out, and it never looks more often
-//!   than once a tick), or stops waiting with calls still in flight that
-//!   nobody else receives (`leader.rs`);
+//!   maintenance thread times calls out; a tick is at most a twentieth of
+//!   `timeo`, so it runs before any call's first deadline), or stops
+//!   waiting with calls still in flight that nobody else receives
+//!   (`leader.rs`);
 //! * calls are submitted that nobody is about to wait for (the batch API,
 //!   write-behind: `Transport::submit_many`);
 //! * the transport has lived [`LAZY_FOR`]: at its next submission, so a
 //!   long-lived process runs as every other does.
 //!
 //! Timeouts, retries, failover and reconnection therefore behave as with
-//! the threads started at once, at most one tick later.
+//! the threads started at once.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
