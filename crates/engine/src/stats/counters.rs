@@ -189,7 +189,7 @@ fn calls_by_name(
 /// those events happen. A timed-out call is still in flight until its
 /// `on_complete` (hard semantics: it is retried, not dropped).
 ///
-/// About 300 bytes, plus 4 KiB for each class's histogram, made at the
+/// Under half a KiB, plus 4 KiB for each class's histogram, made at the
 /// class's first completion (a file that is only read carries one: a new
 /// process that opens a few files touches a few pages, not seven per
 /// file); share it behind an `Arc` or embed it in a long-lived structure
