@@ -439,8 +439,7 @@ impl File {
             );
             landing.calls.push(call);
         }
-        transport.submit_many(landing.calls.iter().cloned());
-        transport.wait_group(&group);
+        transport.send_and_wait(landing.calls.iter().cloned(), &group);
         let calls = &landing.calls;
         let mut total = 0usize;
         let mut stop: Option<bool> = None;
@@ -580,8 +579,9 @@ impl File {
                     )
                 })
                 .collect();
-            self.inner().transport().submit_many(calls.iter().cloned());
-            self.inner().transport().wait_group(&group);
+            self.inner()
+                .transport()
+                .send_and_wait(calls.iter().cloned(), &group);
             let mut again = Vec::new();
             for ((off, data), call) in pending.into_iter().zip(calls) {
                 match self.finish_write_durable(&call, off, &data) {

@@ -7,13 +7,17 @@
 //! sizes, the handles of the paths it looked up — so the child's own client
 //! is made from it with new connections and no MOUNT or FSINFO: the first
 //! call of a new process (a PostgreSQL backend) costs only its connects.
+//! On NFSv3 that connect sends no NULL probe, and the client's threads and
+//! statistics endpoint wait until they are needed
+//! (`io/transport/threads.rs`): a child that makes a few calls and exits
+//! starts no thread at all.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
-use crate::io::transport::Transport;
+use crate::io::transport::{Start, Transport};
 
 impl Client {
     /// A new client in the child of `fork`, made from this (the parent's)
@@ -35,10 +39,20 @@ impl Client {
         config.hook = trunk
             .clone()
             .map(|t| t as Arc<dyn crate::io::transport::ConnectHook>);
-        let transport = Transport::start(channels, config).map_err(|e| Error::Connect {
-            server: old.name.clone(),
-            source: e,
-        })?;
+        // NFSv3: the threads start when first needed, and the statistics
+        // endpoint with them (io/transport/threads.rs); NFSv4.1's session
+        // keeps them from the start.
+        let start = match old.v4 {
+            None => Start::WhenNeeded {
+                then: crate::publish::start_deferred,
+            },
+            Some(_) => Start::Now,
+        };
+        let transport =
+            Transport::start_with(channels, config, start).map_err(|e| Error::Connect {
+                server: old.name.clone(),
+                source: e,
+            })?;
         let handles = match old.handles.try_read() {
             Ok(h) => h.clone(),
             Err(_) => HashMap::new(),
@@ -67,9 +81,10 @@ impl Client {
             None => {
                 let inner = Arc::new(inner);
                 // The child publishes its own statistics endpoint (the
-                // parent's thread and socket are not its own), set up off
-                // the way of its first call.
-                crate::publish::register_in_child(&inner);
+                // parent's thread and socket are not its own) once its
+                // transport's threads start: a process that lives a few
+                // calls never makes one.
+                crate::publish::register_deferred(&inner);
                 Ok(Client { inner })
             }
         }

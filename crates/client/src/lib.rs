@@ -54,6 +54,7 @@ mod links;
 pub mod metadata;
 mod mount;
 pub mod publish;
+mod signals;
 mod stale;
 pub mod stats;
 #[cfg(test)]
@@ -71,6 +72,7 @@ pub use fdfloor::set_descriptor_floor;
 pub use file::{File, OpenOptions};
 pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
+pub use signals::with_signals_blocked;
 pub use stale::retry_stale;
 pub use v4::trunk::{printable, ServerOwner};
 pub use v4::LockConflict;

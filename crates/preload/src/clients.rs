@@ -174,7 +174,10 @@ fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
     let start = Instant::now();
     let mut pause = Duration::from_millis(100);
     loop {
-        let result = with_signals_blocked(|| match parent {
+        // Its threads (the client's receiver, maintenance and connect
+        // threads inherit the mask) never take a signal meant for the
+        // program.
+        let result = dnfs::with_signals_blocked(|| match parent {
             Some(p) => p.after_fork(),
             None => Client::mount(&target),
         });
@@ -221,23 +224,4 @@ fn retryable(e: &Error) -> bool {
         e,
         Error::Mount { .. } | Error::Auth { .. } | Error::Config(_) | Error::InvalidInput(_)
     )
-}
-
-/// Runs `f` with every signal blocked in this thread, so the threads it
-/// starts (the client's receiver, maintenance and connect threads inherit
-/// the mask) never take a signal meant for the program: PostgreSQL, for
-/// one, relies on its own threads receiving them.
-pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
-    // SAFETY: sigset_t values initialised by sigfillset/sigemptyset before
-    // use; pthread_sigmask only changes this thread's mask.
-    unsafe {
-        let mut all: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut all);
-        libc::sigemptyset(&mut old);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let v = f();
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        v
-    }
 }

@@ -20,8 +20,12 @@
 //! refuses connections belongs to a dead process: readers remove such
 //! stale endpoints, and a process starting to publish removes those whose
 //! pid no longer exists (without connecting to anyone: starting is cheap
-//! however many processes publish). At `exit` the process removes its own. A forked child publishes its own
-//! endpoint with its first client; the parent's clients are not its own.
+//! however many processes publish). At `exit` the process removes its own.
+//! A forked child publishes its own endpoint (the parent's clients are not
+//! its own) once its NFSv3 client's threads start: when the client needs
+//! them, or at its first call after it has lived a second
+//! (`io/transport/threads.rs`). A child that makes a few calls and exits
+//! sooner (a PostgreSQL backend per connection) never publishes.
 //!
 //! **Off switch.** The mount option `stats=off` keeps a client out of its
 //! process's endpoint; `DIRECTNFS_STATS=off` in the environment turns
@@ -34,4 +38,4 @@ mod server;
 pub use dir::{process_dir, run_dir};
 pub use reader::{endpoints, read_endpoint, read_host, Endpoint};
 pub use server::process_stats;
-pub(crate) use server::{register, register_in_child};
+pub(crate) use server::{register, register_deferred, start_deferred};

@@ -6,7 +6,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -30,6 +30,8 @@ struct Global {
     clients: Mutex<Vec<Weak<Inner>>>,
     /// The endpoint once started (`None`: publishing failed or is off).
     endpoint: OnceLock<Option<PathBuf>>,
+    /// A client registered with [`register_deferred`] waits for it.
+    wanted: AtomicBool,
 }
 
 static GLOBAL: AtomicPtr<Global> = AtomicPtr::new(std::ptr::null_mut());
@@ -53,6 +55,7 @@ fn global() -> &'static Global {
         started_unix_ms: unix_ms(),
         clients: Mutex::new(Vec::new()),
         endpoint: OnceLock::new(),
+        wanted: AtomicBool::new(false),
     }));
     match GLOBAL.compare_exchange(p, fresh, Ordering::AcqRel, Ordering::Acquire) {
         // SAFETY: just leaked above; the old one (a parent's) is leaked too:
@@ -77,24 +80,49 @@ pub(crate) fn register(inner: &Arc<Inner>) {
 }
 
 /// As [`register`], for a client made in the child of `fork` (a new
-/// PostgreSQL backend): the endpoint's own thread sets it up (the
-/// directory check, the removal of stale endpoints, the bind and the
-/// rename), so none of that is on the way of the process's first NFS
-/// call. A reader may miss the process for the moment that takes.
-pub(crate) fn register_in_child(inner: &Arc<Inner>) {
-    register_with(inner, start_in_thread);
+/// PostgreSQL backend): the client is listed, but the endpoint starts only
+/// at [`start_deferred`], which the client's transport calls when its own
+/// threads start (at the latest when it has lived a second and makes a
+/// call: `io/transport/threads.rs`). A child that makes a few calls and
+/// exits never publishes: `dnfs stats` does not see it.
+pub(crate) fn register_deferred(inner: &Arc<Inner>) {
+    if listed(inner) {
+        global().wanted.store(true, Ordering::Release);
+    }
+}
+
+/// Starts the endpoint of a process whose clients were registered with
+/// [`register_deferred`]. Its own thread sets it up (the directory check,
+/// the removal of stale endpoints, the bind and the rename), so none of
+/// that is on the way of the call that started it. A reader may miss the
+/// process for the moment that takes.
+pub(crate) fn start_deferred() {
+    let g = global();
+    if g.wanted.load(Ordering::Acquire) {
+        init_endpoint(g, start_in_thread);
+    }
 }
 
 fn register_with(inner: &Arc<Inner>, start: fn(&'static Global) -> io::Result<PathBuf>) {
+    if listed(inner) {
+        init_endpoint(global(), start);
+    }
+}
+
+/// Adds `inner` to this process's clients, unless publishing is off for
+/// it; says whether it was.
+fn listed(inner: &Arc<Inner>) -> bool {
     if !inner.options.publish_stats || disabled_by_env() {
-        return;
+        return false;
     }
     let g = global();
-    {
-        let mut clients = g.clients.lock().unwrap_or_else(|p| p.into_inner());
-        clients.retain(|w| w.strong_count() > 0);
-        clients.push(Arc::downgrade(inner));
-    }
+    let mut clients = g.clients.lock().unwrap_or_else(|p| p.into_inner());
+    clients.retain(|w| w.strong_count() > 0);
+    clients.push(Arc::downgrade(inner));
+    true
+}
+
+fn init_endpoint(g: &'static Global, start: fn(&'static Global) -> io::Result<PathBuf>) {
     g.endpoint.get_or_init(|| match start(g) {
         Ok(path) => Some(path),
         Err(e) => {

@@ -12,9 +12,10 @@ use super::snapshot::{FileStats, IoSnapshot, EVICTED_FILES};
 
 /// Per-file statistics records (v$dnfs_files) kept before those of files
 /// no longer open are dropped, their counters added to one
-/// [`EVICTED_FILES`] record. A record is about 30 KiB (seven latency
-/// histograms), so this bounds what closed files cost at about 30 MiB
-/// however many distinct paths a program opens. Files still open are never
+/// [`EVICTED_FILES`] record. A record is at most about 30 KiB (one 4 KiB
+/// latency histogram per class of calls made on the file, seven classes),
+/// so this bounds what closed files cost at about 30 MiB however many
+/// distinct paths a program opens. Files still open are never
 /// dropped: with more open than this, the table holds them all and the
 /// next sweep waits until it has doubled.
 pub const MAX_FILE_STATS: usize = 1024;

@@ -3,10 +3,12 @@
 //!
 //! Everything is a relaxed atomic: the counters are statistics, not
 //! synchronisation, and a snapshot taken while I/O runs is allowed to see one
-//! call's effects partly. Nothing here locks or allocates on the record path.
+//! call's effects partly. Nothing here locks on the record path, and the only
+//! allocation is a class's histogram at its first record.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::OnceLock;
 
 use super::histogram::{Histogram, HistogramSnapshot};
 
@@ -187,8 +189,11 @@ fn calls_by_name(
 /// those events happen. A timed-out call is still in flight until its
 /// `on_complete` (hard semantics: it is retried, not dropped).
 ///
-/// About 30 KiB (seven histograms); share it behind an `Arc` or embed it in a
-/// long-lived structure rather than creating one per I/O.
+/// Under half a KiB, plus 4 KiB for each class's histogram, made at the
+/// class's first completion (a file that is only read carries one: a new
+/// process that opens a few files touches a few pages, not seven per
+/// file); share it behind an `Arc` or embed it in a long-lived structure
+/// rather than creating one per I/O.
 pub struct IoStats {
     calls: ProcCounters,
     bytes_read: AtomicU64,
@@ -209,7 +214,7 @@ pub struct IoStats {
     write_behind_errors: AtomicU64,
     fsync_waits: AtomicU64,
     fsync_wait_ns: AtomicU64,
-    latency: [Histogram; ProcClass::COUNT],
+    latency: [OnceLock<Box<Histogram>>; ProcClass::COUNT],
 }
 
 impl IoStats {
@@ -233,7 +238,7 @@ impl IoStats {
             write_behind_errors: AtomicU64::new(0),
             fsync_waits: AtomicU64::new(0),
             fsync_wait_ns: AtomicU64::new(0),
-            latency: [const { Histogram::new() }; ProcClass::COUNT],
+            latency: [const { OnceLock::new() }; ProcClass::COUNT],
         }
     }
 
@@ -265,7 +270,9 @@ impl IoStats {
     ) {
         self.inflight.fetch_sub(1, Relaxed);
         if let Some(class) = ProcClass::of(proc_) {
-            self.latency[class.index()].record(latency_ns);
+            self.latency[class.index()]
+                .get_or_init(|| Box::new(Histogram::new()))
+                .record(latency_ns);
         }
         if bytes_read != 0 {
             self.bytes_read.fetch_add(bytes_read, Relaxed);
@@ -347,7 +354,14 @@ impl IoStats {
 
     /// The latency histogram of one class (e.g. for a benchmark's own report).
     pub fn latency(&self, class: ProcClass) -> &Histogram {
-        &self.latency[class.index()]
+        self.histogram(class.index())
+    }
+
+    /// The histogram of the class of index `i` (an empty one until the
+    /// class's first record).
+    fn histogram(&self, i: usize) -> &Histogram {
+        static EMPTY: Histogram = Histogram::new();
+        self.latency[i].get().map_or(&EMPTY, |h| h)
     }
 
     /// The per-procedure call counters.
@@ -383,7 +397,7 @@ impl IoStats {
             write_behind_errors: self.write_behind_errors.load(Relaxed),
             fsync_waits: self.fsync_waits.load(Relaxed),
             fsync_wait_ns: self.fsync_wait_ns.load(Relaxed),
-            latency: std::array::from_fn(|i| self.latency[i].snapshot()),
+            latency: std::array::from_fn(|i| self.histogram(i).snapshot()),
         }
     }
 }

@@ -32,6 +32,16 @@ pub(crate) fn wait_until(sh: &Shared, done: &dyn Fn() -> bool, until: Option<Ins
     if sh.is_detached() {
         return wait_unled(done, until);
     }
+    let finished = wait_led(sh, done, until);
+    // Calls still in flight that nobody receives (another thread's, not
+    // waited for): a lazy transport needs its fallback receiver now.
+    if !sh.threads.started() && !sh.lead.is_led() && sh.in_flight() > 0 {
+        sh.start_threads();
+    }
+    finished
+}
+
+fn wait_led(sh: &Shared, done: &dyn Fn() -> bool, until: Option<Instant>) -> bool {
     loop {
         if done() {
             return true;
@@ -92,6 +102,9 @@ fn lead_loop(
     fallback: bool,
 ) {
     let PollSet { fds, which, ready } = &mut *leading.poll_set;
+    // A lazy transport starts its threads once a caller has waited a tick
+    // (timeouts are the maintenance thread's: threads.rs).
+    let entered = Instant::now();
     ready.clear();
     // First pass: hand out what is buffered, then poll (a socket that
     // holds what its low-water mark asks for is readable at once).
@@ -134,6 +147,14 @@ fn lead_loop(
                 return;
             }
             timeout = timeout.min(left);
+        }
+        if !sh.threads.started() {
+            let waited = entered.elapsed();
+            if waited >= sh.threads.tick {
+                sh.start_threads();
+            } else {
+                timeout = timeout.min(sh.threads.tick - waited);
+            }
         }
         let ts = libc::timespec {
             tv_sec: timeout.as_secs() as libc::time_t,

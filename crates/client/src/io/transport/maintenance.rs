@@ -13,12 +13,16 @@ use std::time::Duration;
 
 use super::shared::Shared;
 
+/// The orphan check's period: short next to `timeo`, so replies nobody
+/// waits for are received long before their calls would time out.
+pub(crate) fn tick(timeo: Duration) -> Duration {
+    (timeo / 20).clamp(Duration::from_millis(5), Duration::from_millis(100))
+}
+
 /// Runs until the transport shuts down.
 pub(crate) fn run(sh: &Shared) {
     let timeo = sh.config.policy.timeo;
-    // The orphan check's period: short next to `timeo`, so replies nobody
-    // waits for are received long before their calls would time out.
-    let tick = (timeo / 20).clamp(Duration::from_millis(5), Duration::from_millis(100));
+    let tick = tick(timeo);
     while !sh.is_shutdown() {
         sh.drive(|e, now| e.on_tick(now));
         let in_flight = check_orphans(sh, tick);

@@ -20,10 +20,10 @@ mod hook;
 mod leader;
 mod maintenance;
 mod shared;
+mod threads;
 
 use std::io;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Instant;
 
 use directnfs_engine::health::Health;
@@ -63,15 +63,34 @@ pub(crate) struct ChannelView {
 #[derive(Debug)]
 pub(crate) struct Transport {
     shared: Arc<Shared>,
-    maintenance: Option<JoinHandle<()>>,
-    fallback: Option<JoinHandle<()>>,
+}
+
+/// When a transport starts its two threads (maintenance and the fallback
+/// receiver).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start {
+    /// With the transport.
+    Now,
+    /// When first needed (a forked child's transport: a process that makes
+    /// a few calls and exits, a PostgreSQL backend per connection, never
+    /// pays for them), calling `then` once they run. See `threads.rs`.
+    WhenNeeded { then: fn() },
 }
 
 impl Transport {
     /// Creates the transport and connects every channel in parallel. Fails
     /// only if no channel at all could connect.
     pub(crate) fn start(specs: Vec<ChannelSpec>, config: TransportConfig) -> io::Result<Self> {
-        let shared = Self::build(specs, &config, false)?;
+        Self::start_with(specs, config, Start::Now)
+    }
+
+    /// As [`start`](Self::start), with the threads started as `start` says.
+    pub(crate) fn start_with(
+        specs: Vec<ChannelSpec>,
+        config: TransportConfig,
+        start: Start,
+    ) -> io::Result<Self> {
+        let shared = Self::build(specs, &config, false, start)?;
         let errors: Vec<io::Error> = if shared.channels.len() == 1 {
             // One channel (`connections: 1`): connected in this thread; a
             // thread of its own would only add its start and join to the
@@ -94,19 +113,12 @@ impl Transport {
         for e in &errors {
             tracing::warn!("a channel failed to connect and will be retried: {e}");
         }
-        let s2 = Arc::clone(&shared);
-        let maintenance = std::thread::Builder::new()
-            .name("dnfs-maint".into())
-            .spawn(move || maintenance::run(&s2))?;
-        let s3 = Arc::clone(&shared);
-        let fallback = std::thread::Builder::new()
-            .name("dnfs-rx".into())
-            .spawn(move || leader::fallback_loop(&s3))?;
-        Ok(Self {
-            shared,
-            maintenance: Some(maintenance),
-            fallback: Some(fallback),
-        })
+        // A channel that failed to connect is the maintenance thread's to
+        // retry: a lazy transport starts it now too.
+        if matches!(start, Start::Now) || !errors.is_empty() {
+            shared.threads.start(&shared)?;
+        }
+        Ok(Self { shared })
     }
 
     /// Connects every channel, each in a thread of its own (in parallel);
@@ -140,22 +152,19 @@ impl Transport {
                 buffers: crate::io::socket::BufferRequest::Auto,
             },
         };
-        let shared = Self::build(vec![spec], &config, true)?;
+        let shared = Self::build(vec![spec], &config, true, Start::Now)?;
         shared.drive(|e, now| {
             e.begin_connect(0);
             e.on_connected(0, now)
         });
-        Ok(Self {
-            shared,
-            maintenance: None,
-            fallback: None,
-        })
+        Ok(Self { shared })
     }
 
     fn build(
         specs: Vec<ChannelSpec>,
         config: &TransportConfig,
         detached: bool,
+        start: Start,
     ) -> io::Result<Arc<Shared>> {
         let mut engine = Engine::new(
             directnfs_engine::Config {
@@ -186,7 +195,7 @@ impl Transport {
             #[cfg(test)]
             return Shared::new_detached(channels, config.clone(), engine);
         }
-        Shared::new(channels, config.clone(), engine)
+        Shared::new(channels, config.clone(), engine, start)
     }
 
     /// The state the driver's threads share (tests reach in through it).
@@ -208,7 +217,21 @@ impl Transport {
     /// Sends a caller's calls, those going to the same channel in one
     /// write. With `max_client_inflight` calls in flight (or every table of
     /// the channels up full) it waits for room, receiving replies meanwhile.
+    /// The caller may not wait for them soon (the batch API, write-behind),
+    /// so a lazy transport starts its threads (threads.rs).
     pub(crate) fn submit_many(&self, calls: impl IntoIterator<Item = Arc<Call>>) {
+        self.send(calls);
+        self.shared.start_threads();
+    }
+
+    /// Sends calls and waits until every call of `group` (theirs) has
+    /// completed: the caller receives their replies itself.
+    pub(crate) fn send_and_wait(&self, calls: impl IntoIterator<Item = Arc<Call>>, group: &Group) {
+        self.send(calls);
+        self.wait_group(group);
+    }
+
+    fn send(&self, calls: impl IntoIterator<Item = Arc<Call>>) {
         let mut refused = Vec::new();
         self.shared.submit_many(calls, &mut refused);
         while !refused.is_empty() {
@@ -220,8 +243,7 @@ impl Transport {
 
     /// Sends a prepared call and waits for it.
     pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
-        self.submit(call);
-        self.wait_group(group);
+        self.send_and_wait(std::iter::once(call), group);
     }
 
     /// Waits until every call of `group` has completed.
@@ -287,12 +309,7 @@ impl Transport {
 impl Drop for Transport {
     fn drop(&mut self) {
         self.shared.shut_down();
-        for h in [self.maintenance.take(), self.fallback.take()]
-            .into_iter()
-            .flatten()
-        {
-            let _ = h.join();
-        }
+        self.shared.threads.join();
         // Anything still parked or in flight fails now rather than hanging.
         self.shared.fail_all();
     }

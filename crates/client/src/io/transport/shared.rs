@@ -29,7 +29,8 @@ use crate::io::error::CallError;
 use crate::io::lead::Lead;
 use crate::io::receive::{Due, Replies};
 
-use super::Refusal;
+use super::threads::Threads;
+use super::{Refusal, Start};
 use directnfs_engine::retry::{Backoff, RetryPolicy};
 
 /// What a transport needs to know at creation.
@@ -80,6 +81,12 @@ pub(crate) struct Shared {
     watch: ServerWatch,
     /// Paths taken out of use for good (`retire_path`).
     retired: Mutex<Vec<usize>>,
+    /// The maintenance and fallback threads (started with the transport
+    /// or when first needed: threads.rs).
+    pub threads: Threads,
+    /// The first connection of each channel goes without its NULL probe
+    /// (a forked child's transport: see `connect_channel`).
+    skip_first_probe: bool,
     /// Tests only: a transport with no socket, whose sends are kept here
     /// for an in-process server (`crate::testing`).
     #[cfg(test)]
@@ -121,8 +128,9 @@ impl Shared {
         channels: Vec<Channel>,
         config: TransportConfig,
         engine: Engine<Arc<Call>>,
+        start: Start,
     ) -> io::Result<Arc<Self>> {
-        Self::build(channels, config, engine, false)
+        Self::build(channels, config, engine, false, start)
     }
 
     /// A transport whose one channel has no socket: its sends are kept in
@@ -133,7 +141,7 @@ impl Shared {
         config: TransportConfig,
         engine: Engine<Arc<Call>>,
     ) -> io::Result<Arc<Self>> {
-        Self::build(channels, config, engine, true)
+        Self::build(channels, config, engine, true, Start::Now)
     }
 
     fn build(
@@ -141,8 +149,12 @@ impl Shared {
         config: TransportConfig,
         engine: Engine<Arc<Call>>,
         #[allow(unused_variables)] detached: bool,
+        start: Start,
     ) -> io::Result<Arc<Self>> {
         let lead = Lead::new()?;
+        let threads = Threads::new(start, config.policy.timeo);
+        // NFSv4.1's hook proves the server answers with its own calls.
+        let skip_first_probe = matches!(start, Start::WhenNeeded { .. }) && config.hook.is_none();
         Ok(Arc::new_cyclic(|me| Shared {
             channels,
             config,
@@ -155,6 +167,8 @@ impl Shared {
             me: me.clone(),
             watch: ServerWatch::default(),
             retired: Mutex::new(Vec::new()),
+            threads,
+            skip_first_probe,
             #[cfg(test)]
             detached: detached.then(|| Mutex::new(Vec::new())),
         }))
@@ -212,13 +226,31 @@ impl Shared {
         refused: &mut Vec<Arc<Call>>,
     ) {
         // One clock read for the whole batch: sent together, timed together.
-        self.drive(|e, now| {
+        let now = self.drive(|e, now| {
             for call in calls {
                 if let Err(call) = e.submit(call, now) {
                     refused.push(call);
                 }
             }
+            now
         });
+        if !self.threads.started() && self.threads.due(now) {
+            self.start_threads();
+        }
+    }
+
+    /// Starts the maintenance and fallback threads if they do not run yet
+    /// (threads.rs says when). A failure to start them is retried at the
+    /// next occasion.
+    pub(crate) fn start_threads(&self) {
+        if self.threads.started() {
+            return;
+        }
+        if let Some(me) = self.me.upgrade() {
+            if let Err(e) = self.threads.start(&me) {
+                tracing::warn!("cannot start the client's threads (will try again): {e}");
+            }
+        }
     }
 
     /// Requests in flight over all channels.
@@ -443,14 +475,18 @@ impl Shared {
         if ch.connecting.swap(true, Ordering::AcqRel) {
             return;
         }
-        let spawned = std::thread::Builder::new()
-            .name(format!("dnfs-conn{channel}"))
-            .spawn(move || {
-                let _ = me.connect_channel(channel);
-                me.channels[channel]
-                    .connecting
-                    .store(false, Ordering::Release);
-            });
+        // Started by whichever thread saw the failure, a program's own
+        // included (a lazy transport's caller: threads.rs).
+        let spawned = crate::signals::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name(format!("dnfs-conn{channel}"))
+                .spawn(move || {
+                    let _ = me.connect_channel(channel);
+                    me.channels[channel]
+                        .connecting
+                        .store(false, Ordering::Release);
+                })
+        });
         if spawned.is_err() {
             ch.connecting.store(false, Ordering::Release);
             let now = self.now_ns();
@@ -466,13 +502,22 @@ impl Shared {
         let result = (|| {
             let mut stream = crate::io::socket::connect(&ch.spec)?;
             stream.set_write_timeout(Some(ch.spec.timeout))?;
-            Channel::probe(
-                &mut stream,
-                &self.config.cred,
-                self.config.prog,
-                self.config.vers,
-                ch.spec.timeout,
-            )?;
+            // A forked child's first connection needs no proof that the
+            // server answers NFS on it: its parent's client had that
+            // proof, and the child's first call, timed and retried by the
+            // engine like any other (hard or soft), is the next one. A
+            // reconnection (a path that failed) is always probed before
+            // calls move onto it.
+            let first = self.engine().epoch(channel) == 0;
+            if !(self.skip_first_probe && first) {
+                Channel::probe(
+                    &mut stream,
+                    &self.config.cred,
+                    self.config.prog,
+                    self.config.vers,
+                    ch.spec.timeout,
+                )?;
+            }
             let bound = match &self.config.hook {
                 Some(hook) => {
                     let mut call = |salt: u32, args: &[u8]| {
@@ -572,6 +617,9 @@ impl Shared {
 
     /// Wakes the maintenance thread before its deadline.
     pub(crate) fn wake_maintenance(&self) {
+        if !self.threads.started() && !self.is_shutdown() {
+            self.start_threads();
+        }
         let (lock, cv) = &self.maintenance;
         *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
         cv.notify_one();

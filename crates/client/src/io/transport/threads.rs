@@ -1,0 +1,125 @@
+//! The transport's two threads — maintenance and the fallback receiver —
+//! and when they start.
+//!
+//! A transport made by `Client::mount` starts them with itself. A forked
+//! child's (`Start::WhenNeeded`, see `fork.rs`) starts without them: a
+//! process that makes a few calls, each waited for by its caller, and
+//! exits (a PostgreSQL backend per connection) needs neither — a waiting
+//! caller receives its own reply (`leader.rs`) — and starting two threads,
+//! and turning the process multi-threaded (every copy-on-write fault after
+//! `fork` then flushes the TLBs of every CPU it ran on), is most of the
+//! CPU a new process spends on its client. They start the first moment
+//! one of their duties comes up:
+//!
+//! * the engine asks for its time: a failed channel to reconnect, a
+//!   JUKEBOX re-send, a parked call (`Shared::wake_maintenance`);
+//! * a caller has waited one maintenance tick for its calls (only the
+//!   maintenance thread times calls out; a tick is at most a twentieth of
+//!   `timeo`, so it runs before any call's first deadline), or stops
+//!   waiting with calls still in flight that nobody else receives
+//!   (`leader.rs`);
+//! * calls are submitted that nobody is about to wait for (the batch API,
+//!   write-behind: `Transport::submit_many`);
+//! * the transport has lived [`LAZY_FOR`]: at its next submission, so a
+//!   long-lived process runs as every other does.
+//!
+//! Timeouts, retries, failover and reconnection therefore behave as with
+//! the threads started at once.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use super::shared::Shared;
+use super::{leader, maintenance, Start};
+use crate::signals::with_signals_blocked;
+
+/// How long a lazy transport may run without its threads.
+pub(crate) const LAZY_FOR: Duration = Duration::from_secs(1);
+
+/// The threads of one transport.
+#[derive(Debug)]
+pub(crate) struct Threads {
+    /// Set once they run (read on every submission: one atomic load).
+    started: AtomicBool,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    /// Called once they run (a forked child's statistics endpoint).
+    then: Option<fn()>,
+    /// `Shared::now_ns` after which a submission starts them.
+    due_ns: u64,
+    /// The maintenance thread's tick: how long a caller waits before it
+    /// starts them.
+    pub tick: Duration,
+}
+
+impl Threads {
+    pub(crate) fn new(start: Start, timeo: Duration) -> Self {
+        let (then, due_ns) = match start {
+            Start::Now => (None, 0),
+            Start::WhenNeeded { then } => (Some(then), LAZY_FOR.as_nanos() as u64),
+        };
+        Self {
+            started: AtomicBool::new(false),
+            handles: Mutex::new(Vec::new()),
+            then,
+            due_ns,
+            tick: maintenance::tick(timeo),
+        }
+    }
+
+    /// Whether they run (or the transport stopped).
+    pub(crate) fn started(&self) -> bool {
+        self.started.load(Ordering::Acquire)
+    }
+
+    /// Whether a transport that has lived `now_ns` should have them.
+    pub(crate) fn due(&self, now_ns: u64) -> bool {
+        now_ns >= self.due_ns
+    }
+
+    /// Starts them unless they run or the transport is stopping.
+    pub(crate) fn start(&self, sh: &Arc<Shared>) -> io::Result<()> {
+        if self.started() {
+            return Ok(());
+        }
+        let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        if self.started() || sh.is_shutdown() {
+            return Ok(());
+        }
+        // A lazy start runs in whatever thread of the program made the
+        // call that needed the threads.
+        with_signals_blocked(|| {
+            let s2 = Arc::clone(sh);
+            handles.push(
+                std::thread::Builder::new()
+                    .name("dnfs-maint".into())
+                    .spawn(move || maintenance::run(&s2))?,
+            );
+            let s3 = Arc::clone(sh);
+            handles.push(
+                std::thread::Builder::new()
+                    .name("dnfs-rx".into())
+                    .spawn(move || leader::fallback_loop(&s3))?,
+            );
+            self.started.store(true, Ordering::Release);
+            if let Some(then) = self.then {
+                then();
+            }
+            Ok(())
+        })
+    }
+
+    /// Waits for them to end (after `Shared::shut_down`); none start after.
+    pub(crate) fn join(&self) {
+        let taken = {
+            let mut handles = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+            self.started.store(true, Ordering::Release);
+            std::mem::take(&mut *handles)
+        };
+        for h in taken {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Threads the client starts must never take a signal meant for the
+//! program that hosts it (PostgreSQL, for one, relies on its own threads
+//! receiving them): they are started with every signal blocked, which they
+//! inherit.
+
+/// Runs `f` with every signal blocked in this thread (the threads it
+/// starts inherit the mask), then restores the thread's mask.
+pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
+    // SAFETY: sigset_t values initialised by sigfillset/sigemptyset before
+    // use; pthread_sigmask only changes this thread's mask.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigemptyset(&mut old);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let v = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        v
+    }
+}

@@ -1,0 +1,159 @@
+//! The client of a child of `fork` (`Client::after_fork`, what the
+//! interception library makes in every new PostgreSQL backend), against
+//! the in-process test server, which counts what it receives: the child's
+//! first connection sends no NULL probe, and the child runs without the
+//! client's threads until one of their duties comes up — a timeout, the
+//! transport's first second being over — with every guarantee kept.
+
+use std::time::{Duration, Instant};
+
+use directnfs::Client;
+use directnfs_testkit::hostile::{pattern_at, Fault, HostileServer, Plan, Proc, FILE};
+
+const SOFT: &str = "timeo=10&retrans=1&soft&connections=1";
+const OFF: u64 = 8192;
+const LEN: usize = 4096;
+
+/// Threads of this process now.
+fn threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+}
+
+/// Runs `child` in a child of `fork` with a client made from `parent` by
+/// `after_fork`, and returns what it said (`Ok` or its complaint).
+fn in_child(parent: &Client, child: impl FnOnce(&Client) -> Result<(), String>) {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: the child runs only the code below (no lock the parent's
+    // other threads might hold is taken: the client's copy is only read)
+    // and leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let copy = parent.clone();
+            let mine = copy.after_fork().map_err(|e| format!("after_fork: {e}"))?;
+            std::mem::forget(copy);
+            let r = child(&mine);
+            std::mem::forget(mine);
+            r
+        }))
+        .unwrap_or_else(|_| Err("the child panicked".into()));
+        let text = match verdict {
+            Ok(()) => "ok".to_string(),
+            Err(e) => e,
+        };
+        // SAFETY: writes a live buffer to our pipe, then leaves the child
+        // without running the parent's destructors.
+        unsafe {
+            libc::write(fds[1], text.as_ptr().cast(), text.len());
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closes our copy of the write end.
+    unsafe { libc::close(fds[1]) };
+    let mut said = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        // SAFETY: reads into a live buffer of the length given.
+        let n = unsafe { libc::read(fds[0], buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        said.extend_from_slice(&buf[..n as usize]);
+    }
+    let mut status = 0;
+    // SAFETY: closes the read end; waits for our own child.
+    unsafe {
+        libc::close(fds[0]);
+        libc::waitpid(pid, &mut status, 0);
+    }
+    assert_eq!(String::from_utf8_lossy(&said), "ok");
+}
+
+fn check(what: &str, ok: bool) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.to_string())
+    }
+}
+
+#[test]
+fn a_forked_childs_first_calls_send_no_null_and_start_no_thread() {
+    let server = HostileServer::start(Plan::none());
+    let parent = Client::connect(&server.url(SOFT)).expect("mount");
+    parent.open(FILE).expect("open in the parent");
+    let nulls = server.count(Proc::NULL);
+    let reads = server.count(Proc::READ);
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        for _ in 0..3 {
+            let mut buf = vec![0u8; LEN];
+            f.read_exact_at(&mut buf, OFF)
+                .map_err(|e| format!("read: {e}"))?;
+            check("the data read", buf == pattern_at(OFF, LEN))?;
+        }
+        check(
+            &format!("one thread in the child, found {}", threads()),
+            threads() == 1,
+        )
+    });
+    assert_eq!(server.count(Proc::READ), reads + 3, "the child's READs");
+    assert_eq!(
+        server.count(Proc::NULL),
+        nulls,
+        "the child's connection was not probed"
+    );
+    assert!(server.connections() >= 2, "the child connected on its own");
+}
+
+#[test]
+fn a_forked_childs_read_without_a_reply_still_times_out_on_a_soft_mount() {
+    let server = HostileServer::start(Plan::always(Proc::READ, Fault::Silent));
+    let parent = Client::connect(&server.url(SOFT)).expect("mount");
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        let start = Instant::now();
+        let mut buf = vec![0u8; LEN];
+        let r = f.read_at(&mut buf, OFF);
+        let took = start.elapsed();
+        let e = match r {
+            Ok(n) => return Err(format!("a read of a silent server returned {n} bytes")),
+            Err(e) => e,
+        };
+        check(&format!("ETIMEDOUT, not {e}"), e.errno() == libc::ETIMEDOUT)?;
+        // timeo 1 s, retrans 1: two tries, then the error.
+        check(
+            &format!("timed out in {took:?}"),
+            took >= Duration::from_millis(1900) && took < Duration::from_secs(6),
+        )?;
+        // Waiting a tick started the threads that time calls out.
+        check(
+            &format!("the client's threads started, found {}", threads()),
+            threads() >= 3,
+        )
+    });
+    assert!(server.count(Proc::READ) >= 2, "sent and re-sent");
+}
+
+#[test]
+fn a_forked_child_starts_its_threads_at_its_first_call_after_a_second() {
+    let server = HostileServer::start(Plan::none());
+    let parent = Client::connect(&server.url(SOFT)).expect("mount");
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        let mut buf = vec![0u8; LEN];
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))?;
+        check("no thread in the first second", threads() == 1)?;
+        std::thread::sleep(Duration::from_millis(1100));
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))?;
+        check(
+            &format!("the client's threads started, found {}", threads()),
+            threads() >= 3,
+        )
+    });
+}

@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# Helpers of the scripts that run programs through `dnfs run` against a
+# test server given by its URL (DNFS_TEST_URL's form,
+# nfs://HOST/EXPORT?nfsport=N&mountport=M). Sourced, never executed.
+
+# dnfs_binary [DNFS]: prints the `dnfs` binary to use: DNFS when given (a
+# build of its own, its interception library next to it), else this
+# tree's, built now.
+dnfs_binary() {
+    if [[ -n ${1:-} ]]; then
+        echo "$1"
+        return
+    fi
+    (cd "$ROOT" && cargo build --release -p directnfs-cli -p directnfs-preload >&2)
+    echo "$ROOT/target/release/dnfs"
+}
+
+# dnfstab_for URL SERVER MOUNT [LINE...]: prints a dnfstab that serves
+# URL's export under MOUNT (one connection), then the extra LINEs.
+dnfstab_for() {
+    local url=${1#nfs://} server=$2 mount=$3 line
+    shift 3
+    local host=${url%%/*} rest=/${url#*/}
+    local nfsport mountport
+    nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$rest")
+    mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$rest")
+    echo "server: $server"
+    echo "path: $host"
+    if [[ -n $nfsport ]]; then echo "port: $nfsport"; fi
+    if [[ -n $mountport ]]; then echo "mount_port: $mountport"; fi
+    echo "connections: 1"
+    for line in "$@"; do echo "$line"; done
+    echo "export: ${rest%%\?*} mount: $mount"
+}
