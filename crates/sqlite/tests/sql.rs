@@ -1075,10 +1075,8 @@ fn a_held_wal_database_is_read_back_from_memory_and_forgotten_once_released() {
     let keep = open(&db).unwrap();
     let c1 = open(&db).unwrap();
     journal_mode(&c1, "wal");
-    c1.execute_batch(
-        "PRAGMA wal_autocheckpoint=0; CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB);",
-    )
-    .unwrap();
+    c1.execute_batch("PRAGMA wal_autocheckpoint=0; CREATE TABLE t(k INTEGER PRIMARY KEY, v BLOB);")
+        .unwrap();
     for txn in 0..50 {
         c1.execute_batch("BEGIN").unwrap();
         for i in 0..10 {
@@ -1094,7 +1092,9 @@ fn a_held_wal_database_is_read_back_from_memory_and_forgotten_once_released() {
     // A new connection's cache is empty: every page comes from the WAL.
     let c2 = open(&db).unwrap();
     let n: i64 = c2
-        .query_row("SELECT count(*) FROM t WHERE length(v) = 2000", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM t WHERE length(v) = 2000", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(n, 500);
     // A checkpoint reads every frame back and copies it into the database;
@@ -1129,10 +1129,15 @@ fn a_held_wal_database_is_read_back_from_memory_and_forgotten_once_released() {
             ("DNFS_SQL_EXEC", "UPDATE t SET v = zeroblob(2000);"),
         ],
     );
-    assert!(child.wait().unwrap().success(), "the other process's update");
+    assert!(
+        child.wait().unwrap().success(),
+        "the other process's update"
+    );
     let c4 = open(&db).unwrap();
     let zeros: i64 = c4
-        .query_row("SELECT count(*) FROM t WHERE v = zeroblob(2000)", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM t WHERE v = zeroblob(2000)", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(zeros, 500, "rows the other process changed, seen here");
     assert!(reads_of(&name) > db_now, "read from the server again");
