@@ -334,7 +334,10 @@ mod tests {
             seed ^= seed << 17;
             seed % n
         };
-        for round in 0..200 {
+        // Miri runs the unit tests too (scripts/test.sh): a few rounds
+        // there, every one here.
+        let rounds = if cfg!(miri) { 3 } else { 200 };
+        for round in 0..rounds {
             let m = Mirror::new(LIMIT_FOR_TESTS);
             let mut model: Vec<Option<u8>> = vec![None; 512];
             for step in 0..60 {
