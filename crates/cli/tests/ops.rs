@@ -345,8 +345,13 @@ fn exporter_is_scraped_by_prometheus_and_promql_sees_the_rate() {
         &format!("sum(rate(directnfs_calls_total{{{ours}}}[4s]))"),
     );
     let want = (pace * WORKERS as u64) as f64;
+    // The pace is an upper bound: on a loaded 2-core machine (the tmux
+    // test runs a benchmark beside this one) the workers fall behind it,
+    // and a CI run saw 0.64 of it. What is asserted is that PromQL sees a
+    // rate of that order from the exposition, not zero and not counts
+    // added twice.
     assert!(
-        (rate - want).abs() < want * 0.35,
+        rate > want * 0.4 && rate < want * 1.35,
         "PromQL rate {rate:.1}/s, workers paced at {want}/s"
     );
     // promtool agrees with the exposition while 8 processes publish.
