@@ -153,6 +153,10 @@ impl Transport {
             },
         };
         let shared = Self::build(vec![spec], &config, true, Start::Now)?;
+        // No thread ever, as before threads could start lazily: the tests
+        // drive it themselves, and Miri has neither the maintenance
+        // thread's poll nor its route check.
+        shared.threads.never();
         shared.drive(|e, now| {
             e.begin_connect(0);
             e.on_connected(0, now)

@@ -111,6 +111,13 @@ impl Threads {
         })
     }
 
+    /// Marks them as running without starting them: a unit test's
+    /// detached transport never has them.
+    #[cfg(test)]
+    pub(crate) fn never(&self) {
+        self.started.store(true, Ordering::Release);
+    }
+
     /// Waits for them to end (after `Shared::shut_down`); none start after.
     pub(crate) fn join(&self) {
         let taken = {
