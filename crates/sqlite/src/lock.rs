@@ -163,10 +163,11 @@ pub fn inode_for(
     inode
 }
 
-/// The WAL mirror of the database at `db_path` of `mount`, if a
-/// connection of this process has that database open (it always has when
+/// The mirror of the WAL file at `wal_path` (`<db>-wal`) of `mount`, if a
+/// connection of this process has its database open (it always has when
 /// SQLite opens the database's WAL).
-pub fn wal_mirror_of(mount: &str, db_path: &str) -> Option<Arc<Mirror>> {
+pub fn wal_mirror_of(mount: &str, wal_path: &str) -> Option<Arc<Mirror>> {
+    let db_path = wal_path.strip_suffix("-wal")?;
     let table = INODES.get_or_init(Default::default);
     let t = table.lock().unwrap_or_else(|p| p.into_inner());
     t.values()

@@ -115,8 +115,7 @@ impl Mirror {
     pub fn clear(&self) {
         let mut e = self.extents();
         e.generation += 1;
-        e.map.clear();
-        e.bytes = 0;
+        e.forget();
     }
 
     /// Bytes held.
@@ -131,6 +130,11 @@ fn end_of(start: u64, v: &[u8]) -> u64 {
 }
 
 impl Extents {
+    fn forget(&mut self) {
+        self.map.clear();
+        self.bytes = 0;
+    }
+
     fn read(&self, off: u64, out: &mut [u8]) -> bool {
         let Some(end) = off.checked_add(out.len() as u64) else {
             return false;
@@ -155,8 +159,7 @@ impl Extents {
         }
         if data.len() > self.limit {
             // Cannot be kept; and what we held of this range is now old.
-            self.map.clear();
-            self.bytes = 0;
+            self.forget();
             return;
         }
         // Every extent that overlaps or touches [off, end): they merge
@@ -180,8 +183,7 @@ impl Extents {
                 .map(Vec::len)
                 .sum::<usize>();
         if self.bytes + grows > self.limit {
-            self.map.clear();
-            self.bytes = 0;
+            self.forget();
             self.map.insert(off, data.to_vec());
             self.bytes = data.len();
             return;

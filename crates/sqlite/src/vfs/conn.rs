@@ -7,7 +7,7 @@ use std::sync::Arc;
 use dnfs::{Error, File, OpenOptions};
 
 use crate::lock::{inode_for, wal_mirror_of, Inode, InodeKey, ShmConn};
-use crate::mirror::Mirror;
+use crate::mirror::{self, Mirror};
 use crate::names::{self, Mount};
 use crate::sys::*;
 
@@ -83,12 +83,14 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
     } else {
         None
     };
-    let mirror = if let Some(inode) = &inode {
+    // With the mirrors off (a bound of 0) reads and writes do not touch
+    // them at all.
+    let mirror = if mirror::limit() == 0 {
+        None
+    } else if let Some(inode) = &inode {
         Some(Arc::clone(&inode.db))
     } else if flags & SQLITE_OPEN_WAL != 0 {
-        r.path
-            .strip_suffix("-wal")
-            .and_then(|db| wal_mirror_of(&r.mount.key, db))
+        wal_mirror_of(&r.mount.key, &r.path)
     } else {
         None
     };

@@ -112,11 +112,7 @@ pub(super) unsafe extern "C" fn x_delete(
         };
         // A WAL file goes: what this process kept of it is not its content
         // any more (normally already cleared when the lock was released).
-        if let Some(w) = r
-            .path
-            .strip_suffix("-wal")
-            .and_then(|db| crate::lock::wal_mirror_of(&r.mount.key, db))
-        {
+        if let Some(w) = crate::lock::wal_mirror_of(&r.mount.key, &r.path) {
             w.clear();
         }
         let client = &r.mount.client;
