@@ -29,8 +29,15 @@
 //!   the library, are seen after that).
 //!
 //! A change the server applied before the GETATTR was answered is in the
-//! size; one applied after it moves the counter after it was read. Data is
-//! never cached: reads always go to the server.
+//! size; one applied after it moves the counter after it was read.
+//!
+//! A READ that comes back short tells the size as well (it stopped at the
+//! end of the file), and is remembered by the same rules; a read at or
+//! past a remembered size then returns end of file without a READ (ops/io.rs).
+//! A stream reading a file to its end asks once more and gets 0:
+//! PostgreSQL does so for both of its `pg_internal.init` files in every
+//! new backend. Data is never cached: reads of bytes within the size
+//! always go to the server.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -167,13 +174,30 @@ impl Remembered {
         handle: &Handle,
         ask: impl FnOnce() -> crate::fail::Res<u64>,
     ) -> crate::fail::Res<u64> {
+        self.observe(state, handle, || ask().map(|size| (size, Some(size))))
+    }
+
+    /// Runs `call`, which asks the server something and may learn the
+    /// size of `handle` from the answer (a GETATTR, or a READ that came
+    /// back short: it ended at the end of the file), and remembers that
+    /// size like an asked one, here and on the board: the counter is read
+    /// before the call is sent, so the rules above hold for it too.
+    pub fn observe<T>(
+        &self,
+        state: &State,
+        handle: &Handle,
+        call: impl FnOnce() -> crate::fail::Res<(T, Option<u64>)>,
+    ) -> crate::fail::Res<T> {
         let Some(board) = board(state).filter(|_| board::usable(state)) else {
-            return ask();
+            return call().map(|(answer, _)| answer);
         };
         let slot = self.slot(board, handle);
         let counter = slot.counter.load(Ordering::Acquire);
         let asked_at = monotonic_ns();
-        let size = ask()?;
+        let (answer, size) = call()?;
+        let Some(size) = size else {
+            return Ok(answer);
+        };
         let known = Known {
             size,
             counter,
@@ -183,7 +207,7 @@ impl Remembered {
         if slot.counter.load(Ordering::Acquire) == counter {
             slot.publish(handle, known);
         }
-        Ok(size)
+        Ok(answer)
     }
 
     /// After a WRITE that ended at `end` was answered (or failed): if it

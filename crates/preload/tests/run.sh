@@ -10,7 +10,9 @@
 #              time of fork + first call + exit is printed
 #              (tests/c/forkstart.c)
 #   boards     the boards: lseek(SEEK_END) asks the server once while
-#              nothing changes the file, open once while no name changes,
+#              nothing changes the file (and a read at its end, once a
+#              READ came back short, not at all), open once while no
+#              name changes,
 #              and both see at once what other processes of the host did
 #              (write past the end, ftruncate, truncate, O_TRUNC, O_APPEND;
 #              rename over, unlink, create, chmod, a new directory);
@@ -218,6 +220,18 @@ group_boards() {
         2>"$WORK/sizes.err" || bad "boards count (off)" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
     check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
         "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+    # Reads at the end of the file, known from the READ that came back
+    # short: end of file without a READ (a 64 KiB read, the short one,
+    # 10 at the end; a stream's one READ and its fgets at the end).
+    nfs sh -c "head -c 100000 /dev/zero > '$NFS/eofs'"
+    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" eofs "$NFS/eofs" 10 2>"$WORK/eofs.err" ||
+        bad "boards eofs" "$(tail -2 "$WORK/eofs.err" | tr '\n' ' ')"
+    check "read to the end, 10 reads at the end, a stream to its end: 3 READs" "read x14: READ=3" \
+        "$(sed -n 's/.*by libc call: \(read .*\)/\1/p' "$WORK/eofs.err" | sed 's/ *$//')"
+    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" eofs "$NFS/eofs" 10 \
+        2>"$WORK/eofs.err" || bad "boards eofs (off)" "$(tail -2 "$WORK/eofs.err" | tr '\n' ' ')"
+    check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: a READ each" "read x14: READ=14" \
+        "$(sed -n 's/.*by libc call: \(read .*\)/\1/p' "$WORK/eofs.err" | sed 's/ *$//')"
     # A new process uses the size the last one published: no GETATTR.
     local p
     for p in first second; do
@@ -229,7 +243,7 @@ group_boards() {
     # Other processes' changes: remembered sizes kept for 10 minutes, so
     # only the board can make them right.
     if out=$(DIRECTNFS_PRELOAD_TTL_MS=600000 "${RUN[@]}" "$WORK/boards" procs "$NFS/sizes2" 2>&1); then
-        ok "another process's size changes seen at once ($(grep -c '^ok' <<<"$out") checks)"
+        ok "another process's size changes seen at once, by lseek(SEEK_END) and reads at the old end ($(grep -c '^ok' <<<"$out") checks)"
     else
         bad "another process's size changes" "$(grep -v '^ok' <<<"$out" | tr '\n' ' ')"
     fi

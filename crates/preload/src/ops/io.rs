@@ -335,7 +335,24 @@ fn read_at(state: &State, open: &Open, buf: &mut [u8], off: u64) -> Res<usize> {
     if buf.is_empty() {
         return Ok(0);
     }
-    Ok(open.file(state)?.read_at(buf, off)?)
+    // At or past the end of the file as this process knows it, exactly as
+    // fresh as for lseek(SEEK_END) (sizes.rs): end of file, no READ.
+    if open
+        .size
+        .size(state, &open.handle)
+        .is_some_and(|size| off >= size)
+    {
+        return Ok(0);
+    }
+    let file = open.file(state)?;
+    open.size.observe(state, &open.handle, || {
+        let n = file.read_at(buf, off)?;
+        // Short only at the end of the file: the size, if a byte came back
+        // or nothing was before `off` (an empty answer past the end says
+        // only that the size is at most `off`).
+        let size = (n < buf.len() && (n > 0 || off == 0)).then_some(off + n as u64);
+        Ok((n, size))
+    })
 }
 
 fn write_at(state: &State, open: &Open, buf: &[u8], off: u64) -> Res<usize> {

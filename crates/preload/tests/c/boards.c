@@ -10,6 +10,10 @@
  *                           DIRECTNFS_PRELOAD_STATS=calls report)
  *   boards opens PATH N     N x open + close of PATH (the caller counts
  *                           the LOOKUPs)
+ *   boards eofs PATH N      open PATH, read it to its end, then N x read
+ *                           at the end, and fgets of an fopen stream to
+ *                           its end (the caller counts the READs: the
+ *                           end is known from the short READ)
  *   boards names DIR        names another process (a forked child)
  *                           changes — rename over, unlink, create,
  *                           chmod, a new directory — are seen at once
@@ -19,11 +23,13 @@
  *                           shrinks, truncates by path, re-creates with
  *                           O_TRUNC, writes within the size; after each
  *                           the parent's lseek(SEEK_END) on the
- *                           descriptor it kept says the new size
+ *                           descriptor it kept says the new size, and
+ *                           its read at the old end gets the new bytes
  *   boards outside PATH DIR MS   a write past the end by a process
  *                           with another shadow directory DIR (so
  *                           another board: as another host) is seen by
- *                           lseek(SEEK_END) after MS milliseconds
+ *                           lseek(SEEK_END) and by a read at the old end
+ *                           after MS milliseconds
  * Prints "ok ..." / "FAIL ..." lines; exits 1 if anything failed.
  */
 #include <errno.h>
@@ -46,6 +52,20 @@ static void expect_size(int fd, off_t want, const char *what)
     } else {
         printf("FAIL %s: size %lld, want %lld (%s)\n", what, (long long)got, (long long)want,
                got < 0 ? strerror(errno) : "stale");
+        failures++;
+    }
+}
+
+/* pread of up to 16 KiB at `at` gives `want` bytes. */
+static void expect_read(int fd, off_t at, ssize_t want, const char *what)
+{
+    static char buf[16384];
+    ssize_t got = pread(fd, buf, sizeof buf, at);
+    if (got == want) {
+        printf("ok   %s: read at %lld gave %zd bytes\n", what, (long long)at, got);
+    } else {
+        printf("FAIL %s: read at %lld gave %zd bytes, want %zd (%s)\n", what, (long long)at, got,
+               want, got < 0 ? strerror(errno) : "stale");
         failures++;
     }
 }
@@ -151,11 +171,17 @@ static int procs(const char *path)
     must(pwrite(fd, block, 8192, 0) == 8192, "pwrite");
     expect_size(fd, 8192, "own write");
     expect_size(fd, 8192, "asked again");
+    expect_read(fd, 8192, 0, "at the end");
     in_child(extend, path);
+    expect_read(fd, 8192, 8192, "after another process wrote past the end");
     expect_size(fd, 16384, "after another process wrote past the end");
+    expect_read(fd, 0, 16384, "the whole file, to its end");
+    expect_read(fd, 16384, 0, "at the end");
     in_child(shrink, path);
     expect_size(fd, 100, "after another process's ftruncate");
+    expect_read(fd, 50, 50, "after another process's ftruncate");
     in_child(grow_by_path, path);
+    expect_read(fd, 100, 16384, "after another process's truncate(path)");
     expect_size(fd, 30000, "after another process's truncate(path)");
     in_child(inside, path);
     expect_size(fd, 30000, "after another process wrote inside the file");
@@ -206,6 +232,8 @@ static int outside(const char *path, const char *dir, int ms, const char *self)
            (long long)now);
     struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L + 100000000L};
     nanosleep(&t, NULL);
+    expect_read(fd, 8192, 8192,
+                "a write another board never saw, read after the remembered size expired");
     expect_size(fd, 16384, "a write another board never saw, after the remembered size expired");
     close(fd);
     return failures != 0;
@@ -338,8 +366,36 @@ static int opens(const char *path, int n)
     return 0;
 }
 
+static int eofs(const char *path, int n)
+{
+    static char buf[65536];
+    int fd = open(path, O_RDONLY);
+    must(fd >= 0, "open");
+    ssize_t got;
+    while ((got = read(fd, buf, sizeof buf)) == (ssize_t)sizeof buf)
+        ;
+    must(got >= 0, "read to the end");
+    for (int i = 0; i < n; i++)
+        if (read(fd, buf, sizeof buf) != 0) {
+            printf("FAIL a read at the end did not give end of file\n");
+            failures++;
+        }
+    close(fd);
+    /* A stream read to its end (PostgreSQL reads its pg_internal.init
+     * files so, in fread calls until one returns nothing). */
+    FILE *f = fopen(path, "r");
+    must(f != NULL, "fopen");
+    while (fgets(buf, sizeof buf, f))
+        ;
+    must(!ferror(f), "fgets");
+    fclose(f);
+    return failures != 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && strcmp(argv[1], "eofs") == 0)
+        return eofs(argv[2], atoi(argv[3]));
     if (argc == 4 && strcmp(argv[1], "opens") == 0)
         return opens(argv[2], atoi(argv[3]));
     if (argc == 3 && strcmp(argv[1], "names") == 0)
@@ -354,7 +410,7 @@ int main(int argc, char **argv)
         extend(argv[2]);
         return 0;
     }
-    fprintf(stderr, "usage: boards count PATH N | opens PATH N | procs PATH | names DIR | "
+    fprintf(stderr, "usage: boards count PATH N | opens PATH N | eofs PATH N | procs PATH | names DIR | "
                     "outside PATH DIR MS | extend PATH\n");
     return 2;
 }
