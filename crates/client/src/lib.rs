@@ -63,6 +63,13 @@ mod v4;
 mod writebehind;
 mod writelog;
 
+/// The repository README, whose Rust example `cargo test --doc` compiles
+/// (`no_run`: it needs a server), so the README cannot show an API that
+/// does not exist.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExample;
+
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, Completion, ScopedBatch};
 pub use client::{Client, Limits, PathSpec, Target};
