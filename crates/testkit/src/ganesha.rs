@@ -4,9 +4,17 @@
 //! `scripts/nfs-server.sh` under a state directory of its own, stopped when
 //! dropped.
 //!
+//! Two test runs at once on one machine (two checkouts) would share a
+//! server's state directory and ports, and each start would stop the
+//! other's server: a server of a name is taken under an exclusive lock on
+//! `/tmp/dnfs-test-NAME.lock`, held until it is dropped, so the second run
+//! waits for the first (the kernel releases the lock of a killed run).
+//!
 //! Such tests run where the real-server tests run ([`crate::server::wanted`]): they need
 //! the Ganesha packages, which `scripts/test.sh` installs.
 
+use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 
@@ -17,6 +25,9 @@ pub struct OwnGanesha {
     export_dir: PathBuf,
     env: Vec<(String, String)>,
     url: String,
+    /// The name's lock (see the module doc); released when dropped, after
+    /// the server stopped (fields drop after `Drop::drop`).
+    _lock: File,
 }
 
 impl OwnGanesha {
@@ -25,6 +36,7 @@ impl OwnGanesha {
     /// in `env` (`DNFS_EXPORT_PATH`, `DNFS_NFS_PORT`, ...). The error holds
     /// the script's output.
     pub fn start(name: &str, env: &[(&str, &str)]) -> Result<Self, String> {
+        let lock = take_lock(&format!("/tmp/dnfs-test-{name}.lock"))?;
         let mut server = Self {
             state_dir: PathBuf::from(format!("/tmp/dnfs-test-{name}")),
             export_dir: PathBuf::from(format!("/tmp/dnfs-test-{name}-export")),
@@ -33,6 +45,7 @@ impl OwnGanesha {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             url: String::new(),
+            _lock: lock,
         };
         // A server left behind by an earlier run that was killed.
         let _ = server.run(&["stop"]);
@@ -87,6 +100,26 @@ impl OwnGanesha {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             ))
+        }
+    }
+}
+
+/// Opens `path` and waits for an exclusive lock on it.
+fn take_lock(path: &str) -> Result<File, String> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("{path}: {e}"))?;
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(file);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(format!("flock {path}: {e}"));
         }
     }
 }
