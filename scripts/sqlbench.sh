@@ -6,6 +6,9 @@
 #
 #   scripts/sqlbench.sh [extra sqlbench args, e.g. --clients 1,4 --duration 10]
 #
+# `--repeat 3` runs each client count 3 times per engine, the engines
+# taking turns, and reports medians (one run's TPS varies by 10% or more
+# on a small shared machine).
 # `--calls 300` adds, per directnfs run, the NFS calls per transaction by
 # procedure (counts: repeatable on a busy machine, unlike the TPS).
 # `--cache-mib N` gives every connection of both engines an N MiB page

@@ -7,8 +7,13 @@
 //! target/release/examples/sqlbench --url 'nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 //!     [--local-dir /var/tmp/sqlbench] [--scale 1] [--clients 1,4] [--duration 10] \
 //!     [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE] \
-//!     [--calls N] [--cache-mib N]
+//!     [--calls N] [--cache-mib N] [--repeat N]
 //! ```
+//!
+//! `--repeat N` runs every client count N times per engine, the engines
+//! taking turns (directnfs, local, directnfs, ...), and reports each
+//! engine's median TPS and the ratio of the medians: on a shared or small
+//! machine one run's TPS moves by 10% or more from one run to the next.
 //!
 //! `--cache-mib N` sets every connection's page cache (`PRAGMA
 //! cache_size`) to N MiB on both engines; the default is SQLite's own
@@ -67,12 +72,14 @@ struct Args {
     calls: u64,
     /// Page cache per connection in MiB (`--cache-mib`; None = SQLite's).
     cache_mib: Option<u64>,
+    /// Runs per engine and client count (`--repeat`), interleaved.
+    repeat: usize,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: sqlbench --url NFS_URL [--local-dir DIR] [--scale N] [--clients 1,4] \
-         [--duration SECS] [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE] [--calls N] [--cache-mib N]\n\
+         [--duration SECS] [--journal delete|wal|truncate|persist] [--synchronous full|normal] [--json FILE] [--calls N] [--cache-mib N] [--repeat N]\n\
          (--url defaults to $DNFS_TEST_URL; --url none runs the local engine only)"
     );
     std::process::exit(2)
@@ -92,6 +99,7 @@ fn parse_args() -> Args {
         json: None,
         calls: 0,
         cache_mib: None,
+        repeat: 1,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -114,6 +122,13 @@ fn parse_args() -> Args {
             "--json" => a.json = Some(PathBuf::from(v())),
             "--calls" => a.calls = v().parse().unwrap_or_else(|_| usage()),
             "--cache-mib" => a.cache_mib = Some(v().parse().unwrap_or_else(|_| usage())),
+            "--repeat" => {
+                a.repeat = v()
+                    .parse()
+                    .ok()
+                    .filter(|&n| n >= 1)
+                    .unwrap_or_else(|| usage())
+            }
             _ => usage(),
         }
     }
@@ -263,6 +278,20 @@ struct RunResult {
     lat_mean_ms: f64,
     lat_p50_ms: f64,
     lat_p99_ms: f64,
+}
+
+/// The median of `v` (the mean of the middle two for an even count).
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
 }
 
 fn is_busy(e: &rusqlite::Error) -> bool {
@@ -487,8 +516,6 @@ fn main() {
         a.duration.as_secs_f64(),
         rusqlite::version()
     );
-    let mut results = Vec::new();
-    let mut verified = Vec::new();
     for e in &engines {
         let c = e.open(&a);
         let t = Instant::now();
@@ -506,14 +533,32 @@ fn main() {
         if a.calls > 0 && matches!(e, Engine::Directnfs(_)) {
             count_calls(e, &a);
         }
-        for &n in &a.clients {
-            let r = run(e, &a, n);
-            println!(
-                "  {:<9} clients {:>3}: {:>8.1} tps  ({} txns, {} busy retries, latency mean {:.2} ms p50 {:.2} ms p99 {:.2} ms)",
-                r.engine, r.clients, r.tps, r.txns, r.retries, r.lat_mean_ms, r.lat_p50_ms, r.lat_p99_ms
-            );
-            results.push(r);
+    }
+    // The engines take turns run by run, so a slower minute of the machine
+    // falls on both.
+    let mut results = Vec::new();
+    for &n in &a.clients {
+        for round in 1..=a.repeat {
+            for e in &engines {
+                let r = run(e, &a, n);
+                println!(
+                    "  {:<9} clients {:>3}{}: {:>8.1} tps  ({} txns, {} busy retries, latency mean {:.2} ms p50 {:.2} ms p99 {:.2} ms)",
+                    r.engine,
+                    r.clients,
+                    if a.repeat > 1 { format!(", run {round}") } else { String::new() },
+                    r.tps,
+                    r.txns,
+                    r.retries,
+                    r.lat_mean_ms,
+                    r.lat_p50_ms,
+                    r.lat_p99_ms
+                );
+                results.push(r);
+            }
         }
+    }
+    let mut verified = Vec::new();
+    for e in &engines {
         let ok = verify(&e.open(&a));
         println!(
             "  {:<9} verify: {}",
@@ -522,17 +567,31 @@ fn main() {
         );
         verified.push((e.name(), ok));
     }
-    println!("\n  clients   directnfs tps   local tps   directnfs/local");
+    let median_tps = |engine: &str, n: usize| {
+        median(
+            results
+                .iter()
+                .filter(|r| r.engine == engine && r.clients == n)
+                .map(|r| r.tps)
+                .collect(),
+        )
+    };
+    println!(
+        "\n  clients   directnfs tps   local tps   directnfs/local{}",
+        if a.repeat > 1 {
+            format!("   (medians of {} runs)", a.repeat)
+        } else {
+            String::new()
+        }
+    );
+    let mut medians = Vec::new();
     for &n in &a.clients {
-        let get = |name| results.iter().find(|r| r.engine == name && r.clients == n);
-        if let (Some(d), Some(l)) = (get("directnfs"), get("local")) {
-            println!(
-                "  {:>7}   {:>13.1}   {:>9.1}   {:>15.2}",
-                n,
-                d.tps,
-                l.tps,
-                d.tps / l.tps
-            );
+        if let (Some(d), Some(l)) = (median_tps("directnfs", n), median_tps("local", n)) {
+            println!("  {:>7}   {:>13.1}   {:>9.1}   {:>15.2}", n, d, l, d / l);
+            medians.push(format!(
+                "{{\"clients\":{n},\"directnfs_tps\":{d:.1},\"local_tps\":{l:.1},\"ratio\":{:.3}}}",
+                d / l
+            ));
         }
     }
     if let Some(path) = &a.json {
@@ -550,13 +609,15 @@ fn main() {
             .map(|(e, ok)| format!("\"{e}\":\"{}\"", if *ok { "ok" } else { "failed" }))
             .collect();
         let json = format!(
-            "{{\"workload\":\"tpcb\",\"params\":{{\"scale\":{},\"journal_mode\":\"{}\",\"synchronous\":\"{}\",\"cache_mib\":{},\"duration_s\":{}}},\"runs\":[{}],\"verify\":{{{}}}}}\n",
+            "{{\"workload\":\"tpcb\",\"params\":{{\"scale\":{},\"journal_mode\":\"{}\",\"synchronous\":\"{}\",\"cache_mib\":{},\"duration_s\":{},\"repeat\":{}}},\"runs\":[{}],\"medians\":[{}],\"verify\":{{{}}}}}\n",
             a.scale,
             a.journal,
             a.synchronous,
             a.cache_mib.map_or("null".to_string(), |m| m.to_string()),
             a.duration.as_secs_f64(),
+            a.repeat,
             runs.join(","),
+            medians.join(","),
             verify.join(",")
         );
         std::fs::write(path, json).unwrap();
