@@ -14,10 +14,15 @@
 //! The rules that make it behave like a local file:
 //! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file,
 //!   and [`MountOptions::write_behind_client`] over all the client's
-//!   files, are in flight (or held); a writer finding no room waits for
-//!   replies (backpressure), reaping the other files' replies while it
-//!   waits for the client's. A single write larger than a bound waits for
-//!   the writes under it to drain and is then sent as one.
+//!   files, are in flight (or held), and at most [`MAX_WRITES_IN_FLIGHT`]
+//!   WRITEs per file; a writer finding no room waits for replies
+//!   (backpressure), reaping the other files' replies while it waits for
+//!   the client's. A single write larger than a bound waits for the
+//!   writes under it to drain and is then sent as one. The count bound is
+//!   for the calls that wait: a server works through what it received
+//!   roughly in order of arrival, so a commit's FILE_SYNC WRITE (or a
+//!   read) sent behind a SQLite checkpoint's hundreds of 4 KiB pages
+//!   would wait for all of them.
 //! * **Ordered.** A write or read overlapping bytes still in flight —
 //!   `write_at`, `read_at`, or a [`Batch`](crate::Batch) operation
 //!   submitted on the file — waits for those writes first (held ones are
@@ -53,6 +58,12 @@ use directnfs_wire::nfs3;
 use crate::error::{Error, Result};
 use crate::file::{File, FileShared};
 use crate::io::call::{BatchQueue, Call, Group, Notify};
+
+/// The most write-behind WRITEs of one file in flight at once (see the
+/// module doc): 16 pages of 4 KiB keep a server busy without making a
+/// call that waits queue behind much; larger writes meet the byte bound
+/// first.
+pub(crate) const MAX_WRITES_IN_FLIGHT: usize = 16;
 
 /// A WRITE to send behind the writer's back.
 struct Piece {
@@ -401,7 +412,8 @@ impl File {
         // than the bound), and nothing in flight under it.
         self.wb_wait(|st| {
             let bytes = wb.bytes.load(Ordering::Relaxed);
-            (bytes == 0 || bytes + len <= wb.limit)
+            let calls = st.slots.len() - st.free.len();
+            (bytes == 0 || (bytes + len <= wb.limit && calls < MAX_WRITES_IN_FLIGHT))
                 && !st.pending().any(|p| p.overlaps(offset, len))
         });
         self.wait_client_room(len);
@@ -889,6 +901,28 @@ mod tests {
         file.write_at(&[4u8; 20_000], 20_000).unwrap();
         assert!(server.answered() >= 3);
         file.fsync().unwrap();
+    }
+
+    #[test]
+    fn a_writer_past_the_count_bound_waits_for_replies() {
+        // Room for 1 MiB, but small writes stop at MAX_WRITES_IN_FLIGHT.
+        let (server, _client, file) = setup(
+            1 << 20,
+            Behaviour {
+                delay: Duration::from_millis(50),
+                ..Behaviour::default()
+            },
+        );
+        for i in 0..MAX_WRITES_IN_FLIGHT {
+            file.write_at(&[1u8; 512], (i * 4096) as u64).unwrap();
+        }
+        assert_eq!(server.answered(), 0, "the first ones did not wait");
+        // One more waits until a reply made room.
+        file.write_at(&[2u8; 512], (MAX_WRITES_IN_FLIGHT * 4096) as u64)
+            .unwrap();
+        assert!(server.answered() >= 1, "{}", server.answered());
+        file.fsync().unwrap();
+        assert_eq!(server.seen().writes.len(), MAX_WRITES_IN_FLIGHT + 1);
     }
 
     #[test]
