@@ -142,6 +142,9 @@ expect() {
 }
 step() { echo "== $1 ($(date +%T))"; }
 nfs() { "${RUN[@]}" "$@"; }
+# by_call CALL FILE: the NFS calls the libc call CALL made, from the
+# DIRECTNFS_PRELOAD_STATS=calls report in FILE ("lseek x100: GETATTR=1")
+by_call() { sed -n "s/.*by libc call: \($1 .*\)/\1/p" "$2" | sed 's/ *$//'; }
 
 nfs mkdir -p "$NFS"
 [[ -d $VIEW ]] || { echo "run.sh: $NFS did not appear as $VIEW on the server" >&2; exit 1; }
@@ -205,6 +208,15 @@ group_start() {
         "$(grep -c "calls for $MNT:" "$WORK/start.err")"
 }
 
+# boards_calls LABEL ERR ARGS...: tests/c/boards.c ARGS with
+# DIRECTNFS_PRELOAD_STATS=calls, its report in ERR (a failure is LABEL's)
+boards_calls() {
+    local label=$1 err=$2
+    shift 2
+    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" "$@" 2>"$err" ||
+        bad "$label" "$(tail -2 "$err" | tr '\n' ' ')"
+}
+
 group_boards() {
     step "the boards: sizes for lseek(SEEK_END), names for open and access, coherent among processes (boards.c)"
     cc -O2 -Wall -Werror -o "$WORK/boards" crates/preload/tests/c/boards.c
@@ -212,34 +224,29 @@ group_boards() {
     local out
     # 100 lseeks of a file nothing changes: one GETATTR (remembering on),
     # 100 (off).
-    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 2>"$WORK/sizes.err" ||
-        bad "boards count" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
+    boards_calls "boards count" "$WORK/sizes.err" count "$NFS/sizes" 100
     check "100 x lseek(SEEK_END), file unchanged: one GETATTR" "lseek x100: GETATTR=1" \
-        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
-    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
-        2>"$WORK/sizes.err" || bad "boards count (off)" "$(tail -2 "$WORK/sizes.err" | tr '\n' ' ')"
+        "$(by_call lseek "$WORK/sizes.err")"
+    DIRECTNFS_PRELOAD_TTL_MS=0 boards_calls "boards count (off)" "$WORK/sizes.err" count "$NFS/sizes" 100
     check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: one GETATTR each" "lseek x100: GETATTR=100" \
-        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.err")"
+        "$(by_call lseek "$WORK/sizes.err")"
     # Reads at the end of the file, known from the READ that came back
     # short: end of file without a READ (a 64 KiB read, the short one,
     # 10 at the end; a stream's one READ and its fgets at the end).
     nfs sh -c "head -c 100000 /dev/zero > '$NFS/eofs'"
-    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" eofs "$NFS/eofs" 10 2>"$WORK/eofs.err" ||
-        bad "boards eofs" "$(tail -2 "$WORK/eofs.err" | tr '\n' ' ')"
+    boards_calls "boards eofs" "$WORK/eofs.err" eofs "$NFS/eofs" 10
     check "read to the end, 10 reads at the end, a stream to its end: 3 READs" "read x14: READ=3" \
-        "$(sed -n 's/.*by libc call: \(read .*\)/\1/p' "$WORK/eofs.err" | sed 's/ *$//')"
-    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" eofs "$NFS/eofs" 10 \
-        2>"$WORK/eofs.err" || bad "boards eofs (off)" "$(tail -2 "$WORK/eofs.err" | tr '\n' ' ')"
+        "$(by_call read "$WORK/eofs.err")"
+    DIRECTNFS_PRELOAD_TTL_MS=0 boards_calls "boards eofs (off)" "$WORK/eofs.err" eofs "$NFS/eofs" 10
     check "the same with DIRECTNFS_PRELOAD_TTL_MS=0: a READ each" "read x14: READ=14" \
-        "$(sed -n 's/.*by libc call: \(read .*\)/\1/p' "$WORK/eofs.err" | sed 's/ *$//')"
+        "$(by_call read "$WORK/eofs.err")"
     # A new process uses the size the last one published: no GETATTR.
     local p
     for p in first second; do
-        DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
-            2>"$WORK/sizes.$p" || bad "boards count ($p)" "$(tail -2 "$WORK/sizes.$p" | tr '\n' ' ')"
+        DIRECTNFS_PRELOAD_TTL_MS=600000 boards_calls "boards count ($p)" "$WORK/sizes.$p" count "$NFS/sizes" 100
     done
     check "a second process: the first one's size, no GETATTR" "lseek x100:" \
-        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/sizes.second" | sed 's/ *$//')"
+        "$(by_call lseek "$WORK/sizes.second")"
     # Other processes' changes: remembered sizes kept for 10 minutes, so
     # only the board can make them right.
     if out=$(DIRECTNFS_PRELOAD_TTL_MS=600000 "${RUN[@]}" "$WORK/boards" procs "$NFS/sizes2" 2>&1); then
@@ -250,14 +257,11 @@ group_boards() {
     check "the server's file after them" "100" "$(stat -c %s "$VIEW/sizes2")"
     # 100 opens of one path nobody changes: one LOOKUP at most (none when
     # the lseek run above left it on the board).
-    DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" opens "$NFS/sizes" 100 \
-        2>"$WORK/opens.err" || bad "boards opens" "$(tail -2 "$WORK/opens.err" | tr '\n' ' ')"
-    DIRECTNFS_PRELOAD_TTL_MS=600000 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" opens "$NFS/sizes" 100 \
-        2>"$WORK/opens.err" || bad "boards opens" "$(tail -2 "$WORK/opens.err" | tr '\n' ' ')"
+    DIRECTNFS_PRELOAD_TTL_MS=600000 boards_calls "boards opens" "$WORK/opens.err" opens "$NFS/sizes" 100
+    DIRECTNFS_PRELOAD_TTL_MS=600000 boards_calls "boards opens" "$WORK/opens.err" opens "$NFS/sizes" 100
     check "100 x open of an unchanged path in a new process: no LOOKUP" "open x100:" \
-        "$(sed -n 's/.*by libc call: \(open .*\)/\1/p' "$WORK/opens.err" | sed 's/ *$//')"
-    DIRECTNFS_PRELOAD_TTL_MS=0 DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" opens "$NFS/sizes" 100 \
-        2>"$WORK/opens.err" || bad "boards opens (off)" "$(tail -2 "$WORK/opens.err" | tr '\n' ' ')"
+        "$(by_call open "$WORK/opens.err")"
+    DIRECTNFS_PRELOAD_TTL_MS=0 boards_calls "boards opens (off)" "$WORK/opens.err" opens "$NFS/sizes" 100
     # (the first open also mounts: FSINFO and the LOOKUPs of the path's
     # directories)
     local lookups
@@ -272,19 +276,17 @@ group_boards() {
     # Boards that cannot be mapped (directories in their place): said
     # once, and every lseek asks the server.
     mkdir -p "$WORK/noboard/sizes.v1.$(id -u)" "$WORK/noboard/names.v1.$(id -u)"
-    DIRECTNFS_SHADOW_DIR=$WORK/noboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
-        2>"$WORK/noboard.err" || bad "boards count (no board)" "$(tail -2 "$WORK/noboard.err" | tr '\n' ' ')"
+    DIRECTNFS_SHADOW_DIR=$WORK/noboard boards_calls "boards count (no board)" "$WORK/noboard.err" count "$NFS/sizes" 100
     check "no board: said once on stderr" "1" "$(grep -c 'cannot map the board .*sizes.v1' "$WORK/noboard.err")"
     check "no board: every lseek(SEEK_END) asks the server" "lseek x100: GETATTR=100" \
-        "$(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/noboard.err")"
+        "$(by_call lseek "$WORK/noboard.err")"
     # A board file another user made (here: postgres, for root): refused.
     mkdir -p "$WORK/otherboard"
     chmod 1777 "$WORK/otherboard"
     runuser -u postgres -- sh -c "head -c 2097152 /dev/zero > '$WORK/otherboard/sizes.v1.$(id -u)'; chmod 600 '$WORK/otherboard/sizes.v1.$(id -u)'"
-    DIRECTNFS_SHADOW_DIR=$WORK/otherboard DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" count "$NFS/sizes" 100 \
-        2>"$WORK/otherboard.err" || bad "boards count (another user's board)" "$(tail -2 "$WORK/otherboard.err" | tr '\n' ' ')"
+    DIRECTNFS_SHADOW_DIR=$WORK/otherboard boards_calls "boards count (another user's board)" "$WORK/otherboard.err" count "$NFS/sizes" 100
     check "a board another user made: refused" "1 lseek x100: GETATTR=100" \
-        "$(grep -c 'cannot map the board .*not a file of user' "$WORK/otherboard.err") $(sed -n 's/.*by libc call: \(lseek .*\)/\1/p' "$WORK/otherboard.err")"
+        "$(grep -c 'cannot map the board .*not a file of user' "$WORK/otherboard.err") $(by_call lseek "$WORK/otherboard.err")"
     if out=$(DIRECTNFS_PRELOAD_TTL_MS=300 "${RUN[@]}" "$WORK/boards" outside "$NFS/sizes3" "$WORK/other-shadow" 300 2>&1); then
         ok "a change another board never saw, seen after DIRECTNFS_PRELOAD_TTL_MS ($(grep '^note' <<<"$out" | sed 's/^note //'))"
     else
@@ -560,7 +562,7 @@ for i in range(64):
 os.close(fd)' "$MNT-wb/$RUNID/wb-dsync2" 2>"$WORK/dsync.err" ||
         bad "O_DSYNC writes (python3)" "$(tail -2 "$WORK/dsync.err" | tr '\n' ' ')"
     check "O_DSYNC in unstable mode: 64 writes, one FILE_SYNC WRITE each, no COMMIT" "write x64: WRITE=64" \
-        "$(sed -n 's/.*by libc call: \(write .*\)/\1/p' "$WORK/dsync.err" | sed 's/ *$//')"
+        "$(by_call write "$WORK/dsync.err")"
     cc -O2 -Wall -Werror -o "$WORK/wbcheck" crates/preload/tests/c/wbcheck.c
     expect "pwrite, pread of bytes in flight, sync_file_range, fdatasync, close" \
         "${RUN[@]}" "$WORK/wbcheck" "$MNT-wb/$RUNID/wb-c"
