@@ -336,6 +336,47 @@ fn the_client_bound_holds_over_files_with_room() {
     }
 }
 
+/// 400 scattered 4 KiB writes behind (room for all of them in bytes, no
+/// coalescing): never more than 16 WRITEs of the file in flight at once,
+/// so a call that waits (a commit, a read) does not queue at the server
+/// behind hundreds; several were in flight, and every byte is there.
+#[test]
+fn at_most_16_write_behind_writes_of_a_file_are_in_flight() {
+    if !wanted("write_behind::at_most_16") {
+        return;
+    }
+    const BLOCK: usize = 4096;
+    // One connection: its in-flight peak is the file's WRITEs in flight.
+    let client = Client::connect(&common::url_with(
+        "stable=unstable&write_behind=8m&connections=1",
+    ))
+    .unwrap();
+    let name = common::unique("wb-count");
+    let file = client.create(&name).unwrap();
+    for b in 0..400u64 {
+        // Every other block: no two writes adjacent.
+        file.write_at(&bytes(b, BLOCK), 2 * b * BLOCK as u64)
+            .unwrap();
+    }
+    file.fsync().unwrap();
+    let stats = client.stats();
+    let channels = &stats.servers[0].paths[0].channels;
+    assert_eq!(channels.len(), 1);
+    let peak = channels[0].totals.inflight_peak;
+    eprintln!("peak WRITEs of the file in flight: {peak}");
+    assert!(
+        peak > 1,
+        "write-behind had nothing in flight beside the writer"
+    );
+    assert!(peak <= 16, "{peak} WRITEs of the file in flight at once");
+    let mut back = vec![0u8; BLOCK];
+    for b in [0u64, 199, 399] {
+        file.read_exact_at(&mut back, 2 * b * BLOCK as u64).unwrap();
+        assert!(back == bytes(b, BLOCK), "block {b}");
+    }
+    client.remove(&name).unwrap();
+}
+
 /// 10,000 small writes behind, `fsync`, SIGKILL of the server the moment
 /// `fsync` returns: every write is in the exported file (read locally while
 /// the server is down) and through a new client after the restart.
