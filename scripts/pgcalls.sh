@@ -32,6 +32,8 @@
 #          at every fork (scripts/lib/zero-at-fork.c), pgbench -C -S -t
 #          DNFS_PGCALLS_CALLGRIND_CONNS (default 20) connections, the median
 #          profile. Instructions are repeatable on a busy machine.
+#   DNFS_PGCALLS_KEEP=1  keep the work directory (logs, the callgrind
+#          profiles in cg-directnfs/ and cg-local/ for callgrind_annotate)
 #   DNFS_PGCALLS_PORT    PostgreSQL's port (default 5491; the local cluster
 #                        of DNFS_PGCALLS_CPU takes the next one)
 #   DNFS_PGCALLS_DNFS    the `dnfs` binary (its interception library next
@@ -108,7 +110,11 @@ cleanup() {
         wait "$CG_PM" 2>/dev/null || true
     fi
     if ((LOCAL_UP)); then lpg_ctl -m fast -w -t 300 stop >/dev/null 2>&1 || true; fi
-    rm -rf "$WORK"
+    if [[ ${DNFS_PGCALLS_KEEP:-} == 1 ]]; then
+        echo "pgcalls.sh: kept $WORK" >&2
+    else
+        rm -rf "$WORK"
+    fi
 }
 trap cleanup EXIT
 

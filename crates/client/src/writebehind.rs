@@ -926,6 +926,33 @@ mod tests {
     }
 
     #[test]
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out() {
+        let (server, client, file) = setup(
+            1 << 20,
+            Behaviour {
+                delay: late(),
+                ..Behaviour::default()
+            },
+        );
+        // Two calls of 10,000 bytes: three 4 KiB WRITEs each.
+        file.write_at(&[7u8; 10_000], 0).unwrap();
+        file.write_at(&[8u8; 10_000], 20_000).unwrap();
+        let stats = client.stats();
+        let f = &stats.files[0].totals;
+        assert_eq!((f.writes, f.inflight, f.inflight_peak), (2, 0, 1));
+        assert_eq!(f.write_behind_bytes, 20_000);
+        let on_wire: u64 = stats.servers[0].paths[0]
+            .channels
+            .iter()
+            .map(|c| c.totals.inflight)
+            .sum();
+        assert_eq!(on_wire, 6, "the channels carry the six WRITEs");
+        file.fsync().unwrap();
+        assert_eq!(server.answered(), 6);
+        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+    }
+
+    #[test]
     fn a_write_over_bytes_in_flight_waits_for_them() {
         let (server, _client, file) = setup(
             1 << 20,

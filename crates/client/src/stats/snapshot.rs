@@ -128,7 +128,12 @@ pub struct FileStats {
     pub size: Option<u64>,
     /// The process that opened it, in a view over several processes.
     pub pid: Option<u32>,
-    /// I/O on this file.
+    /// I/O on this file, counted by the caller's calls: one `read_at`,
+    /// `write_at` (or batched I/O) is one call however many RPCs it took,
+    /// its latency is the time until it returned, and `inflight` counts
+    /// calls not yet returned. A write-behind `write_at` returns before its
+    /// WRITE is answered: the WRITEs still on the wire show here as
+    /// `write_behind_bytes`, and as in-flight calls of the channels.
     pub totals: IoSnapshot,
 }
 
