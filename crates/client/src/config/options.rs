@@ -30,6 +30,7 @@
 //! | `ro` / `rw` | flag: `ro` makes every write (WRITE, SETATTR, CREATE, REMOVE, RENAME, MKDIR, COMMIT, ...) fail with EROFS before it is sent | rw |
 //! | `options` | a kernel mount-option string (`rw,bg,hard,tcp,vers=3,timeo=600,...`): see [`super::kernel`] | |
 //! | `stats` (`publish_stats`) | flag: publish this client's statistics on the process's local endpoint (`dnfs stats`; see [`crate::publish`]) | on |
+//! | `owner_reuse` | flag, NFSv4.1 only: this client's client owner is a slot of this user on this host that a client which died (SIGKILL, a crash) left free, so the server drops the dead client's opens and locks as soon as this one has a session instead of after its lease; off: an owner of its own (see `crate::v4::owner_slot`) | on |
 //! | `alert_log` | where this process's alert lines go: `stderr`, `off`, `syslog`, `syslog:SOCKET`, `file:PATH` or an absolute path (see [`crate::alert`]) | stderr |
 //! | `readahead`, `autoreconnect`, `tcp_syncnt` | libnfs URL keys: accepted and **ignored** (see [`MountOptions::is_ignored_key`]) | |
 //!
@@ -198,6 +199,9 @@ pub struct MountOptions {
     /// Publish this client's statistics on the process's local endpoint
     /// (`stats=off` keeps it out). Default on.
     pub publish_stats: bool,
+    /// NFSv4.1: take the client owner of a dead client of this user on
+    /// this host, ending its state at once (`owner_reuse`).
+    pub owner_reuse: bool,
     /// Where the process's alert lines go, when this option sets it; the
     /// last client mounted with it wins. Default: not set (stderr, or
     /// `DIRECTNFS_ALERT_LOG`).
@@ -241,6 +245,7 @@ impl Default for MountOptions {
             nfs_version: NfsVersion::V3,
             read_only: false,
             publish_stats: true,
+            owner_reuse: true,
             alert_log: None,
             write_behind: 8 << 20,
             write_behind_client: 64 << 20,
@@ -347,6 +352,7 @@ enum Key {
     ReadWrite,
     Options,
     Stats,
+    OwnerReuse,
     AlertLog,
     Ignored,
 }
@@ -390,6 +396,7 @@ const KEYS: &[(&str, Key)] = &[
     ("options", Key::Options),
     ("stats", Key::Stats),
     ("publish_stats", Key::Stats),
+    ("owner_reuse", Key::OwnerReuse),
     ("alert_log", Key::AlertLog),
     // libnfs URL keys that mean nothing here: the driver always reconnects
     // and fails over, never reads ahead (no cache), and connects without a
@@ -511,6 +518,7 @@ impl MountOptions {
                 super::kernel::apply(self, p.required()?)?;
             }
             Key::Stats => self.publish_stats = p.flag()?,
+            Key::OwnerReuse => self.owner_reuse = p.flag()?,
             Key::AlertLog => {
                 self.alert_log =
                     Some(crate::alert::Sink::parse(p.required()?).map_err(|e| p.invalid(e))?)
@@ -1007,7 +1015,7 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" => "",
+                | "stats" | "publish_stats" | "owner_reuse" => "",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
                 "stable" => "unstable",

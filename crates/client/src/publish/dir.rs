@@ -50,7 +50,7 @@ pub(crate) fn check_private_dir(dir: &Path, uid: u32) -> io::Result<()> {
     let refuse = |why: String| {
         Err(io::Error::new(
             io::ErrorKind::PermissionDenied,
-            format!("{}: {why}; not used for statistics", dir.display()),
+            format!("{}: {why}; not used", dir.display()),
         ))
     };
     if !meta.file_type().is_dir() {

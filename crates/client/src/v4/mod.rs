@@ -53,6 +53,7 @@ pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;
+pub(crate) mod owner_slot;
 pub(crate) mod reclaim;
 pub(crate) mod session;
 pub mod trunk;

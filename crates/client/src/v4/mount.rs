@@ -14,6 +14,7 @@ use directnfs_wire::nfs4::{
 use directnfs_wire::Encode;
 
 use super::ops::{self, STAT_GETATTR};
+use super::owner_slot::OwnerSlot;
 use super::session::{nfs4_error, results, Request, Session};
 use super::trunk::Trunk;
 use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
@@ -43,7 +44,21 @@ pub(crate) fn mount_once(
             None => format!("*->{}", p.server),
         })
         .collect();
-    let trunk = Trunk::new(labels, cred);
+    // Slots are kept per server: the first path's address and port.
+    let server = format!(
+        "{}:{nfs_port}",
+        target.paths.first().map_or("", |p| p.server.as_str())
+    );
+    let claimed = if options.owner_reuse {
+        OwnerSlot::claim(&server, true)
+    } else {
+        None
+    };
+    let (own, dead) = match claimed {
+        Some(c) => (Some(c.own), c.dead),
+        None => (None, Vec::new()),
+    };
+    let trunk = Trunk::new(labels, cred, &server, own);
     let transport = start_transport(
         target,
         options,
@@ -98,7 +113,58 @@ pub(crate) fn mount_once(
         (None, None) => "/".into(),
     };
     inner.v4 = Some(session);
-    Ok(start(inner))
+    let client = start(inner);
+    for slot in dead {
+        end_dead_client(target, options, cred, nfs_port, &server, slot);
+    }
+    Ok(client)
+}
+
+/// Ends the state a client that died left under `slot`'s owner: a session
+/// as that owner with a new verifier (the server then drops the dead
+/// client's opens and locks, RFC 8881 §18.35.4), then DESTROY_SESSION and
+/// DESTROY_CLIENTID, which mark the slot clean. One connection, nothing
+/// else; a failure leaves the slot as it was (its state goes with the
+/// lease), logged at debug level.
+fn end_dead_client(
+    target: &Target,
+    options: &MountOptions,
+    cred: &[u8],
+    nfs_port: u16,
+    server: &str,
+    slot: OwnerSlot,
+) {
+    let number = slot.number();
+    let labels = target.paths.iter().map(|p| p.server.clone()).collect();
+    let trunk = Trunk::new(labels, cred, server, Some(slot));
+    let options = MountOptions {
+        connections: 1,
+        publish_stats: false,
+        ..options.clone()
+    };
+    let result = start_transport(
+        target,
+        &options,
+        cred,
+        nfs_port,
+        (NFS4_PROGRAM, NFS_V4),
+        crate::alert::Alerts::new(&target.name),
+        Some(Arc::clone(&trunk) as Arc<dyn ConnectHook>),
+    )
+    .and_then(|transport| {
+        let mut inner = Inner::new(transport, target, &options, cred);
+        retire_refused(&inner, &trunk);
+        inner.v4 = Some(Session::establish(&inner, trunk)?);
+        // Dropping it sends DESTROY_SESSION and DESTROY_CLIENTID.
+        drop(inner);
+        Ok(())
+    });
+    match result {
+        Ok(()) => {
+            tracing::debug!("NFSv4.1: ended the state of the dead client of owner slot {number}")
+        }
+        Err(e) => tracing::debug!("NFSv4.1: owner slot {number}: {e}"),
+    }
 }
 
 /// The client of a `fork`ed child: `inner` on new connections, with a

@@ -744,7 +744,9 @@ impl Session {
                 dca_clientid: clientid,
             }));
         }
+        let mut ended = false;
         for op in ops {
+            let destroys_client = matches!(op, nfs_argop4::OP_DESTROY_CLIENTID(_));
             let args = COMPOUND4args {
                 minorversion: 1,
                 argarray: vec![op],
@@ -773,6 +775,20 @@ impl Session {
                 );
                 return;
             }
+            if destroys_client {
+                ended = body_of(&call, "DESTROY_CLIENTID", "/").is_ok_and(|b| {
+                    COMPOUND4res::decode_expecting(
+                        &mut XdrReader::new(&b.record),
+                        &[nfs_opnum4::OP_DESTROY_CLIENTID],
+                    )
+                    .is_ok_and(|r| r.status == nfsstat4::NFS4_OK)
+                });
+            }
+        }
+        if ended {
+            // Nothing of ours is left on the server: the next client of
+            // this user need not prefer our slot (owner_slot.rs).
+            self.trunk.mark_clean();
         }
     }
 }

@@ -40,11 +40,14 @@ use directnfs_wire::nfs4::{
     COMPOUND4res, EXCHANGE_ID4args, Nfs4Res, EXCHGID4_FLAG_USE_NON_PNFS, NFS4_PROGRAM,
     NFSPROC4_COMPOUND, NFS_V4,
 };
+use directnfs_wire::rpc::auth::AuthFlavor;
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::rpc::ReplyHeader;
+use directnfs_wire::rpc::{AuthSys, OpaqueAuth};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, XdrReader};
 
+use super::owner_slot::OwnerSlot;
 use crate::io::transport::{CallOn, ConnectHook, Refusal, HOOK_SLOT};
 
 /// XID salts of the calls on a new connection (its NULL probe has 0).
@@ -121,6 +124,11 @@ struct Paths {
 #[derive(Debug)]
 pub(crate) struct Trunk {
     owner: client_owner4,
+    /// The host-local slot the owner names (owner_slot.rs), if one could
+    /// be taken; held (locked) for as long as the client lives.
+    slot: Option<OwnerSlot>,
+    /// The server the slots are kept for.
+    server: String,
     cred: Vec<u8>,
     /// Path labels for the errors (`local->server`).
     labels: Vec<String>,
@@ -138,29 +146,55 @@ pub(crate) struct Trunk {
 }
 
 impl Trunk {
-    /// A trunk for paths labelled `labels`, with a new client owner.
-    pub(crate) fn new(labels: Vec<String>, cred: &[u8]) -> Arc<Self> {
-        let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+    /// A trunk for paths labelled `labels`, with a new client owner: the
+    /// one of `slot` (owner_slot.rs) when given, else one of its own.
+    /// `server` keys the slots (its child after a `fork` takes one there).
+    pub(crate) fn new(
+        labels: Vec<String>,
+        cred: &[u8],
+        server: &str,
+        slot: Option<OwnerSlot>,
+    ) -> Arc<Self> {
         let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        // The counter's address tells apart two copies of this library in
-        // one process (the SQLite VFS's shared object beside a program's
-        // own directnfs): with the same owner and another verifier, a
-        // server takes the second client for the first one rebooted and
-        // drops the first one's opens and locks (RFC 8881 §18.35.4).
-        let copy = &NEXT_OWNER as *const AtomicU64 as usize;
-        let owner = client_owner4 {
-            co_verifier: verifier4(boot_verifier()),
-            co_ownerid: owner_id4::from(
+        let id = match &slot {
+            // The slot's owner: the same as the dead client's that held it
+            // last (with another verifier, so the server drops that one's
+            // opens and locks once we have a session, RFC 8881 §18.35.4).
+            // Another credential makes another owner: its state was never
+            // ours to end.
+            Some(slot) => {
+                tracing::debug!("NFSv4.1: client owner slot {}", slot.number());
+                format!(
+                    "directnfs/{}/slot/{}/{:016x}",
+                    host.trim(),
+                    slot.id(),
+                    principal(cred)
+                )
+            }
+            None => {
+                // No slot: an owner no other client can have. The counter's
+                // address tells apart two copies of this library in one
+                // process (the SQLite VFS's shared object beside a
+                // program's own directnfs): with the same owner and
+                // another verifier, a server takes the second client for
+                // the first one rebooted and drops the first one's state.
+                let n = NEXT_OWNER.fetch_add(1, Ordering::Relaxed);
+                let copy = &NEXT_OWNER as *const AtomicU64 as usize;
                 format!(
                     "directnfs/{}/{}/{copy:x}/{n}",
                     host.trim(),
                     std::process::id()
                 )
-                .as_str(),
-            ),
+            }
+        };
+        let owner = client_owner4 {
+            co_verifier: verifier4(boot_verifier()),
+            co_ownerid: owner_id4::from(id.as_str()),
         };
         Arc::new(Self {
             owner,
+            slot,
+            server: server.to_string(),
             cred: cred.to_vec(),
             paths: Mutex::new(Paths {
                 seen: vec![Seen::Unchecked; labels.len()],
@@ -179,7 +213,20 @@ impl Trunk {
     /// A trunk like this one (same paths) with a client owner of its
     /// own: the client of a `fork`ed child.
     pub(crate) fn fresh(&self) -> Arc<Self> {
-        Self::new(self.labels.clone(), &self.cred)
+        // The child takes a slot of its own (without ending dead clients'
+        // state: its parent's mount did that).
+        let slot = self.slot.as_ref().and_then(|parent| {
+            parent.close_in_child();
+            OwnerSlot::claim(&self.server, false).map(|c| c.own)
+        });
+        Self::new(self.labels.clone(), &self.cred, &self.server, slot)
+    }
+
+    /// This client ended its state on the server (DESTROY_CLIENTID).
+    pub(crate) fn mark_clean(&self) {
+        if let Some(slot) = &self.slot {
+            slot.mark_clean();
+        }
     }
 
     /// The client owner every EXCHANGE_ID of this client sends.
@@ -479,6 +526,25 @@ fn only_result(results: &[u8], op: nfs_opnum4) -> Result<nfs_resop4, Refusal> {
     })
 }
 
+/// A short digest (FNV-1a) of who the credential says the caller is: the
+/// uid and gid of AUTH_SYS (not its stamp, which is the pid), else every
+/// byte of it.
+fn principal(cred: &[u8]) -> u64 {
+    let fnv = |bytes: &[u8]| {
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    let sys = OpaqueAuth::decode(&mut XdrReader::new(cred))
+        .ok()
+        .filter(|a| a.flavor == AuthFlavor::AUTH_SYS)
+        .and_then(|a| AuthSys::decode(&mut XdrReader::new(&a.body)).ok());
+    match sys {
+        Some(a) => fnv(&[a.uid.to_be_bytes(), a.gid.to_be_bytes()].concat()),
+        None => fnv(cred),
+    }
+}
+
 /// A verifier that differs between runs of the program (RFC 8881 §2.4:
 /// `co_verifier` changes when the client restarts): the start time.
 fn boot_verifier() -> [u8; 8] {
@@ -502,7 +568,7 @@ mod tests {
 
     #[test]
     fn another_server_or_minor_id_is_refused_with_both_owners() {
-        let t = Trunk::new(vec!["a".into(), "b".into()], &[]);
+        let t = Trunk::new(vec!["a".into(), "b".into()], &[], "s", None);
         let same = t.verdict(1, &id("srv", 1, "s"), 0, &id("srv", 1, "s"));
         assert!(same.is_none());
         let other = t
