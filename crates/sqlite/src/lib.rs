@@ -48,9 +48,9 @@
 //! * **On NFSv4.1** the same process-wide lock is a byte-range LOCK on the
 //!   database file (SQLite's lock bytes, exclusive; `rangelock`) and no
 //!   lock file is made: the server enforces it between hosts, and keeps
-//!   the lock of a process that died until its client's lease expires
-//!   (other processes get SQLITE_BUSY until then; nothing to break by
-//!   hand).
+//!   the lock of a process that died until the next process of its user
+//!   on its host starts, else until its client's lease expires (other
+//!   processes get SQLITE_BUSY until then; nothing to break by hand).
 //! * **Stale lock files** (NFSv3): one left by a dead process of THIS host is
 //!   broken automatically, with a warning naming it (see `dotlock`); one
 //!   of another host is not (its owner's liveness cannot be known): remove

@@ -264,7 +264,7 @@ impl Inode {
             }
             if Instant::now() >= deadline {
                 break Err(LockError::Busy(format!(
-                    "{}: locked by another process (NFSv4.1 byte-range lock; a process that died holding it keeps it until its lease expires on the server)",
+                    "{}: locked by another process (NFSv4.1 byte-range lock; a process that died holding it keeps it until the next process of its user on its host starts, or its lease expires)",
                     self.display
                 )));
             }

@@ -20,13 +20,16 @@
 //!   beyond any data, held while they poll; the holder tests for it
 //!   (LOCKT) when it releases, as [`crate::dotlock::DotLock::release`]
 //!   looks for the waiter file.
-//! * The server drops the locks of a process that dies when its client's
-//!   lease expires (the server's lease time: 90 s by RFC 8881's example,
-//!   60 s in NFS-Ganesha's default): until then other processes get
-//!   SQLITE_BUSY. No lock file is left and none needs breaking, also not
-//!   for a process of another host; and once the lease is gone, the server
-//!   refuses the dead process's stateids, so a WRITE of it still queued
-//!   cannot land after the next process rolled its journal back.
+//! * The server drops the locks of a process that dies when the next
+//!   directnfs client of its user on its host starts (it takes over the
+//!   dead client's owner slot, `directnfs` `v4::owner_slot`), else when
+//!   its client's lease expires (the server's lease time: 90 s by RFC
+//!   8881's example, 60 s in NFS-Ganesha's default): until then other
+//!   processes get SQLITE_BUSY. No lock file is left and none needs
+//!   breaking, also not for a process of another host; and once the dead
+//!   client's state is ended, the server refuses its stateids, so a WRITE
+//!   of it still queued cannot land after the next process rolled its
+//!   journal back.
 
 use dnfs::File;
 
