@@ -35,7 +35,7 @@ mod dir;
 mod reader;
 mod server;
 
-pub(crate) use dir::{check_private_dir, ensure_private_dir};
+pub(crate) use dir::ensure_private_dir;
 pub use dir::{process_dir, run_dir};
 pub use reader::{endpoints, read_endpoint, read_host, Endpoint};
 pub use server::process_stats;

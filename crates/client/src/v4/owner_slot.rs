@@ -9,8 +9,8 @@
 //! the server drops the old instance's state as soon as the new one has a
 //! session. A process's owner can be reused only once the process is
 //! surely dead, and two live clients must never share one. So the owner
-//! names a slot: a file `RUN_DIR/directnfs-UID/v4-owners/N` under an
-//! exclusive `flock` for as long as its client lives. The kernel drops the
+//! names a slot: a file `RUN_DIR/directnfs-UID/v4-owners/SERVER/N` under
+//! an exclusive `flock` for as long as its client lives. The kernel drops the
 //! lock when the holder dies, however it dies; the next client of the user
 //! that finds the slot unlocked takes it, and with it the dead client's
 //! owner. The owner string carries the file's device and inode numbers,
@@ -22,13 +22,15 @@
 //! A slot's file holds one byte while its client may have state on a
 //! server, and none once the client ended it (DESTROY_CLIENTID): a new
 //! client takes a slot left with state first (the lowest), else the lowest
-//! free one, so each new client frees at most one dead client's state, and
-//! the first one to start after a crash frees it.
+//! free one; a mount also takes the other free slots left with state and
+//! ends their state (`mount.rs`), so the first client to start after a
+//! crash frees every dead client's state on its server. A `fork`ed child
+//! only takes its own slot.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -108,11 +110,9 @@ impl OwnerSlot {
     /// (the parent still holds the lock through its own), so the parent's
     /// slot frees when the parent dies, whether or not the child lives on.
     pub(crate) fn close_in_child(&self) {
-        if let Some(f) = self.lock().take() {
-            // The parent's descriptor and lock are untouched: the open
-            // file description stays referenced by the parent.
-            drop(f);
-        }
+        // The parent's descriptor and lock are untouched: the open file
+        // description stays referenced by the parent.
+        self.lock().take();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<File>> {
@@ -126,16 +126,8 @@ impl OwnerSlot {
 /// up to the user's directory) if needed.
 fn claim_in(dir: &Path, uid: u32, reap: bool) -> io::Result<Option<Claimed>> {
     let owners = dir.parent().unwrap_or(dir);
-    if let Some(user) = owners.parent() {
-        crate::publish::ensure_private_dir(user, uid)?;
-    }
-    for d in [owners, dir] {
-        match std::fs::DirBuilder::new().mode(0o700).create(d) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-        crate::publish::check_private_dir(d, uid)?;
+    for d in owners.parent().into_iter().chain([owners, dir]) {
+        crate::publish::ensure_private_dir(d, uid)?;
     }
     let existing = std::fs::read_dir(dir)?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
@@ -221,6 +213,8 @@ fn taken(n: u32, file: File) -> io::Result<OwnerSlot> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::DirBuilderExt;
+
     use super::*;
 
     fn scratch(name: &str) -> PathBuf {
