@@ -365,13 +365,11 @@ struct Found {
 }
 
 /// Opens the database in a new process (the `verifier` role) and reports
-/// what it found.
-fn open_elsewhere(db: &str) -> Found {
-    let mut child = spawn_child_piped(
-        "child_process_entry",
-        "verifier",
-        &[("DNFS_SQL_DB", db), ("DIRECTNFS_SQLITE_VERBOSE", "1")],
-    );
+/// what it found; `run_dir` is its `DIRECTNFS_RUN_DIR` when given.
+fn open_elsewhere(db: &str, run_dir: Option<&str>) -> Found {
+    let mut env = vec![("DNFS_SQL_DB", db), ("DIRECTNFS_SQLITE_VERBOSE", "1")];
+    env.extend(run_dir.map(|d| ("DIRECTNFS_RUN_DIR", d)));
+    let mut child = spawn_child_piped("child_process_entry", "verifier", &env);
     let (rx, readers) = listen(&mut child);
     let status = child.wait().expect("verifier");
     for r in readers {
@@ -432,6 +430,14 @@ fn crash(test: &str, mode: &str, options: &str) {
     }
     let lock_name = format!("{}.dnfs-lock", db_file_name(&db));
     let v41 = is_v41(&base);
+    // The writers and openers of this test keep their NFSv4.1 owner slots
+    // apart from every other client of the user (the tests running beside
+    // this one): only this test's next open may take over the killed
+    // writer's owner, so the lock is surely still held when the observer
+    // looks, and it is that open that ends it.
+    let run_dir = std::env::temp_dir().join(format!("dnfs-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&run_dir).expect("run dir");
+    let run_dir = run_dir.to_str().expect("run dir").to_owned();
     let rounds = if v41 { CRASH_ROUNDS_V41 } else { CRASH_ROUNDS };
     let started = Instant::now();
     let (mut hot_journals, mut stale_locks) = (0, 0);
@@ -449,7 +455,10 @@ fn crash(test: &str, mode: &str, options: &str) {
             }
         });
         let pause_env = pause_at.map(|k| k.to_string());
-        let mut env = vec![("DNFS_SQL_DB", db.as_str())];
+        let mut env = vec![
+            ("DNFS_SQL_DB", db.as_str()),
+            ("DIRECTNFS_RUN_DIR", &run_dir),
+        ];
         if let Some(k) = &pause_env {
             env.push((PAUSE_AFTER_LOCK, k.as_str()));
         }
@@ -504,7 +513,7 @@ fn crash(test: &str, mode: &str, options: &str) {
         }
 
         let opened = Instant::now();
-        let found = open_elsewhere(&db);
+        let found = open_elsewhere(&db, Some(&run_dir));
         let waited = opened.elapsed();
         if v41 {
             // The next process takes over the killed writer's client owner
@@ -592,6 +601,7 @@ fn crash(test: &str, mode: &str, options: &str) {
         started.elapsed().as_secs_f64()
     );
     remove_db(&base, &db);
+    let _ = std::fs::remove_dir_all(&run_dir);
 }
 
 /// `base` for a client that only looks: on NFSv4.1 it must not take over
@@ -727,7 +737,7 @@ fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged
     std::thread::sleep(
         (planted + Duration::from_millis(10_500)).saturating_duration_since(Instant::now()),
     );
-    let found = open_elsewhere(&db);
+    let found = open_elsewhere(&db, None);
     assert_eq!(found.integrity, "ok");
     assert!(
         found
