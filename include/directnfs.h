@@ -54,6 +54,18 @@
  *           alert_log= or the environment DIRECTNFS_ALERT_LOG sends it
  *           elsewhere (a file, syslog) or turns it off.
  *
+ * Fork.     Clients, files and batches belong to the process that opened
+ *           them: they share its connections (and on NFSv4.1 its session
+ *           and locks). In the child of fork(2) every call on one of the
+ *           parent's fails with -EBADF (NULL and errno EBADF for
+ *           dnfs_batch_new), and dnfs_close, dnfs_batch_free and
+ *           dnfs_client_close return -EBADF and leave it alone (freeing it
+ *           would close what the parent still uses; its memory stays
+ *           allocated in the child). A child that needs NFS opens a client
+ *           of its own (dnfs_client_open_url, dnfs_client_open_config).
+ *           The interception library and the SQLite VFS do this for their
+ *           programs themselves.
+ *
  * Sharing.  Files may be removed and re-created by other processes or
  *           hosts: a name whose cached file handle went stale (ESTALE) is
  *           looked up again once before an error is returned. An OPEN

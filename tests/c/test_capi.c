@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -749,6 +750,55 @@ static int the_process_publishes_its_statistics(void)
     return 0;
 }
 
+/* The child of fork: the parent's client, file and batch are refused
+ * with EBADF (used or closed: the close leaves them alone, since they
+ * share the parent's connections), and a client of the child's own
+ * works. The parent's file still works after the child closed it. */
+static int parents_objects_are_ebadf_in_a_forked_child(void)
+{
+    dnfs_file *f = dnfs_open(g_client, path("forked"), DNFS_O_CREAT | DNFS_O_TRUNC, 0644);
+    CHECK(f != NULL);
+    CHECK_EQ(dnfs_pwrite(f, "fork", 4, 0), 4);
+    dnfs_batch *b = dnfs_batch_new(g_client);
+    CHECK(b != NULL);
+    fflush(NULL);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        char buf[4];
+        int bad = 0;
+        bad |= dnfs_pread(f, buf, 4, 0) != -EBADF;
+        bad |= strstr(dnfs_last_error(), "child of a fork") == NULL;
+        bad |= dnfs_fsync(f) != -EBADF;
+        bad |= dnfs_mkdir(g_client, path("forked-dir"), 0755) != -EBADF;
+        errno = 0;
+        bad |= dnfs_batch_new(g_client) != NULL || errno != EBADF;
+        bad |= dnfs_batch_free(b) != -EBADF;
+        bad |= dnfs_close(f) != -EBADF;
+        bad |= dnfs_client_close(g_client) != -EBADF;
+        if (bad)
+            _exit(2);
+        dnfs_client *own = dnfs_client_open_url(g_url);
+        if (!own)
+            _exit(3);
+        dnfs_file *g = dnfs_open(own, path("forked"), 0, 0);
+        if (!g || dnfs_pread(g, buf, 4, 0) != 4 || memcmp(buf, "fork", 4) != 0)
+            _exit(4);
+        _exit(dnfs_close(g) == 0 && dnfs_client_close(own) == 0 ? 0 : 5);
+    }
+    int status = 0;
+    CHECK_EQ(waitpid(pid, &status, 0), pid);
+    CHECK(WIFEXITED(status));
+    CHECK_EQ(WEXITSTATUS(status), 0);
+    char buf[4];
+    CHECK_EQ(dnfs_pread(f, buf, 4, 0), 4);
+    CHECK(memcmp(buf, "fork", 4) == 0);
+    CHECK_EQ(dnfs_batch_free(b), 0);
+    CHECK_EQ(dnfs_close(f), 0);
+    CHECK_EQ(dnfs_unlink(g_client, path("forked")), 0);
+    return 0;
+}
+
 int main(void)
 {
     g_url = getenv("DNFS_TEST_URL");
@@ -800,6 +850,7 @@ int main(void)
         T(byte_range_locks_exclude_on_nfsv41_and_are_enotsup_on_nfsv3),
         T(read_only_mount_refuses_every_write_with_erofs),
         T(the_process_publishes_its_statistics),
+        T(parents_objects_are_ebadf_in_a_forked_child),
 #undef T
     };
     int n = (int)(sizeof tests / sizeof tests[0]);

@@ -9,12 +9,15 @@ use std::time::Duration;
 use dnfs::{Batch, Completion};
 
 use crate::client::{DnfsClient, OpStats};
-use crate::ffi::{self, arg_ref, ffi_try, Failure, FfiResult};
+use crate::ffi::{self, ffi_try, Failure, FfiResult};
 use crate::file::{len_arg, offset_arg, DnfsFile};
+use crate::owner::arg_own;
 
 /// `dnfs_batch`: asynchronous I/Os of one client.
 #[derive(Debug)]
 pub struct DnfsBatch {
+    /// The process it belongs to (`owner.rs`).
+    generation: u64,
     client_id: u64,
     stats: Arc<OpStats>,
     state: Mutex<BatchState>,
@@ -45,8 +48,9 @@ pub struct DnfsCompletion {
 pub unsafe extern "C" fn dnfs_batch_new(client: *mut DnfsClient) -> *mut DnfsBatch {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         Ok(Box::into_raw(Box::new(DnfsBatch {
+            generation: c.generation,
             client_id: c.id,
             stats: Arc::clone(&c.stats),
             state: Mutex::new(BatchState {
@@ -56,6 +60,12 @@ pub unsafe extern "C" fn dnfs_batch_new(client: *mut DnfsClient) -> *mut DnfsBat
             }),
         })))
     })
+}
+
+impl crate::owner::Owned for DnfsBatch {
+    fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 impl DnfsBatch {
@@ -91,7 +101,12 @@ pub unsafe extern "C" fn dnfs_batch_read(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or live objects (header contract).
-        let (b, f) = unsafe { (arg_ref(batch, "batch")?, arg_ref(file, "file")?) };
+        let (b, f) = unsafe {
+            (
+                arg_own(batch, "batch")?,
+                crate::owner::arg_own(file, "file")?,
+            )
+        };
         b.check_file(f)?;
         let len = len_arg(len)?;
         let offset = offset_arg(offset)?;
@@ -131,7 +146,12 @@ pub unsafe extern "C" fn dnfs_batch_write(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or live objects (header contract).
-        let (b, f) = unsafe { (arg_ref(batch, "batch")?, arg_ref(file, "file")?) };
+        let (b, f) = unsafe {
+            (
+                arg_own(batch, "batch")?,
+                crate::owner::arg_own(file, "file")?,
+            )
+        };
         b.check_file(f)?;
         let len = len_arg(len)?;
         let offset = offset_arg(offset)?;
@@ -162,7 +182,7 @@ pub unsafe extern "C" fn dnfs_batch_wait(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live batch (header contract).
-        let b = unsafe { arg_ref(batch, "batch") }?;
+        let b = unsafe { arg_own(batch, "batch") }?;
         if min_nr < 0 {
             return Err(Failure::invalid("min_nr < 0"));
         }
@@ -211,7 +231,7 @@ pub unsafe extern "C" fn dnfs_batch_wait(
 pub unsafe extern "C" fn dnfs_batch_outstanding(batch: *mut DnfsBatch) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live batch (header contract).
-        let b = unsafe { arg_ref(batch, "batch") }?;
+        let b = unsafe { arg_own(batch, "batch") }?;
         let st = b.state();
         let n = st.batch.outstanding() + st.overflow.len();
         Ok(c_int::try_from(n).unwrap_or(c_int::MAX))
@@ -223,6 +243,9 @@ pub unsafe extern "C" fn dnfs_batch_outstanding(batch: *mut DnfsBatch) -> c_int 
 pub unsafe extern "C" fn dnfs_batch_free(batch: *mut DnfsBatch) -> c_int {
     ffi_try(|| {
         if !batch.is_null() {
+            // The parent's, in the child of a fork: left alone.
+            // SAFETY: live until freed, per the header.
+            crate::owner::check(unsafe { &*batch }, "batch")?;
             // SAFETY: created by Box::into_raw in dnfs_batch_new, freed
             // once; dropping the Batch waits for every outstanding I/O.
             drop(unsafe { Box::from_raw(batch) });

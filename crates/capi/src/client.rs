@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use dnfs::Client;
 
-use crate::ffi::{arg_ref, arg_str, ffi_try, Failure, FfiResult};
+use crate::ffi::{arg_str, ffi_try, Failure, FfiResult};
+use crate::owner::arg_own;
 
 static NEXT_CLIENT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -44,6 +45,8 @@ impl OpStats {
 #[derive(Debug)]
 pub struct DnfsClient {
     pub(crate) client: Client,
+    /// The process it belongs to (`owner.rs`).
+    pub(crate) generation: u64,
     pub(crate) id: u64,
     pub(crate) stats: Arc<OpStats>,
     export: CString,
@@ -59,11 +62,18 @@ fn boxed_client(client: Client) -> *mut DnfsClient {
     let target = cstring(client.target_path());
     Box::into_raw(Box::new(DnfsClient {
         client,
+        generation: crate::owner::current(),
         id: NEXT_CLIENT_ID.fetch_add(1, Ordering::Relaxed),
         stats: Arc::new(OpStats::default()),
         export,
         target,
     }))
+}
+
+impl crate::owner::Owned for DnfsClient {
+    fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 impl DnfsClient {
@@ -123,6 +133,9 @@ pub unsafe extern "C" fn dnfs_client_open_config(
 pub unsafe extern "C" fn dnfs_client_close(client: *mut DnfsClient) -> c_int {
     ffi_try(|| {
         if !client.is_null() {
+            // The parent's, in the child of a fork: left alone.
+            // SAFETY: live until closed, per the header.
+            crate::owner::check(unsafe { &*client }, "client")?;
             // SAFETY: created by Box::into_raw in this library and, per
             // the header, closed once.
             drop(unsafe { Box::from_raw(client) });
@@ -210,7 +223,7 @@ pub unsafe extern "C" fn dnfs_stats_json(
 ) -> isize {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         if buf.is_null() && len > 0 {
             return Err(Failure::invalid("buf is NULL but len > 0"));
         }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use dnfs::{File, OpenOptions};
 
 use crate::client::{DnfsClient, OpStats};
-use crate::ffi::{arg_ref, arg_str, ffi_try, Failure, FfiResult};
+use crate::ffi::{arg_str, ffi_try, Failure, FfiResult};
+use crate::owner::arg_own;
 
 /// `dnfs_open` flags; the values are ours, not the platform's `O_*`.
 pub const DNFS_O_CREAT: c_int = 0x1;
@@ -20,8 +21,16 @@ pub const DNFS_O_TRUNC: c_int = 0x4;
 #[derive(Debug)]
 pub struct DnfsFile {
     pub(crate) file: File,
+    /// The process it belongs to (`owner.rs`).
+    pub(crate) generation: u64,
     pub(crate) client_id: u64,
     pub(crate) stats: Arc<OpStats>,
+}
+
+impl crate::owner::Owned for DnfsFile {
+    fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 pub(crate) fn offset_arg(offset: i64) -> FfiResult<u64> {
@@ -45,7 +54,7 @@ pub unsafe extern "C" fn dnfs_open(
 ) -> *mut DnfsFile {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         // SAFETY: a C string valid for this call.
         let path = unsafe { arg_str(path, "path") }?;
         if flags & !(DNFS_O_CREAT | DNFS_O_EXCL | DNFS_O_TRUNC) != 0 {
@@ -70,6 +79,7 @@ pub unsafe extern "C" fn dnfs_open(
             c.client.open_with(&path, opts)
         }))?;
         Ok(Box::into_raw(Box::new(DnfsFile {
+            generation: c.generation,
             file,
             client_id: c.id,
             stats: Arc::clone(&c.stats),
@@ -82,6 +92,9 @@ pub unsafe extern "C" fn dnfs_open(
 pub unsafe extern "C" fn dnfs_close(file: *mut DnfsFile) -> c_int {
     ffi_try(|| {
         if !file.is_null() {
+            // The parent's, in the child of a fork: left alone.
+            // SAFETY: live until closed, per the header.
+            crate::owner::check(unsafe { &*file }, "file")?;
             // SAFETY: created by Box::into_raw in dnfs_open, closed once.
             let f = unsafe { Box::from_raw(file) };
             // Write-behind (unstable mode): the WRITEs in flight are
@@ -104,7 +117,7 @@ pub unsafe extern "C" fn dnfs_pread(
 ) -> isize {
     ffi_try(|| {
         // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         let len = len_arg(len)?;
         let offset = offset_arg(offset)?;
         if len == 0 {
@@ -133,7 +146,7 @@ pub unsafe extern "C" fn dnfs_pwrite(
 ) -> isize {
     ffi_try(|| {
         // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         let len = len_arg(len)?;
         let offset = offset_arg(offset)?;
         if len == 0 {
@@ -157,7 +170,7 @@ pub unsafe extern "C" fn dnfs_pwrite(
 pub unsafe extern "C" fn dnfs_fsync(file: *mut DnfsFile) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         OpStats::add(&f.stats.fsyncs, 1);
         f.stats.check(f.file.fsync())?;
         Ok(0)
@@ -169,7 +182,7 @@ pub unsafe extern "C" fn dnfs_fsync(file: *mut DnfsFile) -> c_int {
 pub unsafe extern "C" fn dnfs_ftruncate(file: *mut DnfsFile, size: i64) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         let size = u64::try_from(size).map_err(|_| Failure::invalid("negative size"))?;
         OpStats::add(&f.stats.metadata_ops, 1);
         f.stats.check(f.file.set_len(size))?;

@@ -30,6 +30,7 @@
 #![allow(clippy::missing_safety_doc)] // the contracts are in directnfs.h
 
 mod ffi;
+mod owner;
 
 // One module per section of `include/directnfs.h`: `library`, `client`,
 // `file`, `lock` (byte-range locks), `namespace` (attributes and names),

@@ -6,8 +6,9 @@
 
 use std::ffi::c_int;
 
-use crate::ffi::{arg_ref, ffi_try, Failure, FfiResult};
+use crate::ffi::{ffi_try, Failure, FfiResult};
 use crate::file::{offset_arg, DnfsFile};
+use crate::owner::arg_own;
 
 /// See `dnfs_lock` in directnfs.h.
 #[no_mangle]
@@ -40,7 +41,7 @@ pub unsafe extern "C" fn dnfs_trylock(
 unsafe fn lock(file: *mut DnfsFile, offset: i64, len: i64, exclusive: c_int, wait: bool) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live file, per this function's contract.
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         let (offset, len) = range(offset, len)?;
         if wait {
             f.file.lock(offset, len, exclusive != 0)?;
@@ -56,7 +57,7 @@ unsafe fn lock(file: *mut DnfsFile, offset: i64, len: i64, exclusive: c_int, wai
 pub unsafe extern "C" fn dnfs_unlock(file: *mut DnfsFile, offset: i64, len: i64) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         let (offset, len) = range(offset, len)?;
         f.file.unlock(offset, len)?;
         Ok(0)

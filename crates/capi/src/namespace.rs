@@ -8,8 +8,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use dnfs::{Client, FileType, Metadata};
 
 use crate::client::{cstring, DnfsClient, OpStats};
-use crate::ffi::{arg_ref, arg_str, ffi_try, Failure};
+use crate::ffi::{arg_str, ffi_try, Failure};
 use crate::file::DnfsFile;
+use crate::owner::arg_own;
 
 const DNFS_TYPE_FILE: u32 = 1;
 const DNFS_TYPE_DIR: u32 = 2;
@@ -121,7 +122,7 @@ impl From<&Metadata> for DnfsStat {
 pub unsafe extern "C" fn dnfs_fstat(file: *mut DnfsFile, st: *mut DnfsStat) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live file (header contract).
-        let f = unsafe { arg_ref(file, "file") }?;
+        let f = unsafe { arg_own(file, "file") }?;
         if st.is_null() {
             return Err(Failure::invalid("st is NULL"));
         }
@@ -142,7 +143,7 @@ pub unsafe extern "C" fn dnfs_stat(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         // SAFETY: a C string valid for this call.
         let path = unsafe { arg_str(path, "path") }?;
         if st.is_null() {
@@ -164,7 +165,7 @@ pub unsafe extern "C" fn dnfs_stat(
 pub unsafe extern "C" fn dnfs_statfs(client: *mut DnfsClient, st: *mut DnfsStatfs) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         if st.is_null() {
             return Err(Failure::invalid("st is NULL"));
         }
@@ -184,7 +185,7 @@ unsafe fn path_op(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         // SAFETY: a C string valid for this call.
         let path = unsafe { arg_str(path, "path") }?;
         OpStats::add(&c.stats.metadata_ops, 1);
@@ -231,7 +232,7 @@ pub unsafe extern "C" fn dnfs_rename(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         // SAFETY: C strings valid for this call.
         let (from, to) = unsafe { (arg_str(from, "from")?, arg_str(to, "to")?) };
         OpStats::add(&c.stats.metadata_ops, 1);
@@ -250,7 +251,7 @@ pub unsafe extern "C" fn dnfs_readdir(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or a live client (header contract).
-        let c = unsafe { arg_ref(client, "client") }?;
+        let c = unsafe { arg_own(client, "client") }?;
         // SAFETY: a C string valid for this call.
         let path = unsafe { arg_str(path, "path") }?;
         let cb = cb.ok_or_else(|| Failure::invalid("callback is NULL"))?;
