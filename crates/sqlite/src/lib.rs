@@ -115,6 +115,8 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod dotlock;
+mod forked;
+mod linger;
 mod lock;
 mod mirror;
 mod names;
@@ -178,6 +180,7 @@ fn register(routines: *const sqlite3_api_routines) -> Result<(), String> {
     if routines.is_null() {
         return Err("directnfs: no sqlite3_api_routines (not loaded by SQLite?)".into());
     }
+    crate::forked::install();
     // SAFETY: the pointer SQLite passed to the entry point.
     let api = *API.get_or_init(|| unsafe { Api::new(routines) });
     let version = api.libversion_number().map_or(0, |f| {

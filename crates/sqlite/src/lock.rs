@@ -7,10 +7,14 @@
 //! One [`Inode`] exists per database file (server + export + file id) while
 //! any connection has it open, found through [`inode_for`].
 //!
-//! The process holds the process-wide lock exactly while some connection
-//! holds SHARED or more, or while any connection has the WAL-index mapped:
-//! the first SHARED takes it, the last release drops it. So another process can never see the database between a writer's
-//! steps, and a WAL database is used by one process at a time.
+//! The process holds the process-wide lock while some connection holds
+//! SHARED or more, or while any connection has the WAL-index mapped: the
+//! first SHARED takes it. So another process can never see the database
+//! between a writer's steps, and a WAL database is used by one process at
+//! a time. Once unused, the lock is kept for a moment
+//! ([`crate::linger`]: 5 ms by default) unless another process asks for
+//! it, so back-to-back transactions neither take it again nor lose the
+//! mirror.
 
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -88,6 +92,9 @@ struct State {
     /// Another process asked for the lock at our last release: do not take
     /// it again before this instant.
     step_aside_until: Option<Instant>,
+    /// The process-wide lock is held but unused since this instant
+    /// ([`crate::linger`]).
+    lingering: Option<Instant>,
 }
 
 /// The process-wide lock, held.
@@ -128,7 +135,34 @@ impl ShmConn {
     }
 }
 
-static INODES: OnceLock<Mutex<HashMap<InodeKey, Weak<Inode>>>> = OnceLock::new();
+/// The inodes of this process, and the process they belong to: a forked
+/// child inherits the table with the parent's memory, and must not find
+/// the parent's inodes there (they name the parent as lock owner, so the
+/// child would take the parent's lock file for its own).
+static INODES: OnceLock<Mutex<Inodes>> = OnceLock::new();
+
+/// The table's lock, held across a `fork` ([`crate::forked`]) so that the
+/// child never inherits it locked by another thread (the linger thread
+/// sweeps it every few milliseconds).
+pub(crate) fn hold_table_for_fork() -> MutexGuard<'static, Inodes> {
+    let table = INODES.get_or_init(|| Mutex::new((std::process::id(), HashMap::new())));
+    table.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The pid the table belongs to, and its inodes.
+type Inodes = (u32, HashMap<InodeKey, Weak<Inode>>);
+
+fn inodes() -> MutexGuard<'static, Inodes> {
+    let mut t = hold_table_for_fork();
+    let pid = std::process::id();
+    if t.0 != pid {
+        // Forked: the parent's inodes stay with the parent's connections
+        // (which SQLite forbids using in the child, and the VFS refuses:
+        // `crate::forked`).
+        *t = (pid, HashMap::new());
+    }
+    t
+}
 
 /// The inode of a database file, shared with other connections to it.
 /// `file`: the database, open (on NFSv4.1 a clone of it is the owner of
@@ -140,8 +174,8 @@ pub fn inode_for(
     db_path: &str,
     display: &str,
 ) -> Arc<Inode> {
-    let table = INODES.get_or_init(Default::default);
-    let mut t = table.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = inodes();
+    let t = &mut guard.1;
     if let Some(inode) = t.get(&key).and_then(Weak::upgrade) {
         return inode;
     }
@@ -168,9 +202,9 @@ pub fn inode_for(
 /// SQLite opens the database's WAL).
 pub fn wal_mirror_of(mount: &str, wal_path: &str) -> Option<Arc<Mirror>> {
     let db_path = wal_path.strip_suffix("-wal")?;
-    let table = INODES.get_or_init(Default::default);
-    let t = table.lock().unwrap_or_else(|p| p.into_inner());
-    t.values()
+    inodes()
+        .1
+        .values()
         .filter_map(Weak::upgrade)
         .find(|i| i.mount == mount && i.db_path == db_path)
         .map(|i| Arc::clone(&i.wal))
@@ -193,7 +227,31 @@ impl Inode {
     /// while if another process holds it (see [`POLL_FOR`]).
     fn hold(&self, st: &mut State) -> Result<(), LockError> {
         if st.held.is_some() {
-            return Ok(());
+            if st.lingering.take().is_none() {
+                // In use by another connection.
+                return Ok(());
+            }
+            if !self.wanted(st) {
+                // Kept since this process's last transaction, and nobody
+                // asked for it: in use again.
+                match &self.range {
+                    Some(_) => crate::test_hooks::lock_taken(&format!(
+                        "{} (byte-range lock, kept)",
+                        self.display
+                    )),
+                    None => crate::test_hooks::lock_taken(&self.names.lock),
+                }
+                return Ok(());
+            }
+            // Kept, and another process asked for a turn: release it
+            // (stepping aside) before taking it again.
+            if let Err(e) = self.release_now(st) {
+                // Still held and unused: the linger thread tries again.
+                if st.held.is_some() && crate::linger::watch() {
+                    st.lingering = Some(Instant::now());
+                }
+                return Err(e);
+            }
         }
         // Not held until now: another process may have changed the files.
         self.forget();
@@ -298,11 +356,60 @@ impl Inode {
         }
     }
 
-    /// Drops the process-wide lock once nothing in the process needs it.
+    /// Whether another process asked for the process-wide lock we hold.
+    fn wanted(&self, st: &State) -> bool {
+        match (&st.held, &self.range) {
+            (Some(Held::Dot(lock)), _) => lock.wanted(&self.client),
+            (Some(Held::Range), Some(range)) => range.wanted(),
+            _ => false,
+        }
+    }
+
+    /// Once nothing in the process needs the process-wide lock: keeps it
+    /// for [`crate::linger::period`], or drops it at once when lingering
+    /// is off (or the process exits).
     fn release_if_unused(&self, st: &mut State) -> Result<(), LockError> {
-        if st.n_shared > 0 || st.shm.is_some() {
+        if st.n_shared > 0 || st.shm.is_some() || st.held.is_none() {
             return Ok(());
         }
+        if !crate::linger::period().is_zero() && !crate::linger::exiting() && crate::linger::watch()
+        {
+            st.lingering = Some(Instant::now());
+            return Ok(());
+        }
+        self.release_now(st)
+    }
+
+    /// [`crate::linger`]'s thread: releases the lock if it has been kept
+    /// unused for `at_least`. Returns whether it is still kept (to be
+    /// looked at again).
+    fn release_if_lingered(&self, at_least: Duration) -> bool {
+        let mut st = self.state();
+        let Some(since) = st.lingering else {
+            return false;
+        };
+        if since.elapsed() < at_least {
+            return true;
+        }
+        st.lingering = None;
+        match self.release_now(&mut st) {
+            Ok(()) => false,
+            Err(e) => {
+                let (LockError::Io(_, why) | LockError::Busy(why)) = e;
+                crate::report(SQLITE_WARNING, &why);
+                // Still held (else the error said the lock was lost):
+                // tried again at the next sweep.
+                if st.held.is_some() {
+                    st.lingering = Some(Instant::now());
+                }
+                st.held.is_some()
+            }
+        }
+    }
+
+    /// Drops the process-wide lock now.
+    fn release_now(&self, st: &mut State) -> Result<(), LockError> {
+        st.lingering = None;
         let wanted = match (&st.held, &self.range) {
             (None, _) => return Ok(()),
             (Some(Held::Dot(lock)), _) => lock.release(&self.client).map_err(|e| {
@@ -560,6 +667,17 @@ impl Inode {
         *conn = ShmConn::default();
         self.release_if_unused(&mut st)
     }
+}
+
+/// Releases every process-wide lock kept unused for at least `at_least`
+/// ([`crate::linger`]). Returns whether some lock is still kept.
+pub(crate) fn release_lingering(at_least: Duration) -> bool {
+    let held: Vec<Arc<Inode>> = inodes().1.values().filter_map(Weak::upgrade).collect();
+    let mut kept = false;
+    for inode in held {
+        kept |= inode.release_if_lingered(at_least);
+    }
+    kept
 }
 
 impl Drop for Inode {

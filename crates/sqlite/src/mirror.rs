@@ -15,8 +15,10 @@
 //!
 //! Validity: the [`crate::lock::Inode`] clears both mirrors whenever it
 //! takes or drops the process-wide lock (another process may have used
-//! the database in between; in rollback-journal modes that is every
-//! transaction, so there the mirror serves one transaction's re-reads); the
+//! the database in between; in rollback-journal modes the lock is kept
+//! between transactions that follow each other within
+//! [`crate::linger::period`], so there the mirror serves such a run of
+//! transactions); the
 //! VFS clears a mirror when a write or sync of its file fails (the server
 //! may not have what it holds) and cuts it at a truncate. A read fills it
 //! only if no write, truncate or clear came between asking the server and

@@ -12,10 +12,11 @@
 //! [`split_url_suffix`] moves such a suffix back onto the path.
 //!
 //! Every name resolved to the same server, export and options shares one
-//! mounted [`Client`] (its connections), kept for the life of the process.
+//! mounted [`Client`] (its connections), kept for the life of the process;
+//! a forked child makes its own from them before its first use.
 
 use std::ffi::OsString;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use dnfs::config::{ConfigError, DnfsTab, Located, NfsUrl};
 use dnfs::{Client, Error};
@@ -39,7 +40,43 @@ pub struct Resolved {
     pub path: String,
 }
 
-static MOUNTS: Mutex<Vec<Arc<Mount>>> = Mutex::new(Vec::new());
+/// The mounts of this process, and the process they belong to (see
+/// [`mounts`]).
+static MOUNTS: Mutex<(u32, Vec<Arc<Mount>>)> = Mutex::new((0, Vec::new()));
+
+/// The mount table's lock, held across a `fork` ([`crate::forked`]).
+pub(crate) fn hold_table_for_fork() -> MutexGuard<'static, (u32, Vec<Arc<Mount>>)> {
+    MOUNTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The mount table, made the child's own first thing in the child of a
+/// `fork`: the parent's clients share the parent's sockets (and on
+/// NFSv4.1 its session), so the child must never call or drop them. Each
+/// becomes the child's own client ([`Client::after_fork`]: new
+/// connections, the handles it knew); the parent's are leaked in the
+/// child, as that requires. One whose paths do not connect is left out
+/// (the next open mounts it again, or says why not).
+fn mounts() -> MutexGuard<'static, (u32, Vec<Arc<Mount>>)> {
+    let mut t = hold_table_for_fork();
+    let pid = std::process::id();
+    if t.0 != pid {
+        let parents = std::mem::take(&mut t.1);
+        t.0 = pid;
+        t.1 = parents
+            .iter()
+            .filter_map(|m| {
+                let client = m.client.after_fork().ok()?;
+                Some(Arc::new(Mount {
+                    client,
+                    key: m.key.clone(),
+                    lookup: m.lookup.clone(),
+                }))
+            })
+            .collect();
+        std::mem::forget(parents);
+    }
+    t
+}
 /// The loaded dnfstab and the `$DIRECTNFS_TAB` it was loaded under.
 type CachedConfig = Option<(Option<OsString>, Arc<DnfsTab>)>;
 static CONFIG: OnceLock<Mutex<CachedConfig>> = OnceLock::new();
@@ -117,8 +154,8 @@ pub fn resolve(name: &str) -> Result<Resolved, Error> {
         let parsed = NfsUrl::parse(url)?;
         let located = Located::from_url(&parsed);
         {
-            let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
-            for m in mounts.iter().filter(|m| m.lookup == located.key) {
+            let mounts = mounts();
+            for m in mounts.1.iter().filter(|m| m.lookup == located.key) {
                 if let Some(rest) = dnfs::config::split_by_export(&located.rest, m.client.export())
                 {
                     return Ok(Resolved {
@@ -146,8 +183,8 @@ pub fn resolve(name: &str) -> Result<Resolved, Error> {
             file: tab.source.clone(),
         })?;
     {
-        let mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(m) = mounts.iter().find(|m| m.lookup == located.key) {
+        let mounts = mounts();
+        if let Some(m) = mounts.1.iter().find(|m| m.lookup == located.key) {
             return Ok(Resolved {
                 mount: Arc::clone(m),
                 path: located.rest,
@@ -170,12 +207,12 @@ pub use dnfs::retry_stale as fresh;
 
 /// Adds a mount unless another thread added an equal one meanwhile.
 fn remember(mount: Mount) -> Arc<Mount> {
-    let mut mounts = MOUNTS.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(m) = mounts.iter().find(|m| m.key == mount.key) {
+    let mut mounts = mounts();
+    if let Some(m) = mounts.1.iter().find(|m| m.key == mount.key) {
         return Arc::clone(m);
     }
     let m = Arc::new(mount);
-    mounts.push(Arc::clone(&m));
+    mounts.1.push(Arc::clone(&m));
     m
 }
 

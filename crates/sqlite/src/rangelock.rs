@@ -80,9 +80,16 @@ impl RangeLock {
     /// lease, a restart whose reclaim failed): another process may have
     /// used the database meanwhile.
     pub fn release(&self) -> dnfs::Result<bool> {
-        let wanted = matches!(self.file.test_lock(WANT_OFFSET, 1, true), Ok(Some(_)));
+        let wanted = self.wanted();
         self.file.unlock(LOCK_OFFSET, LOCK_LEN)?;
         Ok(wanted)
+    }
+
+    /// Whether another process asked for the lock
+    /// ([`mark_wanted`](Self::mark_wanted)): one LOCKT. A test that fails
+    /// counts as "not asked" (fairness only).
+    pub fn wanted(&self) -> bool {
+        matches!(self.file.test_lock(WANT_OFFSET, 1, true), Ok(Some(_)))
     }
 
     /// True if another owner holds the lock (or a lock on those bytes).

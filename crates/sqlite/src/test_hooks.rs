@@ -1,7 +1,8 @@
 //! A pause point for the crash tests, and nothing else.
 //!
 //! `DIRECTNFS_SQLITE_TEST_PAUSE_AFTER_LOCK=N` (N a positive integer): the
-//! N-th time this process takes a lock file, it prints
+//! N-th time this process takes a lock file (or takes one it kept unused,
+//! [`crate::linger`], back into use), it prints
 //! `directnfs-sqlite: test pause after taking lock <file>` to stderr and
 //! sleeps until it is killed, so that a test can SIGKILL it exactly
 //! between taking the lock and using the database. Unset (or anything but

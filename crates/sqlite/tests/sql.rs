@@ -53,6 +53,8 @@ fn child_process_entry() {
         "probe" => child_probe(&db),
         "verifier" => child_verifier(&db),
         "exec" => child_exec(&db),
+        "forker" => child_forker(&db),
+        "lingerer" => child_lingerer(&db),
         other => panic!("unknown child role {other}"),
     }
 }
@@ -115,6 +117,131 @@ fn child_exec(db: &str) {
     c.execute_batch(&sql).expect("child SQL");
     drop(c);
     println!("\ndone");
+}
+
+/// Commits 20 transactions back to back (run with a long
+/// `DIRECTNFS_SQLITE_LINGER_MS`), printing after each the lock file's
+/// change time as "lock <ns>" (NFSv3; "lock -" when there is none), then
+/// "idle", then stays idle for 4 s before exiting.
+fn child_lingerer(db: &str) {
+    let base = std::env::var("DNFS_SQL_BASE").expect("DNFS_SQL_BASE");
+    let c = open(db).expect("child open");
+    c.execute_batch("CREATE TABLE t(x INTEGER)")
+        .expect("schema");
+    let helper = dnfs::Client::connect(&helper_url(&base)).expect("helper");
+    let lock = format!(
+        "{}/{}.dnfs-lock",
+        helper.target_path().trim_end_matches('/'),
+        db_file_name(db)
+    );
+    let mut out = std::io::stdout();
+    for i in 0..20 {
+        c.execute("INSERT INTO t VALUES(?1)", [i]).expect("insert");
+        let ctime = helper
+            .metadata(&lock)
+            .ok()
+            .and_then(|m| m.ctime.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or("-".to_string(), |d| d.as_nanos().to_string());
+        writeln!(out, "\nlock {ctime}").expect("stdout");
+    }
+    writeln!(out, "idle").expect("stdout");
+    out.flush().expect("flush");
+    std::thread::sleep(Duration::from_secs(4));
+}
+
+/// Opens the database and commits once, then forks. The forked child
+/// checks that the parent's connection is refused to it (exit status 2
+/// if not) and closes it (which must leave it to the parent), opens a
+/// connection of its own and holds the write lock (BEGIN
+/// IMMEDIATE) while the parent tries to take it with no busy timeout:
+/// prints "refused" or "granted" (two processes writing at once), then
+/// "child N" with the child's exit status and "rows N".
+fn child_forker(db: &str) {
+    let c = open(db).expect("forker open");
+    c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES(1);")
+        .expect("setup");
+    let (mut to_parent, mut to_child) = ([0; 2], [0; 2]);
+    // SAFETY: plain pipe(2) calls on arrays of two fds.
+    unsafe {
+        assert_eq!(libc::pipe(to_parent.as_mut_ptr()), 0);
+        assert_eq!(libc::pipe(to_child.as_mut_ptr()), 0);
+    }
+    let byte = |fd: i32| {
+        let mut b = 0u8;
+        // SAFETY: one byte into a live local.
+        unsafe { libc::read(fd, (&mut b as *mut u8).cast(), 1) == 1 }
+    };
+    let send = |fd: i32| {
+        // SAFETY: one byte from a live local.
+        unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) == 1 }
+    };
+    // SAFETY: this process runs one test (the child harness runs with
+    // --test-threads=1); the forked child only uses SQLite and directnfs,
+    // then leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    // Each side keeps its own ends: a side that exits closes the other's
+    // pipe, so nobody waits for ever.
+    let close = |fd: i32| {
+        // SAFETY: our own pipe fd, closed once.
+        unsafe { libc::close(fd) };
+    };
+    if pid == 0 {
+        close(to_parent[0]);
+        close(to_child[1]);
+        // The parent's connection is the parent's: refused here.
+        let inherited = c.query_row("SELECT count(*) FROM t", [], |r| r.get::<_, i64>(0));
+        eprintln!("forked child, the parent's connection: {inherited:?}");
+        let refused = matches!(
+            inherited,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.extended_code == rusqlite::ffi::SQLITE_IOERR_LOCK
+        );
+        if !refused {
+            // SAFETY: as below.
+            unsafe { libc::_exit(2) };
+        }
+        // Closing it here leaves it to the parent, which still uses it
+        // below (on NFSv4.1 a CLOSE sent from here would end the parent's
+        // open).
+        if let Err((c, _)) = c.close() {
+            std::mem::forget(c);
+        }
+        let code = (|| {
+            let b = open(db).ok()?;
+            b.execute_batch("BEGIN IMMEDIATE; INSERT INTO t VALUES(2);")
+                .ok()?;
+            send(to_parent[1]).then_some(())?;
+            byte(to_child[0]).then_some(())?;
+            b.execute_batch("COMMIT").ok()
+        })()
+        .map_or(1, |()| 0);
+        // SAFETY: leaves the forked child without running the parent's
+        // exit handlers or destructors.
+        unsafe { libc::_exit(code) };
+    }
+    close(to_parent[1]);
+    close(to_child[0]);
+    assert!(byte(to_parent[0]), "the forked child did not take the lock");
+    c.busy_timeout(Duration::ZERO).expect("busy timeout");
+    match c.execute_batch("BEGIN IMMEDIATE") {
+        Ok(()) => {
+            println!("\ngranted");
+            let _ = c.execute_batch("ROLLBACK");
+        }
+        Err(e) => println!("\nrefused {e}"),
+    }
+    assert!(send(to_child[1]));
+    let mut status = 0;
+    // SAFETY: waits for our own child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    println!("child {}", libc::WEXITSTATUS(status));
+    c.busy_timeout(Duration::from_secs(30))
+        .expect("busy timeout");
+    let rows: i64 = c
+        .query_row("SELECT count(*) FROM t", [], |r| r.get(0))
+        .expect("count");
+    println!("rows {rows}");
 }
 
 /// Opens the database after a crash; prints "integrity R", then for the
@@ -609,7 +736,7 @@ fn crash(test: &str, mode: &str, options: &str) {
 /// the writer's locks before the test saw them.
 fn observer(base: &str) -> String {
     let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}owner_reuse=off")
+    helper_url(&format!("{base}{sep}owner_reuse=off"))
 }
 
 /// Whether `base` is an NFSv4.1 URL (the lock is then a byte-range lock).
@@ -716,7 +843,7 @@ fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged
         c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES(1),(2);")
             .unwrap();
     }
-    let client = dnfs::Client::connect(&base).unwrap();
+    let client = dnfs::Client::connect(&helper_url(&base)).unwrap();
     let lock_name = format!("{}.dnfs-lock", db_file_name(&db));
     let lock = format!("{}/{lock_name}", client.target_path().trim_end_matches('/'));
     let planted = Instant::now();
@@ -944,10 +1071,31 @@ fn probe(db: &str) -> String {
         .to_string()
 }
 
+/// Whether the process-wide lock (the lock file on NFSv3, the byte-range
+/// lock on NFSv4.1) is free within `within`: a process keeps its unused
+/// lock for a few milliseconds (`DIRECTNFS_SQLITE_LINGER_MS`).
+fn released_within(base: &str, db: &str, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    loop {
+        let held = if is_v41(base) {
+            range_locked(base, db)
+        } else {
+            lock_file(base, db).is_some()
+        };
+        if !held {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The lock's owner record (the content of the symbolic link), read
 /// through the plain directnfs client.
 fn lock_file(base: &str, db: &str) -> Option<String> {
-    let client = dnfs::Client::connect(base).ok()?;
+    let client = dnfs::Client::connect(&helper_url(base)).ok()?;
     let name = db.split('?').next()?.rsplit('/').next()?;
     let path = format!(
         "{}/{name}.dnfs-lock",
@@ -957,6 +1105,102 @@ fn lock_file(base: &str, db: &str) -> Option<String> {
         .readlink(&path)
         .map(|t| String::from_utf8_lossy(&t).into_owned())
         .ok()
+}
+
+/// Back-to-back transactions keep the process-wide lock (no new lock file
+/// per transaction), and a lock left unused is released after the linger
+/// period by the process's thread, while the process lives on.
+#[test]
+fn an_unused_process_lock_is_kept_for_the_linger_period_then_released() {
+    let Some(base) = server_url("linger") else {
+        return;
+    };
+    let db = fresh_db(&base, "linger");
+    let mut child = spawn_child(
+        "child_process_entry",
+        "lingerer",
+        &[
+            ("DNFS_SQL_DB", &db),
+            ("DNFS_SQL_BASE", &base),
+            ("DIRECTNFS_SQLITE_LINGER_MS", "1000"),
+        ],
+    );
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let mut ctimes = Vec::new();
+    for line in lines.by_ref() {
+        if line == "idle" {
+            break;
+        }
+        if let Some(t) = line.strip_prefix("lock ") {
+            ctimes.push(t.to_string());
+        }
+    }
+    let idle = Instant::now();
+    assert_eq!(ctimes.len(), 20, "one line per transaction: {ctimes:?}");
+    if !is_v41(&base) {
+        assert!(
+            ctimes.iter().all(|t| t != "-" && *t == ctimes[0]),
+            "one lock file kept through 20 back-to-back transactions: {ctimes:?}"
+        );
+    }
+    // Kept while unused for a while, then released by the child's thread
+    // (the child lives for 4 s after "idle").
+    assert!(
+        !released_within(&base, &db, Duration::from_millis(300)),
+        "the unused lock is kept for its linger period"
+    );
+    assert!(
+        released_within(&base, &db, Duration::from_millis(2500)),
+        "released once unused for the linger period"
+    );
+    let took = idle.elapsed();
+    assert!(
+        took < Duration::from_millis(3500),
+        "released by the living process, not at its exit ({took:?})"
+    );
+    for _ in lines {}
+    assert!(child.wait().unwrap().success());
+    remove_db(&base, &db);
+}
+
+/// A process that forks after using a database: the child is another
+/// process to the lock, not the parent under another name. (The child
+/// used to inherit the parent's lock owner record, so each took the
+/// other's lock file for its own, and both wrote at once.) A connection
+/// the parent opened is refused to the child, and the child's close of it
+/// leaves it working in the parent.
+#[test]
+fn a_forked_child_and_its_parent_exclude_each_other() {
+    let Some(base) = server_url("forked_child_lock") else {
+        return;
+    };
+    let db = fresh_db(&base, "forked");
+    let out = spawn_child("child_process_entry", "forker", &[("DNFS_SQL_DB", &db)])
+        .wait_with_output()
+        .expect("forker");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "forker failed: {text}");
+    let line = |prefix: &str| {
+        text.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in: {text}"))
+            .to_string()
+    };
+    let granted = text.lines().any(|l| l == "granted");
+    assert!(
+        !granted,
+        "the parent took the write lock while its forked child held it"
+    );
+    let refused = line("refused");
+    assert!(refused.contains("locked"), "{refused}");
+    assert_eq!(
+        line("child "),
+        "child 0",
+        "the child's own transaction (status 2: it could use the parent's connection): {text}"
+    );
+    assert_eq!(line("rows "), "rows 2", "{text}");
+    remove_db(&base, &db);
 }
 
 #[test]
@@ -1017,17 +1261,12 @@ fn second_process_waits_while_a_transaction_is_open_and_proceeds_after() {
         .query_row("SELECT c FROM counter", [], |r| r.get(0))
         .unwrap();
     assert_eq!(incremented, 1, "the other process's write after ours");
+    assert!(
+        released_within(&base, &db, Duration::from_secs(2)),
+        "process lock released at the end (once its linger passed)"
+    );
     if v41 {
-        assert!(
-            !range_locked(&base, &db),
-            "byte-range lock released at the end"
-        );
         no_lock_files(&base, &db);
-    } else {
-        assert!(
-            lock_file(&base, &db).is_none(),
-            "lock file removed at the end"
-        );
     }
     assert_eq!(probe(&db), "OK 2");
 
@@ -1062,11 +1301,10 @@ fn second_process_is_refused_while_a_wal_database_is_open() {
         assert!(lock_file(&base, &db).is_some());
     }
     drop(c);
-    if v41 {
-        assert!(!range_locked(&base, &db), "lock released at close");
-    } else {
-        assert!(lock_file(&base, &db).is_none(), "lock released at close");
-    }
+    assert!(
+        released_within(&base, &db, Duration::from_secs(2)),
+        "lock released at close"
+    );
     assert_eq!(probe(&db), "OK 3", "after close the other process reads");
     remove_db(&base, &db);
 }
@@ -1156,10 +1394,8 @@ fn a_held_wal_database_is_read_back_from_memory_and_forgotten_once_released() {
             ("DNFS_SQL_EXEC", "UPDATE t SET v = zeroblob(2000);"),
         ],
     );
-    assert!(
-        child.wait().unwrap().success(),
-        "the other process's update"
-    );
+    let status = child.wait().unwrap();
+    assert!(status.success(), "the other process's update: {status:?}");
     let c4 = open(&db).unwrap();
     let zeros: i64 = c4
         .query_row("SELECT count(*) FROM t WHERE v = zeroblob(2000)", [], |r| {

@@ -180,7 +180,7 @@ impl DotLock {
     /// our REMOVE and our next SYMLINK is one round trip).
     pub fn release(&self, client: &Client) -> dnfs::Result<bool> {
         let want = &self.names.want;
-        let wanted = crate::names::fresh(client, want, || client.metadata(want)).is_ok();
+        let wanted = self.wanted(client);
         if wanted {
             let _ = client.remove(want);
         }
@@ -198,6 +198,15 @@ impl DotLock {
             Err(e) => Err(e),
             Ok(()) => Ok(wanted),
         }
+    }
+}
+
+impl DotLock {
+    /// Whether another process asked for the lock ([`mark_wanted`]): one
+    /// LOOKUP. A lookup that fails counts as "not asked" (fairness only).
+    pub fn wanted(&self, client: &Client) -> bool {
+        let want = &self.names.want;
+        crate::names::fresh(client, want, || client.metadata(want)).is_ok()
     }
 }
 

@@ -33,9 +33,36 @@ pub(super) struct Conn {
     /// A main database or its WAL: the bytes this process knows of it
     /// while holding the database ([`crate::mirror`]); None for journals.
     pub(super) mirror: Option<Arc<Mirror>>,
+    /// The process that opened it: its fork generation
+    /// ([`crate::forked`]) and pid (for the message).
+    pub(super) generation: u64,
+    pub(super) opened_by: u32,
+    /// Its use in a forked child was reported.
+    pub(super) refused: bool,
 }
 
 impl Conn {
+    /// Whether this connection was opened by this process (not by the
+    /// parent of a fork); reports it once per connection if not.
+    pub(super) fn ours(&mut self) -> bool {
+        if self.generation == crate::forked::current() {
+            return true;
+        }
+        if !self.refused {
+            self.refused = true;
+            crate::report(
+                SQLITE_MISUSE,
+                &format!(
+                    "{}: connection opened by process {} used in its forked child {} (refused; open a new connection after fork)",
+                    self.name,
+                    self.opened_by,
+                    std::process::id()
+                ),
+            );
+        }
+        false
+    }
+
     /// A write or sync failed: the server may not have what the mirror
     /// holds.
     pub(super) fn forget_mirror(&self) {
@@ -104,5 +131,8 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
         inode,
         shm: ShmConn::default(),
         mirror,
+        generation: crate::forked::current(),
+        opened_by: std::process::id(),
+        refused: false,
     })
 }

@@ -56,7 +56,8 @@ pub(super) fn lock_error(e: LockError) -> c_int {
     }
 }
 
-/// The connection behind a file.
+/// The connection behind a file: None once closed, and for a connection
+/// the parent of a fork opened ([`crate::forked`]; reported once).
 ///
 /// # Safety
 /// `f` is a file opened by [`super::vfs_methods::x_open`] on the NFS path (its methods are
@@ -64,7 +65,8 @@ pub(super) fn lock_error(e: LockError) -> c_int {
 pub(super) unsafe fn conn<'a>(f: *mut sqlite3_file) -> Option<&'a mut Conn> {
     // SAFETY: per the contract, f points to a DnfsFile whose conn is NULL
     // or a live Box<Conn> owned by it.
-    unsafe { (*f.cast::<DnfsFile>()).conn.as_mut() }
+    let c = unsafe { (*f.cast::<DnfsFile>()).conn.as_mut() }?;
+    c.ours().then_some(c)
 }
 
 /// C string argument; None if NULL or not UTF-8.

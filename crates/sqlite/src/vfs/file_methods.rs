@@ -41,7 +41,7 @@ pub(super) unsafe extern "C" fn x_close(f: *mut sqlite3_file) -> c_int {
     fallible(SQLITE_IOERR_CLOSE, || {
         // SAFETY: f is one of our files; we take back the Box we made in
         // x_open and clear the pointer so a second close is harmless.
-        let boxed = unsafe {
+        let mut boxed = unsafe {
             let df = f.cast::<DnfsFile>();
             let p = std::mem::replace(&mut (*df).conn, std::ptr::null_mut());
             if p.is_null() {
@@ -49,6 +49,12 @@ pub(super) unsafe extern "C" fn x_close(f: *mut sqlite3_file) -> c_int {
             }
             Box::from_raw(p)
         };
+        if !boxed.ours() {
+            // The parent's (this is the child of a fork): its file, client
+            // and locks stay the parent's; nothing of it is dropped here.
+            std::mem::forget(boxed);
+            return SQLITE_IOERR_CLOSE;
+        }
         let mut c = *boxed;
         let mut rc = SQLITE_OK;
         // Write-behind: wait for the writes in flight (before the locks

@@ -104,10 +104,21 @@ pub fn journal_mode(c: &Connection, mode: &str) {
     assert_eq!(got.to_lowercase(), mode.to_lowercase());
 }
 
+/// The URL of a test's own directnfs client (not the VFS's): `stats=off`,
+/// so it never publishes this process's statistics endpoint. The test
+/// binary links its own copy of directnfs beside the VFS's shared object;
+/// two copies in one process each bind `PID.sock` and the later one
+/// replaces the other's, so a helper client made first would hide the
+/// VFS's files from the tests that read them there (`reads_of`).
+pub fn helper_url(base: &str) -> String {
+    let sep = if base.contains('?') { '&' } else { '?' };
+    format!("{base}{sep}stats=off")
+}
+
 /// Removes a database and its companions (best effort), through the
 /// directnfs client itself.
 pub fn remove_db(base: &str, db: &str) {
-    let Ok(client) = dnfs::Client::connect(base) else {
+    let Ok(client) = dnfs::Client::connect(&helper_url(base)) else {
         return;
     };
     let file = db
