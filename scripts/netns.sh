@@ -31,7 +31,9 @@
 #   DNFS_EXPORT_PATH      path clients mount, Ganesha's Pseudo (default: the dir)
 #   DNFS_NETNS_NFS_PORT / DNFS_NETNS_MNT_PORT  ports (default 2049 / 20048)
 #   DNFS_START_TIMEOUT    seconds to wait for the server (default 30)
-#   DNFS_NETNS_FORCE=1    `up` replaces a namespace it has no state for
+#   DNFS_NETNS_FORCE=1    `up` replaces a namespace it has no state for even
+#                         while processes run in it (an empty one it always
+#                         reclaims: a killed run's leftover)
 #   DNFS_NFS4=1           serve NFSv4.1 too (as nfs-server.sh; client records
 #                         in STATE_DIR/v4recovery); DNFS_NFS4_GRACE,
 #                         DNFS_NFS4_LEASE as there
@@ -359,9 +361,15 @@ cmd_up() {
         return 0
     fi
     # Leftovers of our own failed or interrupted run go first. A namespace
-    # we have no state for may belong to another state dir: refuse.
+    # we have no state for may belong to another state dir: refuse while a
+    # process runs in it; an empty one is what a killed run leaves behind
+    # (its state dir gone with it): reclaim it.
     if ! load_state && ip netns list | grep -qw "$NS" && [[ ${DNFS_NETNS_FORCE:-0} != 1 ]]; then
-        die "namespace $NS exists but $STATE_DIR has no state for it (another DNFS_NETNS_STATE_DIR?); run down there, or DNFS_NETNS_FORCE=1"
+        local users
+        users=$(ip netns pids "$NS" 2>/dev/null | tr '\n' ' ')
+        [[ -z ${users// /} ]] ||
+            die "namespace $NS exists with processes $users but $STATE_DIR has no state for it (another DNFS_NETNS_STATE_DIR?); run down there, or DNFS_NETNS_FORCE=1"
+        log "namespace $NS has no state here and no process in it: a killed run's leftover, reclaiming it"
     fi
     teardown
     unset RPCBIND_PID EXPORT_DIR EXPORT_CREATED
