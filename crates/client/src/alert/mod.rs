@@ -20,8 +20,10 @@
 //! (a path, a server) pass at most [`BURST`] at once, then one per
 //! [`REFILL`]; the next line that passes says how many were held back.
 //! The latest lines are also kept in memory ([`recent`]) and shown by
-//! `dnfs stats`.
+//! `dnfs stats`. A `fork` waits for a line being written (`fork_guard`),
+//! so the child never inherits the log locked.
 
+mod fork_guard;
 mod limit;
 mod line;
 mod sink;
@@ -65,6 +67,7 @@ pub fn recent() -> Vec<String> {
 }
 
 fn with_log<T>(f: impl FnOnce(&mut Log) -> T) -> T {
+    fork_guard::install();
     let mut guard = LOG.lock().unwrap_or_else(|p| p.into_inner());
     let log = guard.get_or_insert_with(|| Log {
         sink: None,
