@@ -31,6 +31,8 @@ struct Held {
     _cwd: RwLockWriteGuard<'static, String>,
     _said: MutexGuard<'static, Option<HashSet<String>>>,
     owners: MutexGuard<'static, Option<crate::nfs4locks::Owners>>,
+    tally: MutexGuard<'static, crate::tally::Table>,
+    _rings: MutexGuard<'static, Option<HashMap<c_int, crate::ops::unsupported::Ring>>>,
 }
 
 thread_local! {
@@ -44,8 +46,10 @@ pub fn register() {
 }
 
 extern "C" fn prepare() {
-    // Order: the table, the clients, the current directory, the warnings
-    // (no code path takes two of them the other way round).
+    // Order: the table, the clients, the current directory, the warnings,
+    // the NFSv4.1 owners (no code path takes two of them the other way
+    // round), then the call tally and the io_uring rings (held without
+    // taking any other lock).
     let held = Held {
         table: fdtable::TABLE.write().unwrap_or_else(|p| p.into_inner()),
         slots: clients::SLOTS.write().unwrap_or_else(|p| p.into_inner()),
@@ -54,6 +58,8 @@ extern "C" fn prepare() {
         owners: crate::nfs4locks::OWNERS
             .lock()
             .unwrap_or_else(|p| p.into_inner()),
+        tally: crate::tally::lock(),
+        _rings: crate::ops::unsupported::lock_rings(),
     };
     HELD.with(|h| *h.borrow_mut() = Some(held));
 }
@@ -67,7 +73,7 @@ extern "C" fn child() {
         if let Some(mut held) = h.borrow_mut().take() {
             fdtable::rebuild_in_child(&mut held.table);
             clients::forget_all_in_child(&mut held.slots);
-            crate::tally::reset_in_child();
+            crate::tally::reset_in_child(&mut held.tally);
             crate::nfs4locks::forget_in_child(&mut held.owners);
         }
     });

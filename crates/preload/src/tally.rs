@@ -8,14 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use crate::clients;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
 /// Served calls and the NFS calls they made, by entry point.
-type Table = BTreeMap<&'static str, (u64, BTreeMap<String, u64>)>;
+pub type Table = BTreeMap<&'static str, (u64, BTreeMap<String, u64>)>;
 static TABLE: Mutex<Table> = Mutex::new(BTreeMap::new());
 
 /// Turns the tally on (at load, when asked).
@@ -33,7 +33,7 @@ pub fn measured<T>(name: &'static str, work: impl FnOnce() -> T) -> T {
     let before = clients::calls_by_proc();
     let v = work();
     let after = clients::calls_by_proc();
-    let mut table = TABLE.lock().unwrap_or_else(|p| p.into_inner());
+    let mut table = lock();
     let (n, procs) = table.entry(name).or_default();
     *n += 1;
     for (proc_, count) in after {
@@ -62,10 +62,13 @@ pub fn lines() -> Vec<String> {
         .collect()
 }
 
-/// In a child after `fork`: its calls are its own (the parent's are not
-/// inherited).
-pub fn reset_in_child() {
-    if let Ok(mut table) = TABLE.try_lock() {
-        table.clear();
-    }
+/// The table, locked (held around `fork`: fork.rs).
+pub fn lock() -> MutexGuard<'static, Table> {
+    TABLE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// In a child after `fork`, with the table held across it: its calls are
+/// its own (the parent's are not inherited).
+pub fn reset_in_child(table: &mut Table) {
+    table.clear();
 }

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use libc::{c_int, c_long, c_void};
 
@@ -85,7 +85,7 @@ pub fn check_posix_aio(fd: c_int, call: &'static str) -> Res<()> {
 
 /// What is known of one io_uring ring (by ring descriptor).
 #[derive(Debug, Clone, Copy, Default)]
-struct Ring {
+pub struct Ring {
     /// `io_sqring_offsets` from `io_uring_setup`: head, tail, mask, array.
     head: u32,
     tail: u32,
@@ -98,6 +98,11 @@ struct Ring {
 }
 
 static RINGS: Mutex<Option<HashMap<c_int, Ring>>> = Mutex::new(None);
+
+/// The io_uring rings tracked, locked (held around `fork`: fork.rs).
+pub fn lock_rings() -> MutexGuard<'static, Option<HashMap<c_int, Ring>>> {
+    RINGS.lock().unwrap_or_else(|p| p.into_inner())
+}
 /// Set once a ring is tracked: `close` consults [`RINGS`] only then.
 static ANY_RING: AtomicBool = AtomicBool::new(false);
 
