@@ -5,7 +5,7 @@
 //! moves bytes, for the connection of one epoch at a time.
 
 use std::borrow::Borrow;
-use std::io::{self, IoSlice, Write};
+use std::io::{self, IoSlice};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,7 @@ use directnfs_wire::xdr::pad_len;
 
 use super::call::Call;
 use super::receive::{Claimed, RxState};
-use super::socket::ConnectSpec;
+use super::socket::{send_all, send_all_vectored, ConnectSpec};
 use super::transport::ConnectHook;
 
 /// A READ reply the receiver took for a direct receive: the engine handed
@@ -127,7 +127,7 @@ impl Channel {
             let generation = hook.generation();
             if generation != *bound {
                 if let Some(record) = hook.bind_record(self.id, generation) {
-                    stream.write_all(&record)?;
+                    send_all(stream, &record)?;
                 }
                 *bound = generation;
             }
@@ -154,7 +154,7 @@ impl Channel {
                     n += 2;
                 }
             }
-            write_all_vectored(stream, &mut slices[..n])?;
+            send_all_vectored(stream, &mut slices[..n])?;
         }
         Ok(())
     }
@@ -230,17 +230,3 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Calls per `writev` in `send_many` (at most 4 iovecs each, far below
 /// the kernel's `IOV_MAX` of 1024).
 const SEND_CHUNK: usize = 64;
-
-/// `write_all` for vectored writes (std's is unstable).
-fn write_all_vectored(stream: &mut TcpStream, mut slices: &mut [IoSlice<'_>]) -> io::Result<()> {
-    IoSlice::advance_slices(&mut slices, 0);
-    while !slices.is_empty() {
-        match stream.write_vectored(slices) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => IoSlice::advance_slices(&mut slices, n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}

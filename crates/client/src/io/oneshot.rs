@@ -9,7 +9,7 @@
 //! on the record-marking header, before anything is buffered.
 
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -231,7 +231,7 @@ fn exchange_salted(
     let deadline = Instant::now() + timeout;
     stream
         .set_write_timeout(Some(timeout))
-        .and_then(|()| stream.write_all(&msg))
+        .and_then(|()| super::socket::send_all(stream, &msg))
         .map_err(Failure::Io)?;
     let record = read_record(stream, max_record, deadline).map_err(|e| match e.kind() {
         io::ErrorKind::InvalidData => Failure::Malformed(e.to_string()),

@@ -9,10 +9,12 @@
 //! | privileged source port (`resvport`) | servers that insist on ports < 1024 | an ordinary port, with a warning |
 //! | connect timeout | a black-holed path hangs in SYN retries | none needed |
 //! | route check (UDP connect, no packet sent) | a cut path is seen in ~0.1 s, not after `timeo` | `timeo` |
+//! | `MSG_NOSIGNAL` on every write ([`send_all`], [`send_all_vectored`]) | a write on a connection the server reset must fail with EPIPE, not raise SIGPIPE: its default action ends the process, and only Rust programs ignore it (a C program, SQLite's shell or anything under `dnfs run` may not) | none needed |
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
-use std::io;
+use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -207,4 +209,42 @@ fn set_dontroute(socket: &Socket) -> io::Result<()> {
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+/// Writes all of `buf` to the stream socket `sock` without raising
+/// SIGPIPE (`send(MSG_NOSIGNAL)`; see the module doc).
+pub(crate) fn send_all(sock: &impl AsRawFd, buf: &[u8]) -> io::Result<()> {
+    send_all_vectored(sock, &mut [IoSlice::new(buf)])
+}
+
+/// Writes all of `slices` to the stream socket `sock`, as few system
+/// calls as the kernel allows, without raising SIGPIPE
+/// (`sendmsg(MSG_NOSIGNAL)`: `writev`, which std's `write_vectored` uses,
+/// has no such flag).
+pub(crate) fn send_all_vectored(
+    sock: &impl AsRawFd,
+    mut slices: &mut [IoSlice<'_>],
+) -> io::Result<()> {
+    IoSlice::advance_slices(&mut slices, 0);
+    while !slices.is_empty() {
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        // IoSlice is ABI-compatible with iovec on unix; sendmsg only reads.
+        msg.msg_iov = slices.as_ptr() as *mut libc::iovec;
+        msg.msg_iovlen = slices.len().min(1024) as _;
+        // SAFETY: `msg` describes live buffers for the length given; the
+        // descriptor belongs to `sock`.
+        let n = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+        match n {
+            0 => return Err(io::ErrorKind::WriteZero.into()),
+            n if n > 0 => IoSlice::advance_slices(&mut slices, n as usize),
+            _ => {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! The publishing side: this process's registry of clients and the
 //! endpoint that answers readers with their statistics.
 
-use std::io::{self, Write};
+use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -233,7 +233,7 @@ fn serve(listener: &UnixListener) {
     }
 }
 
-fn answer(mut stream: UnixStream, me: u32) -> io::Result<()> {
+fn answer(stream: UnixStream, me: u32) -> io::Result<()> {
     let peer = peer_uid(&stream)?;
     if peer != me && peer != 0 {
         return Err(io::Error::new(
@@ -243,7 +243,7 @@ fn answer(mut stream: UnixStream, me: u32) -> io::Result<()> {
     }
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let body = serde_json::to_vec(&process_stats()).map_err(io::Error::other)?;
-    stream.write_all(&body)?;
+    crate::io::socket::send_all(&stream, &body)?;
     stream.shutdown(std::net::Shutdown::Write)
 }
 
