@@ -68,10 +68,13 @@ pub fn watch() -> bool {
     let mut r = REAPER.lock().unwrap_or_else(|p| p.into_inner());
     let pid = std::process::id();
     if r.pid != pid {
-        let started = std::thread::Builder::new()
-            .name("dnfs-sqlite-linger".into())
-            .spawn(run)
-            .is_ok();
+        // Signals blocked: the program's signals are not ours to take.
+        let started = dnfs::with_signals_blocked(|| {
+            std::thread::Builder::new()
+                .name("dnfs-sqlite-linger".into())
+                .spawn(run)
+        })
+        .is_ok();
         if !started {
             return false;
         }

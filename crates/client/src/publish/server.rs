@@ -172,10 +172,13 @@ pub fn process_stats() -> ProcessStats {
 /// Makes the endpoint (see the module doc) and its thread.
 fn start(g: &'static Global) -> io::Result<PathBuf> {
     let (path, listener) = bind(g)?;
-    std::thread::Builder::new()
-        .name("dnfs-stats".into())
-        .stack_size(THREAD_STACK)
-        .spawn(move || serve(&listener))?;
+    // Signals blocked: the program's signals are not ours to take.
+    crate::signals::with_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name("dnfs-stats".into())
+            .stack_size(THREAD_STACK)
+            .spawn(move || serve(&listener))
+    })?;
     Ok(path)
 }
 
@@ -183,13 +186,15 @@ fn start(g: &'static Global) -> io::Result<PathBuf> {
 /// Returns the path it will have.
 fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
     let path = dir::socket_path(&dir::process_dir(euid()), g.pid);
-    std::thread::Builder::new()
-        .name("dnfs-stats".into())
-        .stack_size(THREAD_STACK)
-        .spawn(move || match bind(g) {
-            Ok((_, listener)) => serve(&listener),
-            Err(e) => tracing::warn!("statistics not published: {e}"),
-        })?;
+    crate::signals::with_signals_blocked(|| {
+        std::thread::Builder::new()
+            .name("dnfs-stats".into())
+            .stack_size(THREAD_STACK)
+            .spawn(move || match bind(g) {
+                Ok((_, listener)) => serve(&listener),
+                Err(e) => tracing::warn!("statistics not published: {e}"),
+            })
+    })?;
     Ok(path)
 }
 

@@ -177,6 +177,7 @@ fn lock_levels_follow_the_unix_vfs_rules() {
             gone_soon(&lock_name),
             "the lock file goes once the last unlock's linger has passed"
         );
+        assert_linger_thread_blocks_signals();
         assert_eq!(x_close(a), SQLITE_OK);
         assert_eq!(x_close(b), SQLITE_OK);
         assert_eq!(x_close(c), SQLITE_OK);
@@ -281,4 +282,41 @@ fn current_time_is_the_julian_day() {
     // 2020-01-01 is Julian day 2458849.5.
     assert!(day > 2_458_849.5 && day < 2_600_000.0, "{day}");
     assert!((ms as f64 / 86_400_000.0 - day).abs() < 0.01);
+}
+
+/// The linger thread (started by a lingering lock) takes none of the
+/// program's signals: a process-directed SIGURG, SIGCHLD, SIGUSR1 or
+/// SIGALRM meant for the host must reach the host's own threads.
+fn assert_linger_thread_blocks_signals() {
+    let mut seen = false;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(str::trim)
+        };
+        // Thread names are cut to 15 bytes.
+        if field("Name:") != Some("dnfs-sqlite-lin") {
+            continue;
+        }
+        seen = true;
+        let mask = u64::from_str_radix(field("SigBlk:").unwrap(), 16).unwrap();
+        for sig in [
+            libc::SIGURG,
+            libc::SIGCHLD,
+            libc::SIGUSR1,
+            libc::SIGALRM,
+            libc::SIGTERM,
+        ] {
+            assert!(
+                mask & (1 << (sig - 1)) != 0,
+                "the linger thread takes signal {sig}"
+            );
+        }
+    }
+    assert!(seen, "a lingering lock started the linger thread");
 }

@@ -1,0 +1,88 @@
+//! Every thread the client starts has every signal blocked, whichever
+//! thread of the program made it start them: a signal sent to the process
+//! (PostgreSQL's SIGURG latch wake-ups, its postmaster's SIGCHLD and
+//! SIGUSR1, a program's SIGALRM) must reach the program's own threads,
+//! never run its handler in ours or be lost there. Checked in
+//! `/proc/self/task/*/status` (`SigBlk`) for the transport's threads, the
+//! statistics endpoint's and, on NFSv4.1, the lease renewal's.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+/// Signals a host program relies on receiving in its own threads.
+const HOST_SIGNALS: [(i32, &str); 8] = [
+    (libc::SIGHUP, "SIGHUP"),
+    (libc::SIGINT, "SIGINT"),
+    (libc::SIGUSR1, "SIGUSR1"),
+    (libc::SIGUSR2, "SIGUSR2"),
+    (libc::SIGALRM, "SIGALRM"),
+    (libc::SIGTERM, "SIGTERM"),
+    (libc::SIGCHLD, "SIGCHLD"),
+    (libc::SIGURG, "SIGURG"),
+];
+
+/// Name -> blocked-signal mask of every `dnfs-*` thread of this process.
+fn our_threads() -> BTreeMap<String, Vec<u64>> {
+    let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(str::trim)
+                .map(str::to_owned)
+        };
+        let (Some(name), Some(blocked)) = (field("Name:"), field("SigBlk:")) else {
+            continue;
+        };
+        if name.starts_with("dnfs-") {
+            let mask = u64::from_str_radix(&blocked, 16).unwrap();
+            out.entry(name).or_default().push(mask);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_clients_threads_block_every_signal_of_the_program() {
+    // Publishing on, in a run directory of this test's own.
+    let run = std::env::temp_dir().join(format!("dnfs-thread-signals-{}", std::process::id()));
+    std::fs::create_dir_all(&run).unwrap();
+    std::env::set_var("DIRECTNFS_RUN_DIR", &run);
+    std::env::remove_var("DIRECTNFS_STATS");
+
+    let v3 = directnfs::Client::connect(&common::url_with("")).expect("connect");
+    v3.metadata("/").expect("a call on NFSv3");
+    let mut expected = vec!["dnfs-stats", "dnfs-maint", "dnfs-rx"];
+    let v41 = directnfs_testkit::server::url_v41("thread_signals").map(|url| {
+        let c = directnfs::Client::connect(&url).expect("connect NFSv4.1");
+        c.metadata("/").expect("a call on NFSv4.1");
+        c
+    });
+    if v41.is_some() {
+        expected.push("dnfs-v41-renew");
+    }
+
+    let threads = our_threads();
+    for name in expected {
+        assert!(threads.contains_key(name), "no thread {name}: {threads:?}");
+    }
+    for (name, masks) in &threads {
+        for mask in masks {
+            for (sig, sig_name) in HOST_SIGNALS {
+                assert!(
+                    mask & (1u64 << (sig - 1)) != 0,
+                    "thread {name} takes {sig_name} (SigBlk {mask:016x})"
+                );
+            }
+        }
+    }
+    drop((v3, v41));
+    let _ = std::fs::remove_dir_all(&run);
+}
