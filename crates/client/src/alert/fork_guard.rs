@@ -26,6 +26,11 @@ thread_local! {
 /// them). Lock-free: a child forked while another thread registers cannot
 /// find a half-done registration it would wait for.
 pub(super) fn install() {
+    // Miri (scripts/test.sh runs the client's unit tests under it) has no
+    // pthread_atfork; it has no fork either.
+    if cfg!(miri) {
+        return;
+    }
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     if !INSTALLED.swap(true, Ordering::AcqRel) {
         // SAFETY: three extern "C" functions with no arguments that never
