@@ -52,7 +52,11 @@
  *           must know about (a path down or up, a server restart, a MOUNT
  *           being retried), on stderr unless the URL/config option
  *           alert_log= or the environment DIRECTNFS_ALERT_LOG sends it
- *           elsewhere (a file, syslog) or turns it off.
+ *           elsewhere (a file, syslog) or turns it off. A server that
+ *           resets its connections never raises SIGPIPE (every socket
+ *           write is sent with MSG_NOSIGNAL), and the library's own
+ *           threads block every signal: the program's signals reach the
+ *           program's threads.
  *
  * Fork.     Clients, files and batches belong to the process that opened
  *           them: they share its connections (and on NFSv4.1 its session
