@@ -1312,19 +1312,76 @@ fn second_process_is_refused_while_a_wal_database_is_open() {
 // ---------------------------------------------------------------------
 // The process's mirror of a database it holds (crate::mirror).
 
+/// This process's statistics as readers see them (every copy of the
+/// library in it merged).
+fn own_stats() -> dnfs::stats::ProcessStats {
+    let me = std::process::id();
+    let host = dnfs::publish::read_host(Some(me));
+    host.processes
+        .into_iter()
+        .find(|p| p.pid == me)
+        .unwrap_or_else(|| panic!("this process publishes nothing: {:?}", host.unreadable))
+}
+
 /// READs this process made on files whose path ends with `suffix`.
 fn reads_of(suffix: &str) -> u64 {
-    // SAFETY: getuid has no preconditions.
-    let uid = unsafe { libc::getuid() };
-    let path = dnfs::publish::process_dir(uid).join(format!("{}.sock", std::process::id()));
-    let snap = dnfs::publish::read_endpoint(&path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
-        .stats;
-    snap.files
+    own_stats()
+        .stats
+        .files
         .iter()
         .filter(|f| f.path.ends_with(suffix))
         .map(|f| f.totals.calls_by_proc.get("READ").copied().unwrap_or(0))
         .sum()
+}
+
+/// The test binary links its own copy of directnfs and SQLite loads the
+/// VFS's (libdirectnfs_sqlite.so): two copies of the library in one
+/// process, as in a program on the C library that loads the extension.
+/// Both publish (`PID.sock` and `PID.2.sock`) and readers see both copies'
+/// files as one process. Before, the later copy's endpoint replaced the
+/// other's, and one copy's clients vanished from `dnfs stats` and `top`.
+#[test]
+fn two_copies_of_the_library_in_one_process_both_publish() {
+    let Some(base) = server_url("two_copies") else {
+        return;
+    };
+    let db = fresh_db(&base, "twocopies");
+    let name = db_file_name(&db).to_string();
+    let c = open(&db).unwrap();
+    c.execute_batch("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .unwrap();
+    // This binary's own copy, publishing (no stats=off).
+    let mine = dnfs::Client::connect(&base).expect("client");
+    let own_name = format!("two-copies-{}.dat", std::process::id());
+    let own_file = format!("{}/{own_name}", mine.target_path().trim_end_matches('/'));
+    let f = mine.create(&own_file).expect("create");
+    f.write_at(b"x", 0).expect("write");
+    let files: Vec<String> = own_stats()
+        .stats
+        .files
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    assert!(
+        files.iter().any(|p| p.ends_with(&name)),
+        "the VFS's copy is seen: {files:?}"
+    );
+    assert!(
+        files.iter().any(|p| p.ends_with(&own_name)),
+        "this binary's copy is seen: {files:?}"
+    );
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let me = std::process::id();
+    let endpoints = dnfs::publish::endpoints()
+        .into_iter()
+        .filter(|e| e.pid == me && e.path.starts_with(dnfs::publish::process_dir(uid)))
+        .count();
+    assert!(endpoints >= 2, "one endpoint per copy, found {endpoints}");
+    drop(f);
+    let _ = mine.remove(&own_file);
+    drop(c);
+    remove_db(&base, &db);
 }
 
 #[test]

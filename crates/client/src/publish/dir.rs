@@ -21,14 +21,30 @@ pub fn process_dir(uid: u32) -> PathBuf {
 /// Name prefix of the per-user directories under [`run_dir`].
 pub(crate) const DIR_PREFIX: &str = "directnfs-";
 
-/// The endpoint of process `pid` in `dir`.
-pub(crate) fn socket_path(dir: &Path, pid: u32) -> PathBuf {
-    dir.join(format!("{pid}.sock"))
+/// The endpoint of process `pid` in `dir`: `PID.sock` for the first copy
+/// of the library in the process to publish, `PID.N.sock` for the N-th (a
+/// program may hold several: the C library and the SQLite extension each
+/// link their own).
+pub(crate) fn socket_path(dir: &Path, pid: u32, copy: u32) -> PathBuf {
+    if copy <= 1 {
+        dir.join(format!("{pid}.sock"))
+    } else {
+        dir.join(format!("{pid}.{copy}.sock"))
+    }
 }
 
-/// The pid an endpoint file name stands for (`1234.sock`), if it is one.
+/// The pid an endpoint file name stands for (`1234.sock`, `1234.2.sock`),
+/// if it is one.
 pub(crate) fn pid_of(name: &str) -> Option<u32> {
-    name.strip_suffix(".sock")?.parse().ok()
+    let stem = name.strip_suffix(".sock")?;
+    let (pid, copy) = match stem.split_once('.') {
+        Some((pid, copy)) => (pid, Some(copy)),
+        None => (stem, None),
+    };
+    if let Some(copy) = copy {
+        copy.parse::<u32>().ok().filter(|&n| n >= 2)?;
+    }
+    pid.parse().ok()
 }
 
 /// Makes (or checks) this user's endpoint directory: a real directory
@@ -131,8 +147,19 @@ mod tests {
     #[test]
     fn endpoint_names_carry_the_pid() {
         assert_eq!(pid_of("1234.sock"), Some(1234));
+        assert_eq!(pid_of("1234.2.sock"), Some(1234));
+        assert_eq!(pid_of("1234.1.sock"), None);
+        assert_eq!(pid_of("1234.x.sock"), None);
+        assert_eq!(pid_of(".1234.99.tmp"), None);
         assert_eq!(pid_of(".1234.99.tmp"), None);
         assert_eq!(pid_of("x.sock"), None);
-        assert_eq!(socket_path(Path::new("/d"), 7), PathBuf::from("/d/7.sock"));
+        assert_eq!(
+            socket_path(Path::new("/d"), 7, 1),
+            PathBuf::from("/d/7.sock")
+        );
+        assert_eq!(
+            socket_path(Path::new("/d"), 7, 3),
+            PathBuf::from("/d/7.3.sock")
+        );
     }
 }

@@ -4,7 +4,8 @@
 //! them.
 //!
 //! **The endpoint.** A unix stream socket per process,
-//! `RUN_DIR/directnfs-UID/PID.sock`, where `RUN_DIR` is
+//! `RUN_DIR/directnfs-UID/PID.sock` (`PID.2.sock`, ... for further copies
+//! of the library in one process, which readers merge), where `RUN_DIR` is
 //! `$DIRECTNFS_RUN_DIR` or `/tmp`. Nothing listens on the network. The
 //! directory is made mode 0700 and must be owned by the process's user (a
 //! directory of the wrong owner or mode is not used: publishing is then off,
@@ -16,7 +17,7 @@
 //! **Life cycle.** Publishing starts with a process's first client (one
 //! socket and one thread, `dnfs-stats`, blocked in `accept` until asked)
 //! and lasts as long as the process. The socket is bound under a temporary
-//! name and renamed into place once it listens, so a `PID.sock` that
+//! name and linked into place once it listens, so a `PID.sock` that
 //! refuses connections belongs to a dead process: readers remove such
 //! stale endpoints, and a process starting to publish removes those whose
 //! pid no longer exists (without connecting to anyone: starting is cheap

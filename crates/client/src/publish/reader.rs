@@ -87,7 +87,9 @@ pub fn read_endpoint(path: &Path) -> io::Result<ProcessStats> {
 /// The statistics of every process this user may read (or only `pid`).
 /// An endpoint whose process is gone is removed on the way (if this user
 /// owns it) and left out; one that answers with an error is listed in
-/// [`HostStats::unreadable`].
+/// [`HostStats::unreadable`]. The endpoints of one process (one per copy
+/// of the library it holds: `PID.sock`, `PID.2.sock`, ...) are merged
+/// into one entry.
 pub fn read_host(pid: Option<u32>) -> HostStats {
     let mut host = HostStats::default();
     for ep in endpoints() {
@@ -95,7 +97,10 @@ pub fn read_host(pid: Option<u32>) -> HostStats {
             continue;
         }
         match read_endpoint(&ep.path) {
-            Ok(p) => host.processes.push(p),
+            Ok(p) => match host.processes.iter_mut().find(|q| q.pid == p.pid) {
+                Some(q) => merge_copy(q, p),
+                None => host.processes.push(p),
+            },
             Err(e) if is_stale(&e) => {
                 let _ = std::fs::remove_file(&ep.path);
             }
@@ -103,6 +108,18 @@ pub fn read_host(pid: Option<u32>) -> HostStats {
         }
     }
     host
+}
+
+/// Adds what another copy of the library in the same process published
+/// to `into`: its clients' servers and files, and its alert lines (in time
+/// order: each line starts with its UTC timestamp).
+fn merge_copy(into: &mut ProcessStats, other: ProcessStats) {
+    into.started_unix_ms = into.started_unix_ms.min(other.started_unix_ms);
+    into.taken_unix_ms = into.taken_unix_ms.max(other.taken_unix_ms);
+    into.stats.servers.extend(other.stats.servers);
+    into.stats.files.extend(other.stats.files);
+    into.alerts.extend(other.alerts);
+    into.alerts.sort();
 }
 
 /// Removes the endpoints (and temporary names) in `dir` of processes that

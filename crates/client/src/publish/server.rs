@@ -185,7 +185,7 @@ fn start(g: &'static Global) -> io::Result<PathBuf> {
 /// Starts the endpoint's thread, which makes the endpoint, then serves it.
 /// Returns the path it will have.
 fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
-    let path = dir::socket_path(&dir::process_dir(euid()), g.pid);
+    let path = dir::socket_path(&dir::process_dir(euid()), g.pid, 1);
     crate::signals::with_signals_blocked(|| {
         std::thread::Builder::new()
             .name("dnfs-stats".into())
@@ -205,21 +205,60 @@ fn bind(g: &'static Global) -> io::Result<(PathBuf, UnixListener)> {
     let dir = dir::process_dir(uid);
     dir::ensure_private_dir(&dir, uid)?;
     super::reader::remove_stale(&dir);
-    let path = dir::socket_path(&dir, g.pid);
-    // Bound under a temporary name and renamed once listening: a reader
-    // never sees a PID.sock that refuses connections unless its process
-    // is gone (which is how readers tell a stale endpoint).
-    let tmp = dir.join(format!(".{}.{}.tmp", g.pid, unix_ms()));
+    // Bound under a temporary name and linked into place once listening:
+    // a reader never sees a PID.sock that refuses connections unless its
+    // process is gone (which is how readers tell a stale endpoint). The
+    // address of this copy of the library (`Global`) makes the name
+    // unique among the copies a process may hold.
+    let tmp = dir.join(format!(
+        ".{}.{}.{:x}.tmp",
+        g.pid,
+        unix_ms(),
+        g as *const Global as usize
+    ));
     let _ = std::fs::remove_file(&tmp);
     let listener = UnixListener::bind(&tmp)?;
     let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    if let Err(e) = placed {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+        .and_then(|()| place(&dir, g.pid, &tmp));
+    let _ = std::fs::remove_file(&tmp);
+    let path = placed?;
     remove_at_exit(g.pid, &path);
     Ok((path, listener))
+}
+
+/// Copies of the library one process may publish from (`PID.sock`,
+/// `PID.2.sock`, ...).
+const MAX_COPIES: u32 = 16;
+
+/// Links the listening socket `tmp` to this process's first free endpoint
+/// name and returns it. A name whose socket answers from this process
+/// belongs to another copy of the library here (a program may link the C
+/// library and load the SQLite extension, each with its own copy): the
+/// next name is tried, so that every copy's clients are seen (readers
+/// merge a process's endpoints). A name nobody answers on is a dead
+/// process's (one with our pid, before us): it is replaced.
+fn place(dir: &Path, pid: u32, tmp: &Path) -> io::Result<PathBuf> {
+    for copy in 1..=MAX_COPIES {
+        let path = dir::socket_path(dir, pid, copy);
+        for _ in 0..2 {
+            match std::fs::hard_link(tmp, &path) {
+                Ok(()) => return Ok(path),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+            match UnixStream::connect(&path) {
+                // Another copy of the library in this process (or, with a
+                // pid of another pid namespace, someone else): taken.
+                Ok(_) => break,
+                Err(_) => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+        }
+    }
+    Err(io::Error::other(format!(
+        "{MAX_COPIES} copies of directnfs already publish for pid {pid}"
+    )))
 }
 
 /// Answers readers, one at a time, for the life of the process.

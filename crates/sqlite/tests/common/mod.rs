@@ -105,11 +105,9 @@ pub fn journal_mode(c: &Connection, mode: &str) {
 }
 
 /// The URL of a test's own directnfs client (not the VFS's): `stats=off`,
-/// so it never publishes this process's statistics endpoint. The test
-/// binary links its own copy of directnfs beside the VFS's shared object;
-/// two copies in one process each bind `PID.sock` and the later one
-/// replaces the other's, so a helper client made first would hide the
-/// VFS's files from the tests that read them there (`reads_of`).
+/// so its files stay out of the statistics the tests read (`reads_of`).
+/// The test binary links its own copy of directnfs beside the VFS's shared
+/// object; each copy publishes its own endpoint and readers merge them.
 pub fn helper_url(base: &str) -> String {
     let sep = if base.contains('?') { '&' } else { '?' };
     format!("{base}{sep}stats=off")
