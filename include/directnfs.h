@@ -52,9 +52,11 @@
  *           must know about (a path down or up, a server restart, a MOUNT
  *           being retried), on stderr unless the URL/config option
  *           alert_log= or the environment DIRECTNFS_ALERT_LOG sends it
- *           elsewhere (a file, syslog) or turns it off. A server that
- *           resets its connections never raises SIGPIPE (every socket
- *           write is sent with MSG_NOSIGNAL), and the library's own
+ *           elsewhere (a file, syslog) or turns it off. Neither a server
+ *           that resets its connections nor a stderr pipe whose reader is
+ *           gone makes the library raise SIGPIPE (socket writes are sent
+ *           with MSG_NOSIGNAL; an alert line to a pipe is written with
+ *           SIGPIPE blocked in that thread), and the library's own
  *           threads block every signal: the program's signals reach the
  *           program's threads.
  *

@@ -7,6 +7,9 @@
 //! under `dnfs run` keeps the default. Before, a C program writing
 //! through a Ganesha killed and restarted died of SIGPIPE (3 runs of 3).
 //!
+//! The same for an alert line written to a stderr pipe whose reader is
+//! gone.
+//!
 //! The test runs the client in a child of `fork` with SIGPIPE at its
 //! default action, writing from 4 threads over 2 connections while the
 //! in-process test server (`directnfs_testkit::hostile`) is killed and
@@ -80,23 +83,7 @@ fn server_resets_never_raise_sigpipe_in_a_program_that_keeps_its_default() {
         std::thread::sleep(Duration::from_millis(800));
         server.restart(Duration::from_millis(300));
     }
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child without blocking.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            break;
-        }
-        if started.elapsed() > load + Duration::from_secs(30) {
-            // SAFETY: our own child.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            panic!("the child did not finish its load");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status = wait_for(pid, started + load + Duration::from_secs(30));
     assert!(
         !(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGPIPE),
         "a socket write raised SIGPIPE and killed the program"
@@ -116,4 +103,61 @@ fn server_resets_never_raise_sigpipe_in_a_program_that_keeps_its_default() {
         "the server restarted {} times",
         server.restarts()
     );
+}
+
+/// An alert line written to a stderr whose reader is gone
+/// (`prog 2>&1 | head -1`) must not end the program either.
+#[test]
+fn an_alert_line_to_a_closed_stderr_pipe_does_not_raise_sigpipe() {
+    // SAFETY: the child only rewires its stderr, writes an alert line and
+    // leaves with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork failed");
+    if pid == 0 {
+        let mut fds = [0; 2];
+        // SAFETY: SIGPIPE back to its default; a pipe whose read end is
+        // closed becomes stderr.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            libc::pipe(fds.as_mut_ptr());
+            libc::close(fds[0]);
+            libc::dup2(fds[1], 2);
+        }
+        directnfs::alert::set_sink(directnfs::alert::Sink::Stderr);
+        directnfs::alert::Alerts::new("srv").mount_retry(
+            "/export",
+            1,
+            Duration::from_millis(200),
+            "refused",
+        );
+        // SAFETY: leaves the child without running the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    let status = wait_for(pid, Instant::now() + Duration::from_secs(20));
+    assert!(
+        !(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGPIPE),
+        "the alert line raised SIGPIPE and killed the program"
+    );
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+}
+
+/// The child's wait status; killed (and the test failed) at `deadline`.
+fn wait_for(pid: libc::pid_t, deadline: Instant) -> i32 {
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child without blocking.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            return status;
+        }
+        if Instant::now() > deadline {
+            // SAFETY: our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the child did not finish in time");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -63,10 +63,10 @@ impl Sink {
     /// disturb I/O (the line stays in [`super::recent`]).
     pub(crate) fn write(&self, level: Level, line: &str) {
         match self {
-            Sink::Stderr => {
+            Sink::Stderr => without_sigpipe(|| {
                 let mut err = std::io::stderr().lock();
                 let _ = err.write_all(format!("{line}\n").as_bytes());
-            }
+            }),
             Sink::File(path) => {
                 let file = std::fs::OpenOptions::new()
                     .create(true)
@@ -74,8 +74,10 @@ impl Sink {
                     .open(path);
                 if let Ok(mut f) = file {
                     // One write of the whole line: O_APPEND keeps lines of
-                    // several processes whole.
-                    let _ = f.write_all(format!("{line}\n").as_bytes());
+                    // several processes whole. (The path may be a FIFO.)
+                    without_sigpipe(|| {
+                        let _ = f.write_all(format!("{line}\n").as_bytes());
+                    });
                 }
             }
             Sink::Syslog(socket) => {
@@ -88,6 +90,40 @@ impl Sink {
             }
             Sink::Off => {}
         }
+    }
+}
+
+/// Runs `write` (a write to a pipe, perhaps one whose reader is gone:
+/// `prog 2>&1 | head -1`) so that it cannot raise SIGPIPE, whose default
+/// action would end the program for an alert line. Pipes have no
+/// MSG_NOSIGNAL: SIGPIPE is blocked in this thread meanwhile, and one the
+/// write raised (directed at this thread) is taken back before the mask is
+/// restored.
+fn without_sigpipe(write: impl FnOnce()) {
+    // Miri (the client's unit tests run there) has no signal masks.
+    if cfg!(miri) {
+        return write();
+    }
+    // SAFETY: sigset_t values initialised by sigemptyset/sigpending before
+    // use; the mask changes are this thread's only and restored below.
+    unsafe {
+        let mut pipe: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut pipe);
+        libc::sigaddset(&mut pipe, libc::SIGPIPE);
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::pthread_sigmask(libc::SIG_BLOCK, &pipe, &mut old);
+        let mut pending: libc::sigset_t = std::mem::zeroed();
+        libc::sigpending(&mut pending);
+        let was_pending = libc::sigismember(&pending, libc::SIGPIPE) == 1;
+        write();
+        if !was_pending {
+            let now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            libc::sigtimedwait(&pipe, std::ptr::null_mut(), &now);
+        }
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     }
 }
 

@@ -15,7 +15,7 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io::{self, IoSlice};
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How to open one TCP connection.
@@ -100,17 +100,26 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
     Ok(crate::fdfloor::raise_owned(socket.into()))
 }
 
-static WMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();
-static RMEM_MAX: OnceLock<Option<usize>> = OnceLock::new();
+// Atomics, not a OnceLock: a child forked while another thread was
+// filling a OnceLock would wait for that thread for ever at its first
+// connect. Two threads reading the file at once is harmless.
+static WMEM_MAX: AtomicUsize = AtomicUsize::new(NOT_READ);
+static RMEM_MAX: AtomicUsize = AtomicUsize::new(NOT_READ);
+const NOT_READ: usize = usize::MAX;
+const UNREADABLE: usize = usize::MAX - 1;
 
 /// `net.core.NAME` (the most SO_SNDBUF/SO_RCVBUF may ask for), read once
 /// per process; `None` when it cannot be read.
-fn kernel_max(cache: &OnceLock<Option<usize>>, name: &str) -> Option<usize> {
-    *cache.get_or_init(|| {
-        std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+fn kernel_max(cache: &AtomicUsize, name: &str) -> Option<usize> {
+    let mut v = cache.load(Ordering::Relaxed);
+    if v == NOT_READ {
+        v = std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
             .ok()
-            .and_then(|s| s.trim().parse().ok())
-    })
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .map_or(UNREADABLE, |n| n.min(UNREADABLE - 1));
+        cache.store(v, Ordering::Relaxed);
+    }
+    (v != UNREADABLE).then_some(v)
 }
 
 /// The send and receive buffer sizes of a connection as the kernel reports
