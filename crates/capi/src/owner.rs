@@ -6,27 +6,12 @@
 //! refuse one of another generation with EBADF, and the close functions
 //! leave it alone.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Once;
-
 use crate::ffi::{arg_ref, Failure, FfiResult};
 
-/// Moves in the child of every `fork` (a `pthread_atfork` handler).
-static GENERATION: AtomicU64 = AtomicU64::new(0);
-
-extern "C" fn in_child() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
-}
-
-/// This process's generation, for an object being made. The first call
-/// registers the fork handler.
+/// This process's fork generation ([`dnfs::fork_generation`]), for an
+/// object being made.
 pub fn current() -> u64 {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: registers a plain extern "C" function for the child.
-        unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
-    });
-    GENERATION.load(Ordering::Relaxed)
+    dnfs::fork_generation()
 }
 
 /// An object of this library that remembers its generation.
@@ -36,7 +21,7 @@ pub trait Owned {
 
 /// EBADF unless `obj` was made in this process.
 pub fn check<T: Owned>(obj: &T, what: &str) -> FfiResult<()> {
-    if obj.generation() == GENERATION.load(Ordering::Relaxed) {
+    if obj.generation() == current() {
         return Ok(());
     }
     Err(Failure {

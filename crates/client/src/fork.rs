@@ -13,6 +13,7 @@
 //! starts no thread at all.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::client::{Client, Inner};
@@ -89,4 +90,26 @@ impl Client {
             }
         }
     }
+}
+
+/// Moves in the child of every `fork` (a `pthread_atfork` handler).
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn forked_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+/// This process's fork generation: it changes in the child of every `fork`
+/// that follows the first call. An object that records it when made (the
+/// C library's clients and files, the SQLite VFS's connections) can tell
+/// in a child that it is the parent's, to be neither used nor dropped
+/// there. The first call registers the handler, without a lock a child
+/// forked meanwhile could find held.
+pub fn fork_generation() -> u64 {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if !cfg!(miri) && !REGISTERED.swap(true, Ordering::AcqRel) {
+        // SAFETY: registers a plain extern "C" function for the child.
+        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    }
+    FORK_GENERATION.load(Ordering::Relaxed)
 }

@@ -17,11 +17,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Once;
-
-/// Moves in the child of every `fork`.
-static GENERATION: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// The tables' guards, from `prepare` to `parent`/`child` (all three
@@ -41,12 +37,7 @@ extern "C" fn prepare() {
     HELD.with(|h| *h.borrow_mut() = guards);
 }
 
-extern "C" fn parent() {
-    HELD.with(|h| h.borrow_mut().clear());
-}
-
-extern "C" fn child() {
-    GENERATION.fetch_add(1, Ordering::Relaxed);
+extern "C" fn release() {
     HELD.with(|h| h.borrow_mut().clear());
 }
 
@@ -56,13 +47,13 @@ pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: registers plain extern "C" functions taking nothing.
-        unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        unsafe { libc::pthread_atfork(Some(prepare), Some(release), Some(release)) };
     });
 }
 
-/// This process's generation: recorded by a connection being opened,
-/// compared at each use.
+/// This process's fork generation ([`dnfs::fork_generation`]): recorded
+/// by a connection being opened, compared at each use.
 pub fn current() -> u64 {
     install();
-    GENERATION.load(Ordering::Relaxed)
+    dnfs::fork_generation()
 }

@@ -69,12 +69,8 @@ pub fn watch() -> bool {
     let pid = std::process::id();
     if r.pid != pid {
         // Signals blocked: the program's signals are not ours to take.
-        let started = dnfs::with_signals_blocked(|| {
-            std::thread::Builder::new()
-                .name("dnfs-sqlite-linger".into())
-                .spawn(run)
-        })
-        .is_ok();
+        let builder = std::thread::Builder::new().name("dnfs-sqlite-linger".into());
+        let started = dnfs::spawn_thread(builder, run).is_ok();
         if !started {
             return false;
         }

@@ -172,13 +172,7 @@ pub fn process_stats() -> ProcessStats {
 /// Makes the endpoint (see the module doc) and its thread.
 fn start(g: &'static Global) -> io::Result<PathBuf> {
     let (path, listener) = bind(g)?;
-    // Signals blocked: the program's signals are not ours to take.
-    crate::signals::with_signals_blocked(|| {
-        std::thread::Builder::new()
-            .name("dnfs-stats".into())
-            .stack_size(THREAD_STACK)
-            .spawn(move || serve(&listener))
-    })?;
+    crate::signals::spawn(stats_thread(), move || serve(&listener))?;
     Ok(path)
 }
 
@@ -186,16 +180,18 @@ fn start(g: &'static Global) -> io::Result<PathBuf> {
 /// Returns the path it will have.
 fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
     let path = dir::socket_path(&dir::process_dir(euid()), g.pid, 1);
-    crate::signals::with_signals_blocked(|| {
-        std::thread::Builder::new()
-            .name("dnfs-stats".into())
-            .stack_size(THREAD_STACK)
-            .spawn(move || match bind(g) {
-                Ok((_, listener)) => serve(&listener),
-                Err(e) => tracing::warn!("statistics not published: {e}"),
-            })
+    crate::signals::spawn(stats_thread(), move || match bind(g) {
+        Ok((_, listener)) => serve(&listener),
+        Err(e) => tracing::warn!("statistics not published: {e}"),
     })?;
     Ok(path)
+}
+
+/// The endpoint's thread: it only serialises a snapshot.
+fn stats_thread() -> std::thread::Builder {
+    std::thread::Builder::new()
+        .name("dnfs-stats".into())
+        .stack_size(THREAD_STACK)
 }
 
 /// Makes the endpoint: the private directory, the listening socket in

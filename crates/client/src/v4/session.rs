@@ -360,28 +360,23 @@ impl Session {
         let (tx, rx) = mpsc::channel::<()>();
         *self._renewal_stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
         let period = (self.lease / 4).max(Duration::from_secs(1));
-        let spawned = crate::signals::with_signals_blocked(|| {
-            std::thread::Builder::new()
-                .name("dnfs-v41-renew".into())
-                .spawn(move || loop {
-                    match rx.recv_timeout(period) {
-                        Err(mpsc::RecvTimeoutError::Timeout) => {}
-                        _ => return,
-                    }
-                    let Some(inner) = client.upgrade() else {
-                        return;
-                    };
-                    let Some(session) = inner.v4.as_ref() else {
-                        return;
-                    };
-                    if session.idle_for() >= period
-                        && !session.renewal_paused.load(Ordering::Relaxed)
-                    {
-                        if let Err(e) = session.renew(&inner) {
-                            tracing::warn!("NFSv4.1 lease renewal failed: {e}");
-                        }
-                    }
-                })
+        let renewal = std::thread::Builder::new().name("dnfs-v41-renew".into());
+        let spawned = crate::signals::spawn(renewal, move || loop {
+            match rx.recv_timeout(period) {
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return,
+            }
+            let Some(inner) = client.upgrade() else {
+                return;
+            };
+            let Some(session) = inner.v4.as_ref() else {
+                return;
+            };
+            if session.idle_for() >= period && !session.renewal_paused.load(Ordering::Relaxed) {
+                if let Err(e) = session.renew(&inner) {
+                    tracing::warn!("NFSv4.1 lease renewal failed: {e}");
+                }
+            }
         });
         if let Err(e) = spawned {
             tracing::warn!(

@@ -477,15 +477,12 @@ impl Shared {
         }
         // Started by whichever thread saw the failure, a program's own
         // included (a lazy transport's caller: threads.rs).
-        let spawned = crate::signals::with_signals_blocked(|| {
-            std::thread::Builder::new()
-                .name(format!("dnfs-conn{channel}"))
-                .spawn(move || {
-                    let _ = me.connect_channel(channel);
-                    me.channels[channel]
-                        .connecting
-                        .store(false, Ordering::Release);
-                })
+        let builder = std::thread::Builder::new().name(format!("dnfs-conn{channel}"));
+        let spawned = crate::signals::spawn(builder, move || {
+            let _ = me.connect_channel(channel);
+            me.channels[channel]
+                .connecting
+                .store(false, Ordering::Release);
         });
         if spawned.is_err() {
             ch.connecting.store(false, Ordering::Release);

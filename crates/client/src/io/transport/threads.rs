@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use super::shared::Shared;
 use super::{leader, maintenance, Start};
-use crate::signals::with_signals_blocked;
+use crate::signals::spawn;
 
 /// How long a lazy transport may run without its threads.
 pub(crate) const LAZY_FOR: Duration = Duration::from_secs(1);
@@ -89,26 +89,22 @@ impl Threads {
             return Ok(());
         }
         // A lazy start runs in whatever thread of the program made the
-        // call that needed the threads.
-        with_signals_blocked(|| {
-            let s2 = Arc::clone(sh);
-            handles.push(
-                std::thread::Builder::new()
-                    .name("dnfs-maint".into())
-                    .spawn(move || maintenance::run(&s2))?,
-            );
-            let s3 = Arc::clone(sh);
-            handles.push(
-                std::thread::Builder::new()
-                    .name("dnfs-rx".into())
-                    .spawn(move || leader::fallback_loop(&s3))?,
-            );
-            self.started.store(true, Ordering::Release);
-            if let Some(then) = self.then {
-                then();
-            }
-            Ok(())
-        })
+        // call that needed the threads (spawn blocks their signals).
+        let s2 = Arc::clone(sh);
+        handles.push(spawn(
+            std::thread::Builder::new().name("dnfs-maint".into()),
+            move || maintenance::run(&s2),
+        )?);
+        let s3 = Arc::clone(sh);
+        handles.push(spawn(
+            std::thread::Builder::new().name("dnfs-rx".into()),
+            move || leader::fallback_loop(&s3),
+        )?);
+        self.started.store(true, Ordering::Release);
+        if let Some(then) = self.then {
+            then();
+        }
+        Ok(())
     }
 
     /// Marks them as running without starting them: a unit test's
