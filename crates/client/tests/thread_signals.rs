@@ -10,8 +10,6 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-
 /// Signals a host program relies on receiving in its own threads.
 const HOST_SIGNALS: [(i32, &str); 8] = [
     (libc::SIGHUP, "SIGHUP"),
@@ -23,31 +21,6 @@ const HOST_SIGNALS: [(i32, &str); 8] = [
     (libc::SIGCHLD, "SIGCHLD"),
     (libc::SIGURG, "SIGURG"),
 ];
-
-/// Name -> blocked-signal mask of every `dnfs-*` thread of this process.
-fn our_threads() -> BTreeMap<String, Vec<u64>> {
-    let mut out: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
-            continue;
-        };
-        let field = |k: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .map(str::trim)
-                .map(str::to_owned)
-        };
-        let (Some(name), Some(blocked)) = (field("Name:"), field("SigBlk:")) else {
-            continue;
-        };
-        if name.starts_with("dnfs-") {
-            let mask = u64::from_str_radix(&blocked, 16).unwrap();
-            out.entry(name).or_default().push(mask);
-        }
-    }
-    out
-}
 
 #[test]
 fn the_clients_threads_block_every_signal_of_the_program() {
@@ -69,18 +42,21 @@ fn the_clients_threads_block_every_signal_of_the_program() {
         expected.push("dnfs-v41-renew");
     }
 
-    let threads = our_threads();
+    let threads = directnfs_testkit::threads::named("dnfs-");
     for name in expected {
-        assert!(threads.contains_key(name), "no thread {name}: {threads:?}");
+        assert!(
+            threads.iter().any(|t| t.name == name),
+            "no thread {name}: {threads:?}"
+        );
     }
-    for (name, masks) in &threads {
-        for mask in masks {
-            for (sig, sig_name) in HOST_SIGNALS {
-                assert!(
-                    mask & (1u64 << (sig - 1)) != 0,
-                    "thread {name} takes {sig_name} (SigBlk {mask:016x})"
-                );
-            }
+    for t in &threads {
+        for (sig, sig_name) in HOST_SIGNALS {
+            assert!(
+                t.blocks(sig),
+                "thread {} takes {sig_name} (SigBlk {:016x})",
+                t.name,
+                t.blocked
+            );
         }
     }
     drop((v3, v41));

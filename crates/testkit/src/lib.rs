@@ -17,6 +17,7 @@
 //!   ([`hostile::capture`]).
 //! * [`server`]: whether the real-server tests run: the one reading of
 //!   `DNFS_TEST_URL` and `DNFS_TEST_REQUIRE_SERVER`.
+//! * [`threads`]: this process's threads and the signals each blocks.
 
 pub mod blocks;
 pub mod ganesha;
@@ -24,5 +25,6 @@ pub mod hostile;
 pub mod proxy;
 pub mod rng;
 pub mod server;
+pub mod threads;
 
 pub use blocks::{encode_block, verify_block, BlockError, Durability, Ledger, BLOCK_SIZE};

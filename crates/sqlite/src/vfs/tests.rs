@@ -288,23 +288,13 @@ fn current_time_is_the_julian_day() {
 /// program's signals: a process-directed SIGURG, SIGCHLD, SIGUSR1 or
 /// SIGALRM meant for the host must reach the host's own threads.
 fn assert_linger_thread_blocks_signals() {
-    let mut seen = false;
-    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
-            continue;
-        };
-        let field = |k: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .map(str::trim)
-        };
-        // Thread names are cut to 15 bytes.
-        if field("Name:") != Some("dnfs-sqlite-lin") {
-            continue;
-        }
-        seen = true;
-        let mask = u64::from_str_radix(field("SigBlk:").unwrap(), 16).unwrap();
+    // Thread names are cut to 15 bytes.
+    let linger = directnfs_testkit::threads::named("dnfs-sqlite-lin");
+    assert!(
+        !linger.is_empty(),
+        "a lingering lock started the linger thread"
+    );
+    for t in linger {
         for sig in [
             libc::SIGURG,
             libc::SIGCHLD,
@@ -312,11 +302,7 @@ fn assert_linger_thread_blocks_signals() {
             libc::SIGALRM,
             libc::SIGTERM,
         ] {
-            assert!(
-                mask & (1 << (sig - 1)) != 0,
-                "the linger thread takes signal {sig}"
-            );
+            assert!(t.blocks(sig), "the linger thread takes signal {sig}");
         }
     }
-    assert!(seen, "a lingering lock started the linger thread");
 }
