@@ -101,12 +101,7 @@ pub unsafe extern "C" fn dnfs_batch_read(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or live objects (header contract).
-        let (b, f) = unsafe {
-            (
-                arg_own(batch, "batch")?,
-                crate::owner::arg_own(file, "file")?,
-            )
-        };
+        let (b, f) = unsafe { (arg_own(batch, "batch")?, arg_own(file, "file")?) };
         b.check_file(f)?;
         let len = len_arg(len)?;
         let offset = offset_arg(offset)?;
@@ -146,12 +141,7 @@ pub unsafe extern "C" fn dnfs_batch_write(
 ) -> c_int {
     ffi_try(|| {
         // SAFETY: NULL or live objects (header contract).
-        let (b, f) = unsafe {
-            (
-                arg_own(batch, "batch")?,
-                crate::owner::arg_own(file, "file")?,
-            )
-        };
+        let (b, f) = unsafe { (arg_own(batch, "batch")?, arg_own(file, "file")?) };
         b.check_file(f)?;
         let len = len_arg(len)?;
         let offset = offset_arg(offset)?;

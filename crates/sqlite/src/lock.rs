@@ -391,7 +391,6 @@ impl Inode {
         if since.elapsed() < at_least {
             return true;
         }
-        st.lingering = None;
         match self.release_now(&mut st) {
             Ok(()) => false,
             Err(e) => {

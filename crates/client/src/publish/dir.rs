@@ -151,7 +151,6 @@ mod tests {
         assert_eq!(pid_of("1234.1.sock"), None);
         assert_eq!(pid_of("1234.x.sock"), None);
         assert_eq!(pid_of(".1234.99.tmp"), None);
-        assert_eq!(pid_of(".1234.99.tmp"), None);
         assert_eq!(pid_of("x.sock"), None);
         assert_eq!(
             socket_path(Path::new("/d"), 7, 1),

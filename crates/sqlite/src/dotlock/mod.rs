@@ -199,9 +199,7 @@ impl DotLock {
             Ok(()) => Ok(wanted),
         }
     }
-}
 
-impl DotLock {
     /// Whether another process asked for the lock ([`mark_wanted`]): one
     /// LOOKUP. A lookup that fails counts as "not asked" (fairness only).
     pub fn wanted(&self, client: &Client) -> bool {
