@@ -44,6 +44,7 @@
 #   DNFS_PGBENCH_LOCAL     the local cluster's parent directory (default /var/tmp/dnfs-pgbench-local)
 #   DNFS_PGBENCH_KEEP=1    keep both clusters afterwards (they are reused next time)
 #   DNFS_PGBENCH_SKIP_FIO=1  only the pgbench part
+#   DNFS_PGBENCH_WORKLOADS which pgbench workloads (default "tpcb select connect")
 #   DNFS_STATE_DIR, DNFS_NFS_PORT, DNFS_MNT_PORT: passed to nfs-server.sh
 #                          (state dir default here: /tmp/dnfs-pgbench-server)
 set -euo pipefail
@@ -232,9 +233,15 @@ run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
     for e in "${ENGINES[@]}"; do stop_pg "$e"; done
     RUNNING=()
 }
-run_workload tpcb 128MB -c 8 -j 2
-run_workload select 16MB -S -c 8 -j 2
-run_workload connect 128MB -C -S -c 8 -j 2
+read -r -a WORKLOADS <<<"${DNFS_PGBENCH_WORKLOADS:-tpcb select connect}"
+for w in "${WORKLOADS[@]}"; do
+    case $w in
+    tpcb) run_workload tpcb 128MB -c 8 -j 2 ;;
+    select) run_workload select 16MB -S -c 8 -j 2 ;;
+    connect) run_workload connect 128MB -C -S -c 8 -j 2 ;;
+    *) die "DNFS_PGBENCH_WORKLOADS: unknown workload $w (tpcb, select or connect)" ;;
+    esac
+done
 
 median() { python3 -c 'import statistics,sys; v=[float(x) for x in sys.argv[1:] if x]; print(f"{statistics.median(v):.1f}" if v else "-")' "$@"; }
 ratio() { python3 -c 'import sys; a,b=sys.argv[1:]; print(f"{float(a)/float(b):.2f}x" if a not in "-" and b not in "-" and float(b) else "-")' "$1" "$2"; }
@@ -272,7 +279,7 @@ fi
     echo
     echo "| workload | directnfs mode | directnfs TPS | local FS TPS | directnfs / local |"
     echo "|---|---|---|---|---|"
-    for w in tpcb select connect; do
+    for w in "${WORKLOADS[@]}"; do
         case $w in
             tpcb) label="TPC-B, 8 clients, synchronous_commit on" ;;
             select) label="select-only, 8 clients, shared_buffers 16MB" ;;
@@ -284,11 +291,13 @@ fi
             echo "| $label | ${LABEL[$e]} | $n | $l | $(ratio "$n" "$l") |"
         done
     done
-    l=$(median ${CONN[connect,local]})
-    for e in "${NFS_ENGINES[@]}"; do
-        n=$(median ${CONN[connect,$e]})
-        echo "| -C: average connection time (ms) | ${LABEL[$e]} | $n | $l | $(ratio "$n" "$l") |"
-    done
+    if [[ " ${WORKLOADS[*]} " == *" connect "* ]]; then
+        l=$(median ${CONN[connect,local]})
+        for e in "${NFS_ENGINES[@]}"; do
+            n=$(median ${CONN[connect,$e]})
+            echo "| -C: average connection time (ms) | ${LABEL[$e]} | $n | $l | $(ratio "$n" "$l") |"
+        done
+    fi
     if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
         echo
         echo "fio through the library vs \`dnfs bench oltp\`, random 8 KiB, 4 sessions (fio: 4 psync jobs) at queue depth 1, same file:"

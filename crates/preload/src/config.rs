@@ -31,6 +31,10 @@ pub struct Mount {
 pub struct Config {
     /// The mounts.
     pub mounts: Vec<Mount>,
+    /// Every component of every mount prefix (`db`, `ora` for `/db/ora`):
+    /// a relative path from a local directory descriptor can reach a
+    /// prefix without `..` only if it starts with one of them (paths.rs).
+    pub prefix_names: Vec<Vec<u8>>,
 }
 
 /// The dnfstab of this process, if there is one with at least one mount
@@ -81,7 +85,17 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
         return None;
     }
     mounts.sort_by_key(|m| std::cmp::Reverse(m.prefix.len()));
-    Some(Config { mounts })
+    let mut prefix_names: Vec<Vec<u8>> = mounts
+        .iter()
+        .flat_map(|m| m.prefix.split('/').filter(|c| !c.is_empty()))
+        .map(|c| c.as_bytes().to_vec())
+        .collect();
+    prefix_names.sort();
+    prefix_names.dedup();
+    Some(Config {
+        mounts,
+        prefix_names,
+    })
 }
 
 /// FNV-1a, 64 bits: a stable name for a server and export.

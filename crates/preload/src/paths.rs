@@ -83,12 +83,44 @@ pub fn route_bytes(state: &State, dirfd: c_int, path: &[u8]) -> Route {
 
 fn relative_to_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
     let Some(open) = fdtable::get(dirfd) else {
-        return Route::Local;
+        return relative_to_local_fd(state, dirfd, path);
     };
     match &open.path {
         Some(dir) => redirect_local(state, &join(dir.host.as_bytes(), path)),
         None => Route::Bad(libc::EOPNOTSUPP),
     }
+}
+
+/// A relative path from a local directory descriptor leads to NFS when
+/// the directory is above a mount prefix (rsync and other careful walkers
+/// open `/` and go on one component at a time: `fstatat(fd, "db")`), or
+/// when it climbs with `..`. Only then is the descriptor's path asked of
+/// the kernel (`/proc/self/fd`): any other path costs a comparison of its
+/// first component with the prefixes' components.
+fn relative_to_local_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
+    let first = path.split(|&b| b == b'/').next().unwrap_or_default();
+    let may_reach =
+        state.config.prefix_names.iter().any(|n| n == first) || (has_dotdot(path) && climbs(path));
+    if !may_reach {
+        return Route::Local;
+    }
+    match descriptor_path(dirfd) {
+        Some(dir) => classify_absolute(state, &join(&dir, path)),
+        None => Route::Local,
+    }
+}
+
+/// The absolute path the kernel has for a descriptor.
+fn descriptor_path(fd: c_int) -> Option<Vec<u8>> {
+    let link = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+    let mut buf = vec![0u8; libc::PATH_MAX as usize];
+    // SAFETY: the buffer is valid for its length; the link is a C string.
+    let n = unsafe { libc::readlink(link.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n <= 0 || n as usize >= buf.len() || buf[0] != b'/' {
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(buf)
 }
 
 fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
@@ -319,6 +351,46 @@ mod tests {
             config: crate::config::from_tab(&tab).unwrap(),
             shadow: crate::shadow::Shadow::from_env(),
             write_behind: false,
+        }
+    }
+
+    #[test]
+    fn relative_paths_from_a_local_directory_descriptor_reach_a_prefix_below_it() {
+        let st = state(&["/dnfs-paths-test/db"]);
+        assert_eq!(
+            st.config.prefix_names,
+            [b"db".to_vec(), b"dnfs-paths-test".to_vec()]
+        );
+        let open = |p: &str| {
+            let c = std::ffi::CString::new(p).unwrap();
+            // SAFETY: a C string; the descriptor is closed below.
+            unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY) }
+        };
+        let (root, tmp) = (open("/"), open("/tmp"));
+        assert!(root >= 0 && tmp >= 0);
+        let rest = |r: Route| match r {
+            Route::Nfs(n) => Some(n.rest),
+            _ => None,
+        };
+        assert_eq!(
+            rest(route_bytes(&st, root, b"dnfs-paths-test/db/x")),
+            Some("/x".into())
+        );
+        assert_eq!(
+            rest(route_bytes(&st, tmp, b"../dnfs-paths-test/db")),
+            Some("/".into())
+        );
+        assert_eq!(
+            route_bytes(&st, root, b"dnfs-paths-test/other"),
+            Route::Local
+        );
+        assert_eq!(route_bytes(&st, root, b"etc/passwd"), Route::Local);
+        assert_eq!(route_bytes(&st, tmp, b"db/x"), Route::Local);
+        assert_eq!(route_bytes(&st, tmp, b".."), Route::Local);
+        // SAFETY: descriptors opened above.
+        unsafe {
+            libc::close(root);
+            libc::close(tmp);
         }
     }
 

@@ -23,7 +23,8 @@
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
-#              tar c / tar x: results compared with the server's local view
+#              tar c / tar x, rsync -a (in, --delete, out): results
+#              compared with the server's local view
 #   sqlite     sqlite3 CLI: 50k rows, integrity_check; two processes
 #              contending for the write lock (SQLITE_BUSY or a wait)
 #   fio        psync and pvsync random I/O, numjobs=4, verify=crc32c
@@ -170,7 +171,7 @@ group_cost() {
     (cd "$WORK" && DIRECTNFS_TAB=$TAB LD_PRELOAD=$lib valgrind --tool=callgrind \
         --callgrind-out-file="$WORK/cg.pre" ./passthrough $n >/dev/null 2>&1)
     local k plain pre added max
-    for k in stat access open read fstat; do
+    for k in stat access open read fstat fstatat; do
         # Inclusive instructions of the loop function, per call.
         plain=$(callgrind_annotate --inclusive=yes "$WORK/cg.plain" 2>/dev/null | awk -v f="loop_$k" '!done && $0 ~ ":" f "[ .]" {gsub(",", "", $1); print int($1 / '$n'); done = 1}')
         pre=$(callgrind_annotate --inclusive=yes "$WORK/cg.pre" 2>/dev/null | awk -v f="loop_$k" '!done && $0 ~ ":" f "[ .]" {gsub(",", "", $1); print int($1 / '$n'); done = 1}')
@@ -369,6 +370,16 @@ group_coreutils() {
         echo one > '$d/redir' && echo two >> '$d/redir' &&
         exec 3< '$d/redir' && read a <&3 && read b <&3 && [ \"\$a \$b\" = 'one two' ] &&
         wc -l < '$d/redir' | grep -qx 2"
+    # rsync (3.2.4 on) walks from "/" one component at a time with
+    # O_PATH descriptors and *at calls.
+    expect "rsync -a into NFS" nfs rsync -a "$src/" "$d/rs/"
+    expect "rsync result on the server" diff -r "$src" "$v/rs"
+    echo changed >"$src/a/f7"
+    rm "$src/a/f8"
+    expect "rsync -a --delete updates NFS" nfs rsync -a --delete "$src/" "$d/rs/"
+    expect "rsync update on the server" diff -r "$src" "$v/rs"
+    expect "rsync -a out of NFS" nfs rsync -a "$d/rs/" "$WORK/rsback/"
+    expect "rsync out of NFS equals the source" diff -r "$src" "$WORK/rsback"
     check "du -b and find agree with the server" \
         "$(cd "$v" && find src -type f | sort | md5sum)" "$(nfs sh -c "cd '$d' && find src -type f" | sort | md5sum)"
     expect "rm -r" nfs rm -r "$d/src" "$d/tx"

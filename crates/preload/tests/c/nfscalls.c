@@ -340,6 +340,36 @@ static void test_dirs_and_cwd(void)
     CHECK(chdir(at(nfs, "a")) < 0 && errno == ENOTDIR, "chdir to a file is ENOTDIR");
 }
 
+/* rsync's walk: from a local "/", one component at a time (O_PATH,
+ * O_NOFOLLOW), down into NFS; and `..` from a local directory descriptor. */
+static void test_walk_from_local_directory(void)
+{
+    struct stat want, st;
+    CHECK(stat(at(nfs, "ls"), &want) == 0, "stat of the directory to walk to");
+    int fd = open("/", O_PATH | O_DIRECTORY);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s", nfs);
+    for (char *c = strtok(path, "/"); c && fd >= 0; c = strtok(NULL, "/")) {
+        int next = openat(fd, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        fd = next;
+    }
+    CHECK(fd >= 0 && fstatat(fd, "ls", &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == want.st_ino,
+          "openat from a local / down into NFS, component by component, then fstatat");
+    if (fd >= 0)
+        close(fd);
+    int root = open("/", O_RDONLY | O_DIRECTORY);
+    CHECK(root >= 0 && fstatat(root, at(nfs, "ls") + 1, &st, 0) == 0 && st.st_ino == want.st_ino,
+          "fstatat of a relative path from a local / into NFS");
+    close(root);
+    int tmp = open("/tmp", O_RDONLY | O_DIRECTORY);
+    snprintf(path, sizeof path, "..%s/ls", nfs);
+    CHECK(tmp >= 0 && fstatat(tmp, path, &st, 0) == 0 && st.st_ino == want.st_ino,
+          "fstatat climbing with .. from a local directory descriptor into NFS");
+    CHECK(fstatat(tmp, "..", &st, 0) == 0 && S_ISDIR(st.st_mode), "fstatat .. of a local descriptor stays local");
+    close(tmp);
+}
+
 static void test_stdio(void)
 {
     FILE *f = fopen(at(nfs, "stdio.txt"), "w");
@@ -493,6 +523,7 @@ int main(int argc, char **argv)
     test_vectors_and_sizes();
     test_metadata();
     test_dirs_and_cwd();
+    test_walk_from_local_directory();
     test_stdio();
     test_locks_fork_exec(self);
     test_refused();

@@ -31,6 +31,8 @@ LOOP(loop_access, access("Makefile", R_OK))
 LOOP(loop_open, close(open("/dev/null", O_RDONLY)))
 LOOP(loop_read, if (read(fd, &b, 1) < 0) abort())
 LOOP(loop_fstat, fstat(fd, &st))
+/* fd here is a local directory: an *at call relative to it */
+LOOP(loop_fstatat, fstatat(fd, "libc.so.6", &st, 0))
 
 int main(int argc, char **argv)
 {
@@ -43,5 +45,6 @@ int main(int argc, char **argv)
     loop_open(n, zero);
     loop_read(n, zero);
     loop_fstat(n, zero);
+    loop_fstatat(n, open("/usr/lib/x86_64-linux-gnu", O_RDONLY | O_DIRECTORY));
     return 0;
 }
