@@ -7,10 +7,11 @@
 //! sizes, the handles of the paths it looked up — so the child's own client
 //! is made from it with new connections and no MOUNT or FSINFO: the first
 //! call of a new process (a PostgreSQL backend) costs only its connects.
-//! On NFSv3 that connect sends no NULL probe, and the client's threads and
-//! statistics endpoint wait until they are needed
-//! (`io/transport/threads.rs`): a child that makes a few calls and exits
-//! starts no thread at all.
+//! On NFSv3 the child connects one channel per path (the others stay idle
+//! until the client's threads start), that connect sends no NULL probe,
+//! and the client's threads and statistics endpoint wait until they are
+//! needed (`io/transport/threads.rs`): a child that makes a few calls and
+//! exits connects once and starts no thread at all.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

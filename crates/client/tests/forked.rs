@@ -11,6 +11,7 @@ use directnfs::Client;
 use directnfs_testkit::hostile::{pattern_at, Fault, HostileServer, Plan, Proc, FILE};
 
 const SOFT: &str = "timeo=10&retrans=1&soft&connections=1";
+const FOUR: &str = "timeo=10&retrans=1&soft&connections=4";
 const OFF: u64 = 8192;
 const LEN: usize = 4096;
 
@@ -70,6 +71,15 @@ fn in_child(parent: &Client, child: impl FnOnce(&Client) -> Result<(), String>) 
         libc::waitpid(pid, &mut status, 0);
     }
     assert_eq!(String::from_utf8_lossy(&said), "ok");
+}
+
+/// The states of the client's channels (`up`, `idle`, ...).
+fn channel_states(c: &Client) -> Vec<String> {
+    c.stats().servers[0].paths[0]
+        .channels
+        .iter()
+        .map(|ch| ch.state.clone())
+        .collect()
 }
 
 fn check(what: &str, ok: bool) -> Result<(), String> {
@@ -156,4 +166,61 @@ fn a_forked_child_starts_its_threads_at_its_first_call_after_a_second() {
             threads() >= 3,
         )
     });
+}
+
+#[test]
+fn a_forked_child_opens_one_connection_until_its_threads_start_then_all() {
+    let server = HostileServer::start(Plan::none());
+    let parent = Client::connect(&server.url(FOUR)).expect("mount");
+    parent.open(FILE).expect("open in the parent");
+    let before = server.connections();
+    // A child that makes its calls within its first second and exits.
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        let mut buf = vec![0u8; LEN];
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))?;
+        let states = channel_states(c);
+        check(
+            &format!("one channel up and three idle, found {states:?}"),
+            states == ["up", "idle", "idle", "idle"],
+        )
+    });
+    assert_eq!(
+        server.connections(),
+        before + 1,
+        "a short-lived child connected once"
+    );
+    // A child that lives on: its threads start, and the idle channels
+    // connect at the maintenance thread's first tick.
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        let mut buf = vec![0u8; LEN];
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))?;
+        std::thread::sleep(Duration::from_millis(1100));
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))?;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while channel_states(c).iter().any(|s| s != "up") && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let states = channel_states(c);
+        check(
+            &format!("every channel up once the threads run, found {states:?}"),
+            states.iter().all(|s| s == "up"),
+        )?;
+        for i in 0..16 {
+            let off = OFF + (i % 4) * LEN as u64;
+            f.read_exact_at(&mut buf, off)
+                .map_err(|e| format!("read: {e}"))?;
+            check("the data read", buf == pattern_at(off, LEN))?;
+        }
+        Ok(())
+    });
+    assert_eq!(
+        server.connections(),
+        before + 1 + 4,
+        "the long-lived child connected all four"
+    );
 }

@@ -1,6 +1,8 @@
 //! Health of one channel (a TCP connection) as a small state machine.
 //!
 //! ```text
+//!   Idle --first tick--+
+//!                      v
 //!   Connecting --connected--> Up --failure--> Down{failures, retry_at}
 //!       ^                                         |
 //!       +------------- retry_at reached ----------+
@@ -14,6 +16,10 @@ use crate::retry::Backoff;
 /// State of a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Health {
+    /// Not connected yet, and not failed: connected at the first tick of
+    /// the maintenance thread (a forked child's extra connections, which a
+    /// process that makes a few calls and exits never opens).
+    Idle,
     /// A connection attempt is under way.
     Connecting,
     /// Connected and answering.
@@ -31,6 +37,7 @@ impl Health {
     /// Short name for statistics.
     pub fn name(&self) -> &'static str {
         match self {
+            Health::Idle => "idle",
             Health::Connecting => "connecting",
             Health::Up => "up",
             Health::Down { .. } => "down",
@@ -53,7 +60,7 @@ impl Health {
             Health::Down { failures, .. } => failures + 1,
             // A connection that was up and broke gets a quick first retry.
             Health::Up => 1,
-            Health::Connecting => match self.previous_failures() {
+            Health::Idle | Health::Connecting => match self.previous_failures() {
                 0 => 1,
                 n => n + 1,
             },
@@ -72,10 +79,14 @@ impl Health {
         }
     }
 
-    /// If a reconnection attempt is due, moves to `Connecting` and returns
-    /// the number of failures so far.
+    /// If a reconnection attempt is due (or an idle channel's first), moves
+    /// to `Connecting` and returns the number of failures so far.
     pub fn start_reconnect_if_due(&mut self, now_ns: u64) -> Option<u32> {
         match *self {
+            Health::Idle => {
+                *self = Health::Connecting;
+                Some(0)
+            }
             Health::Down {
                 failures,
                 retry_at_ns,
@@ -103,6 +114,16 @@ mod tests {
         assert_eq!(h, Health::Connecting);
         h.on_connected();
         assert!(h.is_up());
+    }
+
+    #[test]
+    fn an_idle_channel_connects_at_the_first_tick() {
+        let mut h = Health::Idle;
+        assert!(!h.is_up());
+        assert_eq!(h.name(), "idle");
+        assert_eq!(h.start_reconnect_if_due(0), Some(0));
+        assert_eq!(h, Health::Connecting);
+        assert_eq!(h.start_reconnect_if_due(u64::MAX), None);
     }
 
     #[test]

@@ -497,12 +497,22 @@ impl<C: Request + Clone> Engine<C> {
         }
     }
 
+    /// Leaves `channel` unconnected until the first
+    /// [`on_tick`](Self::on_tick), which asks for its connection: a
+    /// channel a short-lived process need not open.
+    pub fn defer_connect(&mut self, channel: usize) {
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.health = Health::Idle;
+        }
+    }
+
     /// Time passed: expires attempts without a reply for `timeo` (failing
     /// their channel: a connection that does not deliver one reply in time
     /// is not trusted with the others), re-sends JUKEBOX requests whose
     /// pause is over, fails parked requests past the soft deadline, sends
     /// parked ones when a channel is up, and asks for reconnections whose
-    /// back-off passed and for the route check.
+    /// back-off passed, for the first connection of idle channels and for
+    /// the route check.
     pub fn on_tick(&mut self, now: u64) {
         if self.shutdown {
             return;

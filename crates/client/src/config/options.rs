@@ -144,7 +144,9 @@ pub struct MountOptions {
     pub nfs_port: Option<u16>,
     /// MOUNT server port; `None` asks the server's portmapper.
     pub mount_port: Option<u16>,
-    /// Channels (TCP connections) per network path, 1..=64. Default 4.
+    /// Channels (TCP connections) per network path, 1..=64. Default 4. A
+    /// client made in a child of `fork` (`Client::after_fork`, NFSv3)
+    /// opens one per path at first and the rest once its threads start.
     pub connections: usize,
     /// FILE_SYNC writes (default) or UNSTABLE + COMMIT.
     pub stable: StableMode,

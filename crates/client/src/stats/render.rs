@@ -675,7 +675,7 @@ fn write_families(out: &mut String, scopes: &[Scope<'_>]) {
         out,
         "directnfs_up",
         "gauge",
-        "1 if the path or channel is up, 0 if down or probing.",
+        "1 if the path or channel is up, 0 if down, connecting or idle.",
     );
     for sc in scopes {
         if let Some(st) = sc.state {

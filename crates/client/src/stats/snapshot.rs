@@ -15,7 +15,14 @@ pub mod state {
     pub const UP: &str = "up";
     /// Failed or cut; I/O has moved elsewhere.
     pub const DOWN: &str = "down";
-    /// Being tested (NULL pings) before it takes I/O again.
+    /// A channel being connected (TCP connect, then a NULL probe unless it
+    /// is a forked child's first connection) before it takes I/O.
+    pub const CONNECTING: &str = "connecting";
+    /// A channel not connected yet: a forked child's extra connections,
+    /// opened once its client's threads start.
+    pub const IDLE: &str = "idle";
+    /// Not written by this version (a channel being connected is
+    /// [`CONNECTING`]); kept for readers of older snapshots.
     pub const PROBING: &str = "probing";
     /// Aggregated over processes: down in some of them, up in others.
     pub const PARTLY_DOWN: &str = "partly down";
@@ -67,7 +74,8 @@ pub struct PathStats {
     pub local: Option<String>,
     /// Server address of this path.
     pub remote: String,
-    /// `"up"`, `"down"` or `"probing"` (see [`state`]).
+    /// `"up"` (a channel of it is up) or `"down"`; over several
+    /// processes also `"partly down"` (see [`state`]).
     pub state: String,
     /// Sum over the path's channels.
     pub totals: IoSnapshot,
@@ -90,7 +98,7 @@ pub struct ChannelStats {
     pub id: u32,
     /// The process owning the channel, in a view over several processes.
     pub pid: Option<u32>,
-    /// `"up"`, `"down"` or `"probing"` (see [`state`]).
+    /// `"up"`, `"down"`, `"connecting"` or `"idle"` (see [`state`]).
     pub state: String,
     /// This channel's I/O.
     pub totals: IoSnapshot,
@@ -375,6 +383,19 @@ pub(crate) fn filer1() -> ServerStats {
 mod tests {
     use super::*;
     use directnfs_engine::stats::{Histogram, IoStats};
+
+    #[test]
+    fn channel_states_are_the_names_the_documentation_lists() {
+        use directnfs_engine::health::Health;
+        assert_eq!(Health::Up.name(), state::UP);
+        assert_eq!(Health::Connecting.name(), state::CONNECTING);
+        assert_eq!(Health::Idle.name(), state::IDLE);
+        let down = Health::Down {
+            failures: 1,
+            retry_at_ns: 0,
+        };
+        assert_eq!(down.name(), state::DOWN);
+    }
 
     #[test]
     fn snapshot_round_trips_through_json() {

@@ -85,19 +85,36 @@ impl Transport {
     }
 
     /// As [`start`](Self::start), with the threads started as `start` says.
+    /// A lazy transport (`Start::WhenNeeded`) connects only the first
+    /// channel of each path now; the others stay idle until the
+    /// maintenance thread's first tick, so a process that makes a few calls
+    /// and exits opens one connection per path, whatever `connections:`
+    /// says, and one that lives on opens them all once its threads start.
     pub(crate) fn start_with(
         specs: Vec<ChannelSpec>,
         config: TransportConfig,
         start: Start,
     ) -> io::Result<Self> {
+        let lazy = matches!(start, Start::WhenNeeded { .. });
+        let paths: Vec<usize> = specs.iter().map(|s| s.path).collect();
         let shared = Self::build(specs, &config, false, start)?;
-        let errors: Vec<io::Error> = if shared.channels.len() == 1 {
-            // One channel (`connections: 1`): connected in this thread; a
-            // thread of its own would only add its start and join to the
-            // first call of a new process.
-            shared.connect_channel(0).err().into_iter().collect()
+        let now: Vec<usize> = (0..paths.len())
+            .filter(|&c| !lazy || !paths[..c].contains(&paths[c]))
+            .collect();
+        if now.len() < paths.len() {
+            let mut e = shared.engine();
+            for c in (0..paths.len()).filter(|c| !now.contains(c)) {
+                e.defer_connect(c);
+            }
+        }
+        let errors: Vec<io::Error> = if let [only] = now[..] {
+            // One channel to connect (`connections: 1`, or a lazy
+            // transport's one path): connected in this thread; a thread of
+            // its own would only add its start and join to the first call
+            // of a new process.
+            shared.connect_channel(only).err().into_iter().collect()
         } else {
-            Self::connect_all(&shared)
+            Self::connect_all(&shared, &now)
         };
         let up = {
             let e = shared.engine();
@@ -121,12 +138,13 @@ impl Transport {
         Ok(Self { shared })
     }
 
-    /// Connects every channel, each in a thread of its own (in parallel);
+    /// Connects `channels`, each in a thread of its own (in parallel);
     /// returns the errors of those that failed.
-    fn connect_all(shared: &Arc<Shared>) -> Vec<io::Error> {
+    fn connect_all(shared: &Arc<Shared>, channels: &[usize]) -> Vec<io::Error> {
         std::thread::scope(|s| {
-            let handles: Vec<_> = (0..shared.channels.len())
-                .map(|c| s.spawn(move || shared.connect_channel(c)))
+            let handles: Vec<_> = channels
+                .iter()
+                .map(|&c| s.spawn(move || shared.connect_channel(c)))
                 .collect();
             handles
                 .into_iter()

@@ -24,7 +24,9 @@
 //!   long-lived process runs as every other does.
 //!
 //! Timeouts, retries, failover and reconnection therefore behave as with
-//! the threads started at once.
+//! the threads started at once. The channels a lazy transport left idle
+//! (all but the first of each path, `Transport::start_with`) connect at
+//! the maintenance thread's first tick.
 
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
