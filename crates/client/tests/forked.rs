@@ -224,3 +224,26 @@ fn a_forked_child_opens_one_connection_until_its_threads_start_then_all() {
         "the long-lived child connected all four"
     );
 }
+
+#[test]
+fn a_forked_childs_read_moves_to_its_idle_channels_when_its_one_connection_goes_silent() {
+    let server = HostileServer::start(Plan::once(Proc::READ, Fault::Silent));
+    let parent = Client::connect(&server.url(FOUR)).expect("mount");
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        let mut buf = vec![0u8; LEN];
+        // The one connected channel never answers this READ: waiting
+        // starts the threads, whose first tick connects the idle
+        // channels; the timeout (1 s) fails channel 0 and the READ is
+        // sent again on one of them.
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))?;
+        check("the data read", buf == pattern_at(OFF, LEN))?;
+        let states = channel_states(c);
+        check(
+            &format!("the idle channels connected, found {states:?}"),
+            states[1..].iter().all(|s| s == "up"),
+        )
+    });
+    assert!(server.count(Proc::READ) >= 2, "sent and re-sent");
+}
