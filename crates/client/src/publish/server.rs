@@ -36,8 +36,12 @@ struct Global {
 
 static GLOBAL: AtomicPtr<Global> = AtomicPtr::new(std::ptr::null_mut());
 
-/// The endpoint path to remove at exit, with the pid that owns it.
-static AT_EXIT: Mutex<Option<(u32, PathBuf)>> = Mutex::new(None);
+/// The endpoint path to remove at exit, with the pid that owns it. Not
+/// behind a lock: a child forked while a thread held one would find it
+/// held for ever when it publishes its own endpoint. Each value is leaked
+/// when replaced (the exit handler may be reading it): one per endpoint
+/// made, a few per process.
+static AT_EXIT: AtomicPtr<(u32, PathBuf)> = AtomicPtr::new(std::ptr::null_mut());
 
 /// This process's [`Global`], made on first use in each process. Not on
 /// any I/O path: called when a client mounts and when a reader asks.
@@ -318,7 +322,9 @@ fn peer_uid(stream: &UnixStream) -> io::Result<u32> {
 /// signal leaves it; readers remove it then.
 fn remove_at_exit(pid: u32, path: &Path) {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
-    *AT_EXIT.lock().unwrap_or_else(|p| p.into_inner()) = Some((pid, path.to_path_buf()));
+    let entry = Box::into_raw(Box::new((pid, path.to_path_buf())));
+    // The previous entry is leaked, never freed (see AT_EXIT).
+    let _ = AT_EXIT.swap(entry, Ordering::AcqRel);
     REGISTERED.call_once(|| {
         // SAFETY: `unlink_endpoint` is an `extern "C" fn()` that never
         // unwinds; atexit only stores the pointer.
@@ -327,18 +333,16 @@ fn remove_at_exit(pid: u32, path: &Path) {
 }
 
 extern "C" fn unlink_endpoint() {
-    // try_lock: exit may be called by a thread that holds the lock (it
-    // never does more than store a path under it, but a deadlock at exit
-    // is not worth the risk); the endpoint then stays, as after a kill.
-    let Ok(guard) = AT_EXIT.try_lock() else {
+    let entry = AT_EXIT.load(Ordering::Acquire);
+    if entry.is_null() {
         return;
-    };
+    }
+    // SAFETY: set only from a leaked Box, never freed.
+    let (pid, path) = unsafe { &*entry };
     // After a fork, the child inherits this handler and the parent's path:
     // only the process that made the endpoint removes it.
-    if let Some((pid, path)) = guard.as_ref() {
-        if *pid == std::process::id() {
-            let _ = std::fs::remove_file(path);
-        }
+    if *pid == std::process::id() {
+        let _ = std::fs::remove_file(path);
     }
 }
 
