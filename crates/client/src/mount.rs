@@ -81,13 +81,20 @@ pub(crate) fn getport(base: &ConnectSpec, cred: &[u8], prog: u32, vers: u32) -> 
             other => other,
         },
     )?;
+    // A server that serves NFSv4 only has no MOUNT program at all.
+    let hint = match prog {
+        mount::MOUNT_PROGRAM => {
+            " (or it serves NFSv4 only: `vers=4.1` in a URL, `nfs_version: nfsv4.1` in a dnfstab)"
+        }
+        _ => "",
+    };
     match u16::try_from(port) {
         Ok(0) | Err(_) => Err(Error::Connect {
             server: context,
             source: io::Error::new(
                 io::ErrorKind::ConnectionRefused,
                 format!(
-                    "{asked} is not registered with the portmapper over TCP (GETPORT answered {port}): is the server running?"
+                    "{asked} is not registered with the portmapper over TCP (GETPORT answered {port}): is the server running?{hint}"
                 ),
             ),
         }),

@@ -5,7 +5,7 @@
 //! | fault | expected client behaviour | test |
 //! |---|---|---|
 //! | nothing listening on port 111 (no rpcbind) | `Connect` (ECONNREFUSED) once `mnt_timeout` has passed (asked again meanwhile), naming the portmapper and `nfsport=`/`mountport=` | `portmapper_not_listening_*` |
-//! | the portmapper has no TCP registration for NFS / MOUNT v3 | `Connect` (ECONNREFUSED) once `mnt_timeout` has passed (asked again meanwhile: a server taking over registers late), naming the program | `portmapper_without_*` |
+//! | the portmapper has no TCP registration for NFS / MOUNT v3 | `Connect` (ECONNREFUSED) once `mnt_timeout` has passed (asked again meanwhile: a server taking over registers late), naming the program; for MOUNT also that an NFSv4-only server has none (`vers=4.1`) | `portmapper_without_*` |
 //! | the registration appears 1 s after the client started | the mount waits for it and succeeds | `portmapper_that_registers_late_*` |
 //! | the portmapper never answers | `Connect` (ETIMEDOUT) within `mnt_timeout` per question | `portmapper_that_never_answers_*` |
 //! | the portmapper refuses GETPORT (PROG_UNAVAIL) | `Rpc` (EIO) naming the portmapper | `portmapper_refusing_*` |
@@ -181,6 +181,7 @@ fn portmapper_without_the_program_registered_fails_connect_naming_it() {
         ] {
             assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
         }
+        assert!(!msg.contains("vers=4.1"), "NFS itself missing: {msg}");
         assert!(t >= Duration::from_millis(900), "gave up early: {t:?}");
         assert!(t < Duration::from_secs(3), "took {t:?}");
         // Asked again within mnt_timeout (pauses of 0.25, 0.5 s, ...).
@@ -191,7 +192,13 @@ fn portmapper_without_the_program_registered_fails_connect_naming_it() {
         let p = server.port();
         let (r, _) = connect(&format!("nfs://127.0.0.1{EXPORT}{FILE}?nfsport={p}&{SOFT}"));
         let msg = r.unwrap_err().to_string();
-        for needle in ["not registered", "MOUNT v3 (100005)", "mountport="] {
+        // An NFSv4-only server has no MOUNT: the message says what to set.
+        for needle in [
+            "not registered",
+            "MOUNT v3 (100005)",
+            "mountport=",
+            "vers=4.1",
+        ] {
             assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
         }
     });
