@@ -551,6 +551,9 @@ static int config_client_resolves_a_mount_path(void)
         fprintf(fp, "port: %d\n", nfsport);
     if (mountport)
         fprintf(fp, "mount_port: %d\n", mountport);
+    /* The same protocol as the URL: an NFSv4.1 server may have no MOUNT. */
+    if (strstr(q, "vers=4.1") || strstr(q, "vers=4"))
+        fprintf(fp, "nfs_version: nfsv4.1\n");
     fclose(fp);
 
     char mp[256];
@@ -708,8 +711,12 @@ static int read_only_mount_refuses_every_write_with_erofs(void)
     CHECK_EQ(dnfs_pwrite(w, "data", 4, 0), 4);
     dnfs_close(w);
 
-    /* A kernel mount-option string, as in a DBA's runbook. */
-    dnfs_client *ro = dnfs_client_open_url(url_with("options=ro,bg,hard,nointr,tcp,vers=3,timeo=600,actimeo=0"));
+    /* A kernel mount-option string, as in a DBA's runbook (its vers= the
+     * URL's: an NFSv4.1 server may serve no NFSv3). */
+    char opts[128];
+    snprintf(opts, sizeof opts, "options=ro,bg,hard,nointr,tcp,vers=%s,timeo=600,actimeo=0",
+             strstr(g_url, "vers=4") ? "4.1" : "3");
+    dnfs_client *ro = dnfs_client_open_url(url_with(opts));
     CHECK(ro != NULL);
     dnfs_file *f = dnfs_open(ro, path("ro"), 0, 0);
     CHECK(f != NULL);
