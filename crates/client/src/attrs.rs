@@ -160,6 +160,17 @@ impl File {
         if let Some(open) = &self.shared.v4 {
             return crate::v4::attrs::set_file_attrs(open, &attrs);
         }
+        // NFSv4.1, a handle that has no open state: OPEN refuses a
+        // directory or a link (`Client::open_handle` of one).
+        if let Some(s) = &self.inner().v4 {
+            return crate::v4::attrs::set_handle_attrs(
+                s,
+                self.inner(),
+                &self.shared.fh,
+                self.path(),
+                &attrs,
+            );
+        }
         let sattr = to_sattr3(&attrs, self.path())?;
         self.client().setattr(&self.shared.fh, self.path(), sattr)
     }

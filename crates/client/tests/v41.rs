@@ -1436,3 +1436,41 @@ fn a_restart_under_concurrent_io_is_reclaimed_once_for_every_thread() {
     drop((files, g0, g1, a, b));
     drop(server);
 }
+
+#[test]
+fn attributes_of_a_directory_and_a_link_change_through_their_handles() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "dir-attrs");
+    let sub = format!("{dir}/sub");
+    client.mkdir(&sub).unwrap();
+    let link = format!("{dir}/link");
+    client.symlink(b"sub", &link).unwrap();
+    // OPEN refuses a directory and a link: their handles have no open
+    // state, and SETATTR goes with the anonymous stateid.
+    let (dh, _) = client.lookup(&sub).unwrap();
+    let at = UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    client
+        .open_handle(&dh, &sub)
+        .set_attrs(SetAttrs {
+            mode: Some(0o700),
+            mtime: SetTimeTo::At(at),
+            ..Default::default()
+        })
+        .unwrap();
+    let m = client.metadata(&sub).unwrap();
+    assert_eq!(m.mode & 0o7777, 0o700);
+    assert_eq!(m.mtime, at);
+    // A link's SETATTR is answered (ENOTSUP before); NFS-Ganesha's VFS
+    // keeps a link's times as they are (on NFSv3 too), so only the answer
+    // is checked.
+    let (lh, _) = client.lookup(&link).unwrap();
+    client
+        .open_handle(&lh, &link)
+        .set_attrs(SetAttrs {
+            mtime: SetTimeTo::At(at),
+            ..Default::default()
+        })
+        .unwrap();
+    remove_tree(&client, &dir).unwrap();
+}

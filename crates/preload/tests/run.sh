@@ -49,7 +49,8 @@
 #              answer from LOCKT, F_SETLKW waits for the unlock, close of
 #              another descriptor releases record locks; sqlite3 on both
 #              takes turns; on NFSv3 the same two do not exclude each
-#              other (local locks only)
+#              other (local locks only); chmod, touch and chown of a
+#              directory on NFSv4.1
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -502,6 +503,15 @@ group_v4locks() {
     wait
     check "sqlite3 on two hosts: every row, integrity" "$(printf '400\nok')" \
         "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
+
+    # A directory's attributes (NFSv4.1's OPEN refuses a directory, so
+    # SETATTR goes by its handle; ENOTSUP before).
+    local d=$MNT-v41/$RUNID/attrdir
+    nfs mkdir "$d"
+    expect "NFSv4.1: chmod, touch -d and chown of a directory" \
+        nfs sh -c "chmod 700 '$d' && touch -d 2001-02-03T04:05:06Z '$d' && chown nobody '$d'"
+    check "NFSv4.1: the directory's mode, mtime and owner on the server" "700 981173106 nobody" \
+        "$(stat -c '%a %Y %U' "$VIEW/attrdir")"
 
     # NFSv3: local locks only, so A and B (no local lock in common) do not
     # exclude each other: what the server's lock adds on NFSv4.1.
