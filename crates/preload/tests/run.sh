@@ -50,7 +50,8 @@
 #              another descriptor releases record locks; sqlite3 on both
 #              takes turns; on NFSv3 the same two do not exclude each
 #              other (local locks only); chmod, touch and chown of a
-#              directory on NFSv4.1
+#              directory on NFSv4.1, and sort -o (its output closed by
+#              an exit handler)
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -512,6 +513,15 @@ group_v4locks() {
         nfs sh -c "chmod 700 '$d' && touch -d 2001-02-03T04:05:06Z '$d' && chown nobody '$d'"
     check "NFSv4.1: the directory's mode, mtime and owner on the server" "700 981173106 nobody" \
         "$(stat -c '%a %Y %U' "$VIEW/attrdir")"
+
+    # sort -o closes its output in an exit handler, which glibc runs after
+    # destroying the main thread's thread-locals; NFSv4.1's CLOSE is a
+    # call (the program aborted in it before).
+    seq 1 5000 | sort -R >"$WORK/unsorted"
+    expect "NFSv4.1: sort -o into NFS (closed by an exit handler)" \
+        nfs sort -o "$MNT-v41/$RUNID/sorted" "$WORK/unsorted"
+    check "NFSv4.1: sort -o result on the server" "$(sort "$WORK/unsorted" | md5sum)" \
+        "$(md5sum <"$VIEW/sorted")"
 
     # NFSv3: local locks only, so A and B (no local lock in common) do not
     # exclude each other: what the server's lock adds on NFSv4.1.

@@ -114,13 +114,24 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-/// Runs `f` with this thread's scratch (a fresh one if it is in use
-/// further up the stack).
+/// Runs `f` with this thread's scratch: a fresh one if it is in use
+/// further up the stack, or if the thread's locals are gone — a file
+/// closed by an exit handler (`sort -o FILE` closes its output in one),
+/// which glibc runs after destroying the main thread's thread-locals.
 fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
-    SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut s) => f(&mut s),
-        Err(_) => f(&mut Scratch::default()),
-    })
+    let mut f = Some(f);
+    let ran = SCRATCH
+        .try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut s) => f.take().map(|f| f(&mut s)),
+            Err(_) => None,
+        })
+        .ok()
+        .flatten();
+    match (ran, f.take()) {
+        (Some(r), _) => r,
+        (None, Some(f)) => f(&mut Scratch::default()),
+        (None, None) => unreachable!("with_scratch: f ran but gave nothing back"),
+    }
 }
 
 impl Shared {
