@@ -1,7 +1,8 @@
 //! How a served call reports failure: an errno, set the way libc sets it,
 //! and the failure value of the call's return type. Every entry point runs
-//! its work inside [`serve`], which also turns a panic into `EIO`: nothing
-//! unwinds into the host program.
+//! its work inside [`serve`] (or, for the closing calls, [`contained`]),
+//! which also turns a panic into `EIO`: nothing unwinds into the host
+//! program.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -76,6 +77,22 @@ pub fn serve<T: FailValue>(name: &'static str, work: impl FnOnce() -> Res<T>) ->
     }
 }
 
+/// Runs library work that must not unwind into the host program but is
+/// not a whole call: a panic (a bug) is said on stderr and gives
+/// `otherwise`. `close` runs its NFS part (write-behind, the last
+/// reference's CLOSE) in it and closes the kernel's descriptor whatever
+/// happened; so do `close_range`, `closefrom`, `dup2` over an NFS
+/// descriptor, and a stdio stream's close.
+pub fn contained<T>(name: &'static str, otherwise: T, work: impl FnOnce() -> T) -> T {
+    match catch_unwind(AssertUnwindSafe(work)) {
+        Ok(v) => v,
+        Err(_) => {
+            crate::warn::always(&format!("internal error in {name}; reported as EIO"));
+            otherwise
+        }
+    }
+}
+
 /// [`serve`] for calls that return an error number instead of setting
 /// errno (`posix_fallocate`, `posix_fadvise`, `readdir_r`).
 pub fn serve_errnum(name: &'static str, work: impl FnOnce() -> Res<()>) -> c_int {
@@ -97,4 +114,19 @@ pub fn to_off(v: u64) -> Res<off_t> {
 /// A C `long` result.
 pub fn as_long(v: c_long) -> c_long {
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contained_work_gives_its_value_and_a_panic_gives_the_fallback() {
+        assert_eq!(contained("test", -1, || 7), 7);
+        let quiet = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let v: Option<c_int> = contained("test", Some(libc::EIO), || panic!("a bug"));
+        std::panic::set_hook(quiet);
+        assert_eq!(v, Some(libc::EIO));
+    }
 }

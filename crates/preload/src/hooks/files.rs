@@ -89,14 +89,19 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
     let r = unsafe { real::close_range(first, last, flags) };
     if r == 0 && flags & libc::CLOSE_RANGE_CLOEXEC as c_int == 0 {
         let last = last.min(c_int::MAX as c_uint) as c_int;
-        let _ = fdtable::remove_range(first.min(c_int::MAX as c_uint) as c_int, last);
+        let first = first.min(c_int::MAX as c_uint) as c_int;
+        crate::fail::contained("close_range", (), || {
+            drop(fdtable::remove_range(first, last))
+        });
     }
     r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(lowfd: c_int) {
-    let _ = fdtable::remove_range(lowfd.max(0), c_int::MAX);
+    crate::fail::contained("closefrom", (), || {
+        drop(fdtable::remove_range(lowfd.max(0), c_int::MAX))
+    });
     // SAFETY: plain forward (void in glibc; our prototype's int is ignored).
     unsafe { real::closefrom(lowfd) };
 }

@@ -19,14 +19,15 @@ use crate::warn;
 /// that no `fsync` reported yet is returned, as `close` of a file on a
 /// kernel NFS mount returns it; the descriptor is closed either way.
 pub fn close(fd: c_int) -> c_int {
-    let mut failed = None;
-    if let Some(open) = fdtable::remove(fd) {
+    // The description is dropped inside too: the last reference of an
+    // NFSv4.1 file sends its CLOSE.
+    let failed = crate::fail::contained("close", Some(libc::EIO), || {
+        let open = fdtable::remove(fd)?;
         check_stray(fd, &open);
         crate::locks::closing(&open);
-        if let Some(file) = open.opened_file() {
-            failed = file.flush_write_behind().err().map(|e| e.errno());
-        }
-    }
+        let file = open.opened_file()?;
+        file.flush_write_behind().err().map(|e| e.errno())
+    });
     // SAFETY: plain forward.
     let r = unsafe { real::close(fd) };
     match failed {
@@ -62,7 +63,7 @@ pub fn duplicated(old: c_int, new: c_int) {
         return;
     }
     // `new` was closed by dup2/dup3 if it was open.
-    let _ = fdtable::remove(new);
+    crate::fail::contained("dup2", (), || drop(fdtable::remove(new)));
     if let Some(open) = fdtable::get(old) {
         fdtable::insert(new, Arc::clone(&open));
         if new <= 2 {
