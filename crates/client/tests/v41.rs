@@ -1474,3 +1474,41 @@ fn attributes_of_a_directory_and_a_link_change_through_their_handles() {
         .unwrap();
     remove_tree(&client, &dir).unwrap();
 }
+
+#[test]
+fn deep_paths_and_a_rename_between_two_work_beyond_one_compounds_operations() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "deep");
+    // 20 directories below the scratch directory: a walk of 21 LOOKUPs,
+    // more than one COMPOUND carries (16 operations with SEQUENCE).
+    let mut deep = dir.clone();
+    for i in 0..20 {
+        deep = format!("{deep}/{i}");
+        client.mkdir(&deep).unwrap();
+    }
+    let file = format!("{deep}/f");
+    let f = client.create(&file).unwrap();
+    f.write_at(b"deep data", 0).unwrap();
+    drop(f);
+    assert_eq!(client.metadata(&file).unwrap().size, 9);
+    assert_eq!(sorted_names(&client, &deep), ["f"]);
+    // Two deep walks in one RENAME, within the directory and up to the top.
+    let renamed = format!("{deep}/g");
+    client.rename(&file, &renamed).unwrap();
+    let top = format!("{dir}/from-the-bottom");
+    client.rename(&renamed, &top).unwrap();
+    let mut buf = [0u8; 9];
+    client.open(&top).unwrap().read_at(&mut buf, 0).unwrap();
+    assert_eq!(&buf, b"deep data");
+    // Errors of a walk resolved apart are the operation's.
+    let e = client.metadata(&format!("{deep}/missing")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    let e = client
+        .metadata(&format!(
+            "{dir}/0/1/2/3/4/5/6/7/8/9/10/11/12/13/14/nope/16/17"
+        ))
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    remove_tree(&client, &dir).unwrap();
+}

@@ -4,8 +4,9 @@
 //!
 //! The server resolves one component per LOOKUP and never follows a link,
 //! so links are found as they come: a link at the end by its attributes, a
-//! link in the middle by the `ENOTDIR` its LOOKUP gets (only then are the
-//! components walked one by one). A link may lead anywhere, another mount
+//! link in the middle by the error its LOOKUP gets — `ENOTDIR` on NFSv3,
+//! NFS4ERR_SYMLINK (`ELOOP`) on NFSv4.1 — and only then are the components
+//! walked one by one. A link may lead anywhere, another mount
 //! or a local path included: [`Resolved::Local`] says so and the caller
 //! passes the call to libc with that path.
 
@@ -69,13 +70,20 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
                 }
                 return Ok(Resolved::Nfs(Found { path, handle, meta }));
             }
-            Err(e) if e.errno() == libc::ENOTDIR => {
+            Err(e) if through_a_link(&e) => {
                 links += 1;
-                path = through_middle_link(state, &path, links)?;
+                path = through_middle_link(state, &path, links, e.errno())?;
             }
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// The error a server gives a path with a link among its directories:
+/// NFSv3's LOOKUP in a link is `ENOTDIR`, NFSv4.1's NFS4ERR_SYMLINK is
+/// `ELOOP` (a server never follows links, so it is not a loop).
+fn through_a_link(e: &dnfs::Error) -> bool {
+    matches!(e.errno(), libc::ENOTDIR | libc::ELOOP)
 }
 
 /// Runs `op`, a call that creates or removes `path`'s last component in
@@ -93,9 +101,9 @@ pub fn through_links<T>(
         let client = clients::get(state, path.mount)?;
         match op(&client, &path) {
             Ok(v) => return Ok((v, path)),
-            Err(e) if e.errno() == libc::ENOTDIR => {
+            Err(e) if through_a_link(&e) => {
                 links += 1;
-                path = through_middle_link(state, &path, links)?;
+                path = through_middle_link(state, &path, links, e.errno())?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -103,13 +111,14 @@ pub fn through_links<T>(
 }
 
 /// `path` with the first link among its directories expanded, after the
-/// server said `ENOTDIR`: the error stands when there is none.
-fn through_middle_link(state: &State, path: &NfsPath, links: usize) -> Res<NfsPath> {
+/// server said `errno` (see [`through_a_link`]): the error stands when
+/// there is none.
+fn through_middle_link(state: &State, path: &NfsPath, links: usize, errno: i32) -> Res<NfsPath> {
     match expand_middle(state, path, links)? {
         Some(Route::Nfs(next)) => Ok(next),
         Some(Route::Local | Route::Redirect(_)) => Err(Errno(libc::EXDEV)),
         Some(Route::Bad(e)) => Err(Errno(e)),
-        None => Err(Errno(libc::ENOTDIR)),
+        None => Err(Errno(errno)),
     }
 }
 

@@ -56,7 +56,8 @@
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
 #
-# DNFS_PRELOAD_PGBENCH_SECONDS (default 30) sets the pgbench -T run.
+# DNFS_PRELOAD_PGBENCH_SECONDS (default 30) sets the pgbench -T run;
+# DNFS_PRELOAD_NFS_VERSION=4.1 puts the main mounts on NFSv4.1.
 # Needs root (runuser, chown) and the packages scripts/test.sh installs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
@@ -105,10 +106,14 @@ server_block() {
     if [[ -n ${4:-} ]]; then echo "$4"; fi
     echo "export: $2 mount: $3"
 }
+# DNFS_PRELOAD_NFS_VERSION=4.1: the main mounts (test, unstable) on
+# NFSv4.1, to run the groups there too.
+MAIN_VERS=${DNFS_PRELOAD_NFS_VERSION:+nfs_version: nfsv$DNFS_PRELOAD_NFS_VERSION}
 {
-    server_block test "$export_path" "$MNT"
+    server_block test "$export_path" "$MNT" "$MAIN_VERS"
     server_block refused /no/such/export "$MNT-refused"
-    server_block unstable "$export_path" "$MNT-wb" "stable: unstable"
+    server_block unstable "$export_path" "$MNT-wb" "stable: unstable${MAIN_VERS:+
+$MAIN_VERS}"
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         server_block v41 "$export_path" "$MNT-v41" "nfs_version: nfsv4.1"
     fi
@@ -301,7 +306,8 @@ group_calls() {
     step "every served call (nfscalls.c)"
     cc -O1 -o "$WORK/nfscalls" crates/preload/tests/c/nfscalls.c
     nfs mkdir "$NFS/calls"
-    if nfs "$WORK/nfscalls" "$NFS/calls" "$VIEW/calls" >"$WORK/calls.out" 2>"$WORK/calls.err"; then
+    if NFSCALLS_V41=${DNFS_PRELOAD_NFS_VERSION:+1} nfs "$WORK/nfscalls" "$NFS/calls" "$VIEW/calls" \
+        >"$WORK/calls.out" 2>"$WORK/calls.err"; then
         ok "nfscalls: $(grep -c '^ok' "$WORK/calls.out") checks"
     else
         grep -v '^ok' "$WORK/calls.out" || true

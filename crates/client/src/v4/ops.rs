@@ -1,7 +1,10 @@
 //! Namespace operations and attributes on NFSv4.1: each is one COMPOUND
 //! that walks the path from the export's handle (PUTFH, one LOOKUP per
 //! component) and ends with the operation, so no handle is cached and no
-//! extra round trip is paid for the walk.
+//! extra round trip is paid for the walk. A walk that would make the
+//! COMPOUND longer than the session allows (a deep path, a RENAME's two)
+//! is resolved to its handle first, by COMPOUNDs of its own
+//! ([`Ops::shortened`]).
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -18,9 +21,12 @@ use crate::error::{Error, Result};
 use crate::metadata::{DirEntry, FileType, Metadata};
 
 /// Operations one COMPOUND may carry (the session's `ca_maxoperations`
-/// asked for): paths deeper than this minus the operation's own are
-/// refused with a clear error.
+/// asked for), SEQUENCE included: longer walks are resolved to handles
+/// first ([`Ops::shortened`]).
 const MAX_OPS: usize = 16;
+
+/// NFSv3's LOOKUP, the statistics' name for a walk resolved on its own.
+const STAT_LOOKUP: u32 = 3;
 
 // NFSv3 procedure numbers the statistics count v4.1 COMPOUNDs under.
 pub(crate) const STAT_GETATTR: u32 = 1;
@@ -88,7 +94,9 @@ impl Ops {
     }
 
     /// Sends them and returns the results after SEQUENCE, or the failed
-    /// operation's status as an error.
+    /// operation's status as an error. Too many for one COMPOUND, their
+    /// longest walks are resolved to handles first (the results then have
+    /// fewer LOOKUPs: callers read them by kind, or the last one).
     pub(crate) fn run(
         &self,
         s: &Session,
@@ -98,12 +106,81 @@ impl Ops {
         stat: u32,
         cache: bool,
     ) -> Result<Vec<nfs_resop4>> {
-        let settled = self.send(s, inner, op, path, stat, cache)?;
+        let short;
+        let ops = if self.args.len() + 1 > MAX_OPS {
+            short = self.shortened(s, inner, op, path)?;
+            &short
+        } else {
+            self
+        };
+        let settled = ops.send(s, inner, op, path, stat, cache)?;
         if !settled.status.is_ok() {
             return Err(nfs4_error(op, path, settled.status));
         }
-        results(&settled, &self.nums, op)
+        results(&settled, &ops.nums, op)
     }
+
+    /// The same operations with walks (a PUTFH and the LOOKUPs after it)
+    /// replaced by a PUTFH of the handle each leads to, longest first,
+    /// until they fit in one COMPOUND. A walk is resolved by COMPOUNDs of
+    /// its own (PUTFH, at most 13 LOOKUPs, GETFH): the same object as the
+    /// walk inside would reach, though not atomically with the operation
+    /// (as NFSv3's separate LOOKUPs). Its errors are the operation's
+    /// (ENOENT, ENOTDIR, ELOOP for a link on the way).
+    fn shortened(&self, s: &Session, inner: &Inner, op: &'static str, path: &str) -> Result<Ops> {
+        let mut out = Ops {
+            args: self.args.clone(),
+            nums: self.nums.clone(),
+        };
+        while out.args.len() + 1 > MAX_OPS {
+            let Some((at, n)) = longest_walk(&out.args) else {
+                return Err(Error::InvalidInput(format!(
+                    "{op} {path}: NFSv4.1: {} operations do not fit in one COMPOUND",
+                    out.args.len()
+                )));
+            };
+            let nfs_argop4::OP_PUTFH(PUTFH4args { object: mut fh }) = out.args[at] else {
+                return Err(missing(op, path));
+            };
+            let lookups: Vec<nfs_argop4> = out.args[at + 1..=at + n].to_vec();
+            for chunk in lookups.chunks(MAX_OPS - 3) {
+                let mut walk = Ops::default();
+                walk.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }));
+                for l in chunk {
+                    walk.push(l.clone());
+                }
+                walk.push(nfs_argop4::OP_GETFH);
+                let res = walk.run(s, inner, op, path, STAT_LOOKUP, false)?;
+                fh = match res.into_iter().last() {
+                    Some(nfs_resop4::OP_GETFH(Nfs4Res::Ok(ok))) => ok.object,
+                    _ => return Err(missing(op, path)),
+                };
+            }
+            let put = nfs_argop4::OP_PUTFH(PUTFH4args { object: fh });
+            out.nums.splice(at..=at + n, [put.opnum()]);
+            out.args.splice(at..=at + n, [put]);
+        }
+        Ok(out)
+    }
+}
+
+/// Where the walk with the most LOOKUPs starts (its PUTFH) and how many
+/// LOOKUPs follow it; `None` when no PUTFH is followed by a LOOKUP.
+fn longest_walk(args: &[nfs_argop4]) -> Option<(usize, usize)> {
+    let mut best: Option<(usize, usize)> = None;
+    for (at, a) in args.iter().enumerate() {
+        if !matches!(a, nfs_argop4::OP_PUTFH(_)) {
+            continue;
+        }
+        let n = args[at + 1..]
+            .iter()
+            .take_while(|a| matches!(a, nfs_argop4::OP_LOOKUP(_)))
+            .count();
+        if n > 0 && best.is_none_or(|(_, m)| n > m) {
+            best = Some((at, n));
+        }
+    }
+    best
 }
 
 /// What a `ro` mount refuses before sending (EROFS), as NFSv3's calls that
