@@ -104,23 +104,18 @@ fn relative_to_local_fd(state: &State, dirfd: c_int, path: &[u8]) -> Route {
     if !may_reach {
         return Route::Local;
     }
-    match descriptor_path(dirfd) {
-        Some(dir) => classify_absolute(state, &join(&dir, path)),
-        None => Route::Local,
+    match descriptor_target(dirfd) {
+        Some(dir) if dir.first() == Some(&b'/') => classify_absolute(state, &join(&dir, path)),
+        _ => Route::Local,
     }
 }
 
-/// The absolute path the kernel has for a descriptor.
-fn descriptor_path(fd: c_int) -> Option<Vec<u8>> {
-    let link = std::ffi::CString::new(format!("/proc/self/fd/{fd}")).ok()?;
-    let mut buf = vec![0u8; libc::PATH_MAX as usize];
-    // SAFETY: the buffer is valid for its length; the link is a C string.
-    let n = unsafe { libc::readlink(link.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n <= 0 || n as usize >= buf.len() || buf[0] != b'/' {
-        return None;
-    }
-    buf.truncate(n as usize);
-    Some(buf)
+/// What the kernel says a descriptor is (`/proc/self/fd/N`): a path for a
+/// file or directory, `anon_inode:[io_uring]`, `socket:[...]`, ...
+pub fn descriptor_target(fd: c_int) -> Option<Vec<u8>> {
+    use std::os::unix::ffi::OsStringExt;
+    let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    Some(target.into_os_string().into_vec())
 }
 
 fn relative_to_cwd(state: &State, path: &[u8]) -> Route {

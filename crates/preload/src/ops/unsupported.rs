@@ -287,8 +287,7 @@ fn warn_ring_and_nfs() {
 
 /// True if `fd` is an io_uring instance.
 fn is_ring(fd: c_int) -> bool {
-    std::fs::read_link(format!("/proc/self/fd/{fd}"))
-        .is_ok_and(|t| t.as_os_str() == "anon_inode:[io_uring]")
+    crate::paths::descriptor_target(fd).is_some_and(|t| t == b"anon_inode:[io_uring]")
 }
 
 /// After `close` of a ring descriptor.

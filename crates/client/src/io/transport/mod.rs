@@ -139,17 +139,21 @@ impl Transport {
     }
 
     /// Connects `channels`, each in a thread of its own (in parallel);
-    /// returns the errors of those that failed.
+    /// returns the errors of those that failed. The threads are scoped, so
+    /// not started by `signals::spawn`: they block every signal the same
+    /// way, by inheriting the mask set around them.
     fn connect_all(shared: &Arc<Shared>, channels: &[usize]) -> Vec<io::Error> {
-        std::thread::scope(|s| {
-            let handles: Vec<_> = channels
-                .iter()
-                .map(|&c| s.spawn(move || shared.connect_channel(c)))
-                .collect();
-            handles
-                .into_iter()
-                .filter_map(|h| h.join().ok().and_then(|r| r.err()))
-                .collect()
+        crate::signals::with_signals_blocked(|| {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = channels
+                    .iter()
+                    .map(|&c| s.spawn(move || shared.connect_channel(c)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .filter_map(|h| h.join().ok().and_then(|r| r.err()))
+                    .collect()
+            })
         })
     }
 
