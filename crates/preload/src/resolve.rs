@@ -88,7 +88,7 @@ fn through_a_link(e: &dnfs::Error) -> bool {
 
 /// Runs `op`, a call that creates or removes `path`'s last component in
 /// its directory; when a directory on the way is a link (the server says
-/// so: [`through_a_link`]), runs it again through the link. Returns `op`'s result and
+/// so: `through_a_link`), runs it again through the link. Returns `op`'s result and
 /// the path it ran on.
 pub fn through_links<T>(
     state: &State,
