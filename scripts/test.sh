@@ -44,6 +44,7 @@ install_packages() {
     # The interception library's tests (crates/preload/tests/run.sh).
     command -v fio >/dev/null || missing+=(fio)
     command -v rsync >/dev/null || missing+=(rsync)
+    command -v git >/dev/null || missing+=(git)
     command -v valgrind >/dev/null || missing+=(valgrind)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=

@@ -30,7 +30,7 @@ def fields(pid):
 def postgres_cpu(pm):
     """CPU seconds and minor faults of the postmaster, its live children
     and its reaped ones."""
-    ticks = faults = 0
+    ticks = faults = own = 0
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             f = fields(pid)
@@ -38,11 +38,12 @@ def postgres_cpu(pm):
             continue  # gone meanwhile: counted in the postmaster's c* fields
         if pid == pm:
             ticks += sum(int(x) for x in f[11:15])  # utime stime cutime cstime
+            own = int(f[11]) + int(f[12])
             faults += int(f[7]) + int(f[8])  # minflt cminflt
         elif f[1] == pm:
             ticks += int(f[11]) + int(f[12])
             faults += int(f[7])
-    return ticks / HZ, faults
+    return ticks / HZ, faults, own / HZ
 
 
 def server_cpu(pid):
@@ -53,9 +54,9 @@ def server_cpu(pid):
 
 
 def run(pm, server, conns, label, cmd):
-    (pg0, pf0), srv0 = postgres_cpu(pm), server_cpu(server)
+    (pg0, pf0, own0), srv0 = postgres_cpu(pm), server_cpu(server)
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    (pg1, pf1), srv1 = postgres_cpu(pm), server_cpu(server)
+    (pg1, pf1, own1), srv1 = postgres_cpu(pm), server_cpu(server)
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     if f"number of transactions actually processed: {conns}/" not in out.stdout:
         sys.exit(f"cpu_of_run.py: run incomplete:\n{out.stdout}{out.stderr}")
@@ -64,7 +65,7 @@ def run(pm, server, conns, label, cmd):
         return seconds / conns * 1e6
 
     print(label, f"{per(pg1 - pg0):.1f}", f"{per(ru.ru_utime + ru.ru_stime):.1f}",
-          f"{per(srv1 - srv0):.1f}", f"{(pf1 - pf0) / conns:.1f}")
+          f"{per(srv1 - srv0):.1f}", f"{(pf1 - pf0) / conns:.1f}", f"{per(own1 - own0):.1f}")
 
 
 def table(path, server):
@@ -75,14 +76,14 @@ def table(path, server):
     print("\nCPU per -C connection (us, median of the runs; PostgreSQL = the postmaster"
           " and its children, the backends included):")
     print("| cluster | PostgreSQL | pgbench | NFS server | total | each run's total"
-          " | PostgreSQL's page faults |")
-    print("|---|---|---|---|---|---|---|")
+          " | PostgreSQL's page faults | the postmaster's own |")
+    print("|---|---|---|---|---|---|---|---|")
     for label, runs in rows.items():
         m = [statistics.median(c) for c in zip(*runs)]
         srv = f"{m[2]:.0f}" if server else "-"
         each = " ".join(f"{sum(r[:3]):.0f}" for r in runs)
         print(f"| {label} | {m[0]:.0f} | {m[1]:.0f} | {srv} | {sum(m[:3]):.0f} | {each}"
-              f" | {m[3]:.0f} |")
+              f" | {m[3]:.0f} | {m[4]:.0f} |")
 
 
 if __name__ == "__main__":

@@ -346,6 +346,7 @@ mod tests {
             config: crate::config::from_tab(&tab).unwrap(),
             shadow: crate::shadow::Shadow::from_env(),
             write_behind: false,
+            map_copies: false,
         }
     }
 

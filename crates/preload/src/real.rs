@@ -252,6 +252,10 @@ real! {
     mkostemp(template: *mut c_char, flags: c_int) -> c_int;
     mkstemps(template: *mut c_char, suffixlen: c_int) -> c_int;
     mkostemps(template: *mut c_char, suffixlen: c_int, flags: c_int) -> c_int;
+    mkstemp64(template: *mut c_char) -> c_int;
+    mkostemp64(template: *mut c_char, flags: c_int) -> c_int;
+    mkstemps64(template: *mut c_char, suffixlen: c_int) -> c_int;
+    mkostemps64(template: *mut c_char, suffixlen: c_int, flags: c_int) -> c_int;
     mkdtemp(template: *mut c_char) -> *mut c_char;
     getxattr(path: *const c_char, name: *const c_char, value: *mut c_void, size: size_t) -> ssize_t;
     lgetxattr(path: *const c_char, name: *const c_char, value: *mut c_void, size: size_t) -> ssize_t;

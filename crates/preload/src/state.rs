@@ -17,6 +17,9 @@ pub struct State {
     /// Whether writes on `stable: unstable` mounts may go behind the
     /// writer's back ([`ENV_WRITE_BEHIND`]).
     pub write_behind: bool,
+    /// Whether `mmap` with `MAP_PRIVATE` of an NFS file is served as a
+    /// private copy ([`ENV_MMAP`]).
+    pub map_copies: bool,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -49,6 +52,21 @@ fn write_behind_allowed() -> bool {
             "1" | "on" | "yes" | "true"
         )
     })
+}
+
+/// Environment variable: `copy` serves `mmap` with `MAP_PRIVATE` of an NFS
+/// file as a private copy read at `mmap` (ops/mapped.rs). Off by default:
+/// the copy never sees later writes to the file, where Linux's page cache
+/// shows them in every page the process has not written — and engines
+/// rely on that (WiredTiger reads its data files through a read-only
+/// private mapping while it rewrites freed blocks with `pwrite`). Refused,
+/// such an engine gets `ENODEV` and says so (or reads instead); served, it
+/// would read stale blocks. Right for programs that do not change a file
+/// while it is mapped, or replace it by `rename`: git.
+pub const ENV_MMAP: &str = "DIRECTNFS_PRELOAD_MMAP";
+
+fn map_copies_allowed() -> bool {
+    std::env::var(ENV_MMAP).is_ok_and(|v| v.trim().eq_ignore_ascii_case("copy"))
 }
 
 /// Environment variable setting where the clients' own descriptors go.
@@ -88,6 +106,7 @@ pub fn init() {
         config,
         shadow: Shadow::from_env(),
         write_behind: write_behind_allowed(),
+        map_copies: map_copies_allowed(),
     }));
     dnfs::set_descriptor_floor(descriptor_floor());
     crate::clients::init(state.config.mounts.len());

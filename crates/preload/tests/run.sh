@@ -23,10 +23,13 @@
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
-#              tar c / tar x, rsync -a (in, --delete, out): results
+#              tar c / tar x, rsync -a (in, --delete, out), git
+#              (init, commit, gc, clone; DIRECTNFS_PRELOAD_MMAP=copy): results
 #              compared with the server's local view
 #   sqlite     sqlite3 CLI: 50k rows, integrity_check; two processes
-#              contending for the write lock (SQLITE_BUSY or a wait)
+#              contending for the write lock (SQLITE_BUSY or a wait);
+#              WAL mode (refused: its -shm is mapped shared; works with
+#              locking_mode=EXCLUSIVE)
 #   fio        psync and pvsync random I/O, numjobs=4, verify=crc32c
 #   wb         unstable mode with write-behind (DIRECTNFS_PRELOAD_WRITE_BEHIND=1,
 #              one writer per file): dd with conv=fdatasync,
@@ -314,9 +317,17 @@ group_calls() {
         bad "nfscalls" "$(tail -1 "$WORK/calls.out")"
     fi
     # Each refused call is said once on stderr, naming it.
-    for what in "mmap of NFS descriptor" "O_TMPFILE" "fallocate mode" "mknod"; do
+    for what in "mmap of NFS descriptor" "DIRECTNFS_PRELOAD_MMAP=copy" "O_TMPFILE" "fallocate mode" "mknod"; do
         if grep -q "$what" "$WORK/calls.err"; then ok "warning names: $what"; else bad "warning names: $what"; fi
     done
+    nfs mkdir "$NFS/mapped"
+    if DIRECTNFS_PRELOAD_MMAP=copy nfs "$WORK/nfscalls" --mapped "$NFS/mapped" "$VIEW/mapped" \
+        >"$WORK/mapped.out" 2>"$WORK/mapped.err"; then
+        ok "nfscalls --mapped (DIRECTNFS_PRELOAD_MMAP=copy): $(grep -c '^ok' "$WORK/mapped.out") checks"
+    else
+        grep -v '^ok' "$WORK/mapped.out" || true
+        bad "nfscalls --mapped" "$(tail -1 "$WORK/mapped.out")"
+    fi
 }
 
 group_untouched() {
@@ -388,9 +399,23 @@ group_coreutils() {
     expect "rsync update on the server" diff -r "$src" "$v/rs"
     expect "rsync -a out of NFS" nfs rsync -a "$d/rs/" "$WORK/rsback/"
     expect "rsync out of NFS equals the source" diff -r "$src" "$WORK/rsback"
+    # git maps its index, objects and packs MAP_PRIVATE (served as a copy
+    # with DIRECTNFS_PRELOAD_MMAP=copy) and makes its temporary files with
+    # mkstemp64.
+    local g=(git -c user.email=t@dnfs -c user.name=t -c init.defaultBranch=main)
+    export DIRECTNFS_PRELOAD_MMAP=copy
+    expect "git init, add, commit on NFS" nfs sh -c "cd '$d' && ${g[*]} init -q gt && cd gt &&
+        cp -r '$src/a' . && ${g[*]} add -A && ${g[*]} commit -qm one &&
+        echo more >>a/f1 && ${g[*]} commit -qam two && ${g[*]} gc -q && ${g[*]} fsck"
+    check "git log on the server (no library)" "2" "$(git -C "$v/gt" log --oneline 2>&1 | wc -l)"
+    expect "git fsck on the server (no library)" git -C "$v/gt" fsck
+    expect "git clone NFS to NFS" nfs git clone -q "$d/gt" "$d/gt2"
+    unset DIRECTNFS_PRELOAD_MMAP
+    expect "the clone's tree equals what was committed" diff -r --exclude=f1 "$src/a" "$v/gt2/a"
+    check "the clone has the second commit" "$(cat "$src/a/f1") more" "$(tr '\n' ' ' <"$v/gt2/a/f1" | sed 's/ $//')"
     check "du -b and find agree with the server" \
         "$(cd "$v" && find src -type f | sort | md5sum)" "$(nfs sh -c "cd '$d' && find src -type f" | sort | md5sum)"
-    expect "rm -r" nfs rm -r "$d/src" "$d/tx"
+    expect "rm -r" nfs rm -r "$d/src" "$d/tx" "$d/gt" "$d/gt2"
     check "rm -r seen by the server" "no no" "$([[ -e $v/src ]] && echo yes || echo no) $([[ -e $v/tx ]] && echo yes || echo no)"
 }
 
@@ -426,6 +451,15 @@ group_sqlite() {
     check "rows after contention, integrity" "$(printf '50602\nok')" "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
     check "the server's copy is the same database" "$(printf 'ok\n50602|A|C')" \
         "$(sqlite3 "file:$VIEW/sq/t.db?immutable=1" "PRAGMA integrity_check; SELECT count(*), max(CASE WHEN v='A' THEN v END), max(CASE WHEN v='C' THEN v END) FROM t;")"
+    # WAL mode maps the -shm file shared, which is refused (README "Not
+    # served"): a clear error; with locking_mode=EXCLUSIVE first, WAL
+    # keeps its index in the process's memory and works.
+    local wal
+    wal=$(nfs sqlite3 "$NFS/sq/w.db" "PRAGMA journal_mode=WAL; CREATE TABLE w(x);" 2>&1 || true)
+    if [[ $wal == *"disk I/O error"* && $wal == *"mmap of NFS descriptor"* ]]; then ok "WAL mode: disk I/O error, the warning names mmap"; else bad "WAL mode: disk I/O error, the warning names mmap" "$wal"; fi
+    check "WAL mode after locking_mode=EXCLUSIVE" "$(printf 'exclusive\nwal\n2\nok')" \
+        "$(nfs sqlite3 "$NFS/sq/x.db" "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;
+            CREATE TABLE w(x); INSERT INTO w VALUES (1), (2); SELECT count(*) FROM w; PRAGMA integrity_check;" 2>&1)"
 }
 
 group_v4locks() {

@@ -2,10 +2,10 @@
 
 use libc::{c_char, c_int, c_uint, c_ulong, c_void, mode_t, off64_t, off_t};
 
-use super::on_path;
-use crate::fail::{serve, set_errno, Errno};
+use super::{on_path, st};
+use crate::fail::{serve, set_errno};
 use crate::fdtable;
-use crate::ops::{fds, open as nfs_open, unsupported};
+use crate::ops::{fds, mapped, open as nfs_open, unsupported};
 use crate::paths::route;
 use crate::real;
 
@@ -219,6 +219,38 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: c_ulong) -> c_i
     }
 }
 
+/// The open file behind `fd` when it is an NFS descriptor.
+fn nfs_descriptor(fd: c_int) -> Option<std::sync::Arc<fdtable::Open>> {
+    if fd < 0 {
+        return None;
+    }
+    fdtable::get(fd)
+}
+
+/// `mmap` of an NFS descriptor: `ENODEV`, or a private copy when asked
+/// for (ops/mapped.rs); `MAP_FAILED` with errno set on failure.
+fn map_nfs(
+    open: &fdtable::Open,
+    fd: c_int,
+    addr: *mut c_void,
+    len: libc::size_t,
+    prot: c_int,
+    flags: c_int,
+    off: i64,
+) -> *mut c_void {
+    let p: libc::ssize_t = serve("mmap", || {
+        let state = st()?;
+        if !mapped::served(state, flags) {
+            return Err(mapped::refuse(fd, flags));
+        }
+        // SAFETY: the caller's own mmap arguments.
+        let p = unsafe { mapped::private_copy(state, open, addr, len, prot, flags, off)? };
+        Ok(p as libc::ssize_t)
+    });
+    // -1 is MAP_FAILED.
+    p as *mut c_void
+}
+
 #[no_mangle]
 pub unsafe extern "C" fn mmap(
     addr: *mut c_void,
@@ -228,9 +260,8 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
-    if let Err(Errno(e)) = unsupported::check_mmap(fd) {
-        set_errno(e);
-        return libc::MAP_FAILED;
+    if let Some(open) = nfs_descriptor(fd) {
+        return map_nfs(&open, fd, addr, len, prot, flags, off);
     }
     // SAFETY: plain forward.
     let p = unsafe { real::mmap(addr, len, prot, flags, fd, off) };
@@ -249,9 +280,8 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: off64_t,
 ) -> *mut c_void {
-    if let Err(Errno(e)) = unsupported::check_mmap(fd) {
-        set_errno(e);
-        return libc::MAP_FAILED;
+    if let Some(open) = nfs_descriptor(fd) {
+        return map_nfs(&open, fd, addr, len, prot, flags, off);
     }
     // SAFETY: plain forward.
     let p = unsafe { real::mmap64(addr, len, prot, flags, fd, off) };

@@ -133,37 +133,30 @@ unsafe fn mkstemp_nfs(
     Some(-1)
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn mkstemp(template: *mut c_char) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe { mkstemp_nfs(template, 0, 0, false).unwrap_or_else(|| real::mkstemp(template)) }
+/// `mkstemp` and its forms: on NFS, the template's name made and created
+/// here (glibc's own would open it with its internal `open`, which no
+/// preloaded library sees); elsewhere, libc's. The `64` names are the
+/// ones a program built with `_FILE_OFFSET_BITS=64` binds to (git does).
+macro_rules! mkstemp_like {
+    ($name:ident, $real:ident, ($($arg:ident: $ty:ty),*), $suffix:expr, $flags:expr) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name(template: *mut c_char $(, $arg: $ty)*) -> c_int {
+            // SAFETY: forwarded contract.
+            unsafe {
+                mkstemp_nfs(template, $suffix, $flags, false)
+                    .unwrap_or_else(|| real::$real(template $(, $arg)*))
+            }
+        }
+    };
 }
-
-#[no_mangle]
-pub unsafe extern "C" fn mkostemp(template: *mut c_char, flags: c_int) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        mkstemp_nfs(template, 0, flags, false).unwrap_or_else(|| real::mkostemp(template, flags))
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mkstemps(template: *mut c_char, suffixlen: c_int) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        mkstemp_nfs(template, suffixlen, 0, false)
-            .unwrap_or_else(|| real::mkstemps(template, suffixlen))
-    }
-}
-
-#[no_mangle]
-pub unsafe extern "C" fn mkostemps(template: *mut c_char, suffixlen: c_int, flags: c_int) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        mkstemp_nfs(template, suffixlen, flags, false)
-            .unwrap_or_else(|| real::mkostemps(template, suffixlen, flags))
-    }
-}
+mkstemp_like!(mkstemp, mkstemp, (), 0, 0);
+mkstemp_like!(mkstemp64, mkstemp64, (), 0, 0);
+mkstemp_like!(mkostemp, mkostemp, (flags: c_int), 0, flags);
+mkstemp_like!(mkostemp64, mkostemp64, (flags: c_int), 0, flags);
+mkstemp_like!(mkstemps, mkstemps, (suffixlen: c_int), suffixlen, 0);
+mkstemp_like!(mkstemps64, mkstemps64, (suffixlen: c_int), suffixlen, 0);
+mkstemp_like!(mkostemps, mkostemps, (suffixlen: c_int, flags: c_int), suffixlen, flags);
+mkstemp_like!(mkostemps64, mkostemps64, (suffixlen: c_int, flags: c_int), suffixlen, flags);
 
 #[no_mangle]
 pub unsafe extern "C" fn mkdtemp(template: *mut c_char) -> *mut c_char {

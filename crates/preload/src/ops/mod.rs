@@ -6,6 +6,7 @@ pub mod access;
 pub mod dirs;
 pub mod fds;
 pub mod io;
+pub mod mapped;
 pub mod meta;
 pub mod names;
 pub mod open;

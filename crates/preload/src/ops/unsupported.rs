@@ -1,7 +1,8 @@
 //! What cannot be served, refused with a clear errno and one warning per
 //! kind on stderr:
 //!
-//! * `mmap` of an NFS descriptor: `ENODEV` (there is no page cache to map);
+//! * `mmap` of an NFS descriptor: `ENODEV` (there is no page cache to
+//!   map; a `MAP_PRIVATE` copy on request, see mapped.rs);
 //! * libaio `io_submit` with an iocb on an NFS descriptor: `-EOPNOTSUPP`
 //!   before anything is submitted;
 //! * POSIX AIO (`aio_read`, `aio_write`, `aio_fsync`, `lio_listio`) on an
@@ -25,20 +26,6 @@ use libc::{c_int, c_long, c_void};
 use crate::fail::{Errno, Res};
 use crate::fdtable;
 use crate::warn;
-
-/// `mmap` of `fd`: refused when it is an NFS descriptor.
-pub fn check_mmap(fd: c_int) -> Res<()> {
-    if fd >= 0 && fdtable::is_nfs(fd) {
-        warn::once("mmap", || {
-            format!(
-                "mmap of NFS descriptor {fd} refused (ENODEV): directnfs has no page cache; \
-                 use read/write (for PostgreSQL: the default settings never map data files)"
-            )
-        });
-        return Err(Errno(libc::ENODEV));
-    }
-    Ok(())
-}
 
 /// libaio `io_submit`: the first iocb on an NFS descriptor, if any.
 ///

@@ -7,6 +7,10 @@
  *
  * Run under `dnfs run`. Prints "ok NAME" or "FAIL NAME: why" per check and
  * exits 1 if any check failed. NFS_DIR must exist and be empty.
+ *
+ *   nfscalls --mapped NFS_DIR LOCAL_VIEW
+ *
+ * only the mmap checks (with DIRECTNFS_PRELOAD_MMAP=copy: the copies).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -483,7 +487,7 @@ static void test_refused(void)
 {
     int fd = open(at(nfs, "a"), O_RDWR);
     void *p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
-    CHECK(p == MAP_FAILED && errno == ENODEV, "mmap of an NFS file is ENODEV");
+    CHECK(p == MAP_FAILED && errno == ENODEV, "mmap MAP_SHARED of an NFS file is ENODEV");
     char buf[8];
     CHECK(syscall(SYS_pread64, fd, buf, 4, 0) == 4 && !memcmp(buf, "copy", 4), "syscall(SYS_pread64) is served");
     int fd2 = open(at(nfs, "tmp"), O_TMPFILE | O_RDWR, 0600);
@@ -497,6 +501,94 @@ static void test_refused(void)
     close(fd2);
     unlink(tmpl);
     close(fd);
+}
+
+/*
+ * MAP_PRIVATE mappings of NFS files: refused (ENODEV) by default; with
+ * DIRECTNFS_PRELOAD_MMAP=copy, a private copy read at mmap.
+ */
+static void test_mapped(void)
+{
+    const char *mode = getenv("DIRECTNFS_PRELOAD_MMAP");
+    int copies = mode && !strcmp(mode, "copy");
+    long page = sysconf(_SC_PAGESIZE);
+    size_t size = 2 * (size_t)page + 100; /* two pages and a part */
+    char *want = malloc(size);
+    for (size_t i = 0; i < size; i++)
+        want[i] = (char)('a' + i * 7 % 26);
+    int fd = open(at(nfs, "mapped"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CHECK(fd >= 0 && write(fd, want, size) == (ssize_t)size, "write a file to map");
+
+    char *m;
+    if (!copies) {
+        errno = 0;
+        m = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 0);
+        CHECK(m == MAP_FAILED && errno == ENODEV, "mmap MAP_PRIVATE of an NFS file is ENODEV by default");
+        close(fd);
+        free(want);
+        goto temp_files;
+    }
+    errno = 0;
+    m = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+    CHECK(m == MAP_FAILED && errno == ENODEV, "with copies: mmap MAP_SHARED is still ENODEV");
+    m = mmap(NULL, 3 * page, PROT_READ, MAP_PRIVATE, fd, 0);
+    CHECK(m != MAP_FAILED && !memcmp(m, want, size), "mmap MAP_PRIVATE of an NFS file has its bytes");
+    int zero = m != MAP_FAILED;
+    for (size_t i = size; zero && i < 3 * (size_t)page; i++)
+        zero = m[i] == 0;
+    CHECK(zero, "past the end of the file the mapping is zeros");
+    CHECK(m != MAP_FAILED && munmap(m, 3 * page) == 0, "munmap of it");
+
+    m = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, page);
+    CHECK(m != MAP_FAILED && !memcmp(m, want + page, page), "mmap MAP_PRIVATE from a page offset");
+    if (m != MAP_FAILED)
+        munmap(m, page);
+
+    m = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (m != MAP_FAILED) {
+        memcpy(m, "PRIVATE", 7);
+        munmap(m, page);
+    }
+    char got[16];
+    CHECK(m != MAP_FAILED && server_read("mapped", got, 7) == 7 && !memcmp(got, want, 7),
+          "writes to a MAP_PRIVATE mapping never reach the file");
+
+    /* Where the mapping goes, as asked: over a mapping of ours. */
+    char *fixed = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    m = mmap(fixed, page, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0);
+    CHECK(m == fixed && !memcmp(m, want, page), "mmap MAP_PRIVATE | MAP_FIXED at the address asked");
+    munmap(fixed, page);
+
+    errno = 0;
+    CHECK(mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 1) == MAP_FAILED && errno == EINVAL,
+          "mmap of an NFS file at an offset not page-aligned is EINVAL");
+    errno = 0;
+    CHECK(mmap(NULL, 0, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED && errno == EINVAL,
+          "mmap of length 0 is EINVAL");
+    close(fd);
+    fd = open(at(nfs, "mapped"), O_WRONLY);
+    errno = 0;
+    CHECK(mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED && errno == EACCES,
+          "mmap of an NFS file opened write-only is EACCES");
+    close(fd);
+    free(want);
+
+temp_files:
+    /* mkstemp64: what programs built with _FILE_OFFSET_BITS=64 call (git). */
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof tmpl, "%s", at(nfs, "t64XXXXXX"));
+    fd = mkstemp64(tmpl);
+    struct stat st;
+    CHECK(fd >= 0 && stat(at(view, tmpl + strlen(nfs) + 1), &st) == 0, "mkstemp64 on NFS");
+    close(fd);
+    unlink(tmpl);
+    snprintf(tmpl, sizeof tmpl, "%s", at(nfs, "t64XXXXXX.s"));
+    fd = mkostemps64(tmpl, 2, O_CLOEXEC);
+    CHECK(fd >= 0 && stat(at(view, tmpl + strlen(nfs) + 1), &st) == 0 &&
+              (fcntl(fd, F_GETFD) & FD_CLOEXEC),
+          "mkostemps64 on NFS, O_CLOEXEC kept");
+    close(fd);
+    unlink(tmpl);
 }
 
 static int exec_child(int fd)
@@ -514,8 +606,16 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "--exec-child"))
         return exec_child(atoi(argv[2]));
+    if (argc == 4 && !strcmp(argv[1], "--mapped")) {
+        /* Only the mappings (run with DIRECTNFS_PRELOAD_MMAP=copy). */
+        nfs = argv[2];
+        view = argv[3];
+        test_mapped();
+        printf("%d failed\n", failures);
+        return failures ? 1 : 0;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: nfscalls NFS_DIR LOCAL_VIEW\n");
+        fprintf(stderr, "usage: nfscalls NFS_DIR LOCAL_VIEW | --mapped NFS_DIR LOCAL_VIEW\n");
         return 2;
     }
     nfs = argv[1];
@@ -533,6 +633,7 @@ int main(int argc, char **argv)
     test_stdio();
     test_locks_fork_exec(self);
     test_refused();
+    test_mapped();
     printf("%d failed\n", failures);
     return failures ? 1 : 0;
 }
