@@ -166,6 +166,8 @@ real! {
     __fxstatat64(ver: c_int, dirfd: c_int, path: *const c_char, buf: *mut Stat64, flags: c_int) -> c_int;
     statx(dirfd: c_int, path: *const c_char, flags: c_int, mask: c_uint, buf: *mut libc::statx) -> c_int;
     statfs(path: *const c_char, buf: *mut libc::statfs) -> c_int;
+    pathconf(path: *const c_char, name: c_int) -> libc::c_long;
+    fpathconf(fd: c_int, name: c_int) -> libc::c_long;
     statfs64(path: *const c_char, buf: *mut libc::statfs64) -> c_int;
     fstatfs(fd: c_int, buf: *mut libc::statfs) -> c_int;
     fstatfs64(fd: c_int, buf: *mut libc::statfs64) -> c_int;

@@ -321,6 +321,37 @@ statfs_like!(statfs64, fstatfs64, libc::statfs64, statfs);
 statfs_like!(statvfs, fstatvfs, libc::statvfs, statvfs);
 statfs_like!(statvfs64, fstatvfs64, libc::statvfs64, statvfs);
 
+// glibc's pathconf asks statfs with its internal call, which no preloaded
+// library sees: on an NFS path it found no file.
+#[no_mangle]
+pub unsafe extern "C" fn pathconf(path: *const c_char, name: c_int) -> libc::c_long {
+    // SAFETY: the caller passes a C string.
+    match unsafe { route(libc::AT_FDCWD, path) } {
+        Route::Local => unsafe { real::pathconf(path, name) },
+        r => on_path(
+            "pathconf",
+            r,
+            |s, p| {
+                Ok(match meta::stat_path(s, p, true)? {
+                    Out::Done(_) => Out::Done(meta::pathconf(name)?.unwrap_or(-1)),
+                    Out::Local(l) => Out::Local(l),
+                })
+            },
+            // SAFETY: a local path a link on NFS led to.
+            |p| unsafe { real::pathconf(p, name) },
+        ),
+    }
+}
+
+#[no_mangle]
+pub unsafe extern "C" fn fpathconf(fd: c_int, name: c_int) -> libc::c_long {
+    if !fdtable::is_nfs(fd) {
+        // SAFETY: plain forward.
+        return unsafe { real::fpathconf(fd, name) };
+    }
+    serve("fpathconf", || Ok(meta::pathconf(name)?.unwrap_or(-1)))
+}
+
 macro_rules! access_like {
     ($name:ident, $effective:expr) => {
         #[no_mangle]

@@ -130,6 +130,35 @@ pub fn statfs(state: &State, mount: usize) -> Res<libc::statfs> {
     Ok(out)
 }
 
+/// `pathconf`/`fpathconf` of a file on NFS (which exists: the caller
+/// looked it up): the values glibc gives for a file on a kernel NFS mount,
+/// whose limits are the same on every NFS file system — `Ok(None)` for a
+/// limit there is none of (-1, errno unchanged), `EINVAL` for an unknown
+/// name.
+pub fn pathconf(name: c_int) -> Res<Option<libc::c_long>> {
+    Ok(Some(match name {
+        libc::_PC_LINK_MAX => 127, // glibc's LINUX_LINK_MAX for NFS
+        libc::_PC_MAX_CANON | libc::_PC_MAX_INPUT => 255,
+        libc::_PC_NAME_MAX => 255, // as statfs says (f_namelen)
+        libc::_PC_PATH_MAX => 4096,
+        libc::_PC_PIPE_BUF => 4096,
+        libc::_PC_CHOWN_RESTRICTED | libc::_PC_NO_TRUNC => 1,
+        libc::_PC_VDISABLE => 0,
+        libc::_PC_ASYNC_IO => 1,
+        libc::_PC_FILESIZEBITS => 64,
+        libc::_PC_2_SYMLINKS => 1,
+        libc::_PC_REC_XFER_ALIGN | libc::_PC_ALLOC_SIZE_MIN => FS_BLOCK as libc::c_long,
+        libc::_PC_SYNC_IO
+        | libc::_PC_PRIO_IO
+        | libc::_PC_SOCK_MAXBUF
+        | libc::_PC_REC_INCR_XFER_SIZE
+        | libc::_PC_REC_MAX_XFER_SIZE
+        | libc::_PC_REC_MIN_XFER_SIZE
+        | libc::_PC_SYMLINK_MAX => return Ok(None),
+        _ => return Err(Errno(libc::EINVAL)),
+    }))
+}
+
 /// `statvfs` of a mount, from [`statfs`].
 pub fn statvfs(state: &State, mount: usize) -> Res<libc::statvfs> {
     let f = statfs(state, mount)?;

@@ -483,6 +483,24 @@ static void test_locks_fork_exec(const char *self)
           "a shell exec'd in an NFS current directory starts there");
 }
 
+/* pathconf: glibc's own asks statfs with its internal call. */
+static void test_pathconf(void)
+{
+    CHECK(pathconf(nfs, _PC_NAME_MAX) == 255, "pathconf(_PC_NAME_MAX) of an NFS directory");
+    errno = 0;
+    CHECK(pathconf(at(nfs, "no-such"), _PC_NAME_MAX) == -1 && errno == ENOENT,
+          "pathconf of a missing NFS path is ENOENT");
+    errno = 0;
+    CHECK(pathconf(nfs, 9999) == -1 && errno == EINVAL, "pathconf of an unknown name is EINVAL");
+    int fd = open(at(nfs, "pc"), O_CREAT | O_RDWR, 0644);
+    CHECK(fd >= 0 && fpathconf(fd, _PC_FILESIZEBITS) == 64 && fpathconf(fd, _PC_PATH_MAX) == 4096,
+          "fpathconf of an NFS descriptor");
+    errno = 0;
+    CHECK(fpathconf(fd, _PC_SYMLINK_MAX) == -1 && errno == 0, "fpathconf of a limit there is none of: -1, errno kept");
+    close(fd);
+    unlink(at(nfs, "pc"));
+}
+
 static void test_refused(void)
 {
     int fd = open(at(nfs, "a"), O_RDWR);
@@ -632,6 +650,7 @@ int main(int argc, char **argv)
     test_walk_from_local_directory();
     test_stdio();
     test_locks_fork_exec(self);
+    test_pathconf();
     test_refused();
     test_mapped();
     printf("%d failed\n", failures);
