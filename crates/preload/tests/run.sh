@@ -413,6 +413,13 @@ group_coreutils() {
     unset DIRECTNFS_PRELOAD_MMAP
     expect "the clone's tree equals what was committed" diff -r --exclude=f1 "$src/a" "$v/gt2/a"
     check "the clone has the second commit" "$(cat "$src/a/f1") more" "$(tr '\n' ' ' <"$v/gt2/a/f1" | sed 's/ $//')"
+    # A program on NFS cannot be executed (the kernel loads it), but a
+    # script runs through its interpreter (README "Not served").
+    printf '#!/bin/sh\necho ran "$1"\n' >"$v/run.sh"
+    chmod 755 "$v/run.sh"
+    check "a script on NFS: not found by execve, runs through sh" "127 ran x" \
+        "$(nfs sh -c "'$d/run.sh' x >/dev/null 2>&1; printf '%s ' \$?"; nfs sh "$d/run.sh" x)"
+    rm -f "$v/run.sh"
     check "du -b and find agree with the server" \
         "$(cd "$v" && find src -type f | sort | md5sum)" "$(nfs sh -c "cd '$d' && find src -type f" | sort | md5sum)"
     expect "rm -r" nfs rm -r "$d/src" "$d/tx" "$d/gt" "$d/gt2"
