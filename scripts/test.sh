@@ -45,6 +45,7 @@ install_packages() {
     command -v fio >/dev/null || missing+=(fio)
     command -v rsync >/dev/null || missing+=(rsync)
     command -v git >/dev/null || missing+=(git)
+    command -v mariadbd >/dev/null || missing+=(mariadb-server)
     command -v valgrind >/dev/null || missing+=(valgrind)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=
@@ -193,7 +194,7 @@ main() {
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         bash crates/sqlite/tests/sanitized.sh
     fi
-    log "interception library: PostgreSQL, sqlite3, fio, coreutils through dnfs run (~8 min)"
+    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git through dnfs run (~8 min)"
     bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         log "interception library on NFSv4.1 mounts: every served call, coreutils, sqlite3, fio (~1 min)"

@@ -271,7 +271,11 @@ real! {
     removexattr(path: *const c_char, name: *const c_char) -> c_int;
     lremovexattr(path: *const c_char, name: *const c_char) -> c_int;
     fremovexattr(fd: c_int, name: *const c_char) -> c_int;
+    io_setup(maxevents: c_int, ctx: *mut c_ulong) -> c_int;
     io_submit(ctx: c_ulong, nr: c_long, iocbs: *mut *mut c_void) -> c_int;
+    io_uring_queue_init(entries: c_uint, ring: *mut c_void, flags: c_uint) -> c_int;
+    io_uring_queue_init_params(entries: c_uint, ring: *mut c_void, params: *mut c_void) -> c_int;
+    io_uring_queue_init_mem(entries: c_uint, ring: *mut c_void, params: *mut c_void, buf: *mut c_void, size: size_t) -> c_int;
     aio_read(cb: *mut libc::aiocb) -> c_int;
     aio_write(cb: *mut libc::aiocb) -> c_int;
     aio_fsync(op: c_int, cb: *mut libc::aiocb) -> c_int;

@@ -1,7 +1,7 @@
 //! The rest: `umask`, extended attributes, temporary files, asynchronous
 //! I/O, `syscall(2)`, `posix_spawn` file actions.
 
-use libc::{c_char, c_int, c_long, c_void, mode_t, size_t, ssize_t};
+use libc::{c_char, c_int, c_long, c_uint, c_void, mode_t, size_t, ssize_t};
 
 use super::on_path_only;
 use crate::config;
@@ -168,6 +168,18 @@ pub unsafe extern "C" fn mkdtemp(template: *mut c_char) -> *mut c_char {
     }
 }
 
+/// libaio's `io_setup`: refused (`-ENOSYS`, libaio's convention) in a
+/// process this library serves, unless allowed
+/// (`unsupported::kernel_aio_allowed`).
+#[no_mangle]
+pub unsafe extern "C" fn io_setup(maxevents: c_int, ctx: *mut libc::c_ulong) -> c_int {
+    if !unsupported::kernel_aio_allowed("io_setup") {
+        return -libc::ENOSYS;
+    }
+    // SAFETY: plain forward.
+    unsafe { real::io_setup(maxevents, ctx) }
+}
+
 /// libaio's `io_submit`: refused (`-EOPNOTSUPP`, libaio's convention) when
 /// an iocb names an NFS descriptor.
 #[no_mangle]
@@ -183,6 +195,32 @@ pub unsafe extern "C" fn io_submit(
     // SAFETY: plain forward.
     unsafe { real::io_submit(ctx, nr, iocbs) }
 }
+
+/// liburing's ring set-up: refused (`-ENOSYS`, liburing's convention) in
+/// a process this library serves, unless allowed
+/// (`unsupported::kernel_aio_allowed`).
+macro_rules! liburing_setup {
+    ($name:ident, ($($arg:ident: $ty:ty),*)) => {
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            if !unsupported::kernel_aio_allowed(stringify!($name)) {
+                return -libc::ENOSYS;
+            }
+            // SAFETY: plain forward.
+            let r = unsafe { real::$name($($arg),*) };
+            if r == 0 {
+                unsupported::liburing_ring_made();
+            }
+            r
+        }
+    };
+}
+liburing_setup!(io_uring_queue_init, (entries: c_uint, ring: *mut c_void, flags: c_uint));
+liburing_setup!(io_uring_queue_init_params, (entries: c_uint, ring: *mut c_void, params: *mut c_void));
+liburing_setup!(
+    io_uring_queue_init_mem,
+    (entries: c_uint, ring: *mut c_void, params: *mut c_void, buf: *mut c_void, size: size_t)
+);
 
 /// True (errno set) if a POSIX AIO control block names an NFS descriptor.
 ///

@@ -262,6 +262,56 @@ pub fn opened_nfs() {
     }
 }
 
+/// Environment variable: `allow` lets programs set up kernel asynchronous
+/// I/O — libaio contexts and liburing rings — in a process this library
+/// serves ([`kernel_aio_allowed`]).
+pub const ENV_KERNEL_AIO: &str = "DIRECTNFS_PRELOAD_KERNEL_AIO";
+
+/// Whether a libaio context or a liburing ring may be set up (by `call`:
+/// `io_setup`, `io_uring_queue_init` and its forms) in this process.
+///
+/// liburing enters the kernel with its own instructions (Debian 12's
+/// liburing maps its rings that way too), so nothing its rings submit is
+/// seen here: I/O on NFS descriptors would silently reach the placeholder
+/// files, a database's writes lost (MariaDB's InnoDB writes through
+/// liburing by default). libaio's submissions are checked (`io_submit`
+/// refuses NFS descriptors), but a database given that refusal for every
+/// write retries forever (InnoDB does). So in a process this library
+/// serves both set-ups are refused with `ENOSYS`, which programs take as
+/// "no kernel AIO here": InnoDB falls back to its simulated AIO (`pread`
+/// and `pwrite` in threads, served). `DIRECTNFS_PRELOAD_KERNEL_AIO=allow`
+/// keeps them for a program that uses them on local files only; then
+/// `io_submit` still refuses NFS descriptors and a liburing ring still
+/// brings the warning of [`opened_nfs`].
+pub fn kernel_aio_allowed(call: &'static str) -> bool {
+    if crate::state::get().is_none() {
+        return true;
+    }
+    if std::env::var(ENV_KERNEL_AIO).is_ok_and(|v| v.trim() == "allow") {
+        return true;
+    }
+    warn::once("kernel aio", || {
+        format!(
+            "{call} refused (ENOSYS): kernel asynchronous I/O (libaio, io_uring) on NFS \
+             descriptors cannot reach the server; the program falls back to other I/O or \
+             stops ({ENV_KERNEL_AIO}=allow keeps it for a program that uses it on local \
+             files only)"
+        )
+    });
+    false
+}
+
+/// After liburing set up a ring: noticed like a ring mapped through libc.
+pub fn liburing_ring_made() {
+    if crate::state::get().is_none() {
+        return;
+    }
+    RING_MAPPED.store(true, Ordering::Relaxed);
+    if fdtable::any() {
+        warn_ring_and_nfs();
+    }
+}
+
 fn warn_ring_and_nfs() {
     warn::once("io_uring mapped", || {
         "this process uses io_uring and NFS descriptors: I/O submitted through io_uring on \
