@@ -132,6 +132,7 @@ real! {
     fsync(fd: c_int) -> c_int;
     fdatasync(fd: c_int) -> c_int;
     syncfs(fd: c_int) -> c_int;
+    sync() -> ();
     sync_file_range(fd: c_int, off: off64_t, n: off64_t, flags: c_uint) -> c_int;
     ftruncate(fd: c_int, len: off_t) -> c_int;
     ftruncate64(fd: c_int, len: off64_t) -> c_int;

@@ -631,7 +631,7 @@ group_fio() {
 }
 
 group_wb() {
-    step "unstable mode with write-behind: fdatasync, O_DSYNC, sync_file_range, close"
+    step "unstable mode with write-behind: fdatasync, O_DSYNC, syncfs, sync, sync_file_range, close"
     # Write-behind through the library is an opt-in (state.rs): one writer
     # per file here.
     local DIRECTNFS_PRELOAD_WRITE_BEHIND=1
@@ -657,6 +657,23 @@ os.close(fd)' "$MNT-wb/$RUNID/wb-dsync2" 2>"$WORK/dsync.err" ||
         bad "O_DSYNC writes (python3)" "$(tail -2 "$WORK/dsync.err" | tr '\n' ' ')"
     check "O_DSYNC in unstable mode: 64 writes, one FILE_SYNC WRITE each, no COMMIT" "write x64: WRITE=64" \
         "$(by_call write "$WORK/dsync.err")"
+    # syncfs and sync: each process is its own client, so they commit what
+    # it can: the files it has open (there, the two it wrote; then one of
+    # those and the third).
+    DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" python3 -c '
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+fds = [os.open(sys.argv[1] + n, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644) for n in "abc"]
+os.write(fds[0], b"a" * 100000)
+os.write(fds[1], b"b" * 100000)
+assert libc.syncfs(fds[2]) == 0
+os.write(fds[0], b"a" * 100)
+os.write(fds[2], b"c" * 100)
+os.sync()' "$MNT-wb/$RUNID/sync-" 2>"$WORK/sync.err" ||
+        bad "syncfs and sync (python3)" "$(tail -2 "$WORK/sync.err" | tr '\n' ' ')"
+    check "syncfs of a third file commits the two this process wrote" "syncfs x1: COMMIT=2" \
+        "$(by_call syncfs "$WORK/sync.err")"
+    check "sync commits the two written since" "sync x1: COMMIT=2" "$(by_call sync "$WORK/sync.err")"
     cc -O2 -Wall -Werror -o "$WORK/wbcheck" crates/preload/tests/c/wbcheck.c
     expect "pwrite, pread of bytes in flight, sync_file_range, fdatasync, close" \
         "${RUN[@]}" "$WORK/wbcheck" "$MNT-wb/$RUNID/wb-c"

@@ -275,7 +275,40 @@ macro_rules! fsync_like {
 }
 fsync_like!(fsync);
 fsync_like!(fdatasync);
-fsync_like!(syncfs);
+
+/// `syncfs` of an NFS descriptor: every file this process has open on its
+/// mount, then the descriptor's own (ops/io.rs).
+#[no_mangle]
+pub unsafe extern "C" fn syncfs(fd: c_int) -> c_int {
+    let Some(open) = fdtable::get(fd) else {
+        // SAFETY: plain forward.
+        return unsafe { real::syncfs(fd) };
+    };
+    serve("syncfs", || {
+        let all = nfs::sync_open_files(Some(open.mount));
+        nfs::fsync(st()?, &open)?;
+        all.map(|()| 0)
+    })
+}
+
+/// `sync`: every NFS file this process has open (ops/io.rs), then the
+/// kernel's file systems. It returns nothing, so an error is only said.
+#[no_mangle]
+pub unsafe extern "C" fn sync() {
+    if fdtable::any() {
+        crate::fail::contained("sync", (), || {
+            let synced = crate::tally::measured("sync", || nfs::sync_open_files(None));
+            if let Err(Errno(e)) = synced {
+                crate::warn::always(&format!(
+                    "sync: a file could not be made durable on the server: {}",
+                    std::io::Error::from_raw_os_error(e)
+                ));
+            }
+        });
+    }
+    // SAFETY: plain forward.
+    unsafe { real::sync() }
+}
 
 /// FILE_SYNC writes are on stable storage when they return, and in
 /// `unstable` mode the next `fsync` commits; there is no dirty cache to

@@ -175,6 +175,42 @@ pub fn fsync(state: &State, open: &Open) -> Res<()> {
     Ok(())
 }
 
+/// `syncfs` of `open`'s mount (`Some`) or `sync` of every mount (`None`):
+/// what a kernel client would flush there, as far as this process knows
+/// it — each process is its own NFS client, so the uncommitted writes it
+/// can make durable are those of the files it has open: each of those is
+/// `fsync`ed (a COMMIT where `unstable` writes wait for one; nothing where
+/// writes are FILE_SYNC). Every file is tried; the first error is returned.
+pub fn sync_open_files(mount: Option<usize>) -> Res<()> {
+    let opens: Vec<std::sync::Arc<Open>> = crate::fdtable::TABLE
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|t| {
+            t.values()
+                .filter(|o| mount.is_none_or(|m| o.mount == m))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut first = Ok(());
+    for open in opens {
+        // Only files this process wrote through have anything to commit.
+        if open.kind != Kind::File || !open.writable() {
+            continue;
+        }
+        let Some(file) = open.opened_file() else {
+            continue;
+        };
+        if let Err(e) = file.fsync() {
+            if first.is_ok() {
+                first = Err(Errno::from(e));
+            }
+        }
+    }
+    first
+}
+
 /// `ftruncate(2)`.
 pub fn ftruncate(state: &State, open: &Open, len: off_t) -> Res<()> {
     if len < 0 || open.kind != Kind::File {
