@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "common/in_child.rs"]
+mod in_child;
 #[path = "common/sync_writes.rs"]
 mod sync_writes;
 
@@ -1510,5 +1512,48 @@ fn deep_paths_and_a_rename_between_two_work_beyond_one_compounds_operations() {
         ))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    remove_tree(&client, &dir).unwrap();
+}
+
+/// Whether a thread of this process has the name `name`.
+fn has_thread(name: &str) -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .map(|d| {
+            d.flatten().any(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name)
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_forked_child_publishes_its_statistics_only_once_it_has_lived_a_second() {
+    let Some(url) = url() else { return };
+    if std::env::var("DIRECTNFS_STATS").is_ok_and(|v| v == "off") {
+        return;
+    }
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "forkpub");
+    let path = format!("{dir}/f");
+    client.create(&path).unwrap().write_at(b"data", 0).unwrap();
+    in_child::in_child(&client, |c| {
+        let mut buf = [0u8; 4];
+        c.open(&path)
+            .and_then(|f| f.read_at(&mut buf, 0))
+            .map_err(|e| format!("read: {e}"))?;
+        if &buf != b"data" {
+            return Err("the data read".into());
+        }
+        // A backend that makes a few calls and exits never publishes: no
+        // endpoint thread yet.
+        if has_thread("dnfs-stats") {
+            return Err("an endpoint thread right after the first calls".into());
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        if !has_thread("dnfs-stats") {
+            return Err("no endpoint thread after a second and a half".into());
+        }
+        Ok(())
+    });
     remove_tree(&client, &dir).unwrap();
 }

@@ -25,8 +25,10 @@
 //! A forked child publishes its own endpoint (the parent's clients are not
 //! its own) once its NFSv3 client's threads start: when the client needs
 //! them, or at its first call after it has lived a second
-//! (`io/transport/threads.rs`). A child that makes a few calls and exits
-//! sooner (a PostgreSQL backend per connection) never publishes.
+//! (`io/transport/threads.rs`); an NFSv4.1 child a second after its
+//! client was made (its lease renewal thread's first tick,
+//! `v4/session.rs`). A child that makes a few calls and exits sooner (a
+//! PostgreSQL backend per connection) never publishes.
 //!
 //! **Off switch.** The mount option `stats=off` keeps a client out of its
 //! process's endpoint; `DIRECTNFS_STATS=off` in the environment turns

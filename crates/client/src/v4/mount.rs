@@ -176,7 +176,7 @@ pub(crate) fn after_fork(mut inner: Inner, parent: &Session, trunk: Arc<Trunk>) 
     session.root = parent.root;
     session.lease = parent.lease;
     inner.v4 = Some(session);
-    Ok(start(inner))
+    Ok(start_with(inner, Publish::WhenRenewing))
 }
 
 /// After the transport's first connections: the paths that do not reach
@@ -188,14 +188,33 @@ fn retire_refused(inner: &Inner, trunk: &Trunk) {
     }
 }
 
+/// When a client's statistics endpoint starts.
+enum Publish {
+    /// With the client.
+    Now,
+    /// At the lease renewal thread's first tick, a second after the client
+    /// was made: a forked child (a PostgreSQL backend per connection) that
+    /// makes a few calls and exits never publishes, as an NFSv3 child
+    /// whose threads never start (the endpoint's socket and thread are
+    /// about 13% of such a child's CPU).
+    WhenRenewing,
+}
+
 /// The client, with its lease renewal running.
 fn start(inner: Inner) -> Client {
+    start_with(inner, Publish::Now)
+}
+
+fn start_with(inner: Inner, publish: Publish) -> Client {
     let inner = Arc::new(inner);
     if let Some(s) = inner.v4.as_ref() {
         s.start_renewal(Arc::downgrade(&inner));
     }
     // Its statistics are published like an NFSv3 client's.
-    crate::publish::register(&inner);
+    match publish {
+        Publish::Now => crate::publish::register(&inner),
+        Publish::WhenRenewing => crate::publish::register_deferred(&inner),
+    }
     Client { inner }
 }
 

@@ -361,10 +361,22 @@ impl Session {
         *self._renewal_stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
         let period = (self.lease / 4).max(Duration::from_secs(1));
         let renewal = std::thread::Builder::new().name("dnfs-v41-renew".into());
+        let mut first = true;
         let spawned = crate::signals::spawn(renewal, move || loop {
-            match rx.recv_timeout(period) {
+            // The first tick comes after a second: a forked child's
+            // statistics endpoint starts there (`publish::start_deferred`;
+            // a no-op for a client that published at once).
+            let wait = if first {
+                period.min(Duration::from_secs(1))
+            } else {
+                period
+            };
+            match rx.recv_timeout(wait) {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
                 _ => return,
+            }
+            if std::mem::take(&mut first) {
+                crate::publish::start_deferred();
             }
             let Some(inner) = client.upgrade() else {
                 return;
