@@ -46,6 +46,7 @@ install_packages() {
     command -v rsync >/dev/null || missing+=(rsync)
     command -v git >/dev/null || missing+=(git)
     command -v mariadbd >/dev/null || missing+=(mariadb-server)
+    command -v mariadb-backup >/dev/null || missing+=(mariadb-backup)
     command -v valgrind >/dev/null || missing+=(valgrind)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=

@@ -49,7 +49,9 @@
 #              refused at set-up, InnoDB falls back to simulated AIO),
 #              50k rows, kill -9 of mariadbd during a workload, crash
 #              recovery, every committed transaction present, CHECK TABLE;
-#              then the server's local copy started without the library
+#              mariadb-backup --backup and --prepare into NFS; then the
+#              server's local copies of the data directory and of the
+#              backup started without the library
 #   v4locks    NFSv4.1 mount (needs DNFS_TEST_URL_V41, the same server):
 #              fcntl, OFD and flock locks reach the server — two programs
 #              with different shadow directories (no local lock in common,
@@ -843,6 +845,11 @@ group_mariadb() {
     local q="SELECT count(*), sum(length(v)) FROM t.bulk; SELECT count(*), max(id) FROM t.ledger;"
     local before
     before=$(my_sql -e "$q")
+    # A hot backup into NFS and its prepare, both through the library.
+    expect "mariadb-backup --backup into NFS" nfs mariadb-backup --backup --socket="$WORK/mysock/my.sock" \
+        --user=root --datadir="$d/data" --target-dir="$d/backup"
+    expect "mariadb-backup --prepare on NFS" nfs mariadb-backup --prepare --target-dir="$d/backup"
+    chown -R mysql "$v/backup"
     expect "clean shutdown" mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown
     local i
     for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
@@ -853,6 +860,11 @@ group_mariadb() {
     my_start "$v/data" "$WORK/mysock/local.log" no-library || { bad "mariadbd on the server's local copy" "$(tail -3 "$WORK/mysock/local.log" | tr '\n' ' ')"; return; }
     ok "MariaDB starts on the server's local copy (no library)"
     check "the local copy answers the same queries" "$before" "$(my_sql -e "$q")"
+    mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown >/dev/null 2>&1 || true
+    for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
+    MY_STARTED=
+    my_start "$v/backup" "$WORK/mysock/backup.log" no-library || { bad "mariadbd on the backup" "$(tail -3 "$WORK/mysock/backup.log" | tr '\n' ' ')"; return; }
+    check "the backup, started without the library, answers the same" "$before" "$(my_sql -e "$q")"
     mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown >/dev/null 2>&1 || true
     for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
     MY_STARTED=
