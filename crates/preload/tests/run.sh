@@ -630,6 +630,21 @@ group_fio() {
     else
         bad "fio io_uring on NFS" "$(grep -E 'err=|directnfs' <<<"$out" | head -3 | tr '\n' ' ')"
     fi
+    # liburing's ring set-up (what MariaDB calls): refused; allowed, the
+    # ring is noticed and the warning comes.
+    cc -O2 -Wall -Werror -o "$WORK/kernelaio" crates/preload/tests/c/kernelaio.c
+    out=$(nfs "$WORK/kernelaio" "$NFS/fio/kaio" 2>&1 || true)
+    if [[ $out == *"init -38"* && $out == *"io_uring_queue_init refused (ENOSYS)"* ]]; then
+        ok "liburing io_uring_queue_init under the library: -ENOSYS and a warning"
+    else
+        bad "liburing io_uring_queue_init under the library" "$(tr '\n' ' ' <<<"$out")"
+    fi
+    out=$(DIRECTNFS_PRELOAD_KERNEL_AIO=allow nfs "$WORK/kernelaio" "$NFS/fio/kaio" 2>&1 || true)
+    if [[ $out == *"init 0"* && $out == *"uses io_uring and NFS descriptors"* ]]; then
+        ok "liburing ring allowed: made, and the io_uring warning comes"
+    else
+        bad "liburing ring allowed" "$(tr '\n' ' ' <<<"$out")"
+    fi
 }
 
 group_wb() {
