@@ -47,7 +47,7 @@ install_packages() {
     command -v git >/dev/null || missing+=(git)
     command -v mariadbd >/dev/null || missing+=(mariadb-server)
     command -v mariadb-backup >/dev/null || missing+=(mariadb-backup)
-    ldconfig -p | grep -q 'liburing\.so\.2 ' || missing+=(liburing2)
+    grep -q 'liburing\.so\.2 ' <(ldconfig -p) || missing+=(liburing2)
     command -v valgrind >/dev/null || missing+=(valgrind)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=
