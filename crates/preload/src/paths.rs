@@ -347,6 +347,7 @@ mod tests {
             shadow: crate::shadow::Shadow::from_env(),
             write_behind: false,
             map_copies: false,
+            kernel_aio: false,
         }
     }
 

@@ -20,6 +20,9 @@ pub struct State {
     /// Whether `mmap` with `MAP_PRIVATE` of an NFS file is served as a
     /// private copy ([`ENV_MMAP`]).
     pub map_copies: bool,
+    /// Whether libaio contexts and liburing rings may be set up
+    /// ([`crate::ops::unsupported::ENV_KERNEL_AIO`]).
+    pub kernel_aio: bool,
 }
 
 static STATE: AtomicPtr<State> = AtomicPtr::new(std::ptr::null_mut());
@@ -107,6 +110,7 @@ pub fn init() {
         shadow: Shadow::from_env(),
         write_behind: write_behind_allowed(),
         map_copies: map_copies_allowed(),
+        kernel_aio: crate::ops::unsupported::kernel_aio_switch(),
     }));
     dnfs::set_descriptor_floor(descriptor_floor());
     crate::clients::init(state.config.mounts.len());

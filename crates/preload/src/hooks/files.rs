@@ -219,14 +219,6 @@ pub unsafe extern "C" fn ioctl(fd: c_int, request: c_ulong, arg: c_ulong) -> c_i
     }
 }
 
-/// The open file behind `fd` when it is an NFS descriptor.
-fn nfs_descriptor(fd: c_int) -> Option<std::sync::Arc<fdtable::Open>> {
-    if fd < 0 {
-        return None;
-    }
-    fdtable::get(fd)
-}
-
 /// `mmap` of an NFS descriptor: `ENODEV`, or a private copy when asked
 /// for (ops/mapped.rs); `MAP_FAILED` with errno set on failure.
 fn map_nfs(
@@ -260,7 +252,7 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: off_t,
 ) -> *mut c_void {
-    if let Some(open) = nfs_descriptor(fd) {
+    if let Some(open) = fdtable::get(fd) {
         return map_nfs(&open, fd, addr, len, prot, flags, off);
     }
     // SAFETY: plain forward.
@@ -280,7 +272,7 @@ pub unsafe extern "C" fn mmap64(
     fd: c_int,
     off: off64_t,
 ) -> *mut c_void {
-    if let Some(open) = nfs_descriptor(fd) {
+    if let Some(open) = fdtable::get(fd) {
         return map_nfs(&open, fd, addr, len, prot, flags, off);
     }
     // SAFETY: plain forward.

@@ -26,16 +26,20 @@ use crate::shadow::Kind;
 use crate::state::State;
 use crate::warn;
 
+fn is_private(flags: c_int) -> bool {
+    flags & libc::MAP_TYPE == libc::MAP_PRIVATE
+}
+
 /// Whether a mapping with `flags` is served: `MAP_PRIVATE`, and copies
 /// allowed.
 pub fn served(state: &State, flags: c_int) -> bool {
-    state.map_copies && flags & libc::MAP_TYPE == libc::MAP_PRIVATE
+    state.map_copies && is_private(flags)
 }
 
 /// The refusal of a mapping of NFS descriptor `fd`, said once for shared
 /// and once for private mappings.
 pub fn refuse(fd: c_int, flags: c_int) -> Errno {
-    let private = flags & libc::MAP_TYPE == libc::MAP_PRIVATE;
+    let private = is_private(flags);
     warn::once(if private { "mmap private" } else { "mmap" }, || {
         format!(
             "mmap of NFS descriptor {fd} refused (ENODEV): directnfs has no page cache; use \

@@ -284,11 +284,10 @@ pub const ENV_KERNEL_AIO: &str = "DIRECTNFS_PRELOAD_KERNEL_AIO";
 /// `io_submit` still refuses NFS descriptors and a liburing ring still
 /// brings the warning of [`opened_nfs`].
 pub fn kernel_aio_allowed(call: &'static str) -> bool {
-    if crate::state::get().is_none() {
-        return true;
-    }
-    if std::env::var(ENV_KERNEL_AIO).is_ok_and(|v| v.trim() == "allow") {
-        return true;
+    match crate::state::get() {
+        None => return true,
+        Some(state) if state.kernel_aio => return true,
+        Some(_) => {}
     }
     warn::once("kernel aio", || {
         format!(
@@ -299,6 +298,11 @@ pub fn kernel_aio_allowed(call: &'static str) -> bool {
         )
     });
     false
+}
+
+/// Whether [`ENV_KERNEL_AIO`] says `allow` (read once, at start).
+pub fn kernel_aio_switch() -> bool {
+    std::env::var(ENV_KERNEL_AIO).is_ok_and(|v| v.trim() == "allow")
 }
 
 /// After liburing set up a ring: noticed like a ring mapped through libc.
