@@ -46,6 +46,11 @@ export DNFS_STATE_DIR=${DNFS_STATE_DIR:-/tmp/dnfs-mariadb-server}
 MNT=/dnfs-mariadb
 WORKLOADS=(read_write write_only read_only)
 
+# shellcheck source=scripts/lib/apt.sh
+. "$ROOT/scripts/lib/apt.sh"
+# shellcheck source=scripts/lib/preload.sh
+. "$ROOT/scripts/lib/preload.sh"
+
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'mariadb-bench.sh: %s\n' "$*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "run as root (MariaDB runs as the mysql user through runuser)"
@@ -58,50 +63,19 @@ command -v mariadbd >/dev/null || missing+=(mariadb-server)
 command -v sysbench >/dev/null || missing+=(sysbench)
 if ((${#missing[@]})); then
     say "installing ${missing[*]}"
-    apt-get update -qq
-    # The package must not start its own server: a policy-rc.d that forbids
-    # every start, only for this install (and only if the machine has none).
-    policy=/usr/sbin/policy-rc.d
-    ours=0
-    if [[ ! -e $policy ]]; then
-        printf '#!/bin/sh\nexit 101\n' >"$policy"
-        chmod 0755 "$policy"
-        ours=1
-    fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
-    if ((ours)); then rm -f "$policy"; fi
+    # The package must not start its own server.
+    apt_install_quiet "${missing[@]}"
 fi
 say "building (release)"
-cargo build --release -p directnfs-cli -p directnfs-preload
-DNFS=$ROOT/target/release/dnfs
-
-STARTED=0
-if bash scripts/nfs-server.sh status >/dev/null 2>&1; then
-    URL=$(bash scripts/nfs-server.sh url | tail -1)
-else
-    mkdir -p "$EXPORT"
-    URL=$(bash scripts/nfs-server.sh start "$EXPORT" | tail -1)
-    STARTED=1
-fi
-rest=/${URL#nfs://*/}
-export_path=${rest%%\?*}
-nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$URL")
-mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$URL")
+DNFS=$(dnfs_binary "")
+nfs_server_up "$EXPORT"
 
 WORK=$(mktemp -d /tmp/dnfs-mariadb.XXXXXX)
 chmod 755 "$WORK"
 mkdir -p "$WORK/sock" "$OUT"
 chown mysql "$WORK/sock"
 TAB=$WORK/dnfstab
-cat >"$TAB" <<EOF
-server: mariadb
-path: 127.0.0.1
-port: $nfsport
-mount_port: $mountport
-connections: 1
-stable: $MODE
-export: $export_path mount: $MNT
-EOF
+dnfstab_for "$URL" mariadb "$MNT" "stable: $MODE" >"$TAB"
 chmod 644 "$TAB"
 RUN=("$DNFS" --config "$TAB" run --)
 

@@ -65,6 +65,9 @@ export DNFS_STATE_DIR=${DNFS_STATE_DIR:-/tmp/dnfs-pgbench-server}
 PGBIN=/usr/lib/postgresql/15/bin
 MNT=/dnfs-pgbench
 
+# shellcheck source=scripts/lib/preload.sh
+. "$ROOT/scripts/lib/preload.sh"
+
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "run as root (PostgreSQL runs as the postgres user through runuser)"
@@ -92,16 +95,7 @@ say "building (release)"
 cargo build --release -p directnfs-cli -p directnfs-preload
 DNFS=$ROOT/target/release/dnfs
 
-STARTED=0
-if bash scripts/nfs-server.sh status >/dev/null 2>&1; then
-    URL=$(bash scripts/nfs-server.sh url | tail -1)
-    # shellcheck disable=SC1091
-    EXPORT=$(. "$DNFS_STATE_DIR/state.env" && echo "$EXPORT_DIR")
-else
-    mkdir -p "$EXPORT"
-    URL=$(bash scripts/nfs-server.sh start "$EXPORT" | tail -1)
-    STARTED=1
-fi
+nfs_server_up "$EXPORT"
 chmod 755 "$EXPORT"
 SRVPID=$(cat "$DNFS_STATE_DIR/ganesha.pid")
 rest=/${URL#nfs://*/}

@@ -23,6 +23,8 @@ STATE_DIR=${DNFS_TEST_STATE_DIR:-/tmp/dnfs-test-server}
 EXPORT_DIR=${DNFS_TEST_EXPORT_DIR:-/tmp/dnfs-test-export}
 
 log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib/apt.sh
+. "$ROOT/scripts/lib/apt.sh"
 
 install_packages() {
     local missing=()
@@ -62,19 +64,9 @@ install_packages() {
     fi
     if ((${#missing[@]})); then
         log "installing: ${missing[*]}"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        # Installing prometheus (or postgresql) must not start its daemon:
-        # the tests run their own. A policy-rc.d that forbids every start,
-        # only for this install (and only if the machine has none).
-        local policy=/usr/sbin/policy-rc.d ours=0
-        if [[ ! -e $policy ]]; then
-            printf '#!/bin/sh\nexit 101\n' >"$policy"
-            chmod 0755 "$policy"
-            ours=1
-        fi
-        apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
-        if ((ours)); then rm -f "$policy"; fi
+        # Installing prometheus, postgresql or mariadb-server must not
+        # start its daemon: the tests run their own.
+        apt_install_quiet "${missing[@]}"
     fi
     if [[ -n $pg_new ]] && command -v pg_lsclusters >/dev/null; then
         # Stop any cluster the package started anyway (only ones it made).

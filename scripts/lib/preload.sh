@@ -32,3 +32,21 @@ dnfstab_for() {
     for line in "$@"; do echo "$line"; done
     echo "export: ${rest%%\?*} mount: $mount"
 }
+
+# nfs_server_up EXPORT: the server of $DNFS_STATE_DIR if it runs, else one
+# started now on EXPORT. Sets URL (its nfs:// URL), EXPORT (the running
+# server's exported directory, or EXPORT) and STARTED (1 when started
+# here: the caller stops it at the end).
+nfs_server_up() {
+    STARTED=0
+    if bash "$ROOT/scripts/nfs-server.sh" status >/dev/null 2>&1; then
+        URL=$(bash "$ROOT/scripts/nfs-server.sh" url | tail -1)
+        # shellcheck disable=SC1091
+        EXPORT=$(. "$DNFS_STATE_DIR/state.env" && echo "$EXPORT_DIR")
+    else
+        EXPORT=$1
+        mkdir -p "$EXPORT"
+        URL=$(bash "$ROOT/scripts/nfs-server.sh" start "$EXPORT" | tail -1)
+        STARTED=1
+    fi
+}
