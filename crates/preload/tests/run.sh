@@ -808,6 +808,15 @@ my_start() { # DATA LOG [no-library]
     return 1
 }
 my_sql() { mariadb -S "$WORK/mysock/my.sock" -uroot -N "$@"; }
+# my_stop: shuts mariadbd down and waits until it has removed its pid
+# file; the shutdown's status.
+my_stop() {
+    local rc=0 i
+    mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown || rc=$?
+    for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
+    MY_STARTED=
+    return "$rc"
+}
 
 group_mariadb() {
     step "MariaDB on NFS as the mysql user (InnoDB with simulated AIO)"
@@ -865,24 +874,17 @@ group_mariadb() {
         --user=root --datadir="$d/data" --target-dir="$d/backup"
     expect "mariadb-backup --prepare on NFS" nfs mariadb-backup --prepare --target-dir="$d/backup"
     chown -R mysql "$v/backup"
-    expect "clean shutdown" mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown
-    local i
-    for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
-    MY_STARTED=
+    expect "clean shutdown" my_stop
     check "no write bypassed the library (server logs)" "" "$(grep -h 'did not reach the server' "$WORK"/mysock/[12].log || true)"
 
     # The files directnfs wrote are a valid data directory: start it locally.
     my_start "$v/data" "$WORK/mysock/local.log" no-library || { bad "mariadbd on the server's local copy" "$(tail -3 "$WORK/mysock/local.log" | tr '\n' ' ')"; return; }
     ok "MariaDB starts on the server's local copy (no library)"
     check "the local copy answers the same queries" "$before" "$(my_sql -e "$q")"
-    mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown >/dev/null 2>&1 || true
-    for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
-    MY_STARTED=
+    my_stop >/dev/null 2>&1 || true
     my_start "$v/backup" "$WORK/mysock/backup.log" no-library || { bad "mariadbd on the backup" "$(tail -3 "$WORK/mysock/backup.log" | tr '\n' ' ')"; return; }
     check "the backup, started without the library, answers the same" "$before" "$(my_sql -e "$q")"
-    mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown >/dev/null 2>&1 || true
-    for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
-    MY_STARTED=
+    my_stop >/dev/null 2>&1 || true
 }
 
 pg_cluster() {
