@@ -14,7 +14,9 @@
 //!   (`real.rs`: the next definition of the symbol).
 //! * `paths.rs` (is this path on NFS?), `cwd.rs` (the current directory,
 //!   which may be an NFS directory), `fdtable.rs` (is this descriptor an
-//!   NFS descriptor, and what is it?).
+//!   NFS descriptor, and what is it?); `links.rs` (a local path whose
+//!   call failed with `ENOENT`: does a local symbolic link on it lead into
+//!   a mount?).
 //! * `ops/`: the work on NFS objects, over the directnfs client
 //!   (`clients.rs`: one per mount, per process, made on first use);
 //!   `resolve.rs` follows symbolic links on NFS.
@@ -44,6 +46,7 @@ pub mod fail;
 pub mod fdtable;
 pub mod fork;
 pub mod hooks;
+pub mod links;
 pub mod locks;
 pub mod lookups;
 pub mod nfs4locks;

@@ -3,9 +3,10 @@
 //! A path is served when it resolves — as an absolute path, relative to the
 //! current directory, or relative to a directory descriptor of an `*at`
 //! call — to a path under a dnfstab `mount:` prefix. Resolution is lexical
-//! (`//`, `.` and `..` are folded before the prefix test); local symbolic
-//! links are not followed into a mount. Symbolic links *on* NFS are
-//! followed by the calls that follow links (resolve.rs).
+//! (`//`, `.` and `..` are folded before the prefix test); a local
+//! symbolic link into a mount is followed only once the local call failed
+//! with `ENOENT` (links.rs). Symbolic links *on* NFS are followed by the
+//! calls that follow links (resolve.rs).
 //!
 //! The cost for a local path is the one that matters: an absolute path is
 //! compared with each prefix (after a scan for `//`, `/.`), a relative
@@ -337,18 +338,7 @@ mod tests {
     }
 
     fn state(prefixes: &[&str]) -> State {
-        let mut text = String::from("server: s\npath: 127.0.0.1\n");
-        for (i, p) in prefixes.iter().enumerate() {
-            text.push_str(&format!("export: /e{i} mount: {p}\n"));
-        }
-        let tab = dnfs::config::parse_str(&text, std::path::Path::new("t")).unwrap();
-        State {
-            config: crate::config::from_tab(&tab).unwrap(),
-            shadow: crate::shadow::Shadow::from_env(),
-            write_behind: false,
-            map_copies: false,
-            kernel_aio: false,
-        }
+        State::for_tests(prefixes)
     }
 
     #[test]

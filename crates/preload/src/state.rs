@@ -121,3 +121,23 @@ pub fn init() {
     crate::fdtable::take_over_inherited(state);
     crate::ops::stdio::rewire_inherited();
 }
+
+#[cfg(test)]
+impl State {
+    /// A state with one mount per prefix (exports `/e0`, `/e1`, ...) of a
+    /// server nobody calls.
+    pub fn for_tests(prefixes: &[&str]) -> State {
+        let mut text = String::from("server: s\npath: 127.0.0.1\n");
+        for (i, p) in prefixes.iter().enumerate() {
+            text.push_str(&format!("export: /e{i} mount: {p}\n"));
+        }
+        let tab = dnfs::config::parse_str(&text, std::path::Path::new("t")).unwrap();
+        State {
+            config: crate::config::from_tab(&tab).unwrap(),
+            shadow: crate::shadow::Shadow::from_env(),
+            write_behind: false,
+            map_copies: false,
+            kernel_aio: false,
+        }
+    }
+}

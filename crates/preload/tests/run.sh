@@ -24,7 +24,8 @@
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
 #              tar c / tar x, rsync -a (in, --delete, out), git
-#              (init, commit, gc, clone; DIRECTNFS_PRELOAD_MMAP=copy): results
+#              (init, commit, gc, clone; DIRECTNFS_PRELOAD_MMAP=copy), and
+#              the same through local symbolic links into the mount: results
 #              compared with the server's local view
 #   sqlite     sqlite3 CLI: 50k rows, integrity_check; two processes
 #              contending for the write lock (SQLITE_BUSY or a wait);
@@ -45,6 +46,10 @@
 #              directory started without the library
 #   pgwb       the same in unstable mode (UNSTABLE WRITEs, COMMIT at
 #              fsync/fdatasync; write-behind off, the library's default)
+#   pglinks    PostgreSQL with a local data directory, its WAL on NFS
+#              (initdb --waldir) and a tablespace on NFS, both reached
+#              through local symbolic links: pgbench, kill -9, recovery,
+#              every committed transaction present, pg_amcheck
 #   mariadb    MariaDB as the mysql user: mariadb-install-db (kernel AIO
 #              refused at set-up, InnoDB falls back to simulated AIO),
 #              50k rows, kill -9 of mariadbd during a workload, crash
@@ -85,7 +90,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb mariadb v4locks)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -429,9 +434,32 @@ group_coreutils() {
     check "a script on NFS: not found by execve, runs through sh" "127 ran x" \
         "$(nfs sh -c "'$d/run.sh' x >/dev/null 2>&1; printf '%s ' \$?"; nfs sh "$d/run.sh" x)"
     rm -f "$v/run.sh"
+    # A local symbolic link into a mount prefix (links.rs): the kernel
+    # cannot follow it, the library does once the local call says ENOENT.
+    local ll=$WORK/locallinks
+    mkdir -p "$ll"
+    nfs mkdir "$d/linked"
+    ln -s "$d/linked" "$ll/to-nfs"
+    ln -s "$ll/to-nfs" "$ll/chain"
+    ln -s "$ll/missing" "$ll/to-local-missing"
+    expect "through a local link: mkdir -p, write, append" nfs sh -c \
+        "mkdir -p '$ll/to-nfs/a/b' && echo one >'$ll/to-nfs/a/b/f' && echo two >>'$ll/chain/a/b/f'"
+    check "through a local link: the server has it" "one two" "$(tr '\n' ' ' <"$v/linked/a/b/f" | sed 's/ $//')"
+    check "through a local link: cat, ls, stat, test -d" "one two|f|8|dir" \
+        "$(nfs sh -c "cat '$ll/to-nfs/a/b/f' | tr '\n' ' ' | sed 's/ \$//'; printf '|'; ls '$ll/chain/a/b'; printf '|'; stat -c %s '$ll/to-nfs/a/b/f'; printf '|'; test -d '$ll/to-nfs/a' && echo dir" | tr -d '\n')"
+    expect "through a local link: mv, cp, rm" nfs sh -c \
+        "mv '$ll/to-nfs/a/b/f' '$ll/chain/a/g' && cp '$ll/to-nfs/a/g' '$ll/to-nfs/h' && rm '$ll/to-nfs/a/g' && rmdir '$ll/to-nfs/a/b'"
+    check "through a local link: mv, cp, rm on the server" "one two|no|no" \
+        "$(tr '\n' ' ' <"$v/linked/h" | sed 's/ $//')|$([[ -e $v/linked/a/g ]] && echo yes || echo no)|$([[ -e $v/linked/a/b ]] && echo yes || echo no)"
+    check "between a local link and a local file: mv copies (EXDEV)" "one two|no" \
+        "$(nfs sh -c "mv '$ll/to-nfs/h' '$ll/h.local' && tr '\n' ' ' <'$ll/h.local' | sed 's/ \$//'")|$([[ -e $v/linked/h ]] && echo yes || echo no)"
+    check "a missing local name, a link to a missing local path: still ENOENT" "1 1" \
+        "$(nfs sh -c "cat '$ll/nothing' 2>/dev/null; printf '%s ' \$?; cat '$ll/to-local-missing/x' 2>/dev/null; printf '%s' \$?")"
+    check "lstat and readlink of the local link itself stay local" "symbolic link|$d/linked" \
+        "$(nfs sh -c "stat -c %F '$ll/to-nfs'; printf '|'; readlink '$ll/to-nfs'" | tr -d '\n')"
     check "du -b and find agree with the server" \
         "$(cd "$v" && find src -type f | sort | md5sum)" "$(nfs sh -c "cd '$d' && find src -type f" | sort | md5sum)"
-    expect "rm -r" nfs rm -r "$d/src" "$d/tx" "$d/gt" "$d/gt2"
+    expect "rm -r" nfs rm -r "$d/src" "$d/tx" "$d/gt" "$d/gt2" "$d/linked"
     check "rm -r seen by the server" "no no" "$([[ -e $v/src ]] && echo yes || echo no) $([[ -e $v/tx ]] && echo yes || echo no)"
 }
 
@@ -773,6 +801,62 @@ PGBIN=/usr/lib/postgresql/15/bin
 group_pg() {
     step "PostgreSQL 15 on NFS as the postgres user (file_sync)"
     pg_cluster "$NFS/pg" "$VIEW/pg" ""
+}
+
+# PostgreSQL with a local data directory whose WAL (initdb --waldir) and a
+# tablespace (CREATE TABLESPACE ... LOCATION) are on NFS: both are local
+# symbolic links into the mount prefix (links.rs).
+group_pglinks() {
+    step "PostgreSQL 15: local data directory, WAL and a tablespace on NFS"
+    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
+    local dir=$NFS/pgl view=$VIEW/pgl sock=$WORK/pgsock local_dir=$WORK/pgl
+    local data=$local_dir/data log=$WORK/pgl.log
+    mkdir -p "$sock" "$local_dir"
+    chown postgres "$sock" "$WORK" "$local_dir"
+    nfs mkdir "$dir"
+    nfs chown postgres:postgres "$dir"
+    local PG=(runuser -u postgres -- "${RUN[@]}")
+    local PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -At -h "$sock" -p 5432 postgres)
+    local opts="-p 5432 -k $sock -c listen_addresses=''"
+    expect "initdb -k --waldir on NFS" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data" --waldir="$dir/wal"
+    check "pg_wal is a local link; the WAL segment is on the server" "$dir/wal|1" \
+        "$(readlink "$data/pg_wal")|$(find "$view/wal" -maxdepth 1 -size 16M | wc -l)"
+    expect "pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
+    PG_STARTED+=("$data")
+    nfs mkdir "$dir/ts"
+    nfs chown postgres:postgres "$dir/ts"
+    expect "CREATE TABLESPACE on NFS" "${PSQL[@]}" -c "CREATE TABLESPACE nfsts LOCATION '$dir/ts'"
+    expect "pgbench -i -s 5 --tablespace (tables and indexes on NFS)" runuser -u postgres -- "$PGBIN/pgbench" \
+        -q -h "$sock" -p 5432 -i -s 5 --tablespace=nfsts --index-tablespace=nfsts postgres
+    check "the tablespace's files are on the server" "yes" \
+        "$( (($(find "$view/ts" -type f -size +1M | wc -l) >= 2)) && echo yes || echo no)"
+    "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY) TABLESPACE nfsts" >/dev/null
+    runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 4 -j 2 -T 60 postgres >/dev/null 2>&1 &
+    local bench=$!
+    (for i in $(seq 1 1000000); do echo "INSERT INTO ledger VALUES ($i);"; echo "\\echo c $i"; done) |
+        runuser -u postgres -- "$PGBIN/psql" -X -q -h "$sock" -p 5432 -v ON_ERROR_STOP=1 postgres >"$WORK/pgl-ledger.out" 2>&1 &
+    local ledger=$!
+    sleep 6
+    local pm pids p waited=0
+    pm=$(head -1 "$data/postmaster.pid")
+    pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+    kill -9 $pids 2>/dev/null || true
+    for p in $pids; do
+        while kill -0 "$p" 2>/dev/null && ((waited < 300)); do sleep 0.1; waited=$((waited + 1)); done
+    done
+    wait "$bench" 2>/dev/null || true
+    wait "$ledger" 2>/dev/null || true
+    local committed
+    committed=$(grep -c '^c ' "$WORK/pgl-ledger.out" || true)
+    if ((committed > 50)); then ok "kill -9 during the workload ($committed ledger commits seen)"; else bad "ledger client" "only $committed commits: $(tail -2 "$WORK/pgl-ledger.out")"; fi
+    expect "restart after kill -9: recovery from the WAL on NFS" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
+    if grep -q "redo done" "$log"; then ok "the log shows crash recovery"; else bad "crash recovery in the log" "$(tail -3 "$log")"; fi
+    sed -n 's/^c //p' "$WORK/pgl-ledger.out" | sort -n >"$WORK/pgl-seen"
+    "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/pgl-have"
+    check "every transaction the client saw committed is present" "" "$(comm -23 "$WORK/pgl-seen" "$WORK/pgl-have" | head -5 | tr '\n' ' ')"
+    expect "pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    expect "clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    PG_STARTED=()
 }
 
 # The same in unstable mode (the dnfstab's $MNT-wb mount of the same

@@ -7,8 +7,9 @@ use super::{on_path, st};
 use crate::cwd;
 use crate::fail::{serve, Errno, Res};
 use crate::fdtable;
+use crate::links::local_first;
 use crate::ops::Out;
-use crate::paths::{route, NfsPath, Route};
+use crate::paths::NfsPath;
 use crate::real;
 use crate::resolve::{self, Resolved};
 use crate::shadow::Kind;
@@ -44,10 +45,10 @@ fn local_chdir(r: c_int) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn chdir(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => local_chdir(unsafe { real::chdir(path) }),
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::chdir(path)) } {
+        Ok(v) => local_chdir(v),
         // SAFETY: a local path a link on NFS led to.
-        r => on_path("chdir", r, chdir_nfs, |p| {
+        Err(r) => on_path("chdir", r, chdir_nfs, |p| {
             local_chdir(unsafe { real::chdir(p) })
         }),
     }
@@ -141,10 +142,10 @@ fn realpath_nfs(s: &State, p: NfsPath, resolved: *mut c_char) -> Res<Out<*mut c_
 #[no_mangle]
 pub unsafe extern "C" fn realpath(path: *const c_char, resolved: *mut c_char) -> *mut c_char {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::realpath(path, resolved) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::realpath(path, resolved)) } {
+        Ok(v) => v,
         // SAFETY: a local path a link on NFS led to.
-        r => on_path(
+        Err(r) => on_path(
             "realpath",
             r,
             |s, p| realpath_nfs(s, p, resolved),
@@ -160,8 +161,12 @@ pub unsafe extern "C" fn __realpath_chk(
     resolvedlen: size_t,
 ) -> *mut c_char {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::__realpath_chk(path, resolved, resolvedlen) },
+    match unsafe {
+        local_first(libc::AT_FDCWD, path, || {
+            real::__realpath_chk(path, resolved, resolvedlen)
+        })
+    } {
+        Ok(v) => v,
         _ if !resolved.is_null() && resolvedlen < libc::PATH_MAX as size_t => super::chk_fail(),
         // SAFETY: as realpath.
         _ => unsafe { realpath(path, resolved) },
@@ -171,8 +176,8 @@ pub unsafe extern "C" fn __realpath_chk(
 #[no_mangle]
 pub unsafe extern "C" fn canonicalize_file_name(path: *const c_char) -> *mut c_char {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::canonicalize_file_name(path) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::canonicalize_file_name(path)) } {
+        Ok(v) => v,
         // SAFETY: as realpath with a NULL buffer.
         _ => unsafe { realpath(path, std::ptr::null_mut()) },
     }

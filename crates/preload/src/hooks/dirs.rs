@@ -6,17 +6,17 @@ use libc::{c_char, c_int, c_long, c_void, DIR};
 use super::{on_path, st};
 use crate::fail::{serve, set_errno, Errno, Res};
 use crate::fdtable;
+use crate::links::local_first;
 use crate::ops::dirs::{self, NfsDir};
 use crate::ops::{fds, open as nfs_open, Out};
-use crate::paths::{route, Route};
 use crate::real;
 
 #[no_mangle]
 pub unsafe extern "C" fn opendir(path: *const c_char) -> *mut DIR {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::opendir(path) },
-        r => on_path(
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::opendir(path)) } {
+        Ok(v) => v,
+        Err(r) => on_path(
             "opendir",
             r,
             |s, p| {
@@ -270,8 +270,12 @@ pub unsafe extern "C" fn scandir(
     compar: *const c_void,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::scandir(path, list, filter, compar) },
+    match unsafe {
+        local_first(libc::AT_FDCWD, path, || {
+            real::scandir(path, list, filter, compar)
+        })
+    } {
+        Ok(v) => v,
         // SAFETY: same contract; dirent is dirent64 on LP64.
         _ => unsafe { scandir_nfs(path, list.cast(), filter, compar) },
     }
@@ -285,8 +289,12 @@ pub unsafe extern "C" fn scandir64(
     compar: *const c_void,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::scandir64(path, list, filter, compar) },
+    match unsafe {
+        local_first(libc::AT_FDCWD, path, || {
+            real::scandir64(path, list, filter, compar)
+        })
+    } {
+        Ok(v) => v,
         // SAFETY: same contract.
         _ => unsafe { scandir_nfs(path, list, filter, compar) },
     }

@@ -5,8 +5,8 @@ use libc::{c_char, c_int, c_uint, c_ulong, c_void, mode_t, off64_t, off_t};
 use super::{on_path, st};
 use crate::fail::{serve, set_errno};
 use crate::fdtable;
+use crate::links::local_first;
 use crate::ops::{fds, mapped, open as nfs_open, unsupported};
-use crate::paths::route;
 use crate::real;
 
 macro_rules! open_like {
@@ -14,9 +14,9 @@ macro_rules! open_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char $(, $arg: $ty)*) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route($dirfd, path) } {
-                crate::paths::Route::Local => unsafe { real::$real(path $(, $arg)*) },
-                r => on_path(
+            match unsafe { local_first($dirfd, path, || real::$real(path $(, $arg)*)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     |s, p| nfs_open::open(s, p, $flags, $mode),
@@ -54,9 +54,9 @@ macro_rules! openat_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(dirfd: c_int, path: *const c_char $(, $arg: $ty)*) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(dirfd, path) } {
-                crate::paths::Route::Local => unsafe { real::$real(dirfd, path $(, $arg)*) },
-                r => on_path(
+            match unsafe { local_first(dirfd, path, || real::$real(dirfd, path $(, $arg)*)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     |s, p| nfs_open::open(s, p, $flags, $mode),

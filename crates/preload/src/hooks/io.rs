@@ -6,9 +6,9 @@ use libc::{c_char, c_int, c_uint, c_void, off64_t, off_t, size_t, ssize_t};
 use super::{buf, buf_mut, chk_fail, on_path, st};
 use crate::fail::{serve, serve_errnum, set_errno, Errno, Res};
 use crate::fdtable::{self, Open};
+use crate::links::local_first;
 use crate::ops::io::{self as nfs, End};
 use crate::ops::{meta, Out};
-use crate::paths::route;
 use crate::real;
 
 #[no_mangle]
@@ -361,9 +361,9 @@ macro_rules! truncate_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, len: $off) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                crate::paths::Route::Local => unsafe { real::$name(path, len) },
-                r => on_path(
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(path, len)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     |s, p| {

@@ -7,8 +7,9 @@ use libc::{c_char, c_int, c_uint, mode_t, size_t, ssize_t};
 use super::{buf_mut, chk_fail, cstr, on_path, on_path_only, st};
 use crate::fail::{serve, set_errno, Errno, Res};
 use crate::fdtable;
+use crate::links::{local_first, local_pair_first, Pair};
 use crate::ops::{meta, names, Out};
-use crate::paths::{route, NfsPath, Route};
+use crate::paths::{NfsPath, Route};
 use crate::real;
 use crate::state::State;
 use crate::warn;
@@ -16,10 +17,10 @@ use crate::warn;
 #[no_mangle]
 pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::unlink(path) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::unlink(path)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "unlink",
             r,
             |s, p| names::unlink(s, p).map(|()| 0),
@@ -31,10 +32,10 @@ pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::rmdir(path) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::rmdir(path)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "rmdir",
             r,
             |s, p| names::rmdir(s, p).map(|()| 0),
@@ -46,17 +47,17 @@ pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_int) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::unlinkat(dirfd, path, flags) },
+    match unsafe { local_first(dirfd, path, || real::unlinkat(dirfd, path, flags)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r if flags & libc::AT_REMOVEDIR != 0 => on_path_only(
+        Err(r) if flags & libc::AT_REMOVEDIR != 0 => on_path_only(
             "unlinkat",
             r,
             |s, p| names::rmdir(s, p).map(|()| 0),
             |p| unsafe { real::unlinkat(libc::AT_FDCWD, p, flags) },
         ),
         // SAFETY: as above.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "unlinkat",
             r,
             |s, p| names::unlink(s, p).map(|()| 0),
@@ -70,9 +71,9 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_in
 #[no_mangle]
 pub unsafe extern "C" fn remove(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::remove(path) },
-        r => on_path_only(
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::remove(path)) } {
+        Ok(v) => v,
+        Err(r) => on_path_only(
             "remove",
             r,
             |s, p| match names::unlink(s, p.clone()) {
@@ -88,10 +89,10 @@ pub unsafe extern "C" fn remove(path: *const c_char) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::mkdir(path, mode) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::mkdir(path, mode)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "mkdir",
             r,
             |s, p| names::mkdir(s, p, mode).map(|()| 0),
@@ -103,10 +104,10 @@ pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::mkdirat(dirfd, path, mode) },
+    match unsafe { local_first(dirfd, path, || real::mkdirat(dirfd, path, mode)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "mkdirat",
             r,
             |s, p| names::mkdir(s, p, mode).map(|()| 0),
@@ -154,11 +155,14 @@ fn two_paths(
 #[no_mangle]
 pub unsafe extern "C" fn rename(old: *const c_char, new: *const c_char) -> c_int {
     // SAFETY: the caller passes C strings.
-    let (a, b) = unsafe { (route(libc::AT_FDCWD, old), route(libc::AT_FDCWD, new)) };
-    if a == Route::Local && b == Route::Local {
-        // SAFETY: plain forward.
-        return unsafe { real::rename(old, new) };
-    }
+    let (a, b) = match unsafe {
+        local_pair_first((libc::AT_FDCWD, old), (libc::AT_FDCWD, new), || {
+            real::rename(old, new)
+        })
+    } {
+        Pair::Done(v) => return v,
+        Pair::Routes(a, b) => (a, b),
+    };
     // SAFETY: local paths.
     two_paths(
         "rename",
@@ -178,11 +182,14 @@ pub unsafe extern "C" fn renameat(
     new: *const c_char,
 ) -> c_int {
     // SAFETY: the caller passes C strings.
-    let (a, b) = unsafe { (route(olddir, old), route(newdir, new)) };
-    if a == Route::Local && b == Route::Local {
-        // SAFETY: plain forward.
-        return unsafe { real::renameat(olddir, old, newdir, new) };
-    }
+    let (a, b) = match unsafe {
+        local_pair_first((olddir, old), (newdir, new), || {
+            real::renameat(olddir, old, newdir, new)
+        })
+    } {
+        Pair::Done(v) => return v,
+        Pair::Routes(a, b) => (a, b),
+    };
     // SAFETY: local paths (absolute when redirected).
     two_paths(
         "renameat",
@@ -206,11 +213,14 @@ pub unsafe extern "C" fn renameat2(
     flags: c_uint,
 ) -> c_int {
     // SAFETY: the caller passes C strings.
-    let (a, b) = unsafe { (route(olddir, old), route(newdir, new)) };
-    if a == Route::Local && b == Route::Local {
-        // SAFETY: plain forward.
-        return unsafe { real::renameat2(olddir, old, newdir, new, flags) };
-    }
+    let (a, b) = match unsafe {
+        local_pair_first((olddir, old), (newdir, new), || {
+            real::renameat2(olddir, old, newdir, new, flags)
+        })
+    } {
+        Pair::Done(v) => return v,
+        Pair::Routes(a, b) => (a, b),
+    };
     if flags != 0 && matches!((&a, &b), (Route::Nfs(_), Route::Nfs(_))) {
         set_errno(libc::EINVAL);
         return -1;
@@ -229,11 +239,14 @@ pub unsafe extern "C" fn renameat2(
 #[no_mangle]
 pub unsafe extern "C" fn link(old: *const c_char, new: *const c_char) -> c_int {
     // SAFETY: the caller passes C strings.
-    let (a, b) = unsafe { (route(libc::AT_FDCWD, old), route(libc::AT_FDCWD, new)) };
-    if a == Route::Local && b == Route::Local {
-        // SAFETY: plain forward.
-        return unsafe { real::link(old, new) };
-    }
+    let (a, b) = match unsafe {
+        local_pair_first((libc::AT_FDCWD, old), (libc::AT_FDCWD, new), || {
+            real::link(old, new)
+        })
+    } {
+        Pair::Done(v) => return v,
+        Pair::Routes(a, b) => (a, b),
+    };
     // SAFETY: local paths.
     two_paths(
         "link",
@@ -254,11 +267,14 @@ pub unsafe extern "C" fn linkat(
     flags: c_int,
 ) -> c_int {
     // SAFETY: the caller passes C strings.
-    let (a, b) = unsafe { (route(olddir, old), route(newdir, new)) };
-    if a == Route::Local && b == Route::Local {
-        // SAFETY: plain forward.
-        return unsafe { real::linkat(olddir, old, newdir, new, flags) };
-    }
+    let (a, b) = match unsafe {
+        local_pair_first((olddir, old), (newdir, new), || {
+            real::linkat(olddir, old, newdir, new, flags)
+        })
+    } {
+        Pair::Done(v) => return v,
+        Pair::Routes(a, b) => (a, b),
+    };
     let follow = flags & libc::AT_SYMLINK_FOLLOW != 0;
     // SAFETY: local paths (absolute when redirected).
     two_paths(
@@ -274,10 +290,10 @@ pub unsafe extern "C" fn linkat(
 #[no_mangle]
 pub unsafe extern "C" fn symlink(target: *const c_char, path: *const c_char) -> c_int {
     // SAFETY: the caller passes C strings.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::symlink(target, path) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::symlink(target, path)) } {
+        Ok(v) => v,
         // SAFETY: as above.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "symlink",
             r,
             |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0),
@@ -294,10 +310,10 @@ pub unsafe extern "C" fn symlinkat(
     path: *const c_char,
 ) -> c_int {
     // SAFETY: the caller passes C strings.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::symlinkat(target, dirfd, path) },
+    match unsafe { local_first(dirfd, path, || real::symlinkat(target, dirfd, path)) } {
+        Ok(v) => v,
         // SAFETY: as above.
-        r => on_path_only(
+        Err(r) => on_path_only(
             "symlinkat",
             r,
             |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0),
@@ -332,10 +348,10 @@ fn readlink_nfs(
 #[no_mangle]
 pub unsafe extern "C" fn readlink(path: *const c_char, b: *mut c_char, len: size_t) -> ssize_t {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::readlink(path, b, len) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::readlink(path, b, len)) } {
+        Ok(v) => v,
         // SAFETY: a local path a link on NFS led to.
-        r => readlink_nfs(r, b, len, |p| unsafe { real::readlink(p, b, len) }),
+        Err(r) => readlink_nfs(r, b, len, |p| unsafe { real::readlink(p, b, len) }),
     }
 }
 
@@ -347,10 +363,10 @@ pub unsafe extern "C" fn readlinkat(
     len: size_t,
 ) -> ssize_t {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::readlinkat(dirfd, path, b, len) },
+    match unsafe { local_first(dirfd, path, || real::readlinkat(dirfd, path, b, len)) } {
+        Ok(v) => v,
         // SAFETY: a local path a link on NFS led to.
-        r => readlink_nfs(r, b, len, |p| unsafe { real::readlink(p, b, len) }),
+        Err(r) => readlink_nfs(r, b, len, |p| unsafe { real::readlink(p, b, len) }),
     }
 }
 
@@ -362,8 +378,12 @@ pub unsafe extern "C" fn __readlink_chk(
     buflen: size_t,
 ) -> ssize_t {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::__readlink_chk(path, b, len, buflen) },
+    match unsafe {
+        local_first(libc::AT_FDCWD, path, || {
+            real::__readlink_chk(path, b, len, buflen)
+        })
+    } {
+        Ok(v) => v,
         _ if len > buflen => chk_fail(),
         // SAFETY: as readlink.
         _ => unsafe { readlink(path, b, len) },
@@ -379,8 +399,12 @@ pub unsafe extern "C" fn __readlinkat_chk(
     buflen: size_t,
 ) -> ssize_t {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::__readlinkat_chk(dirfd, path, b, len, buflen) },
+    match unsafe {
+        local_first(dirfd, path, || {
+            real::__readlinkat_chk(dirfd, path, b, len, buflen)
+        })
+    } {
+        Ok(v) => v,
         _ if len > buflen => chk_fail(),
         // SAFETY: as readlinkat.
         _ => unsafe { readlinkat(dirfd, path, b, len) },
@@ -408,10 +432,10 @@ fn no_special_files(
 #[no_mangle]
 pub unsafe extern "C" fn mknod(path: *const c_char, mode: mode_t, dev: libc::dev_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::mknod(path, mode, dev) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::mknod(path, mode, dev)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => no_special_files("mknod", r, |p| unsafe { real::mknod(p, mode, dev) }),
+        Err(r) => no_special_files("mknod", r, |p| unsafe { real::mknod(p, mode, dev) }),
     }
 }
 
@@ -423,30 +447,30 @@ pub unsafe extern "C" fn mknodat(
     dev: libc::dev_t,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::mknodat(dirfd, path, mode, dev) },
+    match unsafe { local_first(dirfd, path, || real::mknodat(dirfd, path, mode, dev)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => no_special_files("mknodat", r, |p| unsafe { real::mknod(p, mode, dev) }),
+        Err(r) => no_special_files("mknodat", r, |p| unsafe { real::mknod(p, mode, dev) }),
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn mkfifo(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::mkfifo(path, mode) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::mkfifo(path, mode)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => no_special_files("mkfifo", r, |p| unsafe { real::mkfifo(p, mode) }),
+        Err(r) => no_special_files("mkfifo", r, |p| unsafe { real::mkfifo(p, mode) }),
     }
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn mkfifoat(dirfd: c_int, path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::mkfifoat(dirfd, path, mode) },
+    match unsafe { local_first(dirfd, path, || real::mkfifoat(dirfd, path, mode)) } {
+        Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        r => no_special_files("mkfifoat", r, |p| unsafe { real::mkfifo(p, mode) }),
+        Err(r) => no_special_files("mkfifoat", r, |p| unsafe { real::mkfifo(p, mode) }),
     }
 }
 
@@ -490,10 +514,10 @@ fn mode_attrs(mode: mode_t) -> Res<SetAttrs> {
 #[no_mangle]
 pub unsafe extern "C" fn chmod(path: *const c_char, mode: mode_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::chmod(path, mode) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::chmod(path, mode)) } {
+        Ok(v) => v,
         // SAFETY: a local path a link on NFS led to.
-        r => set_path("chmod", r, true, mode_attrs(mode), |p| unsafe {
+        Err(r) => set_path("chmod", r, true, mode_attrs(mode), |p| unsafe {
             real::chmod(p, mode)
         }),
     }
@@ -516,9 +540,9 @@ pub unsafe extern "C" fn fchmodat(
     flags: c_int,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::fchmodat(dirfd, path, mode, flags) },
-        r => {
+    match unsafe { local_first(dirfd, path, || real::fchmodat(dirfd, path, mode, flags)) } {
+        Ok(v) => v,
+        Err(r) => {
             let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
             // SAFETY: a local path a link on NFS led to.
             set_path("fchmodat", r, follow, mode_attrs(mode), |p| unsafe {
@@ -531,10 +555,10 @@ pub unsafe extern "C" fn fchmodat(
 #[no_mangle]
 pub unsafe extern "C" fn chown(path: *const c_char, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::chown(path, uid, gid) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::chown(path, uid, gid)) } {
+        Ok(v) => v,
         // SAFETY: a local path a link on NFS led to.
-        r => set_path("chown", r, true, Ok(meta::owner(uid, gid)), |p| unsafe {
+        Err(r) => set_path("chown", r, true, Ok(meta::owner(uid, gid)), |p| unsafe {
             real::chown(p, uid, gid)
         }),
     }
@@ -543,10 +567,10 @@ pub unsafe extern "C" fn chown(path: *const c_char, uid: libc::uid_t, gid: libc:
 #[no_mangle]
 pub unsafe extern "C" fn lchown(path: *const c_char, uid: libc::uid_t, gid: libc::gid_t) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::lchown(path, uid, gid) },
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::lchown(path, uid, gid)) } {
+        Ok(v) => v,
         // SAFETY: a local path a link on NFS led to.
-        r => set_path("lchown", r, false, Ok(meta::owner(uid, gid)), |p| unsafe {
+        Err(r) => set_path("lchown", r, false, Ok(meta::owner(uid, gid)), |p| unsafe {
             real::lchown(p, uid, gid)
         }),
     }
@@ -575,9 +599,9 @@ pub unsafe extern "C" fn fchownat(
         return set_fd("fchownat", dirfd, Ok(meta::owner(uid, gid)));
     }
     // SAFETY: as above.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::fchownat(dirfd, path, uid, gid, flags) },
-        r => {
+    match unsafe { local_first(dirfd, path, || real::fchownat(dirfd, path, uid, gid, flags)) } {
+        Ok(v) => v,
+        Err(r) => {
             let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
             // SAFETY: a local path a link on NFS led to.
             set_path(
@@ -610,9 +634,9 @@ pub unsafe extern "C" fn utimensat(
         });
     }
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::utimensat(dirfd, path, times, flags) },
-        r => {
+    match unsafe { local_first(dirfd, path, || real::utimensat(dirfd, path, times, flags)) } {
+        Ok(v) => v,
+        Err(r) => {
             let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
             // SAFETY: the caller's times; a local path a link on NFS led to.
             set_path(
@@ -641,10 +665,10 @@ macro_rules! utimes_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, times: *const libc::timeval) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$name(path, times) },
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(path, times)) } {
+                Ok(v) => v,
                 // SAFETY: the caller's times; a local path a link on NFS led to.
-                r => set_path(
+                Err(r) => set_path(
                     stringify!($name),
                     r,
                     $follow,
@@ -675,10 +699,10 @@ pub unsafe extern "C" fn futimesat(
     times: *const libc::timeval,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::futimesat(dirfd, path, times) },
+    match unsafe { local_first(dirfd, path, || real::futimesat(dirfd, path, times)) } {
+        Ok(v) => v,
         // SAFETY: the caller's times; a local path a link on NFS led to.
-        r => set_path(
+        Err(r) => set_path(
             "futimesat",
             r,
             true,
@@ -691,9 +715,9 @@ pub unsafe extern "C" fn futimesat(
 #[no_mangle]
 pub unsafe extern "C" fn utime(path: *const c_char, times: *const libc::utimbuf) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::utime(path, times) },
-        r => {
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::utime(path, times)) } {
+        Ok(v) => v,
+        Err(r) => {
             let tv = if times.is_null() {
                 None
             } else {

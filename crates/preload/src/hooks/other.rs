@@ -7,6 +7,7 @@ use super::on_path_only;
 use crate::config;
 use crate::fail::{set_errno, Errno};
 use crate::fdtable;
+use crate::links::local_first;
 use crate::ops::unsupported;
 use crate::paths::{route, Route};
 use crate::real;
@@ -34,10 +35,10 @@ macro_rules! xattr_path {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char $(, $arg: $ty)*) -> $ret {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$name(path $(, $arg)*) },
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(path $(, $arg)*)) } {
+                Ok(v) => v,
                 // SAFETY: a local path the NFS path folded to.
-                r => no_xattrs(stringify!($name), r, |p| unsafe { real::$name(p $(, $arg)*) }),
+                Err(r) => no_xattrs(stringify!($name), r, |p| unsafe { real::$name(p $(, $arg)*) }),
             }
         }
     };

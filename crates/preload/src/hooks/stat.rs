@@ -5,8 +5,8 @@ use libc::{c_char, c_int, c_uint};
 use super::{on_path, st};
 use crate::fail::{serve, Errno, Res};
 use crate::fdtable;
+use crate::links::local_first;
 use crate::ops::{meta, Out};
-use crate::paths::{route, Route};
 use crate::real::{self, Stat, Stat64};
 use crate::state::State;
 
@@ -45,9 +45,9 @@ macro_rules! stat_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut $ty) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$real(path, buf) },
-                r => on_path(
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$real(path, buf)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     |s, p| stat_into(s, p, $follow, buf.cast()),
@@ -86,7 +86,7 @@ unsafe fn fstatat_common(
     path: *const c_char,
     buf: *mut Stat,
     flags: c_int,
-    local: impl FnOnce(c_int, *const c_char) -> c_int,
+    local: impl Fn(c_int, *const c_char) -> c_int,
 ) -> c_int {
     // SAFETY: the caller passes a C string (or NULL with AT_EMPTY_PATH).
     let empty = path.is_null() || unsafe { *path } == 0;
@@ -97,9 +97,9 @@ unsafe fn fstatat_common(
         return serve(name, || fstat_into(dirfd, buf));
     }
     // SAFETY: as above.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => local(dirfd, path),
-        r => {
+    match unsafe { local_first(dirfd, path, || local(dirfd, path)) } {
+        Ok(v) => v,
+        Err(r) => {
             let follow = flags & libc::AT_SYMLINK_NOFOLLOW == 0;
             on_path(
                 name,
@@ -148,8 +148,8 @@ macro_rules! xstat_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(ver: c_int, path: *const c_char, buf: *mut $ty) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$name(ver, path, buf) },
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(ver, path, buf)) } {
+                Ok(v) => v,
                 // SAFETY: same contract as the plain function.
                 _ => unsafe { $plain(path, buf) },
             }
@@ -240,9 +240,9 @@ pub unsafe extern "C" fn statx(
         });
     }
     // SAFETY: as above.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::statx(dirfd, path, flags, mask, buf) },
-        r => on_path(
+    match unsafe { local_first(dirfd, path, || real::statx(dirfd, path, flags, mask, buf)) } {
+        Ok(v) => v,
+        Err(r) => on_path(
             "statx",
             r,
             |s, p| {
@@ -263,9 +263,9 @@ macro_rules! statfs_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, buf: *mut $ty) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$name(path, buf) },
-                r => on_path(
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(path, buf)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     |s, p| {
@@ -326,9 +326,9 @@ statfs_like!(statvfs64, fstatvfs64, libc::statvfs64, statvfs);
 #[no_mangle]
 pub unsafe extern "C" fn pathconf(path: *const c_char, name: c_int) -> libc::c_long {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(libc::AT_FDCWD, path) } {
-        Route::Local => unsafe { real::pathconf(path, name) },
-        r => on_path(
+    match unsafe { local_first(libc::AT_FDCWD, path, || real::pathconf(path, name)) } {
+        Ok(v) => v,
+        Err(r) => on_path(
             "pathconf",
             r,
             |s, p| {
@@ -357,9 +357,9 @@ macro_rules! access_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: c_int) -> c_int {
             // SAFETY: the caller passes a C string.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$name(path, mode) },
-                r => on_path(
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(path, mode)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     |s, p| {
@@ -387,9 +387,9 @@ pub unsafe extern "C" fn faccessat(
     flags: c_int,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    match unsafe { route(dirfd, path) } {
-        Route::Local => unsafe { real::faccessat(dirfd, path, mode, flags) },
-        r => on_path(
+    match unsafe { local_first(dirfd, path, || real::faccessat(dirfd, path, mode, flags)) } {
+        Ok(v) => v,
+        Err(r) => on_path(
             "faccessat",
             r,
             |s, p| {

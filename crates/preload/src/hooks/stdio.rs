@@ -5,6 +5,7 @@ use libc::{c_char, c_int, FILE};
 use super::{cstr, on_path, st};
 use crate::fail::{serve, set_errno, Errno};
 use crate::fdtable;
+use crate::links::local_first;
 use crate::ops::{fds, open as nfs_open, stdio, Out};
 use crate::paths::{route, Route};
 use crate::real;
@@ -15,9 +16,9 @@ macro_rules! fopen_like {
         #[no_mangle]
         pub unsafe extern "C" fn $name(path: *const c_char, mode: *const c_char) -> *mut FILE {
             // SAFETY: the caller passes C strings.
-            match unsafe { route(libc::AT_FDCWD, path) } {
-                Route::Local => unsafe { real::$name(path, mode) },
-                r => on_path(
+            match unsafe { local_first(libc::AT_FDCWD, path, || real::$name(path, mode)) } {
+                Ok(v) => v,
+                Err(r) => on_path(
                     stringify!($name),
                     r,
                     // SAFETY: the caller's mode string.
