@@ -47,6 +47,13 @@ impl<T> FailValue for *mut T {
         std::ptr::null_mut()
     }
 }
+/// A result the entry point still has to turn into the C one (errno is
+/// already set when it is `None`).
+impl<T> FailValue for Option<T> {
+    fn fail_value() -> Self {
+        None
+    }
+}
 
 /// Sets errno.
 pub fn set_errno(e: c_int) {

@@ -72,7 +72,10 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
             }
             Err(e) if through_a_link(&e) => {
                 links += 1;
-                path = through_middle_link(state, &path, links, e.errno())?;
+                match through_middle_link(state, &path, links, e.errno())? {
+                    Place::Nfs(next) => path = next,
+                    Place::Local(p) => return Ok(Resolved::Local(p)),
+                }
             }
             Err(e) => return Err(e.into()),
         }
@@ -82,48 +85,111 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
 /// The error a server gives a path with a link among its directories:
 /// NFSv3's LOOKUP in a link is `ENOTDIR`, NFSv4.1's NFS4ERR_SYMLINK is
 /// `ELOOP` (a server never follows links, so it is not a loop).
-fn through_a_link(e: &dnfs::Error) -> bool {
+pub fn through_a_link(e: &dnfs::Error) -> bool {
     matches!(e.errno(), libc::ENOTDIR | libc::ELOOP)
+}
+
+/// What [`through_links`] did.
+#[derive(Debug)]
+pub enum Through<T> {
+    /// `op`'s result, and the NFS path it ran on.
+    Nfs(T, NfsPath),
+    /// A link among the directories led to this local path: the caller
+    /// makes its libc call there.
+    Local(CString),
 }
 
 /// Runs `op`, a call that creates or removes `path`'s last component in
 /// its directory; when a directory on the way is a link (the server says
-/// so: `through_a_link`), runs it again through the link. Returns `op`'s result and
-/// the path it ran on.
+/// so: `through_a_link`), runs it again through the link, or gives the
+/// local path the link led to.
 pub fn through_links<T>(
     state: &State,
     path: NfsPath,
     op: impl Fn(&dnfs::Client, &NfsPath) -> dnfs::Result<T>,
-) -> Res<(T, NfsPath)> {
+) -> Res<Through<T>> {
     let mut path = path;
     let mut links = 0;
     loop {
         let client = clients::get(state, path.mount)?;
         match op(&client, &path) {
-            Ok(v) => return Ok((v, path)),
+            Ok(v) => return Ok(Through::Nfs(v, path)),
             Err(e) if through_a_link(&e) => {
                 links += 1;
-                path = through_middle_link(state, &path, links, e.errno())?;
+                match through_middle_link(state, &path, links, e.errno())? {
+                    Place::Nfs(next) => path = next,
+                    Place::Local(p) => return Ok(Through::Local(p)),
+                }
             }
             Err(e) => return Err(e.into()),
         }
     }
 }
 
+/// Where a path leads once the links among its directories are followed.
+#[derive(Debug)]
+pub enum Place {
+    /// An NFS path.
+    Nfs(NfsPath),
+    /// A local path: the caller makes its libc call there.
+    Local(CString),
+}
+
+/// Where `path`'s last component is, its directory's links followed (the
+/// last component itself is not: `rename` and `link` act on a link, not on
+/// what it names). For a call that failed with [`through_a_link`].
+pub fn through_parent(state: &State, path: &NfsPath) -> Res<Place> {
+    let Some(cut) = path.rest.trim_end_matches('/').rfind('/') else {
+        return Ok(Place::Nfs(path.clone()));
+    };
+    if cut == 0 {
+        // In the export's root, which is no link.
+        return Ok(Place::Nfs(path.clone()));
+    }
+    let name = path.rest[cut + 1..].trim_end_matches('/');
+    let dir = NfsPath {
+        mount: path.mount,
+        host: paths::parent(&path.host).to_string(),
+        rest: path.rest[..cut].to_string(),
+        trailing_slash: false,
+    };
+    match resolve(state, dir, true)? {
+        Resolved::Nfs(f) if !f.meta.is_dir() => Err(Errno(libc::ENOTDIR)),
+        Resolved::Nfs(f) => Ok(Place::Nfs(NfsPath {
+            mount: f.path.mount,
+            host: format!("{}/{name}", f.path.host.trim_end_matches('/')),
+            rest: format!("{}/{name}", f.path.rest.trim_end_matches('/')),
+            trailing_slash: path.trailing_slash,
+        })),
+        Resolved::Local(dir) => {
+            let mut full = dir.into_bytes();
+            full.push(b'/');
+            full.extend_from_slice(name.as_bytes());
+            CString::new(full)
+                .map(Place::Local)
+                .map_err(|_| Errno(libc::EINVAL))
+        }
+    }
+}
+
 /// `path` with the first link among its directories expanded, after the
 /// server said `errno` (see [`through_a_link`]): the error stands when
-/// there is none.
-fn through_middle_link(state: &State, path: &NfsPath, links: usize, errno: i32) -> Res<NfsPath> {
+/// there is none. A link to a local directory (a PostgreSQL data directory
+/// on NFS whose `pg_wal` is a local disk's) leads to the local path.
+fn through_middle_link(state: &State, path: &NfsPath, links: usize, errno: i32) -> Res<Place> {
     match expand_middle(state, path, links)? {
-        Some(Route::Nfs(next)) => Ok(next),
-        Some(Route::Local | Route::Redirect(_)) => Err(Errno(libc::EXDEV)),
-        Some(Route::Bad(e)) => Err(Errno(e)),
+        Some((Route::Nfs(next), _)) => Ok(Place::Nfs(next)),
+        Some((Route::Local | Route::Redirect(_), full)) => CString::new(full)
+            .map(Place::Local)
+            .map_err(|_| Errno(libc::EINVAL)),
+        Some((Route::Bad(e), _)) => Err(Errno(e)),
         None => Err(Errno(errno)),
     }
 }
 
-/// Resolves the first link among the directories on the way to `path`.
-fn expand_middle(state: &State, path: &NfsPath, links: usize) -> Res<Option<Route>> {
+/// Resolves the first link among the directories on the way to `path`:
+/// the route of the path through it, and that path.
+fn expand_middle(state: &State, path: &NfsPath, links: usize) -> Res<Option<(Route, Vec<u8>)>> {
     let client = clients::get(state, path.mount)?;
     let prefix = &state.config.mounts[path.mount].prefix;
     let comps: Vec<&str> = path.rest.split('/').filter(|c| !c.is_empty()).collect();
@@ -138,7 +204,11 @@ fn expand_middle(state: &State, path: &NfsPath, links: usize) -> Res<Option<Rout
                 let target = client.readlink(&sub)?;
                 let host = format!("{prefix}{sub}");
                 let remaining = comps[i..].join("/");
-                return next_hop(state, &host, &target, &remaining, links).map(Some);
+                if links > MAX_LINKS {
+                    return Err(Errno(libc::ELOOP));
+                }
+                let full = hop(&host, &target, &remaining);
+                return Ok(Some((paths::classify_absolute(state, &full), full)));
             }
             _ => return Ok(None),
         }
@@ -158,6 +228,15 @@ fn next_hop(
     if links > MAX_LINKS {
         return Err(Errno(libc::ELOOP));
     }
+    Ok(paths::classify_absolute(
+        state,
+        &hop(link_host, target, remaining),
+    ))
+}
+
+/// The path a link at `link_host` with `target` names, with `remaining`
+/// components after it, folded.
+fn hop(link_host: &str, target: &[u8], remaining: &str) -> Vec<u8> {
     let mut next = if target.first() == Some(&b'/') {
         target.to_vec()
     } else {
@@ -166,10 +245,7 @@ fn next_hop(
     if !remaining.is_empty() {
         next = paths::join(&next, remaining.as_bytes());
     }
-    Ok(paths::classify_absolute(
-        state,
-        &dnfs::config::normalize_bytes(&next),
-    ))
+    dnfs::config::normalize_bytes(&next)
 }
 
 fn local_path(link_host: &str, target: &[u8]) -> Res<CString> {

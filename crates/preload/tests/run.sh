@@ -457,6 +457,22 @@ group_coreutils() {
         "$(nfs sh -c "cat '$ll/nothing' 2>/dev/null; printf '%s ' \$?; cat '$ll/to-local-missing/x' 2>/dev/null; printf '%s' \$?")"
     check "lstat and readlink of the local link itself stay local" "symbolic link|$d/linked" \
         "$(nfs sh -c "stat -c %F '$ll/to-nfs'; printf '|'; readlink '$ll/to-nfs'" | tr -d '\n')"
+    # A symbolic link on NFS to a local directory (resolve.rs): what is
+    # made, renamed, linked and removed through it is the local directory's.
+    local lt=$WORK/nfs-to-local
+    mkdir -p "$lt"
+    expect "an NFS link to a local directory: ln -s" nfs ln -s "$lt" "$d/to-local"
+    expect "through an NFS link to a local directory: mkdir, write, append, mv, ln, ln -s, rmdir, rm" nfs sh -c \
+        "mkdir '$d/to-local/sub' && echo one >'$d/to-local/sub/f' && echo two >>'$d/to-local/sub/f' && mv '$d/to-local/sub/f' '$d/to-local/g' && ln '$d/to-local/g' '$d/to-local/h' && ln -s g '$d/to-local/s' && touch '$d/to-local/sub/x' && rm '$d/to-local/sub/x' && rmdir '$d/to-local/sub' && rm '$d/to-local/h'"
+    check "through an NFS link to a local directory: the local directory has it" "one two|no|no|g|2" \
+        "$(tr '\n' ' ' <"$lt/g" | sed 's/ $//')|$([[ -e $lt/sub ]] && echo yes || echo no)|$([[ -e $lt/h ]] && echo yes || echo no)|$(readlink "$lt/s")|$(ls "$lt" | wc -l)"
+    check "through an NFS link to a local directory: the server has only the link" "symbolic link|" \
+        "$(stat -c %F "$v/to-local")|$(find "$v" -name g -o -name s -type l | head -3)"
+    check "through an NFS link to a local directory: cat, ls, stat" "one two|g s|8" \
+        "$(nfs sh -c "cat '$d/to-local/s' | tr '\n' ' ' | sed 's/ \$//'; printf '|'; ls '$d/to-local/' | tr '\n' ' ' | sed 's/ \$//'; printf '|'; stat -L -c %s '$d/to-local/s'" | tr -d '\n')"
+    check "between an NFS link to a local directory and NFS: mv copies (EXDEV)" "one two|no" \
+        "$(nfs sh -c "mv '$d/to-local/g' '$d/from-local' && cat '$d/from-local'" | tr '\n' ' ' | sed 's/ $//')|$([[ -e $lt/g ]] && echo yes || echo no)"
+    expect "an NFS link to a local directory: rm the link" nfs rm "$d/to-local" "$d/from-local"
     check "du -b and find agree with the server" \
         "$(cd "$v" && find src -type f | sort | md5sum)" "$(nfs sh -c "cd '$d' && find src -type f" | sort | md5sum)"
     expect "rm -r" nfs rm -r "$d/src" "$d/tx" "$d/gt" "$d/gt2" "$d/linked"
@@ -831,31 +847,26 @@ group_pglinks() {
     check "the tablespace's files are on the server" "yes" \
         "$( (($(find "$view/ts" -type f -size +1M | wc -l) >= 2)) && echo yes || echo no)"
     "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY) TABLESPACE nfsts" >/dev/null
-    runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 4 -j 2 -T 60 postgres >/dev/null 2>&1 &
-    local bench=$!
-    (for i in $(seq 1 1000000); do echo "INSERT INTO ledger VALUES ($i);"; echo "\\echo c $i"; done) |
-        runuser -u postgres -- "$PGBIN/psql" -X -q -h "$sock" -p 5432 -v ON_ERROR_STOP=1 postgres >"$WORK/pgl-ledger.out" 2>&1 &
-    local ledger=$!
-    sleep 6
-    local pm pids p waited=0
-    pm=$(head -1 "$data/postmaster.pid")
-    pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
-    kill -9 $pids 2>/dev/null || true
-    for p in $pids; do
-        while kill -0 "$p" 2>/dev/null && ((waited < 300)); do sleep 0.1; waited=$((waited + 1)); done
-    done
-    wait "$bench" 2>/dev/null || true
-    wait "$ledger" 2>/dev/null || true
-    local committed
-    committed=$(grep -c '^c ' "$WORK/pgl-ledger.out" || true)
-    if ((committed > 50)); then ok "kill -9 during the workload ($committed ledger commits seen)"; else bad "ledger client" "only $committed commits: $(tail -2 "$WORK/pgl-ledger.out")"; fi
-    expect "restart after kill -9: recovery from the WAL on NFS" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
-    if grep -q "redo done" "$log"; then ok "the log shows crash recovery"; else bad "crash recovery in the log" "$(tail -3 "$log")"; fi
-    sed -n 's/^c //p' "$WORK/pgl-ledger.out" | sort -n >"$WORK/pgl-seen"
-    "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/pgl-have"
-    check "every transaction the client saw committed is present" "" "$(comm -23 "$WORK/pgl-seen" "$WORK/pgl-have" | head -5 | tr '\n' ' ')"
-    expect "pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    pg_kill_and_recover "" "$data" "$data/postmaster.pid" "$log" "$opts" pgl
     expect "clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    PG_STARTED=()
+
+    # The other way round: the data directory on NFS, its WAL on a local
+    # disk (pg_wal is then a symbolic link on NFS to a local directory,
+    # resolve.rs): every WAL call goes to the kernel.
+    step "PostgreSQL 15: data directory on NFS, WAL on a local disk"
+    local ndata=$dir/ndata wal=$local_dir/wal nlog=$WORK/pgln.log
+    expect "local WAL: initdb -k on NFS --waldir local" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$ndata" --waldir="$wal"
+    check "local WAL: pg_wal on the server is a link to the local directory; the segment is local" "$wal|1|0" \
+        "$(readlink "$view/ndata/pg_wal")|$(find "$wal" -maxdepth 1 -size 16M | wc -l)|$(find "$view/ndata" -name '0000000*' | wc -l)"
+    expect "local WAL: pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$ndata" -l "$nlog" -o "$opts" -w -t 120 start
+    PG_STARTED+=("$ndata")
+    expect "local WAL: pgbench -i -s 2" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 2 postgres
+    "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY)" >/dev/null
+    pg_kill_and_recover "local WAL: " "$ndata" "$view/ndata/postmaster.pid" "$nlog" "$opts" pgln
+    check "local WAL: WAL segments made, recycled and renamed locally, none on the server" "yes|0" \
+        "$( (($(find "$wal" -maxdepth 1 -size 16M | wc -l) >= 2)) && echo yes || echo no)|$(find "$view/ndata" -name '0000000*' | wc -l)"
+    expect "local WAL: clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$ndata" -m fast -w -t 120 stop
     PG_STARTED=()
 }
 
@@ -971,6 +982,41 @@ group_mariadb() {
     my_stop >/dev/null 2>&1 || true
 }
 
+# kill -9 of the postmaster and every backend while pgbench writes and a
+# client records each transaction it saw committed into table ledger (which
+# must exist); then the restart, crash recovery in the log, every
+# transaction seen committed present, pg_amcheck clean. Uses the caller's
+# PG, PSQL and sock. Arguments: check label prefix, data directory,
+# postmaster.pid as this script can read it, server log, pg_ctl -o
+# options, a tag naming the work files.
+pg_kill_and_recover() {
+    local L=$1 data=$2 pidfile=$3 log=$4 opts=$5 tag=$6
+    runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 4 -j 2 -T 60 postgres >/dev/null 2>&1 &
+    local bench=$!
+    (for i in $(seq 1 1000000); do echo "INSERT INTO ledger VALUES ($i);"; echo "\\echo c $i"; done) |
+        runuser -u postgres -- "$PGBIN/psql" -X -q -h "$sock" -p 5432 -v ON_ERROR_STOP=1 postgres >"$WORK/$tag-ledger.out" 2>&1 &
+    local ledger=$!
+    sleep 6
+    local pm pids p waited=0
+    pm=$(head -1 "$pidfile")
+    pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+    kill -9 $pids 2>/dev/null || true
+    for p in $pids; do
+        while kill -0 "$p" 2>/dev/null && ((waited < 300)); do sleep 0.1; waited=$((waited + 1)); done
+    done
+    wait "$bench" 2>/dev/null || true
+    wait "$ledger" 2>/dev/null || true
+    local committed
+    committed=$(grep -c '^c ' "$WORK/$tag-ledger.out" || true)
+    if ((committed > 50)); then ok "${L}kill -9 during the workload ($committed ledger commits seen)"; else bad "${L}ledger client" "only $committed commits: $(tail -2 "$WORK/$tag-ledger.out")"; fi
+    expect "${L}restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
+    if grep -q "database system was interrupted\|redo done" "$log"; then ok "${L}the log shows crash recovery"; else bad "${L}crash recovery in the log" "$(tail -3 "$log")"; fi
+    sed -n 's/^c //p' "$WORK/$tag-ledger.out" | sort -n >"$WORK/$tag-seen"
+    "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/$tag-have"
+    check "${L}every transaction the client saw committed is present" "" "$(comm -23 "$WORK/$tag-seen" "$WORK/$tag-have" | head -5 | tr '\n' ' ')"
+    expect "${L}pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+}
+
 pg_cluster() {
     local dir=$1 view=$2 L=$3
     id postgres >/dev/null 2>&1 || { bad "${L}postgres user" "missing (apt-get install postgresql)"; return; }
@@ -998,33 +1044,7 @@ pg_cluster() {
     expect "${L}clean restart" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -m fast -w -t 120 restart
     "${PSQL[@]}" -c "CREATE TABLE ledger(id int PRIMARY KEY)" >/dev/null
 
-    # kill -9 of the postmaster and every backend while a client records each
-    # transaction it saw committed and pgbench writes.
-    runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 4 -j 2 -T 60 postgres >/dev/null 2>&1 &
-    local bench=$!
-    (for i in $(seq 1 1000000); do echo "INSERT INTO ledger VALUES ($i);"; echo "\\echo c $i"; done) |
-        runuser -u postgres -- "$PGBIN/psql" -X -q -h "$sock" -p 5432 -v ON_ERROR_STOP=1 postgres >"$WORK/ledger.out" 2>&1 &
-    local ledger=$!
-    sleep 6
-    local pm pids
-    pm=$(head -1 "$view/data/postmaster.pid")
-    pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
-    kill -9 $pids 2>/dev/null || true
-    local waited=0
-    for p in $pids; do
-        while kill -0 "$p" 2>/dev/null && ((waited < 300)); do sleep 0.1; waited=$((waited + 1)); done
-    done
-    wait "$bench" 2>/dev/null || true
-    wait "$ledger" 2>/dev/null || true
-    local committed
-    committed=$(grep -c '^c ' "$WORK/ledger.out" || true)
-    if ((committed > 50)); then ok "${L}kill -9 during the workload ($committed ledger commits seen)"; else bad "${L}ledger client" "only $committed commits: $(tail -2 "$WORK/ledger.out")"; fi
-    expect "${L}restart after kill -9: recovery completes" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 300 start
-    if grep -q "database system was interrupted\|redo done" "$log"; then ok "${L}the log shows crash recovery"; else bad "${L}crash recovery in the log" "$(tail -3 "$log")"; fi
-    sed -n 's/^c //p' "$WORK/ledger.out" | sort -n >"$WORK/seen"
-    "${PSQL[@]}" -c "SELECT id FROM ledger ORDER BY id" | sort -n >"$WORK/have"
-    check "${L}every transaction the client saw committed is present" "" "$(comm -23 "$WORK/seen" "$WORK/have" | head -5 | tr '\n' ' ')"
-    expect "${L}pg_amcheck --all clean after recovery" runuser -u postgres -- "$PGBIN/pg_amcheck" -h "$sock" -p 5432 --all --install-missing
+    pg_kill_and_recover "$L" "$data" "$view/data/postmaster.pid" "$log" "$opts" pg
     local q="SELECT count(*), sum(abalance) FROM pgbench_accounts; SELECT count(*), max(id) FROM ledger;"
     local before
     before=$("${PSQL[@]}" -c "$q")

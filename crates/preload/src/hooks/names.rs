@@ -8,7 +8,7 @@ use super::{buf_mut, chk_fail, cstr, on_path, on_path_only, st};
 use crate::fail::{serve, set_errno, Errno, Res};
 use crate::fdtable;
 use crate::links::{local_first, local_pair_first, Pair};
-use crate::ops::{meta, names, Out};
+use crate::ops::{meta, names, Out, OutPair};
 use crate::paths::{NfsPath, Route};
 use crate::real;
 use crate::state::State;
@@ -20,10 +20,10 @@ pub unsafe extern "C" fn unlink(path: *const c_char) -> c_int {
     match unsafe { local_first(libc::AT_FDCWD, path, || real::unlink(path)) } {
         Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "unlink",
             r,
-            |s, p| names::unlink(s, p).map(|()| 0),
+            |s, p| names::unlink(s, p).map(|o| o.map(|()| 0)),
             |p| unsafe { real::unlink(p) },
         ),
     }
@@ -35,10 +35,10 @@ pub unsafe extern "C" fn rmdir(path: *const c_char) -> c_int {
     match unsafe { local_first(libc::AT_FDCWD, path, || real::rmdir(path)) } {
         Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "rmdir",
             r,
-            |s, p| names::rmdir(s, p).map(|()| 0),
+            |s, p| names::rmdir(s, p).map(|o| o.map(|()| 0)),
             |p| unsafe { real::rmdir(p) },
         ),
     }
@@ -50,17 +50,17 @@ pub unsafe extern "C" fn unlinkat(dirfd: c_int, path: *const c_char, flags: c_in
     match unsafe { local_first(dirfd, path, || real::unlinkat(dirfd, path, flags)) } {
         Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        Err(r) if flags & libc::AT_REMOVEDIR != 0 => on_path_only(
+        Err(r) if flags & libc::AT_REMOVEDIR != 0 => on_path(
             "unlinkat",
             r,
-            |s, p| names::rmdir(s, p).map(|()| 0),
+            |s, p| names::rmdir(s, p).map(|o| o.map(|()| 0)),
             |p| unsafe { real::unlinkat(libc::AT_FDCWD, p, flags) },
         ),
         // SAFETY: as above.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "unlinkat",
             r,
-            |s, p| names::unlink(s, p).map(|()| 0),
+            |s, p| names::unlink(s, p).map(|o| o.map(|()| 0)),
             |p| unsafe { real::unlinkat(libc::AT_FDCWD, p, flags) },
         ),
     }
@@ -73,12 +73,12 @@ pub unsafe extern "C" fn remove(path: *const c_char) -> c_int {
     // SAFETY: the caller passes a C string.
     match unsafe { local_first(libc::AT_FDCWD, path, || real::remove(path)) } {
         Ok(v) => v,
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "remove",
             r,
             |s, p| match names::unlink(s, p.clone()) {
-                Err(Errno(libc::EISDIR)) => names::rmdir(s, p).map(|()| 0),
-                other => other.map(|()| 0),
+                Err(Errno(libc::EISDIR)) => names::rmdir(s, p).map(|o| o.map(|()| 0)),
+                other => other.map(|o| o.map(|()| 0)),
             },
             // SAFETY: a local path the NFS path folded to.
             |p| unsafe { real::remove(p) },
@@ -92,10 +92,10 @@ pub unsafe extern "C" fn mkdir(path: *const c_char, mode: mode_t) -> c_int {
     match unsafe { local_first(libc::AT_FDCWD, path, || real::mkdir(path, mode)) } {
         Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "mkdir",
             r,
-            |s, p| names::mkdir(s, p, mode).map(|()| 0),
+            |s, p| names::mkdir(s, p, mode).map(|o| o.map(|()| 0)),
             |p| unsafe { real::mkdir(p, mode) },
         ),
     }
@@ -107,10 +107,10 @@ pub unsafe extern "C" fn mkdirat(dirfd: c_int, path: *const c_char, mode: mode_t
     match unsafe { local_first(dirfd, path, || real::mkdirat(dirfd, path, mode)) } {
         Ok(v) => v,
         // SAFETY: a local path the NFS path folded to.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "mkdirat",
             r,
-            |s, p| names::mkdir(s, p, mode).map(|()| 0),
+            |s, p| names::mkdir(s, p, mode).map(|o| o.map(|()| 0)),
             |p| unsafe { real::mkdir(p, mode) },
         ),
     }
@@ -124,7 +124,7 @@ fn two_paths(
     name: &'static str,
     a: Route,
     b: Route,
-    work: impl FnOnce(&State, NfsPath, NfsPath) -> Res<()>,
+    work: impl FnOnce(&State, NfsPath, NfsPath) -> Res<OutPair>,
     local: impl FnOnce(*const c_char, *const c_char) -> c_int,
     original: (*const c_char, *const c_char),
 ) -> c_int {
@@ -144,7 +144,14 @@ fn two_paths(
         return local(x, y);
     }
     match (a, b) {
-        (Route::Nfs(a), Route::Nfs(b)) => serve(name, || work(st()?, a, b).map(|()| 0)),
+        (Route::Nfs(a), Route::Nfs(b)) => {
+            match serve(name, || work(st()?, a, b).map(Some)) {
+                Some(OutPair::Done(())) => 0,
+                // Links on NFS led both names to local paths.
+                Some(OutPair::Local(x, y)) => local(x.as_ptr(), y.as_ptr()),
+                None => -1,
+            }
+        }
         _ => {
             set_errno(libc::EXDEV);
             -1
@@ -293,10 +300,10 @@ pub unsafe extern "C" fn symlink(target: *const c_char, path: *const c_char) -> 
     match unsafe { local_first(libc::AT_FDCWD, path, || real::symlink(target, path)) } {
         Ok(v) => v,
         // SAFETY: as above.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "symlink",
             r,
-            |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0),
+            |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|o| o.map(|()| 0)),
             // SAFETY: a local path the NFS path folded to.
             |p| unsafe { real::symlink(target, p) },
         ),
@@ -313,10 +320,10 @@ pub unsafe extern "C" fn symlinkat(
     match unsafe { local_first(dirfd, path, || real::symlinkat(target, dirfd, path)) } {
         Ok(v) => v,
         // SAFETY: as above.
-        Err(r) => on_path_only(
+        Err(r) => on_path(
             "symlinkat",
             r,
-            |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|()| 0),
+            |s, p| names::symlink(s, unsafe { cstr(target) }?, p).map(|o| o.map(|()| 0)),
             // SAFETY: a local path the NFS path folded to.
             |p| unsafe { real::symlink(target, p) },
         ),

@@ -24,3 +24,24 @@ pub enum Out<T> {
     /// Pass the call to libc with this path.
     Local(CString),
 }
+
+impl<T> Out<T> {
+    /// The served value changed by `f`; a local path stays one.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Out<U> {
+        match self {
+            Out::Done(v) => Out::Done(f(v)),
+            Out::Local(p) => Out::Local(p),
+        }
+    }
+}
+
+/// What an operation on two paths (`rename`, `link`) came to: done, or
+/// links on NFS led both names to local paths, which the entry point hands
+/// to libc.
+#[derive(Debug)]
+pub enum OutPair<T = ()> {
+    /// Served.
+    Done(T),
+    /// Pass the call to libc with these two paths.
+    Local(CString, CString),
+}

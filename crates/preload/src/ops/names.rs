@@ -2,24 +2,29 @@
 //! `link`, `symlink`, `readlink` (REMOVE, RMDIR, MKDIR, RENAME, LINK,
 //! SYMLINK, READLINK). Both names of `rename` and `link` must be on the
 //! same mount; otherwise `EXDEV`, as between two local file systems.
+//!
+//! A symbolic link on NFS among a path's directories may lead to a local
+//! directory (a PostgreSQL data directory on NFS whose `pg_wal` is a link
+//! to a local disk, made by `initdb --waldir`): the call then goes to libc
+//! with the local path ([`Out::Local`], [`OutPair::Local`]).
 
 use dnfs::FileType;
 
-use super::Out;
+use super::{Out, OutPair};
 use crate::clients;
 use crate::config;
 use crate::fail::{Errno, Res};
 use crate::paths::NfsPath;
-use crate::resolve::{self, Resolved};
+use crate::resolve::{self, Place, Resolved, Through};
 use crate::shadow::Kind;
 use crate::state::State;
 
 /// `unlink(2)`. A directory is `EISDIR` (as on Linux). When the last name
 /// of a file goes, so does its shadow file.
-pub fn unlink(state: &State, path: NfsPath) -> Res<()> {
+pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
     let f = match resolve::resolve(state, path, false)? {
         Resolved::Nfs(f) => f,
-        Resolved::Local(_) => return Err(Errno(libc::EXDEV)),
+        Resolved::Local(p) => return Ok(Out::Local(p)),
     };
     if f.meta.is_dir() {
         return Err(Errno(libc::EISDIR));
@@ -37,11 +42,11 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<()> {
             .shadow
             .forget(&state.config.mounts[f.path.mount], kind, &f.handle);
     }
-    Ok(())
+    Ok(Out::Done(()))
 }
 
 /// `rmdir(2)`.
-pub fn rmdir(state: &State, path: NfsPath) -> Res<()> {
+pub fn rmdir(state: &State, path: NfsPath) -> Res<Out<()>> {
     if path.rest == "/" {
         return Err(Errno(libc::EBUSY));
     }
@@ -52,7 +57,7 @@ pub fn rmdir(state: &State, path: NfsPath) -> Res<()> {
 }
 
 /// `mkdir(2)`: the mode less the umask.
-pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<()> {
+pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<Out<()>> {
     if path.rest == "/" {
         return Err(Errno(libc::EEXIST));
     }
@@ -60,8 +65,10 @@ pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<()> {
     with_parent_links(state, path, |client, p| client.mkdir_mode(&p.rest, mode))
 }
 
-/// `rename(2)` within one mount.
-pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<()> {
+/// `rename(2)` within one mount. When a directory on the way of either
+/// name is a link, both are followed: to one mount, the RENAME is sent
+/// again; both to local paths, libc renames there; otherwise `EXDEV`.
+pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
     if from.mount != to.mount {
         return Err(Errno(libc::EXDEV));
     }
@@ -71,32 +78,84 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<()> {
     let client = clients::get(state, from.mount)?;
     let renamed = client.rename(&from.rest, &to.rest);
     crate::lookups::changed(state);
-    Ok(renamed?)
+    match renamed {
+        Err(e) if resolve::through_a_link(&e) => {
+            match both_through_links(state, &from, &to, e.errno())? {
+                OutPair::Done((from, to)) => {
+                    let renamed = clients::get(state, from.mount)?.rename(&from.rest, &to.rest);
+                    crate::lookups::changed(state);
+                    renamed?;
+                    Ok(OutPair::Done(()))
+                }
+                OutPair::Local(x, y) => Ok(OutPair::Local(x, y)),
+            }
+        }
+        other => Ok(OutPair::Done(other?)),
+    }
 }
 
-/// `link(2)` within one mount (`follow`: of a link's target, `AT_SYMLINK_FOLLOW`).
-pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res<()> {
+/// Where two names lead, links among their directories followed: both
+/// to one mount, or both to local paths; `errno` (the first call's error)
+/// when neither has a link to follow, `EXDEV` between a mount and a local
+/// path or two mounts.
+fn both_through_links(
+    state: &State,
+    a: &NfsPath,
+    b: &NfsPath,
+    errno: i32,
+) -> Res<OutPair<(NfsPath, NfsPath)>> {
+    let pa = resolve::through_parent(state, a)?;
+    let pb = resolve::through_parent(state, b)?;
+    match (pa, pb) {
+        (Place::Nfs(x), Place::Nfs(y)) if x == *a && y == *b => Err(Errno(errno)),
+        (Place::Nfs(x), Place::Nfs(y)) if x.mount == y.mount => Ok(OutPair::Done((x, y))),
+        (Place::Local(x), Place::Local(y)) => Ok(OutPair::Local(x, y)),
+        _ => Err(Errno(libc::EXDEV)),
+    }
+}
+
+/// `link(2)` within one mount (`follow`: of a link's target,
+/// `AT_SYMLINK_FOLLOW`), through links among the directories of both
+/// names as [`rename`] does.
+pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res<OutPair> {
     let existing = match resolve::resolve(state, existing, follow)? {
         Resolved::Nfs(f) => f,
-        Resolved::Local(_) => return Err(Errno(libc::EXDEV)),
+        Resolved::Local(x) => {
+            return match resolve::through_parent(state, &new)? {
+                Place::Local(y) => Ok(OutPair::Local(x, y)),
+                Place::Nfs(_) => Err(Errno(libc::EXDEV)),
+            }
+        }
     };
-    if existing.path.mount != new.mount {
-        return Err(Errno(libc::EXDEV));
-    }
     if existing.meta.is_dir() {
         return Err(Errno(libc::EPERM));
     }
     if new.rest == "/" {
         return Err(Errno(libc::EEXIST));
     }
-    let client = clients::get(state, new.mount)?;
-    let linked = client.link(&existing.path.rest, &new.rest);
-    crate::lookups::changed(state);
-    Ok(linked?)
+    let target = |new: &NfsPath| -> Res<()> {
+        if existing.path.mount != new.mount {
+            return Err(Errno(libc::EXDEV));
+        }
+        let client = clients::get(state, new.mount)?;
+        let linked = client.link(&existing.path.rest, &new.rest);
+        crate::lookups::changed(state);
+        Ok(linked?)
+    };
+    match target(&new) {
+        Err(Errno(e)) if e == libc::ENOTDIR || e == libc::ELOOP => {
+            match resolve::through_parent(state, &new)? {
+                Place::Nfs(other) if other != new => target(&other).map(OutPair::Done),
+                Place::Nfs(_) => Err(Errno(e)),
+                Place::Local(_) => Err(Errno(libc::EXDEV)),
+            }
+        }
+        other => other.map(OutPair::Done),
+    }
 }
 
 /// `symlink(2)`: a link at `path` whose content is `target`, as given.
-pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<()> {
+pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<Out<()>> {
     if target.is_empty() {
         return Err(Errno(libc::ENOENT));
     }
@@ -125,13 +184,17 @@ pub fn readlink(state: &State, path: NfsPath, buf: &mut [u8]) -> Res<Out<usize>>
 }
 
 /// Runs a call that creates or removes the last component of `path`,
-/// through a link among the directories on the way if there is one.
+/// through a link among the directories on the way if there is one (to a
+/// local directory: the caller's libc call does it there).
 fn with_parent_links(
     state: &State,
     path: NfsPath,
     op: impl Fn(&dnfs::Client, &NfsPath) -> dnfs::Result<()>,
-) -> Res<()> {
-    let done = resolve::through_links(state, path, op).map(|((), _)| ());
+) -> Res<Out<()>> {
+    let done = resolve::through_links(state, path, op);
     crate::lookups::changed(state);
-    done
+    match done? {
+        Through::Nfs((), _) => Ok(Out::Done(())),
+        Through::Local(p) => Ok(Out::Local(p)),
+    }
 }

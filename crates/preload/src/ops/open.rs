@@ -16,7 +16,7 @@ use crate::config;
 use crate::fail::{Errno, Res};
 use crate::fdtable::{self, Open};
 use crate::paths::NfsPath;
-use crate::resolve::{self, Resolved};
+use crate::resolve::{self, Resolved, Through};
 use crate::shadow::Kind;
 use crate::state::State;
 use crate::warn;
@@ -85,8 +85,12 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
             if path.trailing_slash {
                 return Err(Errno(libc::EISDIR));
             }
-            let (file, where_) = create_file(state, path, excl, mode)?;
-            (where_.mount, file.handle(), Kind::File, Some(file), where_)
+            match create_file(state, path, excl, mode)? {
+                Through::Nfs(file, where_) => {
+                    (where_.mount, file.handle(), Kind::File, Some(file), where_)
+                }
+                Through::Local(p) => return Ok(Out::Local(p)),
+            }
         }
     };
     let fd = state
@@ -138,13 +142,9 @@ fn kind_for_open(t: FileType, flags: c_int) -> Res<Kind> {
 }
 
 /// Creates a regular file (GUARDED; EXCLUSIVE with `excl`, safe to resend),
-/// through a link among the directories on the way if there is one.
-fn create_file(
-    state: &State,
-    path: NfsPath,
-    excl: bool,
-    mode: mode_t,
-) -> Res<(dnfs::File, NfsPath)> {
+/// through a link among the directories on the way if there is one (to a
+/// local directory: the caller opens the local path).
+fn create_file(state: &State, path: NfsPath, excl: bool, mode: mode_t) -> Res<Through<dnfs::File>> {
     let mode = mode & 0o7777 & !config::umask();
     let opts = OpenOptions {
         create: true,
