@@ -139,6 +139,12 @@ EXPORT {
     Access_Type = RW;
     Squash = No_Root_Squash;
     SecType = sys;
+    # No attribute cache in the server: Ganesha's lets a GETATTR that
+    # follows a completed WRITE answer the size from before it (its
+    # cache's trust flag is cleared and set again without a lock; upstream
+    # issue 553). A client with many connections sees it: an O_APPEND
+    # write placed at a stale end of file overwrote the file's last write.
+    Attr_Expiration_Time = 0;
 $(transfer_size_lines)
     FSAL {
         Name = VFS;

@@ -75,7 +75,9 @@ pub use batch::{Batch, Completion, ScopedBatch};
 pub use client::{Client, Limits, PathSpec, Target};
 pub use config::{DnfsTab, MountOptions, NfsUrl, SocketBuffers, StableMode};
 pub use error::{Error, Result};
-pub use fdfloor::set_descriptor_floor;
+pub use fdfloor::{
+    host_places, reset_in_child as reset_descriptor_windows_in_child, set_descriptor_floor,
+};
 pub use file::{File, OpenOptions};
 pub use fork::fork_generation;
 pub use handle::Handle;

@@ -1,6 +1,7 @@
 //! Where alert lines go.
 
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::net::UnixDatagram;
 use std::path::PathBuf;
 
@@ -68,11 +69,18 @@ impl Sink {
                 let _ = err.write_all(format!("{line}\n").as_bytes());
             }),
             Sink::File(path) => {
-                let file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path);
+                // Opened without waiting (a FIFO with no reader drops the
+                // line rather than stall the thread, perhaps the
+                // program's own), then written in blocking mode.
+                let file = crate::fdfloor::made(|| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .custom_flags(libc::O_NONBLOCK)
+                        .open(path)
+                });
                 if let Ok(mut f) = file {
+                    blocking(&f);
                     // One write of the whole line: O_APPEND keeps lines of
                     // several processes whole. (The path may be a FIFO.)
                     without_sigpipe(|| {
@@ -84,11 +92,23 @@ impl Sink {
                 // Syslog stamps its own time: send the rest of the line.
                 let rest = line.split_once(' ').map_or(line, |(_, r)| r);
                 let msg = format!("<{}>{rest}", 8 + level.syslog_severity());
-                if let Ok(s) = UnixDatagram::unbound() {
+                if let Ok(s) = crate::fdfloor::made(UnixDatagram::unbound) {
                     let _ = s.send_to(msg.as_bytes(), socket);
                 }
             }
             Sink::Off => {}
+        }
+    }
+}
+
+/// Clears `O_NONBLOCK` (set only to open without waiting).
+fn blocking(f: &std::fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: F_GETFL/F_SETFL on a descriptor `f` owns.
+    unsafe {
+        let flags = libc::fcntl(f.as_raw_fd(), libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(f.as_raw_fd(), libc::F_SETFL, flags & !libc::O_NONBLOCK);
         }
     }
 }

@@ -276,7 +276,7 @@ pub fn load(path: &Path) -> Result<DnfsTab, ConfigError> {
         path: path.to_owned(),
         source,
     };
-    let file = File::open(path).map_err(io_err)?;
+    let file = crate::fdfloor::making(|| File::open(path)).map_err(io_err)?;
     let meta = file.metadata().map_err(io_err)?;
     if meta.is_dir() {
         return Err(io_err(std::io::Error::new(

@@ -91,8 +91,8 @@ impl Channel {
         bound: u64,
         max_record: usize,
     ) -> io::Result<()> {
-        let reader = crate::fdfloor::raise_owned(stream.try_clone()?);
-        let writer = crate::fdfloor::raise_owned(stream.try_clone()?);
+        let reader = crate::fdfloor::made(|| stream.try_clone())?;
+        let writer = crate::fdfloor::made(|| stream.try_clone())?;
         *lock(&self.rx) = Some(RxState::new(reader, epoch, max_record));
         *lock(&self.writer) = Some((writer, epoch, bound));
         *lock(&self.conn) = Some((stream, epoch));

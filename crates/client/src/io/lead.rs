@@ -105,12 +105,14 @@ impl Drop for FallbackLeading<'_> {
 
 impl Lead {
     pub(crate) fn new() -> io::Result<Self> {
-        // SAFETY: plain syscall; the result is checked before use.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
+        let fd = crate::fdfloor::making(|| {
+            // SAFETY: plain syscall; the result is checked before use.
+            let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+            (fd >= 0).then(|| crate::fdfloor::raise(fd))
+        });
+        let Some(fd) = fd else {
             return Err(io::Error::last_os_error());
-        }
-        let fd = crate::fdfloor::raise(fd);
+        };
         Ok(Self {
             leading: AtomicBool::new(false),
             fallback_leading: AtomicBool::new(false),

@@ -65,7 +65,8 @@ pub(crate) enum BufferRequest {
 /// Opens a tuned TCP connection as `spec` says.
 pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
     let domain = Domain::for_address(spec.remote);
-    let socket = Socket::new(domain, Type::STREAM, Some(Protocol::TCP))?;
+    // Moved above the descriptor floor at once: the connect may wait.
+    let socket = crate::fdfloor::made(|| Socket::new(domain, Type::STREAM, Some(Protocol::TCP)))?;
     socket.set_tcp_nodelay(true)?;
     let (send, recv) = match spec.buffers {
         BufferRequest::Auto => (None, None),
@@ -97,7 +98,7 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_time(Duration::from_secs(10))
             .with_interval(Duration::from_secs(2)),
     )?;
-    Ok(crate::fdfloor::raise_owned(socket.into()))
+    Ok(socket.into())
 }
 
 // Atomics, not a OnceLock: a child forked while another thread was
@@ -113,10 +114,12 @@ const UNREADABLE: usize = usize::MAX - 1;
 fn kernel_max(cache: &AtomicUsize, name: &str) -> Option<usize> {
     let mut v = cache.load(Ordering::Relaxed);
     if v == NOT_READ {
-        v = std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
-            .ok()
-            .and_then(|s| s.trim().parse::<usize>().ok())
-            .map_or(UNREADABLE, |n| n.min(UNREADABLE - 1));
+        v = crate::fdfloor::making(|| {
+            std::fs::read_to_string(format!("/proc/sys/net/core/{name}"))
+        })
+        .ok()
+        .and_then(|s| s.trim().parse::<usize>().ok())
+        .map_or(UNREADABLE, |n| n.min(UNREADABLE - 1));
         cache.store(v, Ordering::Relaxed);
     }
     (v != UNREADABLE).then_some(v)
@@ -144,7 +147,9 @@ pub(crate) fn buffer_sizes(stream: &TcpStream) -> (u64, u64) {
 /// the path and gives `None`.
 pub(crate) fn route_lost(spec: &ConnectSpec) -> Option<io::Error> {
     let check = || -> io::Result<()> {
-        let socket = Socket::new(Domain::for_address(spec.remote), Type::DGRAM, None)?;
+        let socket = crate::fdfloor::made(|| {
+            Socket::new(Domain::for_address(spec.remote), Type::DGRAM, None)
+        })?;
         if spec.dontroute {
             set_dontroute(&socket)?;
         }

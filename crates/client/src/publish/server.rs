@@ -175,7 +175,7 @@ pub fn process_stats() -> ProcessStats {
 
 /// Makes the endpoint (see the module doc) and its thread.
 fn start(g: &'static Global) -> io::Result<PathBuf> {
-    let (path, listener) = bind(g)?;
+    let (path, listener) = crate::fdfloor::making(|| bind(g))?;
     crate::signals::spawn(stats_thread(), move || serve(&listener))?;
     Ok(path)
 }
@@ -184,9 +184,11 @@ fn start(g: &'static Global) -> io::Result<PathBuf> {
 /// Returns the path it will have.
 fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
     let path = dir::socket_path(&dir::process_dir(euid()), g.pid, 1);
-    crate::signals::spawn(stats_thread(), move || match bind(g) {
-        Ok((_, listener)) => serve(&listener),
-        Err(e) => tracing::warn!("statistics not published: {e}"),
+    crate::signals::spawn(stats_thread(), move || {
+        match crate::fdfloor::making(|| bind(g)) {
+            Ok((_, listener)) => serve(&listener),
+            Err(e) => tracing::warn!("statistics not published: {e}"),
+        }
     })?;
     Ok(path)
 }
@@ -217,7 +219,7 @@ fn bind(g: &'static Global) -> io::Result<(PathBuf, UnixListener)> {
         g as *const Global as usize
     ));
     let _ = std::fs::remove_file(&tmp);
-    let listener = UnixListener::bind(&tmp)?;
+    let listener = crate::fdfloor::made(|| UnixListener::bind(&tmp))?;
     let placed = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o600))
         .and_then(|()| place(&dir, g.pid, &tmp));
     let _ = std::fs::remove_file(&tmp);
@@ -261,20 +263,46 @@ fn place(dir: &Path, pid: u32, tmp: &Path) -> io::Result<PathBuf> {
     )))
 }
 
-/// Answers readers, one at a time, for the life of the process.
+/// Answers readers, one at a time, for the life of the process. The
+/// wait for a reader is a `poll`; the accept, which makes a descriptor,
+/// does not wait (a descriptor floor's window must stay short,
+/// fdfloor.rs).
 fn serve(listener: &UnixListener) {
     let me = euid();
-    for conn in listener.incoming() {
-        match conn {
+    if let Err(e) = listener.set_nonblocking(true) {
+        tracing::warn!("statistics not published: {e}");
+        return;
+    }
+    loop {
+        wait_readable(listener);
+        match crate::fdfloor::made(|| listener.accept().map(|(s, _)| s)) {
             Ok(stream) => {
+                // The accepted socket is blocking (accept does not pass
+                // O_NONBLOCK on); answer sets a write timeout.
                 if let Err(e) = answer(stream, me) {
                     tracing::debug!("statistics reader: {e}");
                 }
             }
+            // The reader went away before the accept.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             // Out of descriptors or memory: wait rather than spin.
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
+}
+
+/// Waits until `listener` has a connection to accept (or `poll` fails,
+/// which the accept then reports).
+fn wait_readable(listener: &UnixListener) {
+    let mut fd = libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, valid for the call.
+    while unsafe { libc::poll(&mut fd, 1, -1) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
 }
 
 fn answer(stream: UnixStream, me: u32) -> io::Result<()> {
@@ -352,7 +380,7 @@ fn euid() -> u32 {
 }
 
 fn program_name() -> String {
-    std::fs::read_to_string("/proc/self/comm")
+    crate::fdfloor::making(|| std::fs::read_to_string("/proc/self/comm"))
         .map(|s| s.trim_end().to_owned())
         .unwrap_or_default()
 }

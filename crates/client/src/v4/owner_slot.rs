@@ -79,7 +79,7 @@ impl OwnerSlot {
         let dir = crate::publish::process_dir(uid)
             .join("v4-owners")
             .join(name);
-        match claim_in(&dir, uid, reap) {
+        match crate::fdfloor::making(|| claim_in(&dir, uid, reap)) {
             Ok(slot) => slot,
             Err(e) => {
                 tracing::debug!("NFSv4.1 owner slot in {}: {e}", dir.display());

@@ -155,7 +155,8 @@ impl Trunk {
         server: &str,
         slot: Option<OwnerSlot>,
     ) -> Arc<Self> {
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let host = crate::fdfloor::making(|| std::fs::read_to_string("/proc/sys/kernel/hostname"))
+            .unwrap_or_default();
         let id = match &slot {
             // The slot's owner: the same as the dead client's that held it
             // last (with another verifier, so the server drops that one's
