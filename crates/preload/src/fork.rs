@@ -46,6 +46,7 @@ pub fn register() {
 }
 
 extern "C" fn prepare() {
+    crate::text::share_with_children();
     // Order: the table, the clients, the current directory, the warnings,
     // the NFSv4.1 owners (no code path takes two of them the other way
     // round), then the call tally and the io_uring rings (held without

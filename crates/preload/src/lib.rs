@@ -58,6 +58,7 @@ pub mod shadow;
 pub mod sizes;
 pub mod state;
 pub mod tally;
+pub mod text;
 pub mod warn;
 
 /// Runs when the library is loaded, before `main`: reads the dnfstab and

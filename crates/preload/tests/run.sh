@@ -231,6 +231,16 @@ group_start() {
     echo "   ($out; the parent: $(grep "calls for" "$WORK/start.err" | grep -v "LOOKUP=1\$" | sed 's/.*: //'))"
     check "one report per process (the parent and $n children)" "$((n + 1))" \
         "$(grep -c "calls for $MNT:" "$WORK/start.err")"
+    # The library's code is mapped in a child from the start (text.rs):
+    # the fork copies its page table entries (without, none is resident).
+    cc -O2 -Wall -Werror -o "$WORK/textshare" crates/preload/tests/c/textshare.c
+    local size rss
+    read -r size rss < <("${RUN[@]}" "$WORK/textshare" "$NFS/start" 2>/dev/null || echo "0 0")
+    if ((size > 0 && rss * 10 >= size * 9)); then
+        ok "a forked child has the library's code mapped from the start ($rss of $size KiB)"
+    else
+        bad "a forked child has the library's code mapped from the start" "$rss of $size KiB resident"
+    fi
 }
 
 # boards_calls LABEL ERR ARGS...: tests/c/boards.c ARGS with
