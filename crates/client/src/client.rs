@@ -296,6 +296,8 @@ impl Client {
             vers: nfs3::NFS_V3,
             alerts: Alerts::new("detached"),
             hook: None,
+            spare_keys: Vec::new(),
+            fork_spares: false,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {
@@ -373,6 +375,8 @@ pub(crate) fn start_transport(
             vers,
             alerts,
             hook,
+            spare_keys: Vec::new(),
+            fork_spares: options.fork_spares,
         },
     )
     .map_err(|e| Error::Connect {

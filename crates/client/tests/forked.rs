@@ -3,7 +3,11 @@
 //! the in-process test server, which counts what it receives: the child's
 //! first connection sends no NULL probe, and the child runs without the
 //! client's threads until one of their duties comes up — a timeout, the
-//! transport's first second being over — with every guarantee kept.
+//! transport's first second being over — with every guarantee kept. And
+//! the spare connections a parent keeps for its children (`io/spare.rs`):
+//! taken instead of connecting, handed back clean, the next child's XIDs
+//! continuing where the last one's stopped; not handed on after a call
+//! that went unanswered.
 
 use std::time::{Duration, Instant};
 
@@ -14,8 +18,11 @@ use directnfs::Client;
 use directnfs_testkit::hostile::{pattern_at, Fault, HostileServer, Plan, Proc, FILE};
 use in_child::in_child;
 
-const SOFT: &str = "timeo=10&retrans=1&soft&connections=1";
-const FOUR: &str = "timeo=10&retrans=1&soft&connections=4";
+// The parent keeps no spare connections in these (each counts what its
+// children connect); the spare connections' own tests use SPARES.
+const SOFT: &str = "timeo=10&retrans=1&soft&connections=1&fork_spares=off";
+const FOUR: &str = "timeo=10&retrans=1&soft&connections=4&fork_spares=off";
+const SPARES: &str = "timeo=10&retrans=1&soft&connections=1";
 const OFF: u64 = 8192;
 const LEN: usize = 4096;
 
@@ -197,4 +204,138 @@ fn a_forked_childs_read_moves_to_its_idle_channels_when_its_one_connection_goes_
         )
     });
     assert!(server.count(Proc::READ) >= 2, "sent and re-sent");
+}
+
+/// Waits (at most 5 s) until `cond` holds.
+fn eventually(cond: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !cond() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+/// A child's reads of FILE, checked, then its spares handed back (in_child
+/// leaves with `_exit`, which runs no exit handler).
+fn read_and_hand_back(c: &Client) -> Result<(), String> {
+    let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+    for i in 0..3 {
+        let off = OFF + i * LEN as u64;
+        let mut buf = vec![0u8; LEN];
+        f.read_exact_at(&mut buf, off)
+            .map_err(|e| format!("read: {e}"))?;
+        check("the data read", buf == pattern_at(off, LEN))?;
+    }
+    directnfs::hand_back_spare_connections();
+    Ok(())
+}
+
+#[test]
+fn forked_children_take_the_parents_spare_connection_one_after_the_other() {
+    let server = HostileServer::start(Plan::none());
+    let parent = Client::connect(&server.url(SPARES)).expect("mount");
+    parent.open(FILE).expect("open in the parent");
+    let before = server.connections();
+    // No spare yet: the first child connects, and its miss asks the
+    // parent for one, which the parent's maintenance thread makes (and
+    // probes) within a tick.
+    in_child(&parent, read_and_hand_back);
+    assert_eq!(
+        server.connections(),
+        before + 1,
+        "the first child connected"
+    );
+    assert!(
+        eventually(|| server.connections() == before + 2),
+        "the parent made a spare connection"
+    );
+    let spare_conn = server.connections() - 1;
+    // The next children take it and hand it back: no new connection, and
+    // each one's calls on it.
+    for _ in 0..3 {
+        in_child(&parent, read_and_hand_back);
+    }
+    assert_eq!(server.connections(), before + 2, "the children connected");
+    let on_spare: Vec<_> = server
+        .calls()
+        .into_iter()
+        .filter(|c| c.conn == spare_conn && c.proc_ == Some(Proc::READ))
+        .collect();
+    assert_eq!(on_spare.len(), 9, "three children's READs on the spare");
+    // One connection, three processes: no XID twice (a server's duplicate
+    // request cache would take a repeat for a retransmission).
+    let mut xids: Vec<u32> = on_spare.iter().map(|c| c.xid).collect();
+    xids.sort_unstable();
+    xids.dedup();
+    assert_eq!(xids.len(), 9, "an XID repeated on the spare connection");
+}
+
+#[test]
+fn a_spare_whose_child_left_without_handing_it_back_is_replaced_not_reused() {
+    let server = HostileServer::start(Plan::none());
+    let parent = Client::connect(&server.url(SPARES)).expect("mount");
+    parent.open(FILE).expect("open in the parent");
+    let before = server.connections();
+    in_child(&parent, read_and_hand_back);
+    assert!(eventually(|| server.connections() == before + 2), "a spare");
+    // This child takes the spare and dies without handing it back (like
+    // a backend killed with SIGKILL): the parent sees its claimer gone,
+    // closes the spare and makes a new one once a child misses.
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        let mut buf = vec![0u8; LEN];
+        f.read_exact_at(&mut buf, OFF)
+            .map_err(|e| format!("read: {e}"))
+    });
+    assert_eq!(server.connections(), before + 2, "it took the spare");
+    std::thread::sleep(Duration::from_millis(300));
+    in_child(&parent, read_and_hand_back);
+    assert_eq!(
+        server.connections(),
+        before + 3,
+        "the next child found no spare and connected"
+    );
+    assert!(
+        eventually(|| server.connections() == before + 4),
+        "the parent made a new spare"
+    );
+    in_child(&parent, read_and_hand_back);
+    assert_eq!(server.connections(), before + 4, "the new spare was taken");
+}
+
+#[test]
+fn a_spare_is_not_handed_on_after_a_call_on_it_went_unanswered() {
+    // The first GETATTR gets no reply: the child's call times out on the
+    // spare (timeo 1 s), the connection fails and the call is answered on a
+    // new one; the spare, with a call it never saw answered, is not given
+    // to the next child.
+    let server = HostileServer::start(Plan::once(Proc::GETATTR, Fault::Silent));
+    let parent = Client::connect(&server.url(SPARES)).expect("mount");
+    let f = parent.open(FILE).expect("open in the parent");
+    let before = server.connections();
+    in_child(&parent, read_and_hand_back);
+    assert!(eventually(|| server.connections() == before + 2), "a spare");
+    drop(f);
+    in_child(&parent, |c| {
+        let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
+        f.metadata().map_err(|e| format!("metadata: {e}"))?;
+        directnfs::hand_back_spare_connections();
+        Ok(())
+    });
+    assert!(server.faulted() >= 1, "the GETATTR went unanswered");
+    let after_bad = server.connections();
+    assert!(
+        after_bad > before + 2,
+        "the child connected again after the timeout"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    in_child(&parent, read_and_hand_back);
+    assert_eq!(
+        server.connections(),
+        after_bad + 1,
+        "the next child did not get the spare back: it connected"
+    );
 }

@@ -660,6 +660,22 @@ impl<C: Request + Clone> Engine<C> {
         self.channels.get(channel).map_or(0, |c| c.epoch)
     }
 
+    /// Seeds `channel`'s XIDs with `salt` (see [`InflightTable::new`]), if
+    /// nothing is in flight on it: a connection another client used before
+    /// (a spare connection one process hands on to the next) continues its
+    /// XID sequence instead of repeating it, which a server's duplicate
+    /// request cache would take for retransmissions. Returns whether it did.
+    pub fn reseed(&mut self, channel: usize, salt: u32) -> bool {
+        let capacity = self.config.max_inflight;
+        match self.channels.get_mut(channel) {
+            Some(c) if c.table.is_empty() => {
+                c.table = InflightTable::new(capacity, salt);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// The published load of `channel` (see [`LoadGauge`]).
     pub fn gauge(&self, channel: usize) -> Option<&Arc<LoadGauge>> {
         self.channels.get(channel).map(|c| &c.gauge)

@@ -665,3 +665,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_reseeded_channel_continues_past_every_xid_of_its_previous_user() {
+    // Two engines on one connection, one after the other (a spare
+    // connection handed on: crates/client/src/io/spare.rs). The second,
+    // seeded past what the first used, repeats none of its XIDs.
+    let mut first = Sim::new(1, config(true, 3));
+    let mut used = Vec::new();
+    for _ in 0..10 {
+        first.submit(NFSPROC3_READ);
+    }
+    for s in std::mem::take(&mut first.wire) {
+        used.push(s.xid);
+        first.reply(s, Answer::Final);
+    }
+    let mut second = Sim::new(1, config(true, 3));
+    // Seeded as spare.rs does: past the XIDs sent and the table's slots.
+    assert!(second.engine.reseed(0, 10 + 64));
+    for _ in 0..10 {
+        second.submit(NFSPROC3_READ);
+    }
+    for s in &second.wire {
+        assert!(!used.contains(&s.xid), "XID {:#x} repeated", s.xid);
+    }
+    // Without the reseed the second repeats the first's XIDs.
+    let mut third = Sim::new(1, config(true, 3));
+    third.submit(NFSPROC3_READ);
+    assert!(used.contains(&third.wire[0].xid));
+    // Not with calls in flight: their XIDs would no longer match.
+    assert!(!second.engine.reseed(0, 1));
+}

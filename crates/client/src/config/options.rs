@@ -31,6 +31,7 @@
 //! | `options` | a kernel mount-option string (`rw,bg,hard,tcp,vers=3,timeo=600,...`): see [`super::kernel`] | |
 //! | `stats` (`publish_stats`) | flag: publish this client's statistics on the process's local endpoint (`dnfs stats`; see [`crate::publish`]) | on |
 //! | `owner_reuse` | flag, NFSv4.1 only: this client's client owner is a slot of this user on this host that a client which died (SIGKILL, a crash) left free, so the server drops the dead client's opens and locks as soon as this one has a session instead of after its lease; off: an owner of its own (see `crate::v4::owner_slot`) | on |
+//! | `fork_spares` | flag, NFSv3 only: keep spare connections for the children this process forks (a PostgreSQL postmaster's backends): a child takes one at its first call instead of connecting, and hands it back at exit when every call it made on it was answered, for the next child (see `crate::io::spare`; `DIRECTNFS_FORK_SPARES=off` turns it off for every client of a process) | on |
 //! | `alert_log` | where this process's alert lines go: `stderr`, `off`, `syslog`, `syslog:SOCKET`, `file:PATH` or an absolute path (see [`crate::alert`]) | stderr |
 //! | `readahead`, `autoreconnect`, `tcp_syncnt` | libnfs URL keys: accepted and **ignored** (see [`MountOptions::is_ignored_key`]) | |
 //!
@@ -204,6 +205,9 @@ pub struct MountOptions {
     /// NFSv4.1: take the client owner of a dead client of this user on
     /// this host, ending its state at once (`owner_reuse`).
     pub owner_reuse: bool,
+    /// NFSv3: keep spare connections for the children this process forks
+    /// (`fork_spares`; see `crate::io::spare`). Default on.
+    pub fork_spares: bool,
     /// Where the process's alert lines go, when this option sets it; the
     /// last client mounted with it wins. Default: not set (stderr, or
     /// `DIRECTNFS_ALERT_LOG`).
@@ -248,6 +252,7 @@ impl Default for MountOptions {
             read_only: false,
             publish_stats: true,
             owner_reuse: true,
+            fork_spares: true,
             alert_log: None,
             write_behind: 8 << 20,
             write_behind_client: 64 << 20,
@@ -355,6 +360,7 @@ enum Key {
     Options,
     Stats,
     OwnerReuse,
+    ForkSpares,
     AlertLog,
     Ignored,
 }
@@ -399,6 +405,7 @@ const KEYS: &[(&str, Key)] = &[
     ("stats", Key::Stats),
     ("publish_stats", Key::Stats),
     ("owner_reuse", Key::OwnerReuse),
+    ("fork_spares", Key::ForkSpares),
     ("alert_log", Key::AlertLog),
     // libnfs URL keys that mean nothing here: the driver always reconnects
     // and fails over, never reads ahead (no cache), and connects without a
@@ -521,6 +528,7 @@ impl MountOptions {
             }
             Key::Stats => self.publish_stats = p.flag()?,
             Key::OwnerReuse => self.owner_reuse = p.flag()?,
+            Key::ForkSpares => self.fork_spares = p.flag()?,
             Key::AlertLog => {
                 self.alert_log =
                     Some(crate::alert::Sink::parse(p.required()?).map_err(|e| p.invalid(e))?)
@@ -1017,7 +1025,7 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" | "owner_reuse" => "",
+                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" => "",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
                 "stable" => "unstable",
@@ -1043,6 +1051,9 @@ mod tests {
         assert!(!o.read_only);
         let o = set(&[("stats", "off")]).unwrap();
         assert!(!o.publish_stats);
+        let o = set(&[("fork_spares", "off")]).unwrap();
+        assert!(!o.fork_spares);
+        assert!(MountOptions::default().fork_spares);
         assert!(MountOptions::default().publish_stats);
         let o = set(&[("alert_log", "syslog")]).unwrap();
         assert_eq!(

@@ -7,7 +7,7 @@
 use std::borrow::Borrow;
 use std::io::{self, IoSlice};
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use directnfs_engine::stats::IoStats;
@@ -59,6 +59,9 @@ pub(crate) struct Channel {
     conn: Mutex<Option<(TcpStream, u64)>>,
     /// A connection attempt is running.
     pub connecting: AtomicBool,
+    /// Calls written on the current connection (a spare is handed on only
+    /// when every one was answered: `transport/spares.rs`).
+    pub sent: AtomicU64,
 }
 
 impl Channel {
@@ -79,6 +82,7 @@ impl Channel {
             rx: Mutex::new(None),
             conn: Mutex::new(None),
             connecting: AtomicBool::new(false),
+            sent: AtomicU64::new(0),
         }
     }
 
@@ -94,7 +98,10 @@ impl Channel {
         let reader = crate::fdfloor::made(|| stream.try_clone())?;
         let writer = crate::fdfloor::made(|| stream.try_clone())?;
         *lock(&self.rx) = Some(RxState::new(reader, epoch, max_record));
-        *lock(&self.writer) = Some((writer, epoch, bound));
+        let mut w = lock(&self.writer);
+        self.sent.store(0, Ordering::Relaxed);
+        *w = Some((writer, epoch, bound));
+        drop(w);
         *lock(&self.conn) = Some((stream, epoch));
         Ok(())
     }
@@ -155,6 +162,7 @@ impl Channel {
                 }
             }
             send_all_vectored(stream, &mut slices[..n])?;
+            self.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -186,6 +194,38 @@ impl Channel {
         if writer.as_ref().is_some_and(|(_, e, _)| *e == epoch) {
             *writer = None;
         }
+    }
+
+    /// Lets go of the connection of `epoch` without closing the socket for
+    /// the other processes that hold it (a spare connection handed on to
+    /// the next process: `transport/spares.rs`) if it is clean: every call
+    /// written on it answered, nothing buffered or half-received, nothing
+    /// in the socket, `SO_RCVLOWAT` back to 1. Only this process's
+    /// descriptors close. Returns whether it did; a connection in use
+    /// (another thread sending or receiving) is not clean.
+    pub(crate) fn hand_on(&self, epoch: u64) -> bool {
+        let (Ok(mut rx), Ok(mut writer), Ok(mut conn)) = (
+            self.rx.try_lock(),
+            self.writer.try_lock(),
+            self.conn.try_lock(),
+        ) else {
+            return false;
+        };
+        let sent = self.sent.load(Ordering::Relaxed);
+        let clean = rx
+            .as_ref()
+            .is_some_and(|r| r.epoch == epoch && r.is_idle() && r.records() == sent)
+            && writer.as_ref().is_some_and(|(_, e, _)| *e == epoch)
+            && conn
+                .as_ref()
+                .is_some_and(|(s, e)| *e == epoch && super::socket::nothing_to_read(s));
+        if !clean || rx.as_mut().is_some_and(|r| r.reset_lowat().is_err()) {
+            return false;
+        }
+        *rx = None;
+        *writer = None;
+        *conn = None;
+        true
     }
 
     /// Sends a NULL call on a fresh connection and waits for its reply:

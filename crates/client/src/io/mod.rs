@@ -13,11 +13,13 @@
 //! | `error.rs`, `clock.rs`, `socket.rs`, `oneshot.rs` | call errors; the clock; socket options; one blocking request/reply (cold paths) |
 //! | `receive.rs` | the receive state machine of one connection, behind the narrow `Replies` interface |
 //! | `lead.rs` | the lead token: which waiting caller receives for everyone |
-//! | `channel.rs` | one connection: its sending half, receiving half, close, NULL probe |
+//! | `channel.rs` | one connection: its sending half, receiving half, close, NULL probe, handing a clean one on |
+//! | `spare.rs` | spare connections an owner process keeps for the children it forks: the slots they share, claim, give back, tend |
 //! | `transport/hook.rs` | what a protocol does with each connection: NFSv4.1's trunking check at connect and BIND_CONN_TO_SESSION before a connection's first request of a session |
 //! | `transport/shared.rs` | what the threads share: the engine behind a mutex, the channels; engine actions become I/O, replies become engine events |
 //! | `transport/leader.rs` | the leader loop (`poll` every connection, service each) and the fallback receiver |
 //! | `transport/maintenance.rs` | the maintenance thread: ticks the engine, sleeps until its next deadline |
+//! | `transport/spares.rs` | a transport's side of the spares: a child's channel takes one, hands it back; an owner tends them |
 //! | `transport/mod.rs` | `Transport`: start, stop, and the front door (`submit_many`, `wait_group`, `wait_until`) |
 //!
 //! # One 8 KiB `read_at`, top to bottom
@@ -71,4 +73,5 @@ pub(crate) mod lead;
 pub(crate) mod oneshot;
 pub(crate) mod receive;
 pub(crate) mod socket;
+pub(crate) mod spare;
 pub(crate) mod transport;

@@ -185,6 +185,10 @@ pub(crate) struct RxState<C> {
     speculate: bool,
     /// The armed wait includes a guess.
     speculative: bool,
+    /// Reply records received whole (handed out, or a READ's received
+    /// directly): compared with the calls written, to hand a spare
+    /// connection on only when every call was answered.
+    records: u64,
 }
 
 impl<C> std::fmt::Debug for RxState<C> {
@@ -201,6 +205,26 @@ impl<C> std::fmt::Debug for RxState<C> {
 enum Recv {
     Data(usize),
     Empty,
+}
+
+/// Sets `SO_RCVLOWAT` of `fd` to `bytes`.
+fn set_lowat(fd: RawFd, bytes: usize) -> io::Result<()> {
+    let v = bytes as libc::c_int;
+    // SAFETY: `fd` is a live socket of the caller's; the option value is a
+    // c_int that outlives the call, and its size is passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 impl<C: Claimed> RxState<C> {
@@ -226,7 +250,33 @@ impl<C: Claimed> RxState<C> {
             lowat: 1,
             speculate: true,
             speculative: false,
+            records: 0,
         }
+    }
+
+    /// Reply records received whole on this connection.
+    pub(crate) fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Nothing buffered, half-read or to drop: the stream is at a record
+    /// boundary with everything received handed out.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.direct.is_none()
+            && self.skip == 0
+            && self.start == self.end
+            && !self.reader.is_mid_record()
+    }
+
+    /// Sets `SO_RCVLOWAT` back to 1, what a new receive state assumes of
+    /// its socket (a spare handed on to the next process).
+    pub(crate) fn reset_lowat(&mut self) -> io::Result<()> {
+        if self.lowat == 1 {
+            return Ok(());
+        }
+        set_lowat(self.fd(), 1)?;
+        self.lowat = 1;
+        Ok(())
     }
 
     pub(crate) fn fd(&self) -> RawFd {
@@ -256,6 +306,7 @@ impl<C: Claimed> RxState<C> {
                 if d.got >= d.count {
                     if let Some(d) = self.direct.take() {
                         self.skip = d.after;
+                        self.records += 1;
                         to.read_done(d.claim, d.count as u32, d.eof, d.head, now);
                     }
                     continue;
@@ -324,6 +375,7 @@ impl<C: Claimed> RxState<C> {
                 .map_err(|e| lost(e.to_string()))?;
             if step.consumed > 0 {
                 if let Some(rec) = step.record {
+                    self.records += 1;
                     to.record(&rec, now);
                 }
                 self.start += step.consumed;
@@ -435,21 +487,7 @@ impl<C: Claimed> RxState<C> {
         let target = certain.max(guess).clamp(1, self.lowat_max);
         self.speculative = target > certain;
         if target != self.lowat {
-            let v = target as libc::c_int;
-            // SAFETY: fd is this connection's live socket; the option value
-            // is a c_int that outlives the call, and its size is passed.
-            let rc = unsafe {
-                libc::setsockopt(
-                    self.fd(),
-                    libc::SOL_SOCKET,
-                    libc::SO_RCVLOWAT,
-                    (&v as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if rc != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            set_lowat(self.fd(), target)?;
             self.lowat = target;
         }
         Ok(self.speculative)

@@ -262,3 +262,21 @@ pub(crate) fn send_all_vectored(
     }
     Ok(())
 }
+
+/// Nothing to read on `stream` and no sign of its end: no byte queued
+/// (`FIONREAD`), no hang-up or error (`poll` without waiting).
+pub(crate) fn nothing_to_read(stream: &TcpStream) -> bool {
+    let fd = stream.as_raw_fd();
+    let mut queued: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int into `queued`.
+    if unsafe { libc::ioctl(fd, libc::FIONREAD, &mut queued) } != 0 || queued != 0 {
+        return false;
+    }
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN | libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, valid for the call; no wait.
+    unsafe { libc::poll(&mut p, 1, 0) == 0 }
+}

@@ -26,10 +26,13 @@ pub(crate) fn run(sh: &Shared) {
     while !sh.is_shutdown() {
         sh.drive(|e, now| e.on_tick(now));
         let in_flight = check_orphans(sh, tick);
+        // Spares for forked children (an owner's, io/spare.rs): their
+        // misses are noticed within a tick once the process has forked.
+        let spares = sh.tend_spares();
         let now = sh.now_ns();
         let deadline = sh.engine().next_deadline();
         let mut sleep = deadline.map_or(timeo, |d| Duration::from_nanos(d.saturating_sub(now)));
-        sleep = sleep.min(if in_flight { tick } else { timeo });
+        sleep = sleep.min(if in_flight || spares { tick } else { timeo });
         // A deadline that passed while ticking is handled on the next
         // tick, not by spinning.
         sh.sleep_maintenance(sleep.max(Duration::from_micros(100)));

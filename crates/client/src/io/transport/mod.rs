@@ -20,6 +20,7 @@ mod hook;
 mod leader;
 mod maintenance;
 mod shared;
+mod spares;
 mod threads;
 
 use std::io;
@@ -97,17 +98,40 @@ impl Transport {
     ) -> io::Result<Self> {
         let lazy = matches!(start, Start::WhenNeeded { .. });
         let paths: Vec<usize> = specs.iter().map(|s| s.path).collect();
+        let mut config = config;
+        if config.hook.is_some() {
+            // NFSv4.1: a connection belongs to its client's session.
+            config.spare_keys.clear();
+        } else if !lazy && config.fork_spares && crate::io::spare::own() {
+            // The first transport of a process tree keeps spares for its
+            // children (io/spare.rs); a child's inherits their keys.
+            let n = paths.iter().max().map_or(0, |m| m + 1);
+            config.spare_keys = (0..n).map(|_| crate::io::spare::new_key()).collect();
+        }
         let shared = Self::build(specs, &config, false, start)?;
-        let now: Vec<usize> = (0..paths.len())
+        if !lazy && !config.spare_keys.is_empty() {
+            let me = Arc::downgrade(&shared);
+            crate::io::spare::on_first_fork(Box::new(move || {
+                me.upgrade().map(|sh| sh.wake_maintenance()).is_some()
+            }));
+        }
+        let first: Vec<usize> = (0..paths.len())
             .filter(|&c| !lazy || !paths[..c].contains(&paths[c]))
             .collect();
-        if now.len() < paths.len() {
+        if first.len() < paths.len() {
             let mut e = shared.engine();
-            for c in (0..paths.len()).filter(|c| !now.contains(c)) {
+            for c in (0..paths.len()).filter(|c| !first.contains(c)) {
                 e.defer_connect(c);
             }
         }
-        let errors: Vec<io::Error> = if let [only] = now[..] {
+        // A child's channel that takes a spare needs no connect.
+        let now: Vec<usize> = first
+            .into_iter()
+            .filter(|&c| !(lazy && shared.adopt_spare(c)))
+            .collect();
+        let errors: Vec<io::Error> = if now.is_empty() {
+            Vec::new()
+        } else if let [only] = now[..] {
             // One channel to connect (`connections: 1`, or a lazy
             // transport's one path): connected in this thread; a thread of
             // its own would only add its start and join to the first call
@@ -334,6 +358,7 @@ impl Transport {
 
 impl Drop for Transport {
     fn drop(&mut self) {
+        self.shared.give_back_spares();
         self.shared.shut_down();
         self.shared.threads.join();
         // Anything still parked or in flight fails now rather than hanging.

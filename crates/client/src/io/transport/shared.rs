@@ -54,6 +54,14 @@ pub(crate) struct TransportConfig {
     /// What the protocol does with each connection (NFSv4.1: the
     /// trunking check and BIND_CONN_TO_SESSION); `None` on NFSv3.
     pub hook: Option<Arc<dyn super::ConnectHook>>,
+    /// Per path, the key of the spare connections (`io/spare.rs`) its
+    /// children take: given by an owner transport at its start, inherited
+    /// by its children's (the configuration is copied at `fork`). Empty:
+    /// none.
+    pub spare_keys: Vec<u64>,
+    /// Keep spares for forked children when this transport is a process
+    /// tree's first (`fork_spares`).
+    pub fork_spares: bool,
 }
 
 /// State shared by callers (who take turns receiving), the fallback
@@ -87,6 +95,9 @@ pub(crate) struct Shared {
     /// The first connection of each channel goes without its NULL probe
     /// (a forked child's transport: see `connect_channel`).
     skip_first_probe: bool,
+    /// Spare connections this transport's channels run on: channel, slot
+    /// (`io/spare.rs`), epoch, XID salt (`spares.rs`).
+    pub(crate) spares: Mutex<Vec<(usize, usize, u64, u32)>>,
     /// Tests only: a transport with no socket, whose sends are kept here
     /// for an in-process server (`crate::testing`).
     #[cfg(test)]
@@ -180,6 +191,7 @@ impl Shared {
             retired: Mutex::new(Vec::new()),
             threads,
             skip_first_probe,
+            spares: Mutex::new(Vec::new()),
             #[cfg(test)]
             detached: detached.then(|| Mutex::new(Vec::new())),
         }))
@@ -209,6 +221,12 @@ impl Shared {
 
     /// Locks the engine. A poisoned lock (a panic inside an event) still
     /// hands it out: the engine's state is consistent between its steps.
+    /// The engine, unless another thread holds it (an exit handler must
+    /// not wait for a thread that may never run again).
+    pub(crate) fn try_engine(&self) -> Option<MutexGuard<'_, Engine<Arc<Call>>>> {
+        self.engine.try_lock().ok()
+    }
+
     pub(crate) fn engine(&self) -> MutexGuard<'_, Engine<Arc<Call>>> {
         self.engine.lock().unwrap_or_else(|p| p.into_inner())
     }

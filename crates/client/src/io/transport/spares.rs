@@ -1,0 +1,133 @@
+//! A transport's side of the spare connections (`io/spare.rs`): an owner
+//! transport keeps spares for its children's transports, a child's
+//! transport takes one for the first channel of each path instead of
+//! connecting, and hands it back clean — or not at all — when it stops or
+//! the process exits.
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::{Arc, Weak};
+
+use super::shared::Shared;
+use crate::io::spare::{self, Taken};
+
+impl Shared {
+    /// The spare key of `path` (0: none).
+    fn spare_key(&self, path: usize) -> u64 {
+        self.config.spare_keys.get(path).copied().unwrap_or(0)
+    }
+
+    /// A child's transport: takes a spare connection for `channel` if one
+    /// is free, as the channel's first connection (no NULL probe: the
+    /// owner probed it, and the engine times this child's first call like
+    /// any other). Returns whether it did.
+    pub(crate) fn adopt_spare(self: &Arc<Self>, channel: usize) -> bool {
+        let ch = &self.channels[channel];
+        let Some(Taken { slot, stream, salt }) = spare::claim(self.spare_key(ch.path)) else {
+            return false;
+        };
+        let epoch = self.engine().epoch(channel) + 1;
+        if !self.engine().reseed(channel, salt)
+            || ch
+                .install(stream, epoch, 0, self.config.max_record)
+                .is_err()
+        {
+            spare::give_back(slot, None);
+            return false;
+        }
+        let got = self.drive(|e, now| e.on_connected(channel, now));
+        debug_assert_eq!(got, epoch);
+        self.config
+            .alerts
+            .channel_connected(ch.id, &ch.spec.label(), false);
+        self.lead.wake();
+        self.note_spare(channel, slot, epoch, salt);
+        true
+    }
+
+    /// Remembers that `channel` runs on spare `slot` since `epoch`: it is
+    /// handed back at exit, or when the transport stops first.
+    fn note_spare(self: &Arc<Self>, channel: usize, slot: usize, epoch: u64, salt: u32) {
+        if let Ok(mut spares) = self.spares.lock() {
+            spares.push((channel, slot, epoch, salt));
+        }
+        let me: Weak<Self> = Arc::downgrade(self);
+        spare::note_claim(
+            slot,
+            Box::new(move || me.upgrade().and_then(|sh| sh.hand_on(channel, epoch, salt))),
+        );
+    }
+
+    /// Lets go of `channel`'s spare connection if it is clean (see
+    /// `Channel::hand_on`): nothing of this process's may still use it —
+    /// its threads never started (nothing receives behind our back), no
+    /// call of the channel is in the engine's table. Returns the next
+    /// user's XID salt: past every XID this process sent on it (each of
+    /// the table's slots moves its generation once per call).
+    fn hand_on(&self, channel: usize, epoch: u64, salt: u32) -> Option<u32> {
+        if self.threads.started() {
+            return None;
+        }
+        let idle = match self.try_engine() {
+            Some(e) => e.epoch(channel) == epoch && e.load(channel).requests == 0,
+            None => false,
+        };
+        let ch = &self.channels[channel];
+        let sent = ch.sent.load(std::sync::atomic::Ordering::Relaxed);
+        (idle && ch.hand_on(epoch)).then(|| {
+            salt.wrapping_add(sent as u32)
+                .wrapping_add(self.config.max_inflight as u32)
+                .wrapping_add(1)
+        })
+    }
+
+    /// The transport stops: its spares go back now (clean or dead), not at
+    /// exit, so that nothing closes them for the others first.
+    pub(crate) fn give_back_spares(&self) {
+        let spares = match self.spares.lock() {
+            Ok(mut s) => std::mem::take(&mut *s),
+            Err(_) => return,
+        };
+        for (channel, slot, epoch, salt) in spares {
+            spare::give_back(slot, self.hand_on(channel, epoch, salt));
+        }
+    }
+
+    /// An owner transport's maintenance: tends the spares of each of its
+    /// paths (`spare::tend`), connecting new ones like the path's first
+    /// channel, with a NULL probe. Returns whether spares are in use (the
+    /// maintenance thread then ticks even when idle: children's misses
+    /// are noticed within a tick).
+    pub(crate) fn tend_spares(&self) -> bool {
+        let mut active = false;
+        let mut seen = Vec::new();
+        for ch in &self.channels {
+            if seen.contains(&ch.path) {
+                continue;
+            }
+            seen.push(ch.path);
+            let key = self.spare_key(ch.path);
+            if key == 0 {
+                continue;
+            }
+            let spec = ch.spec.clone();
+            let config = &self.config;
+            let mut connect = || -> io::Result<TcpStream> {
+                let mut stream = crate::io::socket::connect(&spec)?;
+                stream.set_write_timeout(Some(spec.timeout))?;
+                crate::io::channel::Channel::probe(
+                    &mut stream,
+                    &config.cred,
+                    config.prog,
+                    config.vers,
+                    spec.timeout,
+                )?;
+                stream.set_write_timeout(None)?;
+                stream.set_read_timeout(None)?;
+                Ok(stream)
+            };
+            active |= spare::tend(key, &mut connect);
+        }
+        active
+    }
+}
