@@ -218,6 +218,15 @@ fn eventually(cond: impl Fn() -> bool) -> bool {
     true
 }
 
+/// Waits until the parent has made one more spare than `before` NULL
+/// calls say: its probe answered, then a moment for the parent to put it
+/// in its slot.
+fn spare_ready(server: &HostileServer, nulls_before: usize) -> bool {
+    let made = eventually(|| server.count(Proc::NULL) > nulls_before);
+    std::thread::sleep(Duration::from_millis(300));
+    made
+}
+
 /// A child's reads of FILE, checked, then its spares handed back (in_child
 /// leaves with `_exit`, which runs no exit handler).
 fn read_and_hand_back(c: &Client) -> Result<(), String> {
@@ -239,19 +248,18 @@ fn forked_children_take_the_parents_spare_connection_one_after_the_other() {
     let parent = Client::connect(&server.url(SPARES)).expect("mount");
     parent.open(FILE).expect("open in the parent");
     let before = server.connections();
+    let nulls = server.count(Proc::NULL);
     // No spare yet: the first child connects, and its miss asks the
-    // parent for one, which the parent's maintenance thread makes (and
-    // probes) within a tick.
+    // parent for one, which the parent has made (and probed) within a
+    // tick.
     in_child(&parent, read_and_hand_back);
     assert_eq!(
         server.connections(),
         before + 1,
         "the first child connected"
     );
-    assert!(
-        eventually(|| server.connections() == before + 2),
-        "the parent made a spare connection"
-    );
+    assert!(spare_ready(&server, nulls), "the parent made a spare");
+    assert_eq!(server.connections(), before + 2, "one spare");
     let spare_conn = server.connections() - 1;
     // The next children take it and hand it back: no new connection, and
     // each one's calls on it.
@@ -279,8 +287,10 @@ fn a_spare_whose_child_left_without_handing_it_back_is_replaced_not_reused() {
     let parent = Client::connect(&server.url(SPARES)).expect("mount");
     parent.open(FILE).expect("open in the parent");
     let before = server.connections();
+    let nulls = server.count(Proc::NULL);
     in_child(&parent, read_and_hand_back);
-    assert!(eventually(|| server.connections() == before + 2), "a spare");
+    assert!(spare_ready(&server, nulls), "a spare");
+    assert_eq!(server.connections(), before + 2, "one spare");
     // This child takes the spare and dies without handing it back (like
     // a backend killed with SIGKILL): the parent sees its claimer gone,
     // closes the spare and makes a new one once a child misses.
@@ -292,16 +302,15 @@ fn a_spare_whose_child_left_without_handing_it_back_is_replaced_not_reused() {
     });
     assert_eq!(server.connections(), before + 2, "it took the spare");
     std::thread::sleep(Duration::from_millis(300));
+    let nulls = server.count(Proc::NULL);
     in_child(&parent, read_and_hand_back);
     assert_eq!(
         server.connections(),
         before + 3,
         "the next child found no spare and connected"
     );
-    assert!(
-        eventually(|| server.connections() == before + 4),
-        "the parent made a new spare"
-    );
+    assert!(spare_ready(&server, nulls), "the parent made a new spare");
+    assert_eq!(server.connections(), before + 4, "one new spare");
     in_child(&parent, read_and_hand_back);
     assert_eq!(server.connections(), before + 4, "the new spare was taken");
 }
@@ -316,8 +325,10 @@ fn a_spare_is_not_handed_on_after_a_call_on_it_went_unanswered() {
     let parent = Client::connect(&server.url(SPARES)).expect("mount");
     let f = parent.open(FILE).expect("open in the parent");
     let before = server.connections();
+    let nulls = server.count(Proc::NULL);
     in_child(&parent, read_and_hand_back);
-    assert!(eventually(|| server.connections() == before + 2), "a spare");
+    assert!(spare_ready(&server, nulls), "a spare");
+    assert_eq!(server.connections(), before + 2, "one spare");
     drop(f);
     in_child(&parent, |c| {
         let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;

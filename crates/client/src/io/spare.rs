@@ -32,9 +32,11 @@
 //! A child changes only the slots it claims (`FREE` → `CLAIMED` by a
 //! compare-and-swap, `CLAIMED` by itself → `FREE` or `DEAD`); everything
 //! else is the owner's, from its maintenance thread ([`tend`]): it
-//! replaces dead and broken connections, reclaims slots whose claimer died
-//! without handing them back (`kill -9`), and connects new spares when a
-//! child found none (children record that in the slot area's wants).
+//! closes dead and broken connections, reclaims slots whose claimer died
+//! without handing them back (`kill -9`), and, when a child found none
+//! (children record that in the slot area's wants), has one more connected
+//! by a thread of its own and [`install`]ed: the maintenance thread, which
+//! times the owner's own calls out, never waits for a connect.
 //!
 //! `DIRECTNFS_FORK_SPARES=off` turns it off (every child connects).
 
@@ -359,19 +361,38 @@ pub fn hand_back_all() {
 /// The owner's descriptors of its spares (slot → descriptor).
 static OWNED: Mutex<Option<HashMap<usize, OwnedFd>>> = Mutex::new(None);
 
+/// What [`tend`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tended {
+    /// Spares are to be tended every tick (the owner has forked).
+    pub active: bool,
+    /// Children found no spare of the key since the last tick, and there
+    /// is room for one more: connect one and [`install`] it.
+    pub wanted: bool,
+}
+
 /// The owner's duty for `key` (one path of one of its transports), from
-/// its maintenance thread: closes dead spares, reclaims those whose
-/// claimer is gone, retires free ones whose connection broke, and
-/// connects (`connect`) one more when children missed. Returns
-/// whether spares are to be tended (the owner has forked: the maintenance
-/// thread then keeps ticking).
-pub(crate) fn tend(key: u64, connect: &mut dyn FnMut() -> io::Result<TcpStream>) -> bool {
-    let Some(a) = area() else { return false };
+/// its maintenance thread, never blocking: closes dead spares (a
+/// `shutdown` first, so that the connection ends for the children that
+/// still hold a descriptor of it), reclaims those whose claimer is gone,
+/// retires free ones whose connection broke, and says whether children
+/// missed. One more spare per tick while they do: children that come one
+/// after the other (a miss each until the first spare is there) need
+/// one, a burst of them as many as it takes ticks to stop missing.
+pub(crate) fn tend(key: u64) -> Tended {
+    let idle = Tended {
+        active: false,
+        wanted: false,
+    };
+    let Some(a) = area() else { return idle };
     if key == 0 || a.owner.load(Ordering::Relaxed) != my_pid() {
-        return false;
+        return idle;
     }
     let Ok(mut owned) = OWNED.try_lock() else {
-        return true;
+        return Tended {
+            active: true,
+            wanted: false,
+        };
     };
     let owned = owned.get_or_insert_with(HashMap::new);
     let mut mine = 0;
@@ -391,58 +412,58 @@ pub(crate) fn tend(key: u64, connect: &mut dyn FnMut() -> io::Result<TcpStream>)
                 .compare_exchange(state, DEAD, Ordering::AcqRel, Ordering::Relaxed);
         }
         if s.state.load(Ordering::Acquire) == DEAD {
-            owned.remove(&i);
+            if let Some(fd) = owned.remove(&i) {
+                // SAFETY: shutdown of a socket we hold.
+                unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR) };
+            }
             s.seq.store(0, Ordering::Relaxed);
             s.key.store(0, Ordering::Relaxed);
             s.state.store(EMPTY, Ordering::Release);
             mine -= 1;
         }
     }
-    let mut missed = 0;
-    for w in &a.wants {
-        if w.key.load(Ordering::Acquire) == key {
-            missed = w.misses.swap(0, Ordering::AcqRel) as usize;
-            break;
-        }
+    let missed = a
+        .wants
+        .iter()
+        .find(|w| w.key.load(Ordering::Acquire) == key)
+        .map_or(0, |w| w.misses.swap(0, Ordering::AcqRel));
+    Tended {
+        active: FORKED.load(Ordering::Acquire) || mine > 0 || missed > 0,
+        wanted: missed > 0 && mine < PER_KEY,
     }
-    // One more spare per tick while children miss: children that come one
-    // after the other (a miss each until the first spare is there) need
-    // one, a burst of them as many as it takes ticks to stop missing.
-    let mut made = 0;
-    while made < missed.min(1) && mine < PER_KEY {
-        let Some((i, s)) = a
-            .slots
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.state.load(Ordering::Acquire) == EMPTY)
-        else {
-            break;
-        };
-        let stream = match connect() {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::debug!("spare connection: {e}");
-                break;
-            }
-        };
-        let fd = stream.as_raw_fd();
-        // SAFETY: fstat into a zeroed struct of a descriptor we own.
-        let mut st: libc::stat = unsafe { std::mem::zeroed() };
-        if unsafe { libc::fstat(fd, &mut st) } != 0 {
-            break;
-        }
-        s.key.store(key, Ordering::Relaxed);
-        s.fd.store(fd, Ordering::Relaxed);
-        s.ino.store(st.st_ino, Ordering::Relaxed);
-        s.salt.store(new_key() as u32, Ordering::Relaxed);
-        s.seq
-            .store(a.seq.fetch_add(1, Ordering::AcqRel) + 1, Ordering::Relaxed);
-        owned.insert(i, stream.into());
-        s.state.store(FREE, Ordering::Release);
-        made += 1;
-        mine += 1;
+}
+
+/// Adds `stream` (connected and probed by the owner) as a free spare of
+/// `key`, if a slot is empty; otherwise it is dropped.
+pub(crate) fn install(key: u64, stream: TcpStream) {
+    let Some(a) = area() else { return };
+    if a.owner.load(Ordering::Relaxed) != my_pid() {
+        return;
     }
-    FORKED.load(Ordering::Acquire) || mine > 0 || missed > 0
+    let Ok(mut owned) = OWNED.lock() else { return };
+    let owned = owned.get_or_insert_with(HashMap::new);
+    let Some((i, s)) = a
+        .slots
+        .iter()
+        .enumerate()
+        .find(|(_, s)| s.state.load(Ordering::Acquire) == EMPTY)
+    else {
+        return;
+    };
+    let fd = stream.as_raw_fd();
+    // SAFETY: fstat into a zeroed struct of a descriptor we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return;
+    }
+    s.key.store(key, Ordering::Relaxed);
+    s.fd.store(fd, Ordering::Relaxed);
+    s.ino.store(st.st_ino, Ordering::Relaxed);
+    s.salt.store(new_key() as u32, Ordering::Relaxed);
+    s.seq
+        .store(a.seq.fetch_add(1, Ordering::AcqRel) + 1, Ordering::Relaxed);
+    owned.insert(i, stream.into());
+    s.state.store(FREE, Ordering::Release);
 }
 
 /// A free spare's connection is of no use: the server closed it (or reset

@@ -9,6 +9,7 @@
 //! calls are in flight it checks every tick that someone receives them,
 //! and wakes the fallback receiver when nobody has led for a tick.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::shared::Shared;
@@ -20,7 +21,7 @@ pub(crate) fn tick(timeo: Duration) -> Duration {
 }
 
 /// Runs until the transport shuts down.
-pub(crate) fn run(sh: &Shared) {
+pub(crate) fn run(sh: &Arc<Shared>) {
     let timeo = sh.config.policy.timeo;
     let tick = tick(timeo);
     while !sh.is_shutdown() {

@@ -98,6 +98,8 @@ pub(crate) struct Shared {
     /// Spare connections this transport's channels run on: channel, slot
     /// (`io/spare.rs`), epoch, XID salt (`spares.rs`).
     pub(crate) spares: Mutex<Vec<(usize, usize, u64, u32)>>,
+    /// An owner's thread is connecting a spare (`spares.rs`).
+    pub(crate) making_spare: AtomicBool,
     /// Tests only: a transport with no socket, whose sends are kept here
     /// for an in-process server (`crate::testing`).
     #[cfg(test)]
@@ -192,6 +194,7 @@ impl Shared {
             threads,
             skip_first_probe,
             spares: Mutex::new(Vec::new()),
+            making_spare: AtomicBool::new(false),
             #[cfg(test)]
             detached: detached.then(|| Mutex::new(Vec::new())),
         }))

@@ -6,6 +6,7 @@
 
 use std::io;
 use std::net::TcpStream;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 
 use super::shared::Shared;
@@ -94,11 +95,16 @@ impl Shared {
     }
 
     /// An owner transport's maintenance: tends the spares of each of its
-    /// paths (`spare::tend`), connecting new ones like the path's first
-    /// channel, with a NULL probe. Returns whether spares are in use (the
-    /// maintenance thread then ticks even when idle: children's misses
-    /// are noticed within a tick).
-    pub(crate) fn tend_spares(&self) -> bool {
+    /// paths (`spare::tend`), and when children missed, connects one more
+    /// like the path's first channel, with a NULL probe, in a thread of its
+    /// own (one at a time): the maintenance thread never waits for a
+    /// connect. Returns whether spares are in use (the maintenance thread
+    /// then ticks even when idle: children's misses are noticed within a
+    /// tick).
+    pub(crate) fn tend_spares(self: &Arc<Self>) -> bool {
+        if self.config.spare_keys.is_empty() {
+            return false;
+        }
         let mut active = false;
         let mut seen = Vec::new();
         for ch in &self.channels {
@@ -107,27 +113,43 @@ impl Shared {
             }
             seen.push(ch.path);
             let key = self.spare_key(ch.path);
-            if key == 0 {
-                continue;
+            let tended = spare::tend(key);
+            active |= tended.active;
+            if tended.wanted && !self.making_spare.swap(true, Ordering::AcqRel) {
+                let sh = Arc::clone(self);
+                let spec = ch.spec.clone();
+                let made = crate::signals::spawn(
+                    std::thread::Builder::new().name("dnfs-spare".into()),
+                    move || {
+                        match sh.connect_spare(&spec) {
+                            Ok(stream) => spare::install(key, stream),
+                            Err(e) => tracing::debug!("spare connection: {e}"),
+                        }
+                        sh.making_spare.store(false, Ordering::Release);
+                    },
+                );
+                if made.is_err() {
+                    self.making_spare.store(false, Ordering::Release);
+                }
             }
-            let spec = ch.spec.clone();
-            let config = &self.config;
-            let mut connect = || -> io::Result<TcpStream> {
-                let mut stream = crate::io::socket::connect(&spec)?;
-                stream.set_write_timeout(Some(spec.timeout))?;
-                crate::io::channel::Channel::probe(
-                    &mut stream,
-                    &config.cred,
-                    config.prog,
-                    config.vers,
-                    spec.timeout,
-                )?;
-                stream.set_write_timeout(None)?;
-                stream.set_read_timeout(None)?;
-                Ok(stream)
-            };
-            active |= spare::tend(key, &mut connect);
         }
         active
+    }
+
+    /// A spare connection for a path: connected as `spec` says and proved
+    /// by a NULL call.
+    fn connect_spare(&self, spec: &crate::io::socket::ConnectSpec) -> io::Result<TcpStream> {
+        let mut stream = crate::io::socket::connect(spec)?;
+        stream.set_write_timeout(Some(spec.timeout))?;
+        crate::io::channel::Channel::probe(
+            &mut stream,
+            &self.config.cred,
+            self.config.prog,
+            self.config.vers,
+            spec.timeout,
+        )?;
+        stream.set_write_timeout(None)?;
+        stream.set_read_timeout(None)?;
+        Ok(stream)
     }
 }
