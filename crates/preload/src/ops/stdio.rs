@@ -12,7 +12,7 @@
 //! 2 is (or becomes, by `dup2` or an inherited redirection) an NFS
 //! descriptor, `stdin`/`stdout`/`stderr` are replaced by such a stream.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 use libc::{c_char, c_int, c_void, off64_t, size_t, ssize_t, FILE};
 
@@ -42,6 +42,61 @@ extern "C" {
 /// Buffer of a stream on an NFS file.
 const STREAM_BUFFER: usize = 256 << 10;
 
+/// A stream buffer kept for the next stream of this process. Buffers are
+/// mapped, not taken from `malloc`: freeing 256 KiB into the program's
+/// heap made glibc consolidate its fast bins (touching pages a forked
+/// child shares with its parent: copy-on-write faults) and move its
+/// thresholds; and a PostgreSQL backend's three streams (`PG_VERSION`, two
+/// relation cache files) reuse one buffer's pages instead of faulting in
+/// fresh ones for each.
+static SPARE_BUFFER: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+
+/// A stream buffer: the spare one, or a new mapping (null if none can be
+/// made: the stream then has glibc's own).
+fn take_buffer() -> *mut libc::c_char {
+    let spare = SPARE_BUFFER.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if !spare.is_null() {
+        return spare;
+    }
+    // SAFETY: a fresh private anonymous mapping of a positive size.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            STREAM_BUFFER,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        std::ptr::null_mut()
+    } else {
+        p.cast()
+    }
+}
+
+/// Gives back a buffer from [`take_buffer`]: kept as the spare, or
+/// unmapped when there is one already.
+fn give_buffer(buffer: *mut libc::c_char) {
+    if buffer.is_null() {
+        return;
+    }
+    if SPARE_BUFFER
+        .compare_exchange(
+            std::ptr::null_mut(),
+            buffer,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+        .is_err()
+    {
+        // SAFETY: a mapping of STREAM_BUFFER bytes made by take_buffer,
+        // used by nothing any more.
+        unsafe { libc::munmap(buffer.cast(), STREAM_BUFFER) };
+    }
+}
+
 /// Offset of `_fileno` in glibc's `struct _IO_FILE` on LP64 targets
 /// (`_flags` and 11 buffer pointers, `_markers`, `_chain`).
 const FILENO_OFFSET: usize = 112;
@@ -63,7 +118,7 @@ pub fn fopen(state: &State, path: NfsPath, mode: &[u8]) -> Res<Out<*mut FILE>> {
 }
 
 /// What a stream's cookie points to: its descriptor and the stream buffer
-/// (freed with the cookie when the stream is closed).
+/// (given back with the cookie when the stream is closed).
 struct Cookie {
     fd: c_int,
     buffer: *mut libc::c_char,
@@ -87,8 +142,8 @@ pub fn stream(fd: c_int, mode: &[u8]) -> Res<*mut FILE> {
     // glibc gives a cookie stream BUFSIZ (8 KiB) of buffer, one READ or
     // WRITE per 8 KiB, and ignores setvbuf's size without a buffer: ours
     // makes reading a configuration or cache file one or two calls.
-    // SAFETY: malloc of a positive size; freed by cookie_close.
-    let buffer = unsafe { libc::malloc(STREAM_BUFFER) } as *mut libc::c_char;
+    // Given back by cookie_close.
+    let buffer = take_buffer();
     let cookie = Box::into_raw(Box::new(Cookie { fd, buffer }));
     // SAFETY: the cookie lives until cookie_close; the mode is
     // NUL-terminated.
@@ -97,7 +152,7 @@ pub fn stream(fd: c_int, mode: &[u8]) -> Res<*mut FILE> {
         let e = crate::fail::errno();
         // SAFETY: not handed to any stream.
         unsafe {
-            libc::free(buffer.cast());
+            give_buffer(buffer);
             drop(Box::from_raw(cookie));
         }
         return Err(Errno(e));
@@ -251,8 +306,7 @@ unsafe extern "C" fn cookie_close(cookie: *mut c_void) -> c_int {
     // its buffer once it calls close (it has flushed).
     let c = unsafe { Box::from_raw(cookie as *mut Cookie) };
     let r = super::fds::close(c.fd);
-    // SAFETY: malloc'ed in `stream`.
-    unsafe { libc::free(c.buffer.cast()) };
+    give_buffer(c.buffer);
     r
 }
 
