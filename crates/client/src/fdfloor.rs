@@ -90,7 +90,7 @@ thread_local! {
 
 /// Runs `place`, a call of the host program that puts a descriptor at a
 /// number it chose (`dup2`, `dup3`), once no client descriptor can be
-/// sitting at a low number: it waits for [`making`] windows in progress
+/// sitting at a low number: it waits for the client's windows in progress
 /// (the host never steps back, so it cannot be starved). Without a floor
 /// it only runs `place`.
 pub fn host_places<T>(place: impl FnOnce() -> T) -> T {

@@ -44,12 +44,14 @@ use std::collections::HashMap;
 use std::io;
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering,
+};
+use std::sync::Mutex;
 
 /// Slots in the shared area: spare connections of every client and path of
 /// the owner together.
-pub(crate) const SLOTS: usize = 32;
+const SLOTS: usize = 32;
 /// Most spares kept for one key (one path of one client).
 const PER_KEY: usize = 16;
 /// Keys whose misses the area can record at once.
@@ -104,14 +106,25 @@ static AREA: AtomicPtr<Area> = AtomicPtr::new(std::ptr::null_mut());
 static USABLE_UP_TO: AtomicU64 = AtomicU64::new(u64::MAX);
 
 /// Whether spares are used at all (`DIRECTNFS_FORK_SPARES=off`: never).
+/// An atomic, not a `OnceLock`: a child forked while another thread was
+/// filling a `OnceLock` would wait for that thread for ever; two threads
+/// reading the variable at once is harmless.
 pub(crate) fn enabled() -> bool {
-    static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| {
-        !matches!(
-            std::env::var("DIRECTNFS_FORK_SPARES").as_deref(),
-            Ok("off" | "0" | "no")
-        )
-    })
+    const UNKNOWN: u8 = 0;
+    const ON: u8 = 1;
+    const OFF: u8 = 2;
+    static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+    match STATE.load(Ordering::Relaxed) {
+        UNKNOWN => {
+            let off = matches!(
+                std::env::var("DIRECTNFS_FORK_SPARES").as_deref(),
+                Ok("off" | "0" | "no")
+            );
+            STATE.store(if off { OFF } else { ON }, Ordering::Relaxed);
+            !off
+        }
+        s => s == ON,
+    }
 }
 
 fn my_pid() -> u32 {
