@@ -69,16 +69,25 @@ impl Sink {
                 let _ = err.write_all(format!("{line}\n").as_bytes());
             }),
             Sink::File(path) => {
-                // Opened without waiting (a FIFO with no reader drops the
-                // line rather than stall the thread, perhaps the
-                // program's own), then written in blocking mode.
-                let file = crate::fdfloor::made(|| {
+                let open = |flags: libc::c_int| {
                     std::fs::OpenOptions::new()
                         .create(true)
                         .append(true)
-                        .custom_flags(libc::O_NONBLOCK)
+                        .custom_flags(flags)
                         .open(path)
-                });
+                };
+                // Opened without waiting inside a descriptor window
+                // (fdfloor.rs: a host `dup2` waits for it), then written in
+                // blocking mode. A FIFO with no reader yet (ENXIO) is
+                // waited for outside the window, as before: the line stays
+                // until a log reader comes, and only then is its
+                // descriptor moved above the floor.
+                let file = match crate::fdfloor::made(|| open(libc::O_NONBLOCK)) {
+                    Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                        open(0).and_then(|f| crate::fdfloor::made(|| Ok(f)))
+                    }
+                    other => other,
+                };
                 if let Ok(mut f) = file {
                     blocking(&f);
                     // One write of the whole line: O_APPEND keeps lines of
