@@ -242,16 +242,18 @@ fn read_and_hand_back(c: &Client) -> Result<(), String> {
     Ok(())
 }
 
-#[test]
-fn forked_children_take_the_parents_spare_connection_one_after_the_other() {
-    let server = HostileServer::start(Plan::none());
-    let parent = Client::connect(&server.url(SPARES)).expect("mount");
-    parent.open(FILE).expect("open in the parent");
+/// A server with `plan`, a parent client of it, and the parent's first
+/// spare: no spare yet, so the first child connects, and its miss asks the
+/// parent for one, which the parent has made (and probed) within a tick.
+/// Returns the server's connections before that child.
+fn parent_with_a_spare(plan: Plan) -> (HostileServer, Client, usize) {
+    let server = HostileServer::start(plan);
+    let parent = Client::connect(&server.url(SPARES)).unwrap_or_else(|e| panic!("mount: {e}"));
+    if let Err(e) = parent.open(FILE) {
+        panic!("open in the parent: {e}");
+    }
     let before = server.connections();
     let nulls = server.count(Proc::NULL);
-    // No spare yet: the first child connects, and its miss asks the
-    // parent for one, which the parent has made (and probed) within a
-    // tick.
     in_child(&parent, read_and_hand_back);
     assert_eq!(
         server.connections(),
@@ -260,6 +262,12 @@ fn forked_children_take_the_parents_spare_connection_one_after_the_other() {
     );
     assert!(spare_ready(&server, nulls), "the parent made a spare");
     assert_eq!(server.connections(), before + 2, "one spare");
+    (server, parent, before)
+}
+
+#[test]
+fn forked_children_take_the_parents_spare_connection_one_after_the_other() {
+    let (server, parent, before) = parent_with_a_spare(Plan::none());
     let spare_conn = server.connections() - 1;
     // The next children take it and hand it back: no new connection, and
     // each one's calls on it.
@@ -283,14 +291,7 @@ fn forked_children_take_the_parents_spare_connection_one_after_the_other() {
 
 #[test]
 fn a_spare_whose_child_left_without_handing_it_back_is_replaced_not_reused() {
-    let server = HostileServer::start(Plan::none());
-    let parent = Client::connect(&server.url(SPARES)).expect("mount");
-    parent.open(FILE).expect("open in the parent");
-    let before = server.connections();
-    let nulls = server.count(Proc::NULL);
-    in_child(&parent, read_and_hand_back);
-    assert!(spare_ready(&server, nulls), "a spare");
-    assert_eq!(server.connections(), before + 2, "one spare");
+    let (server, parent, before) = parent_with_a_spare(Plan::none());
     // This child takes the spare and dies without handing it back (like
     // a backend killed with SIGKILL): the parent sees its claimer gone,
     // closes the spare and makes a new one once a child misses.
@@ -321,15 +322,7 @@ fn a_spare_is_not_handed_on_after_a_call_on_it_went_unanswered() {
     // spare (timeo 1 s), the connection fails and the call is answered on a
     // new one; the spare, with a call it never saw answered, is not given
     // to the next child.
-    let server = HostileServer::start(Plan::once(Proc::GETATTR, Fault::Silent));
-    let parent = Client::connect(&server.url(SPARES)).expect("mount");
-    let f = parent.open(FILE).expect("open in the parent");
-    let before = server.connections();
-    let nulls = server.count(Proc::NULL);
-    in_child(&parent, read_and_hand_back);
-    assert!(spare_ready(&server, nulls), "a spare");
-    assert_eq!(server.connections(), before + 2, "one spare");
-    drop(f);
+    let (server, parent, before) = parent_with_a_spare(Plan::once(Proc::GETATTR, Fault::Silent));
     in_child(&parent, |c| {
         let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
         f.metadata().map_err(|e| format!("metadata: {e}"))?;
