@@ -211,14 +211,14 @@ extern "C" fn forking() {
 }
 
 /// In the child of every `fork`: it holds descriptors of the spares made
-/// so far and none of later ones; the claims it inherited are its
-/// parent's.
+/// so far and none of later ones; the transports holding spares it
+/// inherited are its parent's.
 extern "C" fn forked_child() {
     if let Some(a) = area() {
         USABLE_UP_TO.fetch_min(a.seq.load(Ordering::Acquire), Ordering::AcqRel);
     }
-    if let Ok(mut claims) = CLAIMS.try_lock() {
-        claims.clear();
+    if let Ok(mut holders) = HOLDERS.try_lock() {
+        holders.clear();
     }
 }
 
@@ -307,27 +307,27 @@ fn is_socket(fd: RawFd, ino: u64) -> bool {
     ok && st.st_mode & libc::S_IFMT == libc::S_IFSOCK && st.st_ino == ino
 }
 
-/// The claims of this process: slot, and who to ask whether it is clean
-/// (and, when it is, where the next user's XIDs start).
-type Check = Box<dyn Fn() -> Option<u32> + Send>;
-static CLAIMS: Mutex<Vec<(usize, Check)>> = Mutex::new(Vec::new());
+/// Hands back the spares one transport of this process holds (see
+/// [`at_exit`]).
+type HandBack = Box<dyn Fn() + Send>;
+/// The transports of this process holding spares.
+static HOLDERS: Mutex<Vec<HandBack>> = Mutex::new(Vec::new());
 
-/// Remembers that this process uses spare `slot`; `clean` says, at its
-/// exit (or when its transport stops first: [`give_back`]), whether the
-/// connection can be handed on — `Some` of the next user's XID salt, once
-/// this process has let go of it.
-pub(crate) fn note_claim(slot: usize, clean: Check) {
-    static REGISTERED: AtomicU32 = AtomicU32::new(0);
-    if REGISTERED.swap(1, Ordering::AcqRel) == 0 {
+/// Registers `hand_back`, which hands back the spares of one transport
+/// (each with [`give_back`]): run at exit unless the transport stopped
+/// first. Once per transport, at its first spare.
+pub(crate) fn at_exit(hand_back: HandBack) {
+    static REGISTERED: AtomicBool = AtomicBool::new(false);
+    if !REGISTERED.swap(true, Ordering::AcqRel) {
         // SAFETY: registers a plain extern "C" function run at exit.
         unsafe { libc::atexit(give_back_all) };
     }
     // Never held across anything that could block: only a fork in the
     // middle of another thread's push leaves it held, and then this
-    // process cannot hand the spare back (the owner reclaims it when the
-    // process is gone).
-    if let Ok(mut claims) = CLAIMS.try_lock() {
-        claims.push((slot, clean));
+    // process cannot hand its spares back (the owner reclaims them when
+    // the process is gone).
+    if let Ok(mut holders) = HOLDERS.try_lock() {
+        holders.push(hand_back);
     }
 }
 
@@ -346,9 +346,6 @@ pub(crate) fn give_back(slot: usize, clean: Option<u32>) {
         Ordering::AcqRel,
         Ordering::Relaxed,
     );
-    if let Ok(mut claims) = CLAIMS.try_lock() {
-        claims.retain(|(s, _)| *s != slot);
-    }
 }
 
 /// At exit: every spare this process still holds, handed back.
@@ -361,13 +358,12 @@ extern "C" fn give_back_all() {
 /// process that leaves with `_exit` calls it first, or its spares are
 /// replaced by the owner instead of handed on.
 pub fn hand_back_all() {
-    let claims = match CLAIMS.try_lock() {
-        Ok(mut c) => std::mem::take(&mut *c),
+    let holders = match HOLDERS.try_lock() {
+        Ok(mut h) => std::mem::take(&mut *h),
         Err(_) => return,
     };
-    for (slot, clean) in claims {
-        let clean = std::panic::catch_unwind(std::panic::AssertUnwindSafe(clean)).unwrap_or(None);
-        give_back(slot, clean);
+    for hand_back in holders {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(hand_back));
     }
 }
 

@@ -27,8 +27,11 @@ impl Shared {
         let Some(Taken { slot, stream, salt }) = spare::claim(self.spare_key(ch.path)) else {
             return false;
         };
-        let epoch = self.engine().epoch(channel) + 1;
-        if !self.engine().reseed(channel, salt)
+        let (epoch, reseeded) = {
+            let mut e = self.engine();
+            (e.epoch(channel) + 1, e.reseed(channel, salt))
+        };
+        if !reseeded
             || ch
                 .install(stream, epoch, 0, self.config.max_record)
                 .is_err()
@@ -47,16 +50,24 @@ impl Shared {
     }
 
     /// Remembers that `channel` runs on spare `slot` since `epoch`: it is
-    /// handed back at exit, or when the transport stops first.
+    /// handed back when the transport stops, or at exit (the transport's
+    /// first spare registers it for that).
     fn note_spare(self: &Arc<Self>, channel: usize, slot: usize, epoch: u64, salt: u32) {
-        if let Ok(mut spares) = self.spares.lock() {
-            spares.push((channel, slot, epoch, salt));
+        let first = match self.spares.lock() {
+            Ok(mut spares) => {
+                spares.push((channel, slot, epoch, salt));
+                spares.len() == 1
+            }
+            Err(_) => false,
+        };
+        if first {
+            let me: Weak<Self> = Arc::downgrade(self);
+            spare::at_exit(Box::new(move || {
+                if let Some(sh) = me.upgrade() {
+                    sh.give_back_spares();
+                }
+            }));
         }
-        let me: Weak<Self> = Arc::downgrade(self);
-        spare::note_claim(
-            slot,
-            Box::new(move || me.upgrade().and_then(|sh| sh.hand_on(channel, epoch, salt))),
-        );
     }
 
     /// Lets go of `channel`'s spare connection if it is clean (see
@@ -74,7 +85,7 @@ impl Shared {
             None => false,
         };
         let ch = &self.channels[channel];
-        let sent = ch.sent.load(std::sync::atomic::Ordering::Relaxed);
+        let sent = ch.sent.load(Ordering::Relaxed);
         (idle && ch.hand_on(epoch)).then(|| {
             salt.wrapping_add(sent as u32)
                 .wrapping_add(self.config.max_inflight as u32)
@@ -82,8 +93,9 @@ impl Shared {
         })
     }
 
-    /// The transport stops: its spares go back now (clean or dead), not at
-    /// exit, so that nothing closes them for the others first.
+    /// Hands back every spare of this transport (clean or dead): when it
+    /// stops, so that nothing closes them for the others first, or at
+    /// exit. Each only once: they are taken out of the list.
     pub(crate) fn give_back_spares(&self) {
         let spares = match self.spares.lock() {
             Ok(mut s) => std::mem::take(&mut *s),
@@ -102,17 +114,12 @@ impl Shared {
     /// then ticks even when idle: children's misses are noticed within a
     /// tick).
     pub(crate) fn tend_spares(self: &Arc<Self>) -> bool {
-        if self.config.spare_keys.is_empty() {
-            return false;
-        }
         let mut active = false;
-        let mut seen = Vec::new();
-        for ch in &self.channels {
-            if seen.contains(&ch.path) {
+        for (path, &key) in self.config.spare_keys.iter().enumerate() {
+            // Spares are made like the path's first channel.
+            let Some(ch) = self.channels.iter().find(|c| c.path == path) else {
                 continue;
-            }
-            seen.push(ch.path);
-            let key = self.spare_key(ch.path);
+            };
             let tended = spare::tend(key);
             active |= tended.active;
             if tended.wanted && !self.making_spare.swap(true, Ordering::AcqRel) {
