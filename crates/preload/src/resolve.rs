@@ -56,11 +56,11 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
                 let target = client.readlink(&path.rest)?;
                 links += 1;
                 match next_hop(state, &path.host, &target, "", links)? {
-                    Route::Nfs(next) => path = next,
-                    Route::Local | Route::Redirect(_) => {
-                        return Ok(Resolved::Local(local_path(&path.host, &target)?))
+                    (Route::Nfs(next), _) => path = next,
+                    (Route::Local | Route::Redirect(_), full) => {
+                        return Ok(Resolved::Local(local(full)?))
                     }
-                    Route::Bad(e) => return Err(Errno(e)),
+                    (Route::Bad(e), _) => return Err(Errno(e)),
                 }
                 let _ = handle;
             }
@@ -86,7 +86,12 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
 /// NFSv3's LOOKUP in a link is `ENOTDIR`, NFSv4.1's NFS4ERR_SYMLINK is
 /// `ELOOP` (a server never follows links, so it is not a loop).
 pub fn through_a_link(e: &dnfs::Error) -> bool {
-    matches!(e.errno(), libc::ENOTDIR | libc::ELOOP)
+    through_a_link_errno(e.errno())
+}
+
+/// [`through_a_link`] for the errno of a call that failed.
+pub fn through_a_link_errno(errno: i32) -> bool {
+    matches!(errno, libc::ENOTDIR | libc::ELOOP)
 }
 
 /// What [`through_links`] did.
@@ -165,9 +170,7 @@ pub fn through_parent(state: &State, path: &NfsPath) -> Res<Place> {
             let mut full = dir.into_bytes();
             full.push(b'/');
             full.extend_from_slice(name.as_bytes());
-            CString::new(full)
-                .map(Place::Local)
-                .map_err(|_| Errno(libc::EINVAL))
+            local(full).map(Place::Local)
         }
     }
 }
@@ -179,9 +182,7 @@ pub fn through_parent(state: &State, path: &NfsPath) -> Res<Place> {
 fn through_middle_link(state: &State, path: &NfsPath, links: usize, errno: i32) -> Res<Place> {
     match expand_middle(state, path, links)? {
         Some((Route::Nfs(next), _)) => Ok(Place::Nfs(next)),
-        Some((Route::Local | Route::Redirect(_), full)) => CString::new(full)
-            .map(Place::Local)
-            .map_err(|_| Errno(libc::EINVAL)),
+        Some((Route::Local | Route::Redirect(_), full)) => local(full).map(Place::Local),
         Some((Route::Bad(e), _)) => Err(Errno(e)),
         None => Err(Errno(errno)),
     }
@@ -204,11 +205,7 @@ fn expand_middle(state: &State, path: &NfsPath, links: usize) -> Res<Option<(Rou
                 let target = client.readlink(&sub)?;
                 let host = format!("{prefix}{sub}");
                 let remaining = comps[i..].join("/");
-                if links > MAX_LINKS {
-                    return Err(Errno(libc::ELOOP));
-                }
-                let full = hop(&host, &target, &remaining);
-                return Ok(Some((paths::classify_absolute(state, &full), full)));
+                return next_hop(state, &host, &target, &remaining, links).map(Some);
             }
             _ => return Ok(None),
         }
@@ -217,21 +214,19 @@ fn expand_middle(state: &State, path: &NfsPath, links: usize) -> Res<Option<(Rou
 }
 
 /// Where a link at `link_host` with `target` leads, with `remaining`
-/// components after it.
+/// components after it: its route, and the folded path.
 fn next_hop(
     state: &State,
     link_host: &str,
     target: &[u8],
     remaining: &str,
     links: usize,
-) -> Res<Route> {
+) -> Res<(Route, Vec<u8>)> {
     if links > MAX_LINKS {
         return Err(Errno(libc::ELOOP));
     }
-    Ok(paths::classify_absolute(
-        state,
-        &hop(link_host, target, remaining),
-    ))
+    let full = hop(link_host, target, remaining);
+    Ok((paths::classify_absolute(state, &full), full))
 }
 
 /// The path a link at `link_host` with `target` names, with `remaining`
@@ -248,11 +243,7 @@ fn hop(link_host: &str, target: &[u8], remaining: &str) -> Vec<u8> {
     dnfs::config::normalize_bytes(&next)
 }
 
-fn local_path(link_host: &str, target: &[u8]) -> Res<CString> {
-    let full = if target.first() == Some(&b'/') {
-        target.to_vec()
-    } else {
-        paths::join(paths::parent(link_host).as_bytes(), target)
-    };
-    CString::new(dnfs::config::normalize_bytes(&full)).map_err(|_| Errno(libc::EINVAL))
+/// A local path a link led to, for libc.
+fn local(full: Vec<u8>) -> Res<CString> {
+    CString::new(full).map_err(|_| Errno(libc::EINVAL))
 }

@@ -143,7 +143,7 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
         Ok(linked?)
     };
     match target(&new) {
-        Err(Errno(e)) if e == libc::ENOTDIR || e == libc::ELOOP => {
+        Err(Errno(e)) if resolve::through_a_link_errno(e) => {
             match resolve::through_parent(state, &new)? {
                 Place::Nfs(other) if other != new => target(&other).map(OutPair::Done),
                 Place::Nfs(_) => Err(Errno(e)),
