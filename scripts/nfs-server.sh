@@ -35,6 +35,11 @@
 #   DNFS_KEEP_EXPORT=1 `stop` keeps an export dir it created
 #   DNFS_MAX_IO        export MaxRead/MaxWrite (default 1048576; "server-default"
 #                      omits them: FSINFO then advertises 64 MiB)
+#   DNFS_ATTR_CACHE    the export's attribute cache: off (default, the
+#                      attributes read at every call: Ganesha's cache can
+#                      answer a size from before a completed WRITE) or
+#                      "server-default" (Ganesha's cache, for I/O on files
+#                      whose size does not change: the demo)
 #   DNFS_NFS4=1        serve NFSv4.1 too (Protocols = 3, 4; Minor_Versions = 1),
 #                      with client records in STATE_DIR/v4recovery
 #   DNFS_NFS4_GRACE    NFSv4 grace period in seconds after a start (default 0:
