@@ -241,6 +241,26 @@ group_start() {
     else
         bad "a forked child has the library's code mapped from the start" "$rss of $size KiB resident"
     fi
+    # Spare connections (fork_spares): children take their parent's spares
+    # instead of connecting, and hand them back. A connection a child
+    # closed itself stays in TIME_WAIT on this side; a spare is closed by
+    # no child. (Until the parent's first spare, a tick after the first
+    # miss, every child connects.)
+    # The file has data: an empty file's read needs no call at all.
+    local n=300 tw0 tw1 tw2
+    head -c 4096 /dev/urandom >"$VIEW/spares"
+    tw_count() { ss -Htan state time-wait "( dport = :${nfsport:-2049} )" | wc -l; }
+    tw0=$(tw_count)
+    "${RUN[@]}" "$WORK/forkstart" "$NFS/spares" $n 1 read >/dev/null 2>&1
+    tw1=$(tw_count)
+    DIRECTNFS_FORK_SPARES=off "${RUN[@]}" "$WORK/forkstart" "$NFS/spares" $n 1 read >/dev/null 2>&1
+    tw2=$(tw_count)
+    if ((tw2 - tw1 >= n && (tw1 - tw0) * 3 < n * 2)); then
+        ok "$n children: $((tw1 - tw0)) connections closed with spares, $((tw2 - tw1)) without"
+    else
+        bad "children take the parent's spare connections" \
+            "$((tw1 - tw0)) connections closed with spares, $((tw2 - tw1)) without ($n children)"
+    fi
 }
 
 # boards_calls LABEL ERR ARGS...: tests/c/boards.c ARGS with

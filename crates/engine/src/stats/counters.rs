@@ -228,7 +228,7 @@ const INLINE: usize = 4;
 struct Latencies {
     /// The first samples, in ns plus one (0: not written yet).
     first: [AtomicU64; INLINE],
-    /// Samples recorded so far.
+    /// Samples recorded before the histogram was made.
     seen: AtomicU64,
     /// Every sample after the first [`INLINE`].
     rest: OnceLock<Box<Histogram>>,
@@ -245,6 +245,13 @@ impl Latencies {
 
     #[inline]
     fn record(&self, ns: u64) {
+        // Once the histogram is made (a busy file or channel), one load
+        // and the histogram's own record, as before there were first
+        // samples.
+        if let Some(h) = self.rest.get() {
+            h.record(ns);
+            return;
+        }
         let i = self.seen.fetch_add(1, Relaxed) as usize;
         match self.first.get(i) {
             Some(slot) => slot.store(ns.saturating_add(1), Relaxed),
