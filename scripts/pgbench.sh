@@ -9,7 +9,9 @@
 #                              workload on both (interleaved, medians of the
 #                              repeats), print the tables and write them to
 #                              bench-results/pgbench.md (+ .json), stop what
-#                              it started.
+#                              it started. Beside the rates: the CPU each
+#                              transaction cost PostgreSQL's processes and
+#                              the server, which shares the cores here.
 #
 # The directnfs side runs in each mode of DNFS_PGBENCH_MODES: `file_sync`
 # (the dnfstab default: every WRITE is FILE_SYNC) and `unstable`
@@ -209,8 +211,44 @@ for e in "${ENGINES[@]}"; do
     fi
 done
 
+# --- CPU per transaction --------------------------------------------------------------------
+# On this machine the server shares the cores with PostgreSQL, so what a
+# transaction costs in CPU, and where, says more than its rate alone. A
+# cluster's CPU is its postmaster's and every live child's (user +
+# system) plus what the postmaster reaped (the backends that ended); the
+# server's is every thread of the Ganesha process. Kernel threads (the
+# file system's journal, the disk's completions) are in neither.
+postmaster_pid() { # ENGINE
+    local data=${DATA[$1]}
+    [[ $1 == local ]] || data=$EXPORT${data#"$MNT"}
+    head -1 "$data/postmaster.pid"
+}
+cpu_us() { # tree PID | process PID: CPU seconds so far, in us
+    python3 - "$@" <<'PY'
+import os, sys
+hz = os.sysconf("SC_CLK_TCK")
+def fields(pid):
+    s = open(f"/proc/{pid}/stat").read()
+    return s[s.rindex(")") + 2:].split()
+mode, pid = sys.argv[1], sys.argv[2]
+f = fields(pid)
+ticks = int(f[11]) + int(f[12])
+if mode == "tree":
+    ticks += int(f[13]) + int(f[14])
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                c = fields(p)
+            except OSError:
+                continue
+            if c[1] == pid:
+                ticks += int(c[11]) + int(c[12])
+print(ticks * 1_000_000 // hz)
+PY
+}
+
 # --- pgbench, interleaved ----------------------------------------------------------------
-declare -A TPS CONN
+declare -A TPS CONN CPU_PG CPU_SRV
 run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
     local name=$1 sb=$2 r e out
     shift 2
@@ -218,10 +256,21 @@ run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
     for e in "${ENGINES[@]}"; do start_pg "$e" "$sb"; done
     for ((r = 1; r <= REPEATS; r++)); do
         for e in "${ENGINES[@]}"; do
+            pm=$(postmaster_pid "$e")
+            pg0=$(cpu_us tree "$pm")
+            srv0=$(cpu_us process "$SRVPID")
             out=$(pgbench "$e" "$@" -T "$SECS" 2>&1)
+            sleep 0.5 # the last backends end and are reaped
+            pg1=$(cpu_us tree "$pm")
+            srv1=$(cpu_us process "$SRVPID")
+            n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out" | head -1)
             TPS[$name,$e]+="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1) "
             CONN[$name,$e]+="$(sed -n 's/^average connection time = \([0-9.]*\) ms/\1/p' <<<"$out" | head -1) "
-            echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1)" >&2
+            if [[ -n $n ]] && ((n > 0)); then
+                CPU_PG[$name,$e]+="$(((pg1 - pg0) / n)) "
+                CPU_SRV[$name,$e]+="$(((srv1 - srv0) / n)) "
+            fi
+            echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1); CPU per transaction: PostgreSQL $(((pg1 - pg0) / ${n:-1})) us, server $(((srv1 - srv0) / ${n:-1})) us" >&2
         done
     done
     for e in "${ENGINES[@]}"; do stop_pg "$e"; done
@@ -292,6 +341,21 @@ fi
             echo "| -C: average connection time (ms) | ${LABEL[$e]} | $n | $l | $(ratio "$n" "$l") |"
         done
     fi
+    echo
+    echo "CPU per transaction (us, medians; user + system): PostgreSQL is the cluster's processes, the server"
+    echo "Ganesha's (it shares the cores here; kernel threads such as the file system's journal are in neither):"
+    echo
+    echo "| workload | directnfs mode | directnfs: PostgreSQL | directnfs: server | directnfs: both | local FS: PostgreSQL | both / local |"
+    echo "|---|---|---|---|---|---|---|"
+    for w in "${WORKLOADS[@]}"; do
+        l=$(median ${CPU_PG[$w,local]:-})
+        for e in "${NFS_ENGINES[@]}"; do
+            p=$(median ${CPU_PG[$w,$e]:-})
+            v=$(median ${CPU_SRV[$w,$e]:-})
+            b=$(python3 -c 'import sys; a,b=sys.argv[1:]; print("-" if "-" in (a,b) else f"{float(a)+float(b):.1f}")' "$p" "$v")
+            echo "| $w | ${LABEL[$e]} | $p | $v | $b | $l | $(ratio "$b" "$l") |"
+        done
+    done
     if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
         echo
         echo "fio through the library vs \`dnfs bench oltp\`, random 8 KiB, 4 sessions (fio: 4 psync jobs) at queue depth 1, same file:"
@@ -309,11 +373,14 @@ python3 - "$OUT/pgbench.json" <<EOF
 import json, sys
 tps = {$(for k in "${!TPS[@]}"; do printf '"%s": "%s", ' "$k" "${TPS[$k]}"; done)}
 conn = {$(for k in "${!CONN[@]}"; do printf '"%s": "%s", ' "$k" "${CONN[$k]}"; done)}
+cpu_pg = {$(for k in "${!CPU_PG[@]}"; do printf '"%s": "%s", ' "$k" "${CPU_PG[$k]}"; done)}
+cpu_srv = {$(for k in "${!CPU_SRV[@]}"; do printf '"%s": "%s", ' "$k" "${CPU_SRV[$k]}"; done)}
 iops = {$(for k in "${!IOPS[@]}"; do printf '"%s": "%s", ' "$k" "${IOPS[$k]}"; done)}
 num = lambda d: {k: [float(x) for x in v.split()] for k, v in d.items()}
 json.dump({"seconds": $SECS, "repeats": $REPEATS, "scale": $SCALE, "connections": $CONNS,
            "modes": "${MODES[*]}".split(),
-           "tps": num(tps), "connection_ms": num(conn), "fio_vs_bench_iops": num(iops),
+           "tps": num(tps), "connection_ms": num(conn),
+           "cpu_us_per_transaction": {"postgresql": num(cpu_pg), "server": num(cpu_srv)}, "fio_vs_bench_iops": num(iops),
            "server_pid": $SRVPID}, open(sys.argv[1], "w"), indent=1)
 EOF
 echo "(written to $OUT/pgbench.md and $OUT/pgbench.json)" >&2

@@ -83,7 +83,7 @@ pub use fork::fork_generation;
 pub use handle::Handle;
 pub use io::spare::hand_back_all as hand_back_spare_connections;
 pub use metadata::{DirEntry, FileType, Metadata};
-pub use signals::{spawn as spawn_thread, with_signals_blocked};
+pub use signals::{spawn as spawn_thread, with_signals_blocked, Joiner as ThreadJoiner};
 pub use stale::retry_stale;
 pub use v4::trunk::{printable, ServerOwner};
 pub use v4::LockConflict;

@@ -3,7 +3,10 @@
 //! receiving them, and blocks SIGURG to read it through a signalfd): they
 //! are started with every signal blocked, which they inherit. Every thread
 //! of the library is started by [`spawn`], whichever thread of the program
-//! starts it.
+//! starts it, which also makes it without `std::thread` (fork safety:
+//! see [`spawn`]).
+
+use std::sync::{Arc, Mutex};
 
 /// Runs `f` with every signal blocked in this thread (the threads it
 /// starts inherit the mask), then restores the thread's mask.
@@ -27,15 +30,204 @@ pub fn with_signals_blocked<T>(f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Starts a thread of the library with every signal blocked
-/// ([`with_signals_blocked`]), whichever thread calls it.
-pub fn spawn<F, T>(
-    builder: std::thread::Builder,
-    f: F,
-) -> std::io::Result<std::thread::JoinHandle<T>>
+/// Stack of a library thread unless its caller asks otherwise (what
+/// `std::thread` gives by default).
+const DEFAULT_STACK: usize = 2 << 20;
+
+/// Starts a thread of the library named `name` (at most 15 bytes are
+/// kept), with every signal blocked ([`with_signals_blocked`]), whichever
+/// thread calls it.
+///
+/// The thread is made with `pthread_create` directly, not `std::thread`:
+/// a thread that `std::thread` starts takes a lock of the standard
+/// library's own (the stack-overflow guard's registry, in a Rust program)
+/// as it begins and as it ends. A child of `fork` inherits that lock held
+/// whenever another thread of its parent was starting or ending at the
+/// moment of the fork, and every thread the child then started would wait
+/// for it for ever: its client's timeouts and reconnects with them (a
+/// test's child hung so). `pthread_create` takes no such lock.
+pub fn spawn<F, T>(name: &str, f: F) -> std::io::Result<Joiner<T>>
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    with_signals_blocked(|| builder.spawn(f))
+    spawn_with_stack(name, DEFAULT_STACK, f)
+}
+
+/// [`spawn`] with a stack of `stack` bytes.
+pub fn spawn_with_stack<F, T>(name: &str, stack: usize, f: F) -> std::io::Result<Joiner<T>>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let result: Arc<Mutex<Option<std::thread::Result<T>>>> = Arc::new(Mutex::new(None));
+    let slot = Arc::clone(&result);
+    // The kernel keeps 15 bytes of a thread's name and a NUL.
+    let mut short: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
+    short.push(0);
+    let body: Box<dyn FnOnce() + Send> = Box::new(move || {
+        // SAFETY: `short` is NUL-terminated; this names the calling thread.
+        unsafe { libc::pthread_setname_np(libc::pthread_self(), short.as_ptr().cast()) };
+        // A panic must not unwind out of the thread's C entry point: it is
+        // caught and handed to `join`, as `std::thread` does.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+    });
+    let arg = Box::into_raw(Box::new(body));
+    let made = with_signals_blocked(|| {
+        // SAFETY: `attr` is initialised before use and destroyed after;
+        // `start` takes back the box `arg` points to, exactly once, in the
+        // new thread (or here, when no thread was made).
+        unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_attr_init(&mut attr) != 0 {
+                return Err(std::io::Error::other("pthread_attr_init failed"));
+            }
+            let page = usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)).unwrap_or(4096);
+            let size = stack.max(libc::PTHREAD_STACK_MIN).div_ceil(page) * page;
+            libc::pthread_attr_setstacksize(&mut attr, size);
+            let mut thread: libc::pthread_t = 0;
+            let rc = libc::pthread_create(&mut thread, &attr, start, arg.cast());
+            libc::pthread_attr_destroy(&mut attr);
+            if rc == 0 {
+                Ok(thread)
+            } else {
+                drop(Box::from_raw(arg));
+                Err(std::io::Error::from_raw_os_error(rc))
+            }
+        }
+    })?;
+    Ok(Joiner {
+        thread: Some(made),
+        result,
+    })
+}
+
+/// The entry point of every library thread: runs the body [`spawn`] boxed.
+extern "C" fn start(arg: *mut libc::c_void) -> *mut libc::c_void {
+    // SAFETY: `arg` is the box `spawn` leaked for this thread alone.
+    let body = unsafe { Box::from_raw(arg.cast::<Box<dyn FnOnce() + Send>>()) };
+    body();
+    std::ptr::null_mut()
+}
+
+/// A thread started by [`spawn`]: [`join`](Self::join) waits for it; one
+/// dropped without joining runs on, detached (as a dropped
+/// `std::thread::JoinHandle`).
+#[derive(Debug)]
+pub struct Joiner<T> {
+    thread: Option<libc::pthread_t>,
+    result: Arc<Mutex<Option<std::thread::Result<T>>>>,
+}
+
+impl<T> Joiner<T> {
+    /// Waits for the thread to end: what it returned, or its panic.
+    pub fn join(mut self) -> std::thread::Result<T> {
+        if let Some(t) = self.thread.take() {
+            // SAFETY: a thread of ours, neither joined nor detached yet.
+            unsafe { libc::pthread_join(t, std::ptr::null_mut()) };
+        }
+        let r = self.result.lock().unwrap_or_else(|p| p.into_inner()).take();
+        r.unwrap_or_else(|| Err(Box::new("the thread ended without a result")))
+    }
+}
+
+impl<T> Drop for Joiner<T> {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            // SAFETY: a thread of ours, neither joined nor detached yet.
+            unsafe { libc::pthread_detach(t) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+
+    /// Waits (at most 5 s) for child `pid`: its exit status, or `None`
+    /// after killing it.
+    fn wait_or_kill(pid: libc::pid_t) -> Option<i32> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut status = 0;
+        loop {
+            // SAFETY: waits for our own child without blocking.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if r == pid {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                // SAFETY: our own child, then reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // fork
+    fn a_forked_child_starts_threads_while_its_parent_was_starting_and_ending_threads() {
+        // Threads of the parent start and end threads all along (each
+        // start and end of a `std::thread` takes the standard library's
+        // registry lock); each of 1,000 children of fork starts a library
+        // thread and waits for it. A child that hangs is killed after 5 s.
+        // With `std::thread` in the child, 7 of 1,000 hung here.
+        let stop = Arc::new(AtomicBool::new(false));
+        let churn: Vec<_> = (0..4)
+            .map(|_| {
+                let stop = Arc::clone(&stop);
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let v: Vec<_> = (0..8).map(|_| std::thread::spawn(|| {})).collect();
+                        for t in v {
+                            let _ = t.join();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let (mut hung, mut failed) = (0, 0);
+        for _ in 0..1000 {
+            // SAFETY: the child only starts a thread, joins it and leaves
+            // with _exit.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let ok = spawn("forked", || 7).ok().and_then(|t| t.join().ok()) == Some(7);
+                // SAFETY: leaves the child without the parent's destructors.
+                unsafe { libc::_exit(i32::from(!ok)) };
+            }
+            match wait_or_kill(pid) {
+                None => hung += 1,
+                Some(0) => {}
+                Some(_) => failed += 1,
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        for c in churn {
+            c.join().unwrap();
+        }
+        assert_eq!((hung, failed), (0, 0), "children hung, failed");
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // reads /proc
+    fn a_library_threads_panic_and_result_reach_join() {
+        assert_eq!(spawn("value", || 42).unwrap().join().unwrap(), 42);
+        let r = spawn("panics", || -> u8 { panic!("on purpose") })
+            .unwrap()
+            .join();
+        assert!(r.is_err());
+        // A long name is cut to what the kernel keeps, not refused.
+        let name = spawn("a-name-longer-than-fifteen-bytes", || {
+            std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default()
+        });
+        assert_eq!(name.unwrap().join().unwrap().trim_end(), "a-name-longer-t");
+    }
 }

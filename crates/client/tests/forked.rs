@@ -7,7 +7,7 @@
 //! the spare connections a parent keeps for its children (`io/spare.rs`):
 //! taken instead of connecting, handed back clean, the next child's XIDs
 //! continuing where the last one's stopped; not handed on after a call
-//! that went unanswered.
+//! that went unanswered, nor after the server reset it.
 
 use std::time::{Duration, Instant};
 
@@ -342,4 +342,36 @@ fn a_spare_is_not_handed_on_after_a_call_on_it_went_unanswered() {
         after_bad + 1,
         "the next child did not get the spare back: it connected"
     );
+}
+
+#[test]
+fn a_spare_the_server_reset_fails_no_child_and_is_replaced() {
+    // The server restarts (every connection reset, as after a crash) while
+    // the parent holds a free spare. The child forked at once takes the
+    // dead spare or finds it gone; its reads succeed either way (on a new
+    // connection). The dead spare is never handed on: the parent closes
+    // it, and once a child misses it makes a new one, which the next
+    // child takes without connecting.
+    let (server, parent, _) = parent_with_a_spare(Plan::none());
+    server.restart(Duration::from_millis(50));
+    assert!(
+        eventually(|| server.restarts() == 1),
+        "the server restarted"
+    );
+    in_child(&parent, read_and_hand_back);
+    // Children until one finds a new spare (each miss asks for one); the
+    // spare is made within a tick of the first miss.
+    let mut took_a_spare = false;
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(300));
+        let nulls = server.count(Proc::NULL);
+        let before = server.connections();
+        in_child(&parent, read_and_hand_back);
+        if server.connections() == before {
+            took_a_spare = true;
+            break;
+        }
+        assert!(spare_ready(&server, nulls), "the parent made a new spare");
+    }
+    assert!(took_a_spare, "no child took a new spare after the restart");
 }

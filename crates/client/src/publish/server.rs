@@ -176,7 +176,7 @@ pub fn process_stats() -> ProcessStats {
 /// Makes the endpoint (see the module doc) and its thread.
 fn start(g: &'static Global) -> io::Result<PathBuf> {
     let (path, listener) = crate::fdfloor::making(|| bind(g))?;
-    crate::signals::spawn(stats_thread(), move || serve(&listener))?;
+    crate::signals::spawn_with_stack(STATS_THREAD, THREAD_STACK, move || serve(&listener))?;
     Ok(path)
 }
 
@@ -184,7 +184,7 @@ fn start(g: &'static Global) -> io::Result<PathBuf> {
 /// Returns the path it will have.
 fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
     let path = dir::socket_path(&dir::process_dir(euid()), g.pid, 1);
-    crate::signals::spawn(stats_thread(), move || {
+    crate::signals::spawn_with_stack(STATS_THREAD, THREAD_STACK, move || {
         match crate::fdfloor::making(|| bind(g)) {
             Ok((_, listener)) => serve(&listener),
             Err(e) => tracing::warn!("statistics not published: {e}"),
@@ -193,12 +193,8 @@ fn start_in_thread(g: &'static Global) -> io::Result<PathBuf> {
     Ok(path)
 }
 
-/// The endpoint's thread: it only serialises a snapshot.
-fn stats_thread() -> std::thread::Builder {
-    std::thread::Builder::new()
-        .name("dnfs-stats".into())
-        .stack_size(THREAD_STACK)
-}
+/// The endpoint's thread (it only serialises a snapshot: `THREAD_STACK`).
+const STATS_THREAD: &str = "dnfs-stats";
 
 /// Makes the endpoint: the private directory, the listening socket in
 /// place, its removal at exit.

@@ -360,9 +360,8 @@ impl Session {
         let (tx, rx) = mpsc::channel::<()>();
         *self._renewal_stop.lock().unwrap_or_else(|p| p.into_inner()) = Some(tx);
         let period = (self.lease / 4).max(Duration::from_secs(1));
-        let renewal = std::thread::Builder::new().name("dnfs-v41-renew".into());
         let mut first = true;
-        let spawned = crate::signals::spawn(renewal, move || loop {
+        let spawned = crate::signals::spawn("dnfs-v41-renew", move || loop {
             // The first tick comes after a second: a forked child's
             // statistics endpoint starts there (`publish::start_deferred`;
             // a no-op for a client that published at once).

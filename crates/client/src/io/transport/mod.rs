@@ -163,22 +163,26 @@ impl Transport {
     }
 
     /// Connects `channels`, each in a thread of its own (in parallel);
-    /// returns the errors of those that failed. The threads are scoped, so
-    /// not started by `signals::spawn`: they block every signal the same
-    /// way, by inheriting the mask set around them.
+    /// returns the errors of those that failed (a thread that could not
+    /// be started: its channel connected here).
     fn connect_all(shared: &Arc<Shared>, channels: &[usize]) -> Vec<io::Error> {
-        crate::signals::with_signals_blocked(|| {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = channels
-                    .iter()
-                    .map(|&c| s.spawn(move || shared.connect_channel(c)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .filter_map(|h| h.join().ok().and_then(|r| r.err()))
-                    .collect()
+        let handles: Vec<_> = channels
+            .iter()
+            .map(|&c| {
+                let sh = Arc::clone(shared);
+                (
+                    c,
+                    crate::signals::spawn("dnfs-connect", move || sh.connect_channel(c)),
+                )
             })
-        })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|(c, h)| match h {
+                Ok(h) => h.join().ok().and_then(|r| r.err()),
+                Err(_) => shared.connect_channel(c).err(),
+            })
+            .collect()
     }
 
     /// A transport with one channel that has no socket and no thread, for

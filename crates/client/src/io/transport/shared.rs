@@ -509,8 +509,7 @@ impl Shared {
         }
         // Started by whichever thread saw the failure, a program's own
         // included (a lazy transport's caller: threads.rs).
-        let builder = std::thread::Builder::new().name(format!("dnfs-conn{channel}"));
-        let spawned = crate::signals::spawn(builder, move || {
+        let spawned = crate::signals::spawn(&format!("dnfs-conn{channel}"), move || {
             let _ = me.connect_channel(channel);
             me.channels[channel]
                 .connecting

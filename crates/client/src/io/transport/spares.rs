@@ -125,16 +125,13 @@ impl Shared {
             if tended.wanted && !self.making_spare.swap(true, Ordering::AcqRel) {
                 let sh = Arc::clone(self);
                 let spec = ch.spec.clone();
-                let made = crate::signals::spawn(
-                    std::thread::Builder::new().name("dnfs-spare".into()),
-                    move || {
-                        match sh.connect_spare(&spec) {
-                            Ok(stream) => spare::install(key, stream),
-                            Err(e) => tracing::debug!("spare connection: {e}"),
-                        }
-                        sh.making_spare.store(false, Ordering::Release);
-                    },
-                );
+                let made = crate::signals::spawn("dnfs-spare", move || {
+                    match sh.connect_spare(&spec) {
+                        Ok(stream) => spare::install(key, stream),
+                        Err(e) => tracing::debug!("spare connection: {e}"),
+                    }
+                    sh.making_spare.store(false, Ordering::Release);
+                });
                 if made.is_err() {
                     self.making_spare.store(false, Ordering::Release);
                 }

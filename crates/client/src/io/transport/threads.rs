@@ -31,12 +31,11 @@
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::shared::Shared;
 use super::{leader, maintenance, Start};
-use crate::signals::spawn;
+use crate::signals::{spawn, Joiner};
 
 /// How long a lazy transport may run without its threads.
 pub(crate) const LAZY_FOR: Duration = Duration::from_secs(1);
@@ -46,7 +45,7 @@ pub(crate) const LAZY_FOR: Duration = Duration::from_secs(1);
 pub(crate) struct Threads {
     /// Set once they run (read on every submission: one atomic load).
     started: AtomicBool,
-    handles: Mutex<Vec<JoinHandle<()>>>,
+    handles: Mutex<Vec<Joiner<()>>>,
     /// Called once they run (a forked child's statistics endpoint).
     then: Option<fn()>,
     /// `Shared::now_ns` after which a submission starts them.
@@ -93,15 +92,9 @@ impl Threads {
         // A lazy start runs in whatever thread of the program made the
         // call that needed the threads (spawn blocks their signals).
         let s2 = Arc::clone(sh);
-        handles.push(spawn(
-            std::thread::Builder::new().name("dnfs-maint".into()),
-            move || maintenance::run(&s2),
-        )?);
+        handles.push(spawn("dnfs-maint", move || maintenance::run(&s2))?);
         let s3 = Arc::clone(sh);
-        handles.push(spawn(
-            std::thread::Builder::new().name("dnfs-rx".into()),
-            move || leader::fallback_loop(&s3),
-        )?);
+        handles.push(spawn("dnfs-rx", move || leader::fallback_loop(&s3))?);
         self.started.store(true, Ordering::Release);
         if let Some(then) = self.then {
             then();
