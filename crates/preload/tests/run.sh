@@ -247,7 +247,7 @@ group_start() {
     # connects meanwhile). Until the parent's first spare, a tick after
     # the first miss, every child connects. The file has data: an empty
     # file's read needs no call at all.
-    local n=300 c0 c1 c2
+    local n=600 c0 c1 c2
     head -c 4096 /dev/urandom >"$VIEW/spares"
     tcp_connects() { awk '/^Tcp:/ && !h {h = 1; for (i = 1; i <= NF; i++) if ($i == "ActiveOpens") f = i; next} /^Tcp:/ {print $f}' /proc/net/snmp; }
     c0=$(tcp_connects)
