@@ -22,7 +22,9 @@ cd "$ROOT"
 STATE_DIR=${DNFS_TEST_STATE_DIR:-/tmp/dnfs-test-server}
 EXPORT_DIR=${DNFS_TEST_EXPORT_DIR:-/tmp/dnfs-test-export}
 
-log() { printf '== %s\n' "$*" >&2; }
+# Each line says how long the run has taken so far (minutes:seconds), to see
+# where CI's time goes.
+log() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
 # shellcheck source=scripts/lib/apt.sh
 . "$ROOT/scripts/lib/apt.sh"
 
