@@ -893,9 +893,10 @@ mod tests {
         file.write_at(&[1u8; 4096], 0).unwrap();
         file.write_at(&[2u8; 4096], 4096).unwrap();
         assert!(file.write_behind_bytes() <= 8192);
-        // No room for a third: it waits until the first two are answered.
+        // No room for a third: it waits until a reply made room (each
+        // is answered 50 ms late; without the wait none would be yet).
         file.write_at(&[3u8; 4096], 8192).unwrap();
-        assert!(server.answered() >= 2, "{}", server.answered());
+        assert!(server.answered() >= 1, "{}", server.answered());
         assert!(file.write_behind_bytes() <= 8192);
         // A write larger than the whole bound waits for everything, then goes.
         file.write_at(&[4u8; 20_000], 20_000).unwrap();
