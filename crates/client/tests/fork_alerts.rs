@@ -9,6 +9,10 @@ use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+#[path = "common/wait_child.rs"]
+mod wait_child;
+use wait_child::wait_for;
+
 use directnfs::alert::{self, Alerts, Sink};
 
 /// Whether thread `tid` of this process is inside `openat` (blocked
@@ -77,26 +81,4 @@ fn a_child_forked_while_an_alert_line_is_written_can_write_its_own() {
         seen.contains("srv: MOUNT /export failed (refused)"),
         "the parent's line reached the log: {seen:?}"
     );
-}
-
-/// The child's exit status, or None if it had to be killed after `limit`.
-fn wait_for(pid: libc::pid_t, limit: Duration) -> Option<i32> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let mut status = 0;
-        // SAFETY: waits for our own child without blocking.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-        }
-        if Instant::now() > deadline {
-            // SAFETY: our own child.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }

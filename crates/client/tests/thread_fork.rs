@@ -9,30 +9,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Waits (at most 5 s) for child `pid`: its exit status, or `None`
-/// after killing it.
-fn wait_or_kill(pid: libc::pid_t) -> Option<i32> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let mut status = 0;
-    loop {
-        // SAFETY: waits for our own child without blocking.
-        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
-        if r == pid {
-            return Some(status);
-        }
-        if Instant::now() > deadline {
-            // SAFETY: our own child, then reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGKILL);
-                libc::waitpid(pid, &mut status, 0);
-            }
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
+#[path = "common/wait_child.rs"]
+mod wait_child;
+use wait_child::wait_for;
 
 #[test]
 fn a_forked_child_starts_threads_while_its_parent_was_starting_and_ending_threads() {
@@ -69,7 +50,7 @@ fn a_forked_child_starts_threads_while_its_parent_was_starting_and_ending_thread
             // SAFETY: leaves the child without the parent's destructors.
             unsafe { libc::_exit(i32::from(!ok)) };
         }
-        match wait_or_kill(pid) {
+        match wait_for(pid, Duration::from_secs(5)) {
             None => hung += 1,
             Some(0) => {}
             Some(_) => failed += 1,
