@@ -223,28 +223,8 @@ postmaster_pid() { # ENGINE
     [[ $1 == local ]] || data=$EXPORT${data#"$MNT"}
     head -1 "$data/postmaster.pid"
 }
-cpu_us() { # tree PID | process PID: CPU seconds so far, in us
-    python3 - "$@" <<'PY'
-import os, sys
-hz = os.sysconf("SC_CLK_TCK")
-def fields(pid):
-    s = open(f"/proc/{pid}/stat").read()
-    return s[s.rindex(")") + 2:].split()
-mode, pid = sys.argv[1], sys.argv[2]
-f = fields(pid)
-ticks = int(f[11]) + int(f[12])
-if mode == "tree":
-    ticks += int(f[13]) + int(f[14])
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                c = fields(p)
-            except OSError:
-                continue
-            if c[1] == pid:
-                ticks += int(c[11]) + int(c[12])
-print(ticks * 1_000_000 // hz)
-PY
+cpu_now() { # POSTMASTER_PID: "POSTGRESQL_US SERVER_US", the CPU so far
+    python3 "$ROOT/scripts/lib/cpu_of_run.py" --now "$1" "$SRVPID"
 }
 
 # --- pgbench, interleaved ----------------------------------------------------------------
@@ -257,20 +237,20 @@ run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
     for ((r = 1; r <= REPEATS; r++)); do
         for e in "${ENGINES[@]}"; do
             pm=$(postmaster_pid "$e")
-            pg0=$(cpu_us tree "$pm")
-            srv0=$(cpu_us process "$SRVPID")
+            read -r pg0 srv0 < <(cpu_now "$pm")
             out=$(pgbench "$e" "$@" -T "$SECS" 2>&1)
             sleep 0.5 # the last backends end and are reaped
-            pg1=$(cpu_us tree "$pm")
-            srv1=$(cpu_us process "$SRVPID")
+            read -r pg1 srv1 < <(cpu_now "$pm")
             n=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out" | head -1)
             TPS[$name,$e]+="$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1) "
             CONN[$name,$e]+="$(sed -n 's/^average connection time = \([0-9.]*\) ms/\1/p' <<<"$out" | head -1) "
+            cpu="no transactions"
             if [[ -n $n ]] && ((n > 0)); then
                 CPU_PG[$name,$e]+="$(((pg1 - pg0) / n)) "
                 CPU_SRV[$name,$e]+="$(((srv1 - srv0) / n)) "
+                cpu="PostgreSQL $(((pg1 - pg0) / n)) us, server $(((srv1 - srv0) / n)) us"
             fi
-            echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1); CPU per transaction: PostgreSQL $(((pg1 - pg0) / ${n:-1})) us, server $(((srv1 - srv0) / ${n:-1})) us" >&2
+            echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1); CPU per transaction: $cpu" >&2
         done
     done
     for e in "${ENGINES[@]}"; do stop_pg "$e"; done

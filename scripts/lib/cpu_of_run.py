@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""CPU per connection of a `pgbench -C` run (scripts/pgcalls.sh).
+"""CPU per connection of a `pgbench -C` run (scripts/pgcalls.sh), and the
+CPU so far of a cluster and the server (scripts/pgbench.sh).
 
     cpu_of_run.py POSTMASTER_PID SERVER_PID CONNECTIONS LABEL COMMAND...
         runs COMMAND (pgbench) and prints one line: LABEL, then the user +
@@ -10,6 +11,9 @@
     cpu_of_run.py --table FILE SERVER_PID
         prints the medians of those lines, per LABEL, as a table, and
         each run's total.
+    cpu_of_run.py --now POSTMASTER_PID SERVER_PID
+        prints the user + system microseconds so far of PostgreSQL (as
+        above) and of the NFS server: a caller takes them around a run.
 """
 import collections
 import os
@@ -89,5 +93,7 @@ def table(path, server):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--table"]:
         table(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "")
+    elif sys.argv[1:2] == ["--now"]:
+        print(round(postgres_cpu(sys.argv[2])[0] * 1e6), round(server_cpu(sys.argv[3]) * 1e6))
     else:
         run(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:])
