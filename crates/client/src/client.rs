@@ -167,6 +167,14 @@ impl Client {
         }
     }
 
+    /// Forgets the handle this client keeps for `path` (and for the names
+    /// below it), so the next call naming `path` looks it up on the
+    /// server again. For a front end that learned the handle is stale
+    /// ([`crate::Error::errno`] `ESTALE`) from a call on an open file.
+    pub fn forget_handle(&self, path: &str) {
+        self.inner.forget(path);
+    }
+
     /// The server's name (dnfstab `server:`, or the URL host).
     pub fn server_name(&self) -> &str {
         &self.inner.name

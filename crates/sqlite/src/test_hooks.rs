@@ -1,4 +1,4 @@
-//! A pause point for the crash tests, and nothing else.
+//! Two hooks for tests, and nothing else.
 //!
 //! `DIRECTNFS_SQLITE_TEST_PAUSE_AFTER_LOCK=N` (N a positive integer): the
 //! N-th time this process takes a lock file (or takes one it kept unused,
@@ -7,13 +7,26 @@
 //! sleeps until it is killed, so that a test can SIGKILL it exactly
 //! between taking the lock and using the database. Unset (or anything but
 //! a positive integer), it costs one load of a cached value per lock taken.
-//! The variable's name says what it is for; no other setting reaches it.
+//!
+//! `DIRECTNFS_SQLITE_TEST_REPLACE_AFTER_OPEN=SUFFIX` (e.g. `-wal`): the
+//! first time this process opens a file whose name ends in SUFFIX (not a
+//! main database; database names given as `nfs://` URLs only), a client
+//! of its own removes that file on the server and creates it again,
+//! empty, before the open returns, and says
+//! `directnfs-sqlite: test replaced <path> after opening it`. The handle
+//! the open got is then stale at the server, and so is the one this
+//! process's client keeps for the name: what NFS-Ganesha was seen to hand
+//! out in a CREATE reply ([`crate::vfs`]'s `Conn::with_file`). Unset, it
+//! costs one load of a cached value per open.
+//!
+//! The variables' names say what they are for; no other setting reaches
+//! them.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Name of the environment variable (read once per process).
+/// Name of the pause's environment variable (read once per process).
 pub const PAUSE_AFTER_LOCK: &str = "DIRECTNFS_SQLITE_TEST_PAUSE_AFTER_LOCK";
 
 /// Called after each lock file taken; pauses for ever at the N-th.
@@ -36,4 +49,36 @@ pub fn lock_taken(lock_file: &str) {
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
+}
+
+/// Name of the replacement's environment variable (read once per process).
+pub const REPLACE_AFTER_OPEN: &str = "DIRECTNFS_SQLITE_TEST_REPLACE_AFTER_OPEN";
+
+/// Called after each file the VFS opened (`path` in `client`'s export,
+/// `name` as SQLite named it); replaces the first one whose name ends in
+/// the suffix, through a client of its own.
+pub fn opened(client: &dnfs::Client, path: &str, name: &str, main_db: bool) {
+    static SUFFIX: OnceLock<Option<String>> = OnceLock::new();
+    static DONE: AtomicBool = AtomicBool::new(false);
+    let suffix = SUFFIX.get_or_init(|| {
+        std::env::var(REPLACE_AFTER_OPEN)
+            .ok()
+            .filter(|s| !s.is_empty())
+    });
+    let Some(suffix) = suffix else {
+        return;
+    };
+    if main_db || !name.ends_with(suffix.as_str()) || DONE.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let (url, _) = crate::names::split_url_suffix(name);
+    let other = dnfs::Client::connect(url).expect("test hook: a client of its own");
+    assert_eq!(
+        other.export(),
+        client.export(),
+        "test hook: the same export"
+    );
+    other.remove(path).expect("test hook: remove");
+    drop(other.create(path).expect("test hook: create"));
+    eprintln!("directnfs-sqlite: test replaced {path} after opening it");
 }

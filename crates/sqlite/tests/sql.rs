@@ -492,10 +492,12 @@ struct Found {
 }
 
 /// Opens the database in a new process (the `verifier` role) and reports
-/// what it found; `run_dir` is its `DIRECTNFS_RUN_DIR` when given.
-fn open_elsewhere(db: &str, run_dir: Option<&str>) -> Found {
+/// what it found; `run_dir` is its `DIRECTNFS_RUN_DIR` when given, `more`
+/// further environment variables.
+fn open_elsewhere(db: &str, run_dir: Option<&str>, more: &[(&str, &str)]) -> Found {
     let mut env = vec![("DNFS_SQL_DB", db), ("DIRECTNFS_SQLITE_VERBOSE", "1")];
     env.extend(run_dir.map(|d| ("DIRECTNFS_RUN_DIR", d)));
+    env.extend_from_slice(more);
     let mut child = spawn_child_piped("child_process_entry", "verifier", &env);
     let (rx, readers) = listen(&mut child);
     let status = child.wait().expect("verifier");
@@ -582,9 +584,13 @@ fn crash(test: &str, mode: &str, options: &str) {
             }
         });
         let pause_env = pause_at.map(|k| k.to_string());
+        // Verbose: an I/O error the writer meets is printed with its file
+        // and NFS error (a writer once failed its first query with
+        // SQLITE_IOERR_FSTAT, and nothing said which file or why).
         let mut env = vec![
             ("DNFS_SQL_DB", db.as_str()),
             ("DIRECTNFS_RUN_DIR", &run_dir),
+            ("DIRECTNFS_SQLITE_VERBOSE", "1"),
         ];
         if let Some(k) = &pause_env {
             env.push((PAUSE_AFTER_LOCK, k.as_str()));
@@ -640,7 +646,7 @@ fn crash(test: &str, mode: &str, options: &str) {
         }
 
         let opened = Instant::now();
-        let found = open_elsewhere(&db, Some(&run_dir));
+        let found = open_elsewhere(&db, Some(&run_dir), &[]);
         let waited = opened.elapsed();
         if v41 {
             // The next process takes over the killed writer's client owner
@@ -864,7 +870,7 @@ fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged
     std::thread::sleep(
         (planted + Duration::from_millis(10_500)).saturating_duration_since(Instant::now()),
     );
-    let found = open_elsewhere(&db, None);
+    let found = open_elsewhere(&db, None, &[]);
     assert_eq!(found.integrity, "ok");
     assert!(
         found
@@ -880,6 +886,57 @@ fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged
         !companion_exists(&base, &db, ".dnfs-lock"),
         "no lock file left behind"
     );
+    remove_db(&base, &db);
+}
+
+/// A WAL file whose handle is stale before its first use (as NFS-Ganesha
+/// once answered a CREATE of one): the VFS opens the name again and the
+/// reader neither fails nor loses a row (NFSv3; on NFSv4.1 the handle
+/// stays usable and no reopening is needed). The test hook replaces the `-wal`
+/// file the reader's first read transaction opens, through a client of
+/// its own, before that open returns; without the reopening, SQLite's
+/// first look at the WAL's size failed with SQLITE_IOERR_FSTAT.
+#[test]
+fn a_wal_file_whose_handle_is_stale_before_its_first_use_is_opened_again_by_name() {
+    let Some(base) = server_url("stale_wal") else {
+        return;
+    };
+    let db = fresh_db(&base, "stale_wal");
+    {
+        let c = open(&db).expect("open");
+        journal_mode(&c, "wal");
+        c.execute_batch(
+            "CREATE TABLE rows(txn INTEGER NOT NULL, seq INTEGER NOT NULL, payload TEXT,
+                               PRIMARY KEY(txn, seq));
+             CREATE TABLE meta(total INTEGER NOT NULL);
+             INSERT INTO meta VALUES(3);
+             INSERT INTO rows VALUES(1, 0, 'a'), (1, 1, 'b'), (2, 0, 'c');",
+        )
+        .expect("schema and rows");
+    }
+    let found = open_elsewhere(
+        &db,
+        None,
+        &[("DIRECTNFS_SQLITE_TEST_REPLACE_AFTER_OPEN", "-wal")],
+    );
+    assert!(
+        found.stderr.contains("test replaced") && found.stderr.contains("-wal after opening it"),
+        "the hook did not replace the WAL file: {}",
+        found.stderr
+    );
+    // NFSv4.1: the reader's OPEN keeps the removed file usable at the
+    // server (as a local unlink would), so its handle never goes stale.
+    let reopened = found
+        .stderr
+        .contains("the server called the handle it had just given stale; opened the name again");
+    assert!(
+        reopened || is_v41(&base),
+        "no reopening reported: {}",
+        found.stderr
+    );
+    assert_eq!(found.integrity, "ok");
+    assert_eq!(found.per_txn, BTreeMap::from([(1, 2), (2, 1)]));
+    assert_eq!(found.total, 3);
     remove_db(&base, &db);
 }
 

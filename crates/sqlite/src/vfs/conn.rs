@@ -39,6 +39,9 @@ pub(super) struct Conn {
     pub(super) opened_by: u32,
     /// Its use in a forked child was reported.
     pub(super) refused: bool,
+    /// No call on `file` has succeeded yet, and the open neither verified
+    /// the handle nor made the file exclusively ([`Conn::with_file`]).
+    pub(super) unproven: bool,
 }
 
 impl Conn {
@@ -61,6 +64,61 @@ impl Conn {
             );
         }
         false
+    }
+
+    /// Runs `op` on the file. If the server says its handle is stale
+    /// before any call on it succeeded, forgets the handle, opens the name
+    /// again (without creating it) and runs `op` once more on that file.
+    ///
+    /// Why that is safe: nothing was read or written through the first
+    /// handle, so using the file the name leads to now is what an open a
+    /// moment later would have given. Why it is needed: NFS-Ganesha has
+    /// been seen to answer a CREATE of a WAL file with the handle of a
+    /// file of the same inode number removed seconds before, stale at
+    /// once (docs/server-notes.md); SQLite then failed its first query
+    /// with SQLITE_IOERR_FSTAT. A main database is never unproven (its
+    /// open asks for its attributes), nor a file made with
+    /// SQLITE_OPEN_EXCLUSIVE (the one this open created is the one meant).
+    pub(super) fn with_file<T>(
+        &mut self,
+        mut op: impl FnMut(&File) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let first = op(&self.file);
+        let stale = matches!(&first, Err(e) if e.errno() == libc::ESTALE);
+        if !(stale && self.unproven) {
+            if first.is_ok() {
+                self.unproven = false;
+            }
+            return first;
+        }
+        self.unproven = false;
+        let client = self.file.client().clone();
+        client.forget_handle(&self.path);
+        let again = match names::fresh(&client, &self.path, || {
+            client.open_with(&self.path, OpenOptions::default())
+        }) {
+            Ok(f) => f,
+            Err(e) => {
+                crate::report(
+                    SQLITE_WARNING,
+                    &format!(
+                        "{}: the server called its new handle stale, and opening the name again failed: {e}",
+                        self.name
+                    ),
+                );
+                return first;
+            }
+        };
+        again.set_write_coalescing(true);
+        crate::report(
+            SQLITE_WARNING,
+            &format!(
+                "{}: the server called the handle it had just given stale; opened the name again",
+                self.name
+            ),
+        );
+        self.file = again;
+        op(&self.file)
     }
 
     /// A write or sync failed: the server may not have what the mirror
@@ -101,6 +159,7 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
     // xShmBarrier (waits for them before a WAL-index header is published),
     // xClose.
     file.set_write_coalescing(true);
+    crate::test_hooks::opened(client, &r.path, name, flags & SQLITE_OPEN_MAIN_DB != 0);
     let inode = if flags & SQLITE_OPEN_MAIN_DB != 0 {
         let key = InodeKey {
             mount: r.mount.key.clone(),
@@ -134,5 +193,6 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
         generation: crate::forked::current(),
         opened_by: std::process::id(),
         refused: false,
+        unproven: flags & SQLITE_OPEN_MAIN_DB == 0 && !opts.create_new,
     })
 }

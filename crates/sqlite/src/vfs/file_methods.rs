@@ -112,7 +112,7 @@ pub(super) unsafe extern "C" fn x_read(
         let generation = c.mirror.as_ref().map(|m| m.generation());
         let mut done = 0;
         while done < amt {
-            match c.file.read_at(&mut out[done..], off + done as u64) {
+            match c.with_file(|f| f.read_at(&mut out[done..], off + done as u64)) {
                 Ok(0) => break,
                 Ok(n) => done += n,
                 Err(e) => return io_error(SQLITE_IOERR_READ, &format!("read {}", c.name), &e),
@@ -147,7 +147,7 @@ pub(super) unsafe extern "C" fn x_write(
         };
         // SAFETY: SQLite passes amt readable bytes.
         let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), amt) };
-        match c.file.write_at(data, off) {
+        match c.with_file(|f| f.write_at(data, off)) {
             Ok(_) => {
                 if let Some(m) = &c.mirror {
                     m.write(off, data);
@@ -172,7 +172,7 @@ pub(super) unsafe extern "C" fn x_truncate(f: *mut sqlite3_file, size: i64) -> c
         let Some(size) = offset(size) else {
             return SQLITE_IOERR_TRUNCATE;
         };
-        match c.file.set_len(size) {
+        match c.with_file(|f| f.set_len(size)) {
             Ok(()) => {
                 if let Some(m) = &c.mirror {
                     m.truncate(size);
@@ -199,7 +199,7 @@ pub(super) unsafe extern "C" fn x_sync(f: *mut sqlite3_file, _flags: c_int) -> c
             return SQLITE_IOERR_FSYNC;
         };
         let _t = Trace::new("xSync", &c.name, 0);
-        match c.file.fsync() {
+        match c.with_file(|f| f.fsync()) {
             Ok(()) => SQLITE_OK,
             Err(e) => {
                 c.forget_mirror();
@@ -218,7 +218,7 @@ pub(super) unsafe extern "C" fn x_file_size(f: *mut sqlite3_file, out: *mut i64)
             return SQLITE_IOERR_FSTAT;
         };
         let _t = Trace::new("xFileSize", &c.name, 0);
-        match c.file.metadata() {
+        match c.with_file(|f| f.metadata()) {
             Ok(m) => {
                 // SAFETY: out is a valid int64 pointer (SQLite's contract).
                 unsafe { *out = i64::try_from(m.size).unwrap_or(i64::MAX) };

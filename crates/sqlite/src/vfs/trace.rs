@@ -6,35 +6,30 @@ fn tracing_on() -> bool {
     *ON.get_or_init(|| std::env::var_os("DIRECTNFS_SQLITE_TRACE").is_some())
 }
 
-/// Prints `op` and how long it took, when tracing.
-pub(super) struct Trace<'a> {
+/// Prints `op` and how long it took, when tracing. Keeps a copy of the
+/// name only then, so the connection it names stays free to change.
+pub(super) struct Trace {
     op: &'static str,
-    what: &'a str,
     arg: i64,
-    start: Option<std::time::Instant>,
+    on: Option<(std::time::Instant, String)>,
 }
 
-impl<'a> Trace<'a> {
-    pub(super) fn new(op: &'static str, what: &'a str, arg: i64) -> Self {
-        let start = tracing_on().then(std::time::Instant::now);
-        Trace {
-            op,
-            what,
-            arg,
-            start,
-        }
+impl Trace {
+    pub(super) fn new(op: &'static str, what: &str, arg: i64) -> Self {
+        let on = tracing_on().then(|| (std::time::Instant::now(), what.to_string()));
+        Trace { op, arg, on }
     }
 }
 
-impl Drop for Trace<'_> {
+impl Drop for Trace {
     fn drop(&mut self) {
-        if let Some(start) = self.start {
+        if let Some((start, what)) = &self.on {
             eprintln!(
                 "directnfs-sqlite: {:>14} {:>10} {:8.3} ms  {}",
                 self.op,
                 self.arg,
                 start.elapsed().as_secs_f64() * 1e3,
-                self.what
+                what
             );
         }
     }
