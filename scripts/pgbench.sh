@@ -47,6 +47,14 @@
 #   DNFS_PGBENCH_KEEP=1    keep both clusters afterwards (they are reused next time)
 #   DNFS_PGBENCH_SKIP_FIO=1  only the pgbench part
 #   DNFS_PGBENCH_WORKLOADS which pgbench workloads (default "tpcb select connect")
+#   DNFS_PGBENCH_CPUS      "shared" (default): the server, PostgreSQL and pgbench
+#                          share every core. "split": the server's threads run
+#                          on the last core only, and everything on the
+#                          database's side (both clusters, pgbench, fio, dnfs
+#                          bench) on the others, as a NAS has CPUs of its own:
+#                          both clusters get the same cores, and the server's
+#                          CPU no longer comes out of the database's
+#                          (`taskset`; needs 2 cores or more)
 #   DNFS_STATE_DIR, DNFS_NFS_PORT, DNFS_MNT_PORT: passed to nfs-server.sh
 #                          (state dir default here: /tmp/dnfs-pgbench-server)
 set -euo pipefail
@@ -77,6 +85,19 @@ die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
 for m in "${MODES[@]}"; do
     [[ $m == file_sync || $m == unstable ]] || die "DNFS_PGBENCH_MODES: unknown mode $m (file_sync or unstable)"
 done
+CPUS=${DNFS_PGBENCH_CPUS:-shared}
+NCPU=$(nproc)
+DB=() # the prefix of every command of the database's side
+case $CPUS in
+shared) ;;
+split)
+    ((NCPU >= 2)) || die "DNFS_PGBENCH_CPUS=split needs 2 cores or more (this machine has $NCPU)"
+    SRV_CPU=$((NCPU - 1))
+    DB_CPUS=0-$((NCPU - 2))
+    DB=(taskset -c "$DB_CPUS")
+    ;;
+*) die "DNFS_PGBENCH_CPUS: unknown value $CPUS (shared or split)" ;;
+esac
 
 # --- packages, build, server ----------------------------------------------------
 missing=()
@@ -100,6 +121,11 @@ DNFS=$ROOT/target/release/dnfs
 nfs_server_up "$EXPORT"
 chmod 755 "$EXPORT"
 SRVPID=$(cat "$DNFS_STATE_DIR/ganesha.pid")
+if [[ $CPUS == split ]]; then
+    # Every thread of the server; the threads it starts later inherit it.
+    taskset -a -p -c "$SRV_CPU" "$SRVPID" >/dev/null
+    say "cores: the server on $SRV_CPU, PostgreSQL, pgbench, fio and dnfs bench on $DB_CPUS"
+fi
 rest=/${URL#nfs://*/}
 export_path=${rest%%\?*}
 nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$URL")
@@ -146,9 +172,9 @@ pg_ctl() { # ENGINE ARGS...
     local e=$1
     shift
     if [[ $e == local ]]; then
-        runuser -u postgres -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
+        "${DB[@]}" runuser -u postgres -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
     else
-        runuser -u postgres -- "$DNFS" --config "${TABS[${MODE_OF[$e]}]}" run -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
+        "${DB[@]}" runuser -u postgres -- "$DNFS" --config "${TABS[${MODE_OF[$e]}]}" run -- "$PGBIN/pg_ctl" -D "${DATA[$e]}" "$@"
     fi
 }
 start_pg() { # ENGINE SHARED_BUFFERS
@@ -176,13 +202,17 @@ cleanup() {
         rm -rf "$LOCAL"
     fi
     rm -rf "$WORK"
-    if ((STARTED)); then bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true; fi
+    if ((STARTED)); then
+        bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    elif [[ $CPUS == split ]]; then
+        taskset -a -p -c "0-$((NCPU - 1))" "$SRVPID" >/dev/null 2>&1 || true
+    fi
 }
 trap cleanup EXIT
 pgbench() { # ENGINE ARGS...
     local e=$1
     shift
-    runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "${PORT[$e]}" "$@" postgres
+    "${DB[@]}" runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "${PORT[$e]}" "$@" postgres
 }
 
 # --- the clusters ----------------------------------------------------------------------
@@ -278,13 +308,13 @@ if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
         --queue-depth 1 --duration 1 --warmup 0 --quiet >/dev/null
     for mix in 0 25; do
         for ((r = 1; r <= REPEATS; r++)); do
-            "$DNFS" --config "$TAB" bench oltp --target "$file" --size 1g --engine directnfs \
+            "${DB[@]}" "$DNFS" --config "$TAB" bench oltp --target "$file" --size 1g --engine directnfs \
                 --sessions 4 --queue-depth 1 --connections "$CONNS" --write-pct $mix \
                 --duration "$SECS" --warmup 2 --quiet --json "$WORK/bench.json" >/dev/null
             IOPS[bench,$mix]+="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["runs"][0]["iops"]))' "$WORK/bench.json") "
             rw=randread
             ((mix > 0)) && rw=randrw
-            "${RUN[@]}" fio --name=fio --filename="$file" --size=1g --bs=8k --rw=$rw \
+            "${DB[@]}" "${RUN[@]}" fio --name=fio --filename="$file" --size=1g --bs=8k --rw=$rw \
                 --rwmixread=$((100 - mix)) --ioengine=psync --numjobs=4 --time_based \
                 --runtime="$SECS" --ramp_time=2 --group_reporting --output-format=json \
                 >"$WORK/fio.json" 2>/dev/null
@@ -299,6 +329,11 @@ fi
 {
     echo "PostgreSQL 15, pgbench scale $SCALE, -T $SECS, median of $REPEATS interleaved runs;"
     echo "the same settings on every cluster; directnfs through \`dnfs run\` ($CONNS connection(s) per process)."
+    if [[ $CPUS == split ]]; then
+        echo "Cores split: the server on core $SRV_CPU, PostgreSQL and pgbench on $DB_CPUS (DNFS_PGBENCH_CPUS=split)."
+    else
+        echo "Cores shared: the server, PostgreSQL and pgbench on all $NCPU."
+    fi
     echo
     echo "| workload | directnfs mode | directnfs TPS | local FS TPS | directnfs / local |"
     echo "|---|---|---|---|---|"
@@ -357,7 +392,7 @@ cpu_pg = {$(for k in "${!CPU_PG[@]}"; do printf '"%s": "%s", ' "$k" "${CPU_PG[$k
 cpu_srv = {$(for k in "${!CPU_SRV[@]}"; do printf '"%s": "%s", ' "$k" "${CPU_SRV[$k]}"; done)}
 iops = {$(for k in "${!IOPS[@]}"; do printf '"%s": "%s", ' "$k" "${IOPS[$k]}"; done)}
 num = lambda d: {k: [float(x) for x in v.split()] for k, v in d.items()}
-json.dump({"seconds": $SECS, "repeats": $REPEATS, "scale": $SCALE, "connections": $CONNS,
+json.dump({"seconds": $SECS, "repeats": $REPEATS, "scale": $SCALE, "connections": $CONNS, "cpus": "$CPUS",
            "modes": "${MODES[*]}".split(),
            "tps": num(tps), "connection_ms": num(conn),
            "cpu_us_per_transaction": {"postgresql": num(cpu_pg), "server": num(cpu_srv)}, "fio_vs_bench_iops": num(iops),
