@@ -65,12 +65,18 @@ where
     // The kernel keeps 15 bytes of a thread's name and a NUL.
     let mut short: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
     short.push(0);
+    let full_name = name.to_string();
     let body: Box<dyn FnOnce() + Send> = Box::new(move || {
         // SAFETY: `short` is NUL-terminated; this names the calling thread.
         unsafe { libc::pthread_setname_np(libc::pthread_self(), short.as_ptr().cast()) };
         // A panic must not unwind out of the thread's C entry point: it is
         // caught and handed to `join`, as `std::thread` does.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        if r.is_err() {
+            // The standard library's message (printed as the panic began)
+            // calls a thread it did not start '<unnamed>': say which.
+            eprintln!("directnfs: that panic was in the library's thread '{full_name}'");
+        }
         *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
     });
     let arg = Box::into_raw(Box::new(body));
