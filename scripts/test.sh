@@ -147,7 +147,10 @@ main() {
     DNFS_TEST_SERVER_PID=$(cat "$STATE_DIR/ganesha.pid" 2>/dev/null || echo "")
 
     log "cargo test"
-    cargo test --workspace --release --no-fail-fast
+    # DIRECTNFS_SQLITE_VERBOSE: the SQLite VFS prints each I/O error it
+    # returns, with its file and NFS error (sql.rs's failures otherwise
+    # say only "disk I/O error").
+    DIRECTNFS_SQLITE_VERBOSE=1 cargo test --workspace --release --no-fail-fast
 
     # The main real-server client tests again, on NFSv4.1. Skipped, with
     # the reason: NFSv4.1's OPEN checks access and type at open (v3 opens
@@ -182,7 +185,7 @@ main() {
         # free it (it takes over the dead client's owner slot).
         log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
         DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease 5 >/dev/null
-        DNFS_TEST_URL="$DNFS_TEST_URL_V41" cargo test --release -p directnfs-sqlite --test sql
+        DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" cargo test --release -p directnfs-sqlite --test sql
         DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
         DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease default >/dev/null
     fi

@@ -112,8 +112,10 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:print_summary=1:exitcode
 
 status=0
 echo "== tests/sql.rs with a sanitized SQLite"
+# Verbose: an I/O error the VFS returns is printed with its file and NFS
+# error (a test that fails on one says no more than "disk I/O error").
 # shellcheck disable=SC2086 # DNFS_SQLITE_SAN_TESTS is a list of arguments
-LD_PRELOAD=$asan_rt LD_LIBRARY_PATH=$OUT/lib "$testbin" ${DNFS_SQLITE_SAN_TESTS:-} 2>&1 \
+DIRECTNFS_SQLITE_VERBOSE=1 LD_PRELOAD=$asan_rt LD_LIBRARY_PATH=$OUT/lib "$testbin" ${DNFS_SQLITE_SAN_TESTS:-} 2>&1 \
     | tee "$REPORTS/sql.log" || status=1
 echo "== tests/run.sh with a sanitized SQLite (minishell)"
 DNFS_SQLITE3=$OUT/minishell bash "$ROOT/crates/sqlite/tests/run.sh" 2>&1 \
