@@ -1,7 +1,9 @@
 //! A fault-injecting RPC proxy for NFSv3 over TCP: it sits on one network
 //! path between a client and a real server, forwards every call and reply
 //! unchanged, and, when told to, answers a share of the READ, WRITE and
-//! COMMIT calls with `NFS3ERR_JUKEBOX` itself.
+//! COMMIT calls with `NFS3ERR_JUKEBOX` itself, or the next calls of one
+//! procedure with a status of the test's choosing
+//! ([`FaultProxy::fail_next_v3`]).
 //!
 //! Why a proxy: NFS-Ganesha cannot be told to answer JUKEBOX ("try again
 //! later", RFC 1813 §2.6), yet a client must retry it, on a hard mount for
@@ -33,7 +35,8 @@ use std::time::Duration;
 
 use directnfs_wire::nfs3::{
     nfsstat3, COMMIT3res, COMMIT3resfail, READ3res, READ3resfail, WRITE3res, WRITE3resfail,
-    NFSPROC3_COMMIT, NFSPROC3_READ, NFSPROC3_WRITE, NFS_PROGRAM, NFS_V3,
+    NFSPROC3_COMMIT, NFSPROC3_CREATE, NFSPROC3_MKDIR, NFSPROC3_READ, NFSPROC3_REMOVE,
+    NFSPROC3_RMDIR, NFSPROC3_SYMLINK, NFSPROC3_WRITE, NFS_PROGRAM, NFS_V3,
 };
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::rpc::ReplyHeader;
@@ -85,6 +88,8 @@ pub struct ProxyCounts {
     /// NFSv4.1 COMPOUNDs answered with the status of
     /// [`FaultProxy::fail_sequence_v41`].
     pub failed_sequences_v41: u64,
+    /// NFSv3 calls answered with the status of [`FaultProxy::fail_next_v3`].
+    pub failed_v3: u64,
 }
 
 impl ProxyCounts {
@@ -120,6 +125,11 @@ struct Shared {
     sequence_status: AtomicU32,
     sequence_failures: AtomicU32,
     failed_sequences_v41: AtomicU64,
+    /// The NFSv3 procedure to fail, its status, how many more, how many so far.
+    fail_proc_v3: AtomicU32,
+    fail_status_v3: AtomicU32,
+    fail_count_v3: AtomicU32,
+    failed_v3: AtomicU64,
     /// Replies to pass before swallowing, still to swallow, swallowed.
     pass_replies: AtomicU32,
     lose_replies: AtomicU32,
@@ -152,6 +162,10 @@ impl FaultProxy {
             sequence_status: AtomicU32::new(0),
             sequence_failures: AtomicU32::new(0),
             failed_sequences_v41: AtomicU64::new(0),
+            fail_proc_v3: AtomicU32::new(0),
+            fail_status_v3: AtomicU32::new(0),
+            fail_count_v3: AtomicU32::new(0),
+            failed_v3: AtomicU64::new(0),
             pass_replies: AtomicU32::new(0),
             lose_replies: AtomicU32::new(0),
             lost_replies: AtomicU64::new(0),
@@ -198,6 +212,30 @@ impl FaultProxy {
             .store(count, Ordering::Relaxed);
     }
 
+    /// Answers the next `count` NFSv3 calls of procedure `proc_` with
+    /// `status`, without forwarding them: the server never executed them.
+    /// For the procedures whose failure reply is one `wcc_data` of the
+    /// directory (CREATE, MKDIR, SYMLINK, REMOVE, RMDIR; sent with no
+    /// attributes): NFS-Ganesha was seen to answer a SYMLINK racing a
+    /// REMOVE of the same name with NFS3ERR_NOENT.
+    pub fn fail_next_v3(&self, proc_: u32, status: nfsstat3, count: u32) {
+        assert!(
+            [
+                NFSPROC3_CREATE,
+                NFSPROC3_MKDIR,
+                NFSPROC3_SYMLINK,
+                NFSPROC3_REMOVE,
+                NFSPROC3_RMDIR
+            ]
+            .contains(&proc_),
+            "fail_next_v3: procedure {proc_} has another failure reply"
+        );
+        let s = &self.shared;
+        s.fail_proc_v3.store(proc_, Ordering::Relaxed);
+        s.fail_status_v3.store(status.0, Ordering::Relaxed);
+        s.fail_count_v3.store(count, Ordering::Relaxed);
+    }
+
     /// Passes `skip` more replies the server sends, then swallows the next
     /// one, on whichever connection, and closes that connection: the
     /// server executed the call and the client never hears of it — the
@@ -232,6 +270,7 @@ impl FaultProxy {
             lost_replies: s.lost_replies.load(Ordering::Relaxed),
             delay_v41: s.delay_v41.load(Ordering::Relaxed),
             failed_sequences_v41: s.failed_sequences_v41.load(Ordering::Relaxed),
+            failed_v3: s.failed_v3.load(Ordering::Relaxed),
         }
     }
 }
@@ -282,6 +321,12 @@ impl Shared {
         if call.prog != NFS_PROGRAM || call.vers != NFS_V3 {
             return None;
         }
+        if call.proc_ == self.fail_proc_v3.load(Ordering::Relaxed) && take_one(&self.fail_count_v3)
+        {
+            self.failed_v3.fetch_add(1, Ordering::Relaxed);
+            let status = self.fail_status_v3.load(Ordering::Relaxed);
+            return Some(dir_wcc_failure_reply(call.xid, status));
+        }
         let counter = match call.proc_ {
             NFSPROC3_READ => &self.jukebox_read,
             NFSPROC3_WRITE => &self.jukebox_write,
@@ -308,6 +353,19 @@ pub fn jukebox_reply(xid: u32, proc_: u32) -> Vec<u8> {
         NFSPROC3_READ => READ3res::Fail(status, READ3resfail::default()).encode(&mut body),
         NFSPROC3_WRITE => WRITE3res::Fail(status, WRITE3resfail::default()).encode(&mut body),
         _ => COMMIT3res::Fail(status, COMMIT3resfail::default()).encode(&mut body),
+    }
+    let mut out = fragment_header(body.len(), true).to_vec();
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A whole record-marked reply to NFSv3 call `xid`: accepted, SUCCESS at
+/// the RPC level, `status`, and a `wcc_data` with neither attribute (the
+/// failure reply of CREATE, MKDIR, SYMLINK, REMOVE and RMDIR, RFC 1813).
+pub fn dir_wcc_failure_reply(xid: u32, status: u32) -> Vec<u8> {
+    let mut body = accepted(xid);
+    for word in [status, 0, 0] {
+        body.extend_from_slice(&word.to_be_bytes());
     }
     let mut out = fragment_header(body.len(), true).to_vec();
     out.extend_from_slice(&body);

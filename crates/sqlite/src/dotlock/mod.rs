@@ -133,10 +133,16 @@ impl DotLock {
         let mut broken = Vec::new();
         // One try, and one more after each lock broken or vanished (a
         // third lock broken in a row would be someone else's doing).
-        for _ in 0..3 {
+        for attempt in 0..3 {
             match client.symlink(link.as_bytes(), &names.lock) {
                 Ok(()) => return Ok(held(names, broken)),
                 Err(e) if e.errno() == libc::EEXIST => {}
+                // NFS-Ganesha answered a SYMLINK racing the holder's
+                // REMOVE of the same name with NFS3ERR_NOENT (captured in
+                // a test run; SQLite then failed BEGIN with
+                // SQLITE_IOERR_LOCK): the lock changed hands, try again.
+                // A directory that is really missing says so three times.
+                Err(e) if e.errno() == libc::ENOENT && attempt < 2 => continue,
                 Err(e) => return Err(e),
             }
             let seen = read_lock(client, &names.lock)?;
@@ -274,6 +280,53 @@ mod tests {
             "{dir}/dotlock-{test}-{}-{t}.db",
             std::process::id()
         ))
+    }
+
+    /// A SYMLINK answered NFS3ERR_NOENT (as NFS-Ganesha answered one
+    /// racing the holder's REMOVE) is tried again: the lock is taken.
+    /// Three in a row (a directory really missing) are an error.
+    #[test]
+    fn a_symlink_answered_noent_while_the_lock_changes_hands_is_tried_again() {
+        use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
+        use directnfs_wire::nfs3::{nfsstat3, NFSPROC3_SYMLINK};
+        let Some(url) = directnfs_testkit::server::url("dotlock_noent") else {
+            return;
+        };
+        let parsed = dnfs::config::NfsUrl::parse(&url).expect("url");
+        if parsed.options.nfs_version == dnfs::config::NfsVersion::V41 {
+            eprintln!("dotlock_noent: NFSv4.1 uses no lock file (byte-range locks)");
+            return;
+        }
+        let nfsport = parsed.options.nfs_port.expect("nfsport in DNFS_TEST_URL");
+        let proxy = FaultProxy::start(ProxyConfig {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            upstream: std::net::SocketAddr::from(([127, 0, 0, 1], nfsport)),
+            connect_timeout: Duration::from_secs(5),
+            seed: 1,
+        })
+        .expect("proxy");
+        let through = url.replace(
+            &format!("nfsport={nfsport}"),
+            &format!("nfsport={}", proxy.local_addr().port()),
+        );
+        let c = Client::connect(&through).expect("connect through the proxy");
+        let n = names(&c, "noent");
+        let me = Owner::me(random_u64());
+
+        proxy.fail_next_v3(NFSPROC3_SYMLINK, nfsstat3::NFS3ERR_NOENT, 2);
+        let (lock, broken) = take(&c, &n, &me, OWNERLESS_AFTER);
+        assert!(broken.is_empty());
+        assert_eq!(proxy.counts().failed_v3, 2, "both NOENTs were answered");
+        assert_eq!(read_lock(&c, &n.lock).unwrap(), Seen::Owner(me.clone()));
+        lock.release(&c).unwrap();
+
+        proxy.fail_next_v3(NFSPROC3_SYMLINK, nfsstat3::NFS3ERR_NOENT, 3);
+        let Err(e) = DotLock::acquire(&c, &n, &me, OWNERLESS_AFTER) else {
+            panic!("three NOENTs are an error");
+        };
+        assert_eq!(e.errno(), libc::ENOENT, "{e}");
+        assert_eq!(proxy.counts().failed_v3, 5);
+        assert_eq!(read_lock(&c, &n.lock).unwrap(), Seen::Gone);
     }
 
     fn take(c: &Client, n: &Names, me: &Owner, bound: Duration) -> (DotLock, Vec<String>) {
