@@ -175,6 +175,15 @@ impl Client {
         self.inner.forget(path);
     }
 
+    /// Bytes of write-behind writes of all this client's files sent and
+    /// not yet answered, or held for coalescing: what `write_behind_client`
+    /// bounds. A writer checks the bound before it adds its write, so
+    /// while several threads write at once the count can pass the bound
+    /// by the writes the others are adding at that instant.
+    pub fn write_behind_bytes(&self) -> usize {
+        self.inner.write_behind.bytes()
+    }
+
     /// The server's name (dnfstab `server:`, or the URL host).
     pub fn server_name(&self) -> &str {
         &self.inner.name

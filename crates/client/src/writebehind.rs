@@ -187,6 +187,11 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
+    /// Bytes in flight or held of all the client's files.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
     fn add(&self, file: &Arc<FileShared>) {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files.retain(|w| w.strong_count() > 0);
