@@ -276,9 +276,11 @@ run_workload() { # NAME SHARED_BUFFERS PGBENCH_ARGS...
             CONN[$name,$e]+="$(sed -n 's/^average connection time = \([0-9.]*\) ms/\1/p' <<<"$out" | head -1) "
             cpu="no transactions"
             if [[ -n $n ]] && ((n > 0)); then
-                CPU_PG[$name,$e]+="$(((pg1 - pg0) / n)) "
-                CPU_SRV[$name,$e]+="$(((srv1 - srv0) / n)) "
-                cpu="PostgreSQL $(((pg1 - pg0) / n)) us, server $(((srv1 - srv0) / n)) us"
+                pg=$(((pg1 - pg0) / n))
+                srv=$(((srv1 - srv0) / n))
+                CPU_PG[$name,$e]+="$pg "
+                CPU_SRV[$name,$e]+="$srv "
+                cpu="PostgreSQL $pg us, server $srv us"
             fi
             echo "  run $r $e: $(grep -E '^tps' <<<"$out" | head -1); CPU per transaction: $cpu" >&2
         done
