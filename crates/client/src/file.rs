@@ -14,8 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use directnfs_wire::nfs3::{
-    self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, writeverf3,
-    Nfs3Res,
+    self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, Nfs3Res,
 };
 use directnfs_wire::xdr::XdrWrite;
 
@@ -25,6 +24,7 @@ use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
+use crate::rpcops::Written;
 use crate::writebehind::WriteBehind;
 use crate::writelog::WriteLog;
 
@@ -111,15 +111,6 @@ impl FileShared {
             v4: None,
         }
     }
-}
-
-/// A WRITE reply, decoded.
-pub(crate) struct Written {
-    /// Bytes the server took (at most the bytes sent).
-    pub(crate) count: usize,
-    /// FILE_SYNC or DATA_SYNC: on stable storage.
-    pub(crate) durable: bool,
-    pub(crate) verf: writeverf3,
 }
 
 impl Client {
@@ -327,18 +318,16 @@ impl File {
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         self.settle(offset, buf.len());
         let start = self.op_start(nfs3::NFSPROC3_READ);
-        let result =
-            self.check_range(offset, buf.len(), "READ")
-                .and_then(|()| match &self.shared.v4 {
-                    Some(v4) => v4.read_at(buf, offset),
-                    None => self.read_full(buf, offset),
-                });
+        let result = self
+            .check_range(offset, buf.len(), "READ")
+            .and_then(|()| self.read_full(buf, offset));
         self.op_end(nfs3::NFSPROC3_READ, start, &result, true);
         result
     }
 
-    /// Reads until `buf` is full or the server says EOF.
-    fn read_full(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
+    /// Reads until `buf` is full or the server says EOF (no statistics,
+    /// no write-behind barrier: `read_at`'s body).
+    pub(crate) fn read_full(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
         let mut total = 0;
         while total < buf.len() {
             let at = offset + total as u64;
@@ -410,50 +399,75 @@ impl File {
     }
 
     /// One round of READs over `buf` (one per `rtmax` piece, sent at
-    /// once). Returns the bytes read from the start up to the first short
-    /// piece, and whether the server said EOF there (or at the end).
+    /// once: as many at a time as the version's [`lanes`](Self::lanes)
+    /// allow, all of them on NFSv3, one per free session slot on NFSv4.1).
+    /// Returns the bytes read from the start up to the first short piece,
+    /// and whether the server said EOF there (or at the end).
     fn read_at_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         if buf.is_empty() {
             return Ok((0, false));
         }
         let rtmax = self.inner().limits.rtmax as usize;
         let len = buf.len();
-        let pieces = len.div_ceil(rtmax);
-        let group = Group::new(pieces);
+        let pieces: Vec<(u64, *mut u8, usize)> = buf
+            .chunks_mut(rtmax)
+            .enumerate()
+            .map(|(i, c)| (offset + (i * rtmax) as u64, c.as_mut_ptr(), c.len()))
+            .collect();
         let transport = self.inner().transport();
-        // Dropped (waiting) before `buf`'s borrow ends, however this
-        // function ends: no reply lands in `buf` after it returned.
-        let mut landing = Landing {
-            transport,
-            calls: Vec::with_capacity(pieces),
-        };
-        for (i, chunk) in buf.chunks_mut(rtmax).enumerate() {
-            // SAFETY: `chunk` borrows the caller's buffer for this whole
-            // function, and `landing` waits (when dropped, on return or
-            // unwind) until no call can write into it any more.
-            let dest = unsafe { ReadDest::new(chunk) };
-            let call = self.read_call(
-                offset + (i * rtmax) as u64,
-                dest,
-                Notify::Group(Arc::clone(&group)),
-            );
-            landing.calls.push(call);
-        }
-        transport.send_and_wait(landing.calls.iter().cloned(), &group);
-        let calls = &landing.calls;
         let mut total = 0usize;
-        let mut stop: Option<bool> = None;
-        for (i, call) in calls.iter().enumerate() {
-            let want = rtmax.min(len - i * rtmax);
-            let p = self.finish_read(call)?;
-            if stop.is_none() {
-                total += p.count;
-                if p.count < want || p.eof {
-                    stop = Some(p.eof);
+        let mut next = 0;
+        while next < pieces.len() {
+            let mut lanes = self.lanes(pieces.len() - next, "READ")?;
+            let round = &pieces[next..next + lanes.len().min(pieces.len() - next)];
+            next += round.len();
+            let group = Group::new(round.len());
+            // Dropped (waiting) before `buf`'s borrow ends, however this
+            // function ends: no reply lands in `buf` after it returned.
+            let mut landing = Landing {
+                transport,
+                calls: Vec::with_capacity(round.len()),
+            };
+            let mut sent = Vec::with_capacity(round.len());
+            for &(at, ptr, n) in round {
+                // SAFETY: `ptr..ptr + n` is a piece of the caller's buffer,
+                // borrowed for this whole function, and `landing` waits
+                // (when dropped, on return or unwind) until no call can
+                // write into it any more.
+                let dest = unsafe { ReadDest::from_raw(ptr, n) };
+                let piece =
+                    self.start_read(&mut lanes, at, dest, Notify::Group(Arc::clone(&group)));
+                landing.calls.push(Arc::clone(piece.call()));
+                sent.push(piece);
+            }
+            transport.send_and_wait(landing.calls.iter().cloned(), &group);
+            // Every piece settled (on NFSv4.1: its slot released) before
+            // any error is returned.
+            let outcomes = self.settle_round(sent);
+            let mut results = Vec::with_capacity(round.len());
+            for (outcome, &(at, ptr, n)) in outcomes.into_iter().zip(round) {
+                // SAFETY: as above; every call of the round has completed
+                // (settling re-sends only into the same piece, and waits),
+                // so nobody else writes this piece of the buffer now.
+                let piece = unsafe { std::slice::from_raw_parts_mut(ptr, n) };
+                results.push(self.finish_read_piece(outcome, piece, at));
+            }
+            let mut stop: Option<bool> = None;
+            for (result, &(_, _, want)) in results.into_iter().zip(round) {
+                let p = result?;
+                if stop.is_none() {
+                    total += p.count;
+                    if p.count < want || p.eof {
+                        stop = Some(p.eof);
+                    }
                 }
             }
+            if let Some(eof) = stop {
+                return Ok((total, eof));
+            }
         }
-        Ok((total, stop.unwrap_or(false)))
+        debug_assert_eq!(total, len);
+        Ok((total, false))
     }
 
     /// Reads exactly `buf.len()` bytes at `offset`; hitting EOF first is an
@@ -538,13 +552,10 @@ impl File {
     /// last.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
         let start = self.op_start(nfs3::NFSPROC3_WRITE);
-        let result = match &self.shared.v4 {
-            Some(v4) => self
-                .check_range(offset, buf.len(), "WRITE")
-                .and_then(|()| self.check_writable())
-                .and_then(|()| v4.write_at(buf, offset)),
-            None if self.writes_behind() => self.write_behind(buf, offset),
-            None => self.write_at_inner(buf, offset),
+        let result = if self.writes_behind() {
+            self.write_behind(buf, offset)
+        } else {
+            self.write_at_inner(buf, offset)
         };
         self.op_end(nfs3::NFSPROC3_WRITE, start, &result, false);
         if let Ok(n) = result {
@@ -553,7 +564,8 @@ impl File {
         result
     }
 
-    fn write_at_inner(&self, buf: &[u8], offset: u64) -> Result<usize> {
+    /// `write_at`'s body when it waits for the replies (no statistics).
+    pub(crate) fn write_at_inner(&self, buf: &[u8], offset: u64) -> Result<usize> {
         self.check_range(offset, buf.len(), "WRITE")?;
         self.check_writable()?;
         let wtmax = self.inner().limits.wtmax as usize;
@@ -567,24 +579,10 @@ impl File {
         while !pending.is_empty() {
             // All pieces logged at once (one lock), before any is sent.
             self.log_submitted(pending.iter().map(|(off, data)| (*off, data)));
-            let group = Group::new(pending.len());
-            let calls: Vec<_> = pending
-                .iter()
-                .map(|(off, data)| {
-                    self.write_call_with(
-                        *off,
-                        Arc::clone(data),
-                        Notify::Group(Arc::clone(&group)),
-                        self.stable(),
-                    )
-                })
-                .collect();
-            self.inner()
-                .transport()
-                .send_and_wait(calls.iter().cloned(), &group);
+            let results = self.write_round(&pending, self.stable());
             let mut again = Vec::new();
-            for ((off, data), call) in pending.into_iter().zip(calls) {
-                match self.finish_write_durable(&call, off, &data) {
+            for ((off, data), result) in pending.into_iter().zip(results) {
+                match self.record_write(off, &data, result) {
                     // A server that takes nothing would have us loop forever.
                     Ok((0, _)) => {
                         return Err(Error::Protocol {
@@ -618,6 +616,46 @@ impl File {
         Ok(buf.len())
     }
 
+    /// Sends `pieces` (offset, data) asking `stable`, as many at a time as
+    /// the version's [`lanes`](Self::lanes) allow (all of them on NFSv3),
+    /// and returns each one's reply, in order. Logging them is the
+    /// caller's (`log_submitted` before, `record_write` after).
+    pub(crate) fn write_round(
+        &self,
+        pieces: &[(u64, Arc<[u8]>)],
+        stable: stable_how,
+    ) -> Vec<Result<Written>> {
+        let transport = self.inner().transport();
+        let mut results = Vec::with_capacity(pieces.len());
+        let mut next = 0;
+        while next < pieces.len() {
+            let mut lanes = match self.lanes(pieces.len() - next, "WRITE") {
+                Ok(lanes) => lanes,
+                Err(e) => {
+                    results.push(Err(e));
+                    next += 1;
+                    continue;
+                }
+            };
+            let round = &pieces[next..next + lanes.len().min(pieces.len() - next)];
+            next += round.len();
+            let group = Group::new(round.len());
+            let sent: Vec<_> = round
+                .iter()
+                .map(|(off, data)| {
+                    let notify = Notify::Group(Arc::clone(&group));
+                    self.start_write(&mut lanes, *off, data, stable, notify)
+                })
+                .collect();
+            transport.send_and_wait(sent.iter().map(|p| Arc::clone(p.call())), &group);
+            let outcomes = self.settle_round(sent);
+            for (outcome, (off, data)) in outcomes.into_iter().zip(round) {
+                results.push(self.finish_write_piece(outcome, *off, data, stable));
+            }
+        }
+        results
+    }
+
     /// Same as [`write_at`](Self::write_at); named like `std`'s for symmetry.
     pub fn write_all_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.write_at(buf, offset).map(|_| ())
@@ -632,9 +670,6 @@ impl File {
     /// for the next [`fsync`](Self::fsync). No effect in FILE_SYNC mode.
     pub fn set_sync_writes(&self, on: bool) {
         let was = self.shared.sync_writes.swap(on, Ordering::Relaxed);
-        if let Some(v4) = &self.shared.v4 {
-            v4.sync_writes.store(on, Ordering::Relaxed);
-        }
         if on && !was {
             self.settle(0, usize::MAX);
         }
@@ -786,7 +821,19 @@ impl File {
         offset: u64,
         data: &Arc<[u8]>,
     ) -> Result<(usize, bool)> {
-        let result = self.decode_write(call, data);
+        self.record_write(offset, data, self.decode_write(call, data))
+    }
+
+    /// Logs the reply (`result`) to a WRITE of `data` at `offset`, either
+    /// version: data not on stable storage is kept in the log for COMMIT
+    /// (and a replay after a restart). Returns the bytes the server took
+    /// and whether it put them on stable storage.
+    pub(crate) fn record_write(
+        &self,
+        offset: u64,
+        data: &Arc<[u8]>,
+        result: Result<Written>,
+    ) -> Result<(usize, bool)> {
         // FILE_SYNC mode's hot path: durable (or failed), nothing logged.
         let quiet = !self.logs_writes() && result.as_ref().map_or(true, |w| w.durable);
         if !quiet {
@@ -798,6 +845,17 @@ impl File {
             self.update_tracked(&log);
         }
         result.map(|w| (w.count, w.durable))
+    }
+
+    /// Forgets a logged write whose call will never be answered (it goes
+    /// again as a new request, logged anew).
+    pub(crate) fn forget_write(&self, offset: u64, data: &Arc<[u8]>) {
+        if !self.logs_writes() {
+            return;
+        }
+        let mut log = self.log();
+        log.failed(offset, data);
+        self.update_tracked(&log);
     }
 
     /// Decodes a WRITE reply (`data` is what the call sent).
@@ -838,9 +896,6 @@ impl File {
     /// downgraded) and not yet committed: acknowledged, or write-behind
     /// writes still in flight.
     pub fn uncommitted_bytes(&self) -> usize {
-        if let Some(v4) = &self.shared.v4 {
-            return v4.uncommitted_bytes();
-        }
         let behind = self.wb_in_flight();
         self.log().bytes() + behind
     }

@@ -3,6 +3,8 @@
 //! 1813 §3.3.21), until every byte is proven durable. The log itself
 //! (which writes are kept, which bytes a repair may send) is the pure
 //! bookkeeping of `writelog.rs`; the writes that fill it are in `file.rs`.
+//! The same on both protocol versions: the COMMIT and the re-sent WRITEs
+//! go through the file's per-version operations (`rpcops.rs`).
 
 use std::sync::Arc;
 
@@ -10,7 +12,6 @@ use directnfs_wire::nfs3::{self, stable_how, writeverf3, Nfs3Res};
 
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::io::call::{Group, Notify};
 use crate::writelog::{Entry, Segment};
 
 /// Uncommitted data kept in unstable mode is flushed (COMMIT) once it
@@ -60,9 +61,6 @@ impl File {
     /// (once: the next `fsync` does not report it again), after the COMMIT
     /// of everything else.
     pub fn fsync(&self) -> Result<()> {
-        if let Some(v4) = &self.shared.v4 {
-            return v4.fsync();
-        }
         let _serial = self
             .shared
             .fsync_lock
@@ -101,7 +99,7 @@ impl File {
     /// and repeats COMMIT and re-send for whatever the server answered
     /// UNSTABLE with a verifier the next COMMIT does not confirm.
     fn commit_and_repair(&self, snapshot: &[Entry]) -> Result<()> {
-        let verf = self.commit()?;
+        let verf = self.commit_file()?;
         let stale: Vec<Entry> = snapshot
             .iter()
             .filter(|w| w.verf() != Some(verf))
@@ -119,7 +117,7 @@ impl File {
             }
             // Answered UNSTABLE: durable only once a COMMIT returns the
             // verifier those WRITEs did.
-            let verf = self.commit()?;
+            let verf = self.commit_file()?;
             pending = unstable
                 .into_iter()
                 .filter(|(_, v)| *v != verf)
@@ -156,15 +154,11 @@ impl File {
             let mut off = seg.offset;
             let mut rest = Arc::clone(&seg.data);
             while !rest.is_empty() {
-                let group = Group::new(1);
-                let call = self.write_call_with(
-                    off,
-                    Arc::clone(&rest),
-                    Notify::Group(Arc::clone(&group)),
-                    stable_how::FILE_SYNC,
-                );
-                self.inner().run(Arc::clone(&call), &group);
-                let w = self.decode_write(&call, &rest)?;
+                let piece = [(off, Arc::clone(&rest))];
+                let w = self
+                    .write_round(&piece, stable_how::FILE_SYNC)
+                    .pop()
+                    .unwrap_or_else(|| Err(self.no_reply("WRITE")))?;
                 if w.count == 0 {
                     return Err(Error::Protocol {
                         op: "WRITE",
@@ -187,10 +181,20 @@ impl File {
         Ok(unstable)
     }
 
-    /// COMMIT of the whole file; returns the server's write verifier.
-    /// (NFS3ERR_JUKEBOX was retried by the engine; RPC errors are turned
-    /// into `Error`s by `Inner::call`.)
-    fn commit(&self) -> Result<writeverf3> {
+    /// A round that answered nothing for a piece (it cannot happen: one
+    /// result per piece).
+    fn no_reply(&self, op: &'static str) -> Error {
+        Error::Protocol {
+            op,
+            path: self.path().to_string(),
+            detail: "no reply for a piece sent".into(),
+        }
+    }
+
+    /// NFSv3's COMMIT of the whole file (`rpcops.rs` `commit_file`);
+    /// returns the server's write verifier. (NFS3ERR_JUKEBOX was retried
+    /// by the engine; RPC errors are turned into `Error`s by `Inner::call`.)
+    pub(crate) fn commit_v3(&self) -> Result<writeverf3> {
         let args = nfs3::COMMIT3args {
             file: self.shared.fh,
             offset: 0,

@@ -54,6 +54,7 @@ mod links;
 pub mod metadata;
 mod mount;
 pub mod publish;
+mod rpcops;
 mod signals;
 mod stale;
 pub mod stats;

@@ -252,13 +252,15 @@ impl crate::client::Client {
 }
 
 impl File {
-    /// Whether `write_at` goes behind: unstable mode, a non-zero bound, and
-    /// not disabled for this file.
+    /// Whether `write_at` goes behind: unstable mode, a non-zero bound,
+    /// not disabled for this file, and a protocol version whose operations
+    /// support it (NFSv3; see `rpcops.rs`).
     pub(crate) fn writes_behind(&self) -> bool {
         self.shared.wb.limit > 0
             && self.inner().options.stable == crate::config::StableMode::Unstable
             && !self.shared.wb.disabled.load(Ordering::Relaxed)
             && !self.sync_writes()
+            && self.writes_behind_supported()
     }
 
     /// Turns write-behind off (or back on) for this file and its clones,

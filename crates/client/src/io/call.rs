@@ -68,6 +68,7 @@ impl ReadDest {
     /// # Safety
     /// The buffer must stay valid and not be accessed by anyone else until
     /// the call it is given to has completed.
+    #[cfg(test)]
     pub(crate) unsafe fn new(buf: &mut [u8]) -> Self {
         Self {
             ptr: buf.as_mut_ptr(),

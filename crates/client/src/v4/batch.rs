@@ -35,8 +35,11 @@
 //!   reply cache (WRITE asks for its reply to be cached, as on the
 //!   blocking path). A re-sent READ, whose reply is not cached, met with
 //!   NFS4ERR_RETRY_UNCACHED_REP goes again as a new request.
-//! * UNSTABLE writes (`stable=unstable`) are kept with their verifier
-//!   until `fsync`'s COMMIT, as `File::write_at` keeps them.
+//! * Writes go through the file's write log (`writelog.rs`), as
+//!   `File::write_at`'s do: logged when submitted, their replies recorded
+//!   (UNSTABLE ones kept with their verifier for `fsync`'s COMMIT and
+//!   repair), a piece that goes again on the blocking path forgotten
+//!   first.
 //!
 //! A READ's data goes into the caller's buffer as it is received
 //! (`Sink::Read4`, as NFSv3's batch READs): by the thread receiving the
@@ -49,6 +52,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use directnfs_wire::nfs3::stable_how;
 use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
 
 use super::file::{state_lost, OpenFile};
@@ -96,6 +100,9 @@ struct Piece {
     dest: Option<ReadDest>,
     /// A WRITE's data.
     data: Option<Arc<[u8]>>,
+    /// A FILE_SYNC WRITE the server took only UNSTABLE: `fsync` before the
+    /// operation completes (the blocking path's rule).
+    sync: bool,
     state: State,
 }
 
@@ -223,6 +230,11 @@ impl Pipeline {
         };
         file.settle(offset, len);
         let mut at = offset;
+        file.log_submitted(chunks.iter().scan(offset, |at, c| {
+            let off = *at;
+            *at += c.len() as u64;
+            Some((off, c))
+        }));
         for chunk in chunks {
             let n = chunk.len();
             self.add_piece(op, at, n, None, Some(chunk));
@@ -307,6 +319,7 @@ impl Pipeline {
             len,
             dest,
             data,
+            sync: false,
             state: State::Parked,
         };
         let i = match self.free_pieces.pop() {
@@ -356,7 +369,7 @@ impl Pipeline {
             };
             let stateid = open.open_stateid();
             let (offset, len) = (piece.offset, piece.len as u32);
-            let stable = open.stable_how();
+            let stable = stable_how4(op.file.stable().0);
             let encode = |out: &mut Vec<u8>| match op.kind {
                 Kind::Read => open.encode_read(out, &stateid, offset, len),
                 Kind::Write => open.encode_write(out, &stateid, offset, stable, len),
@@ -394,7 +407,7 @@ impl Pipeline {
             self.deferred.push(i);
             return;
         }
-        match settle_reply(ctx.client, open, op.kind, piece, sent, first) {
+        match settle_reply(ctx.client, open, &op.file, op.kind, piece, sent, first) {
             Step::Done(result) => self.piece_finished(ctx, i, result, now_ns),
             Step::Redo(done) => {
                 piece.state = State::Redo(done);
@@ -454,7 +467,7 @@ impl Pipeline {
         };
         let step = match std::mem::replace(&mut piece.state, State::Parked) {
             State::Settle(sent, first) => {
-                settle_reply(ctx.client, open, op.kind, piece, sent, first)
+                settle_reply(ctx.client, open, &op.file, op.kind, piece, sent, first)
             }
             State::Redo(done) => Step::Redo(done),
             other => {
@@ -464,7 +477,7 @@ impl Pipeline {
         };
         let result = match step {
             Step::Done(result) => result,
-            Step::Redo(done) => redo(open, op.kind, piece, done),
+            Step::Redo(done) => redo(&op.file, op.kind, piece, done),
         };
         let now = ctx.client.inner.transport().now_ns();
         self.piece_finished(ctx, i, result, now);
@@ -563,8 +576,9 @@ fn request<'a>(
 fn settle_reply(
     client: &Client,
     open: &OpenFile,
+    file: &File,
     kind: Kind,
-    piece: &Piece,
+    piece: &mut Piece,
     sent: Sent,
     first: Result<First>,
 ) -> Step {
@@ -581,32 +595,44 @@ fn settle_reply(
         first,
         &mut retry,
     );
-    settle_piece(open, kind, piece, settled)
+    settle_piece(open, file, kind, piece, settled)
 }
 
 /// What a settled reply means for its piece, without blocking: the
 /// result, or (a lost stateid, a short transfer, a FILE_SYNC write taken
 /// UNSTABLE, a new request needed) the part to redo on the blocking path.
+/// A WRITE's reply is recorded in the file's write log.
 fn settle_piece(
     open: &OpenFile,
+    file: &File,
     kind: Kind,
-    piece: &Piece,
+    piece: &mut Piece,
     settled: Result<Option<Settled>>,
 ) -> Step {
+    let data = piece.data.clone().unwrap_or_else(|| Arc::from(&[][..]));
     let settled = match settled {
-        Ok(Some(s)) => s,
-        Ok(None) => return Step::Redo(0),
-        Err(e) => return Step::Done(Err(e)),
-    };
-    if state_lost(settled.status) {
-        return Step::Redo(0);
-    }
-    let settled = match open.checked(settled, op_name(kind)) {
-        Ok(s) => s,
-        Err(e) => return Step::Done(Err(e)),
+        Ok(Some(s)) if !state_lost(s.status) => s,
+        // Not executed: sent again (whole) on the blocking path, which
+        // logs it anew.
+        Ok(_) => {
+            if kind == Kind::Write {
+                file.forget_write(piece.offset, &data);
+            }
+            return Step::Redo(0);
+        }
+        Err(e) => {
+            if kind == Kind::Write {
+                file.forget_write(piece.offset, &data);
+            }
+            return Step::Done(Err(e));
+        }
     };
     match kind {
         Kind::Read => {
+            let settled = match open.checked(settled, op_name(kind)) {
+                Ok(s) => s,
+                Err(e) => return Step::Done(Err(e)),
+            };
             let Some(dest) = &piece.dest else {
                 return Step::Done(Ok((0, true)));
             };
@@ -628,31 +654,23 @@ fn settle_piece(
             }
         }
         Kind::Write => {
-            let data = piece.data.clone().unwrap_or_else(|| Arc::from(&[][..]));
-            match open.write_result(&settled, data.len()) {
-                Ok((0, _, _)) => Step::Done(Err(Error::Protocol {
+            let stable = file.stable();
+            let answer = Ok(Some(settled));
+            let written = open.finish_write(answer, piece.offset, &data, stable);
+            if let Ok(w) = &written {
+                file.inner().note_verifier(w.verf);
+            }
+            match file.record_write(piece.offset, &data, written) {
+                Ok((0, _)) => Step::Done(Err(Error::Protocol {
                     op: "WRITE",
                     path: open.path.clone(),
                     detail: "the server accepted no bytes".into(),
                 })),
-                Ok((_, committed, _))
-                    if committed != stable_how4::FILE_SYNC4
-                        && open.stable_how() == stable_how4::FILE_SYNC4 =>
-                {
-                    // Durability promised: the blocking path writes it
-                    // FILE_SYNC and COMMITs what the server took less.
-                    Step::Redo(0)
-                }
-                Ok((n, committed, verf)) => {
-                    if committed != stable_how4::FILE_SYNC4 {
-                        let kept = if n == data.len() {
-                            data
-                        } else {
-                            data[..n].into()
-                        };
-                        open.keep_unstable(piece.offset, kept, verf);
-                    }
-                    if n < piece.len {
+                Ok((n, durable)) => {
+                    // Durability promised: `fsync` COMMITs what the server
+                    // took less (and sends it again if a restart lost it).
+                    piece.sync = !durable && stable == stable_how::FILE_SYNC;
+                    if n < piece.len || piece.sync {
                         Step::Redo(n)
                     } else {
                         Step::Done(Ok((n, false)))
@@ -664,8 +682,9 @@ fn settle_piece(
     }
 }
 
-/// The blocking path for the bytes of `piece` from `done` on.
-fn redo(open: &OpenFile, kind: Kind, piece: &Piece, done: usize) -> Result<(usize, bool)> {
+/// The blocking path for the bytes of `piece` from `done` on (and the
+/// `fsync` a downgraded FILE_SYNC write needs).
+fn redo(file: &File, kind: Kind, piece: &Piece, done: usize) -> Result<(usize, bool)> {
     let at = piece.offset + done as u64;
     match kind {
         Kind::Read => {
@@ -675,13 +694,21 @@ fn redo(open: &OpenFile, kind: Kind, piece: &Piece, done: usize) -> Result<(usiz
             // SAFETY: as in `settle_piece`: lent until the operation
             // completes, touched only by the reaping thread.
             let buf = unsafe { dest.tail(done) };
-            let n = open.read_at(buf, at)?;
+            let n = file.read_full(buf, at)?;
             let total = done + n;
             Ok((total, total < piece.len))
         }
         Kind::Write => {
             let data = piece.data.as_deref().unwrap_or_default();
-            let n = open.write_at(data.get(done..).unwrap_or_default(), at)?;
+            let rest = data.get(done..).unwrap_or_default();
+            let n = if rest.is_empty() {
+                0
+            } else {
+                file.write_at_inner(rest, at)?
+            };
+            if piece.sync {
+                file.fsync()?;
+            }
             Ok((done + n, false))
         }
     }

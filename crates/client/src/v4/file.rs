@@ -2,19 +2,17 @@
 //! falling back to read only; deny none; no delegation wanted) and CLOSE,
 //! the open stateid on READ, WRITE and SETATTR, COMMIT.
 //!
-//! Writes are FILE_SYNC by default. A write the server answers with a
-//! weaker commitment is committed at once and, if the COMMIT's verifier
-//! is not the WRITE's (the server restarted in between and may have lost
-//! it), sent again. With `stable=unstable` writes are UNSTABLE and kept
-//! (offset, data, verifier) until `fsync`, whose COMMIT's verifier decides
-//! which must be sent again, FILE_SYNC — the NFSv3 path's rule.
+//! The READ, WRITE and COMMIT operations themselves are `io.rs`'s (one
+//! piece each); which commitment a WRITE asks, the write log, `fsync`'s
+//! COMMIT and the repair after a server restart are the version-neutral
+//! `file.rs` and `fsync.rs`, as on NFSv3.
 //!
 //! What a server restart needs of an open file — its handle, access, open
 //! stateid and locks — is an [`OpenState`] the session keeps a weak list
 //! of, for `reclaim.rs`. A lock that could not be reclaimed makes every
 //! I/O on the file fail with [`Error::LockLost`] until `unlock`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use directnfs_wire::nfs4::{
@@ -34,10 +32,6 @@ use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::file::OpenOptions;
 use crate::metadata::Metadata;
-
-/// Rounds of WRITE + COMMIT before a write whose data the server keeps
-/// losing (its verifier changing) is reported as not durable.
-const MAX_WRITE_ROUNDS: usize = 3;
 
 /// The server-side state of one open file, shared with the session's
 /// list of open files (for reclaim). Its mutexes are held only for
@@ -124,27 +118,10 @@ pub(crate) struct OpenFile {
     pub(crate) fh: nfs_fh4,
     pub(crate) state: Arc<OpenState>,
     pub(crate) path: String,
-    /// `stable=unstable`: UNSTABLE writes, kept here until a COMMIT with
-    /// their verifier proves them durable.
-    unstable: bool,
-    /// FILE_SYNC writes even so (`File::set_sync_writes`: `O_DSYNC`).
-    pub(crate) sync_writes: AtomicBool,
-    pending: Mutex<Vec<Unstable>>,
-    /// One `fsync` at a time (a second must not return before the first's
-    /// COMMIT, which covered its writes too, succeeded).
-    fsync_lock: Mutex<()>,
     /// One LOCK or LOCKU of this file at a time (`lock.rs`), and one
     /// `reopen`: held across their requests, so never taken by a reclaim.
     pub(crate) lock_op: Mutex<()>,
     reopen_op: Mutex<()>,
-}
-
-/// An UNSTABLE write not yet proven durable.
-#[derive(Debug)]
-struct Unstable {
-    offset: u64,
-    data: Arc<[u8]>,
-    verf: verifier4,
 }
 
 impl Drop for OpenFile {
@@ -285,10 +262,6 @@ impl OpenFile {
             fh,
             state,
             path: path.to_string(),
-            unstable: client.inner.options.stable == crate::config::StableMode::Unstable,
-            sync_writes: AtomicBool::new(false),
-            pending: Mutex::new(Vec::new()),
-            fsync_lock: Mutex::new(()),
             lock_op: Mutex::new(()),
             reopen_op: Mutex::new(()),
         }
@@ -382,30 +355,9 @@ impl OpenFile {
         &self.client.inner
     }
 
-    /// Reads into `buf` at `offset`: READs of at most `rtmax`, until the
-    /// buffer is full or the server says EOF.
-    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<usize> {
-        let rtmax = self.inner().limits.rtmax as usize;
-        let mut done = 0;
-        while done < buf.len() {
-            let want = (buf.len() - done).min(rtmax);
-            let (n, eof) = self.read_once(&mut buf[done..done + want], offset + done as u64)?;
-            done += n;
-            if eof {
-                break;
-            }
-            if n == 0 {
-                return Err(Error::Protocol {
-                    op: "READ",
-                    path: self.path.clone(),
-                    detail: "the server returned no data and no EOF".into(),
-                });
-            }
-        }
-        Ok(done)
-    }
-
-    fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
+    /// One READ into `buf` at `offset` on the blocking path (the open
+    /// stateid renewed if the server lost it): bytes got and EOF.
+    pub(crate) fn read_once(&self, buf: &mut [u8], offset: u64) -> Result<(usize, bool)> {
         let s = self.session()?;
         let settled = self.with_state("READ", |stateid| {
             self.read_compound(s, stateid, buf, offset)
@@ -482,67 +434,10 @@ impl OpenFile {
         }
     }
 
-    /// Writes all of `buf` at `offset`, in WRITEs of at most `wtmax`, as
-    /// [`stable_how`](Self::stable_how) says.
-    pub(crate) fn write_at(&self, buf: &[u8], offset: u64) -> Result<usize> {
-        let wtmax = self.inner().limits.wtmax as usize;
-        let mut done = 0;
-        while done < buf.len() {
-            let piece = &buf[done..(done + wtmax).min(buf.len())];
-            let n = self.write_durable(piece, offset + done as u64)?;
-            if n == 0 {
-                return Err(Error::Protocol {
-                    op: "WRITE",
-                    path: self.path.clone(),
-                    detail: "the server accepted no bytes".into(),
-                });
-            }
-            done += n;
-        }
-        Ok(done)
-    }
-
-    fn write_durable(&self, piece: &[u8], offset: u64) -> Result<usize> {
-        let data: Arc<[u8]> = piece.into();
-        if self.stable_how() == stable_how4::UNSTABLE4 {
-            let (count, committed, verf) =
-                self.write_once(&data, offset, stable_how4::UNSTABLE4)?;
-            if committed != stable_how4::FILE_SYNC4 {
-                let data = if count == data.len() {
-                    data
-                } else {
-                    data[..count].into()
-                };
-                self.keep_unstable(offset, data, verf);
-            }
-            return Ok(count);
-        }
-        self.write_synced(data, offset)
-    }
-
-    /// A FILE_SYNC write, committed and re-sent if the server answered
-    /// it with less.
-    fn write_synced(&self, data: Arc<[u8]>, offset: u64) -> Result<usize> {
-        for _ in 0..MAX_WRITE_ROUNDS {
-            let (count, committed, verf) =
-                self.write_once(&data, offset, stable_how4::FILE_SYNC4)?;
-            if committed == stable_how4::FILE_SYNC4 {
-                return Ok(count);
-            }
-            if self.commit(offset, count as u32)? == verf {
-                return Ok(count);
-            }
-        }
-        Err(Error::NotDurable {
-            op: "WRITE",
-            path: self.path.clone(),
-            detail: format!(
-                "the server's write verifier changed in each of {MAX_WRITE_ROUNDS} rounds"
-            ),
-        })
-    }
-
-    fn write_once(
+    /// One WRITE of `data` at `offset` asking `stable`, on the blocking
+    /// path (the open stateid renewed if the server lost it): bytes taken,
+    /// commitment and verifier.
+    pub(crate) fn write_once(
         &self,
         data: &Arc<[u8]>,
         offset: u64,
@@ -612,24 +507,12 @@ impl OpenFile {
         out.extend_from_slice(&tmp[SEQ_PREFIX..]);
     }
 
-    /// The commitment a WRITE asks: UNSTABLE with `stable=unstable` (unless
-    /// [`crate::File::set_sync_writes`]), FILE_SYNC otherwise.
-    pub(crate) fn stable_how(&self) -> stable_how4 {
-        if self.unstable && !self.sync_writes.load(Ordering::Relaxed) {
-            stable_how4::UNSTABLE4
-        } else {
-            stable_how4::FILE_SYNC4
-        }
-    }
-
-    /// Keeps an UNSTABLE write the server acknowledged with verifier
-    /// `verf` until an `fsync`'s COMMIT proves it durable.
-    pub(crate) fn keep_unstable(&self, offset: u64, data: Arc<[u8]>, verf: verifier4) {
-        self.pending().push(Unstable { offset, data, verf });
-    }
-
     /// COMMIT of a range: the server's write verifier.
-    fn commit(&self, offset: u64, count: u32) -> Result<directnfs_wire::nfs4::verifier4> {
+    pub(crate) fn commit(
+        &self,
+        offset: u64,
+        count: u32,
+    ) -> Result<directnfs_wire::nfs4::verifier4> {
         let s = self.session()?;
         let encode = |out: &mut Vec<u8>| {
             let mut tmp = Vec::with_capacity(200);
@@ -652,48 +535,6 @@ impl OpenFile {
         let reply = decode_commit_reply(&mut XdrReader::new(&settled.record))
             .map_err(|e| self.protocol("COMMIT", e))?;
         self.ok("COMMIT", &reply)
-    }
-
-    /// `fsync`: a COMMIT of the whole file; the UNSTABLE writes whose
-    /// verifier is not the COMMIT's (a server restart lost them) are sent
-    /// again, FILE_SYNC. A failure keeps what is not proven durable for
-    /// the next `fsync`.
-    pub(crate) fn fsync(&self) -> Result<()> {
-        self.check_locks("COMMIT")?;
-        let _one = self.fsync_lock.lock().unwrap_or_else(|p| p.into_inner());
-        let mut todo = std::mem::take(&mut *self.pending());
-        let result = self.commit(0, 0).and_then(|verf| {
-            while let Some(w) = todo.last() {
-                if w.verf != verf {
-                    let n = self.write_synced(Arc::clone(&w.data), w.offset)?;
-                    if n < w.data.len() {
-                        return Err(Error::NotDurable {
-                            op: "COMMIT",
-                            path: self.path.clone(),
-                            detail: format!("a write sent again was cut short ({n} bytes)"),
-                        });
-                    }
-                }
-                todo.pop();
-            }
-            Ok(())
-        });
-        if result.is_err() {
-            // Older than what was written since: in front of it.
-            let mut p = self.pending();
-            todo.append(&mut p);
-            *p = todo;
-        }
-        result
-    }
-
-    /// Bytes written UNSTABLE and not yet proven durable.
-    pub(crate) fn uncommitted_bytes(&self) -> usize {
-        self.pending().iter().map(|w| w.data.len()).sum()
-    }
-
-    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<Unstable>> {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Truncates or extends the file (SETATTR size with the open stateid).

@@ -11,7 +11,8 @@
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
 //! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
 //! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
-//! | `file.rs` | OPEN/CLOSE, READ, WRITE, COMMIT, SETATTR with the open stateid; the state a reclaim needs |
+//! | `file.rs` | OPEN/CLOSE, SETATTR with the open stateid, the blocking READ, WRITE and COMMIT; the state a reclaim needs |
+//! | `io.rs` | this version's per-RPC operations for `crate::rpcops`: a READ or WRITE piece on its own slot, settled; COMMIT of the file |
 //! | `batch.rs` | a `Batch`'s reads and writes pipelined: one COMPOUND per piece on its own slot, reaped by `wait`; what may block finished on the blocking path once the batch's calls are back |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
@@ -49,6 +50,7 @@ pub(crate) mod batch;
 pub(crate) mod file;
 pub(crate) mod handles;
 pub(crate) mod held;
+pub(crate) mod io;
 pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;

@@ -634,6 +634,20 @@ impl Session {
         }
     }
 
+    /// A free slot now, or `None` when every slot is busy or a reclaim is
+    /// in progress. A large read or write takes its first slot with
+    /// [`acquire`](Self::acquire) and the others with this, so that a
+    /// thread never waits for a slot while it holds one (two large reads
+    /// each holding half the table would wait for each other for ever).
+    pub(crate) fn try_acquire(&self) -> Option<Slot> {
+        let mut st = self.lock();
+        if st.reclaiming {
+            return None;
+        }
+        let ticket = st.slots.acquire()?;
+        Some(self.slot_of(&mut st, ticket))
+    }
+
     /// Waits while a reclaim is in progress.
     pub(crate) fn wait_reclaimed(&self) {
         let mut st = self.lock();
