@@ -8,7 +8,8 @@
 //!
 //! * **Direct**: no data cache; an I/O is one RPC up to the negotiated
 //!   transfer size (FSINFO, clamped to 1 MiB), larger ones are split and
-//!   sent in parallel.
+//!   sent in parallel (on NFSv4.1 each piece on a session slot of its
+//!   own: as many at once as the server granted slots, 64 on NFS-Ganesha).
 //! * **Durable**: writes are FILE_SYNC by default — durable once
 //!   acknowledged. `stable=unstable` writes UNSTABLE and commits on
 //!   [`File::fsync`], re-sending anything a restarted server may have lost;
