@@ -46,14 +46,22 @@ fn large_io_goes_in_parallel(url: &str, version: &str) {
     let read = peak(&reader);
     // On NFSv4.1 each piece needs a session slot of its own: the server
     // grants how many (Ganesha: 64), and a few go to other requests.
-    let want = reader.session_slots().map_or(64, |s| (s as u64).min(64) * 3 / 4);
+    let want = reader
+        .session_slots()
+        .map_or(64, |s| (s as u64).min(64) * 3 / 4);
     eprintln!(
         "{version}: 8 MiB at 64 KiB: {read} calls in flight reading, {wrote} writing \
          (session slots: {:?})",
         reader.session_slots()
     );
-    assert!(read >= want, "{version}: read peaked at {read} calls in flight");
-    assert!(wrote >= want, "{version}: write peaked at {wrote} calls in flight");
+    assert!(
+        read >= want,
+        "{version}: read peaked at {read} calls in flight"
+    );
+    assert!(
+        wrote >= want,
+        "{version}: write peaked at {wrote} calls in flight"
+    );
     drop(f);
     reader.remove(&path).unwrap();
 }
