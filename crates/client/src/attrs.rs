@@ -73,7 +73,7 @@ impl Client {
         let sattr = to_sattr3(&attrs, path)?;
         self.fresh(|| {
             let (handle, _) = self.lookup(path)?;
-            self.setattr(&handle.0, path, sattr)
+            self.setattr(&handle.v3("SETATTR", path)?, path, sattr)
         })
     }
 
@@ -87,7 +87,7 @@ impl Client {
         self.fresh(|| {
             let (handle, _) = self.lookup(path)?;
             let args = nfs3::ACCESS3args {
-                object: handle.0,
+                object: handle.v3("ACCESS", path)?,
                 access: mask,
             };
             match self.inner.call::<nfs3::Access>(&args, path)?.0 {
@@ -166,7 +166,7 @@ impl File {
             return crate::v4::attrs::set_handle_attrs(
                 s,
                 self.inner(),
-                &self.shared.fh,
+                &self.shared.v4_handle.unwrap_or_default(),
                 self.path(),
                 &attrs,
             );

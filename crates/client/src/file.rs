@@ -81,6 +81,10 @@ pub(crate) struct FileShared {
     /// The NFSv4.1 open state, on an NFSv4.1 client (the methods then
     /// hand their work to `crate::v4::file`).
     pub(crate) v4: Option<crate::v4::file::OpenFile>,
+    /// On an NFSv4.1 client, the handle (up to 128 bytes) a file opened
+    /// by handle was given, kept also when its OPEN was refused (a
+    /// directory or a link: attributes are still set by handle).
+    pub(crate) v4_handle: Option<directnfs_wire::nfs4::nfs_fh4>,
 }
 
 impl FileShared {
@@ -109,6 +113,7 @@ impl FileShared {
                 _ => 0,
             }),
             v4: None,
+            v4_handle: None,
         }
     }
 }
@@ -269,10 +274,28 @@ impl Client {
 }
 
 impl File {
-    /// The open file of handle `fh`, known to the caller as `path`.
+    /// The open file of NFSv3 handle `fh`, known to the caller as `path`.
     pub(crate) fn from_handle(client: &Client, fh: nfs_fh3, path: &str) -> File {
+        File {
+            shared: Arc::new(FileShared::new(client, fh, path)),
+        }
+    }
+
+    /// The open file of a public handle (`Client::open_handle`): on
+    /// NFSv4.1 opened by it (OPEN CLAIM_FH, up to 128 bytes).
+    pub(crate) fn from_public_handle(
+        client: &Client,
+        handle: &crate::handle::Handle,
+        path: &str,
+    ) -> File {
+        // An NFSv3 handle longer than 64 bytes cannot be: such a `File`
+        // fails at the server (an empty handle is stale).
+        let fh = nfs_fh3::new(handle.as_bytes()).unwrap_or_default();
         let mut shared = FileShared::new(client, fh, path);
-        shared.v4 = crate::v4::handles::open(client, &fh, path);
+        shared.v4 = crate::v4::handles::open(client, &handle.0, path);
+        if client.inner.v4.is_some() {
+            shared.v4_handle = Some(handle.0);
+        }
         File {
             shared: Arc::new(shared),
         }

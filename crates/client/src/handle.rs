@@ -6,30 +6,51 @@
 use std::fmt;
 
 use directnfs_wire::nfs3::{self, diropargs3, nfs_fh3, Nfs3Res};
+use directnfs_wire::nfs4::nfs_fh4;
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::metadata::Metadata;
 
-/// An NFS file handle (RFC 1813 §2.5 `nfs_fh3`, at most 64 opaque bytes):
-/// names one file on its server for as long as the file exists, whatever
-/// it is renamed to.
+/// An NFS file handle: names one file on its server for as long as the
+/// file exists, whatever it is renamed to. At most 128 opaque bytes, the
+/// larger of the two versions' limits (NFSv4's `nfs_fh4`, RFC 8881 §3.2,
+/// `NFS4_FHSIZE`); an NFSv3 server's are at most 64 (`nfs_fh3`, RFC 1813
+/// §2.5).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Handle(pub(crate) nfs_fh3);
+pub struct Handle(pub(crate) nfs_fh4);
 
 impl Handle {
     /// A handle from its bytes (as [`as_bytes`](Self::as_bytes) gave them).
-    /// More than 64 bytes is `InvalidInput`.
+    /// More than 128 bytes is `InvalidInput`.
     pub fn from_bytes(bytes: &[u8]) -> Result<Handle> {
-        nfs_fh3::new(bytes)
+        nfs_fh4::new(bytes)
             .map(Handle)
-            .map_err(|e| Error::InvalidInput(format!("not an NFSv3 file handle: {e}")))
+            .map_err(|e| Error::InvalidInput(format!("not an NFS file handle: {e}")))
     }
 
     /// The handle's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         self.0.as_bytes()
+    }
+
+    /// An NFSv3 server's handle.
+    pub(crate) fn from_v3(fh: &nfs_fh3) -> Handle {
+        // 64 bytes at most: always fits.
+        Handle(nfs_fh4::new(fh.as_bytes()).unwrap_or_default())
+    }
+
+    /// The handle as an NFSv3 call carries it; longer than NFSv3's 64
+    /// bytes (a handle of an NFSv4.1 server given to an NFSv3 client) is
+    /// `InvalidInput`, naming `op` and `path`.
+    pub(crate) fn v3(&self, op: &str, path: &str) -> Result<nfs_fh3> {
+        nfs_fh3::new(self.as_bytes()).map_err(|_| {
+            Error::InvalidInput(format!(
+                "{op} {path}: a handle of {} bytes is longer than NFSv3's 64",
+                self.as_bytes().len()
+            ))
+        })
     }
 }
 
@@ -60,7 +81,7 @@ impl Client {
         let inner = &self.inner;
         if Inner::components(path)?.is_empty() {
             let attrs = inner.getattr(&inner.root, path)?;
-            return Ok((Handle(inner.root), Metadata::from_fattr(&attrs)));
+            return Ok((Handle::from_v3(&inner.root), Metadata::from_fattr(&attrs)));
         }
         let (dir, name) = inner.parent_and_name(path)?;
         let args = nfs3::LOOKUP3args {
@@ -73,7 +94,7 @@ impl Client {
                     Some(a) => a,
                     None => inner.getattr(&ok.object, path)?,
                 };
-                Ok((Handle(ok.object), Metadata::from_fattr(&attrs)))
+                Ok((Handle::from_v3(&ok.object), Metadata::from_fattr(&attrs)))
             }
             Nfs3Res::Fail(status, _) => {
                 inner.forget(path);
@@ -92,7 +113,7 @@ impl Client {
     /// messages and statistics. A handle of a file removed since fails
     /// its first I/O with `ESTALE`.
     pub fn open_handle(&self, handle: &Handle, path: &str) -> File {
-        File::from_handle(self, handle.0, path)
+        File::from_public_handle(self, handle, path)
     }
 
     /// Attributes of the file a handle names (GETATTR).
@@ -101,7 +122,7 @@ impl Client {
             return crate::v4::links::metadata_of(s, &self.inner, &handle.0, path);
         }
         self.inner
-            .getattr(&handle.0, path)
+            .getattr(&handle.v3("GETATTR", path)?, path)
             .map(|a| Metadata::from_fattr(&a))
     }
 }
@@ -110,8 +131,38 @@ impl File {
     /// The file's handle (to open it again with [`Client::open_handle`]).
     pub fn handle(&self) -> Handle {
         if let Some(open) = &self.shared.v4 {
-            return Handle(crate::v4::handles::handle_of(open));
+            return Handle(open.fh);
         }
-        Handle(self.shared.fh)
+        Handle::from_v3(&self.shared.fh)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handle_holds_nfsv4s_128_bytes_and_refuses_more() {
+        let long: Vec<u8> = (0..128u8).collect();
+        let h = Handle::from_bytes(&long).unwrap();
+        assert_eq!(h.as_bytes(), &long[..]);
+        assert_eq!(Handle(h.0), h);
+        let e = Handle::from_bytes(&[1u8; 129]).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    }
+
+    #[test]
+    fn a_handle_longer_than_64_bytes_is_refused_by_nfsv3_calls_by_name() {
+        let h = Handle::from_bytes(&[7u8; 100]).unwrap();
+        let e = h.v3("GETATTR", "/f").unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL);
+        assert!(e.to_string().contains("GETATTR /f"), "{e}");
+        assert!(e.to_string().contains("100 bytes"), "{e}");
+        let short = Handle::from_bytes(&[7u8; 64]).unwrap();
+        assert_eq!(
+            short.v3("GETATTR", "/f").unwrap().as_bytes(),
+            &[7u8; 64][..]
+        );
+        assert_eq!(Handle::from_v3(&short.v3("X", "/").unwrap()), short);
     }
 }

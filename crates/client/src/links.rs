@@ -21,7 +21,9 @@ impl Client {
         }
         self.fresh(|| {
             let (handle, _) = self.lookup(path)?;
-            let args = nfs3::READLINK3args { symlink: handle.0 };
+            let args = nfs3::READLINK3args {
+                symlink: handle.v3("READLINK", path)?,
+            };
             match self.inner.call::<nfs3::Readlink>(&args, path)?.0 {
                 Nfs3Res::Ok(ok) => Ok(ok.data.0),
                 Nfs3Res::Fail(status, _) => Err(Error::Nfs {
@@ -91,7 +93,7 @@ impl Client {
             let (file, attrs) = self.lookup(existing)?;
             let (dir, name) = self.inner.parent_and_name(new)?;
             let args = nfs3::LINK3args {
-                file: file.0,
+                file: file.v3("LINK", existing)?,
                 link: diropargs3 { dir, name },
             };
             let (res, attempts) = self.inner.call::<nfs3::Link>(&args, new)?;

@@ -1557,3 +1557,45 @@ fn a_forked_child_publishes_its_statistics_only_once_it_has_lived_a_second() {
     });
     remove_tree(&client, &dir).unwrap();
 }
+
+/// NFS-Ganesha's pseudo file system hands out 128-byte handles (NFSv4's
+/// largest, `NFS4_FHSIZE`): mounted at the export's parent directory (a
+/// pseudo directory), `lookup` returns such a handle whole, and
+/// `metadata_of` takes it back; the export below has its own (shorter)
+/// handle, and a file there opened by its handle reads back.
+#[test]
+fn handles_longer_than_64_bytes_are_kept_whole() {
+    let Some(url) = url() else { return };
+    let client = Client::connect(&url).unwrap();
+    let dir = scratch(&client, "longfh");
+    let path = format!("{dir}/f");
+    client
+        .create(&path)
+        .unwrap()
+        .write_at(b"long handles", 0)
+        .unwrap();
+    let (base, query) = url.split_once('?').unwrap();
+    let (parent, export) = base.rsplit_once('/').unwrap();
+    assert!(
+        parent.len() > "nfs://x".len(),
+        "the export {base} has a parent"
+    );
+    let above = Client::connect(&format!("{parent}?{query}")).unwrap();
+    let (root, m) = above.lookup("/").unwrap();
+    assert!(m.is_dir());
+    assert!(
+        root.as_bytes().len() > 64,
+        "the pseudo directory's handle is {} bytes",
+        root.as_bytes().len()
+    );
+    let again = directnfs::Handle::from_bytes(root.as_bytes()).unwrap();
+    assert!(above.metadata_of(&again, "/").unwrap().is_dir());
+    let (h, _) = above.lookup(&format!("/{export}{path}")).unwrap();
+    let f = above.open_handle(&h, &path);
+    let mut back = [0u8; 12];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), 12);
+    assert_eq!(&back, b"long handles");
+    drop(f);
+    client.remove(&path).unwrap();
+    client.rmdir(&dir).unwrap();
+}

@@ -5,7 +5,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use directnfs_wire::nfs3::{self, nfs_fh3};
+use directnfs_wire::nfs3;
 use directnfs_wire::nfs4::{
     bitmap4, fattr4, nfs_argop4, nfs_fh4, nfs_resop4, nfstime4, settime4, stateid4, time_how4,
     utf8string, ACCESS4args, GETATTR4args, Nfs4Res, PUTFH4args, FATTR4_FILES_AVAIL,
@@ -104,13 +104,12 @@ pub(crate) fn set_attrs(s: &Session, inner: &Inner, path: &str, attrs: &SetAttrs
 pub(crate) fn set_handle_attrs(
     s: &Session,
     inner: &Inner,
-    handle: &nfs_fh3,
+    handle: &nfs_fh4,
     path: &str,
     attrs: &SetAttrs,
 ) -> Result<()> {
     inner.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", path)?;
-    let fh = nfs_fh4::new(handle.as_bytes())
-        .map_err(|e| Error::InvalidInput(format!("SETATTR {path}: {e}")))?;
+    let fh = *handle;
     let a = to_fattr4(attrs, path)?;
     ops::setattr(s, inner, Some(&fh), path, stateid4::ANONYMOUS, a)
 }

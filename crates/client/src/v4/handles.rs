@@ -2,7 +2,6 @@
 //! on NFSv4.1: OPEN with `CLAIM_FH` (RFC 8881 §18.16.3), read and write
 //! access, read only when write is denied, as `open` does by name.
 
-use directnfs_wire::nfs3::nfs_fh3;
 use directnfs_wire::nfs4::{
     nfs_argop4, nfs_fh4, nfs_resop4, nfsstat4, open_claim4, openflag4, Nfs4Res, PUTFH4args,
     OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ,
@@ -17,7 +16,7 @@ use crate::error::{Error, Result};
 /// The open state of the file `handle` names, or `None` on NFSv3 (whose
 /// files need none). `open_handle` cannot fail, so an OPEN the server
 /// refuses is logged and the `File`'s I/O then fails at the server.
-pub(crate) fn open(client: &Client, handle: &nfs_fh3, path: &str) -> Option<OpenFile> {
+pub(crate) fn open(client: &Client, handle: &nfs_fh4, path: &str) -> Option<OpenFile> {
     let s = client.inner.v4.as_ref()?;
     match open_fh(client, s, handle, path) {
         Ok(open) => Some(open),
@@ -28,9 +27,8 @@ pub(crate) fn open(client: &Client, handle: &nfs_fh3, path: &str) -> Option<Open
     }
 }
 
-fn open_fh(client: &Client, s: &Session, handle: &nfs_fh3, path: &str) -> Result<OpenFile> {
-    let fh = nfs_fh4::new(handle.as_bytes())
-        .map_err(|e| Error::InvalidInput(format!("OPEN {path}: {e}")))?;
+fn open_fh(client: &Client, s: &Session, handle: &nfs_fh4, path: &str) -> Result<OpenFile> {
+    let fh = *handle;
     match open_once(client, s, fh, path, OPEN4_SHARE_ACCESS_BOTH) {
         Err(Error::Nfs4 {
             status: nfsstat4::NFS4ERR_ACCESS,
@@ -62,10 +60,4 @@ fn open_once(
         }
         _ => Err(missing("OPEN", path)),
     }
-}
-
-/// The handle of an NFSv4.1 open file as the public `Handle` holds it
-/// (64 bytes at most; `lookup` refuses longer ones with an error).
-pub(crate) fn handle_of(open: &OpenFile) -> nfs_fh3 {
-    nfs_fh3::new(open.fh.as_bytes()).unwrap_or_default()
 }

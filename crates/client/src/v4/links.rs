@@ -7,7 +7,7 @@
 //! answer, so NFSv3's "a re-sent SYMLINK that finds its own link reports
 //! success" guess is not needed here.
 
-use directnfs_wire::nfs3::{self, nfs_fh3, nfspath3};
+use directnfs_wire::nfs3::{self, nfspath3};
 use directnfs_wire::nfs4::{
     createtype4, fattr4, linktext4, nfs_argop4, nfs_fh4, nfs_resop4, CREATE4args, GETATTR4args,
     LINK4args, Nfs4Res, PUTFH4args,
@@ -74,10 +74,9 @@ pub(crate) fn link(s: &Session, inner: &Inner, existing: &str, new: &str) -> Res
         .map(|_| ())
 }
 
-/// The handle and attributes of `path` (a symbolic link's own). The
-/// public `Handle` holds an NFSv3-sized handle (64 bytes); a server whose
-/// NFSv4 handle is longer gets a clear error rather than a cut handle.
-pub(crate) fn lookup(s: &Session, inner: &Inner, path: &str) -> Result<(nfs_fh3, Metadata)> {
+/// The handle (up to 128 bytes) and attributes of `path` (a symbolic
+/// link's own).
+pub(crate) fn lookup(s: &Session, inner: &Inner, path: &str) -> Result<(nfs_fh4, Metadata)> {
     let mut ops = Ops::default();
     ops.walk(&s.root, &components(path)?);
     ops.push(nfs_argop4::OP_GETFH);
@@ -97,24 +96,17 @@ pub(crate) fn lookup(s: &Session, inner: &Inner, path: &str) -> Result<(nfs_fh3,
     let (Some(fh), Some(attrs)) = (fh, attrs) else {
         return Err(missing("LOOKUP", path));
     };
-    let handle = nfs_fh3::new(fh.as_bytes()).map_err(|_| {
-        Error::Unsupported(format!(
-            "LOOKUP {path}: NFSv4.1: the server's handle is {} bytes, more than a Handle holds (64)",
-            fh.len()
-        ))
-    })?;
-    Ok((handle, attrs))
+    Ok((fh, attrs))
 }
 
 /// Attributes of the file a handle from [`lookup`] names.
 pub(crate) fn metadata_of(
     s: &Session,
     inner: &Inner,
-    handle: &nfs_fh3,
+    handle: &nfs_fh4,
     path: &str,
 ) -> Result<Metadata> {
-    let object = nfs_fh4::new(handle.as_bytes())
-        .map_err(|e| Error::InvalidInput(format!("GETATTR {path}: {e}")))?;
+    let object = *handle;
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object }));
     ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {

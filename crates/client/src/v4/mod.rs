@@ -35,9 +35,9 @@
 //! servers must not send (owner seqids are ignored in 4.1; this client
 //! sends 0), becomes `Error::Protocol` naming it.
 //!
-//! Not yet on NFSv4.1: delegations are never asked for, so none is reclaimed; a
-//! `Handle` holds at most 64 bytes, so `lookup` refuses (ENOTSUP) a server
-//! whose NFSv4 handles are longer (NFS-Ganesha's are not). Every public
+//! Not yet on NFSv4.1: delegations are never asked for, so none is
+//! reclaimed. A `Handle` holds up to NFSv4's 128 bytes
+//! (`NFS4_FHSIZE`). Every public
 //! method has an NFSv4.1 path; `Inner::call` still refuses, with
 //! `unsupported`'s error (ENOTSUP), any NFSv3 call that would reach an
 //! NFSv4.1 server: the one known case is a `File` from `open_handle`
