@@ -1599,3 +1599,84 @@ fn handles_longer_than_64_bytes_are_kept_whole() {
     client.remove(&path).unwrap();
     client.rmdir(&dir).unwrap();
 }
+
+/// Mounts `url` on another thread and returns its outcome and how long it
+/// took, or `None` when it had not returned after `limit` (the thread is
+/// left behind: a hard mount that never gives up).
+fn mount_within(url: &str, limit: Duration) -> Option<(directnfs::Result<Client>, Duration)> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let url = url.to_string();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let r = Client::connect(&url);
+        let _ = tx.send((r, start.elapsed()));
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+/// An export path the server does not have is a permanent refusal
+/// (PUTROOTFH, LOOKUP: NFS4ERR_NOENT), as MOUNT's MNT3ERR_NOENT is on
+/// NFSv3: a hard mount fails at once with ENOENT and the server's answer,
+/// a soft one too, instead of trying again until `mnt_timeout` (or, soft,
+/// failing with ETIMEDOUT).
+#[test]
+fn mounting_an_export_that_does_not_exist_fails_at_once_with_the_servers_answer() {
+    let Some(url) = url() else { return };
+    let (base, query) = url.split_once('?').unwrap();
+    // A path in no export (a path below an export mounts it: the target
+    // may be a file not made yet).
+    let host = &base[..base["nfs://".len()..].find('/').unwrap() + "nfs://".len()];
+    let missing = format!("{host}/no-such-export-{}?{query}", std::process::id());
+    for extra in [
+        "hard&mnt_timeout=60",
+        "soft&timeo=10&retrans=1&mnt_timeout=60",
+    ] {
+        let (r, took) = mount_within(&format!("{missing}&{extra}"), Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{extra}: the mount was still waiting after 20 s"));
+        let e = r
+            .err()
+            .unwrap_or_else(|| panic!("{extra}: mounted a missing export"));
+        assert_eq!(e.errno(), libc::ENOENT, "{extra}: {e}");
+        assert!(e.to_string().contains("NOENT"), "{extra}: {e}");
+        assert!(took < Duration::from_secs(5), "{extra}: took {took:?}");
+    }
+}
+
+/// A server without NFSv4 (Ganesha with `Protocols = 3`) answers NFSv4
+/// calls with PROG_MISMATCH: a permanent refusal, reported at once and
+/// naming the versions it has, not a server that is not responding.
+#[test]
+fn mounting_a_server_without_nfsv4_fails_at_once_naming_the_refusal() {
+    if url().is_none() {
+        return;
+    }
+    let server = OwnGanesha::start(
+        "v41-no-v4",
+        &[
+            ("DNFS_PRIVATE_RPCBIND", "1"),
+            ("DNFS_NFS_PORT", "2673"),
+            ("DNFS_MNT_PORT", "20673"),
+        ],
+    )
+    .unwrap();
+    let (base, _) = server.url().split_once('?').unwrap();
+    for extra in [
+        "hard&mnt_timeout=60",
+        "soft&timeo=10&retrans=1&mnt_timeout=60",
+    ] {
+        let url = format!("{base}?vers=4.1&nfsport=2673&{extra}");
+        let (r, took) = mount_within(&url, Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{extra}: the mount was still waiting after 20 s"));
+        let e = r
+            .err()
+            .unwrap_or_else(|| panic!("{extra}: mounted NFSv4.1 on a v3-only server"));
+        assert_ne!(e.errno(), libc::ETIMEDOUT, "{extra}: {e}");
+        assert!(
+            e.to_string().contains("does not support version 4"),
+            "{extra}: {e}"
+        );
+        eprintln!("{extra}: {e} (errno {}, {took:?})", e.errno());
+        assert!(took < Duration::from_secs(5), "{extra}: took {took:?}");
+    }
+    drop(server);
+}
