@@ -1640,6 +1640,21 @@ fn mounting_an_export_that_does_not_exist_fails_at_once_with_the_servers_answer(
         assert!(e.to_string().contains("NOENT"), "{extra}: {e}");
         assert!(took < Duration::from_secs(5), "{extra}: took {took:?}");
     }
+    // The same named as a dnfstab `export:` (the export apart from the
+    // path), hard.
+    let mut target = Target::from_url(&NfsUrl::parse(&url).unwrap());
+    target.export = Some(format!("/no-such-export-{}", std::process::id()));
+    target.path = target.export.clone().unwrap();
+    target.options.mnt_timeout = Duration::from_secs(60);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(Client::mount(&target).map(|_| ()));
+    });
+    let r = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("export: the mount was still waiting after 20 s");
+    let e = r.expect_err("mounted a missing export");
+    assert_eq!(e.errno(), libc::ENOENT, "export: {e}");
 }
 
 /// A server without NFSv4 (Ganesha with `Protocols = 3`) answers NFSv4
