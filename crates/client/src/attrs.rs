@@ -157,21 +157,12 @@ impl Client {
 impl File {
     /// Changes attributes of this file (SETATTR on its handle).
     pub fn set_attrs(&self, attrs: SetAttrs) -> Result<()> {
-        if let Some(open) = &self.shared.v4 {
-            return crate::v4::attrs::set_file_attrs(open, &attrs);
-        }
-        // NFSv4.1, a handle that has no open state: OPEN refuses a
-        // directory or a link (`Client::open_handle` of one).
-        if let Some(s) = &self.inner().v4 {
-            return crate::v4::attrs::set_handle_attrs(
-                s,
-                self.inner(),
-                &self.shared.v4_handle.unwrap_or_default(),
-                self.path(),
-                &attrs,
-            );
-        }
-        let sattr = to_sattr3(&attrs, self.path())?;
+        self.set_attrs_op(&attrs)
+    }
+
+    /// NFSv3's SETATTR on the file's handle (`rpcops.rs` `set_attrs_op`).
+    pub(crate) fn set_attrs_v3(&self, attrs: &SetAttrs) -> Result<()> {
+        let sattr = to_sattr3(attrs, self.path())?;
         self.client().setattr(&self.shared.fh, self.path(), sattr)
     }
 }

@@ -926,10 +926,14 @@ impl File {
     /// Truncates or extends the file to `size` bytes (after the file's
     /// write-behind writes in flight, so none lands past a truncation).
     pub fn set_len(&self, size: u64) -> Result<()> {
-        if let Some(v4) = &self.shared.v4 {
-            return v4.set_len(size);
-        }
         self.settle(0, usize::MAX);
+        self.set_size_op(size)?;
+        self.shared.stats.set_size(size);
+        Ok(())
+    }
+
+    /// NFSv3's SETATTR of the size (`rpcops.rs` `set_size_op`).
+    pub(crate) fn set_size_v3(&self, size: u64) -> Result<()> {
         self.shared.client.setattr(
             &self.shared.fh,
             self.path(),
@@ -937,21 +941,16 @@ impl File {
                 size: Some(size),
                 ..Default::default()
             },
-        )?;
-        self.shared.stats.set_size(size);
-        Ok(())
+        )
     }
 
     /// Current attributes, from the server (after the file's write-behind
     /// writes in flight, which may change its size).
     pub fn metadata(&self) -> Result<Metadata> {
-        if let Some(v4) = &self.shared.v4 {
-            return v4.metadata();
-        }
         self.settle(0, usize::MAX);
-        let a = self.inner().getattr(&self.shared.fh, self.path())?;
-        self.shared.stats.set_size(a.size);
-        Ok(Metadata::from_fattr(&a))
+        let m = self.getattr_op()?;
+        self.shared.stats.set_size(m.size);
+        Ok(m)
     }
 
     /// The client this file belongs to.

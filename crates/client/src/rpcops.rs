@@ -14,6 +14,7 @@
 //! | [`File::finish_read_piece`] / [`File::finish_write_piece`] | the reply decoded | the reply decoded; a stateid the server lost or a request to send again redone on the blocking path |
 //! | [`File::commit_file`] | COMMIT3 (`fsync.rs`) | COMMIT in a COMPOUND |
 //! | [`File::writes_behind_supported`] | yes (`writebehind.rs`) | no: `write_at` waits for its replies |
+//! | [`File::set_size_op`], [`File::getattr_op`], [`File::set_attrs_op`] | SETATTR3, GETATTR3 on the handle | SETATTR with the open stateid, GETATTR (a file opened by handle whose OPEN was refused, a directory or a link: SETATTR by handle) |
 //!
 //! Static dispatch: a `match` on a two-variant enum per step.
 
@@ -21,9 +22,11 @@ use std::sync::Arc;
 
 use directnfs_wire::nfs3::{stable_how, writeverf3};
 
+use crate::attrs::SetAttrs;
 use crate::error::Result;
 use crate::file::{File, ReadPiece};
 use crate::io::call::{Call, Notify, ReadDest};
+use crate::metadata::Metadata;
 use crate::v4::file::OpenFile;
 use crate::v4::io::{Answer, Later, Sent, Settling};
 use crate::v4::session::{Session, Slot};
@@ -235,6 +238,42 @@ impl File {
                 self.inner().note_verifier(verf);
                 Ok(verf)
             }
+        }
+    }
+
+    /// SETATTR of the size (`File::set_len`).
+    pub(crate) fn set_size_op(&self, size: u64) -> Result<()> {
+        match self.proto() {
+            Proto::V3 => self.set_size_v3(size),
+            Proto::V41(open) => open.set_len(size),
+        }
+    }
+
+    /// The file's attributes from the server (`File::metadata`).
+    pub(crate) fn getattr_op(&self) -> Result<Metadata> {
+        match self.proto() {
+            Proto::V3 => {
+                let a = self.inner().getattr(&self.shared.fh, self.path())?;
+                Ok(Metadata::from_fattr(&a))
+            }
+            Proto::V41(open) => open.metadata(),
+        }
+    }
+
+    /// SETATTR of `attrs` on the file (`File::set_attrs`).
+    pub(crate) fn set_attrs_op(&self, attrs: &SetAttrs) -> Result<()> {
+        match (self.proto(), &self.inner().v4, self.shared.v4_handle) {
+            (Proto::V41(open), _, _) => crate::v4::attrs::set_file_attrs(open, attrs),
+            // NFSv4.1, a handle that has no open state: OPEN refuses a
+            // directory or a link (`Client::open_handle` of one).
+            (Proto::V3, Some(s), handle) => crate::v4::attrs::set_handle_attrs(
+                s,
+                self.inner(),
+                &handle.unwrap_or_default(),
+                self.path(),
+                attrs,
+            ),
+            (Proto::V3, None, _) => self.set_attrs_v3(attrs),
         }
     }
 
