@@ -25,10 +25,13 @@
 //! # One 8 KiB `read_at`, top to bottom
 //!
 //! 1. `file.rs`, `File::read_at` → `read_at_once`: one READ call per
-//!    `rtmax` piece (`read_call_pooled`: a prefix encoded at open, plus
-//!    offset and count), each a [`call::Call`] whose sink is the caller's
-//!    buffer (`ReadDest`) and whose notice is a `Group` the caller waits
-//!    on; a `Landing` guard waits for them on return or unwind.
+//!    `rtmax` piece, made by the file's per-version operations
+//!    (`rpcops.rs` `start_read`: on NFSv3 `read_call_pooled`, a prefix
+//!    encoded at open plus offset and count; on NFSv4.1 a COMPOUND on a
+//!    session slot, `v4/io.rs`), each a [`call::Call`] whose sink is the
+//!    caller's buffer (`ReadDest`) and whose notice is a `Group` the
+//!    caller waits on; a `Landing` guard waits for them on return or
+//!    unwind.
 //! 2. `transport/mod.rs`, `Transport::submit_many` →
 //!    `transport/shared.rs`, `Shared::submit_many` → `Shared::drive`: under
 //!    the engine's lock, `Engine::submit` (`directnfs-engine`,
