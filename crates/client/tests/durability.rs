@@ -2,7 +2,9 @@
 //! each protocol version against a Ganesha of the test's own (SIGKILLed
 //! and restarted, so its write verifier changes): the write log's rule —
 //! a repair never sends older data over newer — holds on NFSv3 and on
-//! NFSv4.1 alike, since both go through the same `fsync` repair.
+//! NFSv4.1 alike, since both go through the same `fsync` repair; and
+//! large reads and writes, their pieces in flight at once, go on across
+//! such a restart on a hard mount.
 //!
 //! Skipped (loudly) where the real-server tests do not run; a failure when
 //! `DNFS_TEST_REQUIRE_SERVER` is set and the server cannot be started.
@@ -102,4 +104,70 @@ fn newer_data_survives_a_restart_before_fsync_on_nfsv3() {
 #[test]
 fn newer_data_survives_a_restart_before_fsync_on_nfsv41() {
     newer_data_survives_a_restart_before_fsync(Version::V41, "2672", "20672");
+}
+
+/// Large reads and writes (each split into 64 pieces sent at once; on
+/// NFSv4.1 each piece on a session slot of its own) from four threads
+/// while the server is SIGKILLed and restarted: on a hard mount none
+/// fails, and what each thread wrote reads back.
+fn large_io_across_a_restart(version: Version, nfs: &str, mnt: &str) {
+    let name = format!("durable-io-{version:?}").to_lowercase();
+    let Some((server, url)) =
+        own_server(&name, nfs, mnt, version, "rsize=65536&wsize=65536&timeo=20")
+    else {
+        return;
+    };
+    let client = Client::connect(&url).unwrap();
+    let dir = format!("/io-restart-{}", std::process::id());
+    client.mkdir(&dir).unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..4u8)
+        .map(|t| {
+            let f = client.create(&format!("{dir}/f{t}")).unwrap();
+            let stop = std::sync::Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let mut rounds = 0u32;
+                let mut back = vec![0u8; 4 << 20];
+                while rounds < 2 || !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let fill = t.wrapping_mul(16).wrapping_add(rounds as u8);
+                    let data = vec![fill; 4 << 20];
+                    f.write_at(&data, 0)
+                        .unwrap_or_else(|e| panic!("{version:?} thread {t}: write: {e}"));
+                    let n = f
+                        .read_at(&mut back, 0)
+                        .unwrap_or_else(|e| panic!("{version:?} thread {t}: read: {e}"));
+                    assert_eq!(n, back.len());
+                    assert!(
+                        back == data,
+                        "{version:?} thread {t} round {rounds}: data differs"
+                    );
+                    rounds += 1;
+                }
+                rounds
+            })
+        })
+        .collect();
+    let mut restart = server.spawn_restart(&["--kill", "--down", "2"]).unwrap();
+    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        assert!(w.join().unwrap() >= 2);
+    }
+    for t in 0..4 {
+        client.remove(&format!("{dir}/f{t}")).unwrap();
+    }
+    client.rmdir(&dir).unwrap();
+    drop(client);
+    drop(server);
+}
+
+#[test]
+fn large_io_goes_on_across_a_restart_on_nfsv3() {
+    large_io_across_a_restart(Version::V3, "2674", "20674");
+}
+
+#[test]
+fn large_io_goes_on_across_a_restart_on_nfsv41() {
+    large_io_across_a_restart(Version::V41, "2675", "20675");
 }
