@@ -265,7 +265,11 @@ impl Client {
             servers: vec![ServerStats {
                 name: inner.name.clone(),
                 export: inner.export.clone(),
-                nfs_version: "3".to_owned(),
+                nfs_version: match inner.v4 {
+                    Some(_) => "4.1",
+                    None => "3",
+                }
+                .to_owned(),
                 rtmax: inner.limits.rtmax,
                 wtmax: inner.limits.wtmax,
                 clients: 1,

@@ -44,6 +44,9 @@ fn large_io_goes_in_parallel(url: &str, version: &str) {
     assert_eq!(f.read_at(&mut back, 0).unwrap(), data.len());
     assert!(back == data, "{version}: the data read back differs");
     let read = peak(&reader);
+    // The statistics (and `dnfs stats`) name the version.
+    let named = reader.stats().servers[0].nfs_version.clone();
+    assert_eq!(named, if version == "NFSv3" { "3" } else { "4.1" });
     // On NFSv4.1 each piece needs a session slot of its own: the server
     // grants how many (Ganesha: 64), and a few go to other requests.
     let want = reader
