@@ -127,7 +127,10 @@ fn pid_selects_one_process_and_an_unknown_pid_is_an_error() {
 fn another_user_cannot_read_a_process_statistics() {
     let s = server_or_skip!();
     if !is_root() {
-        eprintln!("SKIPPED another_user_cannot_read_a_process_statistics: needs root (runuser)");
+        directnfs_testkit::server::skipped(
+            "another_user_cannot_read_a_process_statistics",
+            "needs root (runuser)",
+        );
         return;
     }
     // A run directory of its own: this test opens its modes up for a
