@@ -2,7 +2,8 @@
 # The project's test command (README "Run the tests"; .ci/run calls it).
 #
 # 1. installs what the tests need when missing (Debian packages; root),
-# 2. checks formatting and lints,
+# 2. checks formatting and lints, and that no import knot (a cycle of
+#    modules) is new or grew (scripts/check-module-graph.py),
 # 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
 #    and runs every test against it: Rust unit/property/real-server tests
@@ -168,6 +169,9 @@ main() {
     install_packages
     log "docs: no references outside the repository, no broken links, no conflict markers, no missing tests"
     check_docs
+    log "module graph: no new or grown import knot (scripts/module-knots.txt only tightens)"
+    python3 scripts/test_check_module_graph.py
+    python3 scripts/check-module-graph.py
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
