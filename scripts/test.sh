@@ -45,8 +45,19 @@ SKIPPED_STEPS=()
 SKIP_PATTERN='\bSKIPPED [^:]+: '
 
 # step CMD...: runs a test step with its output (stdout and stderr) shown
-# and kept in OUTPUT_LOG.
-step() { "$@" 2>&1 | tee -a "$OUTPUT_LOG"; }
+# and kept in OUTPUT_LOG; its exit status is the step's. The copy goes
+# through a process substitution, not a pipe: a process a step leaves
+# running with the output inherited cannot hold this script up (a pipe's
+# tee would wait for it); report_skips waits a while for the copies.
+STEP_TEES=()
+step() {
+    local fd rc=0
+    exec {fd}> >(tee -a "$OUTPUT_LOG")
+    STEP_TEES+=("$!")
+    "$@" >&"$fd" 2>&1 || rc=$?
+    exec {fd}>&-
+    return "$rc"
+}
 
 # skip_step WHY: this script skips a step; said now and counted at the end.
 skip_step() {
@@ -57,7 +68,15 @@ skip_step() {
 # Every skip of the run, then the verdict: a failure unless
 # DNFS_TEST_ALLOW_SKIPS=1.
 report_skips() {
-    local tests=()
+    local tests=() pid
+    # Each step's copy ends once nothing writes to it (at most 10 s each:
+    # a process a step left running may hold it open for ever).
+    for pid in "${STEP_TEES[@]}"; do
+        for _ in {1..100}; do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    done
     mapfile -t tests < <(grep -oE "$SKIP_PATTERN.*" "$OUTPUT_LOG" | sort -u || true)
     local n=$((${#tests[@]} + ${#SKIPPED_STEPS[@]}))
     if ((n == 0)); then
