@@ -2,7 +2,8 @@
 # The project's test command (README "Run the tests"; .ci/run calls it).
 #
 # 1. installs what the tests need when missing (Debian packages; root),
-# 2. checks formatting and lints,
+# 2. checks formatting and lints, and that no import knot (a cycle of
+#    modules) is new or grew (scripts/check-module-graph.py),
 # 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
 #    and runs every test against it: Rust unit/property/real-server tests
@@ -13,7 +14,15 @@
 #    topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
-# Exit status is non-zero if anything failed.
+# Exit status is non-zero if anything failed, and if any test or step was
+# skipped: a run that skipped something has not shown that it works. A
+# test says it skipped all or part of what it checks on a line with
+# "SKIPPED <name>: <why>" (directnfs_testkit::server::skipped; the shell
+# test scripts print the same); this script looks for it in the output of
+# every test step, adds the steps it skipped itself (Miri or the fuzzers
+# without nightly, root-only steps when not root, DNFS_MIRI=0 and the
+# like), and lists them all at the end. DNFS_TEST_ALLOW_SKIPS=1 (a run by
+# hand, not as root) lists them without failing.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +34,66 @@ EXPORT_DIR=${DNFS_TEST_EXPORT_DIR:-/tmp/dnfs-test-export}
 # Each line says how long the run has taken so far (minutes:seconds), to see
 # where CI's time goes.
 log() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+
+# The output of every test step, searched for skips at the end, and the
+# steps this script skipped itself.
+OUTPUT_LOG=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-output.XXXXXX")
+SKIPPED_STEPS=()
+# The marker of a skipped test in a step's output: "SKIPPED <name>: "
+# (directnfs_testkit::server::SKIP_MARKER), anywhere in the line (libtest
+# prints "test x ... " and the test's own stderr on one line).
+SKIP_PATTERN='\bSKIPPED [^:]+: '
+
+# step CMD...: runs a test step with its output (stdout and stderr) shown
+# and kept in OUTPUT_LOG; its exit status is the step's. The copy goes
+# through a process substitution, not a pipe: a process a step leaves
+# running with the output inherited cannot hold this script up (a pipe's
+# tee would wait for it); report_skips waits a while for the copies.
+STEP_TEES=()
+step() {
+    local fd rc=0
+    exec {fd}> >(tee -a "$OUTPUT_LOG")
+    STEP_TEES+=("$!")
+    "$@" >&"$fd" 2>&1 || rc=$?
+    exec {fd}>&-
+    return "$rc"
+}
+
+# skip_step WHY: this script skips a step; said now and counted at the end.
+skip_step() {
+    log "SKIPPED $*"
+    SKIPPED_STEPS+=("$*")
+}
+
+# Every skip of the run, then the verdict: a failure unless
+# DNFS_TEST_ALLOW_SKIPS=1.
+report_skips() {
+    local tests=() pid
+    # Each step's copy ends once nothing writes to it (at most 10 s each:
+    # a process a step left running may hold it open for ever).
+    for pid in "${STEP_TEES[@]}"; do
+        for _ in {1..100}; do
+            kill -0 "$pid" 2>/dev/null || break
+            sleep 0.1
+        done
+    done
+    mapfile -t tests < <(grep -oE "$SKIP_PATTERN.*" "$OUTPUT_LOG" | sort -u || true)
+    local n=$((${#tests[@]} + ${#SKIPPED_STEPS[@]}))
+    if ((n == 0)); then
+        log "no test and no step was skipped"
+        return 0
+    fi
+    log "$n skipped (tests, then steps of this script):"
+    local line
+    for line in "${tests[@]}"; do printf '   %s\n' "$line" >&2; done
+    for line in "${SKIPPED_STEPS[@]}"; do printf '   SKIPPED %s\n' "$line" >&2; done
+    if [[ ${DNFS_TEST_ALLOW_SKIPS:-} == 1 ]]; then
+        log "DNFS_TEST_ALLOW_SKIPS=1: the skips above do not fail this run"
+        return 0
+    fi
+    log "FAILED: a run with a skip has not shown that everything works (DNFS_TEST_ALLOW_SKIPS=1 allows them)"
+    return 1
+}
 # shellcheck source=scripts/lib/apt.sh
 . "$ROOT/scripts/lib/apt.sh"
 
@@ -119,6 +188,9 @@ main() {
     install_packages
     log "docs: no references outside the repository, no broken links, no conflict markers, no missing tests"
     check_docs
+    log "module graph: no new or grown import knot (scripts/module-knots.txt only tightens)"
+    python3 scripts/test_check_module_graph.py
+    python3 scripts/check-module-graph.py
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
@@ -149,8 +221,13 @@ main() {
     log "cargo test"
     # DIRECTNFS_SQLITE_VERBOSE: the SQLite VFS prints each I/O error it
     # returns, with its file and NFS error (sql.rs's failures otherwise
-    # say only "disk I/O error").
-    DIRECTNFS_SQLITE_VERBOSE=1 cargo test --workspace --release --no-fail-fast
+    # say only "disk I/O error"). DNFS_NETNS_TESTS=later: as root, the
+    # network-namespace tests run in their own steps below, so here they
+    # say DEFERRED, not SKIPPED.
+    local netns=
+    [[ $(id -u) == 0 ]] && netns=later
+    step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_NETNS_TESTS="$netns" \
+        cargo test --workspace --release --no-fail-fast
 
     # The main real-server client tests again, on NFSv4.1. Skipped, with
     # the reason: NFSv4.1's OPEN checks access and type at open (v3 opens
@@ -158,7 +235,7 @@ main() {
     # name OPEN and NFS4ERR_* rather than LOOKUP and NFS3ERR_*; NFSv4
     # times are signed, so a time before 1970 is set, not refused.
     log "cargo test: real-server client tests on NFSv4.1"
-    DNFS_TEST_URL="$DNFS_TEST_URL_V41" cargo test --release -p directnfs \
+    step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" cargo test --release -p directnfs \
         --test real_server --test root_export --test handles_links_attrs -- \
         --skip directory_errors_map_to_posix_errors \
         --skip missing_file_is_not_found_with_op_and_path_in_message \
@@ -167,17 +244,17 @@ main() {
 
     if [[ -x tests/c/run.sh || -f tests/c/run.sh ]]; then
         log "C library tests"
-        bash tests/c/run.sh
+        step bash tests/c/run.sh
     fi
     if [[ $(id -u) == 0 ]]; then
         log "Debian package: build, apt-get install, dnfs check, C example via pkg-config, remove"
-        bash scripts/package-test.sh
+        step bash scripts/package-test.sh
     else
-        log "SKIPPED the Debian package test: not root (apt-get install)"
+        skip_step "the Debian package test: not root (apt-get install)"
     fi
     if [[ -f crates/sqlite/tests/run.sh ]]; then
         log "SQLite VFS tests"
-        bash crates/sqlite/tests/run.sh
+        step bash crates/sqlite/tests/run.sh
         # The same on NFSv4.1, where the lock is a byte-range LOCK: every
         # SQL test and the sqlite3 shell, against the server restarted
         # with a 5 s lease: after each SIGKILL of a lock holder the next
@@ -185,32 +262,35 @@ main() {
         # free it (it takes over the dead client's owner slot).
         log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
         DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease 5 >/dev/null
-        DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" cargo test --release -p directnfs-sqlite --test sql
-        DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
+        step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
+            cargo test --release -p directnfs-sqlite --test sql
+        step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
         DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease default >/dev/null
     fi
     if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
-        bash crates/sqlite/tests/sanitized.sh
+        step bash crates/sqlite/tests/sanitized.sh
     fi
     log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git through dnfs run (~8 min)"
-    bash crates/preload/tests/run.sh
+    step bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         log "interception library on NFSv4.1 mounts: every served call, coreutils, sqlite3, fio, MariaDB (~1 min)"
-        DNFS_PRELOAD_NFS_VERSION=4.1 bash crates/preload/tests/run.sh calls untouched coreutils sqlite fio mariadb
+        step env DNFS_PRELOAD_NFS_VERSION=4.1 bash crates/preload/tests/run.sh calls untouched coreutils sqlite fio mariadb
     fi
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
-        bash scripts/multipath-tests.sh
+        step bash scripts/multipath-tests.sh
         log "ops: a cut path in dnfs stats/top/exporter and the alert log (network namespaces)"
-        bash scripts/ops-netns-tests.sh
+        step bash scripts/ops-netns-tests.sh
     else
-        log "SKIPPED multipath tests: not root"
+        skip_step "multipath and ops network-namespace tests: not root"
     fi
     run_soak
 
     run_miri
     run_fuzzers
+    report_skips
+    rm -f "$OUTPUT_LOG"
     log "all tests passed"
 }
 
@@ -221,17 +301,17 @@ main() {
 run_soak() {
     local minutes=${DNFS_SOAK_MINUTES:-3}
     if [[ $minutes == 0 ]]; then
-        log "SKIPPED fault soak: DNFS_SOAK_MINUTES=0"
+        skip_step "fault soak: DNFS_SOAK_MINUTES=0"
         return
     fi
     if [[ $(id -u) != 0 ]]; then
-        log "SKIPPED fault soak: not root"
+        skip_step "fault soak: not root"
         return
     fi
     log "fault soak, ${minutes} min (network namespaces, needs root)"
     local args=(--minutes "$minutes")
     [[ -n ${DNFS_SOAK_SEED:-} ]] && args+=(--seed "$DNFS_SOAK_SEED")
-    bash scripts/soak.sh "${args[@]}"
+    step bash scripts/soak.sh "${args[@]}"
 }
 
 # Miri on the unit tests that need neither a socket nor C: the SQLite VFS
@@ -243,25 +323,27 @@ run_soak() {
 # #[cfg_attr(miri, ignore)], and wire's roundtrip and never_panics suites
 # (property tests of safe code, also fuzzed) are left to cargo test.
 # DNFS_MIRI=0 skips it; without the nightly toolchain or its miri component
-# it is skipped loudly.
+# it is skipped loudly (and counted: report_skips). Its output is not
+# searched for skipped tests (not run by `step`): the real-server tests
+# skip here by design, and run in the cargo test step.
 run_miri() {
     if [[ ${DNFS_MIRI:-1} == 0 ]]; then
-        log "SKIPPED Miri: DNFS_MIRI=0"
+        skip_step "Miri: DNFS_MIRI=0"
         return
     fi
     if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-        log "SKIPPED Miri: no nightly toolchain on this machine"
+        skip_step "Miri: no nightly toolchain on this machine"
         return
     fi
     if ! cargo +nightly miri --version >/dev/null 2>&1; then
         log "installing the miri component"
         if ! rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1; then
-            log "SKIPPED Miri: rustup could not install the miri component"
+            skip_step "Miri: rustup could not install the miri component"
             return
         fi
     fi
     if ! cargo +nightly miri setup >/dev/null 2>&1; then
-        log "SKIPPED Miri: cargo miri setup failed (it builds a sysroot from rust-src)"
+        skip_step "Miri: cargo miri setup failed (it builds a sysroot from rust-src)"
         return
     fi
     log "Miri: unit tests of sqlite, capi, engine, wire; wire's statements, golden, ganesha (v3 and v4.1)"
@@ -294,11 +376,11 @@ run_miri() {
 run_fuzzers() {
     local secs=${DNFS_FUZZ_SECONDS:-20}
     if [[ $secs == 0 ]]; then
-        log "SKIPPED fuzzing: DNFS_FUZZ_SECONDS=0"
+        skip_step "fuzzing: DNFS_FUZZ_SECONDS=0"
         return
     fi
     if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-        log "SKIPPED fuzzing: no nightly toolchain on this machine"
+        skip_step "fuzzing: no nightly toolchain on this machine"
         return
     fi
     if ! cargo +nightly fuzz --version >/dev/null 2>&1; then

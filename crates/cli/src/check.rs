@@ -89,6 +89,9 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
                 }
             }
         }
+        if targets.is_empty() {
+            return Err(nothing_to_serve(&tab));
+        }
     } else {
         for u in urls {
             let url = NfsUrl::parse(u).map_err(|e| CliError::msg(e.to_string()))?;
@@ -110,6 +113,25 @@ pub fn run(config: Option<&Path>, urls: &[String]) -> Result<bool> {
     print_table(&rows);
     let trunked = print_trunking(&rows);
     Ok(trunked && rows.iter().all(|r| r.outcome.is_ok()))
+}
+
+/// The error of a dnfstab with no export to check: no `server:` block, or
+/// no `export:` line under any. Such a configuration can serve nothing, so
+/// an empty table and success would hide the mistake.
+fn nothing_to_serve(tab: &directnfs::config::DnfsTab) -> CliError {
+    let file = tab.source.display();
+    if tab.servers.is_empty() {
+        return CliError::msg(format!(
+            "{file}: no `server:` block: this dnfstab can serve nothing \
+             (a server needs a `path:` and at least one `export:` line)"
+        ));
+    }
+    let names: Vec<&str> = tab.servers.iter().map(|s| s.name.as_str()).collect();
+    CliError::msg(format!(
+        "{file}: no `export:` line under server {}: this dnfstab can serve nothing \
+         (each `export:` line names an export to mount)",
+        names.join(", ")
+    ))
 }
 
 /// NFSv4.1: a path of a server whose owner or scope differs from its

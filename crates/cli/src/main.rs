@@ -147,6 +147,19 @@ enum Command {
     /// Serve every local directnfs process's statistics to Prometheus
     /// (text exposition at http://ADDR/metrics).
     Exporter(ops::exporter::ExporterArgs),
+    /// Remove the NFSv3 lock file of a SQLite database (opened through the
+    /// directnfs VFS) whose holder is gone: a process of this host that no
+    /// longer runs, or one of the host named by --host-gone, which you
+    /// know is down for good. A holder alive on this host, or on another
+    /// host not named, is never removed: the lock's owner is printed.
+    SqliteUnlock {
+        /// The database (the lock file is DB.dnfs-lock beside it).
+        db: String,
+        /// The host of the lock's owner is down for good (its name as the
+        /// lock file records it): its lock may be removed.
+        #[arg(long, value_name = "HOST")]
+        host_gone: Option<String>,
+    },
     /// Space and file slots of the file systems holding PATHs (FSSTAT).
     Df {
         /// NFS paths.
@@ -273,6 +286,13 @@ fn run(resolver: &Resolver, command: Command) -> Result<()> {
         Command::Mkdir { path, parents } => commands::namespace::mkdir(resolver, &path, parents),
         Command::Mv { src, dst } => commands::namespace::mv(resolver, &src, &dst),
         Command::Df { paths, bytes } => ops::df::run(resolver, &paths, bytes),
+        Command::SqliteUnlock { db, host_gone } => {
+            let (client, path) = resolver.nfs(&db, "sqlite-unlock")?;
+            let done = directnfs_sqlite::unlock::unlock(&client, &path, host_gone.as_deref())
+                .map_err(|why| CliError::msg(format!("sqlite-unlock {db}: {why}")))?;
+            use std::io::Write as _;
+            writeln!(std::io::stdout(), "{done}").map_err(CliError::stdout)
+        }
         // Handled in main (they have their own exit codes, or mount nothing).
         Command::Bench(_)
         | Command::Check { .. }

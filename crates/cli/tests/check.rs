@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{dnfs, dnfs_in, server, Scratch};
+use common::{dnfs, dnfs_in, fails, server, Scratch};
 
 #[test]
 fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
@@ -46,7 +46,8 @@ fn check_reports_a_reachable_export_and_fails_on_a_dead_one() {
     );
 
     // NFSv4.1: the protocol and the session's slots.
-    if let Ok(v41) = std::env::var("DNFS_TEST_URL_V41") {
+    // (url_v41: a failure where the tests must run, not a silent skip.)
+    if let Some(v41) = directnfs_testkit::server::url_v41("check: the NFSv4.1 row") {
         let out = dnfs(&["check", &v41]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{stdout}");
@@ -112,4 +113,45 @@ fn check_walks_every_export_of_the_dnfstab() {
         rows[1].contains("FAILED") && rows[1].contains("MOUNT"),
         "{stdout}"
     );
+}
+
+/// A dnfstab that can serve nothing (empty, comments only, or servers
+/// without an `export:` line) is an error naming the file, not an empty
+/// table and success. No server needed: nothing is mounted.
+#[test]
+fn check_refuses_a_dnfstab_with_nothing_to_serve() {
+    let scratch = Scratch::new("check-empty");
+    let cases = [
+        ("", "no `server:` block"),
+        ("# nothing yet\n\n", "no `server:` block"),
+        (
+            "server: filer1\npath: 127.0.0.1\n",
+            "no `export:` line under server filer1",
+        ),
+        (
+            "server: a\npath: 127.0.0.1\nserver: b\npath: 127.0.0.2\n",
+            "no `export:` line under server a, b",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let tab = scratch.path(&format!("dnfstab{i}"));
+        std::fs::write(&tab, text).unwrap();
+        let tab = tab.display().to_string();
+        // Named by --config, and found in the current directory.
+        let line = fails(&["check", "--config", &tab]);
+        assert!(
+            line.contains(&tab) && line.contains(want),
+            "{text:?}: {line}"
+        );
+        assert!(line.contains("can serve nothing"), "{line}");
+        std::fs::copy(&tab, scratch.path("dnfstab")).unwrap();
+        let out = dnfs_in(&scratch.0, &["check"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{text:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{text:?}: no table");
+        assert!(
+            stderr.contains("dnfstab: ") && stderr.contains(want),
+            "{stderr}"
+        );
+    }
 }

@@ -76,6 +76,98 @@ fn eight_processes_sum_to_what_each_reports_at_exit() {
     }
 }
 
+/// `url` (an export URL, maybe with a query) with `/name` added to its path.
+fn file_url(url: &str, name: &str) -> String {
+    match url.split_once('?') {
+        Some((base, q)) => format!("{}/{name}?{q}", base.trim_end_matches('/')),
+        None => format!("{}/{name}", url.trim_end_matches('/')),
+    }
+}
+
+/// (server, export, vers) of each SERVERS row of `dnfs stats` text.
+fn servers_shown(text: &str) -> Vec<(String, String, String)> {
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with("SERVERS"))
+        .skip(1);
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    let at = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no {name} column in SERVERS:\n{text}"))
+    };
+    let (server, export, vers) = (at("server"), at("export"), at("vers"));
+    lines
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            let cell = |i: usize| cells.get(i).copied().unwrap_or_default().to_owned();
+            (cell(server), cell(export), cell(vers))
+        })
+        .collect()
+}
+
+/// `dnfs stats` names each mount's protocol version: 4.1 for an NFSv4.1
+/// mount (it said 3 for every mount), 3 for NFSv3, and the host's view of
+/// both mounts of one export shows two server rows, not one summed under
+/// the version of whichever came first.
+#[test]
+fn dnfs_stats_shows_the_protocol_version_of_each_mount() {
+    let s = server_or_skip!();
+    let Some(v41) = server::url_v41("dnfs_stats_shows_the_protocol_version_of_each_mount") else {
+        return;
+    };
+    let tag = unique("ops-vers");
+    let release = std::env::temp_dir().join(format!("{tag}.release"));
+    let reads = [("DNFS_OPS_READS", "5")];
+    let mut w3 = spawn_worker(s, &format!("{tag}-3.dat"), &release, &reads);
+    let v41_file = file_url(&v41, &format!("{tag}-41.dat"));
+    let mut w41 = spawn_worker_with(&release, &[("DNFS_OPS_URL", v41_file.as_str()), reads[0]]);
+    let p3: u32 = w3.expect("READY").parse().expect("pid");
+    let p41: u32 = w41.expect("READY").parse().expect("pid");
+    w3.expect("DONE");
+    w41.expect("DONE");
+    let mut mine = None;
+    for (pid, want) in [(p3, "3"), (p41, "4.1")] {
+        let pid = pid.to_string();
+        let json = ok_out(&dnfs(&["stats", "--pid", &pid, "--json"]));
+        let host: HostStats = serde_json::from_slice(&json).expect("json");
+        let versions: Vec<&str> = host.processes[0]
+            .stats
+            .servers
+            .iter()
+            .map(|s| s.nfs_version.as_str())
+            .collect();
+        assert_eq!(versions, [want], "pid {pid}: JSON");
+        let text = String::from_utf8_lossy(&ok_out(&dnfs(&["stats", "--pid", &pid]))).into_owned();
+        let rows = servers_shown(&text);
+        assert_eq!(rows.len(), 1, "pid {pid}:\n{text}");
+        assert_eq!(rows[0].2, want, "pid {pid}: text\n{text}");
+        mine = Some((rows[0].0.clone(), rows[0].1.clone()));
+    }
+    // Every process of the host: one row per version of our export.
+    let mine = mine.expect("a row");
+    let text = String::from_utf8_lossy(&ok_out(&dnfs(&["stats"]))).into_owned();
+    let mut versions: Vec<String> = servers_shown(&text)
+        .into_iter()
+        .filter(|(server, export, _)| (server, export) == (&mine.0, &mine.1))
+        .map(|(_, _, vers)| vers)
+        .collect();
+    versions.sort();
+    assert_eq!(versions, ["3", "4.1"], "both mounts:\n{text}");
+    std::fs::write(&release, b"").expect("release");
+    for mut w in [w3, w41] {
+        w.expect("FINAL");
+        let _ = w.child.wait();
+    }
+    let _ = std::fs::remove_file(&release);
+}
+
 #[test]
 fn pid_selects_one_process_and_an_unknown_pid_is_an_error() {
     let s = server_or_skip!();
@@ -127,7 +219,10 @@ fn pid_selects_one_process_and_an_unknown_pid_is_an_error() {
 fn another_user_cannot_read_a_process_statistics() {
     let s = server_or_skip!();
     if !is_root() {
-        eprintln!("SKIPPED another_user_cannot_read_a_process_statistics: needs root (runuser)");
+        directnfs_testkit::server::skipped(
+            "another_user_cannot_read_a_process_statistics",
+            "needs root (runuser)",
+        );
         return;
     }
     // A run directory of its own: this test opens its modes up for a

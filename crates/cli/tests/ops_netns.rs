@@ -53,11 +53,10 @@ impl Drop for Topology {
 
 #[test]
 fn a_cut_path_shows_everywhere_within_a_second() {
-    if std::env::var("DNFS_NETNS_TESTS").as_deref() != Ok("1") {
-        eprintln!(
-            "SKIPPED a_cut_path_shows_everywhere_within_a_second: needs root and network \
-             namespaces (scripts/ops-netns-tests.sh sets DNFS_NETNS_TESTS=1)"
-        );
+    if !directnfs_testkit::server::netns_tests(
+        "a_cut_path_shows_everywhere_within_a_second",
+        "scripts/ops-netns-tests.sh",
+    ) {
         return;
     }
     let _topology = Topology;

@@ -265,11 +265,8 @@ impl Client {
             servers: vec![ServerStats {
                 name: inner.name.clone(),
                 export: inner.export.clone(),
-                nfs_version: match inner.v4 {
-                    Some(_) => "4.1",
-                    None => "3",
-                }
-                .to_owned(),
+                // The version mounted: an NFSv4.1 session, or NFSv3.
+                nfs_version: if inner.v4.is_some() { "4.1" } else { "3" }.to_owned(),
                 rtmax: inner.limits.rtmax,
                 wtmax: inner.limits.wtmax,
                 clients: 1,

@@ -66,9 +66,10 @@ where
     let mut short: Vec<u8> = name.bytes().filter(|&b| b != 0).take(15).collect();
     short.push(0);
     let full_name = name.to_string();
+    let name_for_creator = short.clone();
     let body: Box<dyn FnOnce() + Send> = Box::new(move || {
-        // SAFETY: `short` is NUL-terminated; this names the calling thread.
-        unsafe { libc::pthread_setname_np(libc::pthread_self(), short.as_ptr().cast()) };
+        // SAFETY: pthread_self is this thread, alive.
+        let _ = name_thread(unsafe { libc::pthread_self() }, &short);
         // A panic must not unwind out of the thread's C entry point: it is
         // caught and handed to `join`, as `std::thread` does.
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -96,6 +97,13 @@ where
             let rc = libc::pthread_create(&mut thread, &attr, start, arg.cast());
             libc::pthread_attr_destroy(&mut attr);
             if rc == 0 {
+                // Named here too, before `spawn` returns: the thread
+                // names itself only once it runs, which on a busy machine
+                // can be well after its creator has gone on (a test that
+                // looked for the thread right after the client was made
+                // found no thread of that name). Ignored if it fails (the
+                // thread has ended already: it named itself first).
+                let _ = name_thread(thread, &name_for_creator);
                 Ok(thread)
             } else {
                 drop(Box::from_raw(arg));
@@ -107,6 +115,15 @@ where
         thread: Some(made),
         result,
     })
+}
+
+/// Gives `thread` (made by [`spawn_with_stack`], not yet joined or
+/// detached) the name `short` (NUL-terminated, at most 16 bytes with it).
+fn name_thread(thread: libc::pthread_t, short: &[u8]) -> i32 {
+    debug_assert!(short.len() <= 16 && short.last() == Some(&0));
+    // SAFETY: `short` is NUL-terminated and at most 16 bytes long, as
+    // pthread_setname_np requires; `thread` is a live pthread_t of ours.
+    unsafe { libc::pthread_setname_np(thread, short.as_ptr().cast()) }
 }
 
 /// The entry point of every library thread: runs the body [`spawn`] boxed.
@@ -164,5 +181,37 @@ mod tests {
             std::fs::read_to_string("/proc/thread-self/comm").unwrap_or_default()
         });
         assert_eq!(name.unwrap().join().unwrap().trim_end(), "a-name-longer-t");
+    }
+
+    /// The names of this process's threads (`/proc/self/task/*/comm`).
+    fn thread_names() -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+            .map(|c| c.trim_end().to_owned())
+            .collect()
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore)] // reads /proc
+    fn a_thread_has_its_name_as_soon_as_spawn_returns() {
+        // A test found no "dnfs-v41-renew" right after the client was made:
+        // the thread had not yet run far enough to name itself. A thread
+        // names itself as its first act, so the window is short: many
+        // rounds, each looking right after `spawn` returns (before the
+        // thread is let go on, so it is still alive to be seen).
+        for i in 0..200 {
+            let name = format!("dnfs-race{i}");
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let t = spawn(&name, move || rx.recv().is_ok()).unwrap();
+            let names = thread_names();
+            tx.send(()).unwrap();
+            assert!(t.join().unwrap());
+            assert!(
+                names.contains(&name),
+                "round {i}: no thread {name} right after spawn returned: {names:?}"
+            );
+        }
     }
 }

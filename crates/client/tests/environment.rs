@@ -70,7 +70,10 @@ where
             // this thread (and threads it starts later) to a new namespace.
             if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
                 let e = std::io::Error::last_os_error();
-                eprintln!("SKIPPED {name}: cannot make a network namespace ({e}); needs root");
+                directnfs_testkit::server::skipped(
+                    &name,
+                    &format!("cannot make a network namespace ({e}); needs root"),
+                );
                 let _ = tx.send(None);
                 return;
             }
@@ -318,7 +321,10 @@ fn unresolvable_host_name_fails_connect_at_once_naming_it() {
         // loopback: the question never leaves the namespace.
         let servers: Vec<IpAddr> = name_servers().into_iter().filter(IpAddr::is_ipv4).collect();
         if servers.is_empty() {
-            eprintln!("SKIPPED unresolvable_host_name: no IPv4 nameserver in /etc/resolv.conf");
+            directnfs_testkit::server::skipped(
+                "unresolvable_host_name",
+                "no IPv4 nameserver in /etc/resolv.conf",
+            );
             return;
         }
         let answered: Vec<_> = servers
@@ -438,7 +444,10 @@ fn mount_with_resvport(server: &HostileServer) -> Vec<u16> {
 #[test]
 fn resvport_binds_a_privileged_source_port_when_permitted() {
     if !can_bind_service() {
-        eprintln!("SKIPPED resvport_binds_a_privileged_source_port: no CAP_NET_BIND_SERVICE");
+        directnfs_testkit::server::skipped(
+            "resvport_binds_a_privileged_source_port",
+            "no CAP_NET_BIND_SERVICE",
+        );
         return;
     }
     let server = HostileServer::start(Plan::none());

@@ -9,7 +9,8 @@
 //!
 //! They need root and create namespaces, so they run only with
 //! `DNFS_NETNS_TESTS=1` (see `scripts/multipath-tests.sh`); otherwise every
-//! test prints a loud SKIPPED line and passes. One topology serves the whole
+//! test prints a loud SKIPPED line (`directnfs_testkit::server::netns_tests`,
+//! which `scripts/test.sh` counts) and passes. One topology serves the whole
 //! test binary (brought up by the first test, torn down at exit), and the
 //! tests take a global lock, so they never overlap even without
 //! `--test-threads=1`. Every test has a watchdog: past its time budget the
@@ -52,24 +53,15 @@ const THREADS: u64 = 8;
 
 // --- topology --------------------------------------------------------------
 
-fn enabled() -> bool {
-    std::env::var("DNFS_NETNS_TESTS").as_deref() == Ok("1")
-}
-
-/// Returns early (passing) with a loud message unless the netns tests are on.
-/// The message goes straight to the process's stderr, past the test
-/// harness's output capture, so it shows even for a passing test.
+/// Returns early (passing) with a loud message unless the netns tests are on
+/// (`directnfs_testkit::server::netns_tests`: skipped, or deferred to
+/// `scripts/multipath-tests.sh` when `scripts/test.sh` runs that next).
 macro_rules! require_netns {
     ($name:expr) => {
-        if !enabled() {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "*** SKIPPED multipath::{}: set DNFS_NETNS_TESTS=1 to run it (needs root; \
-                 creates network namespace dnfs-srv with scripts/netns.sh). \
-                 Run scripts/multipath-tests.sh. ***",
-                $name
-            );
+        if !directnfs_testkit::server::netns_tests(
+            &format!("multipath::{}", $name),
+            "scripts/multipath-tests.sh",
+        ) {
             return;
         }
     };

@@ -53,8 +53,11 @@
 //!   processes get SQLITE_BUSY until then; nothing to break by hand).
 //! * **Stale lock files** (NFSv3): one left by a dead process of THIS host is
 //!   broken automatically, with a warning naming it (see `dotlock`); one
-//!   of another host is not (its owner's liveness cannot be known): remove
-//!   it by hand once that process is gone. A lock file that names no owner
+//!   of another host is not (its owner's liveness cannot be known): a
+//!   process waiting for it reports the owner and the lock file
+//!   (`sqlite3_log` with SQLITE_BUSY, and stderr with
+//!   `DIRECTNFS_SQLITE_VERBOSE`); once that host is gone for good,
+//!   `dnfs sqlite-unlock DB --host-gone HOST` removes it ([`unlock`]). A lock file that names no owner
 //!   (left by an older directnfs killed while taking it) is broken once
 //!   unchanged for 10 s.
 //! * **WAL**: the WAL-index ("-shm") lives in the memory of the process
@@ -123,6 +126,7 @@ mod names;
 mod rangelock;
 pub mod sys;
 mod test_hooks;
+pub mod unlock;
 mod vfs;
 
 use std::cell::RefCell;
@@ -173,6 +177,31 @@ pub(crate) fn report(code: c_int, msg: &str) {
     let text = CString::new(msg.replace('\0', " ")).unwrap_or_default();
     // SAFETY: sqlite3_log with a "%s" format and one C string argument.
     unsafe { log(code, c"%s".as_ptr(), text.as_ptr()) };
+}
+
+/// How often the same busy message is reported again while a lock stays
+/// held by the same owner.
+const BUSY_REPORT_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The last busy message [`report_busy`] reported, and when.
+static LAST_BUSY: Mutex<Option<(String, std::time::Instant)>> = Mutex::new(None);
+
+/// [`report`]s, with SQLITE_BUSY, who holds a lock this process waits
+/// for (the owner and the lock file on NFSv3): once per message, and
+/// again every [`BUSY_REPORT_EVERY`] while it lasts, since the busy
+/// handler asks many times a second.
+pub(crate) fn report_busy(msg: &str) {
+    let now = std::time::Instant::now();
+    {
+        let mut last = LAST_BUSY.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((m, at)) = last.as_ref() {
+            if m == msg && now.duration_since(*at) < BUSY_REPORT_EVERY {
+                return;
+            }
+        }
+        *last = Some((msg.to_owned(), now));
+    }
+    report(SQLITE_BUSY, msg);
 }
 
 /// Registers the VFS (once per process). Returns an error message.

@@ -342,7 +342,8 @@ impl Inode {
         let (db, file) = (&self.display, &self.names.lock);
         match holder {
             Holder::Process(o) => format!(
-                "{db}: locked by {o} (lock file {file}; if that process is gone and ran on another host, remove the file)"
+                "{db}: locked by {o} (lock file {file}; if host {} is down for good: dnfs sqlite-unlock {db} --host-gone {})",
+                o.host, o.host
             ),
             Holder::Ownerless { age } => format!(
                 "{db}: locked by a lock file that names no owner ({file}, unchanged for {} s; broken once unchanged for {} s)",

@@ -20,10 +20,56 @@ pub fn required() -> bool {
     var("DNFS_TEST_REQUIRE_SERVER").is_some()
 }
 
-/// Says loudly that `test` is skipped and why. Written straight to stderr:
-/// libtest captures `eprintln!` of passing tests, which would hide it.
+/// Says loudly that `test` is skipped and why, on a line that begins with
+/// [`SKIP_MARKER`]. Written straight to stderr: libtest captures
+/// `eprintln!` of passing tests, which would hide it. Every test that skips
+/// all or part of what it checks says so through this function:
+/// `scripts/test.sh` counts these lines and fails a run that has any.
 pub fn skipped(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {why}");
+    let _ = writeln!(std::io::stderr(), "{SKIP_MARKER}{test}: {why}");
+}
+
+/// How a line saying that a test was skipped begins (`scripts/test.sh`
+/// looks for it in the output of every test step).
+pub const SKIP_MARKER: &str = "SKIPPED ";
+
+/// For a test that can check something only where the machine allows it
+/// (root, a local view of the export): panics with `why` when the tests
+/// must run ([`required`]: CI, which has all of it), otherwise says that
+/// `test` is skipped ([`skipped`]). For the tests that would otherwise
+/// skip part of what they check without a word.
+#[track_caller]
+pub fn cannot_check(test: &str, why: &str) {
+    assert!(
+        !required(),
+        "{test}: {why} (DNFS_TEST_REQUIRE_SERVER is set: the check must run)"
+    );
+    skipped(test, why);
+}
+
+/// Whether a test that needs root and the network-namespace topology
+/// (`DNFS_NETNS_TESTS=1`, set by `script`) runs now. `DNFS_NETNS_TESTS=later`
+/// (set by `scripts/test.sh` for its `cargo test` step, when it runs
+/// `script` itself afterwards) says on stderr that the test is deferred to
+/// `script`, which is not a skip; unset, the test is skipped ([`skipped`]).
+pub fn netns_tests(test: &str, script: &str) -> bool {
+    match var("DNFS_NETNS_TESTS").as_deref() {
+        Some("1") => true,
+        Some("later") => {
+            let _ = writeln!(std::io::stderr(), "DEFERRED {test}: run by {script}");
+            false
+        }
+        _ => {
+            skipped(
+                test,
+                &format!(
+                    "needs root and the network-namespace topology: run {script} \
+                     (it sets DNFS_NETNS_TESTS=1)"
+                ),
+            );
+            false
+        }
+    }
 }
 
 /// `DNFS_TEST_URL`, or `None` after saying that `test` is skipped. Panics

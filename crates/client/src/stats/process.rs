@@ -42,7 +42,7 @@ pub struct HostStats {
 
 impl HostStats {
     /// The processes' statistics summed into one snapshot: servers that
-    /// name the same server and export add up (their paths too, by local
+    /// name the same server, export and protocol version add up (their paths too, by local
     /// and remote address), while channels and files stay one entry per
     /// process, with their `pid` set. A path down in some processes and up
     /// in others is [`state::PARTLY_DOWN`].
@@ -50,11 +50,9 @@ impl HostStats {
         let mut out = StatsSnapshot::default();
         for p in &self.processes {
             for srv in &p.stats.servers {
-                let mine = match out
-                    .servers
-                    .iter_mut()
-                    .find(|s| s.name == srv.name && s.export == srv.export)
-                {
+                let mine = match out.servers.iter_mut().find(|s| {
+                    s.name == srv.name && s.export == srv.export && s.nfs_version == srv.nfs_version
+                }) {
                     Some(s) => s,
                     None => {
                         out.servers.push(ServerStats {
@@ -215,5 +213,24 @@ mod tests {
             unreadable: vec![],
         };
         assert_eq!(host.aggregate().servers.len(), 2);
+    }
+
+    #[test]
+    fn an_export_mounted_over_nfsv3_and_nfsv41_stays_two_entries() {
+        let mut a = process(10, 1, "up");
+        a.stats.servers[0].nfs_version = "3".into();
+        let mut b = process(11, 2, "up");
+        b.stats.servers[0].nfs_version = "4.1".into();
+        let host = HostStats {
+            processes: vec![a, b],
+            unreadable: vec![],
+        };
+        let agg = host.aggregate();
+        let versions: Vec<_> = agg
+            .servers
+            .iter()
+            .map(|s| (s.nfs_version.as_str(), s.totals.reads))
+            .collect();
+        assert_eq!(versions, [("3", 1), ("4.1", 2)]);
     }
 }

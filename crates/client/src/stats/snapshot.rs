@@ -49,7 +49,7 @@ pub struct ServerStats {
     pub name: String,
     /// The export mounted (v$dnfs_servers `dirname`).
     pub export: String,
-    /// NFS protocol version in use (`"3"` or `"4.1"`).
+    /// NFS protocol version of the mount: `"3"` or `"4.1"`.
     pub nfs_version: String,
     /// Largest READ sent: the server's FSINFO rtmax clamped by `rsize`.
     pub rtmax: u32,

@@ -223,6 +223,78 @@ fn held(names: &Names, broken: Vec<String>) -> Acquire {
     }
 }
 
+/// What [`break_by_hand`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ByHand {
+    /// There was no lock file.
+    NotLocked,
+    /// The lock file of this owner was removed.
+    Removed(Owner),
+    /// Left in place, and why (a sentence naming the lock file and owner).
+    Refused(String),
+}
+
+/// Breaks the lock of `names` by hand (`dnfs sqlite-unlock`): the owner
+/// named by the lock file is judged as [`DotLock::acquire`] judges it,
+/// except that an owner of another host, whose liveness this host cannot
+/// know, is taken for gone when `host_gone` names its host (the user
+/// says that host is down for good). A live owner of this host, a lock
+/// of a newer directnfs and a lock that changes while read are left in
+/// place; a lock file that names no owner is left to the next open (it
+/// breaks it once unchanged for [`OWNERLESS_AFTER`]). The lock is removed
+/// only if it still names the owner judged ([`breaking`]), [`DEAD_GRACE`]
+/// after the judgement.
+pub fn break_by_hand(
+    client: &Client,
+    names: &Names,
+    host_gone: Option<&str>,
+) -> dnfs::Result<ByHand> {
+    let file = &names.lock;
+    let seen = read_lock(client, file)?;
+    let owner = match &seen {
+        Seen::Gone => return Ok(ByHand::NotLocked),
+        Seen::Changing => {
+            return Ok(ByHand::Refused(format!(
+                "lock file {file} changed while it was read (taken or released now): try again"
+            )))
+        }
+        Seen::Newer(v) => {
+            return Ok(ByHand::Refused(format!(
+                "lock file {file} was written by a newer directnfs (record version {v}), whose rules this one does not know: not removed"
+            )))
+        }
+        Seen::Ownerless { .. } => {
+            return Ok(ByHand::Refused(format!(
+                "lock file {file} names no owner: the next open of the database breaks it once it has been unchanged for {} s",
+                OWNERLESS_AFTER.as_secs()
+            )))
+        }
+        Seen::Owner(o) => o.clone(),
+    };
+    let here = owner::hostname();
+    if owner.host == here {
+        if !owner.is_dead_here() {
+            return Ok(ByHand::Refused(format!(
+                "lock file {file} is held by {owner}, which is alive on this host: not removed (end that process, or let it finish)"
+            )));
+        }
+    } else if host_gone != Some(owner.host.as_str()) {
+        return Ok(ByHand::Refused(format!(
+            "lock file {file} is held by {owner}; this host ({here}) cannot know whether that process lives. \
+             Only if host {} is down for good, or that process is gone, say so with --host-gone {}",
+            owner.host, owner.host
+        )));
+    }
+    std::thread::sleep(DEAD_GRACE);
+    if breaking::break_if_unchanged(client, file, &seen)? {
+        Ok(ByHand::Removed(owner))
+    } else {
+        Ok(ByHand::Refused(format!(
+            "lock file {file} changed hands meanwhile (no longer held by {owner}): not removed"
+        )))
+    }
+}
+
 /// Tells the holder of the lock that we wait for it (best effort: the
 /// waiter file is created if missing).
 pub fn mark_wanted(client: &Client, names: &Names) {

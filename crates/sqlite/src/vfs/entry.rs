@@ -44,8 +44,12 @@ pub(super) fn io_error(code: c_int, what: &str, e: &Error) -> c_int {
 pub(super) fn lock_error(e: LockError) -> c_int {
     match e {
         LockError::Busy(msg) => {
-            // Not logged: the busy handler retries, often many times.
+            // Who holds the lock (the lock file's owner on NFSv3), told
+            // where a user sees it: SQLite's own message is only "database
+            // is locked". The busy handler retries, often many times: one
+            // line per holder, again after a while (report_busy).
             set_last_error(libc::EBUSY, &msg);
+            crate::report_busy(&msg);
             SQLITE_BUSY
         }
         LockError::Io(code, msg) => {

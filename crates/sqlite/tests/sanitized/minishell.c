@@ -5,7 +5,9 @@
  *
  * Reads SQL from stdin. A line starting with '.' outside a statement is a
  * command: `.load FILE` (sqlite3_load_extension, no entry point named),
- * `.open NAME` (a URI or a file name, read-write, created if missing).
+ * `.open NAME` (a URI or a file name, read-write, created if missing),
+ * `.log stderr|stdout|off` (the SQLite error log, sqlite3_config
+ * SQLITE_CONFIG_LOG, written as the shell writes it: "(CODE) MESSAGE").
  * Everything else is SQL, run when sqlite3_complete() says a statement is
  * complete; rows print as the shell's list mode does (columns joined by '|',
  * NULL empty). Errors go to stderr as "Error: ..." and the input goes on; a
@@ -18,6 +20,16 @@
 #include "sqlite3.h"
 
 static int failed;
+static FILE *log_out; /* .log: where the SQLite error log goes, or NULL */
+
+/* The SQLite error log callback, registered before SQLite initialises
+ * (as the shell does); silent until `.log` names a stream. */
+static void shell_log(void *arg, int code, const char *msg) {
+    (void)arg;
+    if (!log_out) return;
+    fprintf(log_out, "(%d) %s\n", code, msg);
+    fflush(log_out);
+}
 
 static void print_rows(sqlite3_stmt *st) {
     int n = sqlite3_column_count(st);
@@ -80,6 +92,14 @@ static void dot_command(sqlite3 **db, char *line) {
             sqlite3_close(*db);
             sqlite3_open(":memory:", db);
         }
+    } else if (strncmp(line, ".log ", 5) == 0 && (arg = argument(line, 4))) {
+        if (strcmp(arg, "stderr") == 0) log_out = stderr;
+        else if (strcmp(arg, "stdout") == 0) log_out = stdout;
+        else if (strcmp(arg, "off") == 0) log_out = NULL;
+        else {
+            fprintf(stderr, "Error: .log takes stderr, stdout or off\n");
+            failed = 1;
+        }
     } else {
         fprintf(stderr, "Error: unknown command: %s", line);
         failed = 1;
@@ -88,6 +108,7 @@ static void dot_command(sqlite3 **db, char *line) {
 
 int main(void) {
     sqlite3 *db = NULL;
+    sqlite3_config(SQLITE_CONFIG_LOG, shell_log, NULL);
     if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
         fprintf(stderr, "Error: cannot open an in-memory database\n");
         return 1;
