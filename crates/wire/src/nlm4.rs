@@ -624,7 +624,7 @@ mod tests {
     #[test]
     fn rejects_netobj_longer_than_1024() {
         let mut bytes = vec![0, 0, 0x04, 0x01];
-        bytes.extend(std::iter::repeat(0).take(1028));
+        bytes.extend(std::iter::repeat_n(0, 1028));
         bytes.extend([0, 0, 0, 0]);
         assert!(matches!(
             decode_exact::<nlm4_res>(&bytes, "res"),
