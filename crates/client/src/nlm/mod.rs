@@ -243,9 +243,12 @@ impl Client {
     }
 }
 
-/// The lock managers this process talks to, by (server address, `nlm_port`).
-fn managers() -> &'static Mutex<HashMap<(IpAddr, u16), Arc<Manager>>> {
-    static M: OnceLock<Mutex<HashMap<(IpAddr, u16), Arc<Manager>>>> = OnceLock::new();
+/// The lock managers of a process, by (server address, `nlm_port`).
+type Managers = Mutex<HashMap<(IpAddr, u16), Arc<Manager>>>;
+
+/// The lock managers this process talks to.
+fn managers() -> &'static Managers {
+    static M: OnceLock<Managers> = OnceLock::new();
     M.get_or_init(Default::default)
 }
 
