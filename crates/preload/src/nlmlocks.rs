@@ -14,17 +14,27 @@
 //! belong to the open file description (an owner per description) and go
 //! with its last descriptor. A process that exits (`exit`, a return from
 //! `main`) releases what it still holds on the server from an `atexit`
-//! handler. A process killed by a signal cannot: its NLM locks stay on the
-//! server until this host's NSM tells the server it restarted, or until
-//! the next process of this host with the same pid... (never): see the
-//! README ("Locks on NFSv3") for what a DBA does then.
+//! handler. A process killed by a signal cannot, and NLM has no lease, so
+//! each process that takes NLM locks lists them in a file of this host's
+//! shadow directory (`nlm/PID`, with the process's start time): the next
+//! process of the host that takes an NLM lock, and a waiter that meets a
+//! conflict (at most once a second), releases the locks of every listed
+//! process that is gone (NLM4_UNLOCK of the whole file in the dead
+//! owner's name: same host name, its pid and owner bytes) and removes its
+//! list. So a killed holder's locks go as soon as another process of its
+//! host wants a lock; until then other hosts wait, as they should. A host
+//! that is gone for good leaves its locks until its statd notifies the
+//! server or the server's administrator clears them (README, "Locks on
+//! NFSv3").
 //!
 //! A server without a lock manager makes the lock call fail with
 //! `ENOLCK`, and the first such failure of the process says so on stderr,
 //! naming the options (`nolock`, `local_lock=`) that keep locks local.
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::time::{Duration, Instant};
 
 use dnfs::{Handle, LockConflict, NlmOwner};
 use libc::c_short;
@@ -117,16 +127,32 @@ impl Nlm {
         wait: bool,
     ) -> Res<()> {
         let client = clients::get(self.state, open.mount)?;
-        client
-            .nlm_lock(
+        sweep_once(self.state);
+        let mut pause = FIRST_POLL;
+        let mut swept = Instant::now();
+        loop {
+            let r = client.nlm_lock(
                 &open.handle,
                 &owner(open, kind),
                 (start, len),
                 exclusive,
-                wait,
-            )
-            .map_err(|e| said(open, e))?;
-        remember(open, kind);
+                false,
+            );
+            match r {
+                Ok(()) => break,
+                Err(e) if wait && dnfs::nlm::lock_should_wait(&e) => {
+                    // A holder of this host may have died: its locks go.
+                    if swept.elapsed() >= Duration::from_secs(1) {
+                        sweep(self.state);
+                        swept = Instant::now();
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(LONGEST_POLL);
+                }
+                Err(e) => return Err(said(open, e)),
+            }
+        }
+        remember(self.state, open, kind);
         Ok(())
     }
 
@@ -143,6 +169,11 @@ impl Nlm {
     }
 }
 
+/// Pause after a denied blocking lock: 10 ms doubling to 1 s (as
+/// NFSv4.1's, v4/lock.rs).
+const FIRST_POLL: Duration = Duration::from_millis(10);
+const LONGEST_POLL: Duration = Duration::from_secs(1);
+
 /// The error as an errno; the first "no lock manager" of the process is
 /// said on stderr with the options that would keep locks local.
 fn said(open: &Open, e: dnfs::Error) -> Errno {
@@ -157,17 +188,18 @@ fn said(open: &Open, e: dnfs::Error) -> Errno {
     Errno(e.errno())
 }
 
-fn remember(open: &Open, kind: Kind) {
+fn remember(state: &State, open: &Open, kind: Kind) {
     let mut h = held();
     let h = h.get_or_insert_with(Held::default);
-    match kind {
-        Kind::Process => {
-            h.process.insert((open.mount, open.handle));
-        }
-        Kind::Description => {
-            h.descriptions
-                .insert(description_id(open), (open.mount, open.handle));
-        }
+    let new = match kind {
+        Kind::Process => h.process.insert((open.mount, open.handle)),
+        Kind::Description => h
+            .descriptions
+            .insert(description_id(open), (open.mount, open.handle))
+            .is_none(),
+    };
+    if new {
+        list(state, open, kind);
     }
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
@@ -227,6 +259,7 @@ extern "C" fn release_all_at_exit() {
     let Some(state) = state::get() else {
         return;
     };
+    let _ = std::fs::remove_file(list_path(state, std::process::id()));
     for (mount, handle) in h.process {
         if let Ok(client) = clients::get(state, mount) {
             let _ = client.nlm_unlock(&handle, &NlmOwner::process(), (0, 0));
@@ -236,5 +269,152 @@ extern "C" fn release_all_at_exit() {
         if let Ok(client) = clients::get(state, mount) {
             let _ = client.nlm_unlock(&handle, &NlmOwner::description(id as u64), (0, 0));
         }
+    }
+}
+
+/// This host's lists of NLM lock holders: `SHADOW/nlm`.
+fn list_dir(state: &State) -> String {
+    format!("{}/nlm", state.shadow.root)
+}
+
+fn list_path(state: &State, pid: u32) -> String {
+    format!("{}/{pid}", list_dir(state))
+}
+
+/// A process's start time (clock ticks since boot, `/proc/PID/stat` field
+/// 22): a pid reused by another process is not the holder.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: count after its ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split(' ').nth(19)?.parse().ok()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Adds a lock owner of this process to its list (the file is made with
+/// the start time on its first line).
+fn list(state: &State, open: &Open, kind: Kind) {
+    let Some(mount) = state.config.mounts.get(open.mount) else {
+        return;
+    };
+    let dir = list_dir(state);
+    if crate::shadow::make_shared_dir(&state.shadow.root).is_err()
+        || crate::shadow::make_shared_dir(&dir).is_err()
+    {
+        return;
+    }
+    let pid = std::process::id();
+    let path = list_path(state, pid);
+    let fresh = match std::fs::metadata(&path) {
+        Ok(_) => {
+            std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|t| t.lines().next().map(str::to_owned))
+                != start_time(pid).map(|t| t.to_string())
+        }
+        Err(_) => true,
+    };
+    let mut text = String::new();
+    if fresh {
+        text.push_str(&format!("{}\n", start_time(pid).unwrap_or(0)));
+    }
+    match kind {
+        Kind::Process => text.push_str(&format!(
+            "P {:016x} {}\n",
+            mount.key,
+            hex(open.handle.as_bytes())
+        )),
+        Kind::Description => text.push_str(&format!(
+            "D {:016x} {} {}\n",
+            mount.key,
+            hex(open.handle.as_bytes()),
+            description_id(open)
+        )),
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .append(!fresh)
+        .truncate(fresh)
+        .open(&path);
+    if let Ok(mut f) = file {
+        let _ = f.write_all(text.as_bytes());
+    }
+}
+
+/// [`sweep`] once per process, at its first NLM lock.
+fn sweep_once(state: &State) {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| sweep(state));
+}
+
+/// Releases the NLM locks of every listed process of this host that is
+/// gone, and removes its list.
+fn sweep(state: &State) {
+    let Ok(entries) = std::fs::read_dir(list_dir(state)) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        let mut lines = text.lines();
+        let started = lines.next().and_then(|l| l.parse::<u64>().ok());
+        if started.is_some() && start_time(pid) == started {
+            continue; // alive
+        }
+        for line in lines {
+            release_dead(state, pid, line);
+        }
+        let _ = std::fs::remove_file(entry.path());
+    }
+}
+
+/// One line of a dead process's list: NLM4_UNLOCK of the whole file in
+/// its owner's name.
+fn release_dead(state: &State, pid: u32, line: &str) {
+    let words: Vec<&str> = line.split(' ').collect();
+    let (owner, key, fh) = match words.as_slice() {
+        ["P", key, fh] => (NlmOwner::process_of(pid), *key, *fh),
+        ["D", key, fh, id] => {
+            let Ok(id) = id.parse::<u64>() else {
+                return;
+            };
+            (NlmOwner::description_of(pid, id), *key, *fh)
+        }
+        _ => return,
+    };
+    let Ok(key) = u64::from_str_radix(key, 16) else {
+        return;
+    };
+    let Some(handle) = unhex(fh).and_then(|b| Handle::from_bytes(&b).ok()) else {
+        return;
+    };
+    let Some(mount) = state.config.mounts.iter().position(|m| m.key == key) else {
+        return;
+    };
+    if let Ok(client) = clients::get(state, mount) {
+        let _ = client.nlm_unlock(&handle, &owner, (0, 0));
     }
 }

@@ -5,7 +5,8 @@
 #         started with DNFS_NLM=1 (DNFS_TEST_URL_NLM): two programs with
 #         different shadow directories (no local lock in common, as on two
 #         hosts) exclude each other — F_GETLK sees the other's lock with
-#         its pid, F_SETLK EAGAIN, F_SETLKW waits, close and exit release;
+#         its pid, F_SETLK EAGAIN, F_SETLKW waits, close and exit release,
+#         a SIGKILLed holder's lock goes at the next lock of its host;
 #         sqlite3 read-modify-write transactions from the two "hosts" on
 #         one database end exact (NFSv3 with NLM, and NFSv4.1); without a
 #         lock manager (the main server) the lock fails with ENOLCK and
@@ -131,6 +132,27 @@ group_nlm() {
     hold fcntl w 0 0
     unhold
     check "NFSv3: A's exit released its record lock on the server" ok "$(probeB try "$f" fcntl w 0 0 | tail -1)"
+
+    # A killed (SIGKILL) holding a lock: it stays on the server (B, another
+    # host, is refused) until another process of A's host wants a lock,
+    # which releases the dead holder's locks (its list in A's shadow
+    # directory) and gets it.
+    local victim
+    hold fcntl w 0 0
+    out=$(probeB try "$f" fcntl w 0 1)
+    victim=$(sed -n 's/^getlk w 0 0 \([0-9][0-9]*\)$/\1/p' <<<"$out")
+    if [[ -n $victim && $(cat "/proc/$victim/comm" 2>/dev/null) == lockprobe ]]; then
+        kill -9 "$victim"
+        wait "$HOLD_PID" 2>/dev/null || true
+        check "NFSv3: a SIGKILLed holder's lock stays on the server (another host refused)" EAGAIN \
+            "$(probeB try "$f" fcntl w 0 1 | tail -1)"
+        check "NFSv3: the next process of the dead holder's host releases it and locks" ok \
+            "$(probeA try "$f" fcntl w 0 1 | tail -1)"
+        check "NFSv3: then the other host gets it too" ok "$(probeB try "$f" fcntl w 0 1 | tail -1)"
+    else
+        bad "NFSv3: F_GETLK names the holder's pid" "$out"
+        unhold
+    fi
 
     nlm_sqlite_two_hosts "NFSv3 with NLM" "$MNT-nlm/$RUNID/rmw.db"
     nfs mkdir -p "$MNT-nlm41/$RUNID/v41"

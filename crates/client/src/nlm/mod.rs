@@ -72,7 +72,12 @@ impl NlmOwner {
     /// The owner of this process's POSIX record locks (`fcntl`):
     /// svid = pid, oh = "posix:" host ":" pid.
     pub fn process() -> Self {
-        let pid = std::process::id();
+        Self::process_of(std::process::id())
+    }
+
+    /// The owner of process `pid`'s record locks on this host (to release
+    /// those of a process that died holding them).
+    pub fn process_of(pid: u32) -> Self {
         NlmOwner {
             svid: pid as i32,
             oh: format!("posix:{}:{pid}", host_name()).into_bytes(),
@@ -82,7 +87,11 @@ impl NlmOwner {
     /// The owner of one open file description's locks (`flock`, OFD
     /// locks): svid = pid, oh = "ofd:" host ":" pid ":" `id`.
     pub fn description(id: u64) -> Self {
-        let pid = std::process::id();
+        Self::description_of(std::process::id(), id)
+    }
+
+    /// [`description`](Self::description) of process `pid`.
+    pub fn description_of(pid: u32, id: u64) -> Self {
         NlmOwner {
             svid: pid as i32,
             oh: format!("ofd:{}:{pid}:{id}", host_name()).into_bytes(),
@@ -373,6 +382,20 @@ impl Manager {
             buffers: BufferRequest::Auto,
         }
     }
+}
+
+/// True when a blocking lock should wait and ask again after `e` from
+/// [`Client::nlm_lock`] without `wait`: another owner holds a
+/// conflicting lock (NLM4_DENIED), or the server is in its grace period
+/// after a restart (NLM4_DENIED_GRACE_PERIOD).
+pub fn lock_should_wait(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Nlm {
+            status: nlm4_stats::NLM4_DENIED | nlm4_stats::NLM4_DENIED_GRACE_PERIOD,
+            ..
+        }
+    )
 }
 
 fn nlm_error(op: &'static str, fh: &Handle, status: nlm4_stats) -> Error {
