@@ -1100,7 +1100,10 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" => "",
+                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "lock" | "nolock" => {
+                    ""
+                }
+                "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
                 "stable" => "unstable",
