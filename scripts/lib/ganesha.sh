@@ -136,7 +136,7 @@ attr_cache_lines() {
 write_ganesha_conf() {
     local file=$1 bind=$2 nfs_port=$3 mnt_port=$4 dir=$5 pseudo=$6
     local recovery=${7:-} grace=${8:-0} lease=${9:-}
-    local protocols=3 nfsv4_block= nlm_lines="    Enable_NLM = false;"
+    local protocols=3 nfsv4_block='' nlm_lines="    Enable_NLM = false;"
     if [[ -n ${NLM_PORT:-} ]]; then
         nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;' "$NLM_PORT")
     fi

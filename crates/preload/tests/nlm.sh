@@ -12,7 +12,9 @@
 #         lock manager (the main server) the lock fails with ENOLCK and
 #         one warning naming `nolock`; with `nolock` it is local and works.
 #
-# Uses run.sh's helpers (RUN, WORK, RUNID, MNT, NFS, check, ok, bad, step).
+# Uses run.sh's helpers and variables (RUN, WORK, RUNID, MNT, NFS,
+# export_path, server_block, check, ok, bad, step).
+# shellcheck disable=SC2154,SC2093,SC1083  # run.sh's variables; coproc fds
 
 # The dnfstab lines of the NLM server (`nlm`) and of the main server
 # without `nolock` (`nonlm`), appended to run.sh's dnfstab.
