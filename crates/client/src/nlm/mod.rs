@@ -10,8 +10,9 @@
 //!   message names `nolock` / `local_lock=`, the options that keep locks on
 //!   this host instead. Nothing is remembered: the next lock call asks
 //!   again (a server restarted with NLM on serves it).
-//! * **One connection per server and process**, opened at the first lock
-//!   call and kept; a broken one is opened again once per call. In the
+//! * **One connection per server and process** (`io/kept.rs`), opened at
+//!   the first lock call and kept; a broken one is opened again once per
+//!   call (after a new GETPORT: a restarted server may listen elsewhere). In the
 //!   child of `fork` the parent's is forgotten (never closed from the
 //!   child) and the child opens its own.
 //! * **Owners.** An NLM lock belongs to (`caller_name`, `svid`, `oh`):
@@ -33,7 +34,7 @@
 //!   reclaim.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -44,8 +45,8 @@ use directnfs_wire::nlm4::{
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::error::{Error, Result};
-use crate::io::oneshot::call_on;
-use crate::io::socket::{connect, BufferRequest, ConnectSpec};
+use crate::io::kept::Kept;
+use crate::io::socket::{BufferRequest, ConnectSpec};
 use crate::{Client, Handle, LockConflict};
 
 /// Pause after a denied blocking lock: 10 ms doubling to 1 s.
@@ -272,12 +273,9 @@ struct Manager {
 
 #[derive(Debug, Default)]
 struct Conn {
-    stream: Option<TcpStream>,
+    kept: Kept,
+    /// The port found (or given).
     port: Option<u16>,
-    /// Tells the XIDs of the calls on one connection apart: a server's
-    /// duplicate request cache must never answer a poll with the reply to
-    /// the previous one.
-    salt: u32,
 }
 
 impl Manager {
@@ -299,30 +297,22 @@ impl Manager {
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let mut last = None;
         for _ in 0..2 {
-            if conn.stream.is_none() {
+            if !conn.kept.is_open() {
                 let port = match conn.port.or(self.port) {
                     Some(p) => p,
                     None => self.find_port(client, P::NAME)?,
                 };
                 let spec = self.spec(client, port);
-                let stream = connect(&spec).map_err(|e| Error::NoLockManager {
+                conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
                     op: P::NAME,
                     path: client.inner.name.clone(),
                     detail: format!("cannot connect to {}: {e}", spec.remote),
                 })?;
                 conn.port = Some(port);
-                conn.stream = Some(stream);
             }
-            conn.salt = conn.salt.wrapping_add(1);
-            let salt = conn.salt;
-            let Some(stream) = conn.stream.as_mut() else {
-                continue;
-            };
-            match call_on(
-                stream,
+            match conn.kept.call(
                 &client.inner.cred,
                 (P::PROG, P::VERS, P::PROC),
-                salt,
                 &body,
                 o.timeo,
             ) {
@@ -337,7 +327,6 @@ impl Manager {
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                     // The server refused the call (PROG_UNAVAIL: no NLM
                     // behind this port) or garbled the reply.
-                    conn.stream = None;
                     return Err(Error::NoLockManager {
                         op: P::NAME,
                         path: client.inner.name.clone(),
@@ -345,7 +334,7 @@ impl Manager {
                     });
                 }
                 Err(e) => {
-                    conn.stream = None;
+                    conn.kept.close();
                     if self.port.is_none() {
                         conn.port = None;
                     }
