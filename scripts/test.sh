@@ -155,6 +155,15 @@ main() {
     export DNFS_TEST_REQUIRE_SERVER=1
     export DNFS_TEST_SERVER_PID
     DNFS_TEST_SERVER_PID=$(cat "$STATE_DIR/ganesha.pid" 2>/dev/null || echo "")
+    if [[ $(id -u) == 0 ]]; then
+        log "starting the NLM test server (Enable_NLM, rpc.statd; network namespace nlm-dnfs)"
+        export DNFS_TEST_URL_NLM DNFS_TEST_REQUIRE_NLM=1
+        DNFS_TEST_URL_NLM=$(DNFS_STATE_DIR="$NLM_STATE_DIR" DNFS_NLM=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
+            bash scripts/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
+        log "NLM server: $DNFS_TEST_URL_NLM"
+    else
+        log "SKIPPED the NLM test server: not root (a network namespace)"
+    fi
 
     log "cargo test"
     # DIRECTNFS_SQLITE_VERBOSE: the SQLite VFS prints each I/O error it
@@ -202,13 +211,6 @@ main() {
     if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         bash crates/sqlite/tests/sanitized.sh
-    fi
-    if [[ $(id -u) == 0 ]]; then
-        log "starting the NLM test server (Enable_NLM, rpc.statd; network namespace nlm-dnfs)"
-        export DNFS_TEST_URL_NLM
-        DNFS_TEST_URL_NLM=$(DNFS_STATE_DIR="$NLM_STATE_DIR" DNFS_NLM=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
-            bash scripts/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
-        log "NLM server: $DNFS_TEST_URL_NLM"
     fi
     log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks through dnfs run (~10 min)"
     bash crates/preload/tests/run.sh
