@@ -49,8 +49,8 @@ use crate::nfs4locks::Kind;
 
 /// What this process holds (or may hold) on servers' lock managers, to
 /// release at `close` and at exit.
-#[derive(Default)]
-struct Held {
+#[derive(Debug, Default)]
+pub struct Held {
     /// Files on which this process took POSIX record locks: (mount, handle).
     process: HashSet<(usize, Handle)>,
     /// Descriptions with `flock`/OFD locks: their id -> (mount, handle).
@@ -59,8 +59,23 @@ struct Held {
 
 static HELD: Mutex<Option<Held>> = Mutex::new(None);
 
-fn held() -> MutexGuard<'static, Option<Held>> {
+/// [`HELD`] locked (fork.rs holds it across `fork`).
+pub type HeldGuard = MutexGuard<'static, Option<Held>>;
+
+fn held() -> HeldGuard {
     HELD.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// [`HELD`], for fork.rs.
+pub fn lock_held() -> HeldGuard {
+    held()
+}
+
+/// In the child after `fork`: record locks are not inherited (POSIX), and
+/// the descriptions' locks are the parent's owners, not the child's; the
+/// child starts with none to release.
+pub fn forget_in_child(held: &mut HeldGuard) {
+    **held = None;
 }
 
 /// The server side of one lock call on an NFSv3 file.
