@@ -214,7 +214,7 @@ fn remember(state: &State, open: &Open, kind: Kind) {
             .is_none(),
     };
     if new {
-        list(state, open, kind);
+        write_list(state, h);
     }
     static AT_EXIT: Once = Once::new();
     AT_EXIT.call_once(|| {
@@ -261,6 +261,9 @@ pub fn closing(open: &Arc<Open>) {
             &NlmOwner::description(description_id(open) as u64),
             (0, 0),
         );
+    }
+    if let Some(h) = held().as_ref() {
+        write_list(state, h);
     }
 }
 
@@ -316,54 +319,39 @@ fn unhex(s: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
-/// Adds a lock owner of this process to its list (the file is made with
-/// the start time on its first line).
-fn list(state: &State, open: &Open, kind: Kind) {
-    let Some(mount) = state.config.mounts.get(open.mount) else {
+/// Writes this process's list of lock owners (`h`), as a whole: its size
+/// follows what is held, however many files the process locked and
+/// closed before. The start time is on the first line. Written aside and
+/// renamed, so a sweeper never reads half a list.
+fn write_list(state: &State, h: &Held) {
+    let pid = std::process::id();
+    let path = list_path(state, pid);
+    if h.process.is_empty() && h.descriptions.is_empty() {
+        let _ = std::fs::remove_file(&path);
         return;
-    };
+    }
     let dir = list_dir(state);
     if crate::shadow::make_shared_dir(&state.shadow.root).is_err()
         || crate::shadow::make_shared_dir(&dir).is_err()
     {
         return;
     }
-    let pid = std::process::id();
-    let path = list_path(state, pid);
-    let fresh = match std::fs::metadata(&path) {
-        Ok(_) => {
-            std::fs::read_to_string(&path)
-                .ok()
-                .and_then(|t| t.lines().next().map(str::to_owned))
-                != start_time(pid).map(|t| t.to_string())
+    let key = |mount: usize| state.config.mounts.get(mount).map(|m| m.key);
+    let mut text = format!("{}\n", start_time(pid).unwrap_or(0));
+    for (mount, handle) in &h.process {
+        if let Some(k) = key(*mount) {
+            text.push_str(&format!("P {k:016x} {}\n", hex(handle.as_bytes())));
         }
-        Err(_) => true,
-    };
-    let mut text = String::new();
-    if fresh {
-        text.push_str(&format!("{}\n", start_time(pid).unwrap_or(0)));
     }
-    match kind {
-        Kind::Process => text.push_str(&format!(
-            "P {:016x} {}\n",
-            mount.key,
-            hex(open.handle.as_bytes())
-        )),
-        Kind::Description => text.push_str(&format!(
-            "D {:016x} {} {}\n",
-            mount.key,
-            hex(open.handle.as_bytes()),
-            description_id(open)
-        )),
+    for (id, (mount, handle)) in &h.descriptions {
+        if let Some(k) = key(*mount) {
+            text.push_str(&format!("D {k:016x} {} {id}\n", hex(handle.as_bytes())));
+        }
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .append(!fresh)
-        .truncate(fresh)
-        .open(&path);
-    if let Ok(mut f) = file {
-        let _ = f.write_all(text.as_bytes());
+    let aside = format!("{dir}/.{pid}");
+    let written = std::fs::File::create(&aside).and_then(|mut f| f.write_all(text.as_bytes()));
+    if written.is_ok() {
+        let _ = std::fs::rename(&aside, &path);
     }
 }
 
