@@ -159,6 +159,7 @@ hand = {
     "nfs3_write_reply": [w(0) + NO_WCC + w(3, 2) + b"verifier", w(12345) + NO_WCC],
     "nfs3_commit_reply": [w(0) + NO_WCC + b"verifier", w(70) + NO_WCC],
     "portmap_getport": [w(2049), w(0)],
+    "nlm4_res": [w(0, 0), opaque(b"c1") + w(1, 1, 42) + opaque(b"owner") + w(0, 0, 0, 0), w(0, 3)],
     "mount_mnt": [w(0) + FH + w(1, 1), w(13)],
     "mount_export": [w(1) + opaque(b"/export") + w(1) + opaque(b"db1") + w(0) + w(0), w(0)],
     "rpc_reply_header": [w(1, 1, 0, 0, 0, 2, 2, 3), w(1, 1, 1, 1, 1), w(1, 1, 1, 0, 2, 2)],

@@ -19,7 +19,7 @@ DOCS = ["RELIABILITY.md", "README.md", "CONTRIBUTING.md", "crates/sqlite/README.
 CLIENT_TESTS = {
     "hostile", "environment", "mounting", "logging", "real_server", "root_export",
     "late_server", "handles_links_attrs", "write_behind", "multipath", "v41",
-    "links", "examples",
+    "links", "examples", "nlm",
 }
 
 

@@ -46,6 +46,16 @@
 #                      none, Graceless; reclaim tests want a real one; during
 #                      it NFSv3 SETATTR gets NFS3ERR_JUKEBOX too)
 #   DNFS_NFS4_LEASE    NFSv4 lease time in seconds (default: Ganesha's 60)
+#   DNFS_NLM=1         turn Ganesha's lock manager on (NLM v4 for NFSv3
+#                      locks, Enable_NLM) with an rpc.statd (nfs-common) for
+#                      its NSM side. Needs root: the server, its rpcbind and
+#                      statd run in a network namespace of their own
+#                      (DNFS_NLM_NETNS, default nlm-dnfs; veth addresses
+#                      DNFS_NLM_NET.1 on the host, .2 the server, default
+#                      10.231.200), so clients find NLM through the
+#                      server's portmapper (port 111 of .2) as they would
+#                      a real filer's, and the host's rpcbind is untouched
+#   DNFS_NLM_PORT      NLM port (default 32803); DNFS_STATD_PORT statd's (32765)
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
@@ -63,7 +73,7 @@ START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
 GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
 unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
-unset NFS4 NFS4_GRACE NFS4_LEASE
+unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED
 RPCBIND_NS=()
 
 STATE_FILE=$STATE_DIR/state.env
@@ -95,6 +105,12 @@ load_state() {
     NFS4=${NFS4:-0}
     NFS4_GRACE=${NFS4_GRACE:-0}
     NFS4_LEASE=${NFS4_LEASE:-}
+    NLM=${NLM:-0}
+    NLM_PORT=${NLM_PORT:-}
+    STATD_PORT=${STATD_PORT:-}
+    STATD_PID=${STATD_PID:-}
+    NETNS=${NETNS:-}
+    NETNS_CREATED=${NETNS_CREATED:-0}
 }
 
 save_state() {
@@ -111,6 +127,12 @@ RPCBIND_MODE=$RPCBIND_MODE
 NFS4=$NFS4
 NFS4_GRACE=$NFS4_GRACE
 NFS4_LEASE=$NFS4_LEASE
+NLM=$NLM
+NLM_PORT=$NLM_PORT
+STATD_PORT=$STATD_PORT
+STATD_PID=$STATD_PID
+NETNS=$NETNS
+NETNS_CREATED=$NETNS_CREATED
 EOF
 }
 
@@ -150,7 +172,10 @@ ensure_rpcbind() {
     fi
     RPCBIND_STARTED=0
     RPCBIND_PID=
-    if [[ $RPCBIND_MODE == private ]]; then
+    if [[ $RPCBIND_MODE == netns ]]; then
+        ensure_netns
+        start_private_rpcbind "$STATE_DIR/rpcbind.log" "" ip netns exec "$NETNS"
+    elif [[ $RPCBIND_MODE == private ]]; then
         write_unix_only_netconfig "$STATE_DIR/netconfig"
         start_private_rpcbind "$STATE_DIR/rpcbind.log" "$STATE_DIR/netconfig"
     elif timeout 5 rpcinfo -p 127.0.0.1 >/dev/null 2>&1; then
@@ -175,7 +200,9 @@ ensure_rpcbind() {
 # Private mode: Ganesha and our rpcinfo checks run in rpcbind's mount
 # namespace, where its unix socket is.
 use_rpcbind() {
-    if [[ $RPCBIND_MODE == private ]]; then
+    if [[ $RPCBIND_MODE == netns ]]; then
+        RPCBIND_NS=(nsenter -t "$RPCBIND_PID" -m -n --)
+    elif [[ $RPCBIND_MODE == private ]]; then
         RPCBIND_NS=(nsenter -t "$RPCBIND_PID" -m --)
     else
         RPCBIND_NS=()
@@ -184,7 +211,7 @@ use_rpcbind() {
 }
 
 rpcbind_answers() {
-    if [[ $RPCBIND_MODE == private ]]; then
+    if [[ $RPCBIND_MODE == private || $RPCBIND_MODE == netns ]]; then
         "${RPCBIND_NS[@]}" timeout 5 rpcinfo | grep portmapper >/dev/null
     else
         timeout 5 rpcinfo -p 127.0.0.1
@@ -201,9 +228,12 @@ rpcbind_has_us() {
         grep -Eq "^ *100003 +3 +tcp +[0-9.]+\.$((NFS_PORT / 256))\.$((NFS_PORT % 256)) " <<<"$listing" &&
             grep -Eq "^ *100005 +3 +tcp +[0-9.]+\.$((MNT_PORT / 256))\.$((MNT_PORT % 256)) " <<<"$listing"
     else
-        listing=$(timeout 5 rpcinfo -p 127.0.0.1 2>/dev/null) || return 1
+        local at=127.0.0.1
+        [[ $RPCBIND_MODE == netns ]] && at=$BIND_ADDR
+        listing=$(timeout 5 rpcinfo -p "$at" 2>/dev/null) || return 1
         awk -v p="$NFS_PORT" '$1 == 100003 && $3 == "tcp" && $4 == p {f=1} END {exit !f}' <<<"$listing" &&
-            awk -v p="$MNT_PORT" '$1 == 100005 && $3 == "tcp" && $4 == p {f=1} END {exit !f}' <<<"$listing"
+            awk -v p="$MNT_PORT" '$1 == 100005 && $3 == "tcp" && $4 == p {f=1} END {exit !f}' <<<"$listing" &&
+            { [[ $NLM != 1 ]] || awk -v p="$NLM_PORT" '$1 == 100021 && $2 == 4 && $3 == "tcp" && $4 == p {f=1} END {exit !f}' <<<"$listing"; }
     fi
 }
 
@@ -216,6 +246,61 @@ warn_if_registered() {
         log "warning: another NFS server (port $port) is registered with rpcbind and loses that"
         log "  registration now (its clients given explicit ports are unaffected); DNFS_PRIVATE_RPCBIND=1 avoids this"
     fi
+}
+
+# --- DNFS_NLM: the network namespace and rpc.statd -------------------------
+
+# The namespace NETNS with a veth pair: NET.1 on the host, NET.2 (the
+# server's BIND_ADDR) inside, and loopback up (Ganesha reaches statd
+# through it). Made once; kept until stop.
+ensure_netns() {
+    if ip netns list | grep -qw "$NETNS"; then
+        return 0
+    fi
+    local net=${BIND_ADDR%.*} host_if=${NETNS:0:12}-h ns_if=${NETNS:0:12}-n
+    log "making network namespace $NETNS ($net.1 here, $BIND_ADDR the server)"
+    ip netns add "$NETNS"
+    NETNS_CREATED=1
+    save_state
+    ip link add "$host_if" type veth peer name "$ns_if"
+    ip link set "$ns_if" netns "$NETNS"
+    ip addr add "$net.1/30" dev "$host_if"
+    ip link set "$host_if" up
+    ip netns exec "$NETNS" ip addr add "$BIND_ADDR/30" dev "$ns_if"
+    ip netns exec "$NETNS" ip link set "$ns_if" up
+    ip netns exec "$NETNS" ip link set lo up
+}
+
+remove_netns_if_ours() {
+    [[ ${NETNS_CREATED:-0} == 1 && -n $NETNS ]] || return 0
+    log "removing network namespace $NETNS"
+    ip netns del "$NETNS" 2>/dev/null || true
+    ip link del "${NETNS:0:12}-h" 2>/dev/null || true
+    NETNS_CREATED=0
+}
+
+# rpc.statd in rpcbind's namespaces, before Ganesha (its lock manager
+# registers with the same rpcbind and asks statd to monitor each client).
+ensure_statd() {
+    [[ $NLM == 1 ]] || return 0
+    if pid_comm_is "${STATD_PID:-}" rpc.statd; then
+        return 0
+    fi
+    start_statd "$STATE_DIR/statd" "$STATD_PORT" "$STATE_DIR/statd.log"
+    save_state
+    if ! wait_until 10 rpc_null_ok "$BIND_ADDR" "$STATD_PORT" 100024 1; then
+        show_log_tail "$STATE_DIR/statd.log"
+        die "rpc.statd did not come up"
+    fi
+}
+
+stop_statd_if_ours() {
+    [[ -n ${STATD_PID:-} ]] || return 0
+    if pid_comm_is "$STATD_PID" rpc.statd; then
+        kill -TERM "$STATD_PID" 2>/dev/null || true
+        wait_until 10 eval "! pid_comm_is $STATD_PID rpc.statd" || kill -KILL "$STATD_PID" 2>/dev/null || true
+    fi
+    STATD_PID=
 }
 
 stop_rpcbind_if_ours() {
@@ -233,6 +318,8 @@ stop_rpcbind_if_ours() {
 # there) nfs-ls of the URL works. Fails loudly with the log tail.
 launch_and_wait() {
     local v4=()
+    local NLM_PORT=$NLM_PORT
+    [[ $NLM == 1 ]] || NLM_PORT=
     [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
     write_ganesha_conf "$CONF" "$BIND_ADDR" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
     log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH$(
@@ -241,6 +328,7 @@ launch_and_wait() {
     local deadline=$((SECONDS + START_TIMEOUT))
     local step steps=(pidfile nfs mount rpcbind nfsls)
     [[ $NFS4 == 1 ]] && steps+=(nfs4)
+    [[ $NLM == 1 ]] && steps+=(nlm)
     for step in "${steps[@]}"; do
         until check_step "$step"; do
             if ((SECONDS >= deadline)) || { [[ $step != pidfile ]] && ! ganesha_running; }; then
@@ -263,6 +351,7 @@ check_step() {
         rpcbind) rpcbind_has_us ;;
         nfsls) ! command -v nfs-ls >/dev/null || timeout 10 nfs-ls "$(server_url)" >/dev/null 2>&1 ;;
         nfs4) rpc_null_ok "$BIND_ADDR" "$NFS_PORT" 100003 4 >/dev/null 2>&1 ;;
+        nlm) rpc_null_ok "$BIND_ADDR" "$NLM_PORT" 100021 4 >/dev/null 2>&1 ;;
     esac
 }
 
@@ -298,6 +387,7 @@ cmd_start() {
     save_state
     trap start_failed EXIT
     ensure_rpcbind
+    ensure_statd
     save_state
     launch_and_wait
     trap - EXIT
@@ -309,7 +399,9 @@ cmd_start() {
 start_failed() {
     log "start failed: cleaning up"
     stop_ganesha TERM
+    stop_statd_if_ours
     stop_rpcbind_if_ours
+    remove_netns_if_ours
     save_state
 }
 
@@ -319,6 +411,21 @@ new_state() {
     BIND_ADDR=${DNFS_BIND_ADDR:-127.0.0.1}
     RPCBIND_MODE=shared
     [[ ${DNFS_PRIVATE_RPCBIND:-0} == 1 ]] && RPCBIND_MODE=private
+    NLM=${DNFS_NLM:-0}
+    [[ $NLM == 0 || $NLM == 1 ]] || die "DNFS_NLM must be 0 or 1"
+    NETNS=${NETNS:-}
+    NETNS_CREATED=${NETNS_CREATED:-0}
+    STATD_PID=${STATD_PID:-}
+    NLM_PORT=
+    STATD_PORT=
+    if [[ $NLM == 1 ]]; then
+        [[ $(id -u) == 0 ]] || die "DNFS_NLM=1 needs root (a network namespace)"
+        RPCBIND_MODE=netns
+        NETNS=${DNFS_NLM_NETNS:-nlm-dnfs}
+        BIND_ADDR=${DNFS_NLM_NET:-10.231.200}.2
+        NLM_PORT=${DNFS_NLM_PORT:-32803}
+        STATD_PORT=${DNFS_STATD_PORT:-32765}
+    fi
     RPCBIND_STARTED=${RPCBIND_STARTED:-0}
     RPCBIND_PID=${RPCBIND_PID:-}
     if [[ -z $dir && -n ${EXPORT_DIR:-} && -d ${EXPORT_DIR:-} ]]; then
@@ -350,7 +457,9 @@ cmd_stop() {
         return 0
     fi
     stop_ganesha TERM
+    stop_statd_if_ours
     stop_rpcbind_if_ours
+    remove_netns_if_ours
     if [[ ${EXPORT_CREATED:-0} == 1 && ${DNFS_KEEP_EXPORT:-0} != 1 ]]; then
         rm -rf -- "$EXPORT_DIR"
     fi
@@ -388,6 +497,7 @@ cmd_restart() {
     # 1 s or more guarantees the verifier changes.
     sleep "$down"
     ensure_rpcbind
+    ensure_statd
     save_state
     launch_and_wait
     server_url
@@ -411,6 +521,7 @@ rpcbind_pid=$RPCBIND_PID
 state_dir=$STATE_DIR
 log=$GANESHA_LOG
 nfs4=$NFS4
+nlm=$NLM
 EOF
     if [[ $NFS4 == 1 ]]; then
         echo "nfs4_grace=$NFS4_GRACE"

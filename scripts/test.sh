@@ -6,7 +6,9 @@
 #    modules) is new or grew (scripts/check-module-graph.py),
 # 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
-#    and runs every test against it: Rust unit/property/real-server tests
+#    without a lock manager (NLM), and as root a second one with NLM in a
+#    network namespace for the NFSv3 lock tests (preload run.sh `nlm`),
+#    and runs every test against them: Rust unit/property/real-server tests
 #    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
 #    library and SQLite tests when those exist; as root also the Debian
 #    package test (scripts/package-test.sh), the multipath and operations
@@ -30,6 +32,11 @@ cd "$ROOT"
 
 STATE_DIR=${DNFS_TEST_STATE_DIR:-/tmp/dnfs-test-server}
 EXPORT_DIR=${DNFS_TEST_EXPORT_DIR:-/tmp/dnfs-test-export}
+# The second server, with a lock manager (NLM and rpc.statd, in a network
+# namespace of its own): the NFSv3 lock tests. The main server runs
+# without one, which the same tests use for the ENOLCK case.
+NLM_STATE_DIR=${DNFS_TEST_NLM_STATE_DIR:-/tmp/dnfs-test-nlm-server}
+NLM_EXPORT_DIR=${DNFS_TEST_NLM_EXPORT_DIR:-/tmp/dnfs-test-nlm-export}
 
 # Each line says how long the run has taken so far (minutes:seconds), to see
 # where CI's time goes.
@@ -122,6 +129,8 @@ install_packages() {
     command -v mariadb-backup >/dev/null || missing+=(mariadb-backup)
     grep -q 'liburing\.so\.2 ' <(ldconfig -p) || missing+=(liburing2)
     command -v valgrind >/dev/null || missing+=(valgrind)
+    # rpc.statd, the NSM side of the NLM test server's lock manager.
+    [[ -x /usr/sbin/rpc.statd ]] || missing+=(nfs-common)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=
     if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
@@ -148,6 +157,7 @@ install_packages() {
 
 stop_server() {
     DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
 }
 
 # The repository stands on its own: no file sends its reader to documents
@@ -217,6 +227,15 @@ main() {
     export DNFS_TEST_REQUIRE_SERVER=1
     export DNFS_TEST_SERVER_PID
     DNFS_TEST_SERVER_PID=$(cat "$STATE_DIR/ganesha.pid" 2>/dev/null || echo "")
+    if [[ $(id -u) == 0 ]]; then
+        log "starting the NLM test server (Enable_NLM, rpc.statd; network namespace nlm-dnfs)"
+        export DNFS_TEST_URL_NLM DNFS_TEST_REQUIRE_NLM=1
+        DNFS_TEST_URL_NLM=$(DNFS_STATE_DIR="$NLM_STATE_DIR" DNFS_NLM=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
+            bash scripts/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
+        log "NLM server: $DNFS_TEST_URL_NLM"
+    else
+        log "SKIPPED the NLM test server: not root (a network namespace)"
+    fi
 
     log "cargo test"
     # DIRECTNFS_SQLITE_VERBOSE: the SQLite VFS prints each I/O error it
@@ -271,7 +290,7 @@ main() {
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         step bash crates/sqlite/tests/sanitized.sh
     fi
-    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git through dnfs run (~8 min)"
+    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks through dnfs run (~10 min)"
     step bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         log "interception library on NFSv4.1 mounts: every served call, coreutils, sqlite3, fio, MariaDB (~1 min)"

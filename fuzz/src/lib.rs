@@ -4,7 +4,7 @@
 //! only when a decoder panics or breaks one of its promises.
 #![forbid(unsafe_code)]
 
-pub use directnfs_wire::{mount, nfs3, nfs4, portmap, rpc};
+pub use directnfs_wire::{mount, nfs3, nfs4, nlm4, portmap, rpc};
 
 use directnfs_wire::rpc::RecordReader;
 use directnfs_wire::xdr::{decode_exact, to_bytes, Decode, Encode, XdrReader};

@@ -7,6 +7,8 @@
 
 # Packages a test server needs; libnfs-utils gives nfs-ls/nfs-cp to check it.
 DNFS_PACKAGES=(nfs-ganesha nfs-ganesha-vfs rpcbind libnfs13 libnfs-utils)
+# With DNFS_NLM=1 also rpc.statd.
+DNFS_NLM_PACKAGES=(nfs-common)
 GANESHA_FSAL_VFS_GLOB='/usr/lib/*/ganesha/libfsalvfs.so'
 
 log() { echo "${LOG_TAG:-dnfs}: $*" >&2; }
@@ -23,12 +25,17 @@ ensure_packages() {
     command -v nfs-ls >/dev/null || missing=1
     # shellcheck disable=SC2086
     compgen -G $GANESHA_FSAL_VFS_GLOB >/dev/null || missing=1
+    local packages=("${DNFS_PACKAGES[@]}")
+    if [[ ${DNFS_NLM:-0} == 1 ]]; then
+        command -v rpc.statd >/dev/null || [[ -x /usr/sbin/rpc.statd ]] || missing=1
+        packages+=("${DNFS_NLM_PACKAGES[@]}")
+    fi
     [[ $missing == 0 ]] && return 0
-    [[ $(id -u) == 0 ]] || die "packages missing (${DNFS_PACKAGES[*]}) and not root"
-    log "installing ${DNFS_PACKAGES[*]}"
+    [[ $(id -u) == 0 ]] || die "packages missing (${packages[*]}) and not root"
+    log "installing ${packages[*]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >&2
-    apt-get install -y -qq "${DNFS_PACKAGES[@]}" >&2
+    apt-get install -y -qq "${packages[@]}" >&2
 }
 
 # True when something listens on PORT (TCP or UDP) in the current netns.
@@ -123,10 +130,16 @@ attr_cache_lines() {
 # records across restarts (created here); GRACE is the grace period in
 # seconds after a start (0, the default, means none: Graceless); LEASE the
 # lease time in seconds (empty: Ganesha's default, 60).
+# NLM_PORT (environment, optional): with a port, Ganesha's lock manager
+# (NLM v4 for NFSv3 locks) is on and listens there; it needs rpc.statd
+# (start_statd) and an rpcbind both can reach.
 write_ganesha_conf() {
     local file=$1 bind=$2 nfs_port=$3 mnt_port=$4 dir=$5 pseudo=$6
     local recovery=${7:-} grace=${8:-0} lease=${9:-}
-    local protocols=3 nfsv4_block=
+    local protocols=3 nfsv4_block='' nlm_lines="    Enable_NLM = false;"
+    if [[ -n ${NLM_PORT:-} ]]; then
+        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;' "$NLM_PORT")
+    fi
     if [[ -n $recovery ]]; then
         protocols="3, 4"
         mkdir -p "$recovery"
@@ -139,7 +152,7 @@ NFS_CORE_PARAM {
     Bind_addr = $bind;
     NFS_Port = $nfs_port;
     MNT_Port = $mnt_port;
-    Enable_NLM = false;
+$nlm_lines
     Enable_RQUOTA = false;
     Mount_Path_Pseudo = true;
 }
@@ -264,6 +277,21 @@ start_private_rpcbind() {
         </dev/null >>"$logfile" 2>&1 9>&- &
     # shellcheck disable=SC2034  # read by the caller
     RPCBIND_PID=$!
+}
+
+# Starts rpc.statd (Debian nfs-common), the NSM that Ganesha's lock
+# manager asks to monitor each client host, in the foreground in its own
+# session, its state in DIR (not /var/lib/nfs), listening on PORT, sending
+# no reboot notifications; extra leading words (nsenter ...) in
+# GANESHA_WRAPPER. Sets STATD_PID.
+#   start_statd DIR PORT LOGFILE
+start_statd() {
+    local dir=$1 port=$2 logfile=$3
+    mkdir -p "$dir/sm" "$dir/sm.bak"
+    setsid "${GANESHA_WRAPPER[@]}" rpc.statd -F -P "$dir" -p "$port" -L \
+        </dev/null >>"$logfile" 2>&1 9>&- &
+    # shellcheck disable=SC2034  # read by the caller
+    STATD_PID=$!
 }
 
 # Writes a copy of /etc/netconfig whose inet entries are not visible ("v"

@@ -139,6 +139,34 @@ pub enum Error {
         /// What happened.
         detail: String,
     },
+    /// NFSv3: the server's lock manager (NLM) answered a lock call with
+    /// a status other than NLM4_GRANTED: NLM4_DENIED (another owner
+    /// holds a conflicting lock) is EAGAIN, NLM4_DEADLCK EDEADLK,
+    /// NLM4_ROFS EROFS, NLM4_STALE_FH ESTALE, NLM4_FBIG EFBIG, the rest
+    /// (no resources, grace period, failed) ENOLCK.
+    #[error("{op} {path}: the server's lock manager answered {status}")]
+    Nlm {
+        /// NLM procedure.
+        op: &'static str,
+        /// Path (or handle) of the file.
+        path: String,
+        /// The NLM status.
+        status: directnfs_wire::nlm4::nlm4_stats,
+    },
+    /// NFSv3: the server has no lock manager this client can use (NLM
+    /// not registered with its portmapper, or not answering), so a lock
+    /// that must exclude other hosts cannot be taken. ENOLCK, as the
+    /// kernel's client; the message names the mount options (`nolock`,
+    /// `local_lock=`) that keep locks on this host instead.
+    #[error("{op} {path}: no lock manager (NLM) on the server: {detail}; locks that exclude other hosts cannot be taken (mount with `nolock` or `local_lock=posix|flock|all` to keep locks on this host only, as the kernel's `nolock`)")]
+    NoLockManager {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+        /// What was tried and how it failed.
+        detail: String,
+    },
     /// Could not reach the server at all.
     #[error("cannot reach {server}: {source}")]
     Connect {
@@ -187,6 +215,8 @@ impl Error {
             Error::Nfs { status, .. } => nfs_errno(*status),
             Error::Nfs4 { status, .. } => nfs4_errno(*status),
             Error::Unsupported(_) => libc::ENOTSUP,
+            Error::Nlm { status, .. } => nlm_errno(*status),
+            Error::NoLockManager { .. } => libc::ENOLCK,
             Error::Mount { status, .. } => match *status {
                 mountstat3::MNT3ERR_NOENT => libc::ENOENT,
                 mountstat3::MNT3ERR_ACCES | mountstat3::MNT3ERR_PERM => libc::EACCES,
@@ -248,6 +278,20 @@ impl Error {
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+/// The errno of an NLM status (the kernel's lockd mapping).
+fn nlm_errno(status: directnfs_wire::nlm4::nlm4_stats) -> i32 {
+    use directnfs_wire::nlm4::nlm4_stats as S;
+    match status {
+        S::NLM4_GRANTED => 0,
+        S::NLM4_DENIED => libc::EAGAIN,
+        S::NLM4_DEADLCK => libc::EDEADLK,
+        S::NLM4_ROFS => libc::EROFS,
+        S::NLM4_STALE_FH => libc::ESTALE,
+        S::NLM4_FBIG => libc::EFBIG,
+        _ => libc::ENOLCK,
     }
 }
 

@@ -33,6 +33,7 @@ struct Held {
     owners: MutexGuard<'static, Option<crate::nfs4locks::Owners>>,
     tally: MutexGuard<'static, crate::tally::Table>,
     _rings: MutexGuard<'static, Option<HashMap<c_int, crate::ops::unsupported::Ring>>>,
+    nlm: crate::nlmlocks::HeldGuard,
 }
 
 thread_local! {
@@ -49,8 +50,8 @@ extern "C" fn prepare() {
     crate::text::share_with_children();
     // Order: the table, the clients, the current directory, the warnings,
     // the NFSv4.1 owners (no code path takes two of them the other way
-    // round), then the call tally and the io_uring rings (held without
-    // taking any other lock).
+    // round), then the call tally, the io_uring rings and the NFSv3 (NLM)
+    // lock owners (held without taking any other lock).
     let held = Held {
         table: fdtable::TABLE.write().unwrap_or_else(|p| p.into_inner()),
         slots: clients::SLOTS.write().unwrap_or_else(|p| p.into_inner()),
@@ -61,6 +62,7 @@ extern "C" fn prepare() {
             .unwrap_or_else(|p| p.into_inner()),
         tally: crate::tally::lock(),
         _rings: crate::ops::unsupported::lock_rings(),
+        nlm: crate::nlmlocks::lock_held(),
     };
     HELD.with(|h| *h.borrow_mut() = Some(held));
 }
@@ -77,6 +79,7 @@ extern "C" fn child() {
             clients::forget_all_in_child(&mut held.slots);
             crate::tally::reset_in_child(&mut held.tally);
             crate::nfs4locks::forget_in_child(&mut held.owners);
+            crate::nlmlocks::forget_in_child(&mut held.nlm);
         }
     });
 }

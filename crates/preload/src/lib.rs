@@ -50,6 +50,7 @@ pub mod links;
 pub mod locks;
 pub mod lookups;
 pub mod nfs4locks;
+pub mod nlmlocks;
 pub mod ops;
 pub mod paths;
 pub mod real;

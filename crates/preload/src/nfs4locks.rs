@@ -66,6 +66,11 @@ pub fn on_v41(open: &Open) -> Res<Option<Nfs>> {
 }
 
 impl Nfs {
+    /// The range arithmetic of `state` (`range`), for NFSv3 locks too.
+    pub fn of(state: &'static State) -> Nfs {
+        Nfs { state }
+    }
+
     /// The lock owner's open file.
     fn owner(&self, open: &Open, kind: Kind) -> Res<File> {
         match kind {

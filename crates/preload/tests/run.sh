@@ -67,6 +67,11 @@
 #              other (local locks only); chmod, touch and chown of a
 #              directory on NFSv4.1, and sort -o (its output closed by
 #              an exit handler)
+#   nlm        NFSv3 locks through the server's NLM (tests/nlm.sh; needs
+#              DNFS_TEST_URL_NLM, a server started with DNFS_NLM=1):
+#              two hosts exclude each other, sqlite3 read-modify-write
+#              from both ends exact (and on NFSv4.1), ENOLCK and one
+#              warning without NLM, nolock local
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -90,7 +95,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -123,12 +128,19 @@ server_block() {
 }
 # DNFS_PRELOAD_NFS_VERSION=4.1: the main mounts (test, unstable) on
 # NFSv4.1, to run the groups there too.
+# The main server runs without a lock manager (NLM): the main mounts say
+# `nolock` (locks on this host only, as before NLM; the nlm group shows
+# ENOLCK without it).
 MAIN_VERS=${DNFS_PRELOAD_NFS_VERSION:+nfs_version: nfsv$DNFS_PRELOAD_NFS_VERSION}
+MAIN_VERS=${MAIN_VERS:-nolock}
+# shellcheck source-path=SCRIPTDIR source=nlm.sh
+source "$ROOT/crates/preload/tests/nlm.sh"
 {
     server_block test "$export_path" "$MNT" "$MAIN_VERS"
     server_block refused /no/such/export "$MNT-refused"
     server_block unstable "$export_path" "$MNT-wb" "stable: unstable${MAIN_VERS:+
 $MAIN_VERS}"
+    nlm_dnfstab
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         server_block v41 "$export_path" "$MNT-v41" "nfs_version: nfsv4.1"
     fi
@@ -653,11 +665,11 @@ group_v4locks() {
     check "NFSv4.1: sort -o result on the server" "$(sort "$WORK/unsorted" | md5sum)" \
         "$(md5sum <"$VIEW/sorted")"
 
-    # NFSv3: local locks only, so A and B (no local lock in common) do not
-    # exclude each other: what the server's lock adds on NFSv4.1.
+    # NFSv3 with nolock: local locks only, so A and B (no local lock in
+    # common) do not exclude each other: what the server's lock adds.
     f=$NFS/locked
     hold fcntl w 0 100
-    check "NFSv3: B is not excluded (local locks only)" ok "$(probeB try "$f" fcntl w 0 100 | tail -1)"
+    check "NFSv3 with nolock: B is not excluded (local locks only)" ok "$(probeB try "$f" fcntl w 0 100 | tail -1)"
     unhold
 }
 

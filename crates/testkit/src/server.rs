@@ -84,6 +84,25 @@ pub fn url_v41(test: &str) -> Option<String> {
     url_of("DNFS_TEST_URL_V41", test)
 }
 
+/// `DNFS_TEST_URL_NLM`: a server with a lock manager (NLM), which
+/// `scripts/test.sh` starts as root (`DNFS_NLM=1`). Skipped without it,
+/// unless `DNFS_TEST_REQUIRE_NLM` is set (test.sh sets it when it started
+/// one): then a missing URL is a failure.
+pub fn url_nlm(test: &str) -> Option<String> {
+    if let Some(url) = var("DNFS_TEST_URL_NLM") {
+        return Some(url);
+    }
+    assert!(
+        var("DNFS_TEST_REQUIRE_NLM").is_none(),
+        "{test}: DNFS_TEST_REQUIRE_NLM is set but DNFS_TEST_URL_NLM is not"
+    );
+    skipped(
+        test,
+        "DNFS_TEST_URL_NLM is not set (start a server with `DNFS_NLM=1 scripts/nfs-server.sh start DIR`, as root)",
+    );
+    None
+}
+
 fn url_of(key: &str, test: &str) -> Option<String> {
     if let Some(url) = var(key) {
         return Some(url);

@@ -3,7 +3,8 @@
 //! * XDR primitives (RFC 4506) in [`xdr`],
 //! * ONC RPC v2 call/reply messages, record marking and AUTH_SYS (RFC 5531) in [`rpc`],
 //! * PORTMAP v2 (RFC 1833) in [`portmap`], MOUNT v3 (RFC 1813 appendix I) in [`mount`],
-//! * NFSv3 (RFC 1813) in [`nfs3`],
+//! * NFSv3 (RFC 1813) in [`nfs3`], and its lock manager NLMv4 (XNFS, RFC 1813
+//!   appendix II) in [`nlm4`],
 //! * NFSv4.1 (RFC 8881, XDR of RFC 5662) in [`nfs4`]: COMPOUND, the
 //!   operations a file API needs, and the callback side.
 //!
@@ -18,6 +19,7 @@
 pub mod mount;
 pub mod nfs3;
 pub mod nfs4;
+pub mod nlm4;
 pub mod portmap;
 pub mod rpc;
 pub mod xdr;

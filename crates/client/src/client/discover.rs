@@ -155,6 +155,7 @@ impl Client {
             alerts.clone(),
             None,
         )?;
+        crate::nlm::note_paths(target);
         let mut inner = Inner::new(transport, target, options, cred);
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us

@@ -6,9 +6,9 @@
 //!
 //! | kind | options | effect |
 //! |---|---|---|
-//! | mapped | `hard`, `soft`, `timeo=`, `retrans=`, `rsize=`, `wsize=`, `vers=`/`nfsvers=`, `ro`, `rw`, `port=`, `mountport=`, `sec=`, `nconnect=` (channels per path), `retry=` (minutes: `mnt_timeout`), `sync` (FILE_SYNC writes) | sets the directnfs option of the same meaning, validated the same way |
-//! | accepted | `tcp`, `proto=tcp`, `nointr`, `intr`, `noac`, `actimeo=0` (and `acregmin/acregmax/acdirmin/acdirmax=0`), `lookupcache=none`, `forcedirectio`, `bg`, `fg`, `nolock`, `cto`, `nocto`, `noatime`, `nodiratime`, `relatime`, `defaults`, `auto`, `noauto`, `_netdev`, `nosuid`, `nodev`, `noexec` | none: they describe what directnfs always does (TCP, no attribute or data cache, direct I/O, no NLM, waiting for the server) or are mount-table flags without meaning in a process |
-//! | rejected | everything else, e.g. `udp`, `lock`, `async`, `fsc`, `actimeo=60` | an error naming the option and why |
+//! | mapped | `hard`, `soft`, `timeo=`, `retrans=`, `rsize=`, `wsize=`, `vers=`/`nfsvers=`, `ro`, `rw`, `port=`, `mountport=`, `sec=`, `nconnect=` (channels per path), `retry=` (minutes: `mnt_timeout`), `sync` (FILE_SYNC writes), `lock`, `nolock`, `local_lock=` (which locks stay on this host), `nlmport=` | sets the directnfs option of the same meaning, validated the same way |
+//! | accepted | `tcp`, `proto=tcp`, `nointr`, `intr`, `noac`, `actimeo=0` (and `acregmin/acregmax/acdirmin/acdirmax=0`), `lookupcache=none`, `forcedirectio`, `bg`, `fg`, `cto`, `nocto`, `noatime`, `nodiratime`, `relatime`, `defaults`, `auto`, `noauto`, `_netdev`, `nosuid`, `nodev`, `noexec` | none: they describe what directnfs always does (TCP, no attribute or data cache, direct I/O, waiting for the server) or are mount-table flags without meaning in a process |
+//! | rejected | everything else, e.g. `udp`, `async`, `fsc`, `actimeo=60` | an error naming the option and why |
 
 use super::options::{MountOptions, OptionError};
 
@@ -81,6 +81,10 @@ fn classify<'a>(name: &str, value: Option<&'a str>) -> Kind<'a> {
             Some(v),
         ) => Kind::Map(mapped_key(name), v),
         ("nconnect", Some(v)) => Kind::Map("connections", v),
+        ("lock", None) => Kind::Map("lock", ""),
+        ("nolock", None) => Kind::Map("nolock", ""),
+        ("local_lock", Some(v)) => Kind::Map("local_lock", v),
+        ("nlmport", Some(v)) => Kind::Map("nlm_port", v),
         ("retry", Some(v)) => Kind::MinutesToMntTimeout(v),
         ("proto", Some(v)) if v.eq_ignore_ascii_case("tcp") => Kind::Accept,
         ("proto" | "mountproto", Some(_)) | ("udp", None) => {
@@ -96,14 +100,11 @@ fn classify<'a>(name: &str, value: Option<&'a str>) -> Kind<'a> {
         ("lookupcache", Some(v)) if v.eq_ignore_ascii_case("none") => Kind::Accept,
         ("lookupcache", Some(_)) => Kind::Reject(NO_CACHE),
         (
-            "tcp" | "nointr" | "intr" | "noac" | "forcedirectio" | "bg" | "fg" | "nolock" | "cto"
+            "tcp" | "nointr" | "intr" | "noac" | "forcedirectio" | "bg" | "fg" | "cto"
             | "nocto" | "noatime" | "nodiratime" | "relatime" | "defaults" | "auto" | "noauto"
             | "_netdev" | "nosuid" | "nodev" | "noexec",
             None,
         ) => Kind::Accept,
-        ("lock" | "local_lock", _) => {
-            Kind::Reject("directnfs has no NLM locking; the database orders its own I/O")
-        }
         ("async", None) => Kind::Reject(
             "directnfs writes FILE_SYNC, durable when acknowledged; say stable=unstable for UNSTABLE writes and COMMIT on fsync",
         ),
@@ -191,7 +192,7 @@ mod tests {
     fn options_that_describe_what_directnfs_does_are_accepted() {
         // The README's list ("Kernel mount options").
         let said = "tcp,proto=tcp,nointr,intr,noac,actimeo=0,lookupcache=none,\
-                    forcedirectio,bg,fg,nolock,cto,nocto,noatime,defaults,_netdev";
+                    forcedirectio,bg,fg,cto,nocto,noatime,defaults,_netdev";
         let mut o = MountOptions::default();
         let r = apply(&mut o, said).expect("accepted");
         assert_eq!(
@@ -224,11 +225,23 @@ mod tests {
     }
 
     #[test]
-    fn caching_and_locking_options_are_rejected_with_why() {
+    fn lock_options_map_to_local_lock() {
+        use super::super::options::LocalLock;
+        let mut o = MountOptions::default();
+        apply(&mut o, "rw,hard,nolock").expect("accepted");
+        assert_eq!(o.local_lock, LocalLock::All);
+        apply(&mut o, "lock").expect("accepted");
+        assert_eq!(o.local_lock, LocalLock::None);
+        apply(&mut o, "local_lock=flock,nlmport=4045").expect("accepted");
+        assert_eq!((o.local_lock, o.nlm_port), (LocalLock::Flock, Some(4045)));
+        assert!(apply(&mut o, "local_lock=most").is_err());
+    }
+
+    #[test]
+    fn caching_options_are_rejected_with_why() {
         let mut o = MountOptions::default();
         for (opt, why) in [
             ("actimeo=60", "never caches attributes"),
-            ("lock", "no NLM"),
             ("async", "FILE_SYNC"),
             ("fsc", "no data cache"),
             ("wibble", "not a kernel NFS option"),

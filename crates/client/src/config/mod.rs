@@ -82,5 +82,5 @@ pub use dnfstab::{
     Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
 pub use locate::{absolute, join, normalize, normalize_bytes, relative_to, Located};
-pub use options::{MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
+pub use options::{LocalLock, MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
 pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

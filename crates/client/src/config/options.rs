@@ -9,6 +9,9 @@
 //! |---|---|---|
 //! | `port` (`nfsport`, `nfs_port`) | NFS port; `0` = ask the portmapper | portmapper |
 //! | `mount_port` (`mountport`) | MOUNT port; `0` = ask the portmapper | portmapper |
+//! | `nlm_port` (`nlmport`) | NFSv3: the port of the server's lock manager (NLM v4); `0` = ask the portmapper | portmapper |
+//! | `local_lock` | NFSv3, as Linux `local_lock=`: which locks stay on this host only: `none` (`fcntl` and `flock` locks go to the server's NLM), `posix` (`fcntl` locks local), `flock` (`flock` locks local), `all` | `none` |
+//! | `nolock` / `lock` | flag: `nolock` is `local_lock=all` (Linux `nolock`), `lock` is `local_lock=none` | `lock` |
 //! | `connections` | channels (TCP connections) per path, 1..=64 | 4 |
 //! | `stable` | `file_sync` (`filesync`, `sync`) or `unstable` | `file_sync` |
 //! | `timeo` | RPC timeout, **deciseconds** like Linux `timeo=` (`timeo=600` = 60 s); `ms`/`s` suffixes accepted; 100 ms..=600 s | 10 s |
@@ -48,6 +51,34 @@
 
 use std::fmt;
 use std::time::Duration;
+
+/// NFSv3: which locks stay on this host only (Linux `local_lock=`, whose
+/// `nolock` is [`LocalLock::All`]); the others are taken on the server's
+/// lock manager (NLM) too, after this host's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum LocalLock {
+    /// Every lock goes to the server (the kernel's default).
+    #[default]
+    None,
+    /// `fcntl` (POSIX) locks stay local; `flock` locks go to the server.
+    Posix,
+    /// `flock` locks stay local; `fcntl` locks go to the server.
+    Flock,
+    /// Every lock stays local (`nolock`).
+    All,
+}
+
+impl LocalLock {
+    /// True when `fcntl` record locks stay on this host.
+    pub fn posix_local(self) -> bool {
+        matches!(self, LocalLock::Posix | LocalLock::All)
+    }
+
+    /// True when `flock` locks stay on this host.
+    pub fn flock_local(self) -> bool {
+        matches!(self, LocalLock::Flock | LocalLock::All)
+    }
+}
 
 /// How WRITEs are made durable (RFC 1813 §3.3.7 `stable_how`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -145,6 +176,13 @@ pub struct MountOptions {
     pub nfs_port: Option<u16>,
     /// MOUNT server port; `None` asks the server's portmapper.
     pub mount_port: Option<u16>,
+    /// NFSv3: the port of the server's lock manager (NLM v4, program
+    /// 100021); `None` asks the server's portmapper.
+    pub nlm_port: Option<u16>,
+    /// NFSv3: which locks stay on this host only (Linux `local_lock=`);
+    /// the others go to the server's lock manager. Default
+    /// [`LocalLock::None`]: every lock goes to the server.
+    pub local_lock: LocalLock,
     /// Channels (TCP connections) per network path, 1..=64. Default 4. A
     /// client made in a child of `fork` (`Client::after_fork`, NFSv3)
     /// opens one per path at first and the rest once its threads start.
@@ -233,6 +271,8 @@ impl Default for MountOptions {
         MountOptions {
             nfs_port: None,
             mount_port: None,
+            nlm_port: None,
+            local_lock: LocalLock::None,
             connections: 4,
             stable: StableMode::FileSync,
             timeo: Duration::from_secs(10),
@@ -363,6 +403,10 @@ enum Key {
     OwnerReuse,
     ForkSpares,
     AlertLog,
+    NlmPort,
+    LocalLock,
+    NoLock,
+    Lock,
     Ignored,
 }
 
@@ -373,6 +417,11 @@ const KEYS: &[(&str, Key)] = &[
     ("nfs_port", Key::NfsPort),
     ("mount_port", Key::MountPort),
     ("mountport", Key::MountPort),
+    ("nlm_port", Key::NlmPort),
+    ("nlmport", Key::NlmPort),
+    ("local_lock", Key::LocalLock),
+    ("nolock", Key::NoLock),
+    ("lock", Key::Lock),
     ("connections", Key::Connections),
     ("stable", Key::Stable),
     ("timeo", Key::Timeo),
@@ -489,6 +538,22 @@ impl MountOptions {
         match k {
             Key::NfsPort => self.nfs_port = p.port()?,
             Key::MountPort => self.mount_port = p.port()?,
+            Key::NlmPort => self.nlm_port = p.port()?,
+            Key::LocalLock => self.local_lock = p.local_lock()?,
+            Key::NoLock => {
+                self.local_lock = if p.flag()? {
+                    LocalLock::All
+                } else {
+                    LocalLock::None
+                }
+            }
+            Key::Lock => {
+                self.local_lock = if p.flag()? {
+                    LocalLock::None
+                } else {
+                    LocalLock::All
+                }
+            }
             Key::Connections => {
                 self.connections = p.ranged(1, Self::MAX_CONNECTIONS as u64)? as usize
             }
@@ -720,6 +785,16 @@ impl ValueParser<'_> {
     fn port(&self) -> Result<Option<u16>, OptionError> {
         let n = self.ranged(0, u16::MAX.into())? as u16;
         Ok((n != 0).then_some(n))
+    }
+
+    fn local_lock(&self) -> Result<LocalLock, OptionError> {
+        match self.value.to_ascii_lowercase().as_str() {
+            "none" => Ok(LocalLock::None),
+            "posix" => Ok(LocalLock::Posix),
+            "flock" => Ok(LocalLock::Flock),
+            "all" => Ok(LocalLock::All),
+            _ => Err(self.invalid("expected none, posix, flock or all")),
+        }
     }
 
     fn flag(&self) -> Result<bool, OptionError> {
@@ -1026,7 +1101,10 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" => "",
+                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "lock" | "nolock" => {
+                    ""
+                }
+                "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
                 "stable" => "unstable",
@@ -1069,6 +1147,23 @@ mod tests {
             set(&[("options", "rw,udp")]),
             Err(OptionError::RejectedKernelOption { .. })
         ));
+    }
+
+    #[test]
+    fn lock_options_have_the_kernels_meanings() {
+        assert_eq!(MountOptions::default().local_lock, LocalLock::None);
+        assert_eq!(set(&[("nolock", "")]).unwrap().local_lock, LocalLock::All);
+        assert_eq!(
+            set(&[("nolock", ""), ("lock", "")]).unwrap().local_lock,
+            LocalLock::None
+        );
+        let o = set(&[("local_lock", "posix")]).unwrap();
+        assert!(o.local_lock.posix_local() && !o.local_lock.flock_local());
+        let o = set(&[("local-lock", "FLOCK")]).unwrap();
+        assert!(!o.local_lock.posix_local() && o.local_lock.flock_local());
+        assert!(set(&[("local_lock", "some")]).is_err());
+        assert_eq!(set(&[("nlmport", "4045")]).unwrap().nlm_port, Some(4045));
+        assert_eq!(set(&[("nlm_port", "0")]).unwrap().nlm_port, None);
     }
 
     #[test]

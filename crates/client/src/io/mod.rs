@@ -72,6 +72,7 @@ pub(crate) mod call;
 pub(crate) mod channel;
 pub(crate) mod clock;
 pub(crate) mod error;
+pub(crate) mod kept;
 pub(crate) mod lead;
 pub(crate) mod oneshot;
 pub(crate) mod receive;

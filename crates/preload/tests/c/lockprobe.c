@@ -34,6 +34,7 @@ static const char *errname(int e)
 {
     switch (e) {
     case EAGAIN: return "EAGAIN";
+    case ENOLCK: return "ENOLCK";
     case EACCES: return "EACCES";
     case EDEADLK: return "EDEADLK";
     case EINVAL: return "EINVAL";
