@@ -37,6 +37,26 @@ pub struct NfsPath {
     pub rest: String,
     /// The path ended with `/` (or `/.`): it must name a directory.
     pub trailing_slash: bool,
+    /// What the last component was as written: folding turns `d/.` and
+    /// `d/x/..` into `d`, but `rmdir` and `rename` refuse such names.
+    pub last: Last,
+    /// The directories named before each `..` of the path as written,
+    /// folded (`/db/e/missing` for `/db/e/missing/..`): the kernel walks
+    /// through them, so each must exist and be a directory, or the call
+    /// fails (`ENOENT`, `ENOTDIR`) where folding alone would have gone on.
+    pub via: Vec<Vec<u8>>,
+}
+
+/// The last component of a path as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Last {
+    /// A name (or the root).
+    #[default]
+    Name,
+    /// `.`
+    Dot,
+    /// `..`
+    DotDot,
 }
 
 /// Where a call goes.
@@ -160,7 +180,14 @@ pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
         if r == Route::Local && through_a_prefix(state, path) {
             return to_redirect(folded);
         }
-        return r;
+        return match r {
+            Route::Nfs(mut p) => {
+                p.last = last_component(path);
+                p.via = dirs_before_dotdot(path);
+                Route::Nfs(p)
+            }
+            other => other,
+        };
     }
     classify_normal(state, path, trailing_slash(path))
 }
@@ -244,6 +271,8 @@ fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
                 rest.into()
             },
             trailing_slash: trailing,
+            last: Last::Name,
+            via: Vec::new(),
         });
     }
     Route::Local
@@ -277,6 +306,36 @@ fn needs_folding(path: &[u8]) -> bool {
 
 fn trailing_slash(path: &[u8]) -> bool {
     path.len() > 1 && (path.ends_with(b"/") || path.ends_with(b"/."))
+}
+
+/// The last component of `path` as written (trailing slashes ignored).
+fn last_component(path: &[u8]) -> Last {
+    let trimmed = match path.iter().rposition(|&b| b != b'/') {
+        Some(end) => &path[..=end],
+        None => return Last::Name,
+    };
+    match trimmed.rsplit(|&b| b == b'/').next() {
+        Some(b".") => Last::Dot,
+        Some(b"..") => Last::DotDot,
+        _ => Last::Name,
+    }
+}
+
+/// The directories an absolute path names before each of its `..`
+/// components, folded, without repeats (none for a path without `..`).
+fn dirs_before_dotdot(path: &[u8]) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut start = 0;
+    for comp in path.split(|&b| b == b'/') {
+        if comp == b".." {
+            let dir = normalize(&path[..start]);
+            if dir != b"/" && !out.contains(&dir) {
+                out.push(dir);
+            }
+        }
+        start += comp.len() + 1;
+    }
+    out
 }
 
 /// True if a relative path has a `..` component (it may climb out of the
@@ -325,6 +384,34 @@ mod tests {
             assert!(has_dotdot(&p), "at {at}");
             p[at + 1] = b'/';
             assert!(!has_dotdot(&p), "single dot at {at}");
+        }
+    }
+
+    #[test]
+    fn the_last_component_and_the_directories_before_dotdot_are_kept() {
+        assert_eq!(last_component(b"/db/d/."), Last::Dot);
+        assert_eq!(last_component(b"/db/d/./"), Last::Dot);
+        assert_eq!(last_component(b"/db/e/x/.."), Last::DotDot);
+        assert_eq!(last_component(b"/db/e/x/..//"), Last::DotDot);
+        assert_eq!(last_component(b"/db/e/.x"), Last::Name);
+        assert_eq!(last_component(b"/"), Last::Name);
+        assert_eq!(
+            dirs_before_dotdot(b"/db/e/missing/.."),
+            [b"/db/e/missing".to_vec()]
+        );
+        assert_eq!(
+            dirs_before_dotdot(b"/db/a/../b/./../c"),
+            [b"/db/a".to_vec(), b"/db/b".to_vec()]
+        );
+        assert!(dirs_before_dotdot(b"/db/a/./b").is_empty());
+        let st = state(&["/db"]);
+        match classify_absolute(&st, b"/db/e/missing/..") {
+            Route::Nfs(p) => {
+                assert_eq!(p.rest, "/e");
+                assert_eq!(p.last, Last::DotDot);
+                assert_eq!(p.via, [b"/db/e/missing".to_vec()]);
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -20,6 +20,11 @@
 #              another host) after DIRECTNFS_PRELOAD_TTL_MS
 #              (tests/c/boards.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
+#   edges      the edge cases of issue 31 (`.`/`..` last, `..` through a
+#              missing directory, raw syscall(2) on NFS descriptors and
+#              paths, ...), run in a local directory without the library
+#              and on NFS with it: same results, same errnos, same tree
+#              (tests/c/edges.c)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
@@ -90,7 +95,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -371,6 +376,22 @@ group_calls() {
     else
         grep -v '^ok' "$WORK/mapped.out" || true
         bad "nfscalls --mapped" "$(tail -1 "$WORK/mapped.out")"
+    fi
+}
+
+group_edges() {
+    step "edge cases, compared with a local directory (edges.c)"
+    cc -O1 -o "$WORK/edges" crates/preload/tests/c/edges.c
+    mkdir -p "$WORK/edges-local"
+    nfs mkdir -p "$NFS/edges"
+    chmod 777 "$VIEW/edges"
+    "$WORK/edges" "$WORK/edges-local" >"$WORK/edges-local.out" 2>&1
+    nfs "$WORK/edges" "$NFS/edges" >"$WORK/edges-nfs.out" 2>"$WORK/edges-nfs.err"
+    if diff "$WORK/edges-local.out" "$WORK/edges-nfs.out" >"$WORK/edges.diff"; then
+        ok "edges: $(wc -l <"$WORK/edges-local.out") lines identical on NFS and locally"
+    else
+        cat "$WORK/edges.diff"
+        bad "edges" "NFS differs from the local file system (diff above: < local, > NFS)"
     fi
 }
 

@@ -56,7 +56,11 @@ pub fn on_path<T: FailValue>(
         }
     };
     let outcome = crate::tally::measured(name, || {
-        catch_unwind(AssertUnwindSafe(|| work(st()?, path)))
+        catch_unwind(AssertUnwindSafe(|| {
+            let state = st()?;
+            crate::resolve::check_via(state, &path)?;
+            work(state, path)
+        }))
     });
     match outcome {
         Ok(Ok(Out::Done(v))) => v,

@@ -145,7 +145,12 @@ fn two_paths(
     }
     match (a, b) {
         (Route::Nfs(a), Route::Nfs(b)) => {
-            match serve(name, || work(st()?, a, b).map(Some)) {
+            let checked = |s: &State| {
+                crate::resolve::check_via(s, &a)?;
+                crate::resolve::check_via(s, &b)?;
+                work(s, a, b)
+            };
+            match serve(name, || checked(st()?).map(Some)) {
                 Some(OutPair::Done(())) => 0,
                 // Links on NFS led both names to local paths.
                 Some(OutPair::Local(x, y)) => local(x.as_ptr(), y.as_ptr()),

@@ -14,7 +14,7 @@ use super::{Out, OutPair};
 use crate::clients;
 use crate::config;
 use crate::fail::{Errno, Res};
-use crate::paths::NfsPath;
+use crate::paths::{Last, NfsPath};
 use crate::resolve::{self, Place, Resolved, Through};
 use crate::shadow::Kind;
 use crate::state::State;
@@ -46,18 +46,30 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
 }
 
 /// `rmdir(2)`.
+///
+/// A last component `.` is `EINVAL` and `..` `ENOTEMPTY`, as on Linux,
+/// once the directory they are in is found: folding made them name a
+/// directory that must stay.
 pub fn rmdir(state: &State, path: NfsPath) -> Res<Out<()>> {
+    match path.last {
+        Last::Dot => return dot_refused(state, path, libc::EINVAL),
+        Last::DotDot => return dot_refused(state, path, libc::ENOTEMPTY),
+        Last::Name => {}
+    }
     if path.rest == "/" {
         return Err(Errno(libc::EBUSY));
-    }
-    if path.host.ends_with("/.") {
-        return Err(Errno(libc::EINVAL));
     }
     with_parent_links(state, path, |client, p| client.rmdir(&p.rest))
 }
 
 /// `mkdir(2)`: the mode less the umask.
+///
+/// A last component `.` or `..` names an existing directory or nothing:
+/// `EEXIST` once it is found (not a MKDIR of the folded name).
 pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<Out<()>> {
+    if path.last != Last::Name {
+        return dot_refused(state, path, libc::EEXIST);
+    }
     if path.rest == "/" {
         return Err(Errno(libc::EEXIST));
     }
@@ -68,7 +80,18 @@ pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<Out<()>> {
 /// `rename(2)` within one mount. When a directory on the way of either
 /// name is a link, both are followed: to one mount, the RENAME is sent
 /// again; both to local paths, libc renames there; otherwise `EXDEV`.
+///
+/// A last component `.` or `..` on either side is `EBUSY` (Linux), once
+/// the directory it is in is found.
 pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
+    if from.last != Last::Name {
+        dot_refused(state, from, libc::EBUSY)?;
+        return Err(Errno(libc::EBUSY));
+    }
+    if to.last != Last::Name {
+        dot_refused(state, to, libc::EBUSY)?;
+        return Err(Errno(libc::EBUSY));
+    }
     if from.mount != to.mount {
         return Err(Errno(libc::EXDEV));
     }
@@ -91,6 +114,16 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
             }
         }
         other => Ok(OutPair::Done(other?)),
+    }
+}
+
+/// The answer to a call that names `.` or `..` last: `errno`, once the
+/// directory it folded to is found (its own errors first: `ENOENT`,
+/// `ENOTDIR`, as the kernel's walk gives them).
+fn dot_refused<T>(state: &State, path: NfsPath, errno: i32) -> Res<T> {
+    match resolve::resolve(state, path, true)? {
+        Resolved::Nfs(f) if !f.meta.is_dir() => Err(Errno(libc::ENOTDIR)),
+        _ => Err(Errno(errno)),
     }
 }
 
@@ -118,6 +151,9 @@ fn both_through_links(
 /// `AT_SYMLINK_FOLLOW`), through links among the directories of both
 /// names as [`rename`] does.
 pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res<OutPair> {
+    if new.last != Last::Name {
+        return dot_refused(state, new, libc::EEXIST);
+    }
     let existing = match resolve::resolve(state, existing, follow)? {
         Resolved::Nfs(f) => f,
         Resolved::Local(x) => {
@@ -158,6 +194,9 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
 pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<Out<()>> {
     if target.is_empty() {
         return Err(Errno(libc::ENOENT));
+    }
+    if path.last != Last::Name {
+        return dot_refused(state, path, libc::EEXIST);
     }
     if path.rest == "/" {
         return Err(Errno(libc::EEXIST));

@@ -49,7 +49,8 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
     let found = match looked_up {
         Ok(Resolved::Local(p)) => return Ok(Out::Local(p)),
         Ok(Resolved::Nfs(f)) => Some(f),
-        Err(Errno(libc::ENOENT)) if create => None,
+        // `x/.` or `x/..` names a directory, never a file to make.
+        Err(Errno(libc::ENOENT)) if create && path.last == crate::paths::Last::Name => None,
         Err(e) => return Err(e),
     };
     let (mount, handle, kind, file, where_) = match found {
