@@ -393,6 +393,7 @@ group_edges() {
         cat "$WORK/edges.diff"
         bad "edges" "NFS differs from the local file system (diff above: < local, > NFS)"
     fi
+    check "edges: nothing on stderr" "" "$(cat "$WORK/edges-nfs.err")"
 }
 
 group_untouched() {

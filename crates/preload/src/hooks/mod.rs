@@ -17,6 +17,7 @@ pub mod files;
 pub mod io;
 pub mod names;
 pub mod other;
+pub mod raw;
 pub mod stat;
 pub mod stdio;
 

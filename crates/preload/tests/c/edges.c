@@ -117,12 +117,95 @@ static void dots(void)
     CALL("rmdir d/sub", rmdir(at("d/sub")));
 }
 
+/* The content of a file, as one line. */
+static void content(const char *what, const char *name)
+{
+    char buf[256] = {0};
+    int fd = open(at(name), O_RDONLY);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    printf("%-40s %zd [%s]\n", what, n, n > 0 ? buf : "");
+}
+
+/* File system calls through syscall(2), on descriptors and paths: served
+ * as their libc wrappers, never applied to a shadow file. */
+static void raw(void)
+{
+    char buf[64] = {0};
+    struct iovec w = {"hello raw world", 15}, r = {buf, sizeof buf - 1};
+    int fd = open(at("raw"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CALL("raw: pwritev2", syscall(SYS_pwritev2, fd, &w, 1, 0L, 0L, 0));
+    CALL("raw: preadv2 at 6", syscall(SYS_preadv2, fd, &r, 1, 6L, 0L, 0));
+    printf("raw: preadv2 read [%s]\n", buf);
+    CALL("raw: pwritev2 at -1 (file offset)", syscall(SYS_pwritev2, fd, &w, 1, -1L, 0L, 0));
+    CALL("raw: lseek SEEK_CUR", syscall(SYS_lseek, fd, 0L, SEEK_CUR));
+    CALL("raw: fchmod 0600", syscall(SYS_fchmod, fd, 0600));
+    struct stat st;
+    CALL("raw: fstat", syscall(SYS_fstat, fd, &st));
+    printf("raw: fstat size %lld mode %o\n", (long long)st.st_size, st.st_mode & 07777);
+    int out = open(at("raw-copy"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    loff_t in_off = 0;
+    long total = 0, got;
+    for (int i = 0; i < 10 && (got = syscall(SYS_copy_file_range, fd, &in_off, out, NULL, 7L, 0)) > 0; i++)
+        total += got;
+    printf("raw: copy_file_range copied %ld, offset %lld, last %ld\n", total, (long long)in_off, got);
+    CALL("raw: sendfile", syscall(SYS_sendfile, out, fd, &(off_t){0}, 5L));
+    CALL("raw: fsync", syscall(SYS_fsync, out));
+    CALL("raw: fdatasync", syscall(SYS_fdatasync, out));
+    CALL("raw: fadvise", syscall(SYS_fadvise64, out, 0L, 0L, POSIX_FADV_SEQUENTIAL));
+    CALL("raw: ftruncate 20", syscall(SYS_ftruncate, out, 20L));
+    CALL("raw: lseek SEEK_END", syscall(SYS_lseek, out, 0L, SEEK_END));
+    CALL("raw: fallocate 0..40", syscall(SYS_fallocate, out, 0, 0L, 40L));
+    CALL("raw: fstat size", (syscall(SYS_fstat, out, &st), (long)st.st_size));
+    int d = syscall(SYS_dup, out);
+    CALL("raw: write on dup", syscall(SYS_write, d, "!", 1L));
+    CALL("raw: close dup", syscall(SYS_close, d));
+    CALL("raw: fchown -1 -1", syscall(SYS_fchown, out, -1, -1));
+    close(out);
+    close(fd);
+    content("raw: raw", "raw");
+    CALL("raw: truncate raw-copy 16", syscall(SYS_truncate, at("raw-copy"), 16L));
+    content("raw: raw-copy", "raw-copy");
+    CALL("raw: mkdirat rd", syscall(SYS_mkdirat, AT_FDCWD, at("rd"), 0700));
+    CALL("raw: mkdir rd2", syscall(SYS_mkdir, at("rd2"), 0755));
+    CALL("raw: rmdir rd2", syscall(SYS_rmdir, at("rd2")));
+    CALL("raw: fchmodat rd 0750", syscall(SYS_fchmodat, AT_FDCWD, at("rd"), 0750));
+    CALL("raw: chmod raw-copy 0640", syscall(SYS_chmod, at("raw-copy"), 0640));
+    CALL("raw: symlinkat", syscall(SYS_symlinkat, "raw", AT_FDCWD, at("rl")));
+    memset(buf, 0, sizeof buf);
+    CALL("raw: readlinkat", syscall(SYS_readlinkat, AT_FDCWD, at("rl"), buf, 63L));
+    printf("raw: readlinkat [%s]\n", buf);
+    CALL("raw: renameat2 rl rl2", syscall(SYS_renameat2, AT_FDCWD, at("rl"), AT_FDCWD, at("rl2"), 0));
+    CALL("raw: linkat raw raw-link", syscall(SYS_linkat, AT_FDCWD, at("raw"), AT_FDCWD, at("raw-link"), 0));
+    CALL("raw: unlinkat raw-link", syscall(SYS_unlinkat, AT_FDCWD, at("raw-link"), 0));
+    CALL("raw: faccessat raw W_OK", syscall(SYS_faccessat, AT_FDCWD, at("raw"), W_OK));
+    CALL("raw: access missing", syscall(SYS_access, at("missing"), F_OK));
+    CALL("raw: utimensat raw", syscall(SYS_utimensat, AT_FDCWD, at("raw"), NULL, 0));
+    CALL("raw: newfstatat rd", (syscall(SYS_newfstatat, AT_FDCWD, at("rd"), &st, 0), (long)(st.st_mode & 07777)));
+    CALL("raw: stat raw size", (syscall(SYS_stat, at("raw"), &st), (long)st.st_size));
+    struct { unsigned long long flags, mode, resolve; } how = {O_RDONLY, 0, 0};
+    int o2 = syscall(SYS_openat2, AT_FDCWD, at("raw"), &how, sizeof how);
+    memset(buf, 0, sizeof buf);
+    CALL("raw: read of openat2", syscall(SYS_read, o2, buf, 5L));
+    printf("raw: openat2 read [%s]\n", buf);
+    close(o2);
+    int here = open(".", O_RDONLY | O_DIRECTORY);
+    CALL("raw: chdir", syscall(SYS_chdir, dir));
+    char cwd[4096] = {0};
+    long n = syscall(SYS_getcwd, cwd, sizeof cwd);
+    printf("raw: getcwd is the directory: %d, length right: %d\n", strcmp(cwd, dir) == 0, n == (long)strlen(dir) + 1);
+    CALL("raw: fchdir back", syscall(SYS_fchdir, here));
+    close(here);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
     dir = argv[1];
     dots();
+    raw();
     tree("");
     return 0;
 }
