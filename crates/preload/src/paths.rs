@@ -157,28 +157,88 @@ fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
 /// NFS directory).
 fn redirect_local(state: &State, full: &[u8]) -> Route {
     match classify_absolute(state, full) {
-        Route::Local => to_redirect(normalize(full)),
+        Route::Local => to_redirect(state, normalize(full)),
         other => other,
     }
 }
 
-fn to_redirect(path: Vec<u8>) -> Route {
+fn to_redirect(state: &State, path: Vec<u8>) -> Route {
+    if let Some(mirror) = ancestor_mirror(state, &path) {
+        return mirror;
+    }
     match std::ffi::CString::new(path) {
         Ok(c) => Route::Redirect(c),
         Err(_) => Route::Bad(libc::EINVAL),
     }
 }
 
+/// A local path (folded) that is a strict ancestor of a mount prefix
+/// (`/db` for `mount: /db/pg`) and does not exist locally: a kernel mount
+/// point always exists in its parent, and programs that create a data
+/// directory walk down from `/` (`mkdir -p`, PostgreSQL's `initdb`: a
+/// `stat`, then a `mkdir` where it is missing, which a user who may not
+/// write in `/` cannot do). Such a path is served by a directory of the
+/// shadow directory's mirror tree that holds the next components down to
+/// each prefix below it (`/dev/shm/directnfs/cwd/db/pg`): `stat` and
+/// `opendir` find a directory listing the next component, `mkdir` says
+/// `EEXIST`, `rmdir` `ENOTEMPTY`, `chdir` enters it (`getcwd` says `/db`).
+/// None for any other path (one comparison with each prefix).
+fn ancestor_mirror(state: &State, path: &[u8]) -> Option<Route> {
+    let dir = match path.iter().rposition(|&b| b != b'/') {
+        Some(end) => &path[..=end],
+        None => return None, // `/` exists
+    };
+    let below = |m: &&crate::config::Mount| {
+        let p = m.prefix.as_bytes();
+        p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
+    };
+    if !state.config.mounts.iter().any(|m| below(&m)) || dir.windows(2).any(|w| w == b"/.") {
+        return None;
+    }
+    let c = std::ffi::CString::new(dir).ok()?;
+    // SAFETY: a zeroed `stat` is a valid out-buffer.
+    let mut st: crate::real::Stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a C string and a buffer of the right type.
+    if unsafe { crate::real::lstat(c.as_ptr(), &mut st) } == 0 {
+        return None; // it exists locally: the kernel's
+    }
+    for m in state.config.mounts.iter().filter(below) {
+        let mirror = format!("{}{}", state.shadow.cwd_root, m.prefix);
+        if crate::cwd::make_mirror_dirs(state, &mirror).is_err() {
+            return None;
+        }
+    }
+    let mut mirror = state.shadow.cwd_root.as_bytes().to_vec();
+    mirror.extend_from_slice(dir);
+    std::ffi::CString::new(mirror).ok().map(Route::Redirect)
+}
+
+/// True if `route` is a mount prefix's missing ancestor ([`ancestor_mirror`]).
+pub fn is_ancestor_mirror(state: &State, route: &Route) -> bool {
+    match route {
+        Route::Redirect(p) => p
+            .to_bytes()
+            .strip_prefix(state.shadow.cwd_root.as_bytes())
+            .is_some_and(|rest| rest.first() == Some(&b'/')),
+        _ => false,
+    }
+}
+
 /// Classifies an absolute path.
 pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
     if !near_a_prefix(state, path) && !has_dotdot(path) {
-        return Route::Local;
+        // (`/./db` would fold to an ancestor too; `/db/.` and `//db` are
+        // near a prefix and folded below.)
+        return ancestor_mirror(state, path).unwrap_or(Route::Local);
     }
     if needs_folding(path) {
         let folded = normalize(path);
         let r = classify_normal(state, &folded, trailing_slash(path));
         if r == Route::Local && through_a_prefix(state, path) {
-            return to_redirect(folded);
+            return to_redirect(state, folded);
+        }
+        if r == Route::Local {
+            return ancestor_mirror(state, &folded).unwrap_or(Route::Local);
         }
         return match r {
             Route::Nfs(mut p) => {
@@ -189,7 +249,10 @@ pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
             other => other,
         };
     }
-    classify_normal(state, path, trailing_slash(path))
+    match classify_normal(state, path, trailing_slash(path)) {
+        Route::Local => ancestor_mirror(state, path).unwrap_or(Route::Local),
+        r => r,
+    }
 }
 
 /// True if `path` starts with a mount prefix, or leaves one with `//` or

@@ -49,6 +49,10 @@
 #              backend during a workload, recovery, every committed
 #              transaction present; then the server's local copy of the data
 #              directory started without the library
+#   pgparents  a mount prefix whose parents do not exist locally
+#              (/dnfs-preload-test-parents/db/pg): they are directories
+#              (stat, ls, cd, pwd, mkdir EEXIST, mv EBUSY); mkdir -p and
+#              initdb -k as the postgres user, who may not write in /
 #   pgwb       the same in unstable mode (UNSTABLE WRITEs, COMMIT at
 #              fsync/fdatasync; write-behind off, the library's default)
 #   pglinks    PostgreSQL with a local data directory, its WAL on NFS
@@ -95,7 +99,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -132,6 +136,8 @@ MAIN_VERS=${DNFS_PRELOAD_NFS_VERSION:+nfs_version: nfsv$DNFS_PRELOAD_NFS_VERSION
 {
     server_block test "$export_path" "$MNT" "$MAIN_VERS"
     server_block refused /no/such/export "$MNT-refused"
+    # A prefix whose parents do not exist locally (group pgparents).
+    server_block parents "$export_path" "$MNT-parents/db/pg" "$MAIN_VERS"
     server_block unstable "$export_path" "$MNT-wb" "stable: unstable${MAIN_VERS:+
 $MAIN_VERS}"
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
@@ -869,6 +875,33 @@ PGBIN=/usr/lib/postgresql/15/bin
 group_pg() {
     step "PostgreSQL 15 on NFS as the postgres user (file_sync)"
     pg_cluster "$NFS/pg" "$VIEW/pg" ""
+}
+
+# A mount prefix whose parents do not exist locally: a kernel mount point
+# always exists in its parent, and initdb walks down from / (stat, then
+# mkdir where missing), which the postgres user may not write in.
+group_pgparents() {
+    step "a mount prefix whose parents do not exist locally: initdb as postgres"
+    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
+    local up=$MNT-parents top=$MNT-parents/db/pg/$RUNID/parents
+    if [[ -e $up ]]; then
+        bad "pgparents" "$up exists locally"
+        return
+    fi
+    nfs sh -c "mkdir -p $top && chown postgres $top"
+    local PG=(runuser -u postgres -- "${RUN[@]}")
+    check "stat of the prefix and its parents" "directory directory directory" \
+        "$("${PG[@]}" stat -c %F "$up" "$up/db" "$up/db/pg/.." | tr '\n' ' ' | sed 's/ $//')"
+    check "ls of each parent lists the next component" "db|pg" \
+        "$("${PG[@]}" ls "$up")|$("${PG[@]}" ls "$up/db")"
+    check "cd into a parent, pwd, cd into the prefix" "$up/db|$up/db/pg" \
+        "$("${PG[@]}" sh -c "cd $up/db && /bin/pwd && cd pg && pwd" | paste -sd'|')"
+    check "mkdir of a parent: EEXIST; mv of one: EBUSY" "File exists|Device or resource busy" \
+        "$("${PG[@]}" mkdir "$up/db" 2>&1 | sed 's/.*: //')|$("${PG[@]}" mv "$up/db" "$WORK/x" 2>&1 | sed 's/.*: //')"
+    check "nothing was made locally" "no" "$([[ -e $up ]] && echo yes || echo no)"
+    expect "mkdir -p through the parents as postgres" "${PG[@]}" mkdir -p "$top/mkp/a/b"
+    expect "initdb -k as postgres into $top/data" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$top/data"
+    check "the cluster is on the server" "15" "$(cat "$VIEW/parents/data/PG_VERSION" 2>/dev/null)"
 }
 
 # PostgreSQL with a local data directory whose WAL (initdb --waldir) and a

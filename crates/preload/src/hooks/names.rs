@@ -140,6 +140,17 @@ fn two_paths(
         }
         _ => {}
     }
+    // A mount prefix's missing ancestor stands in the mirror tree, which
+    // must not be renamed or linked: as a directory holding a mount
+    // point, EBUSY.
+    if let Ok(state) = st() {
+        if crate::paths::is_ancestor_mirror(state, &a)
+            || crate::paths::is_ancestor_mirror(state, &b)
+        {
+            set_errno(libc::EBUSY);
+            return -1;
+        }
+    }
     if let (Some(x), Some(y)) = (local_path(&a, original.0), local_path(&b, original.1)) {
         return local(x, y);
     }

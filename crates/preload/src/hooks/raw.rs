@@ -165,7 +165,7 @@ unsafe fn dispatch(num: c_long, args: [c_long; 6]) -> Raw {
             libc::SYS_mmap if nfs(a5) => {
                 done(files::mmap(a1 as _, a2 as _, a3 as _, a4 as _, a5 as _, a6) as c_long)
             }
-            libc::SYS_getcwd if crate::cwd::is_nfs() => {
+            libc::SYS_getcwd if crate::cwd::answers_getcwd() => {
                 let p = cwd::getcwd(a1 as _, a2 as _);
                 if p.is_null() {
                     done(-1)
