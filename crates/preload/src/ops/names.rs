@@ -29,6 +29,12 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
     if f.meta.is_dir() {
         return Err(Errno(libc::EISDIR));
     }
+    if f.meta.file_type == FileType::File && crate::silly::held_open(f.path.mount, &f.handle) {
+        // This process still reads or writes it: renamed aside until its
+        // last close (silly.rs).
+        crate::silly::hide(state, &f.path, f.handle)?;
+        return Ok(Out::Done(()));
+    }
     let removed = clients::get(state, f.path.mount)?.remove(&f.path.rest);
     crate::lookups::changed(state);
     removed?;
@@ -99,6 +105,7 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
         return Err(Errno(libc::EBUSY));
     }
     let client = clients::get(state, from.mount)?;
+    hide_open_target(state, &client, &from, &to)?;
     let renamed = client.rename(&from.rest, &to.rest);
     crate::lookups::changed(state);
     match renamed {
@@ -115,6 +122,26 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
         }
         other => Ok(OutPair::Done(other?)),
     }
+}
+
+/// Before a RENAME over `to`: a file there that this process holds open is
+/// renamed aside first, as `unlink` does (silly.rs). Only a name some
+/// descriptor was opened under is looked up.
+fn hide_open_target(state: &State, client: &dnfs::Client, from: &NfsPath, to: &NfsPath) -> Res<()> {
+    if !crate::silly::maybe_held_open(to) {
+        return Ok(());
+    }
+    let Ok((handle, meta)) = client.lookup(&to.rest) else {
+        return Ok(());
+    };
+    if meta.file_type != FileType::File || !crate::silly::held_open(to.mount, &handle) {
+        return Ok(());
+    }
+    // Renaming a file onto itself (another name of it) changes nothing.
+    if client.lookup(&from.rest).is_ok_and(|(h, _)| h == handle) {
+        return Ok(());
+    }
+    crate::silly::hide(state, to, handle)
 }
 
 /// The answer to a call that names `.` or `..` last: `errno`, once the

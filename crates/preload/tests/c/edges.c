@@ -199,6 +199,52 @@ static void raw(void)
     close(here);
 }
 
+/* Open, then unlink or rename over, in the same process: the descriptor
+ * keeps working, the name is gone, and nothing is left after close. */
+static void open_unlink(void)
+{
+    char buf[64] = {0};
+    struct stat st;
+    int fd = open(at("tmpf"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CALL("unlinked: write", write(fd, "abc", 3));
+    CALL("unlinked: unlink", unlink(at("tmpf")));
+    CALL("unlinked: stat of the name", stat(at("tmpf"), &st));
+    CALL("unlinked: write after", write(fd, "def", 3));
+    CALL("unlinked: pread after", pread(fd, buf, sizeof buf - 1, 0));
+    printf("unlinked: read [%s]\n", buf);
+    CALL("unlinked: fstat size", (fstat(fd, &st), (long)st.st_size));
+    CALL("unlinked: ftruncate", ftruncate(fd, 2));
+    int d = dup(fd);
+    CALL("unlinked: close", close(fd));
+    CALL("unlinked: read through a dup", pread(d, buf, sizeof buf - 1, 0));
+    CALL("unlinked: close the dup", close(d));
+
+    fd = open(at("quiet"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CALL("unlinked before any I/O: unlink", unlink(at("quiet")));
+    CALL("unlinked before any I/O: fstat", fstat(fd, &st));
+    CALL("unlinked before any I/O: write", write(fd, "x", 1));
+    CALL("unlinked before any I/O: close", close(fd));
+
+    fd = open(at("old"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CALL("renamed over: write", write(fd, "old data", 8));
+    int n = open(at("new"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    CALL("renamed over: write the new one", write(n, "new", 3));
+    close(n);
+    CALL("renamed over: rename new old", rename(at("new"), at("old")));
+    memset(buf, 0, sizeof buf);
+    CALL("renamed over: pread the old descriptor", pread(fd, buf, sizeof buf - 1, 0));
+    printf("renamed over: old descriptor reads [%s]\n", buf);
+    CALL("renamed over: fstat size", (fstat(fd, &st), (long)st.st_size));
+    CALL("renamed over: close", close(fd));
+    content("renamed over: the name holds", "old");
+    int a = open(at("twice"), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    int b = open(at("twice"), O_RDONLY);
+    CALL("two opens: unlink", unlink(at("twice")));
+    CALL("two opens: close one", close(a));
+    CALL("two opens: fstat the other", fstat(b, &st));
+    CALL("two opens: close the other", close(b));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2)
@@ -206,6 +252,7 @@ int main(int argc, char **argv)
     dir = argv[1];
     dots();
     raw();
+    open_unlink();
     tree("");
     return 0;
 }
