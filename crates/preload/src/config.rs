@@ -35,6 +35,10 @@ pub struct Config {
     /// a relative path from a local directory descriptor can reach a
     /// prefix without `..` only if it starts with one of them (paths.rs).
     pub prefix_names: Vec<Vec<u8>>,
+    /// Every strict ancestor of a mount prefix but `/` (`/db` for
+    /// `/db/pg`): the paths that stand for a directory when they do not
+    /// exist locally (paths.rs); one comparison for any other path.
+    pub ancestors: Vec<Vec<u8>>,
 }
 
 /// The dnfstab of this process, if there is one with at least one mount
@@ -92,9 +96,22 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
         .collect();
     prefix_names.sort();
     prefix_names.dedup();
+    let mut ancestors: Vec<Vec<u8>> = mounts
+        .iter()
+        .flat_map(|m| {
+            let p = m.prefix.as_bytes();
+            (1..p.len())
+                .filter(|&i| p[i] == b'/')
+                .map(|i| p[..i].to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ancestors.sort();
+    ancestors.dedup();
     Some(Config {
         mounts,
         prefix_names,
+        ancestors,
     })
 }
 

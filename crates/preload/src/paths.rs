@@ -182,19 +182,20 @@ fn to_redirect(state: &State, path: Vec<u8>) -> Route {
 /// each prefix below it (`/dev/shm/directnfs/cwd/db/pg`): `stat` and
 /// `opendir` find a directory listing the next component, `mkdir` says
 /// `EEXIST`, `rmdir` `ENOTEMPTY`, `chdir` enters it (`getcwd` says `/db`).
-/// None for any other path (one comparison with each prefix).
+/// None for any other path (one comparison with each ancestor).
+#[inline(never)]
 fn ancestor_mirror(state: &State, path: &[u8]) -> Option<Route> {
     let dir = match path.iter().rposition(|&b| b != b'/') {
         Some(end) => &path[..=end],
         None => return None, // `/` exists
     };
+    if !state.config.ancestors.iter().any(|a| a == dir) {
+        return None;
+    }
     let below = |m: &&crate::config::Mount| {
         let p = m.prefix.as_bytes();
         p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
     };
-    if !state.config.mounts.iter().any(|m| below(&m)) || dir.windows(2).any(|w| w == b"/.") {
-        return None;
-    }
     let c = std::ffi::CString::new(dir).ok()?;
     // SAFETY: a zeroed `stat` is a valid out-buffer.
     let mut st: crate::real::Stat = unsafe { std::mem::zeroed() };
@@ -229,6 +230,9 @@ pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
     if !near_a_prefix(state, path) && !has_dotdot(path) {
         // (`/./db` would fold to an ancestor too; `/db/.` and `//db` are
         // near a prefix and folded below.)
+        if state.config.ancestors.is_empty() {
+            return Route::Local;
+        }
         return ancestor_mirror(state, path).unwrap_or(Route::Local);
     }
     if needs_folding(path) {
@@ -467,6 +471,14 @@ mod tests {
             [b"/db/a".to_vec(), b"/db/b".to_vec()]
         );
         assert!(dirs_before_dotdot(b"/db/a/./b").is_empty());
+        let st2 = state(&["/dnfs-paths-test-none/db/pg", "/x"]);
+        assert_eq!(
+            st2.config.ancestors,
+            [
+                b"/dnfs-paths-test-none".to_vec(),
+                b"/dnfs-paths-test-none/db".to_vec()
+            ]
+        );
         let st = state(&["/db"]);
         match classify_absolute(&st, b"/db/e/missing/..") {
             Route::Nfs(p) => {

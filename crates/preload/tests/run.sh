@@ -136,8 +136,6 @@ MAIN_VERS=${DNFS_PRELOAD_NFS_VERSION:+nfs_version: nfsv$DNFS_PRELOAD_NFS_VERSION
 {
     server_block test "$export_path" "$MNT" "$MAIN_VERS"
     server_block refused /no/such/export "$MNT-refused"
-    # A prefix whose parents do not exist locally (group pgparents).
-    server_block parents "$export_path" "$MNT-parents/db/pg" "$MAIN_VERS"
     server_block unstable "$export_path" "$MNT-wb" "stable: unstable${MAIN_VERS:+
 $MAIN_VERS}"
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
@@ -888,8 +886,13 @@ group_pgparents() {
         bad "pgparents" "$up exists locally"
         return
     fi
-    nfs sh -c "mkdir -p $top && chown postgres $top"
-    local PG=(runuser -u postgres -- "${RUN[@]}")
+    # Its own dnfstab: the others (and the cost group's count) stay as
+    # they are.
+    local tab=$WORK/dnfstab-parents
+    { cat "$TAB"; server_block parents "$export_path" "$up/db/pg" "$MAIN_VERS"; } >"$tab"
+    chmod 644 "$tab"
+    "$DNFS_BIN" --config "$tab" run -- sh -c "mkdir -p $top && chown postgres $top"
+    local PG=(runuser -u postgres -- "$DNFS_BIN" --config "$tab" run --)
     check "stat of the prefix and its parents" "directory directory directory" \
         "$("${PG[@]}" stat -c %F "$up" "$up/db" "$up/db/pg/.." | tr '\n' ' ' | sed 's/ $//')"
     check "ls of each parent lists the next component" "db|pg" \
