@@ -398,6 +398,21 @@ group_edges() {
         bad "edges" "NFS differs from the local file system (diff above: < local, > NFS)"
     fi
     check "edges: nothing on stderr" "" "$(cat "$WORK/edges-nfs.err")"
+    # The permission cases, as the postgres user in a directory of its own
+    # holding a file of root's.
+    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
+    mkdir -p "$WORK/edges-user"
+    printf 'root!' >"$WORK/edges-user/rootfile"
+    chown postgres "$WORK/edges-user"
+    nfs sh -c "mkdir -p $NFS/edges-user && printf 'root!' >$NFS/edges-user/rootfile && chown postgres $NFS/edges-user"
+    runuser -u postgres -- "$WORK/edges" --user "$WORK/edges-user" >"$WORK/edges-user-local.out" 2>&1
+    runuser -u postgres -- "${RUN[@]}" "$WORK/edges" --user "$NFS/edges-user" >"$WORK/edges-user-nfs.out" 2>&1
+    if diff "$WORK/edges-user-local.out" "$WORK/edges-user-nfs.out" >"$WORK/edges-user.diff"; then
+        ok "edges as a user: $(wc -l <"$WORK/edges-user-local.out") lines identical on NFS and locally"
+    else
+        cat "$WORK/edges-user.diff"
+        bad "edges as a user" "NFS differs from the local file system (diff above: < local, > NFS)"
+    fi
 }
 
 group_untouched() {

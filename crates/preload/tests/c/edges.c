@@ -7,6 +7,8 @@
  * printed under "deviation:" and compared with the README's list.
  *
  *   edges DIR
+ *   edges --user DIR   (as a user other than root; DIR is the user's and
+ *                       holds `rootfile`, root's, mode 0644, 5 bytes)
  *
  * DIR must exist and be empty. Nothing here depends on the uid, the time
  * or inode numbers.
@@ -245,8 +247,46 @@ static void open_unlink(void)
     CALL("two opens: close the other", close(b));
 }
 
+/* As a user other than root, in a directory of the user's that holds
+ * `rootfile` (root's, mode 0644): permission checks. */
+static void as_user(void)
+{
+    struct stat st;
+    int fd = open(at("ro"), O_CREAT | O_WRONLY | O_TRUNC, 0444);
+    CALL("user: write the new 0444 file", write(fd, "abc", 3));
+    close(fd);
+    CALL("user: truncate own 0444 file", truncate(at("ro"), 1));
+    CALL("user: open own 0444 O_RDONLY|O_TRUNC", open(at("ro"), O_RDONLY | O_TRUNC));
+    CALL("user: size stays", (stat(at("ro"), &st), (long)st.st_size));
+    fd = open(at("rw"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    CALL("user: write rw", write(fd, "abc", 3));
+    close(fd);
+    fd = open(at("rw"), O_RDONLY | O_TRUNC);
+    CALL("user: open rw O_RDONLY|O_TRUNC", fd >= 0 ? 0 : -1);
+    CALL("user: it was truncated", (stat(at("rw"), &st), (long)st.st_size));
+    CALL("user: read of it", read(fd, &st, 1));
+    close(fd);
+    CALL("user: chown rootfile -1 -1", chown(at("rootfile"), -1, -1));
+    CALL("user: lchown rootfile -1 -1", lchown(at("rootfile"), -1, -1));
+    CALL("user: chown rootfile to self", chown(at("rootfile"), getuid(), -1));
+    CALL("user: truncate rootfile", truncate(at("rootfile"), 0));
+    CALL("user: chmod rootfile", chmod(at("rootfile"), 0666));
+    CALL("user: open rootfile O_WRONLY", open(at("rootfile"), O_WRONLY));
+    CALL("user: open rootfile O_RDONLY|O_TRUNC", open(at("rootfile"), O_RDONLY | O_TRUNC));
+    CALL("user: rootfile size", (stat(at("rootfile"), &st), (long)st.st_size));
+    fd = open(at("rootfile"), O_RDONLY);
+    CALL("user: fchown rootfile -1 -1", fchown(fd, -1, -1));
+    close(fd);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--user") == 0) {
+        dir = argv[2];
+        as_user();
+        tree("");
+        return 0;
+    }
     if (argc != 2)
         return 2;
     dir = argv[1];
