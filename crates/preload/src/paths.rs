@@ -84,12 +84,24 @@ pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
     let Some(state) = state::get() else {
         return Route::Local;
     };
-    if path.is_null() {
-        return Route::Local;
+    if bad_pointer(path) {
+        return Route::Local; // the kernel's call says EFAULT
     }
     // SAFETY: the caller passes a C string.
     let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
     route_bytes(state, dirfd, bytes)
+}
+
+/// A pointer no C string can be at: NULL and the page after it (`NULL +
+/// offset`), and addresses above the user half of x86_64's address space
+/// (kernel and non-canonical ones, `(char *)-1`). Reading one would crash
+/// the program inside this library where the kernel answers `EFAULT`;
+/// other unmapped addresses cannot be told without a system call per
+/// path (README: deviations).
+#[inline(always)]
+pub fn bad_pointer(p: *const c_char) -> bool {
+    let a = p as usize;
+    !(4096..0x0000_8000_0000_0000).contains(&a)
 }
 
 /// [`route`] of a path given as bytes.

@@ -133,6 +133,12 @@ fn two_paths(
         Route::Redirect(p) => Some(p.as_ptr()),
         _ => None,
     };
+    // A bad pointer routes as local; beside an NFS path it would be EXDEV,
+    // where the kernel says EFAULT.
+    if crate::paths::bad_pointer(original.0) || crate::paths::bad_pointer(original.1) {
+        set_errno(libc::EFAULT);
+        return -1;
+    }
     match (&a, &b) {
         (Route::Bad(e), _) | (_, Route::Bad(e)) => {
             set_errno(*e);
@@ -617,7 +623,7 @@ pub unsafe extern "C" fn fchownat(
     flags: c_int,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    let empty = path.is_null() || unsafe { *path } == 0;
+    let empty = path.is_null() || (!crate::paths::bad_pointer(path) && unsafe { *path } == 0);
     if empty && flags & libc::AT_EMPTY_PATH != 0 && fdtable::is_nfs(dirfd) {
         return set_fd("fchownat", dirfd, Ok(meta::owner(uid, gid)));
     }

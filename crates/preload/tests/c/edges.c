@@ -279,6 +279,30 @@ static void as_user(void)
     close(fd);
 }
 
+/* Bad pointers: EFAULT, as the kernel gives, never a crash. */
+static void pointers(void)
+{
+    struct stat st;
+    /* volatile: the compiler must not act on libc's nonnull attributes */
+    const char *volatile nul = NULL, *volatile low = (const char *)16,
+                         *volatile high = (const char *)-8L;
+    CALL("creat ptr", close(creat(at("ptr"), 0644)));
+    CALL("rename ptr NULL", rename(at("ptr"), nul));
+    CALL("rename NULL ptr", rename(nul, at("ptr")));
+    CALL("rename ptr low", rename(at("ptr"), low));
+    CALL("link ptr NULL", link(at("ptr"), nul));
+    CALL("link ptr high", link(at("ptr"), high));
+    CALL("renameat ptr NULL", renameat(AT_FDCWD, at("ptr"), AT_FDCWD, nul));
+    CALL("symlink NULL ptr2", symlink(nul, at("ptr2")));
+    CALL("symlink low ptr2", symlink(low, at("ptr2")));
+    CALL("stat low", stat(low, &st));
+    CALL("stat high", stat(high, &st));
+    CALL("open high", open(high, O_RDONLY));
+    CALL("mkdir low", mkdir(low, 0755));
+    CALL("unlink high", unlink(high));
+    CALL("syscall stat high", syscall(SYS_stat, high, &st));
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--user") == 0) {
@@ -293,6 +317,7 @@ int main(int argc, char **argv)
     dots();
     raw();
     open_unlink();
+    pointers();
     tree("");
     return 0;
 }
