@@ -180,3 +180,35 @@ mod tests {
         assert_eq!(fnv64(&[b""]), 0xcbf2_9ce4_8422_2325);
     }
 }
+
+/// Says once (in the first process of a `dnfs run`: its children inherit
+/// a variable that says it was said) which mount prefixes stand over a
+/// local directory that is not empty: its files are hidden, as under a
+/// kernel mount, and a user who put them there would look for them.
+/// Called before the process's state is published, so that the check's
+/// own calls go to libc.
+pub fn warn_hidden_local_dirs(config: &Config) {
+    const SAID: &str = "DIRECTNFS_PRELOAD_SAID_HIDDEN";
+    if std::env::var_os(SAID).is_some() {
+        return;
+    }
+    let hidden: Vec<&str> = config
+        .mounts
+        .iter()
+        .filter(|m| std::fs::read_dir(&m.prefix).is_ok_and(|mut d| d.next().is_some()))
+        .map(|m| m.prefix.as_str())
+        .collect();
+    if hidden.is_empty() {
+        return;
+    }
+    warn::once("hidden local directory", || {
+        format!(
+            "mount prefix {} is over a local directory that is not empty: its local files \
+             are hidden while the library serves that path from NFS",
+            hidden.join(", ")
+        )
+    });
+    // SAFETY: at load time, before `main`: no other thread reads the
+    // environment yet. Both strings are NUL-terminated literals.
+    unsafe { libc::setenv(c"DIRECTNFS_PRELOAD_SAID_HIDDEN".as_ptr(), c"1".as_ptr(), 1) };
+}

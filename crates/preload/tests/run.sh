@@ -398,6 +398,22 @@ group_edges() {
         bad "edges" "NFS differs from the local file system (diff above: < local, > NFS)"
     fi
     check "edges: nothing on stderr" "" "$(cat "$WORK/edges-nfs.err")"
+    # Documented deviations and warnings (README).
+    local long
+    long=$(printf 'x%.0s' {1..1500})
+    check "a symbolic link target over 1024 bytes: ENAMETOOLONG" "File name too long" \
+        "$(nfs ln -s "$long" "$NFS/edges/longlink" 2>&1 | sed 's/.*: //')"
+    nfs sh -c "printf 0123456789 >$NFS/edges/fa"
+    check "fallocate --punch-hole: the warning names the mode" \
+        "fallocate mode 0x3 (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) is not supported on NFS files (EOPNOTSUPP)" \
+        "$(nfs fallocate -p -o 0 -l 4 "$NFS/edges/fa" 2>&1 | sed -n 's/^directnfs\[[0-9]*\]: //p')"
+    # A prefix over a non-empty local directory: said once per dnfs run.
+    mkdir -p "$WORK/hidden" && echo local >"$WORK/hidden/file"
+    { cat "$TAB"; server_block hidden "$export_path" "$WORK/hidden" "$MAIN_VERS"; } >"$WORK/dnfstab-hidden"
+    "$DNFS_BIN" --config "$WORK/dnfstab-hidden" run -- sh -c 'ls / >/dev/null; sh -c true' 2>"$WORK/hidden.err" || true
+    check "a prefix over a non-empty local directory: one warning" \
+        "1|mount prefix $WORK/hidden is over a local directory that is not empty" \
+        "$(grep -c . "$WORK/hidden.err")|$(sed -n 's/^directnfs\[[0-9]*\]: \(.*not empty\).*/\1/p' "$WORK/hidden.err")"
     # The permission cases, as the postgres user in a directory of its own
     # holding a file of root's.
     id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
