@@ -155,32 +155,6 @@ pub fn read_umask() {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::Path;
-
-    #[test]
-    fn mounts_are_ordered_longest_prefix_first() {
-        let tab = dnfs::config::parse_str(
-            "server: s\npath: 127.0.0.1\nexport: /e1 mount: /db\nexport: /e2 mount: /db/redo\n",
-            Path::new("t"),
-        )
-        .unwrap();
-        let cfg = from_tab(&tab).unwrap();
-        let prefixes: Vec<_> = cfg.mounts.iter().map(|m| m.prefix.as_str()).collect();
-        assert_eq!(prefixes, ["/db/redo", "/db"]);
-        assert_ne!(cfg.mounts[0].key, cfg.mounts[1].key);
-        assert_ne!(cfg.mounts[0].dev, cfg.mounts[1].dev);
-    }
-
-    #[test]
-    fn the_key_of_a_mount_is_the_same_in_every_process() {
-        assert_eq!(fnv64(&[b"s", b"\0", b"/e1"]), fnv64(&[b"s\0/e1"]));
-        assert_eq!(fnv64(&[b""]), 0xcbf2_9ce4_8422_2325);
-    }
-}
-
 /// Says once (in the first process of a `dnfs run`: its children inherit
 /// a variable that says it was said) which mount prefixes stand over a
 /// local directory that is not empty: its files are hidden, as under a
@@ -211,4 +185,30 @@ pub fn warn_hidden_local_dirs(config: &Config) {
     // SAFETY: at load time, before `main`: no other thread reads the
     // environment yet. Both strings are NUL-terminated literals.
     unsafe { libc::setenv(c"DIRECTNFS_PRELOAD_SAID_HIDDEN".as_ptr(), c"1".as_ptr(), 1) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn mounts_are_ordered_longest_prefix_first() {
+        let tab = dnfs::config::parse_str(
+            "server: s\npath: 127.0.0.1\nexport: /e1 mount: /db\nexport: /e2 mount: /db/redo\n",
+            Path::new("t"),
+        )
+        .unwrap();
+        let cfg = from_tab(&tab).unwrap();
+        let prefixes: Vec<_> = cfg.mounts.iter().map(|m| m.prefix.as_str()).collect();
+        assert_eq!(prefixes, ["/db/redo", "/db"]);
+        assert_ne!(cfg.mounts[0].key, cfg.mounts[1].key);
+        assert_ne!(cfg.mounts[0].dev, cfg.mounts[1].dev);
+    }
+
+    #[test]
+    fn the_key_of_a_mount_is_the_same_in_every_process() {
+        assert_eq!(fnv64(&[b"s", b"\0", b"/e1"]), fnv64(&[b"s\0/e1"]));
+        assert_eq!(fnv64(&[b""]), 0xcbf2_9ce4_8422_2325);
+    }
 }
