@@ -346,3 +346,58 @@ pub unsafe extern "C" fn posix_spawn_file_actions_addopen(
         }
     }
 }
+
+/// `bind(2)` of a unix socket whose name is an NFS path (absolute, or
+/// relative to an NFS current directory, which the kernel would put in
+/// the empty local mirror of that directory, where no one on NFS finds
+/// it): `EOPNOTSUPP`, as for `mknod` of a socket on NFS. Every other
+/// `bind` is libc's.
+#[no_mangle]
+pub unsafe extern "C" fn bind(
+    fd: c_int,
+    addr: *const libc::sockaddr,
+    len: libc::socklen_t,
+) -> c_int {
+    // SAFETY: the caller's address, of `len` bytes.
+    if unsafe { unix_name_on_nfs(addr, len) } {
+        warn::once("bind unix socket", || {
+            "bind of a unix socket on an NFS path is not supported (EOPNOTSUPP): NFS holds no sockets".into()
+        });
+        set_errno(libc::EOPNOTSUPP);
+        return -1;
+    }
+    // SAFETY: plain forward.
+    unsafe { real::bind(fd, addr, len) }
+}
+
+/// True if `addr` is a unix socket address with a path name that routes
+/// to NFS (not abstract, not unnamed).
+///
+/// # Safety
+/// `addr` is NULL or valid for `len` bytes.
+unsafe fn unix_name_on_nfs(addr: *const libc::sockaddr, len: libc::socklen_t) -> bool {
+    let path_at = std::mem::offset_of!(libc::sockaddr_un, sun_path);
+    let len = len as usize;
+    if crate::state::get().is_none() || addr.is_null() || len <= path_at + 1 {
+        return false;
+    }
+    // SAFETY: at least the family is within `len` bytes.
+    if c_int::from(unsafe { (*addr).sa_family }) != libc::AF_UNIX {
+        return false;
+    }
+    let max = len.min(std::mem::size_of::<libc::sockaddr_un>());
+    // SAFETY: the bytes of the address within `len`.
+    let bytes = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), max) };
+    let name = &bytes[path_at..];
+    if name[0] == 0 {
+        return false; // abstract
+    }
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let Some(state) = crate::state::get() else {
+        return false;
+    };
+    !matches!(
+        crate::paths::route_bytes(state, libc::AT_FDCWD, &name[..end]),
+        Route::Local
+    )
+}

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -303,6 +305,30 @@ static void pointers(void)
     CALL("syscall stat high", syscall(SYS_stat, high, &st));
 }
 
+/* A unix socket bound by a relative name while the current directory is
+ * the test directory: locally it is made there; on NFS it is refused
+ * (README), so only the failure's absence is compared when it works. */
+static void unix_socket(void)
+{
+    int here = open(".", O_RDONLY | O_DIRECTORY);
+    if (chdir(dir) != 0)
+        return;
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    strcpy(a.sun_path, "sock");
+    int r = bind(s, (struct sockaddr *)&a, sizeof a);
+    struct stat st;
+    /* Either it is there as a socket (local), or bind failed and there is
+     * nothing (NFS): never a success that leaves nothing behind. */
+    int there = lstat("sock", &st) == 0;
+    printf("unix socket bound by a relative name: consistent %d\n", (r == 0) == there);
+    if (there)
+        unlink("sock");
+    close(s);
+    fchdir(here);
+    close(here);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--user") == 0) {
@@ -318,6 +344,7 @@ int main(int argc, char **argv)
     raw();
     open_unlink();
     pointers();
+    unix_socket();
     tree("");
     return 0;
 }
