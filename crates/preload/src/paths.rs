@@ -89,6 +89,9 @@ pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
     }
     // SAFETY: the caller passes a C string.
     let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    if bytes.len() >= libc::PATH_MAX as usize {
+        return Route::Local; // the kernel's call says ENAMETOOLONG
+    }
     route_bytes(state, dirfd, bytes)
 }
 
@@ -338,7 +341,10 @@ fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
         };
         let host = host.trim_end_matches('/');
         let rest = &host[prefix.len()..];
-        if host.len() >= libc::PATH_MAX as usize || rest.split('/').any(|c| c.len() > NAME_MAX) {
+        // PATH_MAX bounds the path a call is given (route), not the
+        // absolute path it names from a directory: a short relative path
+        // from a deep directory is served, as by the kernel.
+        if rest.split('/').any(|c| c.len() > NAME_MAX) {
             return Route::Bad(libc::ENAMETOOLONG);
         }
         return Route::Nfs(NfsPath {

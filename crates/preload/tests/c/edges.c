@@ -329,6 +329,45 @@ static void unix_socket(void)
     close(here);
 }
 
+/* A directory deeper than PATH_MAX, reached one component at a time
+ * from directory descriptors: each call's path is short, so it is served
+ * (the absolute path it names is longer than PATH_MAX). */
+static void deep(void)
+{
+    enum { LEVELS = 18 };
+    char name[251];
+    memset(name, 'd', 250);
+    name[250] = 0;
+    int fds[LEVELS + 1];
+    fds[0] = open(dir, O_RDONLY | O_DIRECTORY);
+    int ok = 1;
+    for (int i = 0; i < LEVELS && ok; i++) {
+        ok = mkdirat(fds[i], name, 0755) == 0;
+        fds[i + 1] = ok ? openat(fds[i], name, O_RDONLY | O_DIRECTORY) : -1;
+        ok = ok && fds[i + 1] >= 0;
+    }
+    printf("deep: %d levels of 250-byte names made and opened: %d\n", LEVELS, ok);
+    if (!ok) {
+        printf("deep: failed: %s\n", strerrorname_np(errno));
+        return;
+    }
+    int d = fds[LEVELS];
+    int f = openat(d, "f", O_CREAT | O_RDWR, 0644);
+    CALL("deep: openat f O_CREAT", f >= 0 ? 0 : -1);
+    CALL("deep: write", write(f, "deep", 4));
+    close(f);
+    struct stat st;
+    CALL("deep: fstatat f size", (fstatat(d, "f", &st, 0), (long)st.st_size));
+    CALL("deep: renameat f g", renameat(d, "f", d, "g"));
+    CALL("deep: unlinkat g", unlinkat(d, "g", 0));
+    for (int i = LEVELS; i > 0; i--) {
+        close(fds[i]);
+        if (unlinkat(fds[i - 1], name, AT_REMOVEDIR) != 0)
+            printf("deep: rmdir level %d: %s\n", i, strerrorname_np(errno));
+    }
+    close(fds[0]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--user") == 0) {
@@ -345,6 +384,7 @@ int main(int argc, char **argv)
     open_unlink();
     pointers();
     unix_socket();
+    deep();
     tree("");
     return 0;
 }
