@@ -22,9 +22,15 @@
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
 #   edges      the edge cases of issue 31 (`.`/`..` last, `..` through a
 #              missing directory, raw syscall(2) on NFS descriptors and
-#              paths, ...), run in a local directory without the library
-#              and on NFS with it: same results, same errnos, same tree
-#              (tests/c/edges.c)
+#              paths, open then unlink or rename over in one process,
+#              bad path pointers, a unix socket bound in an NFS directory,
+#              a directory deeper than PATH_MAX; as the postgres user:
+#              truncate and O_TRUNC permissions, chown -1 -1), run in a
+#              local directory without the library and on NFS with it:
+#              same results, same errnos, same tree (tests/c/edges.c);
+#              then the documented deviations and warnings (a link target
+#              over 1024 bytes, an unsupported fallocate mode, a prefix
+#              over a non-empty local directory)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
