@@ -35,6 +35,10 @@ pub struct Config {
     /// a relative path from a local directory descriptor can reach a
     /// prefix without `..` only if it starts with one of them (paths.rs).
     pub prefix_names: Vec<Vec<u8>>,
+    /// Every strict ancestor of a mount prefix but `/` (`/db` for
+    /// `/db/pg`): the paths that stand for a directory when they do not
+    /// exist locally (paths.rs); one comparison for any other path.
+    pub ancestors: Vec<Vec<u8>>,
 }
 
 /// The dnfstab of this process, if there is one with at least one mount
@@ -92,9 +96,22 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
         .collect();
     prefix_names.sort();
     prefix_names.dedup();
+    let mut ancestors: Vec<Vec<u8>> = mounts
+        .iter()
+        .flat_map(|m| {
+            let p = m.prefix.as_bytes();
+            (1..p.len())
+                .filter(|&i| p[i] == b'/')
+                .map(|i| p[..i].to_vec())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    ancestors.sort();
+    ancestors.dedup();
     Some(Config {
         mounts,
         prefix_names,
+        ancestors,
     })
 }
 
@@ -136,6 +153,38 @@ pub fn read_umask() {
     if let Some(mask) = found {
         set_umask(mask);
     }
+}
+
+/// Says once (in the first process of a `dnfs run`: its children inherit
+/// a variable that says it was said) which mount prefixes stand over a
+/// local directory that is not empty: its files are hidden, as under a
+/// kernel mount, and a user who put them there would look for them.
+/// Called before the process's state is published, so that the check's
+/// own calls go to libc.
+pub fn warn_hidden_local_dirs(config: &Config) {
+    const SAID: &str = "DIRECTNFS_PRELOAD_SAID_HIDDEN";
+    if std::env::var_os(SAID).is_some() {
+        return;
+    }
+    let hidden: Vec<&str> = config
+        .mounts
+        .iter()
+        .filter(|m| std::fs::read_dir(&m.prefix).is_ok_and(|mut d| d.next().is_some()))
+        .map(|m| m.prefix.as_str())
+        .collect();
+    if hidden.is_empty() {
+        return;
+    }
+    warn::once("hidden local directory", || {
+        format!(
+            "mount prefix {} is over a local directory that is not empty: its local files \
+             are hidden while the library serves that path from NFS",
+            hidden.join(", ")
+        )
+    });
+    // SAFETY: at load time, before `main`: no other thread reads the
+    // environment yet. Both strings are NUL-terminated literals.
+    unsafe { libc::setenv(c"DIRECTNFS_PRELOAD_SAID_HIDDEN".as_ptr(), c"1".as_ptr(), 1) };
 }
 
 #[cfg(test)]

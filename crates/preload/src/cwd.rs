@@ -14,7 +14,7 @@
 //! a mount prefix (`/db` above `/db/ora`) leads into NFS.
 
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::RwLock;
 
 use libc::{c_char, size_t};
@@ -34,6 +34,10 @@ const ABOVE: u8 = 1;
 const NFS: u8 = 2;
 
 static MODE: AtomicU8 = AtomicU8::new(FAR);
+/// The kernel's working directory is a mirror directory standing for a
+/// local path (a mount prefix's missing ancestor, paths.rs): `getcwd`
+/// answers with the path it stands for.
+static MIRRORED: AtomicBool = AtomicBool::new(false);
 /// The host path of the current directory.
 pub static CWD: RwLock<String> = RwLock::new(String::new());
 
@@ -46,6 +50,12 @@ pub fn may_reach_nfs() -> bool {
 /// True if the current directory is an NFS directory.
 pub fn is_nfs() -> bool {
     MODE.load(Ordering::Relaxed) == NFS
+}
+
+/// True if `getcwd` is answered by the library: the current directory is
+/// an NFS directory or a mirror standing for a local path.
+pub fn answers_getcwd() -> bool {
+    is_nfs() || MIRRORED.load(Ordering::Relaxed)
 }
 
 /// The host path of the current directory.
@@ -75,8 +85,9 @@ pub fn refresh_from_kernel(state: &State) {
     let host = match kernel.strip_prefix(&state.shadow.cwd_root) {
         Some("") => "/".to_string(),
         Some(rest) if rest.starts_with('/') => rest.to_string(),
-        _ => kernel,
+        _ => kernel.clone(),
     };
+    MIRRORED.store(host != kernel, Ordering::Relaxed);
     let mode = match crate::paths::classify_absolute(state, host.as_bytes()) {
         Route::Nfs(_) => NFS,
         _ if above_a_prefix(state, &host) => ABOVE,
@@ -99,6 +110,7 @@ pub fn enter_nfs(state: &State, dir: &NfsPath) {
             )
         });
     }
+    MIRRORED.store(false, Ordering::Relaxed);
     set(dir.host.clone(), NFS);
 }
 
@@ -107,7 +119,7 @@ pub fn enter_nfs(state: &State, dir: &NfsPath) {
 /// # Safety
 /// `buf` is NULL or valid for `size` bytes (`getcwd`'s contract).
 pub unsafe fn getcwd_nfs(buf: *mut c_char, size: size_t) -> Option<Res<*mut c_char>> {
-    if !is_nfs() {
+    if !answers_getcwd() {
         return None;
     }
     let host = host();
@@ -161,6 +173,17 @@ fn above_a_prefix(state: &State, dir: &str) -> bool {
 /// Creates the mirror directory (each component mode 1777, as any user
 /// may need it) and moves the kernel's working directory there.
 fn make_mirror(state: &State, mirror: &str) -> Res<()> {
+    make_mirror_dirs(state, mirror)?;
+    let c = CString::new(mirror).map_err(|_| Errno(libc::EINVAL))?;
+    // SAFETY: NUL-terminated path.
+    if unsafe { real::chdir(c.as_ptr()) } != 0 {
+        return Err(Errno(crate::fail::errno()));
+    }
+    Ok(())
+}
+
+/// Creates a mirror directory and those above it (each mode 1777).
+pub fn make_mirror_dirs(state: &State, mirror: &str) -> Res<()> {
     let mut at = state.shadow.root.len();
     make_shared_dir(&state.shadow.root)?;
     while at < mirror.len() {
@@ -169,11 +192,6 @@ fn make_mirror(state: &State, mirror: &str) -> Res<()> {
             .map_or(mirror.len(), |i| at + 1 + i);
         make_shared_dir(&mirror[..next])?;
         at = next;
-    }
-    let c = CString::new(mirror).map_err(|_| Errno(libc::EINVAL))?;
-    // SAFETY: NUL-terminated path.
-    if unsafe { real::chdir(c.as_ptr()) } != 0 {
-        return Err(Errno(crate::fail::errno()));
     }
     Ok(())
 }

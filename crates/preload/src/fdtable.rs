@@ -204,6 +204,18 @@ pub fn remove(fd: c_int) -> Option<Arc<Open>> {
     t.as_mut()?.remove(&fd)
 }
 
+/// True if any NFS descriptor's description satisfies `f`.
+pub fn any_open(f: impl Fn(&Open) -> bool) -> bool {
+    if !ANY.load(Ordering::Relaxed) {
+        return false;
+    }
+    TABLE
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .is_some_and(|t| t.values().any(|o| f(o)))
+}
+
 /// Forgets every NFS descriptor in `first..=last` (`close_range`).
 pub fn remove_range(first: c_int, last: c_int) -> Vec<(c_int, Arc<Open>)> {
     if !ANY.load(Ordering::Relaxed) {

@@ -56,6 +56,7 @@ pub mod paths;
 pub mod real;
 pub mod resolve;
 pub mod shadow;
+pub mod silly;
 pub mod sizes;
 pub mod state;
 pub mod tally;

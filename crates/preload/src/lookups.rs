@@ -248,6 +248,8 @@ mod tests {
             host: format!("/m{rest}"),
             rest: rest.to_string(),
             trailing_slash: false,
+            last: crate::paths::Last::Name,
+            via: Vec::new(),
         }
     }
 

@@ -37,6 +37,26 @@ pub struct NfsPath {
     pub rest: String,
     /// The path ended with `/` (or `/.`): it must name a directory.
     pub trailing_slash: bool,
+    /// What the last component was as written: folding turns `d/.` and
+    /// `d/x/..` into `d`, but `rmdir` and `rename` refuse such names.
+    pub last: Last,
+    /// The directories named before each `..` of the path as written,
+    /// folded (`/db/e/missing` for `/db/e/missing/..`): the kernel walks
+    /// through them, so each must exist and be a directory, or the call
+    /// fails (`ENOENT`, `ENOTDIR`) where folding alone would have gone on.
+    pub via: Vec<Vec<u8>>,
+}
+
+/// The last component of a path as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Last {
+    /// A name (or the root).
+    #[default]
+    Name,
+    /// `.`
+    Dot,
+    /// `..`
+    DotDot,
 }
 
 /// Where a call goes.
@@ -64,12 +84,27 @@ pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
     let Some(state) = state::get() else {
         return Route::Local;
     };
-    if path.is_null() {
-        return Route::Local;
+    if bad_pointer(path) {
+        return Route::Local; // the kernel's call says EFAULT
     }
     // SAFETY: the caller passes a C string.
     let bytes = unsafe { CStr::from_ptr(path) }.to_bytes();
+    if bytes.len() >= libc::PATH_MAX as usize {
+        return Route::Local; // the kernel's call says ENAMETOOLONG
+    }
     route_bytes(state, dirfd, bytes)
+}
+
+/// A pointer no C string can be at: NULL and the page after it (`NULL +
+/// offset`), and addresses above the user half of x86_64's address space
+/// (kernel and non-canonical ones, `(char *)-1`). Reading one would crash
+/// the program inside this library where the kernel answers `EFAULT`;
+/// other unmapped addresses cannot be told without a system call per
+/// path (README: deviations).
+#[inline(always)]
+pub fn bad_pointer(p: *const c_char) -> bool {
+    let a = p as usize;
+    !(4096..0x0000_8000_0000_0000).contains(&a)
 }
 
 /// [`route`] of a path given as bytes.
@@ -137,32 +172,106 @@ fn relative_to_cwd(state: &State, path: &[u8]) -> Route {
 /// NFS directory).
 fn redirect_local(state: &State, full: &[u8]) -> Route {
     match classify_absolute(state, full) {
-        Route::Local => to_redirect(normalize(full)),
+        Route::Local => to_redirect(state, normalize(full)),
         other => other,
     }
 }
 
-fn to_redirect(path: Vec<u8>) -> Route {
+fn to_redirect(state: &State, path: Vec<u8>) -> Route {
+    if let Some(mirror) = ancestor_mirror(state, &path) {
+        return mirror;
+    }
     match std::ffi::CString::new(path) {
         Ok(c) => Route::Redirect(c),
         Err(_) => Route::Bad(libc::EINVAL),
     }
 }
 
+/// A local path (folded) that is a strict ancestor of a mount prefix
+/// (`/db` for `mount: /db/pg`) and does not exist locally: a kernel mount
+/// point always exists in its parent, and programs that create a data
+/// directory walk down from `/` (`mkdir -p`, PostgreSQL's `initdb`: a
+/// `stat`, then a `mkdir` where it is missing, which a user who may not
+/// write in `/` cannot do). Such a path is served by a directory of the
+/// shadow directory's mirror tree that holds the next components down to
+/// each prefix below it (`/dev/shm/directnfs/cwd/db/pg`): `stat` and
+/// `opendir` find a directory listing the next component, `mkdir` says
+/// `EEXIST`, `rmdir` `ENOTEMPTY`, `chdir` enters it (`getcwd` says `/db`).
+/// None for any other path (one comparison with each ancestor).
+#[inline(never)]
+fn ancestor_mirror(state: &State, path: &[u8]) -> Option<Route> {
+    let dir = match path.iter().rposition(|&b| b != b'/') {
+        Some(end) => &path[..=end],
+        None => return None, // `/` exists
+    };
+    if !state.config.ancestors.iter().any(|a| a == dir) {
+        return None;
+    }
+    let below = |m: &&crate::config::Mount| {
+        let p = m.prefix.as_bytes();
+        p.len() > dir.len() && p.starts_with(dir) && p[dir.len()] == b'/'
+    };
+    let c = std::ffi::CString::new(dir).ok()?;
+    // SAFETY: a zeroed `stat` is a valid out-buffer.
+    let mut st: crate::real::Stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a C string and a buffer of the right type.
+    if unsafe { crate::real::lstat(c.as_ptr(), &mut st) } == 0 {
+        return None; // it exists locally: the kernel's
+    }
+    for m in state.config.mounts.iter().filter(below) {
+        let mirror = format!("{}{}", state.shadow.cwd_root, m.prefix);
+        if crate::cwd::make_mirror_dirs(state, &mirror).is_err() {
+            return None;
+        }
+    }
+    let mut mirror = state.shadow.cwd_root.as_bytes().to_vec();
+    mirror.extend_from_slice(dir);
+    std::ffi::CString::new(mirror).ok().map(Route::Redirect)
+}
+
+/// True if `route` is a mount prefix's missing ancestor ([`ancestor_mirror`]).
+pub fn is_ancestor_mirror(state: &State, route: &Route) -> bool {
+    match route {
+        Route::Redirect(p) => p
+            .to_bytes()
+            .strip_prefix(state.shadow.cwd_root.as_bytes())
+            .is_some_and(|rest| rest.first() == Some(&b'/')),
+        _ => false,
+    }
+}
+
 /// Classifies an absolute path.
 pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
     if !near_a_prefix(state, path) && !has_dotdot(path) {
-        return Route::Local;
+        // (`/./db` would fold to an ancestor too; `/db/.` and `//db` are
+        // near a prefix and folded below.)
+        if state.config.ancestors.is_empty() {
+            return Route::Local;
+        }
+        return ancestor_mirror(state, path).unwrap_or(Route::Local);
     }
     if needs_folding(path) {
         let folded = normalize(path);
         let r = classify_normal(state, &folded, trailing_slash(path));
         if r == Route::Local && through_a_prefix(state, path) {
-            return to_redirect(folded);
+            return to_redirect(state, folded);
         }
-        return r;
+        if r == Route::Local {
+            return ancestor_mirror(state, &folded).unwrap_or(Route::Local);
+        }
+        return match r {
+            Route::Nfs(mut p) => {
+                p.last = last_component(path);
+                p.via = dirs_before_dotdot(path);
+                Route::Nfs(p)
+            }
+            other => other,
+        };
     }
-    classify_normal(state, path, trailing_slash(path))
+    match classify_normal(state, path, trailing_slash(path)) {
+        Route::Local => ancestor_mirror(state, path).unwrap_or(Route::Local),
+        r => r,
+    }
 }
 
 /// True if `path` starts with a mount prefix, or leaves one with `//` or
@@ -232,7 +341,10 @@ fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
         };
         let host = host.trim_end_matches('/');
         let rest = &host[prefix.len()..];
-        if host.len() >= libc::PATH_MAX as usize || rest.split('/').any(|c| c.len() > NAME_MAX) {
+        // PATH_MAX bounds the path a call is given (route), not the
+        // absolute path it names from a directory: a short relative path
+        // from a deep directory is served, as by the kernel.
+        if rest.split('/').any(|c| c.len() > NAME_MAX) {
             return Route::Bad(libc::ENAMETOOLONG);
         }
         return Route::Nfs(NfsPath {
@@ -244,6 +356,8 @@ fn classify_normal(state: &State, path: &[u8], trailing: bool) -> Route {
                 rest.into()
             },
             trailing_slash: trailing,
+            last: Last::Name,
+            via: Vec::new(),
         });
     }
     Route::Local
@@ -277,6 +391,36 @@ fn needs_folding(path: &[u8]) -> bool {
 
 fn trailing_slash(path: &[u8]) -> bool {
     path.len() > 1 && (path.ends_with(b"/") || path.ends_with(b"/."))
+}
+
+/// The last component of `path` as written (trailing slashes ignored).
+fn last_component(path: &[u8]) -> Last {
+    let trimmed = match path.iter().rposition(|&b| b != b'/') {
+        Some(end) => &path[..=end],
+        None => return Last::Name,
+    };
+    match trimmed.rsplit(|&b| b == b'/').next() {
+        Some(b".") => Last::Dot,
+        Some(b"..") => Last::DotDot,
+        _ => Last::Name,
+    }
+}
+
+/// The directories an absolute path names before each of its `..`
+/// components, folded, without repeats (none for a path without `..`).
+fn dirs_before_dotdot(path: &[u8]) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut start = 0;
+    for comp in path.split(|&b| b == b'/') {
+        if comp == b".." {
+            let dir = normalize(&path[..start]);
+            if dir != b"/" && !out.contains(&dir) {
+                out.push(dir);
+            }
+        }
+        start += comp.len() + 1;
+    }
+    out
 }
 
 /// True if a relative path has a `..` component (it may climb out of the
@@ -325,6 +469,42 @@ mod tests {
             assert!(has_dotdot(&p), "at {at}");
             p[at + 1] = b'/';
             assert!(!has_dotdot(&p), "single dot at {at}");
+        }
+    }
+
+    #[test]
+    fn the_last_component_and_the_directories_before_dotdot_are_kept() {
+        assert_eq!(last_component(b"/db/d/."), Last::Dot);
+        assert_eq!(last_component(b"/db/d/./"), Last::Dot);
+        assert_eq!(last_component(b"/db/e/x/.."), Last::DotDot);
+        assert_eq!(last_component(b"/db/e/x/..//"), Last::DotDot);
+        assert_eq!(last_component(b"/db/e/.x"), Last::Name);
+        assert_eq!(last_component(b"/"), Last::Name);
+        assert_eq!(
+            dirs_before_dotdot(b"/db/e/missing/.."),
+            [b"/db/e/missing".to_vec()]
+        );
+        assert_eq!(
+            dirs_before_dotdot(b"/db/a/../b/./../c"),
+            [b"/db/a".to_vec(), b"/db/b".to_vec()]
+        );
+        assert!(dirs_before_dotdot(b"/db/a/./b").is_empty());
+        let st2 = state(&["/dnfs-paths-test-none/db/pg", "/x"]);
+        assert_eq!(
+            st2.config.ancestors,
+            [
+                b"/dnfs-paths-test-none".to_vec(),
+                b"/dnfs-paths-test-none/db".to_vec()
+            ]
+        );
+        let st = state(&["/db"]);
+        match classify_absolute(&st, b"/db/e/missing/..") {
+            Route::Nfs(p) => {
+                assert_eq!(p.rest, "/e");
+                assert_eq!(p.last, Last::DotDot);
+                assert_eq!(p.via, [b"/db/e/missing".to_vec()]);
+            }
+            other => panic!("{other:?}"),
         }
     }
 

@@ -287,4 +287,5 @@ real! {
     lio_listio64(mode: c_int, list: *const *mut libc::aiocb, n: c_int, sev: *mut libc::sigevent) -> c_int;
     syscall(num: c_long, a1: c_long, a2: c_long, a3: c_long, a4: c_long, a5: c_long, a6: c_long) -> c_long;
     posix_spawn_file_actions_addopen(actions: *mut c_void, fd: c_int, path: *const c_char, flags: c_int, mode: mode_t) -> c_int;
+    bind(fd: c_int, addr: *const libc::sockaddr, len: libc::socklen_t) -> c_int;
 }

@@ -157,6 +157,8 @@ pub fn through_parent(state: &State, path: &NfsPath) -> Res<Place> {
         host: paths::parent(&path.host).to_string(),
         rest: path.rest[..cut].to_string(),
         trailing_slash: false,
+        last: paths::Last::Name,
+        via: Vec::new(),
     };
     match resolve(state, dir, true)? {
         Resolved::Nfs(f) if !f.meta.is_dir() => Err(Errno(libc::ENOTDIR)),
@@ -165,6 +167,8 @@ pub fn through_parent(state: &State, path: &NfsPath) -> Res<Place> {
             host: format!("{}/{name}", f.path.host.trim_end_matches('/')),
             rest: format!("{}/{name}", f.path.rest.trim_end_matches('/')),
             trailing_slash: path.trailing_slash,
+            last: path.last,
+            via: Vec::new(),
         })),
         Resolved::Local(dir) => {
             let mut full = dir.into_bytes();
@@ -246,4 +250,38 @@ fn hop(link_host: &str, target: &[u8], remaining: &str) -> Vec<u8> {
 /// A local path a link led to, for libc.
 fn local(full: Vec<u8>) -> Res<CString> {
     CString::new(full).map_err(|_| Errno(libc::EINVAL))
+}
+
+/// Checks the directories a path named before each of its `..` (see
+/// [`NfsPath::via`]): each must exist and be a directory, as the kernel
+/// finds when it walks through them. Lexical folding would skip them, and
+/// `rmdir("e/missing/..")` would remove `e`.
+pub fn check_via(state: &State, path: &NfsPath) -> Res<()> {
+    for dir in &path.via {
+        match paths::classify_absolute(state, dir) {
+            Route::Nfs(p) => match resolve(state, p, true)? {
+                Resolved::Nfs(f) if f.meta.is_dir() => {}
+                Resolved::Nfs(_) => return Err(Errno(libc::ENOTDIR)),
+                Resolved::Local(p) => local_dir(&p)?,
+            },
+            Route::Redirect(p) => local_dir(&p)?,
+            Route::Local => local_dir(&local(dir.clone())?)?,
+            Route::Bad(e) => return Err(Errno(e)),
+        }
+    }
+    Ok(())
+}
+
+/// A local path names a directory (`ENOENT`, `ENOTDIR` otherwise).
+fn local_dir(path: &std::ffi::CStr) -> Res<()> {
+    // SAFETY: a zeroed `stat` is a valid out-buffer.
+    let mut st: crate::real::Stat = unsafe { std::mem::zeroed() };
+    // SAFETY: a C string and a buffer of the right type.
+    if unsafe { crate::real::stat(path.as_ptr(), &mut st) } != 0 {
+        return Err(Errno(crate::fail::errno()));
+    }
+    if st.st_mode & libc::S_IFMT != libc::S_IFDIR {
+        return Err(Errno(libc::ENOTDIR));
+    }
+    Ok(())
 }

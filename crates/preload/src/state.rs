@@ -112,6 +112,8 @@ pub fn init() {
         map_copies: map_copies_allowed(),
         kernel_aio: crate::ops::unsupported::kernel_aio_switch(),
     }));
+    // Before the state is published: the check's own calls go to libc.
+    config::warn_hidden_local_dirs(&state.config);
     dnfs::set_descriptor_floor(descriptor_floor());
     crate::clients::init(state.config.mounts.len());
     STATE.store(state, Ordering::Release);

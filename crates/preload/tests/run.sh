@@ -20,6 +20,17 @@
 #              another host) after DIRECTNFS_PRELOAD_TTL_MS
 #              (tests/c/boards.c)
 #   calls      every served libc call, checked (tests/c/nfscalls.c)
+#   edges      the edge cases of issue 31 (`.`/`..` last, `..` through a
+#              missing directory, raw syscall(2) on NFS descriptors and
+#              paths, open then unlink or rename over in one process,
+#              bad path pointers, a unix socket bound in an NFS directory,
+#              a directory deeper than PATH_MAX; as the postgres user:
+#              truncate and O_TRUNC permissions, chown -1 -1), run in a
+#              local directory without the library and on NFS with it:
+#              same results, same errnos, same tree (tests/c/edges.c);
+#              then the documented deviations and warnings (a link target
+#              over 1024 bytes, an unsupported fallocate mode, a prefix
+#              over a non-empty local directory)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
@@ -44,6 +55,10 @@
 #              backend during a workload, recovery, every committed
 #              transaction present; then the server's local copy of the data
 #              directory started without the library
+#   pgparents  a mount prefix whose parents do not exist locally
+#              (/dnfs-preload-test-parents/db/pg): they are directories
+#              (stat, ls, cd, pwd, mkdir EEXIST, mv EBUSY); mkdir -p and
+#              initdb -k as the postgres user, who may not write in /
 #   pgwb       the same in unstable mode (UNSTABLE WRITEs, COMMIT at
 #              fsync/fdatasync; write-behind off, the library's default)
 #   pglinks    PostgreSQL with a local data directory, its WAL on NFS
@@ -95,7 +110,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls untouched coreutils sqlite fio wb bad pg pgwb pglinks mariadb v4locks nlm)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -383,6 +398,56 @@ group_calls() {
     else
         grep -v '^ok' "$WORK/mapped.out" || true
         bad "nfscalls --mapped" "$(tail -1 "$WORK/mapped.out")"
+    fi
+}
+
+group_edges() {
+    step "edge cases, compared with a local directory (edges.c)"
+    cc -O1 -o "$WORK/edges" crates/preload/tests/c/edges.c
+    mkdir -p "$WORK/edges-local"
+    nfs mkdir -p "$NFS/edges"
+    chmod 777 "$VIEW/edges"
+    "$WORK/edges" "$WORK/edges-local" >"$WORK/edges-local.out" 2>&1
+    nfs "$WORK/edges" "$NFS/edges" >"$WORK/edges-nfs.out" 2>"$WORK/edges-nfs.err"
+    if diff "$WORK/edges-local.out" "$WORK/edges-nfs.out" >"$WORK/edges.diff"; then
+        ok "edges: $(wc -l <"$WORK/edges-local.out") lines identical on NFS and locally"
+    else
+        cat "$WORK/edges.diff"
+        bad "edges" "NFS differs from the local file system (diff above: < local, > NFS)"
+    fi
+    check "edges: on stderr only the refused unix socket's warning" \
+        "bind of a unix socket on an NFS path is not supported (EOPNOTSUPP): NFS holds no sockets" \
+        "$(sed 's/^directnfs\[[0-9]*\]: //' "$WORK/edges-nfs.err")"
+    # Documented deviations and warnings (README).
+    local long
+    long=$(printf 'x%.0s' {1..1500})
+    check "a symbolic link target over 1024 bytes: ENAMETOOLONG" "File name too long" \
+        "$(nfs ln -s "$long" "$NFS/edges/longlink" 2>&1 | sed 's/.*: //')"
+    nfs sh -c "printf 0123456789 >$NFS/edges/fa"
+    check "fallocate --punch-hole: the warning names the mode" \
+        "fallocate mode 0x3 (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) is not supported on NFS files (EOPNOTSUPP)" \
+        "$(nfs fallocate -p -o 0 -l 4 "$NFS/edges/fa" 2>&1 | sed -n 's/^directnfs\[[0-9]*\]: //p')"
+    # A prefix over a non-empty local directory: said once per dnfs run.
+    mkdir -p "$WORK/hidden" && echo local >"$WORK/hidden/file"
+    { cat "$TAB"; server_block hidden "$export_path" "$WORK/hidden" "$MAIN_VERS"; } >"$WORK/dnfstab-hidden"
+    "$DNFS_BIN" --config "$WORK/dnfstab-hidden" run -- sh -c 'ls / >/dev/null; sh -c true' 2>"$WORK/hidden.err" || true
+    check "a prefix over a non-empty local directory: one warning" \
+        "1|mount prefix $WORK/hidden is over a local directory that is not empty" \
+        "$(grep -c . "$WORK/hidden.err")|$(sed -n 's/^directnfs\[[0-9]*\]: \(.*not empty\).*/\1/p' "$WORK/hidden.err")"
+    # The permission cases, as the postgres user in a directory of its own
+    # holding a file of root's.
+    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
+    mkdir -p "$WORK/edges-user"
+    printf 'root!' >"$WORK/edges-user/rootfile"
+    chown postgres "$WORK/edges-user"
+    nfs sh -c "mkdir -p $NFS/edges-user && printf 'root!' >$NFS/edges-user/rootfile && chown postgres $NFS/edges-user"
+    runuser -u postgres -- "$WORK/edges" --user "$WORK/edges-user" >"$WORK/edges-user-local.out" 2>&1
+    runuser -u postgres -- "${RUN[@]}" "$WORK/edges" --user "$NFS/edges-user" >"$WORK/edges-user-nfs.out" 2>&1
+    if diff "$WORK/edges-user-local.out" "$WORK/edges-user-nfs.out" >"$WORK/edges-user.diff"; then
+        ok "edges as a user: $(wc -l <"$WORK/edges-user-local.out") lines identical on NFS and locally"
+    else
+        cat "$WORK/edges-user.diff"
+        bad "edges as a user" "NFS differs from the local file system (diff above: < local, > NFS)"
     fi
 }
 
@@ -859,6 +924,38 @@ PGBIN=/usr/lib/postgresql/15/bin
 group_pg() {
     step "PostgreSQL 15 on NFS as the postgres user (file_sync)"
     pg_cluster "$NFS/pg" "$VIEW/pg" ""
+}
+
+# A mount prefix whose parents do not exist locally: a kernel mount point
+# always exists in its parent, and initdb walks down from / (stat, then
+# mkdir where missing), which the postgres user may not write in.
+group_pgparents() {
+    step "a mount prefix whose parents do not exist locally: initdb as postgres"
+    id postgres >/dev/null 2>&1 || { bad "postgres user" "missing (apt-get install postgresql)"; return; }
+    local up=$MNT-parents top=$MNT-parents/db/pg/$RUNID/parents
+    if [[ -e $up ]]; then
+        bad "pgparents" "$up exists locally"
+        return
+    fi
+    # Its own dnfstab: the others (and the cost group's count) stay as
+    # they are.
+    local tab=$WORK/dnfstab-parents
+    { cat "$TAB"; server_block parents "$export_path" "$up/db/pg" "$MAIN_VERS"; } >"$tab"
+    chmod 644 "$tab"
+    "$DNFS_BIN" --config "$tab" run -- sh -c "mkdir -p $top && chown postgres $top"
+    local PG=(runuser -u postgres -- "$DNFS_BIN" --config "$tab" run --)
+    check "stat of the prefix and its parents" "directory directory directory" \
+        "$("${PG[@]}" stat -c %F "$up" "$up/db" "$up/db/pg/.." | tr '\n' ' ' | sed 's/ $//')"
+    check "ls of each parent lists the next component" "db|pg" \
+        "$("${PG[@]}" ls "$up")|$("${PG[@]}" ls "$up/db")"
+    check "cd into a parent, pwd, cd into the prefix" "$up/db|$up/db/pg" \
+        "$("${PG[@]}" sh -c "cd $up/db && /bin/pwd && cd pg && pwd" | paste -sd'|')"
+    check "mkdir of a parent: EEXIST; mv of one: EBUSY" "File exists|Device or resource busy" \
+        "$("${PG[@]}" mkdir "$up/db" 2>&1 | sed 's/.*: //')|$("${PG[@]}" mv "$up/db" "$WORK/x" 2>&1 | sed 's/.*: //')"
+    check "nothing was made locally" "no" "$([[ -e $up ]] && echo yes || echo no)"
+    expect "mkdir -p through the parents as postgres" "${PG[@]}" mkdir -p "$top/mkp/a/b"
+    expect "initdb -k as postgres into $top/data" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$top/data"
+    check "the cluster is on the server" "15" "$(cat "$VIEW/parents/data/PG_VERSION" 2>/dev/null)"
 }
 
 # PostgreSQL with a local data directory whose WAL (initdb --waldir) and a

@@ -92,7 +92,7 @@ pub unsafe extern "C" fn __getcwd_chk(
     size: size_t,
     buflen: size_t,
 ) -> *mut c_char {
-    if !cwd::is_nfs() {
+    if !cwd::answers_getcwd() {
         // SAFETY: plain forward.
         return unsafe { real::__getcwd_chk(buf, size, buflen) };
     }
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn __getcwd_chk(
 
 #[no_mangle]
 pub unsafe extern "C" fn get_current_dir_name() -> *mut c_char {
-    if !cwd::is_nfs() {
+    if !cwd::answers_getcwd() {
         // SAFETY: plain forward.
         return unsafe { real::get_current_dir_name() };
     }

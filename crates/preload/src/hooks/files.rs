@@ -91,7 +91,11 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
         let last = last.min(c_int::MAX as c_uint) as c_int;
         let first = first.min(c_int::MAX as c_uint) as c_int;
         crate::fail::contained("close_range", (), || {
-            drop(fdtable::remove_range(first, last))
+            let gone: Vec<_> = fdtable::remove_range(first, last)
+                .into_iter()
+                .map(|(_, o)| o)
+                .collect();
+            crate::silly::closed_all(&gone);
         });
     }
     r
@@ -100,7 +104,11 @@ pub unsafe extern "C" fn close_range(first: c_uint, last: c_uint, flags: c_int) 
 #[no_mangle]
 pub unsafe extern "C" fn closefrom(lowfd: c_int) {
     crate::fail::contained("closefrom", (), || {
-        drop(fdtable::remove_range(lowfd.max(0), c_int::MAX))
+        let gone: Vec<_> = fdtable::remove_range(lowfd.max(0), c_int::MAX)
+            .into_iter()
+            .map(|(_, o)| o)
+            .collect();
+        crate::silly::closed_all(&gone);
     });
     // SAFETY: plain forward (void in glibc; our prototype's int is ignored).
     unsafe { real::closefrom(lowfd) };

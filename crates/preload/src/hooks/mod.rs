@@ -17,6 +17,7 @@ pub mod files;
 pub mod io;
 pub mod names;
 pub mod other;
+pub mod raw;
 pub mod stat;
 pub mod stdio;
 
@@ -56,7 +57,11 @@ pub fn on_path<T: FailValue>(
         }
     };
     let outcome = crate::tally::measured(name, || {
-        catch_unwind(AssertUnwindSafe(|| work(st()?, path)))
+        catch_unwind(AssertUnwindSafe(|| {
+            let state = st()?;
+            crate::resolve::check_via(state, &path)?;
+            work(state, path)
+        }))
     });
     match outcome {
         Ok(Ok(Out::Done(v))) => v,
@@ -114,12 +119,13 @@ pub unsafe fn buf<'a>(p: *const c_void, n: size_t) -> Res<&'a [u8]> {
     Ok(unsafe { std::slice::from_raw_parts(p.cast(), n) })
 }
 
-/// A C string's bytes (`EFAULT` for NULL).
+/// A C string's bytes (`EFAULT` for NULL and other pointers
+/// `paths::bad_pointer` knows to be bad).
 ///
 /// # Safety
 /// `p` is NULL or NUL-terminated.
 pub unsafe fn cstr<'a>(p: *const c_char) -> Res<&'a [u8]> {
-    if p.is_null() {
+    if crate::paths::bad_pointer(p) {
         return Err(Errno(libc::EFAULT));
     }
     // SAFETY: per the contract.

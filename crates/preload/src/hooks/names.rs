@@ -133,6 +133,12 @@ fn two_paths(
         Route::Redirect(p) => Some(p.as_ptr()),
         _ => None,
     };
+    // A bad pointer routes as local; beside an NFS path it would be EXDEV,
+    // where the kernel says EFAULT.
+    if crate::paths::bad_pointer(original.0) || crate::paths::bad_pointer(original.1) {
+        set_errno(libc::EFAULT);
+        return -1;
+    }
     match (&a, &b) {
         (Route::Bad(e), _) | (_, Route::Bad(e)) => {
             set_errno(*e);
@@ -140,12 +146,28 @@ fn two_paths(
         }
         _ => {}
     }
+    // A mount prefix's missing ancestor stands in the mirror tree, which
+    // must not be renamed or linked: as a directory holding a mount
+    // point, EBUSY.
+    if let Ok(state) = st() {
+        if crate::paths::is_ancestor_mirror(state, &a)
+            || crate::paths::is_ancestor_mirror(state, &b)
+        {
+            set_errno(libc::EBUSY);
+            return -1;
+        }
+    }
     if let (Some(x), Some(y)) = (local_path(&a, original.0), local_path(&b, original.1)) {
         return local(x, y);
     }
     match (a, b) {
         (Route::Nfs(a), Route::Nfs(b)) => {
-            match serve(name, || work(st()?, a, b).map(Some)) {
+            let checked = |s: &State| {
+                crate::resolve::check_via(s, &a)?;
+                crate::resolve::check_via(s, &b)?;
+                work(s, a, b)
+            };
+            match serve(name, || checked(st()?).map(Some)) {
                 Some(OutPair::Done(())) => 0,
                 // Links on NFS led both names to local paths.
                 Some(OutPair::Local(x, y)) => local(x.as_ptr(), y.as_ptr()),
@@ -601,7 +623,7 @@ pub unsafe extern "C" fn fchownat(
     flags: c_int,
 ) -> c_int {
     // SAFETY: the caller passes a C string.
-    let empty = path.is_null() || unsafe { *path } == 0;
+    let empty = path.is_null() || (!crate::paths::bad_pointer(path) && unsafe { *path } == 0);
     if empty && flags & libc::AT_EMPTY_PATH != 0 && fdtable::is_nfs(dirfd) {
         return set_fd("fchownat", dirfd, Ok(meta::owner(uid, gid)));
     }

@@ -294,9 +294,9 @@ lio!(lio_listio64);
 
 /// `syscall(2)`: file system calls on NFS descriptors and paths are served
 /// as the libc calls of the same name would be (programs that make raw
-/// system calls through libc's `syscall` get NFS too); io_uring
-/// submissions that name NFS descriptors are refused. Everything else is
-/// passed on.
+/// system calls through libc's `syscall` get NFS too), or refused with an
+/// errno (hooks/raw.rs); io_uring submissions that name NFS descriptors
+/// are refused. Everything else is passed on.
 #[no_mangle]
 pub unsafe extern "C" fn syscall(
     num: c_long,
@@ -309,7 +309,7 @@ pub unsafe extern "C" fn syscall(
 ) -> c_long {
     if crate::state::get().is_some() {
         // SAFETY: the arguments of the system call the caller meant.
-        if let Some(r) = unsafe { served_syscall(num, [a1, a2, a3, a4, a5, a6]) } {
+        if let Some(r) = unsafe { super::raw::served(num, [a1, a2, a3, a4, a5, a6]) } {
             return r;
         }
     }
@@ -320,66 +320,6 @@ pub unsafe extern "C" fn syscall(
         unsafe { unsupported::uring_setup(r as c_int, a2 as *const u8) };
     }
     r
-}
-
-/// The system calls `syscall` serves itself (`None`: pass it on).
-unsafe fn served_syscall(num: c_long, args: [c_long; 6]) -> Option<c_long> {
-    let [a1, a2, a3, a4, a5, a6] = args;
-    use crate::hooks::{files, io, stat};
-    let fd = a1 as c_int;
-    let nfs = fdtable::is_nfs(fd);
-    // SAFETY: each arm calls our entry point of the same system call with
-    // the caller's arguments.
-    unsafe {
-        let r: c_long = match num {
-            libc::SYS_read if nfs => io::read(fd, a2 as _, a3 as _) as c_long,
-            libc::SYS_write if nfs => io::write(fd, a2 as _, a3 as _) as c_long,
-            libc::SYS_pread64 if nfs => io::pread64(fd, a2 as _, a3 as _, a4) as c_long,
-            libc::SYS_pwrite64 if nfs => io::pwrite64(fd, a2 as _, a3 as _, a4) as c_long,
-            libc::SYS_readv if nfs => io::readv(fd, a2 as _, a3 as _) as c_long,
-            libc::SYS_writev if nfs => io::writev(fd, a2 as _, a3 as _) as c_long,
-            libc::SYS_preadv if nfs => io::preadv64(fd, a2 as _, a3 as _, a4) as c_long,
-            libc::SYS_pwritev if nfs => io::pwritev64(fd, a2 as _, a3 as _, a4) as c_long,
-            libc::SYS_lseek if nfs => io::lseek64(fd, a2, a3 as _),
-            libc::SYS_fsync if nfs => io::fsync(fd) as c_long,
-            libc::SYS_fdatasync if nfs => io::fdatasync(fd) as c_long,
-            libc::SYS_ftruncate if nfs => io::ftruncate64(fd, a2) as c_long,
-            libc::SYS_fallocate if nfs => io::fallocate64(fd, a2 as _, a3, a4) as c_long,
-            libc::SYS_fstat if nfs => stat::fstat64(fd, a2 as _) as c_long,
-            libc::SYS_close if nfs => files::close(fd) as c_long,
-            libc::SYS_openat => match route(fd, a2 as *const c_char) {
-                Route::Local => return None,
-                _ => files::openat(fd, a2 as _, a3 as _, a4 as _) as c_long,
-            },
-            libc::SYS_newfstatat => match route(fd, a2 as *const c_char) {
-                Route::Local if !(nfs && a4 as c_int & libc::AT_EMPTY_PATH != 0) => return None,
-                _ => stat::fstatat64(fd, a2 as _, a3 as _, a4 as _) as c_long,
-            },
-            libc::SYS_statx => match route(fd, a2 as *const c_char) {
-                Route::Local if !(nfs && a3 as c_int & libc::AT_EMPTY_PATH != 0) => return None,
-                _ => stat::statx(fd, a2 as _, a3 as _, a4 as _, a5 as _) as c_long,
-            },
-            libc::SYS_io_uring_enter if unsupported::uring_enter_refused(fd, a2 as u32) => {
-                set_errno(libc::EBADF);
-                -1
-            }
-            libc::SYS_io_uring_register
-                if unsupported::uring_register_refused(a2, a3 as *const c_void, a4) =>
-            {
-                set_errno(libc::EBADF);
-                -1
-            }
-            libc::SYS_io_submit if unsupported::io_submit_refused(a2, a3 as *mut *mut c_void) => {
-                set_errno(libc::EOPNOTSUPP);
-                -1
-            }
-            libc::SYS_mmap if a5 as c_int >= 0 && fdtable::is_nfs(a5 as c_int) => {
-                files::mmap(a1 as _, a2 as _, a3 as _, a4 as _, a5 as _, a6) as c_long
-            }
-            _ => return None,
-        };
-        Some(r)
-    }
 }
 
 /// `posix_spawn` opens its file actions' paths in the child with internal
@@ -405,4 +345,59 @@ pub unsafe extern "C" fn posix_spawn_file_actions_addopen(
             libc::EOPNOTSUPP
         }
     }
+}
+
+/// `bind(2)` of a unix socket whose name is an NFS path (absolute, or
+/// relative to an NFS current directory, which the kernel would put in
+/// the empty local mirror of that directory, where no one on NFS finds
+/// it): `EOPNOTSUPP`, as for `mknod` of a socket on NFS. Every other
+/// `bind` is libc's.
+#[no_mangle]
+pub unsafe extern "C" fn bind(
+    fd: c_int,
+    addr: *const libc::sockaddr,
+    len: libc::socklen_t,
+) -> c_int {
+    // SAFETY: the caller's address, of `len` bytes.
+    if unsafe { unix_name_on_nfs(addr, len) } {
+        warn::once("bind unix socket", || {
+            "bind of a unix socket on an NFS path is not supported (EOPNOTSUPP): NFS holds no sockets".into()
+        });
+        set_errno(libc::EOPNOTSUPP);
+        return -1;
+    }
+    // SAFETY: plain forward.
+    unsafe { real::bind(fd, addr, len) }
+}
+
+/// True if `addr` is a unix socket address with a path name that routes
+/// to NFS (not abstract, not unnamed).
+///
+/// # Safety
+/// `addr` is NULL or valid for `len` bytes.
+unsafe fn unix_name_on_nfs(addr: *const libc::sockaddr, len: libc::socklen_t) -> bool {
+    let path_at = std::mem::offset_of!(libc::sockaddr_un, sun_path);
+    let len = len as usize;
+    if crate::state::get().is_none() || addr.is_null() || len <= path_at + 1 {
+        return false;
+    }
+    // SAFETY: at least the family is within `len` bytes.
+    if c_int::from(unsafe { (*addr).sa_family }) != libc::AF_UNIX {
+        return false;
+    }
+    let max = len.min(std::mem::size_of::<libc::sockaddr_un>());
+    // SAFETY: the bytes of the address within `len`.
+    let bytes = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), max) };
+    let name = &bytes[path_at..];
+    if name[0] == 0 {
+        return false; // abstract
+    }
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    let Some(state) = crate::state::get() else {
+        return false;
+    };
+    !matches!(
+        crate::paths::route_bytes(state, libc::AT_FDCWD, &name[..end]),
+        Route::Local
+    )
 }

@@ -89,7 +89,7 @@ unsafe fn fstatat_common(
     local: impl Fn(c_int, *const c_char) -> c_int,
 ) -> c_int {
     // SAFETY: the caller passes a C string (or NULL with AT_EMPTY_PATH).
-    let empty = path.is_null() || unsafe { *path } == 0;
+    let empty = path.is_null() || (!crate::paths::bad_pointer(path) && unsafe { *path } == 0);
     if empty && flags & libc::AT_EMPTY_PATH != 0 {
         if !fdtable::is_nfs(dirfd) {
             return local(dirfd, path);
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn statx(
     buf: *mut libc::statx,
 ) -> c_int {
     // SAFETY: the caller passes a C string (or "" with AT_EMPTY_PATH).
-    let empty = path.is_null() || unsafe { *path } == 0;
+    let empty = path.is_null() || (!crate::paths::bad_pointer(path) && unsafe { *path } == 0);
     let fill = |s: &State, mount: usize, m: &dnfs::Metadata| -> Res<c_int> {
         if buf.is_null() {
             return Err(Errno(libc::EFAULT));

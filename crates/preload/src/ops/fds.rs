@@ -21,8 +21,10 @@ use crate::warn;
 pub fn close(fd: c_int) -> c_int {
     // The description is dropped inside too: the last reference of an
     // NFSv4.1 file sends its CLOSE.
+    let mut gone = None;
     let failed = crate::fail::contained("close", Some(libc::EIO), || {
         let open = fdtable::remove(fd)?;
+        gone = Some((open.mount, open.handle));
         check_stray(fd, &open);
         crate::locks::closing(&open);
         let file = open.opened_file()?;
@@ -30,6 +32,15 @@ pub fn close(fd: c_int) -> c_int {
     });
     // SAFETY: plain forward.
     let r = unsafe { real::close(fd) };
+    if let Some((mount, handle)) = gone {
+        // The last descriptor of a file whose name this process removed:
+        // the hidden name goes (silly.rs).
+        crate::fail::contained("close", (), || {
+            if let Some(state) = crate::state::get() {
+                crate::silly::closed(state, mount, &handle);
+            }
+        });
+    }
     match failed {
         Some(e) if r == 0 => {
             crate::fail::set_errno(e);
@@ -63,7 +74,11 @@ pub fn duplicated(old: c_int, new: c_int) {
         return;
     }
     // `new` was closed by dup2/dup3 if it was open.
-    crate::fail::contained("dup2", (), || drop(fdtable::remove(new)));
+    crate::fail::contained("dup2", (), || {
+        if let Some(o) = fdtable::remove(new) {
+            crate::silly::closed_all(&[o]);
+        }
+    });
     if let Some(open) = fdtable::get(old) {
         fdtable::insert(new, Arc::clone(&open));
         if new <= 2 {

@@ -250,12 +250,37 @@ pub fn fallocate(state: &State, open: &Open, mode: c_int, off: off_t, len: off_t
         }
         libc::FALLOC_FL_KEEP_SIZE => Ok(()),
         _ => {
-            crate::warn::once("fallocate mode", || {
-                format!("fallocate mode {mode:#x} (punch hole, collapse, zero range) is not supported on NFS files (EOPNOTSUPP)")
+            crate::warn::once(&format!("fallocate mode {mode:#x}"), || {
+                format!(
+                    "fallocate mode {mode:#x} ({}) is not supported on NFS files (EOPNOTSUPP)",
+                    fallocate_mode_names(mode)
+                )
             });
             Err(Errno(libc::EOPNOTSUPP))
         }
     }
+}
+
+/// The `FALLOC_FL_*` flags set in `mode`, by name.
+fn fallocate_mode_names(mode: c_int) -> String {
+    let names = [
+        (libc::FALLOC_FL_KEEP_SIZE, "KEEP_SIZE"),
+        (libc::FALLOC_FL_PUNCH_HOLE, "PUNCH_HOLE"),
+        (libc::FALLOC_FL_COLLAPSE_RANGE, "COLLAPSE_RANGE"),
+        (libc::FALLOC_FL_ZERO_RANGE, "ZERO_RANGE"),
+        (libc::FALLOC_FL_INSERT_RANGE, "INSERT_RANGE"),
+        (libc::FALLOC_FL_UNSHARE_RANGE, "UNSHARE_RANGE"),
+    ];
+    let mut said: Vec<String> = names
+        .iter()
+        .filter(|(bit, _)| mode & bit != 0)
+        .map(|(_, n)| format!("FALLOC_FL_{n}"))
+        .collect();
+    let known = names.iter().fold(0, |a, (bit, _)| a | bit);
+    if mode & !known != 0 {
+        said.push(format!("unknown bits {:#x}", mode & !known));
+    }
+    said.join(" | ")
 }
 
 /// One side of a copy: an NFS description or a local descriptor.

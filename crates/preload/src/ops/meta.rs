@@ -217,6 +217,19 @@ pub fn set_path(state: &State, path: NfsPath, follow: bool, attrs: SetAttrs) -> 
     if attrs.size.is_some() && f.meta.is_dir() {
         return Err(Errno(libc::EISDIR));
     }
+    // `truncate` needs write permission, checked here as the kernel does
+    // before it sends anything: an NFSv3 server lets the owner of a
+    // read-only file change its size, NFSv4.1 answers EIO-like errors.
+    if attrs.size.is_some()
+        && !crate::ops::access::may(Who::effective(state, f.path.mount), &f.meta, libc::W_OK)
+    {
+        return Err(Errno(libc::EACCES));
+    }
+    // `chown(path, -1, -1)` changes nothing and succeeds for anyone (a
+    // SETATTR with no attribute is EPERM for a non-owner on NFSv4.1).
+    if attrs == SetAttrs::default() {
+        return Ok(Out::Done(()));
+    }
     let client = clients::get(state, f.path.mount)?;
     let sized = attrs.size.is_some();
     let permissions = changes_permissions(&attrs);
@@ -233,6 +246,9 @@ pub fn set_path(state: &State, path: NfsPath, follow: bool, attrs: SetAttrs) -> 
 
 /// Changes attributes of an NFS descriptor.
 pub fn set_fd(state: &State, open: &Open, attrs: SetAttrs) -> Res<()> {
+    if attrs == SetAttrs::default() {
+        return Ok(()); // `fchown(fd, -1, -1)`: see set_path
+    }
     let client = clients::get(state, open.mount)?;
     let sized = attrs.size.is_some();
     let permissions = changes_permissions(&attrs);

@@ -14,10 +14,13 @@ use super::{Out, OutPair};
 use crate::clients;
 use crate::config;
 use crate::fail::{Errno, Res};
-use crate::paths::NfsPath;
+use crate::paths::{Last, NfsPath};
 use crate::resolve::{self, Place, Resolved, Through};
 use crate::shadow::Kind;
 use crate::state::State;
+
+/// Longest symbolic link target made on NFS (`nfspath3`'s bound here).
+pub const SYMLINK_TARGET_MAX: usize = 1024;
 
 /// `unlink(2)`. A directory is `EISDIR` (as on Linux). When the last name
 /// of a file goes, so does its shadow file.
@@ -28,6 +31,12 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
     };
     if f.meta.is_dir() {
         return Err(Errno(libc::EISDIR));
+    }
+    if f.meta.file_type == FileType::File && crate::silly::held_open(f.path.mount, &f.handle) {
+        // This process still reads or writes it: renamed aside until its
+        // last close (silly.rs).
+        crate::silly::hide(state, &f.path, f.handle)?;
+        return Ok(Out::Done(()));
     }
     let removed = clients::get(state, f.path.mount)?.remove(&f.path.rest);
     crate::lookups::changed(state);
@@ -46,18 +55,30 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
 }
 
 /// `rmdir(2)`.
+///
+/// A last component `.` is `EINVAL` and `..` `ENOTEMPTY`, as on Linux,
+/// once the directory they are in is found: folding made them name a
+/// directory that must stay.
 pub fn rmdir(state: &State, path: NfsPath) -> Res<Out<()>> {
+    match path.last {
+        Last::Dot => return dot_refused(state, path, libc::EINVAL),
+        Last::DotDot => return dot_refused(state, path, libc::ENOTEMPTY),
+        Last::Name => {}
+    }
     if path.rest == "/" {
         return Err(Errno(libc::EBUSY));
-    }
-    if path.host.ends_with("/.") {
-        return Err(Errno(libc::EINVAL));
     }
     with_parent_links(state, path, |client, p| client.rmdir(&p.rest))
 }
 
 /// `mkdir(2)`: the mode less the umask.
+///
+/// A last component `.` or `..` names an existing directory or nothing:
+/// `EEXIST` once it is found (not a MKDIR of the folded name).
 pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<Out<()>> {
+    if path.last != Last::Name {
+        return dot_refused(state, path, libc::EEXIST);
+    }
     if path.rest == "/" {
         return Err(Errno(libc::EEXIST));
     }
@@ -68,7 +89,18 @@ pub fn mkdir(state: &State, path: NfsPath, mode: libc::mode_t) -> Res<Out<()>> {
 /// `rename(2)` within one mount. When a directory on the way of either
 /// name is a link, both are followed: to one mount, the RENAME is sent
 /// again; both to local paths, libc renames there; otherwise `EXDEV`.
+///
+/// A last component `.` or `..` on either side is `EBUSY` (Linux), once
+/// the directory it is in is found.
 pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
+    if from.last != Last::Name {
+        dot_refused(state, from, libc::EBUSY)?;
+        return Err(Errno(libc::EBUSY));
+    }
+    if to.last != Last::Name {
+        dot_refused(state, to, libc::EBUSY)?;
+        return Err(Errno(libc::EBUSY));
+    }
     if from.mount != to.mount {
         return Err(Errno(libc::EXDEV));
     }
@@ -76,6 +108,7 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
         return Err(Errno(libc::EBUSY));
     }
     let client = clients::get(state, from.mount)?;
+    hide_open_target(state, &client, &from, &to)?;
     let renamed = client.rename(&from.rest, &to.rest);
     crate::lookups::changed(state);
     match renamed {
@@ -91,6 +124,36 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
             }
         }
         other => Ok(OutPair::Done(other?)),
+    }
+}
+
+/// Before a RENAME over `to`: a file there that this process holds open is
+/// renamed aside first, as `unlink` does (silly.rs). Only a name some
+/// descriptor was opened under is looked up.
+fn hide_open_target(state: &State, client: &dnfs::Client, from: &NfsPath, to: &NfsPath) -> Res<()> {
+    if !crate::silly::maybe_held_open(to) {
+        return Ok(());
+    }
+    let Ok((handle, meta)) = client.lookup(&to.rest) else {
+        return Ok(());
+    };
+    if meta.file_type != FileType::File || !crate::silly::held_open(to.mount, &handle) {
+        return Ok(());
+    }
+    // Renaming a file onto itself (another name of it) changes nothing.
+    if client.lookup(&from.rest).is_ok_and(|(h, _)| h == handle) {
+        return Ok(());
+    }
+    crate::silly::hide(state, to, handle)
+}
+
+/// The answer to a call that names `.` or `..` last: `errno`, once the
+/// directory it folded to is found (its own errors first: `ENOENT`,
+/// `ENOTDIR`, as the kernel's walk gives them).
+fn dot_refused<T>(state: &State, path: NfsPath, errno: i32) -> Res<T> {
+    match resolve::resolve(state, path, true)? {
+        Resolved::Nfs(f) if !f.meta.is_dir() => Err(Errno(libc::ENOTDIR)),
+        _ => Err(Errno(errno)),
     }
 }
 
@@ -118,6 +181,9 @@ fn both_through_links(
 /// `AT_SYMLINK_FOLLOW`), through links among the directories of both
 /// names as [`rename`] does.
 pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res<OutPair> {
+    if new.last != Last::Name {
+        return dot_refused(state, new, libc::EEXIST);
+    }
     let existing = match resolve::resolve(state, existing, follow)? {
         Resolved::Nfs(f) => f,
         Resolved::Local(x) => {
@@ -158,6 +224,15 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
 pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<Out<()>> {
     if target.is_empty() {
         return Err(Errno(libc::ENOENT));
+    }
+    // The NFSv3 path limit this client keeps to (RFC 1813 leaves it to
+    // the implementation; Linux allows 4095 bytes): ENAMETOOLONG, as for
+    // a target too long for Linux, not EINVAL (README: deviations).
+    if target.len() > SYMLINK_TARGET_MAX {
+        return Err(Errno(libc::ENAMETOOLONG));
+    }
+    if path.last != Last::Name {
+        return dot_refused(state, path, libc::EEXIST);
     }
     if path.rest == "/" {
         return Err(Errno(libc::EEXIST));

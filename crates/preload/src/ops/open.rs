@@ -49,7 +49,8 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
     let found = match looked_up {
         Ok(Resolved::Local(p)) => return Ok(Out::Local(p)),
         Ok(Resolved::Nfs(f)) => Some(f),
-        Err(Errno(libc::ENOENT)) if create => None,
+        // `x/.` or `x/..` names a directory, never a file to make.
+        Err(Errno(libc::ENOENT)) if create && path.last == crate::paths::Last::Name => None,
         Err(e) => return Err(e),
     };
     let (mount, handle, kind, file, where_) = match found {
@@ -58,16 +59,19 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
                 return Err(Errno(libc::EEXIST));
             }
             let kind = kind_for_open(f.meta.file_type, flags)?;
+            // O_TRUNC truncates a regular file whatever the access mode
+            // (Linux: `O_RDONLY | O_TRUNC` too), and needs write
+            // permission for it.
+            let truncate =
+                flags & libc::O_TRUNC != 0 && flags & libc::O_PATH == 0 && kind == Kind::File;
             if flags & libc::O_PATH == 0 {
                 let who = Who::effective(state, f.path.mount);
-                if !may(who, &f.meta, wanted_by_open(flags)) {
+                let want = wanted_by_open(flags) | if truncate { libc::W_OK } else { 0 };
+                if !may(who, &f.meta, want) {
                     return Err(Errno(libc::EACCES));
                 }
             }
             let mut file = None;
-            let truncate = flags & libc::O_TRUNC != 0
-                && flags & libc::O_ACCMODE != libc::O_RDONLY
-                && kind == Kind::File;
             if truncate && f.meta.size > 0 {
                 let client = clients::get(state, f.path.mount)?;
                 let opened = client.open_handle(&f.handle, &f.path.rest);
