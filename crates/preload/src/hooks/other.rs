@@ -1,5 +1,5 @@
 //! The rest: `umask`, extended attributes, temporary files, asynchronous
-//! I/O, `syscall(2)`, `posix_spawn` file actions.
+//! I/O, `posix_spawn` file actions (`syscall(2)` is in `raw.rs`).
 
 use libc::{c_char, c_int, c_long, c_uint, c_void, mode_t, size_t, ssize_t};
 
@@ -291,36 +291,6 @@ macro_rules! lio {
 }
 lio!(lio_listio);
 lio!(lio_listio64);
-
-/// `syscall(2)`: file system calls on NFS descriptors and paths are served
-/// as the libc calls of the same name would be (programs that make raw
-/// system calls through libc's `syscall` get NFS too), or refused with an
-/// errno (hooks/raw.rs); io_uring submissions that name NFS descriptors
-/// are refused. Everything else is passed on.
-#[no_mangle]
-pub unsafe extern "C" fn syscall(
-    num: c_long,
-    a1: c_long,
-    a2: c_long,
-    a3: c_long,
-    a4: c_long,
-    a5: c_long,
-    a6: c_long,
-) -> c_long {
-    if crate::state::get().is_some() {
-        // SAFETY: the arguments of the system call the caller meant.
-        if let Some(r) = unsafe { super::raw::served(num, [a1, a2, a3, a4, a5, a6]) } {
-            return r;
-        }
-    }
-    // SAFETY: plain forward.
-    let r = unsafe { real::syscall(num, a1, a2, a3, a4, a5, a6) };
-    if num == libc::SYS_io_uring_setup && r >= 0 {
-        // SAFETY: a2 is the io_uring_params the kernel filled.
-        unsafe { unsupported::uring_setup(r as c_int, a2 as *const u8) };
-    }
-    r
-}
 
 /// `posix_spawn` opens its file actions' paths in the child with internal
 /// calls; an NFS path there cannot be served: `EOPNOTSUPP`. (Open the file

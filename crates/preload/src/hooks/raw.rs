@@ -15,7 +15,38 @@ use crate::fail::set_errno;
 use crate::fdtable;
 use crate::ops::unsupported;
 use crate::paths::{route, Route};
+use crate::real;
 use crate::warn;
+
+/// `syscall(2)`: file system calls on NFS descriptors and paths are served
+/// as the libc calls of the same name would be (programs that make raw
+/// system calls through libc's `syscall` get NFS too), or refused with an
+/// errno (hooks/raw.rs); io_uring submissions that name NFS descriptors
+/// are refused. Everything else is passed on.
+#[no_mangle]
+pub unsafe extern "C" fn syscall(
+    num: c_long,
+    a1: c_long,
+    a2: c_long,
+    a3: c_long,
+    a4: c_long,
+    a5: c_long,
+    a6: c_long,
+) -> c_long {
+    if crate::state::get().is_some() {
+        // SAFETY: the arguments of the system call the caller meant.
+        if let Some(r) = unsafe { served(num, [a1, a2, a3, a4, a5, a6]) } {
+            return r;
+        }
+    }
+    // SAFETY: plain forward.
+    let r = unsafe { real::syscall(num, a1, a2, a3, a4, a5, a6) };
+    if num == libc::SYS_io_uring_setup && r >= 0 {
+        // SAFETY: a2 is the io_uring_params the kernel filled.
+        unsafe { unsupported::uring_setup(r as c_int, a2 as *const u8) };
+    }
+    r
+}
 
 /// What [`served`] makes of a system call on NFS.
 enum Raw {
