@@ -59,14 +59,14 @@ pub struct Held {
 
 static HELD: Mutex<Option<Held>> = Mutex::new(None);
 
-/// [`HELD`] locked (fork.rs holds it across `fork`).
+/// `HELD` locked (fork.rs holds it across `fork`).
 pub type HeldGuard = MutexGuard<'static, Option<Held>>;
 
 fn held() -> HeldGuard {
     HELD.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// [`HELD`], for fork.rs.
+/// `HELD`, for fork.rs.
 pub fn lock_held() -> HeldGuard {
     held()
 }

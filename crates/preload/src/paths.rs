@@ -229,7 +229,7 @@ fn ancestor_mirror(state: &State, path: &[u8]) -> Option<Route> {
     std::ffi::CString::new(mirror).ok().map(Route::Redirect)
 }
 
-/// True if `route` is a mount prefix's missing ancestor ([`ancestor_mirror`]).
+/// True if `route` is a mount prefix's missing ancestor (`ancestor_mirror`).
 pub fn is_ancestor_mirror(state: &State, route: &Route) -> bool {
     match route {
         Route::Redirect(p) => p
