@@ -8,10 +8,10 @@
 
 use crate::ffi::{arg_ref, Failure, FfiResult};
 
-/// This process's fork generation ([`dnfs::fork_generation`]), for an
+/// This process's fork generation ([`dnfs::process::fork_generation`]), for an
 /// object being made.
 pub fn current() -> u64 {
-    dnfs::fork_generation()
+    dnfs::process::fork_generation()
 }
 
 /// An object of this library that remembers its generation.

@@ -9,8 +9,8 @@
 use std::cell::{OnceCell, RefCell};
 use std::path::{Path, PathBuf};
 
-use directnfs::config::{absolute, find_config, split_by_export, DnfsTab};
-use directnfs::{Client, NfsUrl, Target};
+use directnfs::config::{absolute, find_config, split_by_export, DnfsTab, NfsUrl};
+use directnfs::{Client, Target};
 
 use crate::error::{CliError, Result};
 

@@ -48,8 +48,6 @@ use discover::{resolve, socket_buffers};
 /// Most entries one `read_dir` returns (a bound on memory and time).
 pub const MAX_DIR_LISTING: usize = 1 << 20;
 
-pub use crate::stats::{EVICTED_FILES, MAX_FILE_STATS};
-
 /// Transfer size used when the server's FSINFO gives none.
 pub(crate) const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
@@ -603,7 +601,7 @@ impl Inner {
     }
 
     /// The statistics record of a file path (created on first use;
-    /// bounded, see [`MAX_FILE_STATS`]).
+    /// bounded, see [`MAX_FILE_STATS`](crate::stats::MAX_FILE_STATS)).
     pub(crate) fn file_stats(&self, path: &str) -> Arc<FileRecord> {
         self.files
             .lock()

@@ -34,27 +34,50 @@
 //!
 //! Runnable examples are in `examples/` (`open_read_write`, `batch`,
 //! `multipath`).
+//!
+//! ## Where things are
+//!
+//! Each public item has one path.
+//!
+//! * At the root, what a program does I/O with: [`Client`] (and the
+//!   [`Target`], [`PathSpec`] and [`Limits`] of a mount), [`File`] and
+//!   [`OpenOptions`], [`Batch`], [`ScopedBatch`] and their [`Completion`]s,
+//!   [`Metadata`], [`FileType`], [`DirEntry`], [`SetAttrs`], [`SetTimeTo`],
+//!   [`FsStat`], [`Handle`], [`Error`] and [`Result`], byte-range locks
+//!   ([`LockConflict`] on NFSv4.1, [`NlmOwner`] and [`lock_should_wait`]
+//!   for NFSv3's NLM), the NFSv4.1 [`ServerOwner`] of each path (and
+//!   [`printable`] for its opaque bytes), [`retry_stale`] and the bounds
+//!   [`MAX_DIR_LISTING`] and [`SEND_QUEUE_MAX`].
+//! * Namespaces, public modules whose items are not repeated at the root:
+//!   [`config`] (the dnfstab, `nfs://` URLs, [`config::MountOptions`] and
+//!   the name rules), [`stats`] (the statistics snapshot and its
+//!   renderers), [`alert`] (the alert log) and [`publish`] (the local
+//!   statistics endpoint `dnfs stats` reads).
+//! * [`process`]: plumbing for the C library and the interception library
+//!   (descriptor floor, signal-blocked threads, fork generation, spare
+//!   connections); not needed by Rust programs.
 
 // Every public item says what it is; `cargo doc` stays free of warnings.
 #![warn(missing_docs)]
 
 pub mod alert;
-pub mod attrs;
-pub mod batch;
-pub mod client;
+mod attrs;
+mod batch;
+mod client;
 pub mod config;
-pub mod errno;
-pub mod error;
+mod errno;
+mod error;
 mod fdfloor;
-pub mod file;
+mod file;
 mod fork;
 mod fsync;
-pub mod handle;
+mod handle;
 mod io;
 mod links;
-pub mod metadata;
+mod metadata;
 mod mount;
-pub mod nlm;
+mod nlm;
+pub mod process;
 pub mod publish;
 mod rpcops;
 mod signals;
@@ -74,20 +97,13 @@ mod writelog;
 pub struct ReadmeExample;
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
-pub use batch::{Batch, Completion, ScopedBatch};
-pub use client::{Client, Limits, PathSpec, Target};
-pub use config::{DnfsTab, MountOptions, NfsUrl, SocketBuffers, StableMode};
+pub use batch::{Batch, Completion, ScopedBatch, SEND_QUEUE_MAX};
+pub use client::{Client, Limits, PathSpec, Target, MAX_DIR_LISTING};
 pub use error::{Error, Result};
-pub use fdfloor::{
-    host_places, reset_in_child as reset_descriptor_windows_in_child, set_descriptor_floor,
-};
 pub use file::{File, OpenOptions};
-pub use fork::fork_generation;
 pub use handle::Handle;
-pub use io::spare::hand_back_all as hand_back_spare_connections;
 pub use metadata::{DirEntry, FileType, Metadata};
-pub use nlm::NlmOwner;
-pub use signals::{spawn as spawn_thread, with_signals_blocked, Joiner as ThreadJoiner};
+pub use nlm::{lock_should_wait, NlmOwner};
 pub use stale::retry_stale;
 pub use v4::trunk::{printable, ServerOwner};
 pub use v4::LockConflict;

@@ -11,7 +11,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use directnfs::{Client, NfsUrl};
+use directnfs::config::NfsUrl;
+use directnfs::Client;
 use directnfs_testkit::ganesha::OwnGanesha;
 
 /// The protocol versions every test here runs on.

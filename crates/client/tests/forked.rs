@@ -238,7 +238,7 @@ fn read_and_hand_back(c: &Client) -> Result<(), String> {
             .map_err(|e| format!("read: {e}"))?;
         check("the data read", buf == pattern_at(off, LEN))?;
     }
-    directnfs::hand_back_spare_connections();
+    directnfs::process::hand_back_spare_connections();
     Ok(())
 }
 
@@ -338,7 +338,7 @@ fn a_spare_is_not_handed_on_after_a_call_on_it_went_unanswered() {
     in_child(&parent, |c| {
         let f = c.open(FILE).map_err(|e| format!("open: {e}"))?;
         f.metadata().map_err(|e| format!("metadata: {e}"))?;
-        directnfs::hand_back_spare_connections();
+        directnfs::process::hand_back_spare_connections();
         Ok(())
     });
     assert!(server.faulted() >= 1, "the GETATTR went unanswered");

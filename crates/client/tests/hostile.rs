@@ -71,7 +71,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use directnfs::{Client, Error, File, FileType, NfsUrl, OpenOptions, Target};
+use directnfs::config::NfsUrl;
+use directnfs::{Client, Error, File, FileType, OpenOptions, Target};
 use directnfs_wire::mount::mountstat3;
 use directnfs_wire::nfs3::nfsstat3;
 use directnfs_wire::rpc::{AcceptStat, AcceptedReply, AuthStat, RejectedReply};
@@ -2430,7 +2431,7 @@ fn file_statistics_stay_bounded_when_many_distinct_paths_are_opened() {
     // them) must not grow the per-file statistics without bound: past
     // MAX_FILE_STATS records those of closed files are dropped and their
     // counters summed in one EVICTED_FILES record. Open files stay listed.
-    use directnfs::client::{EVICTED_FILES, MAX_FILE_STATS};
+    use directnfs::stats::{EVICTED_FILES, MAX_FILE_STATS};
     let opts = Options {
         lookup_any: true,
         ..Options::default()

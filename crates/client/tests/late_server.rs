@@ -5,7 +5,8 @@
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use directnfs::{Client, NfsUrl};
+use directnfs::config::NfsUrl;
+use directnfs::Client;
 use directnfs_testkit::ganesha::OwnGanesha;
 use directnfs_testkit::server::wanted;
 

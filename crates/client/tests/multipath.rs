@@ -36,7 +36,8 @@ use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-use directnfs::{Batch, Client, File, MountOptions, PathSpec, Target};
+use directnfs::config::MountOptions;
+use directnfs::{Batch, Client, File, PathSpec, Target};
 use directnfs_testkit::blocks::{encode_block, Durability, Ledger, BLOCK_SIZE};
 
 /// Paths the topology is built with (tests use 1, 2 or all 4).

@@ -31,7 +31,7 @@ fn nlm_locks_of_two_owners_exclude_each_other_and_test_names_the_holder() {
     client.nlm_lock(&fh, &a, (0, 100), true, false).unwrap();
     let e = client.nlm_lock(&fh, &b, (50, 10), true, false).unwrap_err();
     assert_eq!(e.errno(), libc::EAGAIN, "{e}");
-    assert!(directnfs::nlm::lock_should_wait(&e));
+    assert!(directnfs::lock_should_wait(&e));
     let (conflict, svid) = client.nlm_test(&fh, &b, (50, 10), false).unwrap().unwrap();
     assert_eq!(
         (conflict.offset, conflict.len, conflict.exclusive),

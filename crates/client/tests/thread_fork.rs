@@ -43,7 +43,7 @@ fn a_forked_child_starts_threads_while_its_parent_was_starting_and_ending_thread
         let pid = unsafe { libc::fork() };
         assert!(pid >= 0, "fork failed");
         if pid == 0 {
-            let ok = directnfs::spawn_thread("forked", || 7)
+            let ok = directnfs::process::spawn_thread("forked", || 7)
                 .ok()
                 .and_then(|t| t.join().ok())
                 == Some(7);

@@ -10,7 +10,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use directnfs::{Client, NfsUrl, PathSpec, Target};
+use directnfs::config::NfsUrl;
+use directnfs::{Client, PathSpec, Target};
 use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 
 fn url() -> Option<String> {

@@ -13,7 +13,8 @@ use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::time::{Duration, UNIX_EPOCH};
 
-use directnfs::{Client, FileType, NfsUrl, OpenOptions, SetAttrs, SetTimeTo, Target};
+use directnfs::config::NfsUrl;
+use directnfs::{Client, FileType, OpenOptions, SetAttrs, SetTimeTo, Target};
 use directnfs_testkit::ganesha::OwnGanesha;
 use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 use directnfs_wire::nfs3::{ACCESS3_MODIFY, ACCESS3_READ};
@@ -386,7 +387,10 @@ fn proxied(url: &str) -> (FaultProxy, Client) {
 }
 
 /// [`proxied`], with the mount options changed by `options` first.
-fn proxied_with(url: &str, options: impl Fn(&mut directnfs::MountOptions)) -> (FaultProxy, Client) {
+fn proxied_with(
+    url: &str,
+    options: impl Fn(&mut directnfs::config::MountOptions),
+) -> (FaultProxy, Client) {
     let parsed = NfsUrl::parse(url).unwrap();
     let port = parsed.options.nfs_port.or(parsed.port).unwrap_or(2049);
     let upstream: SocketAddr = format!("{}:{port}", parsed.host).parse().unwrap();

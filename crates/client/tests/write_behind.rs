@@ -502,7 +502,7 @@ impl Drop for Unmount<'_> {
 
 /// Waits until the server of `url` refuses connections (killed).
 fn wait_for_down(url: &str) {
-    let url = directnfs::NfsUrl::parse(url).unwrap();
+    let url = directnfs::config::NfsUrl::parse(url).unwrap();
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], url.options.nfs_port.unwrap()));
     let until = std::time::Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {

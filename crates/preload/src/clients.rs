@@ -177,7 +177,7 @@ fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
         // Its threads (the client's receiver, maintenance and connect
         // threads inherit the mask) never take a signal meant for the
         // program.
-        let result = dnfs::with_signals_blocked(|| match parent {
+        let result = dnfs::process::with_signals_blocked(|| match parent {
             Some(p) => p.after_fork(),
             None => Client::mount(&target),
         });

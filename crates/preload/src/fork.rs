@@ -72,7 +72,7 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
-    dnfs::reset_descriptor_windows_in_child();
+    dnfs::process::reset_descriptor_windows_in_child();
     HELD.with(|h| {
         if let Some(mut held) = h.borrow_mut().take() {
             fdtable::rebuild_in_child(&mut held.table);

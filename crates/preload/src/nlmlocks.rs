@@ -155,7 +155,7 @@ impl Nlm {
             );
             match r {
                 Ok(()) => break,
-                Err(e) if wait && dnfs::nlm::lock_should_wait(&e) => {
+                Err(e) if wait && dnfs::lock_should_wait(&e) => {
                     // A holder of this host may have died: its locks go.
                     if swept.elapsed() >= Duration::from_secs(1) {
                         sweep(self.state);

@@ -114,7 +114,7 @@ pub fn init() {
     }));
     // Before the state is published: the check's own calls go to libc.
     config::warn_hidden_local_dirs(&state.config);
-    dnfs::set_descriptor_floor(descriptor_floor());
+    dnfs::process::set_descriptor_floor(descriptor_floor());
     crate::clients::init(state.config.mounts.len());
     STATE.store(state, Ordering::Release);
     crate::fork::register();

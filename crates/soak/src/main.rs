@@ -30,7 +30,8 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use clap::Parser;
-use directnfs::{Client, MountOptions, PathSpec, Target};
+use directnfs::config::MountOptions;
+use directnfs::{Client, PathSpec, Target};
 use directnfs_testkit::blocks::{Ledger, BLOCK_SIZE};
 use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
 

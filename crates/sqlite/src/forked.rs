@@ -51,9 +51,9 @@ pub fn install() {
     });
 }
 
-/// This process's fork generation ([`dnfs::fork_generation`]): recorded
+/// This process's fork generation ([`dnfs::process::fork_generation`]): recorded
 /// by a connection being opened, compared at each use.
 pub fn current() -> u64 {
     install();
-    dnfs::fork_generation()
+    dnfs::process::fork_generation()
 }

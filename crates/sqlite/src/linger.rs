@@ -69,7 +69,7 @@ pub fn watch() -> bool {
     let pid = std::process::id();
     if r.pid != pid {
         // Signals blocked: the program's signals are not ours to take.
-        let started = dnfs::spawn_thread("dnfs-sqlite-linger", run).is_ok();
+        let started = dnfs::process::spawn_thread("dnfs-sqlite-linger", run).is_ok();
         if !started {
             return false;
         }

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, IsTerminal, Write};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use directnfs::NfsUrl;
+use directnfs::config::NfsUrl;
 
 use super::block::BLOCK_SIZE;
 use super::engines;

@@ -19,7 +19,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use directnfs::{Client, OpenOptions, StableMode};
+use directnfs::config::StableMode;
+use directnfs::{Client, OpenOptions};
 
 use crate::error::{CliError, Result};
 use crate::location::{is_not_found, nfs_file_name, nfs_join, Location, Resolver, Spec};

@@ -28,7 +28,7 @@ pub struct Server {
     /// `?nfsport=...&mountport=...` (may be empty).
     pub query: String,
     /// The parsed URL.
-    pub url: directnfs::NfsUrl,
+    pub url: directnfs::config::NfsUrl,
 }
 
 impl Server {
@@ -50,7 +50,7 @@ pub fn server() -> Option<&'static Server> {
         .get_or_init(|| {
             // Once per test binary: the first test to ask says it is skipped.
             let url = directnfs_testkit::server::url("dnfs server tests")?;
-            let parsed = match directnfs::NfsUrl::parse(&url) {
+            let parsed = match directnfs::config::NfsUrl::parse(&url) {
                 Ok(u) => u,
                 Err(e) => panic!("DNFS_TEST_URL: {e}"),
             };

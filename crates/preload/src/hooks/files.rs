@@ -128,13 +128,13 @@ pub unsafe extern "C" fn dup(fd: c_int) -> c_int {
 pub unsafe extern "C" fn dup2(fd: c_int, newfd: c_int) -> c_int {
     if !fdtable::is_nfs(fd) && !fdtable::is_nfs(newfd) {
         // SAFETY: plain forward.
-        return dnfs::host_places(|| unsafe { real::dup2(fd, newfd) });
+        return dnfs::process::host_places(|| unsafe { real::dup2(fd, newfd) });
     }
     if fdtable::is_nfs(fd) && fd != newfd {
         crate::ops::stdio::flush_standard_stream(newfd);
     }
     // SAFETY: plain forward.
-    let r = dnfs::host_places(|| unsafe { real::dup2(fd, newfd) });
+    let r = dnfs::process::host_places(|| unsafe { real::dup2(fd, newfd) });
     if r >= 0 {
         fds::duplicated(fd, newfd);
     }
@@ -145,13 +145,13 @@ pub unsafe extern "C" fn dup2(fd: c_int, newfd: c_int) -> c_int {
 pub unsafe extern "C" fn dup3(fd: c_int, newfd: c_int, flags: c_int) -> c_int {
     if !fdtable::is_nfs(fd) && !fdtable::is_nfs(newfd) {
         // SAFETY: plain forward.
-        return dnfs::host_places(|| unsafe { real::dup3(fd, newfd, flags) });
+        return dnfs::process::host_places(|| unsafe { real::dup3(fd, newfd, flags) });
     }
     if fdtable::is_nfs(fd) && fd != newfd {
         crate::ops::stdio::flush_standard_stream(newfd);
     }
     // SAFETY: plain forward.
-    let r = dnfs::host_places(|| unsafe { real::dup3(fd, newfd, flags) });
+    let r = dnfs::process::host_places(|| unsafe { real::dup3(fd, newfd, flags) });
     if r >= 0 {
         fds::duplicated(fd, newfd);
     }
