@@ -56,6 +56,9 @@
 //! * [`process`]: plumbing for the C library and the interception library
 //!   (descriptor floor, signal-blocked threads, fork generation, spare
 //!   connections); not needed by Rust programs.
+//!
+//! The `Client::*_for_test` hooks exist only with the cargo feature
+//! `test-hooks`, which the crate's own integration tests turn on.
 
 // Every public item says what it is; `cargo doc` stays free of warnings.
 #![warn(missing_docs)]

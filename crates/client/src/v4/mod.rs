@@ -71,6 +71,25 @@ pub(crate) fn unsupported(what: &str) -> Error {
     Error::Unsupported(format!("NFSv4.1: {what} not supported yet"))
 }
 
+/// Declares `Client` methods that only tests call: public with the cargo
+/// feature `test-hooks` (which the crate's own integration tests turn on
+/// through their dev-dependency on it), crate-private and allowed to go
+/// unused without it, so that no other build offers them. Compiled either
+/// way, so the session's accessors they read stay in use.
+macro_rules! test_hooks {
+    ($($(#[$doc:meta])* fn $name:ident $args:tt $(-> $ret:ty)? $body:block)*) => {
+        #[cfg(feature = "test-hooks")]
+        impl crate::Client {
+            $($(#[$doc])* pub fn $name $args $(-> $ret)? $body)*
+        }
+        #[cfg(not(feature = "test-hooks"))]
+        #[allow(dead_code)]
+        impl crate::Client {
+            $($(#[$doc])* pub(crate) fn $name $args $(-> $ret)? $body)*
+        }
+    };
+}
+
 impl crate::Client {
     /// The fore-channel slots of the NFSv4.1 session (as the server
     /// granted them); `None` on NFSv3.
@@ -89,22 +108,20 @@ impl crate::Client {
             .as_ref()
             .map_or_else(Vec::new, |s| s.trunk.owners())
     }
-
-    /// For tests: BIND_CONN_TO_SESSION calls sent so far, and those
-    /// answered NFS4_OK ((0, 0) on NFSv3).
-    #[doc(hidden)]
-    pub fn binds_for_test(&self) -> (u64, u64) {
-        self.inner.v4.as_ref().map_or((0, 0), |s| s.trunk.binds())
-    }
 }
 
-impl crate::Client {
+test_hooks! {
+    /// For tests: BIND_CONN_TO_SESSION calls sent so far, and those
+    /// answered NFS4_OK ((0, 0) on NFSv3).
+    fn binds_for_test(&self) -> (u64, u64) {
+        self.inner.v4.as_ref().map_or((0, 0), |s| s.trunk.binds())
+    }
+
     /// For tests: destroys the NFSv4.1 session behind the client's back,
     /// as a server restart would, so the next request meets
     /// NFS4ERR_BADSESSION and must recover. Returns how many sessions the
     /// client has had so far (0 on NFSv3, which has none).
-    #[doc(hidden)]
-    pub fn destroy_session_for_test(&self) -> u64 {
+    fn destroy_session_for_test(&self) -> u64 {
         match &self.inner.v4 {
             Some(s) => {
                 s.destroy(&self.inner, false);
@@ -113,13 +130,10 @@ impl crate::Client {
             None => 0,
         }
     }
-}
 
-impl crate::Client {
     /// For tests: the NFSv4 statuses (`NFS4ERR_BADSESSION`, ...) that
     /// made the client replace its session, in order; empty on NFSv3.
-    #[doc(hidden)]
-    pub fn session_recoveries_for_test(&self) -> Vec<String> {
+    fn session_recoveries_for_test(&self) -> Vec<String> {
         match &self.inner.v4 {
             Some(s) => s.recoveries().iter().map(|st| st.to_string()).collect(),
             None => Vec::new(),
@@ -129,8 +143,7 @@ impl crate::Client {
     /// For tests: the most fore-channel slots of the NFSv4.1 session
     /// busy at once so far — requests the server had in flight together
     /// (0 on NFSv3).
-    #[doc(hidden)]
-    pub fn session_peak_slots_for_test(&self) -> u32 {
+    fn session_peak_slots_for_test(&self) -> u32 {
         self.inner.v4.as_ref().map_or(0, Session::peak_busy)
     }
 
@@ -138,8 +151,7 @@ impl crate::Client {
     /// first file, so that a test can restart the server in the middle
     /// of one; [`reclaim_waiting_for_test`](Self::reclaim_waiting_for_test)
     /// says when one waits.
-    #[doc(hidden)]
-    pub fn pause_reclaim_for_test(&self, paused: bool) {
+    fn pause_reclaim_for_test(&self, paused: bool) {
         if let Some(s) = &self.inner.v4 {
             s.reclaim_hold
                 .paused
@@ -148,8 +160,7 @@ impl crate::Client {
     }
 
     /// For tests: true while a reclaim waits at the hold.
-    #[doc(hidden)]
-    pub fn reclaim_waiting_for_test(&self) -> bool {
+    fn reclaim_waiting_for_test(&self) -> bool {
         self.inner.v4.as_ref().is_some_and(|s| {
             s.reclaim_hold
                 .waiting
@@ -159,8 +170,7 @@ impl crate::Client {
 
     /// For tests: stops (`true`) or resumes the background lease
     /// renewal, so that an idle client's lease can expire.
-    #[doc(hidden)]
-    pub fn pause_lease_renewal_for_test(&self, paused: bool) {
+    fn pause_lease_renewal_for_test(&self, paused: bool) {
         if let Some(s) = &self.inner.v4 {
             s.pause_renewal(paused);
         }
