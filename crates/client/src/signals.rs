@@ -183,16 +183,6 @@ mod tests {
         assert_eq!(name.unwrap().join().unwrap().trim_end(), "a-name-longer-t");
     }
 
-    /// The names of this process's threads (`/proc/self/task/*/comm`).
-    fn thread_names() -> Vec<String> {
-        std::fs::read_dir("/proc/self/task")
-            .unwrap()
-            .flatten()
-            .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-            .map(|c| c.trim_end().to_owned())
-            .collect()
-    }
-
     #[test]
     #[cfg_attr(miri, ignore)] // reads /proc
     fn a_thread_has_its_name_as_soon_as_spawn_returns() {
@@ -205,13 +195,22 @@ mod tests {
             let name = format!("dnfs-race{i}");
             let (tx, rx) = std::sync::mpsc::channel::<()>();
             let t = spawn(&name, move || rx.recv().is_ok()).unwrap();
-            let names = thread_names();
+            // The name the kernel holds for this very thread (glibc reads
+            // its /proc/self/task/TID/comm): not a scan of the task
+            // directory, which can miss a live thread while threads of
+            // other tests start and end beside it.
+            let mut buf = [0u8; 16];
+            let thread = t.thread.expect("a thread not yet joined");
+            // SAFETY: a live thread of ours (not joined: it waits on `rx`);
+            // `buf` is 16 bytes, as the call requires at least.
+            let rc = unsafe { libc::pthread_getname_np(thread, buf.as_mut_ptr().cast(), 16) };
             tx.send(()).unwrap();
             assert!(t.join().unwrap());
-            assert!(
-                names.contains(&name),
-                "round {i}: no thread {name} right after spawn returned: {names:?}"
-            );
+            assert_eq!(rc, 0, "round {i}: pthread_getname_np failed");
+            let got = std::ffi::CStr::from_bytes_until_nul(&buf)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            assert_eq!(got, name, "round {i}: the name right after spawn returned");
         }
     }
 }
