@@ -23,7 +23,7 @@
 //!   flight. Those calls hold slots the batch has yet to release, and a
 //!   blocking request waiting for a slot must not wait for them.
 //! * A batch holds a slot until it reaps the reply, so batches together
-//!   hold at most three quarters of the slots (`session.rs` `reserved`):
+//!   hold at most three quarters of the slots (`slots.rs` `reserved`):
 //!   the rest stay for blocking calls, which a thread may make between
 //!   submitting a batch and reaping it. A submission that finds no slot
 //!   reaps the batch's own replies until one is free (its completions
