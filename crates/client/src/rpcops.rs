@@ -29,7 +29,8 @@ use crate::io::call::{Call, Notify, ReadDest};
 use crate::metadata::Metadata;
 use crate::v4::file::OpenFile;
 use crate::v4::io::{Answer, Later, Sent, Settling};
-use crate::v4::session::{Session, Slot};
+use crate::v4::session::Session;
+use crate::v4::slots::Slot;
 
 /// A WRITE reply, decoded (either version).
 pub(crate) struct Written {
@@ -122,7 +123,7 @@ impl File {
                 // A round takes no more pieces than it has slots; one more
                 // would wait for a slot.
                 let slot = slots.next().unwrap_or_else(|| s.acquire(false));
-                InFlight::V41(open.start_read(s, slot, offset, dest, notify))
+                InFlight::V41(open.start_read(slot, offset, dest, notify))
             }
         }
     }
@@ -143,7 +144,7 @@ impl File {
             }
             Lanes::V41(open, s, slots) => {
                 let slot = slots.next().unwrap_or_else(|| s.acquire(false));
-                InFlight::V41(open.start_write(s, slot, offset, data, stable, notify))
+                InFlight::V41(open.start_write(slot, offset, data, stable, notify))
             }
         }
     }

@@ -27,7 +27,7 @@
 //! them, or at its first call after it has lived a second
 //! (`io/transport/threads.rs`); an NFSv4.1 child a second after its
 //! client was made (its lease renewal thread's first tick,
-//! `v4/session.rs`). A child that makes a few calls and exits sooner (a
+//! `v4/lease.rs`). A child that makes a few calls and exits sooner (a
 //! PostgreSQL backend per connection) never publishes.
 //!
 //! **Off switch.** The mount option `stats=off` keeps a client out of its

@@ -23,7 +23,7 @@
 //!   flight. Those calls hold slots the batch has yet to release, and a
 //!   blocking request waiting for a slot must not wait for them.
 //! * A batch holds a slot until it reaps the reply, so batches together
-//!   hold at most three quarters of the slots (`session.rs` `reserved`):
+//!   hold at most three quarters of the slots (`slots.rs` `reserved`):
 //!   the rest stay for blocking calls, which a thread may make between
 //!   submitting a batch and reaping it. A submission that finds no slot
 //!   reaps the batch's own replies until one is free (its completions
@@ -57,7 +57,9 @@ use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
 
 use super::file::{state_lost, OpenFile};
 use super::ops::{STAT_READ, STAT_WRITE};
-use super::session::{first_reply, First, Request, Retry, Session, Settled, Slot};
+use super::recovery::Retry;
+use super::sequence::{self, first_reply, First, Request, Settled};
+use super::slots::Slot;
 use crate::batch::{contiguous, Completion, PieceResult};
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -375,9 +377,9 @@ impl Pipeline {
                 Kind::Write => open.encode_write(out, &stateid, offset, stable, len),
             };
             let req = request(open, op.kind, piece, &encode);
-            let body = s.encode(&ctx.client.inner, &req, &slot);
+            let body = sequence::encode(&ctx.client.inner, &req, &slot);
             let notify = Notify::Batch(Arc::clone(ctx.queue), TOKEN_BIT | i);
-            let call = Session::start(&req, &body, notify);
+            let call = sequence::start(&req, &body, notify);
             ctx.unsent.push(Arc::clone(&call));
             piece.state = State::Sent(Sent { call, slot, body });
             self.calls += 1;
@@ -402,7 +404,7 @@ impl Pipeline {
         };
         let (name, path) = (op_name(op.kind), op.file.path());
         let first = first_reply(&sent.call, name, path);
-        if !Session::settles_at_once(&first) {
+        if !sequence::settles_at_once(&first) {
             piece.state = State::Settle(sent, first);
             self.deferred.push(i);
             return;

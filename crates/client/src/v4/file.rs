@@ -27,7 +27,8 @@ use directnfs_wire::XdrReader;
 
 use super::held::Held;
 use super::ops::{self, Ops, STAT_COMMIT, STAT_GETATTR, STAT_READ, STAT_WRITE};
-use super::session::{nfs4_error, Request, Session, Settled, STAT_OTHER};
+use super::sequence::{nfs4_error, Request, Settled, STAT_OTHER};
+use super::session::Session;
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::file::OpenOptions;

@@ -9,7 +9,8 @@ use directnfs_wire::nfs4::{
 
 use super::file::{open_op, OpenFile};
 use super::ops::{missing, Ops};
-use super::session::{Session, STAT_OTHER};
+use super::sequence::STAT_OTHER;
+use super::session::Session;
 use crate::client::Client;
 use crate::error::{Error, Result};
 

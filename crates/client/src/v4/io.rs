@@ -25,7 +25,10 @@ use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
 
 use super::file::{state_lost, OpenFile};
 use super::ops::{STAT_READ, STAT_WRITE};
-use super::session::{first_reply, First, Retry, Session, Settled, Slot};
+use super::recovery::Retry;
+use super::sequence::{self, first_reply, First, Settled};
+use super::session::Session;
+use super::slots::Slot;
 use crate::error::Result;
 use crate::io::call::{Call, Notify, ReadDest};
 use crate::rpcops::Written;
@@ -88,7 +91,6 @@ impl OpenFile {
     /// a successful reply's data goes straight into `dest`.
     pub(crate) fn start_read(
         &self,
-        s: &Session,
         slot: Slot,
         offset: u64,
         dest: ReadDest,
@@ -99,8 +101,8 @@ impl OpenFile {
         let encode = |out: &mut Vec<u8>| self.encode_read(out, &stateid, offset, len);
         let mut req = self.request(&READ_OPS, &encode, "READ", STAT_READ);
         req.read_into = Some(dest.as_raw());
-        let body = s.encode(self.inner(), &req, &slot);
-        let call = Session::start(&req, &body, notify);
+        let body = sequence::encode(self.inner(), &req, &slot);
+        let call = sequence::start(&req, &body, notify);
         Sent {
             call,
             slot,
@@ -114,7 +116,6 @@ impl OpenFile {
     /// sent).
     pub(crate) fn start_write(
         &self,
-        s: &Session,
         slot: Slot,
         offset: u64,
         data: &Arc<[u8]>,
@@ -127,8 +128,8 @@ impl OpenFile {
         let encode = |out: &mut Vec<u8>| self.encode_write(out, &stateid, offset, stable, len);
         let mut req = self.request(&WRITE_OPS, &encode, "WRITE", STAT_WRITE);
         req.payload = Some(Arc::clone(data));
-        let body = s.encode(self.inner(), &req, &slot);
-        let call = Session::start(&req, &body, notify);
+        let body = sequence::encode(self.inner(), &req, &slot);
+        let call = sequence::start(&req, &body, notify);
         Sent {
             call,
             slot,
@@ -142,7 +143,7 @@ impl OpenFile {
     /// is released); otherwise leaves it for [`settle_later`](Self::settle_later).
     pub(crate) fn settle_now(&self, sent: Sent) -> Settling {
         let first = first_reply(&sent.call, op_name(&sent), &self.path);
-        if !Session::settles_at_once(&first) {
+        if !sequence::settles_at_once(&first) {
             return Settling::Later(Later { sent, first });
         }
         Settling::Now(self.settle(sent, first))

@@ -20,7 +20,8 @@ use directnfs_wire::nfs4::{
 use super::file::{state_lost, OpenFile};
 use super::held::Range;
 use super::ops::Ops;
-use super::session::{results, Session, STAT_OTHER};
+use super::sequence::{results, STAT_OTHER};
+use super::session::Session;
 use crate::error::{Error, Result};
 use crate::File;
 
@@ -126,7 +127,7 @@ impl OpenFile {
             return Ok(None);
         }
         if settled.status != nfsstat4::NFS4ERR_DENIED {
-            return Err(super::session::nfs4_error(
+            return Err(super::sequence::nfs4_error(
                 "LOCKT",
                 &self.path,
                 settled.status,

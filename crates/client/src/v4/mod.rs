@@ -4,7 +4,11 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `session.rs` | client ID, session, slot table, SEQUENCE on every COMPOUND, session error recovery, lease renewal, DESTROY on drop |
+//! | `session.rs` | client ID, session, SEQUENCE on every COMPOUND (a slot, the call, its outcome settled), session error recovery, DESTROY on drop |
+//! | `slots.rs` | who may take a slot of the session's table: blocking requests, a large I/O's extra pieces, batches (never the quarter kept for blocking calls), only the reclaim's during a reclaim; the peak |
+//! | `sequence.rs` | the request, SEQUENCE encoded on its slot, the reply decoded as far as SEQUENCE's result and what each status makes of the request (settled, same slot again, a new request, recovery); NFSv4 status errors |
+//! | `recovery.rs` | which statuses replace the session or the client ID, whether a new client ID reclaims, the bound on one request's recoveries, the test hold on reclaims |
+//! | `lease.rs` | when an idle client renews its lease (a quarter of it idle), and the renewal thread |
 //! | `wait.rs` | how long NFS4ERR_DELAY and NFS4ERR_GRACE are waited out: for ever (hard), `timeo` x `retrans` (soft) |
 //! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE |
 //! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
@@ -51,13 +55,17 @@ pub(crate) mod file;
 pub(crate) mod handles;
 pub(crate) mod held;
 pub(crate) mod io;
+pub(crate) mod lease;
 pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
 pub(crate) mod ops;
 pub(crate) mod owner_slot;
 pub(crate) mod reclaim;
+pub(crate) mod recovery;
+pub(crate) mod sequence;
 pub(crate) mod session;
+pub(crate) mod slots;
 pub mod trunk;
 pub(crate) mod wait;
 

@@ -15,7 +15,8 @@ use directnfs_wire::Encode;
 
 use super::ops::{self, STAT_GETATTR};
 use super::owner_slot::OwnerSlot;
-use super::session::{nfs4_error, results, Request, Session};
+use super::sequence::{nfs4_error, results, Request};
+use super::session::Session;
 use super::trunk::Trunk;
 use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
 use crate::config::MountOptions;

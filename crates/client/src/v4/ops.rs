@@ -15,7 +15,8 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::Encode;
 
-use super::session::{nfs4_error, results, Request, Session, Settled};
+use super::sequence::{nfs4_error, results, Request, Settled};
+use super::session::Session;
 use crate::client::{Inner, MAX_DIR_LISTING};
 use crate::error::{Error, Result};
 use crate::metadata::{DirEntry, FileType, Metadata};

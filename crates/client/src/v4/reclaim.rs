@@ -32,7 +32,8 @@ use super::file::{open_op, OpenState};
 use super::held::Range;
 use super::lock::locker;
 use super::ops::{self, Ops};
-use super::session::{nfs4_error, results, Request, Session};
+use super::sequence::{nfs4_error, results, Request};
+use super::session::Session;
 use crate::client::Inner;
 use crate::error::{Error, Result};
 
