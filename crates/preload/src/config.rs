@@ -39,6 +39,30 @@ pub struct Config {
     /// `/db/pg`): the paths that stand for a directory when they do not
     /// exist locally (paths.rs); one comparison for any other path.
     pub ancestors: Vec<Vec<u8>>,
+    /// The first component of every prefix (`db` for `/db/ora`), or `None`
+    /// when a prefix is the root itself: a path whose first component is
+    /// none of them (and does not start `//` or `/.`) is near no prefix,
+    /// a few length comparisons for the common local path whatever the
+    /// number of mounts (paths.rs `near_a_prefix`).
+    pub first_names: Option<Vec<Vec<u8>>>,
+    /// The first byte of each of `first_names`, as 256 bits: most local
+    /// paths are turned away by one bit test before any comparison.
+    pub first_bytes: [u64; 4],
+}
+
+impl Config {
+    /// True if some prefix starts with the component `first`.
+    #[inline]
+    pub fn may_lead(&self, first: &[u8]) -> bool {
+        let Some(names) = &self.first_names else {
+            return true;
+        };
+        let Some(&b) = first.first() else {
+            return false;
+        };
+        self.first_bytes[usize::from(b >> 6)] & (1u64 << (b & 63)) != 0
+            && names.iter().any(|n| n == first)
+    }
 }
 
 /// The dnfstab of this process, if there is one with at least one mount
@@ -108,10 +132,31 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
         .collect();
     ancestors.sort();
     ancestors.dedup();
+    let mut first_names: Option<Vec<Vec<u8>>> = Some(Vec::new());
+    for m in &mounts {
+        match m.prefix.split('/').nth(1) {
+            Some(first) if !first.is_empty() => {
+                if let Some(names) = first_names.as_mut() {
+                    names.push(first.as_bytes().to_vec());
+                }
+            }
+            _ => first_names = None,
+        }
+    }
+    let mut first_bytes = [0u64; 4];
+    if let Some(names) = first_names.as_mut() {
+        names.sort();
+        names.dedup();
+        for b in names.iter().filter_map(|n| n.first()) {
+            first_bytes[usize::from(b >> 6)] |= 1u64 << (b & 63);
+        }
+    }
     Some(Config {
         mounts,
         prefix_names,
         ancestors,
+        first_names,
+        first_bytes,
     })
 }
 
@@ -210,5 +255,20 @@ mod tests {
     fn the_key_of_a_mount_is_the_same_in_every_process() {
         assert_eq!(fnv64(&[b"s", b"\0", b"/e1"]), fnv64(&[b"s\0/e1"]));
         assert_eq!(fnv64(&[b""]), 0xcbf2_9ce4_8422_2325);
+    }
+
+    #[test]
+    fn only_a_prefixs_first_component_may_lead_to_it() {
+        let tab = dnfs::config::parse_str(
+            "server: s\npath: 127.0.0.1\nexport: /e1 mount: /db/pg\nexport: /e2 mount: /dnfs\n",
+            Path::new("t"),
+        )
+        .unwrap();
+        let cfg = from_tab(&tab).unwrap();
+        assert!(cfg.may_lead(b"db") && cfg.may_lead(b"dnfs"));
+        // Same first byte, other names; no first byte at all.
+        assert!(!cfg.may_lead(b"dev") && !cfg.may_lead(b"dbx") && !cfg.may_lead(b"d"));
+        assert!(!cfg.may_lead(b"usr") && !cfg.may_lead(b""));
+        assert!(!cfg.may_lead(b"pg"), "pg is not a first component");
     }
 }

@@ -280,6 +280,19 @@ pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
 /// common local path differs from every prefix within a few bytes.
 #[inline]
 fn near_a_prefix(state: &State, path: &[u8]) -> bool {
+    // The common local path (`/usr/...`) has a first component no prefix
+    // has: a few length comparisons, however many mounts there are.
+    if let [b'/', c, rest @ ..] = path {
+        if *c != b'/' && *c != b'.' {
+            let len = rest
+                .iter()
+                .position(|&b| b == b'/')
+                .map_or(path.len(), |i| i + 2);
+            if !state.config.may_lead(&path[1..len]) {
+                return false;
+            }
+        }
+    }
     state.config.mounts.iter().any(|m| {
         let prefix = m.prefix.as_bytes();
         let d = path

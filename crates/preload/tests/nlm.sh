@@ -46,8 +46,6 @@ group_nlm() {
     step "NFSv3 locks through NLM: two hosts exclude each other (lockprobe.c, sqlite3)"
     cc -O1 -Wall -Werror -o "$WORK/lockprobe" crates/preload/tests/c/lockprobe.c
     mkdir -p "$WORK/shadowA" "$WORK/shadowB"
-    probeA() { DIRECTNFS_SHADOW_DIR=$WORK/shadowA "${RUN[@]}" "$WORK/lockprobe" "$@"; }
-    probeB() { DIRECTNFS_SHADOW_DIR=$WORK/shadowB "${RUN[@]}" "$WORK/lockprobe" "$@"; }
 
     # Without a lock manager (the main server, mounted without nolock):
     # ENOLCK for F_GETLK and F_SETLK, one warning naming the option.
@@ -74,25 +72,9 @@ group_nlm() {
         return
     fi
     nfs mkdir -p "$MNT-nlm/$RUNID"
+    # shellcheck disable=SC2034 # line: set by hold and tell (run.sh)
     local f=$MNT-nlm/$RUNID/locked line t
     nfs sh -c ": > '$f'"
-    hold() {
-        coproc HOLD { probeA hold "$f" "$@"; }
-        line=
-        read -r -t 60 line <&"${HOLD[0]}" || true
-        check "A holds $*" held "$line"
-    }
-    tell() {
-        echo "$1" >&"${HOLD[1]}"
-        line=
-        read -r -t 60 line <&"${HOLD[0]}" || true
-        check "A: $1" "done $1" "$line"
-    }
-    unhold() {
-        local pid=$HOLD_PID
-        exec {HOLD[1]}>&-
-        wait "$pid" || true
-    }
 
     hold fcntl w 0 100
     out=$(probeB try "$f" fcntl w 50 10)

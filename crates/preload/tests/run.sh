@@ -629,6 +629,31 @@ group_sqlite() {
             CREATE TABLE w(x); INSERT INTO w VALUES (1), (2); SELECT count(*) FROM w; PRAGMA integrity_check;" 2>&1)"
 }
 
+# The lock groups (v4locks here, nlm in nlm.sh): two "hosts" A and B,
+# lockprobe.c run with two shadow directories, so no local lock in common.
+probeA() { DIRECTNFS_SHADOW_DIR=$WORK/shadowA "${RUN[@]}" "$WORK/lockprobe" "$@"; }
+probeB() { DIRECTNFS_SHADOW_DIR=$WORK/shadowB "${RUN[@]}" "$WORK/lockprobe" "$@"; }
+# hold KIND TYPE START LEN: A takes the lock on the calling group's $f
+# (coprocess HOLD; the group declares f and line local).
+hold() {
+    coproc HOLD { probeA hold "$f" "$@"; }
+    line=
+    read -r -t 60 line <&"${HOLD[0]}" || true
+    check "A holds $*" held "$line"
+}
+# tell CMD: A runs CMD and says it did.
+tell() {
+    echo "$1" >&"${HOLD[1]}"
+    line=
+    read -r -t 60 line <&"${HOLD[0]}" || true
+    check "A: $1" "done $1" "$line"
+}
+unhold() {
+    local pid=$HOLD_PID
+    exec {HOLD[1]}>&-
+    wait "$pid" || true
+}
+
 group_v4locks() {
     step "locks on an NFSv4.1 mount reach the server (lockprobe.c)"
     if [[ -z ${DNFS_TEST_URL_V41:-} ]]; then
@@ -638,29 +663,8 @@ group_v4locks() {
     fi
     cc -O1 -Wall -Werror -o "$WORK/lockprobe" crates/preload/tests/c/lockprobe.c
     mkdir -p "$WORK/shadowA" "$WORK/shadowB"
-    # A and B: two shadow directories, so no local lock in common.
-    probeA() { DIRECTNFS_SHADOW_DIR=$WORK/shadowA "${RUN[@]}" "$WORK/lockprobe" "$@"; }
-    probeB() { DIRECTNFS_SHADOW_DIR=$WORK/shadowB "${RUN[@]}" "$WORK/lockprobe" "$@"; }
+    # shellcheck disable=SC2034 # line: set by hold and tell
     local f=$MNT-v41/$RUNID/locked line out t
-    # hold KIND TYPE START LEN: A takes the lock (coprocess HOLD).
-    hold() {
-        coproc HOLD { probeA hold "$f" "$@"; }
-        line=
-        read -r -t 60 line <&"${HOLD[0]}" || true
-        check "A holds $*" held "$line"
-    }
-    # tell CMD: A runs CMD and says it did.
-    tell() {
-        echo "$1" >&"${HOLD[1]}"
-        line=
-        read -r -t 60 line <&"${HOLD[0]}" || true
-        check "A: $1" "done $1" "$line"
-    }
-    unhold() {
-        local pid=$HOLD_PID
-        exec {HOLD[1]}>&-
-        wait "$pid" || true
-    }
 
     hold fcntl w 0 100
     check "B: F_GETLK answers from the server, F_SETLK EAGAIN" "$(printf 'getlk w 0 100 0\nEAGAIN')" \
