@@ -99,6 +99,16 @@ mod writelog;
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExample;
 
+/// The book's chapters that hold Rust snippets (`docs/book/src/`), compiled
+/// by `cargo test --doc` as the README's example is. Whole programs enter
+/// the book by mdBook's `{{#include}}` from `examples/`, which CI builds.
+#[cfg(doctest)]
+pub mod book {
+    /// `getting-started.md`.
+    #[doc = include_str!("../../../docs/book/src/getting-started.md")]
+    pub struct GettingStarted;
+}
+
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, Completion, ScopedBatch, SEND_QUEUE_MAX};
 pub use client::{Client, Limits, PathSpec, Target, MAX_DIR_LISTING};
