@@ -1,7 +1,7 @@
 //! # directnfs
 //!
-//! An NFS client (NFSv3, and NFSv4.1 with `vers=4.1`: see the README's
-//! NFSv4.1 section) that runs inside the process that uses it, built for
+//! An NFS client (NFSv3, and NFSv4.1 with `vers=4.1`: see the book's
+//! NFSv4.1 chapter, `docs/book/src/nfsv41.md`) that runs inside the process that uses it, built for
 //! databases: reads and writes go straight to the server over many TCP
 //! connections, with no kernel client, no page cache and no per-mount
 //! queue in the way.
