@@ -3,7 +3,7 @@
 
 RELIABILITY.md, the READMEs, CONTRIBUTING.md and the book (docs/book/src)
 name tests as `suite::test_name` (the prefixes are the book's reliability
-chapter "How to read the tables"). A renamed or deleted test leaves a promise without its proof; this
+chapter "How to read the chapters"). A renamed or deleted test leaves a promise without its proof; this
 finds such names. Shorthands it understands: `a::{b,c}` (each of b and c),
 `..::name` (the previous name's suite), and `suite::*` / `suite::tests` (the
 suite must exist). Run from anywhere; exits 1 and lists what is missing.
