@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Every test a document names as proof must exist where its name says.
 
-RELIABILITY.md, the READMEs and CONTRIBUTING.md name tests as
-`suite::test_name` (the prefixes are RELIABILITY.md's "How to read the
-tables"). A renamed or deleted test leaves a promise without its proof; this
+RELIABILITY.md, the READMEs, CONTRIBUTING.md and the book (docs/book/src)
+name tests as `suite::test_name` (the prefixes are the book's reliability
+chapter "How to read the chapters"). A renamed or deleted test leaves a promise without its proof; this
 finds such names. Shorthands it understands: `a::{b,c}` (each of b and c),
 `..::name` (the previous name's suite), and `suite::*` / `suite::tests` (the
 suite must exist). Run from anywhere; exits 1 and lists what is missing.
@@ -16,6 +16,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCS = ["RELIABILITY.md", "README.md", "CONTRIBUTING.md", "crates/sqlite/README.md"]
+BOOK = "docs/book/src"
 CLIENT_TESTS = {
     "hostile", "environment", "mounting", "logging", "real_server", "root_export",
     "late_server", "handles_links_attrs", "write_behind", "multipath", "v41",
@@ -81,7 +82,9 @@ def main():
     files = set(subprocess.run(["git", "ls-files", "crates", "tests/c"],
                                capture_output=True, text=True, check=True).stdout.split())
     missing = 0
-    for doc in DOCS:
+    book = sorted(os.path.join(d, f) for d, _, fs in os.walk(BOOK) for f in fs
+                  if f.endswith(".md"))
+    for doc in DOCS + book:
         previous = None
         for number, line in enumerate(open(doc, encoding="utf-8"), 1):
             for m in re.finditer(r"`([^`\s]+)`", line):

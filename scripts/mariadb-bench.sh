@@ -12,7 +12,7 @@
 #
 # Both servers run with the same settings, InnoDB's simulated AIO included:
 # under the library kernel AIO is refused and InnoDB falls back to it by
-# itself (README "Not served"), so the local server is given
+# itself (docs/book/src/run/not-served.md), so the local server is given
 # --innodb-use-native-aio=0 too and the two differ only in where the files
 # are. innodb_flush_log_at_trx_commit=1 (every commit durable), a 64 MiB
 # buffer pool against about 100 MiB of tables (reads reach storage).

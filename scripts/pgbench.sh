@@ -183,7 +183,7 @@ start_pg() { # ENGINE SHARED_BUFFERS
     RUNNING+=("$1")
 }
 # pg_ctl polls postmaster.pid while the postmaster removes it; on NFS a
-# read of a file removed by another process fails (README: ESTALE), which
+# read of a file removed by another process fails (docs/book/src/run/deviations.md: ESTALE), which
 # pg_ctl reports as "invalid data in PID file": ask again until it is gone.
 stop_pg() {
     local i

@@ -13,7 +13,7 @@
 # procedure (counts: repeatable on a busy machine, unlike the TPS).
 # `--cache-mib N` gives every connection of both engines an N MiB page
 # cache (default: SQLite's 2 MiB); directnfs caches nothing, so pages
-# missing from SQLite's cache are READ round trips (see the README).
+# missing from SQLite's cache are READ round trips (see docs/book/src/reference/benchmarks-sqlite.md).
 #
 # Uses $DNFS_TEST_URL if set; otherwise starts its own Ganesha
 # (scripts/nfs-server.sh, state in $SQLBENCH_STATE, default

@@ -170,7 +170,8 @@ enum Command {
         bytes: bool,
     },
     /// Write man pages or shell completions generated from this command
-    /// line (used to build the package).
+    /// line (used to build the package), or the book's table of mount
+    /// options.
     #[command(hide = true)]
     Generate {
         #[command(subcommand)]
@@ -191,6 +192,11 @@ enum Generate {
         shell: clap_complete::Shell,
         /// Output directory.
         dir: PathBuf,
+    },
+    /// The book's options page (docs/book/src/options.md) into FILE.
+    Options {
+        /// Output file.
+        file: PathBuf,
     },
 }
 
@@ -318,6 +324,7 @@ fn run_ops(command: &Command) -> Option<Result<()>> {
                 Generate::Completions { shell, dir } => {
                     ops::generate::completions(&mut cmd, *shell, dir)
                 }
+                Generate::Options { file } => ops::generate::options(file),
             }
         }
         _ => return None,

@@ -418,7 +418,7 @@ mod tests {
         );
     }
 
-    /// The errno of every variant, as RELIABILITY.md's table lists them
+    /// The errno of every variant, as the book's reliability chapter 0 (`docs/book/src/reliability/rules.md`) lists them
     /// (the C library and the VFS return these).
     #[test]
     fn every_variant_has_the_errno_reliability_md_lists() {

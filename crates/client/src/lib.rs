@@ -1,7 +1,7 @@
 //! # directnfs
 //!
-//! An NFS client (NFSv3, and NFSv4.1 with `vers=4.1`: see the README's
-//! NFSv4.1 section) that runs inside the process that uses it, built for
+//! An NFS client (NFSv3, and NFSv4.1 with `vers=4.1`: see the book's
+//! NFSv4.1 chapter, `docs/book/src/nfsv41.md`) that runs inside the process that uses it, built for
 //! databases: reads and writes go straight to the server over many TCP
 //! connections, with no kernel client, no page cache and no per-mount
 //! queue in the way.
@@ -98,6 +98,16 @@ mod writelog;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeExample;
+
+/// The book's chapters that hold Rust snippets (`docs/book/src/`), compiled
+/// by `cargo test --doc` as the README's example is. Whole programs enter
+/// the book by mdBook's `{{#include}}` from `examples/`, which CI builds.
+#[cfg(doctest)]
+pub mod book {
+    /// `getting-started.md`.
+    #[doc = include_str!("../../../docs/book/src/getting-started.md")]
+    pub struct GettingStarted;
+}
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, Completion, ScopedBatch, SEND_QUEUE_MAX};

@@ -1108,7 +1108,7 @@ fn jukebox_on_batch_reads_and_writes_is_retried_on_a_hard_mount() {
     assert_no_internal_panic();
 }
 
-/// README "Usage": a batch reuses its finished calls and buffers, so in a
+/// The book's "Getting started": a batch reuses its finished calls and buffers, so in a
 /// steady stream of I/O a read allocates nothing and a write one block
 /// (the copy of its data that is sent). Counted on the thread that
 /// submits and reaps (it also receives the replies while it waits); the
@@ -2882,7 +2882,7 @@ fn batch_write_over_a_write_behind_write_delayed_at_the_server_lands_after_it() 
 
 #[test]
 fn set_len_remove_and_rename_wait_for_write_behind_writes_in_flight() {
-    // README "Semantics": `set_len`, `remove` and `rename` wait for the
+    // The book's "Semantics": `set_len`, `remove` and `rename` wait for the
     // WRITEs in flight. The server holds a write-behind WRITE a second
     // before executing it; sent at once on the other connection, the
     // SETATTR (a truncate the older WRITE would then undo), REMOVE or

@@ -506,7 +506,7 @@ fn client_inflight_limit_makes_a_batch_wait_for_room() {
 }
 
 /// `stats=off` keeps a client out of its process's published statistics
-/// (README "Operating"); a client without it is in them.
+/// (the book's "Operating"); a client without it is in them.
 #[test]
 fn stats_off_keeps_a_client_out_of_the_process_statistics() {
     let on = client();

@@ -130,7 +130,7 @@ fn namespace_operations_and_their_errors() {
     );
 }
 
-/// `ro` (README "Kernel mount options"): every call that would change the
+/// `ro` (the book's "Operating", "Kernel mount options"): every call that would change the
 /// server fails with EROFS before it is sent, on NFSv4.1 as on NFSv3;
 /// reads and `fsync` work, and the server's files are untouched.
 #[test]

@@ -33,7 +33,7 @@
 //! * `fork.rs`: the child of `fork` gets fresh clients; `stdio` streams on
 //!   NFS files are `fopencookie` streams (`ops/stdio.rs`).
 //!
-//! What is not served (and why) is in the README and `ops/unsupported.rs`.
+//! What is not served (and why) is in the book (`docs/book/src/run/not-served.md`) and `ops/unsupported.rs`.
 
 // The exported functions carry libc's names and prototypes.
 #![allow(clippy::missing_safety_doc)]

@@ -24,7 +24,7 @@
 //! list. So a killed holder's locks go as soon as another process of its
 //! host wants a lock; until then other hosts wait, as they should. A host
 //! that is gone for good leaves its locks until its statd notifies the
-//! server or the server's administrator clears them (README, "Locks on
+//! server or the server's administrator clears them (`docs/book/src/run/served.md`, "Locks on
 //! NFSv3").
 //!
 //! A server without a lock manager makes the lock call fail with

@@ -9,8 +9,8 @@
 //! descriptor of the file.
 //!
 //! Only this process's descriptors are seen (each process is its own
-//! client): another process's open file still goes away (README, the
-//! deviations). A process that ends without closing, or `exec`s a program
+//! client): another process's open file still goes away (the book's
+//! deviations, `docs/book/src/run/deviations.md`). A process that ends without closing, or `exec`s a program
 //! that does, leaves the hidden name behind, as the kernel does after a
 //! crash; a child of `fork` never removes its parent's hidden names.
 

@@ -418,7 +418,7 @@ group_edges() {
     check "edges: on stderr only the refused unix socket's warning" \
         "bind of a unix socket on an NFS path is not supported (EOPNOTSUPP): NFS holds no sockets" \
         "$(sed 's/^directnfs\[[0-9]*\]: //' "$WORK/edges-nfs.err")"
-    # Documented deviations and warnings (README).
+    # Documented deviations and warnings (docs/book/src/run/).
     local long
     long=$(printf 'x%.0s' {1..1500})
     check "a symbolic link target over 1024 bytes: ENAMETOOLONG" "File name too long" \
@@ -535,7 +535,7 @@ group_coreutils() {
     expect "the clone's tree equals what was committed" diff -r --exclude=f1 "$src/a" "$v/gt2/a"
     check "the clone has the second commit" "$(cat "$src/a/f1") more" "$(tr '\n' ' ' <"$v/gt2/a/f1" | sed 's/ $//')"
     # A program on NFS cannot be executed (the kernel loads it), but a
-    # script runs through its interpreter (README "Not served").
+    # script runs through its interpreter (docs/book/src/run/not-served.md).
     printf '#!/bin/sh\necho ran "$1"\n' >"$v/run.sh"
     chmod 755 "$v/run.sh"
     check "a script on NFS: not found by execve, runs through sh" "127 ran x" \
@@ -618,8 +618,8 @@ group_sqlite() {
     check "rows after contention, integrity" "$(printf '50602\nok')" "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
     check "the server's copy is the same database" "$(printf 'ok\n50602|A|C')" \
         "$(sqlite3 "file:$VIEW/sq/t.db?immutable=1" "PRAGMA integrity_check; SELECT count(*), max(CASE WHEN v='A' THEN v END), max(CASE WHEN v='C' THEN v END) FROM t;")"
-    # WAL mode maps the -shm file shared, which is refused (README "Not
-    # served"): a clear error; with locking_mode=EXCLUSIVE first, WAL
+    # WAL mode maps the -shm file shared, which is refused (docs/book/src/run/
+    # not-served.md): a clear error; with locking_mode=EXCLUSIVE first, WAL
     # keeps its index in the process's memory and works.
     local wal
     wal=$(nfs sqlite3 "$NFS/sq/w.db" "PRAGMA journal_mode=WAL; CREATE TABLE w(x);" 2>&1 || true)

@@ -1,6 +1,9 @@
 //! `dnfs generate man DIR` / `dnfs generate completions SHELL DIR`: man
 //! pages and shell completions made from the command-line definition
 //! itself, so they never disagree with it (the Debian package ships them).
+//! `dnfs generate options FILE`: the book's options page, made from the
+//! client's option table (`directnfs::config::reference`); a test fails
+//! when the book's copy differs.
 
 use std::path::Path;
 
@@ -38,6 +41,26 @@ pub fn completions(cmd: &mut Command, shell: Shell, dir: &Path) -> Result<()> {
     clap_complete::generate_to(shell, cmd, "dnfs", dir)
         .map(|_| ())
         .map_err(|e| CliError::io(dir, e))
+}
+
+/// The book's options page: a title, where the keys are written, and
+/// [`directnfs::config::reference::markdown`]'s table.
+pub fn options_page() -> String {
+    format!(
+        "# Options\n\n\
+         Every key of a URL query (`?key=value&...`) and of a dnfstab server block (`key: value`;\n\
+         flags stand alone). Keys are case-insensitive and `-` is the same as `_`. A kernel\n\
+         mount-option string is taken by the `options` key.\n\n\
+         This page is written by `dnfs generate options docs/book/src/options.md` from the table in\n\
+         `crates/client/src/config/reference.rs`; `crates/cli/tests/generate.rs` fails when they\n\
+         differ.\n\n{}",
+        directnfs::config::reference::markdown()
+    )
+}
+
+/// Writes [`options_page`] into `file`.
+pub fn options(file: &Path) -> Result<()> {
+    std::fs::write(file, options_page()).map_err(|e| CliError::io(file, e))
 }
 
 #[cfg(test)]

@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn options_that_describe_what_directnfs_does_are_accepted() {
-        // The README's list ("Kernel mount options").
+        // The book's list (`docs/book/src/operating.md`, "Kernel mount options").
         let said = "tcp,proto=tcp,nointr,intr,noac,actimeo=0,lookupcache=none,\
                     forcedirectio,bg,fg,cto,nocto,noatime,defaults,_netdev";
         let mut o = MountOptions::default();

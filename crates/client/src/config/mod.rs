@@ -44,7 +44,7 @@
 //!   (connections refused or timing out, programs not yet registered with
 //!   its portmapper) until `mnt_timeout` has passed, 600 s by default
 //!   (`Client::mount`).
-//! * directnfs keys are those of [`MountOptions`] (table in its module):
+//! * directnfs keys are those of [`MountOptions`] (table: [`reference::OPTIONS`]):
 //!   `port`, `mount_port`, `connections`, `stable`, `timeo` (deciseconds),
 //!   `retrans`, `hard`, `soft`, `uid`, `gid`, `gids`, `max_inflight`,
 //!   `max_client_inflight`, `write_behind`, `write_behind_client`, `rsize`,
@@ -75,6 +75,7 @@ mod dnfstab;
 pub mod kernel;
 mod locate;
 mod options;
+pub mod reference;
 mod url;
 
 pub use dnfstab::{

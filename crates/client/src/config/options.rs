@@ -5,38 +5,9 @@
 //! Keys are case-insensitive and `-` is the same as `_` (`tcp-syncnt` ==
 //! `tcp_syncnt`, `Max-Inflight` == `max_inflight`).
 //!
-//! | key (aliases) | value | default |
-//! |---|---|---|
-//! | `port` (`nfsport`, `nfs_port`) | NFS port; `0` = ask the portmapper | portmapper |
-//! | `mount_port` (`mountport`) | MOUNT port; `0` = ask the portmapper | portmapper |
-//! | `nlm_port` (`nlmport`) | NFSv3: the port of the server's lock manager (NLM v4); `0` = ask the portmapper | portmapper |
-//! | `local_lock` | NFSv3, as Linux `local_lock=`: which locks stay on this host only: `none` (`fcntl` and `flock` locks go to the server's NLM), `posix` (`fcntl` locks local), `flock` (`flock` locks local), `all` | `none` |
-//! | `nolock` / `lock` | flag: `nolock` is `local_lock=all` (Linux `nolock`), `lock` is `local_lock=none` | `lock` |
-//! | `connections` | channels (TCP connections) per path, 1..=64 | 4 |
-//! | `stable` | `file_sync` (`filesync`, `sync`) or `unstable` | `file_sync` |
-//! | `timeo` | RPC timeout, **deciseconds** like Linux `timeo=` (`timeo=600` = 60 s); `ms`/`s` suffixes accepted; 100 ms..=600 s | 10 s |
-//! | `retrans` | retransmissions before a soft mount fails / a hard mount reports, 0..=1000 | 3 |
-//! | `hard` / `soft` | flag, or `=true/false` | hard |
-//! | `uid`, `gid` | AUTH_SYS identity | the calling process's effective ids |
-//! | `gids` | supplementary groups `1,2,3`, at most 16; empty = none | the calling process's groups |
-//! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
-//! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
-//! | `write_behind` | unstable mode on NFSv3 only (no effect on NFSv4.1, where `write_at` waits for its replies): bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes; never more than 16 WRITEs per file), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode | 8 MiB |
-//! | `write_behind_client` | unstable mode only: bytes of write-behind writes of the whole client (all its files) that may be in flight or held; a writer past it waits for replies even where its file has room (`k`/`m`/`g` suffixes), 4 KiB..=16 GiB | 64 MiB |
-//! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
-//! | `dontroute` | flag: send from the path's `local:` address without routing | off |
-//! | `sockbuf` | TCP socket buffers of each channel: `auto` (the kernel's autotuning), a size in bytes (`k`/`m` suffixes, 4 KiB..=256 MiB) asked for as SO_SNDBUF and SO_RCVBUF, or `prefer:SIZE`: that size in each direction whose kernel maximum (`net.core.wmem_max`, `rmem_max`) allows it in full, autotuning in the other | `prefer:4m` |
-//! | `mnt_timeout` | seconds to keep trying to mount a server that cannot be reached (refused or timed-out connections, programs not registered with its portmapper; a server that answers and refuses fails at once), with pauses of 0.25 s doubling to 5 s (`ms`/`s` suffixes accepted), 1 s..=86400 s | 600 s |
-//! | `resvport` / `noresvport` | flag: bind a privileged (< 1024) source port | off |
-//! | `nfs_version` (`version`, `vers`, `nfsvers`) | `3`, `v3`, `nfsv3`, `nfs3`; or `4.1`, `v4.1`, `nfsv4.1`, `nfs4.1`, `nfsv41` (NFSv4.1); anything else is an error | 3 |
-//! | `security` (`security_default`, `sec`) | `sys` only; anything else is an error | sys |
-//! | `ro` / `rw` | flag: `ro` makes every write (WRITE, SETATTR, CREATE, REMOVE, RENAME, MKDIR, COMMIT, ...) fail with EROFS before it is sent | rw |
-//! | `options` | a kernel mount-option string (`rw,bg,hard,tcp,vers=3,timeo=600,...`): see [`super::kernel`] | |
-//! | `stats` (`publish_stats`) | flag: publish this client's statistics on the process's local endpoint (`dnfs stats`; see [`crate::publish`]) | on |
-//! | `owner_reuse` | flag, NFSv4.1 only: this client's client owner is a slot of this user on this host that a client which died (SIGKILL, a crash) left free, so the server drops the dead client's opens and locks as soon as this one has a session instead of after its lease; off: an owner of its own (see `crate::v4::owner_slot`) | on |
-//! | `fork_spares` | flag, NFSv3 only: keep spare connections for the children this process forks (a PostgreSQL postmaster's backends): a child takes one at its first call instead of connecting, and hands it back at exit when every call it made on it was answered, for the next child (see `crate::io::spare`; `DIRECTNFS_FORK_SPARES=off` turns it off for every client of a process) | on |
-//! | `alert_log` | where this process's alert lines go: `stderr`, `off`, `syslog`, `syslog:SOCKET`, `file:PATH` or an absolute path (see [`crate::alert`]) | stderr |
-//! | `readahead`, `autoreconnect`, `tcp_syncnt` | libnfs URL keys: accepted and **ignored** (see [`MountOptions::is_ignored_key`]) | |
+//! The table of every key, its value and its default is
+//! [`reference::OPTIONS`](super::reference::OPTIONS) (the book's options page
+//! is written from it by `dnfs generate options`).
 //!
 //! Why these defaults: FILE_SYNC and hard mounts are what a database needs
 //! (durable when acknowledged; never a spurious I/O error because a filer

@@ -28,7 +28,7 @@
 //!   is gone), so a waiter is not woken at the instant of release.
 //! * **Grace period**: after a server restart NLM4_DENIED_GRACE_PERIOD is
 //!   waited out (polled like a conflict). Locks held before the restart are
-//!   not reclaimed (see [`NlmOwner`] and the README: the server forgets
+//!   not reclaimed (see [`NlmOwner`] and the book's `docs/book/src/run/served.md`: the server forgets
 //!   them and this client does not ask again), which the caller is told
 //!   at its next `unlock` only if the server says so; NFSv4.1 mounts do
 //!   reclaim.

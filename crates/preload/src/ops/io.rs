@@ -5,7 +5,7 @@
 //! shared exactly as POSIX shares it: by `dup`'d descriptors, across `fork`
 //! and `exec`. Within a process, `read`/`write`/`lseek` of one open file
 //! description take turns (the offset moves atomically, as on Linux);
-//! between processes sharing a description they do not (see README).
+//! between processes sharing a description they do not (see `docs/book/src/run/deviations.md`).
 //! `pread`/`pwrite` and their vector forms touch no offset and run fully in
 //! parallel.
 

@@ -227,7 +227,7 @@ pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<Out<()>> {
     }
     // The NFSv3 path limit this client keeps to (RFC 1813 leaves it to
     // the implementation; Linux allows 4095 bytes): ENAMETOOLONG, as for
-    // a target too long for Linux, not EINVAL (README: deviations).
+    // a target too long for Linux, not EINVAL (`docs/book/src/run/deviations.md`).
     if target.len() > SYMLINK_TARGET_MAX {
         return Err(Errno(libc::ENAMETOOLONG));
     }

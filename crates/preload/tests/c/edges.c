@@ -4,7 +4,7 @@
  * each line says what a call returned and its errno, and the tree is
  * listed at the end. The two outputs must be identical (run.sh group
  * `edges`), except for the lines of the documented deviations, which are
- * printed under "deviation:" and compared with the README's list.
+ * printed under "deviation:" and compared with the book's list (docs/book/src/run/deviations.md).
  *
  *   edges DIR
  *   edges --user DIR   (as a user other than root; DIR is the user's and
@@ -307,7 +307,7 @@ static void pointers(void)
 
 /* A unix socket bound by a relative name while the current directory is
  * the test directory: locally it is made there; on NFS it is refused
- * (README), so only the failure's absence is compared when it works. */
+ * (docs/book/src/run/not-served.md), so only the failure's absence is compared when it works. */
 static void unix_socket(void)
 {
     int here = open(".", O_RDONLY | O_DIRECTORY);

@@ -440,7 +440,7 @@ static void test_locks_fork_exec(const char *self)
         int fd2 = open(at(nfs, "lock"), O_RDWR);
         /* flock and fcntl locks are independent locally; on an NFSv4.1
          * mount flock is a whole-file lock on the server too, which
-         * conflicts there with the parent's record lock (README). */
+         * conflicts there with the parent's record lock (docs/book/src/run/served.md). */
         const char *v41_env = getenv("NFSCALLS_V41");
         int v41 = v41_env && *v41_env;
         int r = flock(fd2, LOCK_EX | LOCK_NB);
