@@ -3,16 +3,16 @@
 #
 # 1. installs what the tests need when missing (Debian packages; root),
 # 2. checks formatting and lints, and that no import knot (a cycle of
-#    modules) is new or grew (scripts/check-module-graph.py),
-# 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
+#    modules) is new or grew (scripts/ci/check-module-graph.py),
+# 3. starts one local NFS-Ganesha (scripts/server/nfs-server.sh), serving NFSv3 and
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
 #    without a lock manager (NLM), and as root a second one with NLM in a
 #    network namespace for the NFSv3 lock tests (preload run.sh `nlm`),
 #    and runs every test against them: Rust unit/property/real-server tests
 #    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
 #    library and SQLite tests when those exist; as root also the Debian
-#    package test (scripts/package-test.sh), the multipath and operations
-#    tests and the fault soak (scripts/soak.sh) in the network namespace
+#    package test (scripts/package/package-test.sh), the multipath and operations
+#    tests and the fault soak (scripts/ci/soak.sh) in the network namespace
 #    topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
@@ -156,8 +156,8 @@ install_packages() {
 }
 
 stop_server() {
-    DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
-    DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
 }
 
 # The repository stands on its own: no file sends its reader to documents
@@ -187,7 +187,7 @@ check_docs() {
     done < <(git ls-files '*.md')
     # A test the documents name as proof must exist (a renamed test leaves
     # a promise without one).
-    if ! python3 scripts/check-test-names.py; then
+    if ! python3 scripts/ci/check-test-names.py; then
         log "the documents above name tests that do not exist"
         bad=1
     fi
@@ -198,9 +198,11 @@ main() {
     install_packages
     log "docs: no references outside the repository, no broken links, no conflict markers, no missing tests"
     check_docs
-    log "module graph: no new or grown import knot (scripts/module-knots.txt only tightens)"
-    python3 scripts/test_check_module_graph.py
-    python3 scripts/check-module-graph.py
+    log "module graph: no new or grown import knot (scripts/ci/module-knots.txt only tightens)"
+    python3 scripts/ci/test_check_module_graph.py
+    python3 scripts/ci/check-module-graph.py
+    log "scripts: every scripts/ path a file names exists"
+    python3 scripts/ci/check-script-paths.py
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"
@@ -217,11 +219,11 @@ main() {
     local url
     url=$(DNFS_STATE_DIR="$STATE_DIR" DNFS_NFS_PORT=${DNFS_TEST_NFS_PORT:-2549} \
         DNFS_MNT_PORT=${DNFS_TEST_MNT_PORT:-20548} DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
-        bash scripts/nfs-server.sh start "$EXPORT_DIR" | tail -n 1)
+        bash scripts/server/nfs-server.sh start "$EXPORT_DIR" | tail -n 1)
     log "server: $url"
     export DNFS_TEST_URL="$url"
     export DNFS_TEST_URL_V41
-    DNFS_TEST_URL_V41=$(DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh url --vers 4.1)
+    DNFS_TEST_URL_V41=$(DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh url --vers 4.1)
     log "server (NFSv4.1): $DNFS_TEST_URL_V41"
     export DNFS_TEST_EXPORT_DIR="$EXPORT_DIR"
     export DNFS_TEST_REQUIRE_SERVER=1
@@ -231,7 +233,7 @@ main() {
         log "starting the NLM test server (Enable_NLM, rpc.statd; network namespace nlm-dnfs)"
         export DNFS_TEST_URL_NLM DNFS_TEST_REQUIRE_NLM=1
         DNFS_TEST_URL_NLM=$(DNFS_STATE_DIR="$NLM_STATE_DIR" DNFS_NLM=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
-            bash scripts/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
+            bash scripts/server/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
         log "NLM server: $DNFS_TEST_URL_NLM"
     else
         log "SKIPPED the NLM test server: not root (a network namespace)"
@@ -267,7 +269,7 @@ main() {
     fi
     if [[ $(id -u) == 0 ]]; then
         log "Debian package: build, apt-get install, dnfs check, C example via pkg-config, remove"
-        step bash scripts/package-test.sh
+        step bash scripts/package/package-test.sh
     else
         skip_step "the Debian package test: not root (apt-get install)"
     fi
@@ -280,11 +282,11 @@ main() {
         # open must get the lock within 2 s, well before that lease would
         # free it (it takes over the dead client's owner slot).
         log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
-        DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease 5 >/dev/null
+        DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease 5 >/dev/null
         step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
             cargo test --release -p directnfs-sqlite --test sql
         step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
-        DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease default >/dev/null
+        DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease default >/dev/null
     fi
     if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
@@ -298,9 +300,9 @@ main() {
     fi
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
-        step bash scripts/multipath-tests.sh
+        step bash scripts/ci/multipath-tests.sh
         log "ops: a cut path in dnfs stats/top/exporter and the alert log (network namespaces)"
-        step bash scripts/ops-netns-tests.sh
+        step bash scripts/ci/ops-netns-tests.sh
     else
         skip_step "multipath and ops network-namespace tests: not root"
     fi
@@ -313,7 +315,7 @@ main() {
     log "all tests passed"
 }
 
-# The fault soak (scripts/soak.sh): DNFS_SOAK_MINUTES of faults (default
+# The fault soak (scripts/ci/soak.sh): DNFS_SOAK_MINUTES of faults (default
 # 3, about 3.5 minutes in all; 0 skips it) with a fresh seed each run, or
 # DNFS_SOAK_SEED. Needs root, like the multipath tests, and the same
 # namespace: it runs after them, never beside them.
@@ -330,7 +332,7 @@ run_soak() {
     log "fault soak, ${minutes} min (network namespaces, needs root)"
     local args=(--minutes "$minutes")
     [[ -n ${DNFS_SOAK_SEED:-} ]] && args+=(--seed "$DNFS_SOAK_SEED")
-    step bash scripts/soak.sh "${args[@]}"
+    step bash scripts/ci/soak.sh "${args[@]}"
 }
 
 # Miri on the unit tests that need neither a socket nor C: the SQLite VFS

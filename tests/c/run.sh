@@ -53,7 +53,7 @@ if [[ -z ${DNFS_TEST_URL:-} ]]; then
         exit 1
     fi
     echo "run.sh: SKIPPED running the C tests: DNFS_TEST_URL is not set" >&2
-    echo "run.sh: start a server with scripts/nfs-server.sh start and export its URL" >&2
+    echo "run.sh: start a server with scripts/server/nfs-server.sh start and export its URL" >&2
     exit 0
 fi
 

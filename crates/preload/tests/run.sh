@@ -176,7 +176,7 @@ cleanup() {
         runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
     done
     if [[ -n $DOWN_STARTED ]]; then
-        DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+        DNFS_STATE_DIR=$DOWN_STATE bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     fi
     rm -rf "$WORK" "$VIEW"
 }
@@ -887,7 +887,7 @@ group_bad() {
     local durl
     durl=$(DNFS_STATE_DIR=$DOWN_STATE DNFS_NFS_PORT=${DNFS_PRELOAD_DOWN_NFS_PORT:-2561} \
         DNFS_MNT_PORT=${DNFS_PRELOAD_DOWN_MNT_PORT:-20561} \
-        bash scripts/nfs-server.sh start "$WORK/down-export" 2>/dev/null | tail -n1)
+        bash scripts/server/nfs-server.sh start "$WORK/down-export" 2>/dev/null | tail -n1)
     DOWN_STARTED=1
     local dport dmport dpath
     dport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$durl")
@@ -900,7 +900,7 @@ group_bad() {
     } >"$WORK/down.tab"
     local DRUN=("$DNFS_BIN" --config "$WORK/down.tab" run --)
     "${DRUN[@]}" sh -c 'echo back > /dnfs-down-hard/f'
-    DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh restart --down 6 >/dev/null 2>&1 &
+    DNFS_STATE_DIR=$DOWN_STATE bash scripts/server/nfs-server.sh restart --down 6 >/dev/null 2>&1 &
     local restarting=$!
     sleep 1.5
     "${DRUN[@]}" cat /dnfs-down-hard/f >"$WORK/hard.out" 2>"$WORK/hard.err" &
@@ -920,7 +920,7 @@ group_bad() {
         bad "hard mount: the call completes when the server is back" "$(cat "$WORK/hard.err")"
     fi
     if grep -q "not responding" "$WORK/hard.err"; then ok "hard mount: said once that it waits"; else bad "hard mount message" "$(cat "$WORK/hard.err")"; fi
-    DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR=$DOWN_STATE bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     DOWN_STARTED=
 }
 

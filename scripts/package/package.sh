@@ -12,12 +12,12 @@
 #   bash, zsh and fish completions               generated from the CLI definition
 #   /usr/share/doc/directnfs/                    README, RELIABILITY, copyright
 #
-#   scripts/package.sh            # prints the path of the .deb
+#   scripts/package/package.sh            # prints the path of the .deb
 #
 # Needs dpkg-deb (dpkg) and gzip; installs dpkg-dev when missing (root).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 log() { printf '== %s\n' "$*" >&2; }

@@ -4,7 +4,7 @@
 # local file system, then fio through the library side by side with
 # `dnfs bench` on the same sessions and depth.
 #
-#   scripts/pgbench.sh         install what is missing, build, start a local
+#   scripts/bench/pgbench.sh         install what is missing, build, start a local
 #                              NFS-Ganesha, make the two clusters, run each
 #                              workload on both (interleaved, medians of the
 #                              repeats), print the tables and write them to
@@ -59,7 +59,7 @@
 #                          (state dir default here: /tmp/dnfs-pgbench-server)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 SECS=${DNFS_PGBENCH_SECONDS:-30}
@@ -75,8 +75,8 @@ export DNFS_STATE_DIR=${DNFS_STATE_DIR:-/tmp/dnfs-pgbench-server}
 PGBIN=/usr/lib/postgresql/15/bin
 MNT=/dnfs-pgbench
 
-# shellcheck source=scripts/lib/preload.sh
-. "$ROOT/scripts/lib/preload.sh"
+# shellcheck source=scripts/bench/lib/preload.sh
+. "$ROOT/scripts/bench/lib/preload.sh"
 
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
@@ -203,7 +203,7 @@ cleanup() {
     fi
     rm -rf "$WORK"
     if ((STARTED)); then
-        bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+        bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     elif [[ $CPUS == split ]]; then
         taskset -a -p -c "0-$((NCPU - 1))" "$SRVPID" >/dev/null 2>&1 || true
     fi
@@ -254,7 +254,7 @@ postmaster_pid() { # ENGINE
     head -1 "$data/postmaster.pid"
 }
 cpu_now() { # POSTMASTER_PID: "POSTGRESQL_US SERVER_US", the CPU so far
-    python3 "$ROOT/scripts/lib/cpu_of_run.py" --now "$1" "$SRVPID"
+    python3 "$ROOT/scripts/bench/lib/cpu_of_run.py" --now "$1" "$SRVPID"
 }
 
 # --- pgbench, interleaved ----------------------------------------------------------------

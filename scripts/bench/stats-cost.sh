@@ -6,7 +6,7 @@
 # would), interleaved REPEAT times; prints the median IOPS and mean latency
 # of each and the ratio to "off".
 #
-#   scripts/stats-cost.sh URL [REPEAT] [SECONDS]
+#   scripts/bench/stats-cost.sh URL [REPEAT] [SECONDS]
 #     URL      nfs://host/export?nfsport=N&mountport=M (a server of your own)
 #     REPEAT   runs per mode, interleaved (default 5)
 #     SECONDS  measured seconds per run (default 10)
@@ -14,7 +14,7 @@
 # Timed figures mean something on a quiet machine only.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 URL=${1:?usage: stats-cost.sh URL [REPEAT] [SECONDS]}
 REPEAT=${2:-5}
 SECS=${3:-10}
