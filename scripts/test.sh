@@ -113,6 +113,7 @@ install_packages() {
     command -v sqlite3 >/dev/null || missing+=(sqlite3)
     [[ -e /usr/include/sqlite3.h ]] || missing+=(libsqlite3-dev)
     command -v ip >/dev/null || missing+=(iproute2)
+    command -v shellcheck >/dev/null || missing+=(shellcheck)
     # Operations (issue 15): dnfs top under tmux, dnfs exporter scraped by
     # Prometheus and checked by promtool, the Debian package built and
     # installed (dpkg-dev, pkg-config for the C example against it).
@@ -194,6 +195,25 @@ check_docs() {
     return "$bad"
 }
 
+# Every shell file of the repository passes shellcheck: the tracked *.sh
+# files and those whose first line names sh or bash (.ci/run). Run from the
+# top, so that `# shellcheck source=scripts/...` lines resolve; -x follows
+# what they source. A `# shellcheck disable=SCxxxx` says why on its line or
+# the line above.
+lint_shell() {
+    local files=() file first
+    while IFS= read -r -d '' file; do
+        [[ -f $file ]] || continue
+        if [[ $file == *.sh ]]; then
+            files+=("$file")
+            continue
+        fi
+        first=$(head -c 64 "$file" | head -n 1 | tr -d '\0')
+        if [[ $first =~ ^\#!.*[/\ ](ba)?sh([[:space:]]|$) ]]; then files+=("$file"); fi
+    done < <(git ls-files -z)
+    shellcheck -x "${files[@]}"
+}
+
 main() {
     install_packages
     log "docs: no references outside the repository, no broken links, no conflict markers, no missing tests"
@@ -203,6 +223,8 @@ main() {
     python3 scripts/ci/check-module-graph.py
     log "scripts: every scripts/ path a file names exists"
     python3 scripts/ci/check-script-paths.py
+    log "shellcheck: every shell file"
+    lint_shell
     log "cargo fmt --check"
     cargo fmt --all -- --check
     log "cargo clippy"

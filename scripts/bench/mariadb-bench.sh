@@ -92,8 +92,7 @@ start_my() { # ENGINE
         --innodb-buffer-pool-size=64M --innodb-use-native-aio=0 --max-connections=100 \
         >/dev/null 2>&1 &
     UP=$1
-    local i
-    for i in $(seq 1 600); do
+    for _ in $(seq 1 600); do
         mariadb-admin -S "$WORK/sock/my.sock" -uroot ping >/dev/null 2>&1 && return 0
         sleep 0.1
     done
@@ -101,8 +100,7 @@ start_my() { # ENGINE
 }
 stop_my() {
     mariadb-admin -S "$WORK/sock/my.sock" -uroot shutdown >/dev/null 2>&1 || true
-    local i
-    for i in $(seq 1 600); do [[ -e $WORK/sock/my.pid ]] || break; sleep 0.1; done
+    for _ in $(seq 1 600); do [[ -e $WORK/sock/my.pid ]] || break; sleep 0.1; done
     UP=
 }
 cleanup() {

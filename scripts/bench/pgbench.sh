@@ -186,8 +186,7 @@ start_pg() { # ENGINE SHARED_BUFFERS
 # read of a file removed by another process fails (README: ESTALE), which
 # pg_ctl reports as "invalid data in PID file": ask again until it is gone.
 stop_pg() {
-    local i
-    for i in 1 2 3 4 5; do
+    for _ in 1 2 3 4 5; do
         pg_ctl "$1" -m fast -w -t 300 stop >/dev/null 2>&1 || true
         pg_ctl "$1" status >/dev/null 2>&1 || return 0
         sleep 1
@@ -224,7 +223,8 @@ for e in "${ENGINES[@]}"; do
     else
         mkdir -p "$LOCAL/pg"
         chown postgres:postgres "$LOCAL" "$LOCAL/pg"
-        exists=$(test -f "${DATA[local]}/PG_VERSION" && echo yes || true)
+        exists=
+        if [[ -f ${DATA[local]}/PG_VERSION ]]; then exists=yes; fi
     fi
     if [[ $exists != yes ]]; then
         say "initdb -k ($e) and pgbench -i -s $SCALE"
@@ -328,6 +328,9 @@ if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
 fi
 
 # --- the tables --------------------------------------------------------------------------
+# TPS, CONN, CPU_PG, CPU_SRV and IOPS hold space-separated lists of numbers:
+# median takes them as its arguments, split on purpose.
+# shellcheck disable=SC2086
 {
     echo "PostgreSQL 15, pgbench scale $SCALE, -T $SECS, median of $REPEATS interleaved runs;"
     echo "the same settings on every cluster; directnfs through \`dnfs run\` ($CONNS connection(s) per process)."

@@ -56,8 +56,8 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 declare -A iops lat
 for mode in off on read; do
-    iops[$mode]=$(for f in "$OUT"/$mode-*.json; do field "$f" iops; done | median)
-    lat[$mode]=$(for f in "$OUT"/$mode-*.json; do field "$f" mean; done | median)
+    iops[$mode]=$(for f in "$OUT/$mode"-*.json; do field "$f" iops; done | median)
+    lat[$mode]=$(for f in "$OUT/$mode"-*.json; do field "$f" mean; done | median)
 done
 printf '\n%-34s %12s %14s %10s\n' "statistics publishing" "IOPS" "mean lat (us)" "vs off"
 for mode in off on read; do

@@ -59,6 +59,8 @@ check "man pages for dnfs and its commands" bash -c \
     'test -s /usr/share/man/man1/dnfs.1.gz && zcat /usr/share/man/man1/dnfs-stats.1.gz | grep -q "TH dnfs-stats"'
 check "bash, zsh and fish completions" bash -c \
     'grep -q exporter /usr/share/bash-completion/completions/dnfs && test -s /usr/share/zsh/vendor-completions/_dnfs && test -s /usr/share/fish/vendor_completions.d/dnfs.fish'
+# The single quotes are meant: bash -c expands the command substitution.
+# shellcheck disable=SC2016
 check "pkg-config finds the installed library" bash -c \
     'pkg-config --cflags --libs directnfs | grep -q -- "-ldirectnfs" && test "$(pkg-config --variable=includedir directnfs)" = /usr/include'
 check "the C example builds against the installed header" bash -c \

@@ -55,7 +55,7 @@ fi
 install -m 0644 include/directnfs.h "$STAGE/usr/include/directnfs.h"
 grep -v '^#' directnfs.pc.in | sed \
     -e 's|@PREFIX@|/usr|' -e "s|@LIBDIR@|\${prefix}/lib/$TRIPLET|" \
-    -e 's|@INCLUDEDIR@|${prefix}/include|' -e "s|@VERSION@|$VERSION|" \
+    -e "s|@INCLUDEDIR@|\${prefix}/include|" -e "s|@VERSION@|$VERSION|" \
     -e 's| @RPATH@||' >"$LIB/pkgconfig/directnfs.pc"
 
 # Man pages and completions come from the command-line definition itself.

@@ -46,7 +46,9 @@ nfs_server_up() {
     else
         EXPORT=$1
         mkdir -p "$EXPORT"
+        # shellcheck disable=SC2034 # URL and STARTED: read by the script that sources this file
         URL=$(bash "$ROOT/scripts/server/nfs-server.sh" start "$EXPORT" | tail -1)
+        # shellcheck disable=SC2034 # (as URL)
         STARTED=1
     fi
 }
