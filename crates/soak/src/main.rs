@@ -109,7 +109,10 @@ impl Args {
 
     /// The command that runs this soak again with the same faults.
     fn replay(&self, seed: u64) -> String {
-        let mut cmd = format!("scripts/ci/soak.sh --minutes {} --seed {seed}", self.minutes);
+        let mut cmd = format!(
+            "scripts/ci/soak.sh --minutes {} --seed {seed}",
+            self.minutes
+        );
         if self.paths != 3 {
             cmd += &format!(" --paths {}", self.paths);
         }
