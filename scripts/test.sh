@@ -344,6 +344,7 @@ main() {
     timed python3 scripts/ci/test_check_module_graph.py
     timed python3 scripts/ci/check-module-graph.py
     log "scripts: every scripts/ path a file names exists"
+    timed python3 scripts/ci/test_check_script_paths.py
     timed python3 scripts/ci/check-script-paths.py
     log "shellcheck: every shell file"
     timed lint_shell
@@ -359,9 +360,10 @@ main() {
     log "cargo build --release"
     timed cargo build --workspace --release
     # The test binaries, and as root those of the namespace lane, built
-    # before the lanes start: building is CPU-bound (it gains nothing
-    # side by side), and a lane's timed tests should not share the
-    # cores with a compiler.
+    # before the lanes start: building is CPU-bound (it gains nothing side
+    # by side), and the namespace lane's first step (the multipath tests,
+    # one of which compares throughputs) then meets no cargo build. The
+    # main lane still compiles later (the C tests, the sanitized SQLite).
     log "cargo test --no-run: building the test binaries"
     timed cargo test --workspace --release --no-run
     if ((!QUICK)) && [[ $(id -u) == 0 ]]; then

@@ -3,7 +3,8 @@
 # and the interception library) side by side with the same server on the
 # local file system, with sysbench's OLTP workloads.
 #
-#   scripts/bench/mariadb-bench.sh   install what is missing, build, start a local
+#   scripts/bench/mariadb-bench.sh
+#                              install what is missing, build, start a local
 #                              NFS-Ganesha, make the two data directories,
 #                              run each workload on both (interleaved,
 #                              medians of the repeats), print the table and

@@ -4,7 +4,7 @@
 # local file system, then fio through the library side by side with
 # `dnfs bench` on the same sessions and depth.
 #
-#   scripts/bench/pgbench.sh         install what is missing, build, start a local
+#   scripts/bench/pgbench.sh   install what is missing, build, start a local
 #                              NFS-Ganesha, make the two clusters, run each
 #                              workload on both (interleaved, medians of the
 #                              repeats), print the tables and write them to

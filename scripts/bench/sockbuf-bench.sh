@@ -2,12 +2,11 @@
 # sockbuf-bench.sh — fixed socket buffers against the kernel's autotuning
 # (`sockbuf=4m` vs `sockbuf=auto`) on `dnfs bench scan`, interleaved.
 #
-#   scripts/bench/sockbuf-bench.sh URL [ROUNDS]     scan over loopback; URL as
-#                                             nfs-server.sh prints it
-#   scripts/bench/sockbuf-bench.sh --netns [ROUNDS] scan over 4 paths of the netns
-#                                             topology, each rate-limited to
-#                                             200 Mbit/s (root; run it as
-#                                             `flock /tmp/dnfs-heavy.lock ...`)
+#   scripts/bench/sockbuf-bench.sh URL [ROUNDS]
+#       scan over loopback; URL as nfs-server.sh prints it
+#   scripts/bench/sockbuf-bench.sh --netns [ROUNDS]
+#       scan over 4 paths of the netns topology, each rate-limited to
+#       200 Mbit/s (root; run it as `flock /tmp/dnfs-heavy.lock ...`)
 #
 # Each round runs one scan per setting, alternating which goes first (ABBA:
 # a machine getting busier or quieter during the rounds biases neither);

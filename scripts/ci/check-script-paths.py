@@ -19,10 +19,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # A scripts/ path, and what stands before it: nothing that makes it a path
-# under another folder. `$ROOT/`, `${REPO_DIR}/` and `../` lead back to the
-# repository, so they count.
+# under another folder. `./` (and so `../`), `$ROOT/` and `$REPO_DIR/` lead
+# back to the repository, so they count.
 PATH = re.compile(
-    r"(?:(?<![\w./$-])|(?<=\.\./)|(?<=\./)|(?<=\$ROOT/)|(?<=\$\{ROOT\}/)|(?<=\$REPO_DIR/)|(?<=\"\$ROOT\"/))"
+    r"(?:(?<![\w./$-])|(?<=\./)|(?<=\$ROOT/)|(?<=\$\{ROOT\}/)|(?<=\$REPO_DIR/)|(?<=\"\$ROOT\"/))"
     r"scripts/([\w./-]*[\w])"
 )
 
@@ -46,11 +46,15 @@ def missing_paths():
         except UnicodeDecodeError:
             continue  # binary files (vectors, images) name no scripts
         for number, line in enumerate(lines, 1):
-            for match in PATH.finditer(line):
-                path = "scripts/" + match.group(1)
+            for path in named_paths(line):
                 if not os.path.exists(os.path.join(ROOT, path)):
                     bad.append((rel, number, path))
     return bad
+
+
+def named_paths(line):
+    """The scripts/ paths of the repository that LINE names."""
+    return ["scripts/" + match.group(1) for match in PATH.finditer(line)]
 
 
 def main():

@@ -12,7 +12,7 @@
 #   bash, zsh and fish completions               generated from the CLI definition
 #   /usr/share/doc/directnfs/                    README, RELIABILITY, copyright
 #
-#   scripts/package/package.sh            # prints the path of the .deb
+#   scripts/package/package.sh    # prints the path of the .deb
 #
 # Needs dpkg-deb (dpkg) and gzip; installs dpkg-dev when missing (root).
 set -euo pipefail
