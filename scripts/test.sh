@@ -397,8 +397,8 @@ quick_tests() {
     log "cargo test"
     step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_NETNS_TESTS=later \
         cargo test --workspace --release --no-fail-fast
-    log "quick run: the C library, package, SQLite shell, sanitized, interception library," \
-        "multipath, ops, soak, Miri and fuzzing steps are left to the whole run (scripts/test.sh)"
+    log "quick run: cargo doc and every step after cargo test are left to the whole run" \
+        "(scripts/test.sh; --dry-run lists them)"
 }
 
 # --quick, --dry-run; DNFS_TEST_JOBS must be 1 or 2.
