@@ -66,24 +66,24 @@ DNFS=$ROOT/target/release/dnfs
 
 # --- 3. server ----------------------------------------------------------------------
 STARTED=0
-if bash scripts/nfs-server.sh status >/dev/null 2>&1; then
+if bash scripts/server/nfs-server.sh status >/dev/null 2>&1; then
     say "using the running server of $DNFS_STATE_DIR"
-    URL=$(bash scripts/nfs-server.sh url | tail -1)
+    URL=$(bash scripts/server/nfs-server.sh url | tail -1)
     # shellcheck disable=SC1091
     EXPORT=$(. "$DNFS_STATE_DIR/state.env" && echo "$EXPORT_DIR")
 else
     say "starting NFS-Ganesha on loopback (export $EXPORT)"
     mkdir -p "$EXPORT"
     # The benchmark reads and writes a file whose size never changes:
-    # Ganesha's attribute cache stays on (scripts/lib/ganesha.sh).
-    URL=$(DNFS_ATTR_CACHE=server-default bash scripts/nfs-server.sh start "$EXPORT" | tail -1)
+    # Ganesha's attribute cache stays on (scripts/server/lib/ganesha.sh).
+    URL=$(DNFS_ATTR_CACHE=server-default bash scripts/server/nfs-server.sh start "$EXPORT" | tail -1)
     STARTED=1
 fi
 # shellcheck disable=SC2317  # called by the EXIT trap
 stop_server() {
     if ((STARTED)); then
         say "stopping the server"
-        bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+        bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     fi
 }
 trap stop_server EXIT
@@ -143,7 +143,7 @@ if [[ $TARGETS == 1 ]]; then
     "$DNFS" bench oltp "${BASE_ARGS[@]}" --engine directnfs,libnfs --sessions 1 \
         --queue-depth 1 --duration "$DURATION" --warmup 2 \
         --json "$OUT/oltp-qd1.json" | tee "$OUT/oltp-qd1.txt" || status=1
-    python3 scripts/targets.py "$OUT" | tee "$OUT/targets.md"
+    python3 scripts/bench/targets.py "$OUT" | tee "$OUT/targets.md"
 fi
 
 # --- 5. summary ------------------------------------------------------------------------

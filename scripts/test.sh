@@ -3,16 +3,16 @@
 #
 # 1. installs what the tests need when missing (Debian packages; root),
 # 2. checks formatting and lints, and that no import knot (a cycle of
-#    modules) is new or grew (scripts/check-module-graph.py),
-# 3. starts one local NFS-Ganesha (scripts/nfs-server.sh), serving NFSv3 and
+#    modules) is new or grew (scripts/ci/check-module-graph.py),
+# 3. starts one local NFS-Ganesha (scripts/server/nfs-server.sh), serving NFSv3 and
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
 #    without a lock manager (NLM), and as root a second one with NLM in a
 #    network namespace for the NFSv3 lock tests (preload run.sh `nlm`),
 #    and runs every test against them: Rust unit/property/real-server tests
 #    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
 #    library and SQLite tests when those exist; as root also the Debian
-#    package test (scripts/package-test.sh), the multipath and operations
-#    tests and the fault soak (scripts/soak.sh) in the network namespace
+#    package test (scripts/package/package-test.sh), the multipath and operations
+#    tests and the fault soak (scripts/ci/soak.sh) in the network namespace
 #    topology; then Miri and the fuzzers,
 # 4. stops the server it started, whatever happened.
 #
@@ -25,6 +25,30 @@
 # without nightly, root-only steps when not root, DNFS_MIRI=0 and the
 # like), and lists them all at the end. DNFS_TEST_ALLOW_SKIPS=1 (a run by
 # hand, not as root) lists them without failing.
+#
+# Modes:
+#   scripts/test.sh              the whole run (CI: .ci/run)
+#   scripts/test.sh --quick      before a commit: the lints, the build and
+#                                `cargo test` (unit, property and real-server
+#                                tests) against one Ganesha; it names the
+#                                steps it leaves to the whole run
+#   scripts/test.sh --dry-run    prints the steps in order, lanes included,
+#                                and runs none of them
+#
+# At the end (also after a failure) a table gives each step's wall time,
+# the CPU time of the processes it waited for (not the Ganesha daemons'),
+# their ratio and its result. A ratio well under the number of cores marks
+# a step that mostly waits (servers, sleeps, the network).
+#
+# Side by side (DNFS_TEST_JOBS, default 2; 1 runs every step in order):
+# after the build, the steps against the main servers (one lane) and, as
+# root, the network-namespace steps (multipath, ops, soak; the other lane)
+# run at the same time. They share no server: the namespace topology has
+# its own Ganesha, and only the first lane restarts the main one. Both
+# lanes mostly wait on servers and timers. The CPU-bound steps (the
+# builds, Miri, the fuzzers) run alone: side by side on two cores they
+# would only take turns. The second lane's output is kept in a file and
+# shown when it ends; its log lines are shown as they come, marked [netns].
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,14 +62,34 @@ EXPORT_DIR=${DNFS_TEST_EXPORT_DIR:-/tmp/dnfs-test-export}
 NLM_STATE_DIR=${DNFS_TEST_NLM_STATE_DIR:-/tmp/dnfs-test-nlm-server}
 NLM_EXPORT_DIR=${DNFS_TEST_NLM_EXPORT_DIR:-/tmp/dnfs-test-nlm-export}
 
-# Each line says how long the run has taken so far (minutes:seconds), to see
-# where CI's time goes.
-log() { printf '== [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*" >&2; }
+QUICK=0
+DRY_RUN=0
+JOBS=${DNFS_TEST_JOBS:-2}
 
-# The output of every test step, searched for skips at the end, and the
-# steps this script skipped itself.
+# Each line says how long the run has taken so far (minutes:seconds), to see
+# where CI's time goes. It also names the steps that follow it in the step
+# table (STEP_TITLE). In the second lane it goes to the terminal too
+# (LANE_TAG, TERMINAL_FD), since that lane's output is held until it ends.
+STEP_TITLE=
+LANE_TAG=
+# The lane a step row belongs to, when lanes run side by side (or would).
+ROW_TAG=
+exec {TERMINAL_FD}>&2
+log() {
+    STEP_TITLE="$*"
+    local line
+    line=$(printf '== [%d:%02d] %s%s' $((SECONDS / 60)) $((SECONDS % 60)) "${LANE_TAG:+[$LANE_TAG] }" "$*")
+    printf '%s\n' "$line" >&2
+    if [[ -n $LANE_TAG ]]; then printf '%s\n' "$line" >&"$TERMINAL_FD"; fi
+}
+
+# The output of every test step, searched for skips at the end; the steps
+# this script skipped itself (one a line); the step table (one row a line:
+# title, wall seconds, CPU seconds, result, tab-separated). Files, not
+# arrays: the second lane is a subshell, and writes to them too.
 OUTPUT_LOG=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-output.XXXXXX")
-SKIPPED_STEPS=()
+SKIPPED_STEPS_FILE=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-skipped.XXXXXX")
+STEP_TABLE=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-steps.XXXXXX")
 # The marker of a skipped test in a step's output: "SKIPPED <name>: "
 # (directnfs_testkit::server::SKIP_MARKER), anywhere in the line (libtest
 # prints "test x ... " and the test's own stderr on one line).
@@ -58,33 +102,103 @@ SKIP_PATTERN='\bSKIPPED [^:]+: '
 # tee would wait for it); report_skips waits a while for the copies.
 STEP_TEES=()
 step() {
+    if ((DRY_RUN)); then
+        timed "$@"
+        return
+    fi
     local fd rc=0
     exec {fd}> >(tee -a "$OUTPUT_LOG")
     STEP_TEES+=("$!")
-    "$@" >&"$fd" 2>&1 || rc=$?
+    timed "$@" >&"$fd" 2>&1 || rc=$?
     exec {fd}>&-
     return "$rc"
+}
+
+# timed CMD...: runs CMD in this shell and adds its row to the step table,
+# named by the last log line; its exit status is CMD's. With --dry-run it
+# only says what it would run. CMD runs as a plain command, so `set -e`
+# holds inside a function CMD as it did without timed: a failure there
+# ends the script, and the EXIT trap writes the row (TIMED_*). Where timed
+# itself is tested (`if ! timed ...`, `timed ... || rc=$?`), the status
+# is taken from `$?` and returned.
+# A second command under one log line gets a row of its own, named
+# "+ COMMAND" (ROW_OF_TITLE: the log line the last row was named by).
+TIMED_TITLE=
+TIMED_START=
+TIMED_CPU0=
+ROW_OF_TITLE=
+timed() {
+    local title=$STEP_TITLE
+    if [[ $title == "$ROW_OF_TITLE" ]]; then
+        title="  + $*"
+    fi
+    ROW_OF_TITLE=$STEP_TITLE
+    title="${ROW_TAG:+[$ROW_TAG] }$title"
+    if ((DRY_RUN)); then
+        printf '   would run: %s\n' "$*" >&2
+        printf '%s\t-\t-\tdry run\n' "$title" >>"$STEP_TABLE"
+        return 0
+    fi
+    TIMED_TITLE=$title
+    TIMED_START=$EPOCHREALTIME
+    children_cpu_ticks
+    TIMED_CPU0=$CHILD_TICKS
+    "$@"
+    local rc=$?
+    record_timed "$rc"
+    return "$rc"
+}
+
+# record_timed RC: the row of the step timed started (if one is open).
+record_timed() {
+    [[ -n $TIMED_START ]] || return 0
+    local end=$EPOCHREALTIME result=ok
+    children_cpu_ticks
+    (($1 == 0)) || result="FAILED (exit $1)"
+    awk -v t="$TIMED_TITLE" -v s="$TIMED_START" -v e="$end" -v c="$((CHILD_TICKS - TIMED_CPU0))" \
+        -v hz="$(getconf CLK_TCK)" -v r="$result" \
+        'BEGIN { printf "%s\t%.1f\t%.1f\t%s\n", t, e - s, c / hz, r }' >>"$STEP_TABLE"
+    TIMED_START=
+}
+
+# CHILD_TICKS: the user + system CPU time, in clock ticks, of the processes
+# this shell has waited for (cutime + cstime of /proc/PID/stat: its own
+# children and, through them, theirs). Set in this shell, not printed:
+# a command substitution is a new process, whose counts start at zero.
+CHILD_TICKS=0
+children_cpu_ticks() {
+    local stat fields
+    read -r stat <"/proc/$BASHPID/stat"
+    read -ra fields <<<"${stat##*) }"
+    CHILD_TICKS=$((fields[13] + fields[14]))
 }
 
 # skip_step WHY: this script skips a step; said now and counted at the end.
 skip_step() {
     log "SKIPPED $*"
-    SKIPPED_STEPS+=("$*")
+    printf '%s\n' "$*" >>"$SKIPPED_STEPS_FILE"
+    printf '%s%s\t-\t-\tskipped\n' "${ROW_TAG:+[$ROW_TAG] }" "$*" >>"$STEP_TABLE"
 }
 
-# Every skip of the run, then the verdict: a failure unless
-# DNFS_TEST_ALLOW_SKIPS=1.
-report_skips() {
-    local tests=() pid
-    # Each step's copy ends once nothing writes to it (at most 10 s each:
-    # a process a step left running may hold it open for ever).
+# Each step's copy ends once nothing writes to it (at most 10 s each: a
+# process a step left running may hold it open for ever).
+wait_for_step_copies() {
+    local pid
     for pid in "${STEP_TEES[@]}"; do
         for _ in {1..100}; do
             kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
     done
+}
+
+# Every skip of the run, then the verdict: a failure unless
+# DNFS_TEST_ALLOW_SKIPS=1.
+report_skips() {
+    local tests=() SKIPPED_STEPS=()
+    wait_for_step_copies
     mapfile -t tests < <(grep -oE "$SKIP_PATTERN.*" "$OUTPUT_LOG" | sort -u || true)
+    mapfile -t SKIPPED_STEPS <"$SKIPPED_STEPS_FILE"
     local n=$((${#tests[@]} + ${#SKIPPED_STEPS[@]}))
     if ((n == 0)); then
         log "no test and no step was skipped"
@@ -113,6 +227,7 @@ install_packages() {
     command -v sqlite3 >/dev/null || missing+=(sqlite3)
     [[ -e /usr/include/sqlite3.h ]] || missing+=(libsqlite3-dev)
     command -v ip >/dev/null || missing+=(iproute2)
+    command -v shellcheck >/dev/null || missing+=(shellcheck)
     # Operations (issue 15): dnfs top under tmux, dnfs exporter scraped by
     # Prometheus and checked by promtool, the Debian package built and
     # installed (dpkg-dev, pkg-config for the C example against it).
@@ -156,8 +271,8 @@ install_packages() {
 }
 
 stop_server() {
-    DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
-    DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
 }
 
 # The repository stands on its own: no file sends its reader to documents
@@ -176,7 +291,7 @@ check_docs() {
         bad=1
     fi
     # Links and their #fragments resolve; README and book prose wraps at 100.
-    if ! python3 scripts/check-docs.py; then
+    if ! python3 scripts/ci/check-docs.py; then
         log "the lines above are broken links, missing headings or overlong prose"
         bad=1
     fi
@@ -194,41 +309,239 @@ check_docs() {
     fi
     # A test the documents name as proof must exist (a renamed test leaves
     # a promise without one).
-    if ! python3 scripts/check-test-names.py; then
+    if ! python3 scripts/ci/check-test-names.py; then
         log "the documents above name tests that do not exist"
         bad=1
     fi
     return "$bad"
 }
 
+# Every shell file of the repository passes shellcheck: the tracked *.sh
+# files and those whose first line names sh or bash (.ci/run). Run from the
+# top, so that `# shellcheck source=scripts/...` lines resolve; -x follows
+# what they source. A `# shellcheck disable=SCxxxx` says why on its line or
+# the line above.
+lint_shell() {
+    local files=() file first
+    while IFS= read -r -d '' file; do
+        [[ -f $file ]] || continue
+        if [[ $file == *.sh ]]; then
+            files+=("$file")
+            continue
+        fi
+        first=$(head -c 64 "$file" | head -n 1 | tr -d '\0')
+        if [[ $first =~ ^\#!.*[/\ ](ba)?sh([[:space:]]|$) ]]; then files+=("$file"); fi
+    done < <(git ls-files -z)
+    shellcheck -x "${files[@]}"
+}
+
 main() {
-    install_packages
+    trap on_exit EXIT
+    parse_args "$@"
+    if ((DRY_RUN)); then
+        # What start_servers would export, for the steps that name it.
+        export DNFS_TEST_URL=nfs://127.0.0.1/URL-OF-THE-TEST-SERVER
+        export DNFS_TEST_URL_V41=nfs://127.0.0.1/V41-URL-OF-THE-TEST-SERVER
+    fi
+    log "install packages"
+    timed install_packages
     log "docs: no references outside the repository, no broken links or fragments, no conflict markers, no missing tests, the book builds"
-    check_docs
-    log "module graph: no new or grown import knot (scripts/module-knots.txt only tightens)"
-    python3 scripts/test_check_module_graph.py
-    python3 scripts/check-module-graph.py
+    timed check_docs
+    log "module graph: no new or grown import knot (scripts/ci/module-knots.txt only tightens)"
+    timed python3 scripts/ci/test_check_module_graph.py
+    timed python3 scripts/ci/check-module-graph.py
+    log "scripts: every scripts/ path a file names exists"
+    timed python3 scripts/ci/test_check_script_paths.py
+    timed python3 scripts/ci/check-script-paths.py
+    log "shellcheck: every shell file"
+    timed lint_shell
     log "cargo fmt --check"
-    cargo fmt --all -- --check
+    timed cargo fmt --all -- --check
     log "cargo clippy"
-    cargo clippy --workspace --all-targets -- -D warnings
-    log "cargo doc: no broken or private intra-doc links"
-    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
-    RUSTDOCFLAGS="-D warnings" cargo rustdoc -p directnfs-capi --lib
+    timed cargo clippy --workspace --all-targets -- -D warnings
+    if ((!QUICK)); then
+        log "cargo doc: no broken or private intra-doc links"
+        timed env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+        timed env RUSTDOCFLAGS="-D warnings" cargo rustdoc -p directnfs-capi --lib
+    fi
     log "cargo build --release"
-    cargo build --workspace --release
+    timed cargo build --workspace --release
+    # The test binaries, and as root those of the namespace lane, built
+    # before the lanes start: building is CPU-bound (it gains nothing side
+    # by side), and the namespace lane's first step (the multipath tests,
+    # one of which compares throughputs) then meets no cargo build. The
+    # main lane still compiles later (the C tests, the sanitized SQLite).
+    log "cargo test --no-run: building the test binaries"
+    timed cargo test --workspace --release --no-run
+    if ((!QUICK)) && [[ $(id -u) == 0 ]]; then
+        timed cargo test --release -p directnfs --test multipath --no-run
+        timed cargo test --release -p directnfs-cli --test ops_netns --no-run
+        timed cargo build --release -p directnfs-soak
+    fi
 
     log "starting NFS-Ganesha"
+    timed start_servers
+    if ((QUICK)); then
+        quick_tests
+    else
+        run_lanes server_lane netns_lane
+
+        run_miri
+        run_fuzzers
+    fi
+    if ((DRY_RUN)); then
+        log "dry run: nothing was run"
+        return 0
+    fi
+    report_skips
+    log "all tests passed"
+}
+
+# --quick: the cargo test step alone (unit, property and real-server
+# tests; the network-namespace tests say DEFERRED), then the steps it left
+# out, said as such: they are not skips of a whole run, which CI makes.
+quick_tests() {
+    log "cargo test"
+    step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_NETNS_TESTS=later \
+        cargo test --workspace --release --no-fail-fast
+    log "quick run: cargo doc and every step after cargo test are left to the whole run" \
+        "(scripts/test.sh; --dry-run lists them)"
+}
+
+# --quick, --dry-run; DNFS_TEST_JOBS must be 1 or 2.
+parse_args() {
+    while (($#)); do
+        case $1 in
+            --quick) QUICK=1 ;;
+            --dry-run) DRY_RUN=1 ;;
+            -h | --help)
+                sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"
+                exit 0
+                ;;
+            *)
+                echo "test.sh: unknown argument: $1 (--quick, --dry-run, --help)" >&2
+                exit 2
+                ;;
+        esac
+        shift
+    done
+    if [[ $JOBS != 1 && $JOBS != 2 ]]; then
+        echo "test.sh: DNFS_TEST_JOBS must be 1 or 2, not '$JOBS'" >&2
+        exit 2
+    fi
+}
+
+# At exit, whatever happened: the row of a step that failed, the second
+# lane waited for and shown, the servers stopped, the step table shown, the
+# temporary files removed.
+on_exit() {
+    local rc=$?
+    record_timed "$rc"
+    finish_lane || true
+    ((!SERVERS_STARTED)) || stop_server
+    print_step_table
+    rm -f "$OUTPUT_LOG" "$SKIPPED_STEPS_FILE" "$STEP_TABLE"
+    return "$rc"
+}
+
+# The step table: title (cut at 70 characters), wall seconds, CPU seconds,
+# CPU / wall, result; then the run's wall time.
+print_step_table() {
+    [[ -s $STEP_TABLE ]] || return 0
+    {
+        echo
+        echo "== steps (wall and CPU seconds; CPU of the processes a step waited for, Ganesha's not included)"
+        awk -F '\t' -v total="$SECONDS" '
+            BEGIN { printf "%-70s %8s %8s %6s  %s\n", "step", "wall s", "cpu s", "cpu/w", "result" }
+            {
+                t = length($1) > 70 ? substr($1, 1, 67) "..." : $1
+                ratio = ($2 != "-" && $2 > 0) ? sprintf("%.2f", $3 / $2) : "-"
+                printf "%-70s %8s %8s %6s  %s\n", t, $2, $3, ratio, $4
+            }
+            END { printf "%-70s %8d\n", "whole run (side by side steps overlap)", total }
+        ' "$STEP_TABLE"
+    } >&2
+}
+
+# run_lanes FIRST SECOND: the two lanes of steps (functions), side by side
+# when DNFS_TEST_JOBS=2, else one after the other. SECOND runs in a
+# background subshell with its output in a file (LANE_OUT), shown when it
+# ends, and its own copy of the step outputs (LANE_OUTPUT_LOG, added to
+# OUTPUT_LOG then, for report_skips). FIRST runs here, as every step did
+# before: its first failure ends the script, whose EXIT trap still waits
+# for SECOND and shows it. The run fails if either failed.
+LANE_PID=
+LANE_NAME=
+LANE_OUT=
+LANE_OUTPUT_LOG=
+run_lanes() {
+    local first=$1 second=$2
+    if ((JOBS == 1)); then
+        "$first"
+        "$second"
+        return
+    fi
+    if ((DRY_RUN)); then
+        log "side by side: $first (rows marked [main]) and $second (rows marked [netns])"
+        ROW_TAG=main "$first"
+        ROW_TAG=netns "$second"
+        return
+    fi
+    LANE_NAME=$second
+    LANE_OUT=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-lane.XXXXXX")
+    LANE_OUTPUT_LOG=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-lane-output.XXXXXX")
+    log "side by side: $first here, $second in the background (its output when it ends)"
+    (
+        LANE_TAG=netns
+        ROW_TAG=netns
+        # The subshell's own copies: the main shell adds them when the lane ends.
+        # shellcheck disable=SC2030
+        OUTPUT_LOG=$LANE_OUTPUT_LOG
+        STEP_TEES=()
+        trap 'record_timed $?; wait_for_step_copies' EXIT
+        "$second"
+    ) >"$LANE_OUT" 2>&1 &
+    LANE_PID=$!
+    ROW_TAG=main
+    "$first"
+    ROW_TAG=
+    if ! finish_lane; then
+        log "FAILED: $second"
+        return 1
+    fi
+}
+
+# finish_lane: waits for the background lane (if one runs), shows its
+# output and adds its step outputs to OUTPUT_LOG; its exit status is the
+# lane's.
+finish_lane() {
+    [[ -n $LANE_PID ]] || return 0
+    local rc=0
+    log "waiting for $LANE_NAME"
+    wait "$LANE_PID" || rc=$?
+    LANE_PID=
+    log "$LANE_NAME ended (exit $rc); its output:"
+    cat "$LANE_OUT" >&2
+    # shellcheck disable=SC2031 # the main shell's OUTPUT_LOG, not the lane's
+    cat "$LANE_OUTPUT_LOG" >>"$OUTPUT_LOG"
+    rm -f "$LANE_OUT" "$LANE_OUTPUT_LOG"
+    return "$rc"
+}
+
+# Both servers for the test steps: the main one (NFSv3 and NFSv4.1), and as
+# root the NLM one. Exports their URLs for the steps.
+SERVERS_STARTED=0
+start_servers() {
+    SERVERS_STARTED=1
     stop_server
-    trap stop_server EXIT
     local url
     url=$(DNFS_STATE_DIR="$STATE_DIR" DNFS_NFS_PORT=${DNFS_TEST_NFS_PORT:-2549} \
         DNFS_MNT_PORT=${DNFS_TEST_MNT_PORT:-20548} DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
-        bash scripts/nfs-server.sh start "$EXPORT_DIR" | tail -n 1)
+        bash scripts/server/nfs-server.sh start "$EXPORT_DIR" | tail -n 1)
     log "server: $url"
     export DNFS_TEST_URL="$url"
     export DNFS_TEST_URL_V41
-    DNFS_TEST_URL_V41=$(DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh url --vers 4.1)
+    DNFS_TEST_URL_V41=$(DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh url --vers 4.1)
     log "server (NFSv4.1): $DNFS_TEST_URL_V41"
     export DNFS_TEST_EXPORT_DIR="$EXPORT_DIR"
     export DNFS_TEST_REQUIRE_SERVER=1
@@ -238,12 +551,16 @@ main() {
         log "starting the NLM test server (Enable_NLM, rpc.statd; network namespace nlm-dnfs)"
         export DNFS_TEST_URL_NLM DNFS_TEST_REQUIRE_NLM=1
         DNFS_TEST_URL_NLM=$(DNFS_STATE_DIR="$NLM_STATE_DIR" DNFS_NLM=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 \
-            bash scripts/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
+            bash scripts/server/nfs-server.sh start "$NLM_EXPORT_DIR" | tail -n 1)
         log "NLM server: $DNFS_TEST_URL_NLM"
     else
         log "SKIPPED the NLM test server: not root (a network namespace)"
     fi
+}
 
+# The first lane: every step against the main servers, in order (the
+# SQLite steps restart the main server).
+server_lane() {
     log "cargo test"
     # DIRECTNFS_SQLITE_VERBOSE: the SQLite VFS prints each I/O error it
     # returns, with its file and NFS error (sql.rs's failures otherwise
@@ -274,7 +591,7 @@ main() {
     fi
     if [[ $(id -u) == 0 ]]; then
         log "Debian package: build, apt-get install, dnfs check, C example via pkg-config, remove"
-        step bash scripts/package-test.sh
+        step bash scripts/package/package-test.sh
     else
         skip_step "the Debian package test: not root (apt-get install)"
     fi
@@ -287,11 +604,11 @@ main() {
         # open must get the lock within 2 s, well before that lease would
         # free it (it takes over the dead client's owner slot).
         log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
-        DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease 5 >/dev/null
+        timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease 5 >/dev/null
         step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
             cargo test --release -p directnfs-sqlite --test sql
         step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
-        DNFS_STATE_DIR="$STATE_DIR" bash scripts/nfs-server.sh restart --down 1 --lease default >/dev/null
+        timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease default >/dev/null
     fi
     if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
@@ -303,24 +620,23 @@ main() {
         log "interception library on NFSv4.1 mounts: every served call, the edge cases, coreutils, sqlite3, fio, MariaDB (~1 min)"
         step env DNFS_PRELOAD_NFS_VERSION=4.1 bash crates/preload/tests/run.sh calls edges untouched coreutils sqlite fio mariadb
     fi
+}
+
+# The second lane: the network-namespace steps (root), in order: one
+# topology per machine, so never two of them at once.
+netns_lane() {
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
-        step bash scripts/multipath-tests.sh
+        step bash scripts/ci/multipath-tests.sh
         log "ops: a cut path in dnfs stats/top/exporter and the alert log (network namespaces)"
-        step bash scripts/ops-netns-tests.sh
+        step bash scripts/ci/ops-netns-tests.sh
     else
         skip_step "multipath and ops network-namespace tests: not root"
     fi
     run_soak
-
-    run_miri
-    run_fuzzers
-    report_skips
-    rm -f "$OUTPUT_LOG"
-    log "all tests passed"
 }
 
-# The fault soak (scripts/soak.sh): DNFS_SOAK_MINUTES of faults (default
+# The fault soak (scripts/ci/soak.sh): DNFS_SOAK_MINUTES of faults (default
 # 3, about 3.5 minutes in all; 0 skips it) with a fresh seed each run, or
 # DNFS_SOAK_SEED. Needs root, like the multipath tests, and the same
 # namespace: it runs after them, never beside them.
@@ -337,7 +653,7 @@ run_soak() {
     log "fault soak, ${minutes} min (network namespaces, needs root)"
     local args=(--minutes "$minutes")
     [[ -n ${DNFS_SOAK_SEED:-} ]] && args+=(--seed "$DNFS_SOAK_SEED")
-    step bash scripts/soak.sh "${args[@]}"
+    step bash scripts/ci/soak.sh "${args[@]}"
 }
 
 # Miri on the unit tests that need neither a socket nor C: the SQLite VFS
@@ -363,12 +679,13 @@ run_miri() {
     fi
     if ! cargo +nightly miri --version >/dev/null 2>&1; then
         log "installing the miri component"
-        if ! rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1; then
+        if ! timed rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1; then
             skip_step "Miri: rustup could not install the miri component"
             return
         fi
     fi
-    if ! cargo +nightly miri setup >/dev/null 2>&1; then
+    log "Miri: setup (a sysroot built from rust-src)"
+    if ! timed cargo +nightly miri setup >/dev/null 2>&1; then
         skip_step "Miri: cargo miri setup failed (it builds a sysroot from rust-src)"
         return
     fi
@@ -376,7 +693,7 @@ run_miri() {
     # dotlock:: asks the OS for the host name and process start times,
     # which Miri cannot do. -Zmiri-disable-isolation: proptest reads the
     # working directory. About 2 minutes; the timeout only stops a hang.
-    env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER \
+    timed env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER \
         PROPTEST_CASES="${DNFS_MIRI_PROPTEST_CASES:-8}" MIRIFLAGS=-Zmiri-disable-isolation \
         timeout 900 cargo +nightly miri test --no-fail-fast \
         -p directnfs-sqlite -p directnfs-capi -p directnfs-engine -p directnfs-wire \
@@ -389,7 +706,7 @@ run_miri() {
     # server played in-process (src/testing.rs) and would be reported as a
     # write into freed memory if a buffer were let go while the server
     # could still write into it (about 1 minute).
-    env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
+    timed env -u DNFS_TEST_URL -u DNFS_TEST_URL_V41 -u DNFS_TEST_REQUIRE_SERVER MIRIFLAGS=-Zmiri-disable-isolation \
         timeout 900 cargo +nightly miri test -p directnfs --lib -- \
         io::call::tests io::transport::shared::tests writelog:: batch::tests file::tests
 }
@@ -411,11 +728,11 @@ run_fuzzers() {
     fi
     if ! cargo +nightly fuzz --version >/dev/null 2>&1; then
         log "installing cargo-fuzz"
-        cargo install cargo-fuzz --locked --quiet
+        timed cargo install cargo-fuzz --locked --quiet
     fi
     log "fuzzing every target for ${secs}s, ${DNFS_FUZZ_JOBS:-2} at a time"
-    rm -rf fuzz/artifacts
-    DNFS_FUZZ_JOBS=${DNFS_FUZZ_JOBS:-2} bash fuzz/run-all.sh "$secs"
+    ((DRY_RUN)) || rm -rf fuzz/artifacts
+    timed env DNFS_FUZZ_JOBS="${DNFS_FUZZ_JOBS:-2}" bash fuzz/run-all.sh "$secs"
 }
 
 main "$@"

@@ -16,7 +16,7 @@ install -m 0755 "$LIBDIR/libdirectnfs.so" "$PREFIX/lib/"
 install -m 0644 "$LIBDIR/libdirectnfs.a" "$PREFIX/lib/"
 install -m 0644 "$ROOT/include/directnfs.h" "$PREFIX/include/"
 grep -v '^#' "$ROOT/directnfs.pc.in" | sed \
-    -e "s|@PREFIX@|$PREFIX|" -e 's|@LIBDIR@|${prefix}/lib|' \
-    -e 's|@INCLUDEDIR@|${prefix}/include|' -e "s|@VERSION@|$VERSION|" \
+    -e "s|@PREFIX@|$PREFIX|" -e "s|@LIBDIR@|\${prefix}/lib|" \
+    -e "s|@INCLUDEDIR@|\${prefix}/include|" -e "s|@VERSION@|$VERSION|" \
     -e 's| @RPATH@||' >"$PREFIX/lib/pkgconfig/directnfs.pc"
 echo "installed libdirectnfs $VERSION into $PREFIX"

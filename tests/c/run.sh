@@ -26,6 +26,8 @@ cargo_flags=(-p directnfs-capi)
 (cd "$ROOT" && cargo build "${cargo_flags[@]}")
 
 LIBDIR=$ROOT/target/$PROFILE
+# The commas separate the values of one compiler option, not array elements.
+# shellcheck disable=SC2054
 CFLAGS=(-std=c11 -D_GNU_SOURCE -g -O1 -Wall -Wextra -Werror
         -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
         -I"$ROOT/include")
@@ -33,6 +35,7 @@ if [[ ${DNFS_C_STATIC:-0} == 1 ]]; then
     # Libs.private of directnfs.pc, i.e. rustc --print native-static-libs.
     LIBS=("$LIBDIR/libdirectnfs.a" -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc)
 else
+    # shellcheck disable=SC2054 # -Wl,-rpath,DIR is one linker option
     LIBS=(-L"$LIBDIR" -ldirectnfs -Wl,-rpath,"$LIBDIR" -lpthread)
 fi
 
@@ -53,7 +56,7 @@ if [[ -z ${DNFS_TEST_URL:-} ]]; then
         exit 1
     fi
     echo "run.sh: SKIPPED running the C tests: DNFS_TEST_URL is not set" >&2
-    echo "run.sh: start a server with scripts/nfs-server.sh start and export its URL" >&2
+    echo "run.sh: start a server with scripts/server/nfs-server.sh start and export its URL" >&2
     exit 0
 fi
 

@@ -1,6 +1,6 @@
 //! Smoke test of `dnfs bench` against a real server.
 //!
-//! Needs `DNFS_TEST_URL` (the export URL printed by `scripts/nfs-server.sh
+//! Needs `DNFS_TEST_URL` (the export URL printed by `scripts/server/nfs-server.sh
 //! start DIR`) and `DNFS_TEST_EXPORT_DIR` (DIR, for the local engine);
 //! without them the test says so loudly and passes as skipped (fails when
 //! `DNFS_TEST_REQUIRE_SERVER` is set).

@@ -1,10 +1,10 @@
 //! A path cut while 8 directnfs processes do I/O over two paths (network
-//! namespaces, `scripts/netns.sh`): within a second it shows in `dnfs
+//! namespaces, `scripts/server/netns.sh`): within a second it shows in `dnfs
 //! stats`, `dnfs top`, `dnfs exporter` and every process's alert log; the
 //! path's return and a server restart are logged too, and no caller sees
 //! an error (hard mount).
 //!
-//! Needs root and the namespace topology: `scripts/ops-netns-tests.sh`
+//! Needs root and the namespace topology: `scripts/ci/ops-netns-tests.sh`
 //! sets `DNFS_NETNS_TESTS=1` (run by `scripts/test.sh`; by hand only under
 //! `flock /tmp/dnfs-heavy.lock`: one topology per machine). Otherwise the
 //! test prints SKIPPED and passes.
@@ -29,7 +29,7 @@ fn netns(args: &[&str]) -> String {
     let out = Command::new("timeout")
         .arg("120")
         .arg("bash")
-        .arg(root.join("scripts/netns.sh"))
+        .arg(root.join("scripts/server/netns.sh"))
         .args(args)
         .env("DNFS_NETNS_STATE_DIR", STATE_DIR)
         .output()
@@ -55,7 +55,7 @@ impl Drop for Topology {
 fn a_cut_path_shows_everywhere_within_a_second() {
     if !directnfs_testkit::server::netns_tests(
         "a_cut_path_shows_everywhere_within_a_second",
-        "scripts/ops-netns-tests.sh",
+        "scripts/ci/ops-netns-tests.sh",
     ) {
         return;
     }

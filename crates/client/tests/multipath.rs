@@ -1,5 +1,5 @@
 //! Multipath failover against a real Ganesha reached over several network
-//! paths (issue 3, item 8): `scripts/netns.sh` puts the server in network
+//! paths (issue 3, item 8): `scripts/server/netns.sh` puts the server in network
 //! namespace `dnfs-srv` behind 4 veth paths (host 10.231.K.1 <-> server
 //! 10.231.K.2), and these tests cut, black-hole and rate-limit paths and
 //! kill the server while 8 threads read and write checksummed 8 KiB blocks
@@ -8,7 +8,7 @@
 //! pass over the file finds every acknowledged write intact.
 //!
 //! They need root and create namespaces, so they run only with
-//! `DNFS_NETNS_TESTS=1` (see `scripts/multipath-tests.sh`); otherwise every
+//! `DNFS_NETNS_TESTS=1` (see `scripts/ci/multipath-tests.sh`); otherwise every
 //! test prints a loud SKIPPED line (`directnfs_testkit::server::netns_tests`,
 //! which `scripts/test.sh` counts) and passes. One topology serves the whole
 //! test binary (brought up by the first test, torn down at exit), and the
@@ -56,12 +56,12 @@ const THREADS: u64 = 8;
 
 /// Returns early (passing) with a loud message unless the netns tests are on
 /// (`directnfs_testkit::server::netns_tests`: skipped, or deferred to
-/// `scripts/multipath-tests.sh` when `scripts/test.sh` runs that next).
+/// `scripts/ci/multipath-tests.sh` when `scripts/test.sh` runs that next).
 macro_rules! require_netns {
     ($name:expr) => {
         if !directnfs_testkit::server::netns_tests(
             &format!("multipath::{}", $name),
-            "scripts/multipath-tests.sh",
+            "scripts/ci/multipath-tests.sh",
         ) {
             return;
         }
@@ -72,7 +72,7 @@ fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Runs `scripts/netns.sh ARGS` (bounded by `timeout`), returns stdout;
+/// Runs `scripts/server/netns.sh ARGS` (bounded by `timeout`), returns stdout;
 /// panics with its stderr when it fails.
 fn netns(args: &[&str]) -> String {
     let out = netns_output(args);
@@ -89,13 +89,13 @@ fn netns_output(args: &[&str]) -> std::process::Output {
     Command::new("timeout")
         .arg("120")
         .arg("bash")
-        .arg(repo_root().join("scripts/netns.sh"))
+        .arg(repo_root().join("scripts/server/netns.sh"))
         .args(args)
         .env("DNFS_NETNS_STATE_DIR", state_dir())
         // NFSv4.1 served too (graceless: a restart loses v4 state at once).
         .env("DNFS_NFS4", "1")
         .output()
-        .expect("run scripts/netns.sh")
+        .expect("run scripts/server/netns.sh")
 }
 
 fn state_dir() -> String {

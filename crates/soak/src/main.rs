@@ -1,6 +1,6 @@
-//! `dnfs-soak`: the fault soak (run it through `scripts/soak.sh`).
+//! `dnfs-soak`: the fault soak (run it through `scripts/ci/soak.sh`).
 //!
-//! In the multipath topology of `scripts/netns.sh` (Ganesha in namespace
+//! In the multipath topology of `scripts/server/netns.sh` (Ganesha in namespace
 //! `dnfs-srv`, here with 3 paths), two clients on a hard mount — one
 //! `file_sync`, one `unstable` with periodic fsync — each run blocking and
 //! `Batch` workers over a file of checksummed blocks, while a schedule
@@ -109,7 +109,10 @@ impl Args {
 
     /// The command that runs this soak again with the same faults.
     fn replay(&self, seed: u64) -> String {
-        let mut cmd = format!("scripts/soak.sh --minutes {} --seed {seed}", self.minutes);
+        let mut cmd = format!(
+            "scripts/ci/soak.sh --minutes {} --seed {seed}",
+            self.minutes
+        );
         if self.paths != 3 {
             cmd += &format!(" --paths {}", self.paths);
         }

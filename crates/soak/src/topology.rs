@@ -1,4 +1,4 @@
-//! The multipath topology, driven through `scripts/netns.sh`: Ganesha in
+//! The multipath topology, driven through `scripts/server/netns.sh`: Ganesha in
 //! network namespace `dnfs-srv`, path K from 10.231.K.1 (host) to
 //! 10.231.K.2 (server). Every call is bounded in time.
 
@@ -29,7 +29,7 @@ impl Topology {
     /// the ports and export from `netns.sh status`.
     pub fn up(repo: &Path, state_dir: &str, paths: u8) -> Result<Self, String> {
         let mut topo = Topology {
-            script: repo.join("scripts/netns.sh"),
+            script: repo.join("scripts/server/netns.sh"),
             state_dir: state_dir.to_string(),
             nfs_port: 0,
             mnt_port: 0,

@@ -1,7 +1,7 @@
 //! An NFS-Ganesha of a test's own, for tests that need a server set up
 //! differently from the shared one of `DNFS_TEST_URL` (an export of `/`,
 //! a server the test stops and starts): started with
-//! `scripts/nfs-server.sh` under a state directory of its own, stopped when
+//! `scripts/server/nfs-server.sh` under a state directory of its own, stopped when
 //! dropped.
 //!
 //! Two test runs at once on one machine (two checkouts) would share a
@@ -78,7 +78,7 @@ impl OwnGanesha {
     fn command(&self, args: &[&str]) -> Command {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         let mut cmd = Command::new("bash");
-        cmd.arg(repo.join("scripts/nfs-server.sh"))
+        cmd.arg(repo.join("scripts/server/nfs-server.sh"))
             .args(args)
             .env("DNFS_STATE_DIR", &self.state_dir);
         for (k, v) in &self.env {

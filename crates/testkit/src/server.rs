@@ -1,7 +1,7 @@
 //! Whether the real-server tests run, read in one place.
 //!
 //! `DNFS_TEST_URL` names the shared test server (the export URL that
-//! `scripts/nfs-server.sh start DIR` prints), `DNFS_TEST_EXPORT_DIR` the
+//! `scripts/server/nfs-server.sh start DIR` prints), `DNFS_TEST_EXPORT_DIR` the
 //! directory it exports. Without a URL the real-server tests are skipped
 //! with a loud line on stderr, unless `DNFS_TEST_REQUIRE_SERVER` is set
 //! (as `scripts/test.sh` and CI do): then a missing server is a failure,
@@ -98,7 +98,7 @@ pub fn url_nlm(test: &str) -> Option<String> {
     );
     skipped(
         test,
-        "DNFS_TEST_URL_NLM is not set (start a server with `DNFS_NLM=1 scripts/nfs-server.sh start DIR`, as root)",
+        "DNFS_TEST_URL_NLM is not set (start a server with `DNFS_NLM=1 scripts/server/nfs-server.sh start DIR`, as root)",
     );
     None
 }
@@ -114,7 +114,7 @@ fn url_of(key: &str, test: &str) -> Option<String> {
     skipped(
         test,
         &format!(
-            "{key} is not set (start a server with `scripts/nfs-server.sh start DIR` \
+            "{key} is not set (start a server with `scripts/server/nfs-server.sh start DIR` \
              and export the URL it prints; DNFS_TEST_REQUIRE_SERVER=1 makes this a failure)"
         ),
     );

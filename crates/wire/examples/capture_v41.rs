@@ -5,10 +5,10 @@
 //! `ganesha_v41_<step>_reply.bin` / `_call.bin`, plus `README-v41.md`.
 //!
 //! ```sh
-//! scripts/capture-vectors-v41.sh       # starts a server and runs this
+//! scripts/vectors/capture-vectors-v41.sh       # starts a server and runs this
 //! cargo run -p directnfs-wire --example capture_v41 -- URL OUTDIR
 //! ```
-//! URL is the server's v4.1 URL (`scripts/nfs-server.sh url --vers 4.1`).
+//! URL is the server's v4.1 URL (`scripts/server/nfs-server.sh url --vers 4.1`).
 
 // A dev tool: a panic is the failure report.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

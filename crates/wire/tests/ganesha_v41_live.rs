@@ -1,5 +1,5 @@
 //! A real NFSv4.1 session against the server of `DNFS_TEST_URL_V41`
-//! (`scripts/nfs-server.sh url --vers 4.1` of a server started with
+//! (`scripts/server/nfs-server.sh url --vers 4.1` of a server started with
 //! `DNFS_NFS4=1`; `scripts/test.sh` sets it): the scenario of
 //! `v41/scenario.rs` runs with this crate's encoders and decoders, in a
 //! directory of its own under the export, and every reply must show the

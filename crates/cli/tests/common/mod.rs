@@ -1,7 +1,7 @@
 //! Harness for `dnfs` tests against a real NFS server (NFS-Ganesha).
 //!
 //! The server comes from `DNFS_TEST_URL` (an `nfs://host/export?nfsport=N&mountport=M`
-//! URL, as printed by `scripts/nfs-server.sh start`), read by
+//! URL, as printed by `scripts/server/nfs-server.sh start`), read by
 //! `directnfs_testkit::server`: without it the tests are skipped with a
 //! loud message, unless `DNFS_TEST_REQUIRE_SERVER` is set, in which case
 //! they fail.

@@ -73,7 +73,7 @@ impl fmt::Display for StableMode {
 
 /// The TCP socket buffers of a channel's connection (`sockbuf=`).
 ///
-/// Measured with `scripts/sockbuf-bench.sh` (`dnfs bench scan` over
+/// Measured with `scripts/bench/sockbuf-bench.sh` (`dnfs bench scan` over
 /// loopback, 4 workers x 4 reads of 1 MiB, medians of interleaved runs on
 /// a busy 2-core machine; re-run it on an idle one for figures): 4 MiB
 /// granted in full scanned at least as fast as autotuning, with a few

@@ -1,7 +1,7 @@
 //! Shared set-up for tests against a real NFS-Ganesha server.
 //!
 //! The server URL comes from `DNFS_TEST_URL` (CI starts one server with
-//! `scripts/nfs-server.sh` and exports it, with `DNFS_TEST_EXPORT_DIR` the
+//! `scripts/server/nfs-server.sh` and exports it, with `DNFS_TEST_EXPORT_DIR` the
 //! exported directory). Without it, the first test starts a private server
 //! for this test binary on its own ports and state directory, and stops it
 //! when the process exits.
@@ -27,7 +27,7 @@ const STATE_DIR: &str = "/tmp/dnfs-client-tests";
 
 extern "C" fn stop_private_server() {
     let _ = Command::new("bash")
-        .arg(repo_root().join("scripts/nfs-server.sh"))
+        .arg(repo_root().join("scripts/server/nfs-server.sh"))
         .arg("stop")
         .env("DNFS_STATE_DIR", STATE_DIR)
         .output();
@@ -46,14 +46,14 @@ pub fn server() -> &'static Server {
         }
         let export_dir = PathBuf::from("/tmp/dnfs-client-tests-export");
         let out = Command::new("bash")
-            .arg(repo_root().join("scripts/nfs-server.sh"))
+            .arg(repo_root().join("scripts/server/nfs-server.sh"))
             .arg("start")
             .arg(&export_dir)
             .env("DNFS_STATE_DIR", STATE_DIR)
             .env("DNFS_NFS_PORT", "2449")
             .env("DNFS_MNT_PORT", "20448")
             .output()
-            .expect("run scripts/nfs-server.sh");
+            .expect("run scripts/server/nfs-server.sh");
         assert!(
             out.status.success(),
             "starting Ganesha failed:\n{}",

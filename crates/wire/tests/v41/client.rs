@@ -35,7 +35,7 @@ pub struct Target {
 
 impl Target {
     /// Parses `nfs://host/path?vers=4.1&nfsport=N` (the form
-    /// `scripts/nfs-server.sh url --vers 4.1` prints).
+    /// `scripts/server/nfs-server.sh url --vers 4.1` prints).
     pub fn parse(url: &str) -> Result<Self, String> {
         let rest = url
             .strip_prefix("nfs://")

@@ -3,7 +3,7 @@
 # crates/wire/testdata/ (ganesha_v41_*.bin and README-v41.md) from a real
 # Ganesha.
 #
-#   scripts/capture-vectors-v41.sh [OUTDIR]     (default crates/wire/testdata)
+#   scripts/vectors/capture-vectors-v41.sh [OUTDIR]     (default crates/wire/testdata)
 #
 # There is no NFSv4.1 client on these machines (libnfs 4.0 has no
 # sessions), so the client is this project's own codec: the `capture_v41`
@@ -16,10 +16,11 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(cd "$SCRIPT_DIR/.." && pwd)
+REPO_DIR=$(cd "$SCRIPT_DIR/../.." && pwd)
+SERVER_DIR=$REPO_DIR/scripts/server
 LOG_TAG=capture-vectors-v41
-# shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
-source "$SCRIPT_DIR/lib/ganesha.sh"
+# shellcheck source-path=SCRIPTDIR source=../server/lib/ganesha.sh
+source "$SERVER_DIR/lib/ganesha.sh"
 
 OUTDIR=$(realpath -m "${1:-$REPO_DIR/crates/wire/testdata}")
 export DNFS_STATE_DIR=/tmp/directnfs-capture-v41
@@ -29,7 +30,7 @@ unset DNFS_NFS4_LEASE
 WORK=$(mktemp -d /tmp/directnfs-capture-v41.XXXXXX)
 
 cleanup() {
-    "$SCRIPT_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
+    "$SERVER_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
     rm -rf -- "$WORK"
 }
 trap cleanup EXIT
@@ -44,10 +45,10 @@ message. \`crates/wire/tests/ganesha_v41.rs\` decodes them and checks the
 facts below (\`tests/v41/facts.rs\`); \`tests/ganesha_v41_live.rs\` checks the
 same facts against a running server.
 
-Captured by \`scripts/capture-vectors-v41.sh\` ($(date -u +%Y-%m-%d)) from
+Captured by \`scripts/vectors/capture-vectors-v41.sh\` ($(date -u +%Y-%m-%d)) from
 NFS-Ganesha $(dpkg-query -W -f '\${Version}' nfs-ganesha) (Debian package, FSAL VFS) on loopback:
 
-- server: \`scripts/nfs-server.sh start\` with \`DNFS_NFS4=1\` (NFSv3 and 4.1,
+- server: \`scripts/server/nfs-server.sh start\` with \`DNFS_NFS4=1\` (NFSv3 and 4.1,
   \`Minor_Versions = 1\`, Graceless, numeric owners, no delegations),
   \`DNFS_EXPORT_PATH=/export\` (\`Pseudo = "/export"\`), MaxRead/MaxWrite 1 MiB;
 - client: this project's codec, run by the \`capture_v41\` example of
@@ -87,10 +88,10 @@ HEADER
 
 main() {
     ensure_packages
-    "$SCRIPT_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
-    "$SCRIPT_DIR/nfs-server.sh" start >/dev/null
+    "$SERVER_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
+    "$SERVER_DIR/nfs-server.sh" start >/dev/null
     local url
-    url=$("$SCRIPT_DIR/nfs-server.sh" url --vers 4.1)
+    url=$("$SERVER_DIR/nfs-server.sh" url --vers 4.1)
     log "server: $url"
     write_readme_header
     (cd "$REPO_DIR" && cargo build -q --release -p directnfs-wire --example capture_v41)

@@ -3,7 +3,7 @@
 # seeded schedule cuts, black-holes and restores paths, answers
 # NFS3ERR_JUKEBOX and SIGKILLs and restarts the server.
 #
-#   scripts/soak.sh [--minutes M] [--seed N] [--paths 2..4] [--timeo DS] [--blocking N]
+#   scripts/ci/soak.sh [--minutes M] [--seed N] [--paths 2..4] [--timeo DS] [--blocking N]
 #
 # Default: 3 minutes of faults (the CI run, about 3.5 minutes in all), a
 # seed from the clock. The seed is printed first; a failed run prints the
@@ -22,7 +22,7 @@
 #   DNFS_SOAK_STATE_DIR  netns.sh state dir (default /tmp/dnfs-soak-netns)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 STATE_DIR=${DNFS_SOAK_STATE_DIR:-/tmp/dnfs-soak-netns}
@@ -52,7 +52,7 @@ limit=$(awk -v m="$minutes" 'BEGIN { printf "%d", m * 60 + 600 }')
 
 # shellcheck disable=SC2317  # called by the trap
 teardown() {
-    DNFS_NETNS_STATE_DIR=$STATE_DIR bash scripts/netns.sh down >/dev/null 2>&1 || true
+    DNFS_NETNS_STATE_DIR=$STATE_DIR bash scripts/server/netns.sh down >/dev/null 2>&1 || true
 }
 trap teardown EXIT
 

@@ -11,7 +11,7 @@ VECTORS and writes each one, headers included, to OUTDIR/<name>.bin. Then it
 writes OUTDIR/README.md with the facts a decoder test can assert, decoded
 here independently of the Rust code.
 
-Used by scripts/capture-vectors.sh, which runs the server and the libnfs
+Used by scripts/vectors/capture-vectors.sh, which runs the server and the libnfs
 tools; see crates/wire/testdata/README.md for the resulting files.
 """
 

@@ -16,7 +16,7 @@ anything in B (or below it), and finds its strongly connected components
 (Tarjan). A component of more than one module is a knot: every member
 reaches every other through imports.
 
-Every knot is printed. The baseline (scripts/module-knots.txt, one knot a
+Every knot is printed. The baseline (scripts/ci/module-knots.txt, one knot a
 line: `CRATE FOLDER: MEMBER MEMBER ...`, CRATE being the crate's folder
 under crates/) lists the knots allowed today. The check fails when a knot is new or grew (a module joined it, or two merged),
 printing a cycle through the newcomer with the line of each import on it,
@@ -561,14 +561,14 @@ def crates_under(root):
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--root", default=os.path.dirname(here),
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(here)),
                     help="the repository (its crates/ folder is read)")
-    ap.add_argument("--baseline", help="default: ROOT/scripts/module-knots.txt")
+    ap.add_argument("--baseline", help="default: ROOT/scripts/ci/module-knots.txt")
     ap.add_argument("--write-baseline", action="store_true",
                     help="write the current knots as the baseline")
     args = ap.parse_args(argv)
     root = os.path.abspath(args.root)
-    baseline = args.baseline or os.path.join(root, "scripts", "module-knots.txt")
+    baseline = args.baseline or os.path.join(root, "scripts", "ci", "module-knots.txt")
     if not os.path.isdir(os.path.join(root, "crates")):
         print(f"check-module-graph: no crates/ in {root}", file=sys.stderr)
         return 2
@@ -585,7 +585,7 @@ def main(argv=None):
 
     if args.write_baseline:
         with open(baseline, "w", encoding="utf-8") as fh:
-            fh.write("# Import knots allowed today (scripts/check-module-graph.py):\n"
+            fh.write("# Import knots allowed today (scripts/ci/check-module-graph.py):\n"
                      "# CRATE FOLDER: MEMBERS. Only ever remove or shorten lines.\n")
             for crate, folder, members, _ in current:
                 fh.write(baseline_line(crate, folder, members) + "\n")

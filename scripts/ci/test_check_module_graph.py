@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Tests of scripts/check-module-graph.py on small synthetic crates.
+"""Tests of scripts/ci/check-module-graph.py on small synthetic crates.
 
-Run: python3 scripts/test_check_module_graph.py (scripts/test.sh does). It
+Run: python3 scripts/ci/test_check_module_graph.py (scripts/test.sh does). It
 exits non-zero when a test fails, or when no test ran at all.
 """
 
@@ -32,8 +32,8 @@ class Tree:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w", encoding="utf-8") as fh:
                 fh.write(textwrap.dedent(text))
-        os.makedirs(os.path.join(self.root, "scripts"), exist_ok=True)
-        self.baseline = os.path.join(self.root, "scripts", "module-knots.txt")
+        os.makedirs(os.path.join(self.root, "scripts", "ci"), exist_ok=True)
+        self.baseline = os.path.join(self.root, "scripts", "ci", "module-knots.txt")
         if baseline is not None:
             with open(self.baseline, "w", encoding="utf-8") as fh:
                 fh.write(baseline)

@@ -6,7 +6,7 @@
 # would), interleaved REPEAT times; prints the median IOPS and mean latency
 # of each and the ratio to "off".
 #
-#   scripts/stats-cost.sh URL [REPEAT] [SECONDS]
+#   scripts/bench/stats-cost.sh URL [REPEAT] [SECONDS]
 #     URL      nfs://host/export?nfsport=N&mountport=M (a server of your own)
 #     REPEAT   runs per mode, interleaved (default 5)
 #     SECONDS  measured seconds per run (default 10)
@@ -14,7 +14,7 @@
 # Timed figures mean something on a quiet machine only.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 URL=${1:?usage: stats-cost.sh URL [REPEAT] [SECONDS]}
 REPEAT=${2:-5}
 SECS=${3:-10}
@@ -56,8 +56,8 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 declare -A iops lat
 for mode in off on read; do
-    iops[$mode]=$(for f in "$OUT"/$mode-*.json; do field "$f" iops; done | median)
-    lat[$mode]=$(for f in "$OUT"/$mode-*.json; do field "$f" mean; done | median)
+    iops[$mode]=$(for f in "$OUT/$mode"-*.json; do field "$f" iops; done | median)
+    lat[$mode]=$(for f in "$OUT/$mode"-*.json; do field "$f" mean; done | median)
 done
 printf '\n%-34s %12s %14s %10s\n' "statistics publishing" "IOPS" "mean lat (us)" "vs off"
 for mode in off on read; do

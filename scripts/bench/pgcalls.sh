@@ -5,7 +5,7 @@
 # Counts, not times: repeatable on a busy machine.
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
-#   scripts/pgcalls.sh
+#   scripts/bench/pgcalls.sh
 #
 # Makes (or reuses) a cluster on the export under the dnfstab prefix
 # /dnfs-pgcalls (`initdb -k`, `pgbench -i -s SCALE`), then, each time with
@@ -29,7 +29,7 @@
 #   DNFS_PGCALLS_CALLGRIND=1  (with DNFS_PGCALLS_CPU=1) also the user-space
 #          instructions of one new backend, fork to exit (its one thread): each cluster's
 #          postmaster run under valgrind --tool=callgrind, counters zeroed
-#          at every fork (scripts/lib/zero-at-fork.c), pgbench -C -S -t
+#          at every fork (scripts/bench/lib/zero-at-fork.c), pgbench -C -S -t
 #          DNFS_PGCALLS_CALLGRIND_CONNS (default 20) connections, the median
 #          profile. Instructions are repeatable on a busy machine.
 #   DNFS_PGCALLS_KEEP=1  keep the work directory (logs, the callgrind
@@ -51,10 +51,10 @@
 #          machine far better than TPS, if not exactly (caches, frequency).
 # Needs root (PostgreSQL runs as postgres through runuser) and PostgreSQL 15.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-: "${DNFS_TEST_URL:?pgcalls.sh needs DNFS_TEST_URL (scripts/nfs-server.sh start prints it)}"
+: "${DNFS_TEST_URL:?pgcalls.sh needs DNFS_TEST_URL (scripts/server/nfs-server.sh start prints it)}"
 TXNS=${DNFS_PGCALLS_TXNS:-250}
 CONNS=${DNFS_PGCALLS_CONNS:-50}
 SCALE=${DNFS_PGCALLS_SCALE:-10}
@@ -66,8 +66,8 @@ PORT=${DNFS_PGCALLS_PORT:-5491}
 [[ $(id -u) == 0 ]] || { echo "pgcalls.sh: run as root" >&2; exit 1; }
 [[ -x $PGBIN/postgres ]] || { echo "pgcalls.sh: PostgreSQL 15 is not installed" >&2; exit 1; }
 
-# shellcheck source=scripts/lib/preload.sh
-. "$ROOT/scripts/lib/preload.sh"
+# shellcheck source=scripts/bench/lib/preload.sh
+. "$ROOT/scripts/bench/lib/preload.sh"
 
 DNFS=$(dnfs_binary "${DNFS_PGCALLS_DNFS:-}")
 
@@ -165,7 +165,7 @@ if [[ ${DNFS_PGCALLS_CPU:-} == 1 ]]; then
     for ((r = 1; r <= CPU_RUNS; r++)); do
         for engine in directnfs local; do
             if [[ $engine == directnfs ]]; then pm=$nfs_pm port=$PORT; else pm=$local_pm port=$LPORT; fi
-            python3 "$ROOT/scripts/lib/cpu_of_run.py" "$pm" "${DNFS_TEST_SERVER_PID:-}" \
+            python3 "$ROOT/scripts/bench/lib/cpu_of_run.py" "$pm" "${DNFS_TEST_SERVER_PID:-}" \
                 "$((8 * CONNS))" "$engine" runuser -u postgres -- "$PGBIN/pgbench" \
                 -h "$WORK/sock" -p "$port" -C -S -c 8 -j 2 -t "$CONNS" postgres >>"$WORK/cpu.txt"
         done
@@ -173,12 +173,12 @@ if [[ ${DNFS_PGCALLS_CPU:-} == 1 ]]; then
     lpg_ctl -m fast -w -t 300 stop >/dev/null
     LOCAL_UP=0
     stop
-    python3 "$ROOT/scripts/lib/cpu_of_run.py" --table "$WORK/cpu.txt" "${DNFS_TEST_SERVER_PID:-}"
+    python3 "$ROOT/scripts/bench/lib/cpu_of_run.py" --table "$WORK/cpu.txt" "${DNFS_TEST_SERVER_PID:-}"
 fi
 if [[ ${DNFS_PGCALLS_CALLGRIND:-} == 1 ]]; then
     [[ -f ${LDATA:-}/PG_VERSION ]] || { echo "pgcalls.sh: DNFS_PGCALLS_CALLGRIND needs DNFS_PGCALLS_CPU=1 (its local cluster)" >&2; exit 1; }
     CG_CONNS=${DNFS_PGCALLS_CALLGRIND_CONNS:-20}
-    cc -O2 -Wall -Werror -shared -fPIC -o "$WORK/zero-at-fork.so" "$ROOT/scripts/lib/zero-at-fork.c"
+    cc -O2 -Wall -Werror -shared -fPIC -o "$WORK/zero-at-fork.so" "$ROOT/scripts/bench/lib/zero-at-fork.c"
     chmod 755 "$WORK/zero-at-fork.so"
     echo "pgcalls.sh: instructions of a new backend under callgrind, $CG_CONNS -C connections each" >&2
     postmaster_pid() { # ENGINE

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # multipath-tests.sh — the multipath failover tests (issue 3, item 8):
 # crates/client/tests/multipath.rs against Ganesha in network namespace
-# dnfs-srv reached over 4 veth paths (scripts/netns.sh).
+# dnfs-srv reached over 4 veth paths (scripts/server/netns.sh).
 #
-#   scripts/multipath-tests.sh [TEST-NAME-FILTER]
+#   scripts/ci/multipath-tests.sh [TEST-NAME-FILTER]
 #
 # Cuts, black-holes and rate-limits paths and kills the server under a
 # load of checksummed 8 KiB blocks; prints the caller stalls and the 1/2/4
@@ -17,7 +17,7 @@
 #                         `4m`); default: the client's default
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 export DNFS_NETNS_STATE_DIR=${DNFS_NETNS_STATE_DIR:-/tmp/dnfs-multipath-netns}
@@ -32,7 +32,7 @@ fi
 
 # shellcheck disable=SC2317  # called by the trap
 teardown() {
-    bash scripts/netns.sh down >/dev/null 2>&1 || true
+    bash scripts/server/netns.sh down >/dev/null 2>&1 || true
 }
 trap teardown EXIT
 

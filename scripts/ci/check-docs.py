@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WIDTH = 100
 WRAPPED = ("README.md", "docs/book/src/")
 LINK = re.compile(r"\]\(([^)\s]+)\)")

@@ -468,7 +468,7 @@ cmd_stop() {
 }
 
 cmd_restart() {
-    local signal=TERM down=2 grace= lease=
+    local signal=TERM down=2 grace='' lease=''
     while (($#)); do
         case $1 in
             --kill) signal=KILL ;;

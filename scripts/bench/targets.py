@@ -3,7 +3,7 @@
 table, from the JSON files `scripts/demo.sh` writes with
 DNFS_DEMO_TARGETS=1 (each engine's run is the median of --repeat runs).
 
-    python3 scripts/targets.py bench-results/
+    python3 scripts/bench/targets.py bench-results/
 
 A target whose JSON is missing is reported as "not run"; nothing is
 guessed. Exit status 0 whatever the outcome: this reports, it does not

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""CPU per connection of a `pgbench -C` run (scripts/pgcalls.sh), and the
-CPU so far of a cluster and the server (scripts/pgbench.sh).
+"""CPU per connection of a `pgbench -C` run (scripts/bench/pgcalls.sh), and the
+CPU so far of a cluster and the server (scripts/bench/pgbench.sh).
 
     cpu_of_run.py POSTMASTER_PID SERVER_PID CONNECTIONS LABEL COMMAND...
         runs COMMAND (pgbench) and prints one line: LABEL, then the user +

@@ -4,7 +4,7 @@
 # system, for each journal mode and each directnfs stable mode, and in
 # unstable mode with write-behind off and on.
 #
-#   scripts/sqlbench.sh [extra sqlbench args, e.g. --clients 1,4 --duration 10]
+#   scripts/bench/sqlbench.sh [extra sqlbench args, e.g. --clients 1,4 --duration 10]
 #
 # `--repeat 3` runs each client count 3 times per engine, the engines
 # taking turns, and reports medians (one run's TPS varies by 10% or more
@@ -16,7 +16,7 @@
 # missing from SQLite's cache are READ round trips (see docs/book/src/reference/benchmarks-sqlite.md).
 #
 # Uses $DNFS_TEST_URL if set; otherwise starts its own Ganesha
-# (scripts/nfs-server.sh, state in $SQLBENCH_STATE, default
+# (scripts/server/nfs-server.sh, state in $SQLBENCH_STATE, default
 # /tmp/directnfs-sqlbench) and stops it afterwards.
 # Environment: JOURNALS (default "delete wal"), STABLES (default
 # "file_sync unstable"), WRITE_BEHINDS (write_behind= values tried in
@@ -24,7 +24,7 @@
 # used with file_sync), OUT (JSON directory, default bench-results),
 # LOCAL_DIR (local-engine directory, default /var/tmp/sqlbench-local).
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 JOURNALS=${JOURNALS:-delete wal}
 STABLES=${STABLES:-file_sync unstable}
@@ -38,9 +38,9 @@ cargo build --release -p directnfs-sqlite --lib --examples
 started=
 if [[ -z ${DNFS_TEST_URL:-} ]]; then
     export DNFS_STATE_DIR=${SQLBENCH_STATE:-/tmp/directnfs-sqlbench}
-    DNFS_TEST_URL=$(bash scripts/nfs-server.sh start "$DNFS_STATE_DIR/export" | tail -1)
+    DNFS_TEST_URL=$(bash scripts/server/nfs-server.sh start "$DNFS_STATE_DIR/export" | tail -1)
     started=1
-    trap 'bash scripts/nfs-server.sh stop >/dev/null' EXIT
+    trap 'bash scripts/server/nfs-server.sh stop >/dev/null' EXIT
 fi
 base=${DNFS_TEST_URL}
 sep='?'; [[ $base == *\?* ]] && sep='&'

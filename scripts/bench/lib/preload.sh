@@ -39,14 +39,16 @@ dnfstab_for() {
 # here: the caller stops it at the end).
 nfs_server_up() {
     STARTED=0
-    if bash "$ROOT/scripts/nfs-server.sh" status >/dev/null 2>&1; then
-        URL=$(bash "$ROOT/scripts/nfs-server.sh" url | tail -1)
+    if bash "$ROOT/scripts/server/nfs-server.sh" status >/dev/null 2>&1; then
+        URL=$(bash "$ROOT/scripts/server/nfs-server.sh" url | tail -1)
         # shellcheck disable=SC1091
         EXPORT=$(. "$DNFS_STATE_DIR/state.env" && echo "$EXPORT_DIR")
     else
         EXPORT=$1
         mkdir -p "$EXPORT"
-        URL=$(bash "$ROOT/scripts/nfs-server.sh" start "$EXPORT" | tail -1)
+        # shellcheck disable=SC2034 # URL and STARTED: read by the script that sources this file
+        URL=$(bash "$ROOT/scripts/server/nfs-server.sh" start "$EXPORT" | tail -1)
+        # shellcheck disable=SC2034 # (as URL)
         STARTED=1
     fi
 }

@@ -4,7 +4,7 @@
 # local file system, then fio through the library side by side with
 # `dnfs bench` on the same sessions and depth.
 #
-#   scripts/pgbench.sh         install what is missing, build, start a local
+#   scripts/bench/pgbench.sh   install what is missing, build, start a local
 #                              NFS-Ganesha, make the two clusters, run each
 #                              workload on both (interleaved, medians of the
 #                              repeats), print the tables and write them to
@@ -59,7 +59,7 @@
 #                          (state dir default here: /tmp/dnfs-pgbench-server)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 SECS=${DNFS_PGBENCH_SECONDS:-30}
@@ -75,8 +75,8 @@ export DNFS_STATE_DIR=${DNFS_STATE_DIR:-/tmp/dnfs-pgbench-server}
 PGBIN=/usr/lib/postgresql/15/bin
 MNT=/dnfs-pgbench
 
-# shellcheck source=scripts/lib/preload.sh
-. "$ROOT/scripts/lib/preload.sh"
+# shellcheck source=scripts/bench/lib/preload.sh
+. "$ROOT/scripts/bench/lib/preload.sh"
 
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
@@ -186,8 +186,7 @@ start_pg() { # ENGINE SHARED_BUFFERS
 # read of a file removed by another process fails (docs/book/src/run/deviations.md: ESTALE), which
 # pg_ctl reports as "invalid data in PID file": ask again until it is gone.
 stop_pg() {
-    local i
-    for i in 1 2 3 4 5; do
+    for _ in 1 2 3 4 5; do
         pg_ctl "$1" -m fast -w -t 300 stop >/dev/null 2>&1 || true
         pg_ctl "$1" status >/dev/null 2>&1 || return 0
         sleep 1
@@ -203,7 +202,7 @@ cleanup() {
     fi
     rm -rf "$WORK"
     if ((STARTED)); then
-        bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+        bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     elif [[ $CPUS == split ]]; then
         taskset -a -p -c "0-$((NCPU - 1))" "$SRVPID" >/dev/null 2>&1 || true
     fi
@@ -224,7 +223,8 @@ for e in "${ENGINES[@]}"; do
     else
         mkdir -p "$LOCAL/pg"
         chown postgres:postgres "$LOCAL" "$LOCAL/pg"
-        exists=$(test -f "${DATA[local]}/PG_VERSION" && echo yes || true)
+        exists=
+        if [[ -f ${DATA[local]}/PG_VERSION ]]; then exists=yes; fi
     fi
     if [[ $exists != yes ]]; then
         say "initdb -k ($e) and pgbench -i -s $SCALE"
@@ -254,7 +254,7 @@ postmaster_pid() { # ENGINE
     head -1 "$data/postmaster.pid"
 }
 cpu_now() { # POSTMASTER_PID: "POSTGRESQL_US SERVER_US", the CPU so far
-    python3 "$ROOT/scripts/lib/cpu_of_run.py" --now "$1" "$SRVPID"
+    python3 "$ROOT/scripts/bench/lib/cpu_of_run.py" --now "$1" "$SRVPID"
 }
 
 # --- pgbench, interleaved ----------------------------------------------------------------
@@ -328,6 +328,9 @@ if [[ ${DNFS_PGBENCH_SKIP_FIO:-} != 1 ]]; then
 fi
 
 # --- the tables --------------------------------------------------------------------------
+# TPS, CONN, CPU_PG, CPU_SRV and IOPS hold space-separated lists of numbers:
+# median takes them as its arguments, split on purpose.
+# shellcheck disable=SC2086
 {
     echo "PostgreSQL 15, pgbench scale $SCALE, -T $SECS, median of $REPEATS interleaved runs;"
     echo "the same settings on every cluster; directnfs through \`dnfs run\` ($CONNS connection(s) per process)."

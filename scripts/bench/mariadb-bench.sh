@@ -3,7 +3,8 @@
 # and the interception library) side by side with the same server on the
 # local file system, with sysbench's OLTP workloads.
 #
-#   scripts/mariadb-bench.sh   install what is missing, build, start a local
+#   scripts/bench/mariadb-bench.sh
+#                              install what is missing, build, start a local
 #                              NFS-Ganesha, make the two data directories,
 #                              run each workload on both (interleaved,
 #                              medians of the repeats), print the table and
@@ -33,7 +34,7 @@
 #                          (state dir default here: /tmp/dnfs-mariadb-server)
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 SECS=${DNFS_MARIADB_SECONDS:-30}
@@ -48,8 +49,8 @@ WORKLOADS=(read_write write_only read_only)
 
 # shellcheck source=scripts/lib/apt.sh
 . "$ROOT/scripts/lib/apt.sh"
-# shellcheck source=scripts/lib/preload.sh
-. "$ROOT/scripts/lib/preload.sh"
+# shellcheck source=scripts/bench/lib/preload.sh
+. "$ROOT/scripts/bench/lib/preload.sh"
 
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'mariadb-bench.sh: %s\n' "$*" >&2; exit 1; }
@@ -92,8 +93,7 @@ start_my() { # ENGINE
         --innodb-buffer-pool-size=64M --innodb-use-native-aio=0 --max-connections=100 \
         >/dev/null 2>&1 &
     UP=$1
-    local i
-    for i in $(seq 1 600); do
+    for _ in $(seq 1 600); do
         mariadb-admin -S "$WORK/sock/my.sock" -uroot ping >/dev/null 2>&1 && return 0
         sleep 0.1
     done
@@ -101,15 +101,14 @@ start_my() { # ENGINE
 }
 stop_my() {
     mariadb-admin -S "$WORK/sock/my.sock" -uroot shutdown >/dev/null 2>&1 || true
-    local i
-    for i in $(seq 1 600); do [[ -e $WORK/sock/my.pid ]] || break; sleep 0.1; done
+    for _ in $(seq 1 600); do [[ -e $WORK/sock/my.pid ]] || break; sleep 0.1; done
     UP=
 }
 cleanup() {
     if [[ -n $UP ]]; then stop_my; fi
     "${RUN[@]}" rm -rf "$MNT/my" 2>/dev/null || true
     rm -rf "$LOCAL" "$WORK"
-    if ((STARTED)); then bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true; fi
+    if ((STARTED)); then bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
 SB=(sysbench --db-driver=mysql --mysql-socket="$WORK/sock/my.sock" --mysql-user=root

@@ -3,7 +3,7 @@
  * --tool=callgrind, it zeroes the counters just before every fork, so each
  * child's profile (--callgrind-out-file=...%p) counts its own life only:
  * fork handlers, its work, its exit. Outside valgrind it does nothing.
- * Built by scripts/pgcalls.sh (DNFS_PGCALLS_CALLGRIND=1).
+ * Built by scripts/bench/pgcalls.sh (DNFS_PGCALLS_CALLGRIND=1).
  */
 #include <pthread.h>
 #include <valgrind/callgrind.h>

@@ -2,7 +2,7 @@
 # capture-vectors.sh — capture real Ganesha RPC traffic on loopback and
 # extract golden byte vectors into crates/wire/testdata/.
 #
-#   scripts/capture-vectors.sh [OUTDIR]     (default crates/wire/testdata)
+#   scripts/vectors/capture-vectors.sh [OUTDIR]     (default crates/wire/testdata)
 #
 # Starts its own Ganesha (state dir /tmp/directnfs-capture, export Pseudo
 # "/export"), captures lo with tcpdump filtered on rpcbind's and the
@@ -14,10 +14,11 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(cd "$SCRIPT_DIR/.." && pwd)
+REPO_DIR=$(cd "$SCRIPT_DIR/../.." && pwd)
+SERVER_DIR=$REPO_DIR/scripts/server
 LOG_TAG=capture-vectors
-# shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
-source "$SCRIPT_DIR/lib/ganesha.sh"
+# shellcheck source-path=SCRIPTDIR source=../server/lib/ganesha.sh
+source "$SERVER_DIR/lib/ganesha.sh"
 
 OUTDIR=${1:-$REPO_DIR/crates/wire/testdata}
 export DNFS_STATE_DIR=/tmp/directnfs-capture
@@ -29,7 +30,7 @@ TCPDUMP_PID=
 
 cleanup() {
     [[ -n $TCPDUMP_PID ]] && stop_pid "$TCPDUMP_PID" tcpdump INT 10
-    "$SCRIPT_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
+    "$SERVER_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
     rm -rf -- "$WORK"
 }
 trap cleanup EXIT
@@ -107,13 +108,13 @@ Each \`.bin\` file is one complete ONC RPC record exactly as it crossed the
 wire: the 4-byte record-marking header(s) (RFC 5531 §11, top bit = last
 fragment) followed by the RPC message. Load them with \`include_bytes!\`.
 The NFSv4.1 records (\`ganesha_v41_*.bin\`) have their own README:
-\`README-v41.md\` (\`scripts/capture-vectors-v41.sh\`).
+\`README-v41.md\` (\`scripts/vectors/capture-vectors-v41.sh\`).
 
-Captured by \`scripts/capture-vectors.sh\` ($(date -u +%Y-%m-%d)), with
+Captured by \`scripts/vectors/capture-vectors.sh\` ($(date -u +%Y-%m-%d)), with
 NFS-Ganesha $(dpkg-query -W -f '${Version}' nfs-ganesha) and rpcbind $(dpkg-query -W -f '${Version}' rpcbind)
 (Debian packages), libnfs-utils $(dpkg-query -W -f '${Version}' libnfs-utils) as the client, on loopback:
 
-- server: \`scripts/nfs-server.sh start\` with \`DNFS_EXPORT_PATH=/export\`
+- server: \`scripts/server/nfs-server.sh start\` with \`DNFS_EXPORT_PATH=/export\`
   (Ganesha \`Pseudo = "/export"\`, \`Mount_Path_Pseudo = true\`, NFSv3 only,
   MaxRead/MaxWrite/PrefRead/PrefWrite = 1048576), NFS port $NFS_PORT, MOUNT
   port $MNT_PORT;
@@ -129,7 +130,7 @@ NFS-Ganesha $(dpkg-query -W -f '${Version}' nfs-ganesha) and rpcbind $(dpkg-quer
   8. \`nfs-cat \$B/missing.txt?\$Q\` (LOOKUP gets NFS3ERR_NOENT)
   9. \`nfs-ls nfs://127.0.0.1/no-such-export?\$Q\` (MNT gets MNT3ERR_ACCES: Ganesha
      answers ACCES, not NOENT, for an unknown export)
-- extraction: \`scripts/capture-vectors.py\` (stdlib Python) reassembles the
+- extraction: \`scripts/vectors/capture-vectors.py\` (stdlib Python) reassembles the
   TCP streams, splits records, pairs calls and replies by XID and decodes the
   facts below independently of the Rust decoders.
 
@@ -156,8 +157,8 @@ EOF
 
 main() {
     ensure_tools
-    "$SCRIPT_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
-    "$SCRIPT_DIR/nfs-server.sh" start >/dev/null
+    "$SERVER_DIR/nfs-server.sh" stop >/dev/null 2>&1 || true
+    "$SERVER_DIR/nfs-server.sh" start >/dev/null
     # shellcheck disable=SC1091
     source "$DNFS_STATE_DIR/state.env"
     make_contents

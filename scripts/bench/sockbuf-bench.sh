@@ -2,12 +2,11 @@
 # sockbuf-bench.sh — fixed socket buffers against the kernel's autotuning
 # (`sockbuf=4m` vs `sockbuf=auto`) on `dnfs bench scan`, interleaved.
 #
-#   scripts/sockbuf-bench.sh URL [ROUNDS]     scan over loopback; URL as
-#                                             nfs-server.sh prints it
-#   scripts/sockbuf-bench.sh --netns [ROUNDS] scan over 4 paths of the netns
-#                                             topology, each rate-limited to
-#                                             200 Mbit/s (root; run it as
-#                                             `flock /tmp/dnfs-heavy.lock ...`)
+#   scripts/bench/sockbuf-bench.sh URL [ROUNDS]
+#       scan over loopback; URL as nfs-server.sh prints it
+#   scripts/bench/sockbuf-bench.sh --netns [ROUNDS]
+#       scan over 4 paths of the netns topology, each rate-limited to
+#       200 Mbit/s (root; run it as `flock /tmp/dnfs-heavy.lock ...`)
 #
 # Each round runs one scan per setting, alternating which goes first (ABBA:
 # a machine getting busier or quieter during the rounds biases neither);
@@ -24,7 +23,7 @@
 # DNFS_NETNS_STATE_DIR for --netns (default /tmp/dnfs-sockbuf-netns).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -50,13 +49,13 @@ if [[ $MODE == --netns ]]; then
     [[ $(id -u) == 0 ]] || die "--netns needs root (network namespaces, tc)"
     export DNFS_NETNS_STATE_DIR=${DNFS_NETNS_STATE_DIR:-/tmp/dnfs-sockbuf-netns}
     # shellcheck disable=SC2317  # called by the trap
-    teardown() { bash scripts/netns.sh down >/dev/null 2>&1 || true; }
+    teardown() { bash scripts/server/netns.sh down >/dev/null 2>&1 || true; }
     trap teardown EXIT
-    bash scripts/netns.sh up 4 >/dev/null
-    status=$(bash scripts/netns.sh status)
+    bash scripts/server/netns.sh up 4 >/dev/null
+    status=$(bash scripts/server/netns.sh status)
     field() { sed -n "s/^$1=//p" <<<"$status"; }
     export_path=$(field export_path)
-    for k in 1 2 3 4; do bash scripts/netns.sh rate "$k" 200 >/dev/null; done
+    for k in 1 2 3 4; do bash scripts/server/netns.sh rate "$k" 200 >/dev/null; done
     target() {
         local tab=$OUT/dnfstab-$1
         {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# package-test.sh — builds the Debian package (scripts/package.sh), installs
+# package-test.sh — builds the Debian package (scripts/package/package.sh), installs
 # it on this machine with apt-get, checks it against a real server, and
 # removes it again:
 #
@@ -9,13 +9,13 @@
 #      pkg-config --cflags --libs directnfs, and run against the server
 #   4. apt-get remove directnfs: every file of the package is gone
 #
-#   DNFS_TEST_URL='nfs://...' scripts/package-test.sh
+#   DNFS_TEST_URL='nfs://...' scripts/package/package-test.sh
 #
 # Needs root (apt-get). Without DNFS_TEST_URL the server steps are skipped
 # loudly. Prints "N passed, N failed".
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -42,7 +42,7 @@ command -v pkg-config >/dev/null || {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkg-config >/dev/null
 }
 
-DEB=$(bash scripts/package.sh | tail -n 1)
+DEB=$(bash scripts/package/package.sh | tail -n 1)
 WORK=$(mktemp -d /tmp/dnfs-package-test.XXXXXX)
 cleanup() {
     DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq directnfs >/dev/null 2>&1 || true
@@ -59,6 +59,8 @@ check "man pages for dnfs and its commands" bash -c \
     'test -s /usr/share/man/man1/dnfs.1.gz && zcat /usr/share/man/man1/dnfs-stats.1.gz | grep -q "TH dnfs-stats"'
 check "bash, zsh and fish completions" bash -c \
     'grep -q exporter /usr/share/bash-completion/completions/dnfs && test -s /usr/share/zsh/vendor-completions/_dnfs && test -s /usr/share/fish/vendor_completions.d/dnfs.fish'
+# The single quotes are meant: bash -c expands the command substitution.
+# shellcheck disable=SC2016
 check "pkg-config finds the installed library" bash -c \
     'pkg-config --cflags --libs directnfs | grep -q -- "-ldirectnfs" && test "$(pkg-config --variable=includedir directnfs)" = /usr/include'
 check "the C example builds against the installed header" bash -c \

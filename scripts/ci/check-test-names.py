@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOCS = ["RELIABILITY.md", "README.md", "CONTRIBUTING.md", "crates/sqlite/README.md"]
 BOOK = "docs/book/src"
 CLIENT_TESTS = {

@@ -3,7 +3,7 @@
 # libnfs tools. Every step is bounded in time; prints one PASS/FAIL line per
 # check and ends with "N passed, N failed" (exit 1 if any failed).
 #
-#   scripts/selftest.sh [server|netns|all]     (default all)
+#   scripts/server/selftest.sh [server|netns|all]     (default all)
 #
 # server: runs nfs-server.sh inside a throw-away network + mount namespace
 #   (own loopback, own /run), so it starts its own rpcbind on port 111 and

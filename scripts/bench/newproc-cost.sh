@@ -6,7 +6,7 @@
 # machine.
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
-#   DNFS_TEST_SERVER_PID=$(cat STATE_DIR/ganesha.pid) scripts/newproc-cost.sh
+#   DNFS_TEST_SERVER_PID=$(cat STATE_DIR/ganesha.pid) scripts/bench/newproc-cost.sh
 #
 # crates/preload/tests/c/forkstart.c, through `dnfs run` (one connection),
 # forks N children one after the other; each opens a 8 KiB file on the
@@ -32,16 +32,16 @@
 #                      tree's, built)
 #   DNFS_TEST_SERVER_PID  the server's pid, for its CPU
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-: "${DNFS_TEST_URL:?newproc-cost.sh needs DNFS_TEST_URL (scripts/nfs-server.sh start prints it)}"
+: "${DNFS_TEST_URL:?newproc-cost.sh needs DNFS_TEST_URL (scripts/server/nfs-server.sh start prints it)}"
 N=${DNFS_NEWPROC_N:-1000}
 SRV=${DNFS_TEST_SERVER_PID:-}
 command -v valgrind >/dev/null || { echo "newproc-cost.sh: needs valgrind" >&2; exit 1; }
 
-# shellcheck source=scripts/lib/preload.sh
-. "$ROOT/scripts/lib/preload.sh"
+# shellcheck source=scripts/bench/lib/preload.sh
+. "$ROOT/scripts/bench/lib/preload.sh"
 
 DNFS=$(dnfs_binary "${DNFS_NEWPROC_DNFS:-}")
 WORK=$(mktemp -d /tmp/dnfs-newproc.XXXXXX)

@@ -5,15 +5,15 @@
 # exporter and every process's alert log show it within a second, then
 # logs the path's return and a server restart.
 #
-#   scripts/ops-netns-tests.sh
+#   scripts/ci/ops-netns-tests.sh
 #
-# Needs root, tmux and the namespace topology (scripts/netns.sh, state dir
+# Needs root, tmux and the namespace topology (scripts/server/netns.sh, state dir
 # /tmp/dnfs-ops-netns), which exists once per machine: run it by hand only
-# as `flock /tmp/dnfs-heavy.lock scripts/ops-netns-tests.sh`. The topology
+# as `flock /tmp/dnfs-heavy.lock scripts/ci/ops-netns-tests.sh`. The topology
 # is torn down on exit. Exits non-zero on failure.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -25,7 +25,7 @@ fi
 
 # shellcheck disable=SC2317  # called by the trap
 teardown() {
-    DNFS_NETNS_STATE_DIR=/tmp/dnfs-ops-netns bash scripts/netns.sh down >/dev/null 2>&1 || true
+    DNFS_NETNS_STATE_DIR=/tmp/dnfs-ops-netns bash scripts/server/netns.sh down >/dev/null 2>&1 || true
 }
 trap teardown EXIT
 

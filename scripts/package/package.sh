@@ -12,12 +12,12 @@
 #   bash, zsh and fish completions               generated from the CLI definition
 #   /usr/share/doc/directnfs/                    README, RELIABILITY, copyright
 #
-#   scripts/package.sh            # prints the path of the .deb
+#   scripts/package/package.sh    # prints the path of the .deb
 #
 # Needs dpkg-deb (dpkg) and gzip; installs dpkg-dev when missing (root).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
 log() { printf '== %s\n' "$*" >&2; }
@@ -55,7 +55,7 @@ fi
 install -m 0644 include/directnfs.h "$STAGE/usr/include/directnfs.h"
 grep -v '^#' directnfs.pc.in | sed \
     -e 's|@PREFIX@|/usr|' -e "s|@LIBDIR@|\${prefix}/lib/$TRIPLET|" \
-    -e 's|@INCLUDEDIR@|${prefix}/include|' -e "s|@VERSION@|$VERSION|" \
+    -e "s|@INCLUDEDIR@|\${prefix}/include|" -e "s|@VERSION@|$VERSION|" \
     -e 's| @RPATH@||' >"$LIB/pkgconfig/directnfs.pc"
 
 # Man pages and completions come from the command-line definition itself.
