@@ -83,6 +83,7 @@ mod nlm;
 pub mod process;
 pub mod publish;
 mod rpcops;
+pub mod security;
 mod signals;
 mod stale;
 pub mod stats;
