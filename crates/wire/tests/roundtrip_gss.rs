@@ -31,13 +31,15 @@ fn init_res() -> impl Strategy<Value = GssInitRes> {
         any::<u32>(),
         proptest::collection::vec(any::<u8>(), 0..2048),
     )
-        .prop_map(|(handle, gss_major, gss_minor, seq_window, gss_token)| GssInitRes {
-            handle,
-            gss_major,
-            gss_minor,
-            seq_window,
-            gss_token,
-        })
+        .prop_map(
+            |(handle, gss_major, gss_minor, seq_window, gss_token)| GssInitRes {
+                handle,
+                gss_major,
+                gss_minor,
+                seq_window,
+                gss_token,
+            },
+        )
 }
 
 proptest! {

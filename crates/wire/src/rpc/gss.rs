@@ -169,11 +169,15 @@ impl Encode for GssInitRes {
 impl Decode for GssInitRes {
     fn decode(r: &mut XdrReader<'_>) -> Result<Self, DecodeError> {
         Ok(Self {
-            handle: r.opaque(MAX_GSS_HANDLE, "rpc_gss_init_res handle")?.to_vec(),
+            handle: r
+                .opaque(MAX_GSS_HANDLE, "rpc_gss_init_res handle")?
+                .to_vec(),
             gss_major: r.u32("rpc_gss_init_res gss_major")?,
             gss_minor: r.u32("rpc_gss_init_res gss_minor")?,
             seq_window: r.u32("rpc_gss_init_res seq_window")?,
-            gss_token: r.opaque(MAX_GSS_TOKEN, "rpc_gss_init_res gss_token")?.to_vec(),
+            gss_token: r
+                .opaque(MAX_GSS_TOKEN, "rpc_gss_init_res gss_token")?
+                .to_vec(),
         })
     }
 }
@@ -376,7 +380,10 @@ mod tests {
         let d = decode_integ_data(&out, 1 << 20).unwrap();
         assert_eq!(d.databody, &plain[..]);
         assert_eq!(d.checksum, &[7; 5]);
-        assert_eq!(data_body_args(d.databody, 42).unwrap(), [0xde, 0xad, 0xbe, 0xef]);
+        assert_eq!(
+            data_body_args(d.databody, 42).unwrap(),
+            [0xde, 0xad, 0xbe, 0xef]
+        );
         assert!(matches!(
             data_body_args(d.databody, 43),
             Err(DecodeError::BadDiscriminant { value: 42, .. })
