@@ -9,7 +9,7 @@
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use directnfs::security::{Flavor, GssConnection};
+use directnfs::security::{Flavor, GssConnection, SecurityError};
 use directnfs_wire::mount::{dirpath, mountres3, MOUNTPROC3_MNT, MOUNT_PROGRAM, MOUNT_V3};
 use directnfs_wire::nfs3::{
     createhow3, diropargs3, filename3, nfs_fh3, sattr3, stable_how, CREATE3args, CREATE3res,
@@ -227,4 +227,36 @@ fn each_retransmission_needs_a_new_sequence_number() {
         "two sealings of one call share a number"
     );
     assert_ne!(a.message, b.message);
+}
+
+#[test]
+fn a_reply_whose_verifier_was_altered_is_refused() {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V3), Flavor::Krb5);
+    // NULL: the reply is the header and the verifier only.
+    let (xid, sealed) = conn.seal(0, &[]).expect("seal");
+    let record = conn.round_trip(&sealed.message, TIMEOUT).expect("NULL");
+    let ctx = conn.context();
+    assert_eq!(
+        ctx.open(&record, xid, sealed.seq_num, 1 << 20)
+            .expect("intact reply"),
+        b""
+    );
+    // The verifier's body starts after xid, REPLY, MSG_ACCEPTED, its
+    // flavor and its length.
+    let mut altered = record.clone();
+    altered[20] ^= 0x01;
+    let e = ctx
+        .open(&altered, xid, sealed.seq_num, 1 << 20)
+        .unwrap_err();
+    assert!(matches!(e, SecurityError::BadVerifier { .. }), "{e}");
+    // The intact reply checked against another sequence number fails too:
+    // the verifier is the checksum of the call's own number.
+    let e = ctx
+        .open(&record, xid, sealed.seq_num + 1, 1 << 20)
+        .unwrap_err();
+    assert!(matches!(e, SecurityError::BadVerifier { .. }), "{e}");
 }

@@ -152,6 +152,18 @@ impl GssConnection {
         self.context.open(&record, xid, sealed.seq_num, MAX_REPLY)
     }
 
+    /// Sends `message` (a call sealed by [`seal`](Self::seal)) as it is
+    /// and returns the reply record unopened, for a caller that checks it
+    /// with [`GssContext::open`] itself.
+    pub fn round_trip(
+        &mut self,
+        message: &[u8],
+        timeout: Duration,
+    ) -> Result<Vec<u8>, SecurityError> {
+        exchange(&mut self.stream, message, timeout)
+            .map_err(|e| io_failed(&self.context_server(), e))
+    }
+
     fn context_server(&self) -> String {
         self.stream
             .peer_addr()
