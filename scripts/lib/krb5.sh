@@ -24,7 +24,9 @@ krb5_find_realm() {
 krb5_ganesha_setup() {
     local ccache_dir=$1
     mkdir -p "$ccache_dir"
+    # shellcheck disable=SC2034 # read by write_ganesha_conf (lib/ganesha.sh)
     GANESHA_SECTYPE="krb5, krb5i, krb5p, sys"
+    # shellcheck disable=SC2034 # read by write_ganesha_conf (lib/ganesha.sh)
     GANESHA_EXTRA_BLOCK=$(
         cat <<EOB
 NFS_KRB5 {
