@@ -6,6 +6,9 @@
 //! The environment is `scripts/test.sh`'s: `DNFS_TEST_URL_KRB5`, and the
 //! realm's `KRB5_CONFIG` with the test user's ticket in `KRB5CCNAME`.
 
+// Test code: a failed expectation is a test failure, said in words.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
@@ -71,7 +74,7 @@ fn mount_root(t: &Target, flavor: Flavor) -> nfs_fh3 {
 fn create(conn: &mut GssConnection, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
     let args = CREATE3args {
         where_: diropargs3 {
-            dir: dir.clone(),
+            dir: *dir,
             name: filename3(name.as_bytes().to_vec()),
         },
         how: createhow3::Unchecked(sattr3::default()),
@@ -87,7 +90,7 @@ fn create(conn: &mut GssConnection, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
 
 fn write(conn: &mut GssConnection, fh: &nfs_fh3, offset: u64, data: &[u8]) {
     let args = WRITE3args {
-        file: fh.clone(),
+        file: *fh,
         offset,
         count: data.len() as u32,
         stable: stable_how::FILE_SYNC,
@@ -104,7 +107,7 @@ fn write(conn: &mut GssConnection, fh: &nfs_fh3, offset: u64, data: &[u8]) {
 
 fn read(conn: &mut GssConnection, fh: &nfs_fh3, offset: u64, count: u32) -> Vec<u8> {
     let args = READ3args {
-        file: fh.clone(),
+        file: *fh,
         offset,
         count,
     };

@@ -4,6 +4,9 @@
 //! process's `KRB5CCNAME` and `KRB5_CLIENT_KTNAME` at files that do not
 //! exist, before the GSS-API library is first used.
 
+// Test code: a failed expectation is a test failure, said in words.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
