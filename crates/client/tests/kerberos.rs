@@ -263,3 +263,35 @@ fn a_reply_whose_verifier_was_altered_is_refused() {
         .unwrap_err();
     assert!(matches!(e, SecurityError::BadVerifier { .. }), "{e}");
 }
+
+/// A reply whose protected body was altered on the way (its checksum
+/// under krb5i, its wrap token under krb5p) is refused, though its
+/// verifier is intact.
+#[test]
+fn a_reply_whose_protected_body_was_altered_is_refused() {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    for flavor in [Flavor::Krb5i, Flavor::Krb5p] {
+        let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V3), flavor);
+        let (xid, sealed) = conn.seal(0, &[]).expect("seal");
+        let record = conn.round_trip(&sealed.message, TIMEOUT).expect("NULL");
+        let ctx = conn.context();
+        ctx.open(&record, xid, sealed.seq_num, 1 << 20)
+            .unwrap_or_else(|e| panic!("{}: intact reply refused: {e}", flavor.name()));
+        // The body ends the record; 4 bytes from the end is inside the
+        // checksum or token whatever its padding.
+        let mut altered = record.clone();
+        let at = altered.len() - 4;
+        altered[at] ^= 0x01;
+        let e = ctx
+            .open(&altered, xid, sealed.seq_num, 1 << 20)
+            .expect_err("an altered body passed");
+        assert!(
+            matches!(e, SecurityError::Gss { .. }),
+            "{}: {e}",
+            flavor.name()
+        );
+    }
+}
