@@ -331,7 +331,7 @@ main() {
 }
 
 # The realm of scripts/kdc.sh and a server that takes krb5, krb5i, krb5p
-# (and sys); exports what crates/client/tests/kerberos*.rs read: the URL,
+# (and sys), NFSv3 and NFSv4.1; exports what crates/client/tests/kerberos*.rs read: the URL,
 # the realm's KRB5_CONFIG and the test user's ticket cache KRB5CCNAME.
 start_kerberos() {
     local env_lines
@@ -342,7 +342,7 @@ start_kerberos() {
     KRB5CCNAME=$(sed -n 's/^KRB5CCNAME=//p' <<<"$env_lines")
     export DNFS_TEST_URL_KRB5 DNFS_TEST_REQUIRE_KRB5=1
     DNFS_TEST_URL_KRB5=$(DNFS_STATE_DIR="$KRB5_STATE_DIR" DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" \
-        DNFS_KRB5=1 DNFS_PRIVATE_RPCBIND=1 DNFS_NFS_PORT=${DNFS_TEST_KRB5_NFS_PORT:-2552} \
+        DNFS_KRB5=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 DNFS_PRIVATE_RPCBIND=1 DNFS_NFS_PORT=${DNFS_TEST_KRB5_NFS_PORT:-2552} \
         DNFS_MNT_PORT=${DNFS_TEST_KRB5_MNT_PORT:-20552} \
         bash scripts/nfs-server.sh start "$KRB5_EXPORT_DIR" | tail -n 1)
     log "Kerberos server: $DNFS_TEST_URL_KRB5"

@@ -295,3 +295,49 @@ fn a_reply_whose_protected_body_was_altered_is_refused() {
         );
     }
 }
+
+/// NFSv4.1 (program 100003 version 4) takes the same contexts: an
+/// EXCHANGE_ID COMPOUND under krb5i and krb5p gets a client ID back.
+/// (directnfs's NFSv4.1 sessions do not use Kerberos yet.)
+#[test]
+fn nfsv41_exchange_id_under_krb5i_and_krb5p() {
+    use directnfs_wire::nfs4::{
+        client_owner4, nfs_argop4, nfs_resop4, owner_id4, verifier4, COMPOUND4args, COMPOUND4res,
+        EXCHANGE_ID4args, Nfs4Res, EXCHGID4_FLAG_USE_NON_PNFS, NFSPROC4_COMPOUND, NFS_V4,
+    };
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    for flavor in [Flavor::Krb5i, Flavor::Krb5p] {
+        let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V4), flavor);
+        let args = COMPOUND4args {
+            minorversion: 1,
+            argarray: vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
+                eia_clientowner: client_owner4 {
+                    co_verifier: verifier4(*b"krb5test"),
+                    co_ownerid: owner_id4(
+                        format!(
+                            "directnfs-kerberos-test-{}-{}",
+                            flavor.name(),
+                            std::process::id()
+                        )
+                        .into_bytes(),
+                    ),
+                },
+                eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
+                ..Default::default()
+            })],
+            ..Default::default()
+        };
+        let res = conn
+            .call(NFSPROC4_COMPOUND, &to_bytes(&args), TIMEOUT)
+            .unwrap_or_else(|e| panic!("{}: COMPOUND: {e}", flavor.name()));
+        let res = decode_exact::<COMPOUND4res>(&res, "COMPOUND4res").expect("COMPOUND4res");
+        assert!(res.status.is_ok(), "{}: {:?}", flavor.name(), res.status);
+        match res.resarray.as_slice() {
+            [nfs_resop4::OP_EXCHANGE_ID(Nfs4Res::Ok(ok))] => assert_ne!(ok.eir_clientid, 0),
+            other => panic!("{}: {other:?}", flavor.name()),
+        }
+    }
+}
