@@ -340,6 +340,10 @@ start_kerberos() {
     export KRB5_CONFIG KRB5CCNAME
     KRB5_CONFIG=$(sed -n 's/^KRB5_CONFIG=//p' <<<"$env_lines")
     KRB5CCNAME=$(sed -n 's/^KRB5CCNAME=//p' <<<"$env_lines")
+    # The test user has no account here: Ganesha maps it to the anonymous
+    # id (docs/server-notes.md), which must be able to create files.
+    mkdir -p "$KRB5_EXPORT_DIR"
+    chmod 0777 "$KRB5_EXPORT_DIR"
     export DNFS_TEST_URL_KRB5 DNFS_TEST_REQUIRE_KRB5=1
     DNFS_TEST_URL_KRB5=$(DNFS_STATE_DIR="$KRB5_STATE_DIR" DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" \
         DNFS_KRB5=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 DNFS_PRIVATE_RPCBIND=1 DNFS_NFS_PORT=${DNFS_TEST_KRB5_NFS_PORT:-2552} \
