@@ -163,6 +163,13 @@ hand = {
     "mount_mnt": [w(0) + FH + w(1, 1), w(13)],
     "mount_export": [w(1) + opaque(b"/export") + w(1) + opaque(b"db1") + w(0) + w(0), w(0)],
     "rpc_reply_header": [w(1, 1, 0, 0, 0, 2, 2, 3), w(1, 1, 1, 1, 1), w(1, 1, 1, 0, 2, 2)],
+    # first byte: 0 credential, 1 init result, 2 integ data, 3 priv data
+    "rpc_gss": [
+        bytes([0]) + w(1, 0, 7, 2) + opaque(b"handle"),
+        bytes([1]) + opaque(b"ctx-handle-16byt") + w(0, 0, 32) + opaque(b"ap-rep-token"),
+        bytes([2]) + opaque(w(7) + b"args") + opaque(b"checksum"),
+        bytes([3]) + opaque(b"wrapped-token"),
+    ],
     "record_reassembly": [
         bytes([16, 3]) + w(0x00000004) + b"abcd" + w(0x80000002) + b"ef",
         bytes([2, 0]) + w(0xFFFFFFFF),

@@ -8,6 +8,8 @@
 #    NFSv4.1 (graceless: no grace period, so NFSv3 tests see no difference),
 #    without a lock manager (NLM), and as root a second one with NLM in a
 #    network namespace for the NFSv3 lock tests (preload run.sh `nlm`),
+#    and a third that takes Kerberos, with its KDC (scripts/server/kdc.sh), for
+#    the RPCSEC_GSS tests (DNFS_TEST_URL_KRB5),
 #    and runs every test against them: Rust unit/property/real-server tests
 #    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
 #    library and SQLite tests when those exist; as root also the Debian
@@ -61,6 +63,11 @@ EXPORT_DIR=${DNFS_TEST_EXPORT_DIR:-/tmp/dnfs-test-export}
 # without one, which the same tests use for the ENOLCK case.
 NLM_STATE_DIR=${DNFS_TEST_NLM_STATE_DIR:-/tmp/dnfs-test-nlm-server}
 NLM_EXPORT_DIR=${DNFS_TEST_NLM_EXPORT_DIR:-/tmp/dnfs-test-nlm-export}
+# The Kerberos tests' realm (scripts/server/kdc.sh) and server (DNFS_KRB5=1, with
+# an rpcbind of its own so it leaves the main server's registrations be).
+KDC_STATE_DIR=${DNFS_TEST_KDC_STATE_DIR:-/tmp/dnfs-test-kdc}
+KRB5_STATE_DIR=${DNFS_TEST_KRB5_STATE_DIR:-/tmp/dnfs-test-krb5-server}
+KRB5_EXPORT_DIR=${DNFS_TEST_KRB5_EXPORT_DIR:-/tmp/dnfs-test-krb5-export}
 
 QUICK=0
 DRY_RUN=0
@@ -246,6 +253,10 @@ install_packages() {
     command -v valgrind >/dev/null || missing+=(valgrind)
     # rpc.statd, the NSM side of the NLM test server's lock manager.
     [[ -x /usr/sbin/rpc.statd ]] || missing+=(nfs-common)
+    # The Kerberos tests' KDC (scripts/server/kdc.sh): krb5kdc, kadmin.local, kinit.
+    [[ -x /usr/sbin/krb5kdc ]] || missing+=(krb5-kdc)
+    [[ -x /usr/sbin/kadmin.local ]] || missing+=(krb5-admin-server)
+    command -v kinit >/dev/null || missing+=(krb5-user)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     local pg_new=
     if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
@@ -273,6 +284,8 @@ install_packages() {
 stop_server() {
     DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR="$KRB5_STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" bash scripts/server/kdc.sh stop >/dev/null 2>&1 || true
 }
 
 # The repository stands on its own: no file sends its reader to documents
@@ -556,6 +569,10 @@ start_servers() {
     else
         log "SKIPPED the NLM test server: not root (a network namespace)"
     fi
+    # Kerberos: a failure to start the KDC or this server ends the run
+    # (set -e), it is never a skip.
+    log "starting the test KDC (realm DIRECTNFS.TEST) and a Kerberized NFS-Ganesha"
+    start_kerberos
 }
 
 # The first lane: every step against the main servers, in order (the
@@ -634,6 +651,28 @@ netns_lane() {
         skip_step "multipath and ops network-namespace tests: not root"
     fi
     run_soak
+}
+
+# The realm of scripts/server/kdc.sh and a server that takes krb5, krb5i, krb5p
+# (and sys), NFSv3 and NFSv4.1; exports what crates/client/tests/kerberos*.rs read: the URL,
+# the realm's KRB5_CONFIG and the test user's ticket cache KRB5CCNAME.
+start_kerberos() {
+    local env_lines
+    env_lines=$(DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" DNFS_KDC_PORT=${DNFS_TEST_KDC_PORT:-2588} \
+        bash scripts/server/kdc.sh start)
+    export KRB5_CONFIG KRB5CCNAME
+    KRB5_CONFIG=$(sed -n 's/^KRB5_CONFIG=//p' <<<"$env_lines")
+    KRB5CCNAME=$(sed -n 's/^KRB5CCNAME=//p' <<<"$env_lines")
+    # The test user has no account here: Ganesha maps it to the anonymous
+    # id (docs/server-notes.md), which must be able to create files.
+    mkdir -p "$KRB5_EXPORT_DIR"
+    chmod 0777 "$KRB5_EXPORT_DIR"
+    export DNFS_TEST_URL_KRB5 DNFS_TEST_REQUIRE_KRB5=1
+    DNFS_TEST_URL_KRB5=$(DNFS_STATE_DIR="$KRB5_STATE_DIR" DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" \
+        DNFS_KRB5=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 DNFS_PRIVATE_RPCBIND=1 DNFS_NFS_PORT=${DNFS_TEST_KRB5_NFS_PORT:-2552} \
+        DNFS_MNT_PORT=${DNFS_TEST_KRB5_MNT_PORT:-20552} \
+        bash scripts/server/nfs-server.sh start "$KRB5_EXPORT_DIR" | tail -n 1)
+    log "Kerberos server: $DNFS_TEST_URL_KRB5"
 }
 
 # The fault soak (scripts/ci/soak.sh): DNFS_SOAK_MINUTES of faults (default

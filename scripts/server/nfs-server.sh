@@ -56,6 +56,11 @@
 #                      server's portmapper (port 111 of .2) as they would
 #                      a real filer's, and the host's rpcbind is untouched
 #   DNFS_NLM_PORT      NLM port (default 32803); DNFS_STATD_PORT statd's (32765)
+#   DNFS_KRB5=1        Kerberos (RPCSEC_GSS): the export takes SecType krb5,
+#                      krb5i, krb5p and sys, and Ganesha accepts the nfs/
+#                      principals of the realm that scripts/server/kdc.sh runs
+#                      (start it first, with the same DNFS_KDC_STATE_DIR);
+#                      Ganesha gets that realm's KRB5_CONFIG and KRB5_KTNAME
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
@@ -67,6 +72,8 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=nfs-server
 # shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
 source "$SCRIPT_DIR/lib/ganesha.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/krb5.sh
+source "$SCRIPT_DIR/lib/krb5.sh"
 
 STATE_DIR=${DNFS_STATE_DIR:-/tmp/directnfs-server}
 START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
@@ -74,6 +81,7 @@ GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
 unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
 unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED
+unset KRB5 KRB5_CONF_FILE KRB5_KEYTAB
 RPCBIND_NS=()
 
 STATE_FILE=$STATE_DIR/state.env
@@ -111,6 +119,9 @@ load_state() {
     STATD_PID=${STATD_PID:-}
     NETNS=${NETNS:-}
     NETNS_CREATED=${NETNS_CREATED:-0}
+    KRB5=${KRB5:-0}
+    KRB5_CONF_FILE=${KRB5_CONF_FILE:-}
+    KRB5_KEYTAB=${KRB5_KEYTAB:-}
 }
 
 save_state() {
@@ -133,6 +144,9 @@ STATD_PORT=$STATD_PORT
 STATD_PID=$STATD_PID
 NETNS=$NETNS
 NETNS_CREATED=$NETNS_CREATED
+KRB5=$KRB5
+KRB5_CONF_FILE=$KRB5_CONF_FILE
+KRB5_KEYTAB=$KRB5_KEYTAB
 EOF
 }
 
@@ -321,9 +335,11 @@ launch_and_wait() {
     local NLM_PORT=$NLM_PORT
     [[ $NLM == 1 ]] || NLM_PORT=
     [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
+    [[ $KRB5 == 1 ]] && krb5_ganesha_setup "$STATE_DIR/krb5cc"
     write_ganesha_conf "$CONF" "$BIND_ADDR" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
     log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH$(
-        [[ $NFS4 == 1 ]] && echo " (NFSv4.1 too, grace ${NFS4_GRACE}s)")"
+        [[ $NFS4 == 1 ]] && echo " (NFSv4.1 too, grace ${NFS4_GRACE}s)")$(
+        [[ $KRB5 == 1 ]] && echo " (Kerberos: krb5, krb5i, krb5p, sys)")"
     start_ganesha "$CONF" "$GANESHA_LOG" "$GANESHA_PIDFILE" "$GANESHA_OUT"
     local deadline=$((SECONDS + START_TIMEOUT))
     local step steps=(pidfile nfs mount rpcbind nfsls)
@@ -413,6 +429,11 @@ new_state() {
     [[ ${DNFS_PRIVATE_RPCBIND:-0} == 1 ]] && RPCBIND_MODE=private
     NLM=${DNFS_NLM:-0}
     [[ $NLM == 0 || $NLM == 1 ]] || die "DNFS_NLM must be 0 or 1"
+    KRB5=${DNFS_KRB5:-0}
+    [[ $KRB5 == 0 || $KRB5 == 1 ]] || die "DNFS_KRB5 must be 0 or 1"
+    KRB5_CONF_FILE=
+    KRB5_KEYTAB=
+    [[ $KRB5 == 1 ]] && krb5_find_realm
     NETNS=${NETNS:-}
     NETNS_CREATED=${NETNS_CREATED:-0}
     STATD_PID=${STATD_PID:-}

@@ -53,6 +53,9 @@
 //!   the name rules), [`stats`] (the statistics snapshot and its
 //!   renderers), [`alert`] (the alert log) and [`publish`] (the local
 //!   statistics endpoint `dnfs stats` reads).
+//! * [`security`]: Kerberos (RPCSEC_GSS) on one blocking connection, the
+//!   first part of `sec=krb5*`; mounts do not use it yet
+//!   (docs/security.md).
 //! * [`process`]: plumbing for the C library and the interception library
 //!   (descriptor floor, signal-blocked threads, fork generation, spare
 //!   connections); not needed by Rust programs.
@@ -83,6 +86,7 @@ mod nlm;
 pub mod process;
 pub mod publish;
 mod rpcops;
+pub mod security;
 mod signals;
 mod stale;
 pub mod stats;

@@ -17,6 +17,8 @@
 //!   ([`hostile::capture`]).
 //! * [`server`]: whether the real-server tests run: the one reading of
 //!   `DNFS_TEST_URL` and `DNFS_TEST_REQUIRE_SERVER`.
+//! * [`tap`]: a TCP relay that keeps a copy of every byte both ways (what
+//!   the Kerberos privacy test looks at).
 //! * [`threads`]: this process's threads and the signals each blocks.
 
 pub mod blocks;
@@ -25,6 +27,7 @@ pub mod hostile;
 pub mod proxy;
 pub mod rng;
 pub mod server;
+pub mod tap;
 pub mod threads;
 
 pub use blocks::{encode_block, verify_block, BlockError, Durability, Ledger, BLOCK_SIZE};

@@ -103,6 +103,27 @@ pub fn url_nlm(test: &str) -> Option<String> {
     None
 }
 
+/// `DNFS_TEST_URL_KRB5`: the NFSv3 URL of a server that takes Kerberos
+/// (`DNFS_KRB5=1 scripts/server/nfs-server.sh start`, after `scripts/server/kdc.sh
+/// start`), with the realm's `KRB5_CONFIG` and the test user's
+/// `KRB5CCNAME` in the environment. Skipped without it, unless
+/// `DNFS_TEST_REQUIRE_KRB5` is set (test.sh sets it when it started the
+/// KDC): then a missing URL is a failure.
+pub fn url_krb5(test: &str) -> Option<String> {
+    if let Some(url) = var("DNFS_TEST_URL_KRB5") {
+        return Some(url);
+    }
+    assert!(
+        var("DNFS_TEST_REQUIRE_KRB5").is_none(),
+        "{test}: DNFS_TEST_REQUIRE_KRB5 is set but DNFS_TEST_URL_KRB5 is not"
+    );
+    skipped(
+        test,
+        "DNFS_TEST_URL_KRB5 is not set (start scripts/server/kdc.sh, then a server with `DNFS_KRB5=1 scripts/server/nfs-server.sh start DIR`)",
+    );
+    None
+}
+
 fn url_of(key: &str, test: &str) -> Option<String> {
     if let Some(url) = var(key) {
         return Some(url);

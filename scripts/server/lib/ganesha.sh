@@ -133,6 +133,9 @@ attr_cache_lines() {
 # NLM_PORT (environment, optional): with a port, Ganesha's lock manager
 # (NLM v4 for NFSv3 locks) is on and listens there; it needs rpc.statd
 # (start_statd) and an rpcbind both can reach.
+# GANESHA_SECTYPE (environment, default sys): the export's SecType list;
+# GANESHA_EXTRA_BLOCK: a block written before the export (lib/krb5.sh sets
+# both for the Kerberos mode).
 write_ganesha_conf() {
     local file=$1 bind=$2 nfs_port=$3 mnt_port=$4 dir=$5 pseudo=$6
     local recovery=${7:-} grace=${8:-0} lease=${9:-}
@@ -157,6 +160,7 @@ $nlm_lines
     Mount_Path_Pseudo = true;
 }
 $nfsv4_block
+${GANESHA_EXTRA_BLOCK:-}
 EXPORT {
     Export_Id = 1;
     Path = "$dir";
@@ -164,7 +168,7 @@ EXPORT {
     Protocols = $protocols;
     Access_Type = RW;
     Squash = No_Root_Squash;
-    SecType = sys;
+    SecType = ${GANESHA_SECTYPE:-sys};
 $(attr_cache_lines)
 $(transfer_size_lines)
     FSAL {

@@ -1,7 +1,8 @@
 //! ONC RPC version 2 (RFC 5531): call and reply messages, authentication
-//! flavors, and TCP record marking.
+//! flavors (AUTH_SYS; RPCSEC_GSS in [`gss`]), and TCP record marking.
 
 pub mod auth;
+pub mod gss;
 pub mod msg;
 pub mod record;
 

@@ -1,0 +1,296 @@
+//! One established RPCSEC_GSS context (RFC 2203 §5.3): how a call is
+//! sealed (credential, header checksum, body checksummed or wrapped) and
+//! how its reply is opened (verifier checked, body checked or unwrapped).
+//! Bytes in, bytes out: the socket is the caller's.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use directnfs_wire::rpc::auth::AuthFlavor;
+use directnfs_wire::rpc::gss::{self, GssCred, GssProc, GssService, MAXSEQ};
+use directnfs_wire::rpc::{
+    encode_call_header, AcceptedReply, AuthStat, OpaqueAuth, RejectedReply, ReplyBody, ReplyHeader,
+};
+use directnfs_wire::{Decode, Encode, XdrReader};
+
+use super::gssapi::SecContext;
+use super::window::SeqWindow;
+use super::{Flavor, SecurityError};
+
+/// An established context: the server's handle, its window, the next
+/// sequence number, and the GSS-API context that makes the checksums.
+#[derive(Debug)]
+pub struct GssContext {
+    gss: Mutex<SecContext>,
+    handle: Vec<u8>,
+    service: GssService,
+    next_seq: AtomicU32,
+    window: SeqWindow,
+    server: String,
+}
+
+/// A sealed call: the record to send (no record mark) and the sequence
+/// number its reply must echo.
+#[derive(Debug)]
+pub struct SealedCall {
+    /// The call message, from the XID on.
+    pub message: Vec<u8>,
+    /// Its RPCSEC_GSS sequence number.
+    pub seq_num: u32,
+}
+
+/// The RPCSEC_GSS service of a Kerberos flavor (RFC 2623 §2.2).
+pub(crate) fn service_of(flavor: Flavor) -> GssService {
+    match flavor {
+        Flavor::Krb5i => GssService::RPC_GSS_SVC_INTEGRITY,
+        Flavor::Krb5p => GssService::RPC_GSS_SVC_PRIVACY,
+        Flavor::Sys | Flavor::Krb5 => GssService::RPC_GSS_SVC_NONE,
+    }
+}
+
+impl GssContext {
+    pub(crate) fn new(
+        gss: SecContext,
+        handle: Vec<u8>,
+        flavor: Flavor,
+        seq_window: u32,
+        server: String,
+    ) -> Self {
+        Self {
+            gss: Mutex::new(gss),
+            handle,
+            service: service_of(flavor),
+            next_seq: AtomicU32::new(1),
+            window: SeqWindow::new(seq_window),
+            server,
+        }
+    }
+
+    /// The server's sequence window: calls of this context in flight are
+    /// kept within it.
+    pub fn window(&self) -> &SeqWindow {
+        &self.window
+    }
+
+    /// The server's context handle.
+    pub fn handle(&self) -> &[u8] {
+        &self.handle
+    }
+
+    fn gss(&self) -> std::sync::MutexGuard<'_, SecContext> {
+        self.gss.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn gss_failed(&self, e: super::gssapi::GssError) -> SecurityError {
+        SecurityError::Gss {
+            server: self.server.clone(),
+            source: e,
+        }
+    }
+
+    /// Seals one call with a new sequence number: a retransmission must be
+    /// sealed again (RFC 2203 §5.3.3.1: the server drops a number it has
+    /// seen). `args` are the procedure's encoded arguments.
+    pub fn seal(
+        &self,
+        xid: u32,
+        (prog, vers, proc_): (u32, u32, u32),
+        args: &[u8],
+    ) -> Result<SealedCall, SecurityError> {
+        let seq_num = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        if seq_num >= MAXSEQ {
+            return Err(SecurityError::ContextExhausted {
+                server: self.server.clone(),
+            });
+        }
+        let cred = GssCred {
+            gss_proc: GssProc::RPCSEC_GSS_DATA,
+            seq_num,
+            service: self.service,
+            handle: self.handle.clone(),
+        }
+        .to_opaque_auth();
+        let mut message = Vec::with_capacity(128 + args.len());
+        let mut cred_bytes = Vec::with_capacity(32 + self.handle.len());
+        cred.encode(&mut cred_bytes);
+        encode_call_header(&mut message, xid, prog, vers, proc_, &cred_bytes);
+        let mut gss = self.gss();
+        // RFC 2203 §5.3.1: the verifier is the checksum of the header up
+        // to and including the credential.
+        let mic = gss.get_mic(&message).map_err(|e| self.gss_failed(e))?;
+        OpaqueAuth {
+            flavor: AuthFlavor::RPCSEC_GSS,
+            body: mic,
+        }
+        .encode(&mut message);
+        match self.service {
+            GssService::RPC_GSS_SVC_INTEGRITY => {
+                let mut plain = Vec::with_capacity(4 + args.len());
+                gss::encode_data_body(&mut plain, seq_num, args);
+                let checksum = gss.get_mic(&plain).map_err(|e| self.gss_failed(e))?;
+                gss::encode_integ_data(&mut message, &plain, &checksum);
+            }
+            GssService::RPC_GSS_SVC_PRIVACY => {
+                let mut plain = Vec::with_capacity(4 + args.len());
+                gss::encode_data_body(&mut plain, seq_num, args);
+                let wrapped = gss.wrap(&plain).map_err(|e| self.gss_failed(e))?;
+                gss::encode_priv_data(&mut message, &wrapped);
+            }
+            _ => message.extend_from_slice(args),
+        }
+        Ok(SealedCall { message, seq_num })
+    }
+
+    /// Opens the reply `record` (no record mark) to the call `xid` sealed
+    /// with `seq_num`: checks the verifier (RFC 2203 §5.3.3.2) and the
+    /// body's checksum, unwraps a private body, and returns the
+    /// procedure's results. `max_body` bounds a protected body.
+    pub fn open(
+        &self,
+        record: &[u8],
+        xid: u32,
+        seq_num: u32,
+        max_body: usize,
+    ) -> Result<Vec<u8>, SecurityError> {
+        let malformed = |detail: String| SecurityError::Malformed {
+            server: self.server.clone(),
+            detail,
+        };
+        let mut r = XdrReader::new(record);
+        let header = ReplyHeader::decode(&mut r).map_err(|e| malformed(e.to_string()))?;
+        if header.xid != xid {
+            return Err(malformed(format!(
+                "reply XID {:#x} does not match call {xid:#x}",
+                header.xid
+            )));
+        }
+        let verf = match header.body {
+            ReplyBody::Accepted {
+                verf,
+                stat: AcceptedReply::Success,
+            } => verf,
+            ReplyBody::Denied(RejectedReply::AuthError(status)) => {
+                return Err(SecurityError::Rejected {
+                    server: self.server.clone(),
+                    status,
+                })
+            }
+            other => return Err(malformed(format!("call not accepted: {other:?}"))),
+        };
+        let mut gss = self.gss();
+        if verf.flavor != AuthFlavor::RPCSEC_GSS {
+            return Err(SecurityError::BadVerifier {
+                server: self.server.clone(),
+                detail: format!("flavor {} instead of RPCSEC_GSS", verf.flavor),
+            });
+        }
+        gss.verify_mic(&gss::reply_verifier_input(seq_num), &verf.body)
+            .map_err(|e| SecurityError::BadVerifier {
+                server: self.server.clone(),
+                detail: e.to_string(),
+            })?;
+        let body = r.rest();
+        let results = match self.service {
+            GssService::RPC_GSS_SVC_INTEGRITY => {
+                let d =
+                    gss::decode_integ_data(body, max_body).map_err(|e| malformed(e.to_string()))?;
+                gss.verify_mic(d.databody, d.checksum)
+                    .map_err(|e| self.gss_failed(e))?;
+                gss::data_body_args(d.databody, seq_num)
+                    .map_err(|e| malformed(e.to_string()))?
+                    .to_vec()
+            }
+            GssService::RPC_GSS_SVC_PRIVACY => {
+                let wrapped =
+                    gss::decode_priv_data(body, max_body).map_err(|e| malformed(e.to_string()))?;
+                let plain = gss.unwrap(wrapped).map_err(|e| self.gss_failed(e))?;
+                gss::data_body_args(&plain, seq_num)
+                    .map_err(|e| malformed(e.to_string()))?
+                    .to_vec()
+            }
+            _ => body.to_vec(),
+        };
+        Ok(results)
+    }
+}
+
+/// An INIT or CONTINUE_INIT call (RFC 2203 §5.2.2): a NULL procedure call
+/// whose credential has no handle yet (or the one the server gave) and
+/// whose arguments are the GSS token.
+pub(crate) fn init_call(
+    xid: u32,
+    (prog, vers): (u32, u32),
+    service: GssService,
+    handle: &[u8],
+    token: &[u8],
+) -> Vec<u8> {
+    let gss_proc = if handle.is_empty() {
+        GssProc::RPCSEC_GSS_INIT
+    } else {
+        GssProc::RPCSEC_GSS_CONTINUE_INIT
+    };
+    let mut cred = Vec::with_capacity(32 + handle.len());
+    GssCred {
+        gss_proc,
+        seq_num: 0,
+        service,
+        handle: handle.to_vec(),
+    }
+    .to_opaque_auth()
+    .encode(&mut cred);
+    OpaqueAuth::none().encode(&mut cred);
+    let mut message = Vec::with_capacity(64 + cred.len() + token.len());
+    encode_call_header(&mut message, xid, prog, vers, 0, &cred);
+    gss::encode_init_arg(&mut message, token);
+    message
+}
+
+/// The verifier and `rpc_gss_init_res` of an INIT reply, or why the
+/// server refused.
+pub(crate) fn init_reply(
+    record: &[u8],
+    xid: u32,
+    server: &str,
+) -> Result<(OpaqueAuth, gss::GssInitRes), SecurityError> {
+    let malformed = |detail: String| SecurityError::Malformed {
+        server: server.to_owned(),
+        detail,
+    };
+    let mut r = XdrReader::new(record);
+    let header = ReplyHeader::decode(&mut r).map_err(|e| malformed(e.to_string()))?;
+    if header.xid != xid {
+        return Err(malformed(format!(
+            "INIT reply XID {:#x} is not {xid:#x}",
+            header.xid
+        )));
+    }
+    match header.body {
+        ReplyBody::Accepted {
+            verf,
+            stat: AcceptedReply::Success,
+        } => {
+            let res = gss::GssInitRes::decode(&mut r).map_err(|e| malformed(e.to_string()))?;
+            Ok((verf, res))
+        }
+        ReplyBody::Denied(RejectedReply::AuthError(status)) => Err(SecurityError::Rejected {
+            server: server.to_owned(),
+            status,
+        }),
+        other => Err(malformed(format!("INIT not accepted: {other:?}"))),
+    }
+}
+
+/// What an AUTH_ERROR of a Kerberos call means, in words (RFC 2203
+/// §5.3.3.3 adds the two RPCSEC_GSS values).
+pub(crate) fn describe_auth(status: AuthStat) -> &'static str {
+    match status {
+        AuthStat::RPCSEC_GSS_CREDPROBLEM => {
+            "the server cannot use the credential (RPCSEC_GSS_CREDPROBLEM)"
+        }
+        AuthStat::RPCSEC_GSS_CTXPROBLEM => {
+            "the server lost or refused the context (RPCSEC_GSS_CTXPROBLEM)"
+        }
+        AuthStat::AUTH_TOOWEAK => "the export does not take this flavor (AUTH_TOOWEAK)",
+        _ => "the server refused the credential",
+    }
+}

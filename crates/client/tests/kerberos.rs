@@ -1,0 +1,343 @@
+//! Kerberos (RPCSEC_GSS, RFC 2203) against a real KDC and NFS-Ganesha
+//! (`scripts/server/kdc.sh`, `DNFS_KRB5=1 scripts/server/nfs-server.sh`): the context
+//! handshake, then MOUNT and NFSv3 calls sealed with krb5, krb5i and
+//! krb5p, their data read back; and what crosses the wire under krb5p.
+//!
+//! The environment is `scripts/test.sh`'s: `DNFS_TEST_URL_KRB5`, and the
+//! realm's `KRB5_CONFIG` with the test user's ticket in `KRB5CCNAME`.
+
+// Test code: a failed expectation is a test failure, said in words.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use directnfs::security::{Flavor, GssConnection, SecurityError};
+use directnfs_wire::mount::{dirpath, mountres3, MOUNTPROC3_MNT, MOUNT_PROGRAM, MOUNT_V3};
+use directnfs_wire::nfs3::{
+    createhow3, diropargs3, filename3, nfs_fh3, sattr3, stable_how, CREATE3args, CREATE3res,
+    Nfs3Res, READ3args, READ3res, WRITE3args, WRITE3res, NFSPROC3_CREATE, NFSPROC3_READ,
+    NFSPROC3_WRITE, NFS_PROGRAM, NFS_V3,
+};
+use directnfs_wire::xdr::{decode_exact, to_bytes};
+
+const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The parts of an NFSv3 test URL
+/// (`nfs://HOST/PATH?nfsport=N&mountport=M`).
+struct Target {
+    host: String,
+    path: String,
+    nfs: SocketAddr,
+    mount: SocketAddr,
+}
+
+fn target(url: &str) -> Target {
+    let rest = url.strip_prefix("nfs://").expect("nfs:// URL");
+    let (host_path, query) = rest.split_once('?').expect("URL with ports");
+    let (host, path) = host_path.split_at(host_path.find('/').expect("URL path"));
+    let port = |key: &str| -> u16 {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(key))
+            .and_then(|v| v.strip_prefix('='))
+            .expect("port in URL")
+            .parse()
+            .expect("numeric port")
+    };
+    let addr = |p: u16| (host, p).to_socket_addrs().unwrap().next().unwrap();
+    Target {
+        host: host.to_owned(),
+        path: path.to_owned(),
+        nfs: addr(port("nfsport")),
+        mount: addr(port("mountport")),
+    }
+}
+
+fn connect(addr: SocketAddr, t: &Target, prog: (u32, u32), flavor: Flavor) -> GssConnection {
+    let stream = TcpStream::connect_timeout(&addr, TIMEOUT).expect("connect");
+    GssConnection::establish(stream, &t.host, prog, flavor, TIMEOUT)
+        .unwrap_or_else(|e| panic!("{}: context with {addr}: {e}", flavor.name()))
+}
+
+/// MNT over a Kerberos context: the export's root handle.
+fn mount_root(t: &Target, flavor: Flavor) -> nfs_fh3 {
+    let mut conn = connect(t.mount, t, (MOUNT_PROGRAM, MOUNT_V3), flavor);
+    let args = to_bytes(&dirpath(t.path.as_bytes().to_vec()));
+    let res = conn.call(MOUNTPROC3_MNT, &args, TIMEOUT).expect("MNT");
+    match decode_exact::<mountres3>(&res, "mountres3").expect("mountres3") {
+        mountres3::Ok(ok) => ok.fhandle,
+        mountres3::Err(s) => panic!("MNT {}: {s:?}", t.path),
+    }
+}
+
+fn create(conn: &mut GssConnection, dir: &nfs_fh3, name: &str) -> nfs_fh3 {
+    let args = CREATE3args {
+        where_: diropargs3 {
+            dir: *dir,
+            name: filename3(name.as_bytes().to_vec()),
+        },
+        how: createhow3::Unchecked(sattr3::default()),
+    };
+    let res = conn
+        .call(NFSPROC3_CREATE, &to_bytes(&args), TIMEOUT)
+        .expect("CREATE");
+    match decode_exact::<CREATE3res>(&res, "CREATE3res").expect("CREATE3res") {
+        Nfs3Res::Ok(ok) => ok.obj.expect("CREATE returns the handle"),
+        Nfs3Res::Fail(s, _) => panic!("CREATE {name}: {s:?}"),
+    }
+}
+
+fn write(conn: &mut GssConnection, fh: &nfs_fh3, offset: u64, data: &[u8]) {
+    let args = WRITE3args {
+        file: *fh,
+        offset,
+        count: data.len() as u32,
+        stable: stable_how::FILE_SYNC,
+        data: data.to_vec(),
+    };
+    let res = conn
+        .call(NFSPROC3_WRITE, &to_bytes(&args), TIMEOUT)
+        .expect("WRITE");
+    match decode_exact::<WRITE3res>(&res, "WRITE3res").expect("WRITE3res") {
+        Nfs3Res::Ok(ok) => assert_eq!(ok.count as usize, data.len(), "short WRITE"),
+        Nfs3Res::Fail(s, _) => panic!("WRITE: {s:?}"),
+    }
+}
+
+fn read(conn: &mut GssConnection, fh: &nfs_fh3, offset: u64, count: u32) -> Vec<u8> {
+    let args = READ3args {
+        file: *fh,
+        offset,
+        count,
+    };
+    let res = conn
+        .call(NFSPROC3_READ, &to_bytes(&args), TIMEOUT)
+        .expect("READ");
+    match decode_exact::<READ3res>(&res, "READ3res").expect("READ3res") {
+        Nfs3Res::Ok(ok) => ok.data,
+        Nfs3Res::Fail(s, _) => panic!("READ: {s:?}"),
+    }
+}
+
+/// A pattern no NFS header or Kerberos token would contain by chance.
+fn pattern(len: usize) -> Vec<u8> {
+    let text = b"directnfs-plaintext-marker-";
+    (0..len)
+        .map(|i| text[i % text.len()] ^ (i / 64) as u8)
+        .collect()
+}
+
+fn write_and_read_back(flavor: Flavor) {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    let root = mount_root(&t, flavor);
+    let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V3), flavor);
+    assert!(conn.context().window().limit() >= 1);
+    let name = format!("krb-{}-{}", flavor.name(), std::process::id());
+    let fh = create(&mut conn, &root, &name);
+    let data: Vec<u8> = (0..256 * 1024u32)
+        .map(|i| (i * 7 + i / 251) as u8)
+        .collect();
+    write(&mut conn, &fh, 0, &data[..128 * 1024]);
+    write(&mut conn, &fh, 128 * 1024, &data[128 * 1024..]);
+    let mut back = read(&mut conn, &fh, 0, 200 * 1024);
+    back.extend(read(&mut conn, &fh, 200 * 1024, 100 * 1024));
+    assert_eq!(
+        back.len(),
+        data.len(),
+        "{}: length read back",
+        flavor.name()
+    );
+    assert!(back == data, "{}: data read back differs", flavor.name());
+}
+
+#[test]
+fn krb5_writes_and_reads_a_file_on_nfsv3() {
+    write_and_read_back(Flavor::Krb5);
+}
+
+#[test]
+fn krb5i_writes_and_reads_a_file_on_nfsv3() {
+    write_and_read_back(Flavor::Krb5i);
+}
+
+#[test]
+fn krb5p_writes_and_reads_a_file_on_nfsv3() {
+    write_and_read_back(Flavor::Krb5p);
+}
+
+/// What the client sent and received through a recording relay while
+/// writing and reading back `marker` with `flavor`.
+fn wire_bytes(flavor: Flavor, marker: &[u8]) -> Option<(Vec<u8>, Vec<u8>)> {
+    let url = directnfs_testkit::server::url_krb5("kerberos")?;
+    let t = target(&url);
+    let root = mount_root(&t, flavor);
+    let relay = directnfs_testkit::tap::TapRelay::start(t.nfs).expect("relay");
+    let mut conn = connect(relay.local_addr(), &t, (NFS_PROGRAM, NFS_V3), flavor);
+    let fh = create(
+        &mut conn,
+        &root,
+        &format!("krb-wire-{}-{}", flavor.name(), std::process::id()),
+    );
+    write(&mut conn, &fh, 0, marker);
+    assert_eq!(read(&mut conn, &fh, 0, marker.len() as u32), marker);
+    drop(conn);
+    Some((relay.sent(), relay.received()))
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+#[test]
+fn krb5p_sends_and_receives_no_plaintext() {
+    let marker = pattern(4096);
+    // The control: under krb5i the data crosses in clear, and the relay
+    // sees it both ways, so the check below can see plaintext.
+    let Some((sent, received)) = wire_bytes(Flavor::Krb5i, &marker) else {
+        return;
+    };
+    assert!(
+        contains(&sent, &marker[..64]),
+        "krb5i WRITE data not seen by the relay"
+    );
+    assert!(
+        contains(&received, &marker[..64]),
+        "krb5i READ data not seen by the relay"
+    );
+    let (sent, received) = wire_bytes(Flavor::Krb5p, &marker).expect("same server");
+    assert!(sent.len() > marker.len() && received.len() > marker.len());
+    for window in [&marker[..16], &marker[1000..1016], &marker[4080..]] {
+        assert!(!contains(&sent, window), "krb5p: plaintext sent");
+        assert!(!contains(&received, window), "krb5p: plaintext received");
+    }
+}
+
+#[test]
+fn each_retransmission_needs_a_new_sequence_number() {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V3), Flavor::Krb5i);
+    let (_, a) = conn.seal(0, &[]).expect("seal");
+    let (_, b) = conn.seal(0, &[]).expect("seal");
+    assert_ne!(
+        a.seq_num, b.seq_num,
+        "two sealings of one call share a number"
+    );
+    assert_ne!(a.message, b.message);
+}
+
+#[test]
+fn a_reply_whose_verifier_was_altered_is_refused() {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V3), Flavor::Krb5);
+    // NULL: the reply is the header and the verifier only.
+    let (xid, sealed) = conn.seal(0, &[]).expect("seal");
+    let record = conn.round_trip(&sealed.message, TIMEOUT).expect("NULL");
+    let ctx = conn.context();
+    assert_eq!(
+        ctx.open(&record, xid, sealed.seq_num, 1 << 20)
+            .expect("intact reply"),
+        b""
+    );
+    // The verifier's body starts after xid, REPLY, MSG_ACCEPTED, its
+    // flavor and its length.
+    let mut altered = record.clone();
+    altered[20] ^= 0x01;
+    let e = ctx
+        .open(&altered, xid, sealed.seq_num, 1 << 20)
+        .unwrap_err();
+    assert!(matches!(e, SecurityError::BadVerifier { .. }), "{e}");
+    // The intact reply checked against another sequence number fails too:
+    // the verifier is the checksum of the call's own number.
+    let e = ctx
+        .open(&record, xid, sealed.seq_num + 1, 1 << 20)
+        .unwrap_err();
+    assert!(matches!(e, SecurityError::BadVerifier { .. }), "{e}");
+}
+
+/// A reply whose protected body was altered on the way (its checksum
+/// under krb5i, its wrap token under krb5p) is refused, though its
+/// verifier is intact.
+#[test]
+fn a_reply_whose_protected_body_was_altered_is_refused() {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    for flavor in [Flavor::Krb5i, Flavor::Krb5p] {
+        let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V3), flavor);
+        let (xid, sealed) = conn.seal(0, &[]).expect("seal");
+        let record = conn.round_trip(&sealed.message, TIMEOUT).expect("NULL");
+        let ctx = conn.context();
+        ctx.open(&record, xid, sealed.seq_num, 1 << 20)
+            .unwrap_or_else(|e| panic!("{}: intact reply refused: {e}", flavor.name()));
+        // The body ends the record; 4 bytes from the end is inside the
+        // checksum or token whatever its padding.
+        let mut altered = record.clone();
+        let at = altered.len() - 4;
+        altered[at] ^= 0x01;
+        let e = ctx
+            .open(&altered, xid, sealed.seq_num, 1 << 20)
+            .expect_err("an altered body passed");
+        assert!(
+            matches!(e, SecurityError::Gss { .. }),
+            "{}: {e}",
+            flavor.name()
+        );
+    }
+}
+
+/// NFSv4.1 (program 100003 version 4) takes the same contexts: an
+/// EXCHANGE_ID COMPOUND under krb5i and krb5p gets a client ID back.
+/// (directnfs's NFSv4.1 sessions do not use Kerberos yet.)
+#[test]
+fn nfsv41_exchange_id_under_krb5i_and_krb5p() {
+    use directnfs_wire::nfs4::{
+        client_owner4, nfs_argop4, nfs_resop4, owner_id4, verifier4, COMPOUND4args, COMPOUND4res,
+        EXCHANGE_ID4args, Nfs4Res, EXCHGID4_FLAG_USE_NON_PNFS, NFSPROC4_COMPOUND, NFS_V4,
+    };
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let t = target(&url);
+    for flavor in [Flavor::Krb5i, Flavor::Krb5p] {
+        let mut conn = connect(t.nfs, &t, (NFS_PROGRAM, NFS_V4), flavor);
+        let args = COMPOUND4args {
+            minorversion: 1,
+            argarray: vec![nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
+                eia_clientowner: client_owner4 {
+                    co_verifier: verifier4(*b"krb5test"),
+                    co_ownerid: owner_id4(
+                        format!(
+                            "directnfs-kerberos-test-{}-{}",
+                            flavor.name(),
+                            std::process::id()
+                        )
+                        .into_bytes(),
+                    ),
+                },
+                eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
+                ..Default::default()
+            })],
+            ..Default::default()
+        };
+        let res = conn
+            .call(NFSPROC4_COMPOUND, &to_bytes(&args), TIMEOUT)
+            .unwrap_or_else(|e| panic!("{}: COMPOUND: {e}", flavor.name()));
+        let res = decode_exact::<COMPOUND4res>(&res, "COMPOUND4res").expect("COMPOUND4res");
+        assert!(res.status.is_ok(), "{}: {:?}", flavor.name(), res.status);
+        match res.resarray.as_slice() {
+            [nfs_resop4::OP_EXCHANGE_ID(Nfs4Res::Ok(ok))] => assert_ne!(ok.eir_clientid, 0),
+            other => panic!("{}: {other:?}", flavor.name()),
+        }
+    }
+}

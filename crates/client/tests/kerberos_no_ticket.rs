@@ -1,0 +1,76 @@
+//! A user without Kerberos credentials (no ticket cache, no client
+//! keytab) gets a clear EACCES that names the server and what is missing,
+//! at once, never a hang. A test binary of its own: it points this
+//! process's `KRB5CCNAME` and `KRB5_CLIENT_KTNAME` at files that do not
+//! exist, before the GSS-API library is first used.
+
+// Test code: a failed expectation is a test failure, said in words.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use directnfs::security::{Flavor, GssConnection, GssError, SecurityError};
+use directnfs_wire::nfs3::{NFS_PROGRAM, NFS_V3};
+
+#[test]
+fn no_ticket_is_eacces_naming_the_server() {
+    let Some(url) = directnfs_testkit::server::url_krb5("no_ticket_is_eacces_naming_the_server")
+    else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("dnfs-no-ticket-{}", std::process::id()));
+    std::env::set_var(
+        "KRB5CCNAME",
+        format!("FILE:{}/missing.ccache", dir.display()),
+    );
+    std::env::set_var(
+        "KRB5_CLIENT_KTNAME",
+        format!("FILE:{}/missing.keytab", dir.display()),
+    );
+    let rest = url.strip_prefix("nfs://").expect("nfs URL");
+    let host = &rest[..rest.find('/').expect("path")];
+    let port: u16 = rest
+        .split(['?', '&'])
+        .find_map(|kv| kv.strip_prefix("nfsport="))
+        .expect("nfsport")
+        .parse()
+        .expect("port");
+    let addr = (host, port).to_socket_addrs().unwrap().next().unwrap();
+    let stream = TcpStream::connect(addr).expect("connect");
+    let started = Instant::now();
+    for flavor in [Flavor::Krb5, Flavor::Krb5p] {
+        let stream = stream.try_clone().expect("clone");
+        let e = GssConnection::establish(
+            stream,
+            host,
+            (NFS_PROGRAM, NFS_V3),
+            flavor,
+            Duration::from_secs(20),
+        )
+        .expect_err("a context without credentials");
+        assert!(
+            matches!(
+                e,
+                SecurityError::Gss {
+                    source: GssError::NoCredentials(_),
+                    ..
+                }
+            ),
+            "{}: not a missing-credentials error: {e}",
+            flavor.name()
+        );
+        assert_eq!(e.errno(), libc::EACCES);
+        let text = e.to_string();
+        assert!(text.contains(&addr.to_string()), "names no server: {text}");
+        assert!(
+            text.contains("kinit") && text.contains("missing.ccache"),
+            "says not what is missing: {text}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+}
