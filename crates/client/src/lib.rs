@@ -101,7 +101,8 @@ pub struct ReadmeExample;
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, Completion, ScopedBatch, SEND_QUEUE_MAX};
-pub use client::{Client, Limits, PathSpec, Target, MAX_DIR_LISTING};
+pub use client::{Client, Limits, MAX_DIR_LISTING};
+pub use config::target::{PathSpec, Target};
 pub use error::{Error, Result};
 pub use file::{File, OpenOptions};
 pub use handle::Handle;

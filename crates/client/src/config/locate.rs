@@ -12,9 +12,8 @@ use std::net::IpAddr;
 
 use super::dnfstab::{ConfigError, DnfsTab, ServerEntry};
 use super::paths::join;
+use super::target::{PathSpec, Target};
 use super::url::NfsUrl;
-use crate::client::{PathSpec, Target};
-use crate::error::{Error, Result};
 
 /// What a name resolved to.
 #[derive(Debug, Clone)]
@@ -53,9 +52,9 @@ impl DnfsTab {
     /// `local:` address parsed, the export and the block's options.
     ///
     /// # Errors
-    /// [`Error::Config`] with [`ConfigError::LocalAddress`] for a `local:`
-    /// address that is not an IP address.
-    pub fn locate(&self, path: &str) -> Result<Option<Located>> {
+    /// [`ConfigError::LocalAddress`] for a `local:` address that is not an
+    /// IP address (`crate::Error::Config` once converted).
+    pub fn locate(&self, path: &str) -> Result<Option<Located>, ConfigError> {
         let Some(r) = self.resolve(path) else {
             return Ok(None);
         };
@@ -83,22 +82,22 @@ impl DnfsTab {
     /// `local:` addresses parsed.
     ///
     /// # Errors
-    /// [`Error::Config`] with [`ConfigError::LocalAddress`] for a `local:`
-    /// address that is not an IP address.
-    pub fn path_specs(&self, server: &ServerEntry) -> Result<Vec<PathSpec>> {
+    /// [`ConfigError::LocalAddress`] for a `local:` address that is not an
+    /// IP address (`crate::Error::Config` once converted).
+    pub fn path_specs(&self, server: &ServerEntry) -> Result<Vec<PathSpec>, ConfigError> {
         server
             .paths
             .iter()
             .map(|p| {
                 let local = match &p.local {
                     None => None,
-                    Some(l) => Some(l.parse::<IpAddr>().map_err(|_| {
-                        Error::Config(ConfigError::LocalAddress {
+                    Some(l) => {
+                        Some(l.parse::<IpAddr>().map_err(|_| ConfigError::LocalAddress {
                             file: self.source.clone(),
                             line: p.line,
                             address: l.clone(),
-                        })
-                    })?),
+                        })?)
+                    }
                 };
                 Ok(PathSpec {
                     local,
@@ -188,7 +187,7 @@ mod tests {
     #[test]
     fn a_bad_local_address_names_file_and_line() {
         let t = tab("server: f\nlocal: eth0\npath: 10.0.0.2\nexport: /v mount: /db\n");
-        let Err(e) = t.locate("/db/x") else {
+        let Err(e) = t.locate("/db/x").map_err(crate::Error::from) else {
             panic!("accepted a bad local address");
         };
         assert_eq!(
@@ -198,7 +197,7 @@ mod tests {
         assert_eq!(e.errno(), libc::EINVAL);
         assert!(matches!(
             e,
-            Error::Config(ConfigError::LocalAddress { line: 3, ref address, .. }) if address == "eth0"
+            crate::Error::Config(ConfigError::LocalAddress { line: 3, ref address, .. }) if address == "eth0"
         ));
     }
 

@@ -76,6 +76,7 @@ pub mod kernel;
 mod locate;
 mod options;
 mod paths;
+pub(crate) mod target;
 mod url;
 
 pub use dnfstab::{
