@@ -134,22 +134,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
+use crate::completion::{contiguous, Completion, PieceResult};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::io::call::{released, BatchQueue, Call, CallPool, Notify, ReadDest, Sink};
 use crate::v4::batch::{self as v4batch, Pipeline, WriteData};
-
-/// One finished operation.
-#[derive(Debug)]
-pub struct Completion {
-    /// The token given at submission.
-    pub token: u64,
-    /// Bytes transferred, or the error.
-    pub result: Result<usize>,
-    /// The buffer of a [`read_owned`](Batch::read_owned) or
-    /// [`write_owned`](Batch::write_owned), handed back for reuse.
-    pub buffer: Option<Vec<u8>>,
-}
 
 #[derive(Debug)]
 enum Kind {
@@ -167,9 +156,6 @@ struct Piece {
     seq: usize,
     data: Option<Arc<[u8]>>,
 }
-
-/// One piece of an operation: bytes asked, and once done, bytes got and EOF.
-pub(crate) type PieceResult = (usize, Option<(usize, bool)>);
 
 #[derive(Debug)]
 struct Op {
@@ -780,19 +766,6 @@ impl<'buf> Batch<'buf> {
         self.release_op(piece.op);
         self.in_flight -= 1;
     }
-}
-
-/// Bytes read from the start of the operation up to the first short piece.
-pub(crate) fn contiguous(got: &[PieceResult]) -> usize {
-    let mut total = 0;
-    for (want, got) in got {
-        let (n, eof) = got.unwrap_or((0, true));
-        total += n;
-        if n < *want || eof {
-            break;
-        }
-    }
-    total
 }
 
 impl Drop for Batch<'_> {

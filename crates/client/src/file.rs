@@ -24,9 +24,9 @@ use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
-use crate::rpcops::Written;
 use crate::writebehind::WriteBehind;
 use crate::writelog::WriteLog;
+use crate::written::Written;
 
 /// How to open a file; see [`Client::open_with`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

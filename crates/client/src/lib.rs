@@ -67,6 +67,7 @@ pub mod alert;
 mod attrs;
 mod batch;
 mod client;
+mod completion;
 pub mod config;
 mod errno;
 mod error;
@@ -91,6 +92,7 @@ mod testing;
 mod v4;
 mod writebehind;
 mod writelog;
+mod written;
 
 /// The repository README, whose Rust example `cargo test --doc` compiles
 /// (`no_run`: it needs a server), so the README cannot show an API that
@@ -100,8 +102,9 @@ mod writelog;
 pub struct ReadmeExample;
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
-pub use batch::{Batch, Completion, ScopedBatch, SEND_QUEUE_MAX};
+pub use batch::{Batch, ScopedBatch, SEND_QUEUE_MAX};
 pub use client::{Client, Limits, MAX_DIR_LISTING};
+pub use completion::Completion;
 pub use config::target::{PathSpec, Target};
 pub use error::{Error, Result};
 pub use file::{File, OpenOptions};
