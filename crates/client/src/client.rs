@@ -14,8 +14,8 @@
 //! | `client/credential.rs` | the AUTH_SYS credential (ids, groups, host name) |
 //!
 //! Other modules add their own `impl Client`: opening files (`file.rs`),
-//! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attrs.rs`), links
-//! (`links.rs`), file handles (`handle.rs`), batches (`batch.rs`).
+//! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attr_calls.rs`), links
+//! (`links.rs`), file handles (`handle_calls.rs`), batches (`batch.rs`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

@@ -64,6 +64,7 @@
 #![warn(missing_docs)]
 
 pub mod alert;
+mod attr_calls;
 mod attrs;
 mod batch;
 mod client;
@@ -76,6 +77,7 @@ mod file;
 mod fork;
 mod fsync;
 mod handle;
+mod handle_calls;
 mod io;
 mod links;
 mod metadata;
