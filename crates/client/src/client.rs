@@ -106,6 +106,17 @@ impl Drop for Inner {
     }
 }
 
+/// What the statistics endpoint asks of a client (`publish/server.rs`).
+impl crate::publish::Published for Inner {
+    fn publish_stats(&self) -> bool {
+        self.options.publish_stats
+    }
+
+    fn snapshot(self: Arc<Self>) -> StatsSnapshot {
+        Client { inner: self }.stats()
+    }
+}
+
 impl Client {
     /// Runs `op`; if the server says a handle is stale (the file or a
     /// directory on its path was removed and re-created by someone else),
