@@ -90,7 +90,7 @@ pub(crate) struct Inner {
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     pub(crate) files: std::sync::Mutex<FileStatsTable>,
     /// Open files that used write-behind (`remove`/`rename` wait for them).
-    pub(crate) write_behind: crate::writebehind::Registry,
+    pub(crate) write_behind: crate::file::writebehind::Registry,
     /// The NFSv4.1 session, on a server mounted with `nfs_version: nfsv4.1`
     /// (then the methods hand their work to `crate::v4`).
     pub(crate) v4: Option<crate::v4::Session>,

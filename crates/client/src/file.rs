@@ -8,7 +8,11 @@
 //!
 //! Writes not yet known durable go to the write log (`writelog.rs`);
 //! `fsync`, which commits them and repairs what a server restart lost, is
-//! in `fsync.rs`.
+//! in `fsync.rs`. Writes that go behind (unstable mode) are
+//! `file/writebehind.rs`'s, a child of this module: it and this file name
+//! each other.
+
+pub(crate) mod writebehind;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -24,9 +28,9 @@ use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
-use crate::writebehind::WriteBehind;
 use crate::writelog::WriteLog;
 use crate::written::Written;
+use writebehind::WriteBehind;
 
 /// How to open a file; see [`Client::open_with`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

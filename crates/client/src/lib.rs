@@ -92,7 +92,6 @@ pub mod stats;
 #[cfg(test)]
 mod testing;
 mod v4;
-mod writebehind;
 mod writelog;
 mod written;
 
