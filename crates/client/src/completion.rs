@@ -1,6 +1,6 @@
 //! What a batch hands back, for both protocol versions: a finished
-//! operation ([`Completion`]) and how its pieces add up. `batch.rs` and
-//! `v4/batch.rs` share it; it names only the error type.
+//! operation ([`Completion`]) and how its pieces add up. `batch.rs` and its
+//! NFSv4.1 half `batch/v41.rs` share it; it names only the error type.
 
 use crate::error::Result;
 

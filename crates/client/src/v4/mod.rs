@@ -18,7 +18,6 @@
 //! | `file.rs` | OPEN/CLOSE, SETATTR with the open stateid, the blocking READ, WRITE and COMMIT |
 //! | `open_state.rs` | the state a reclaim needs of an open file (handle, access, open stateid, locks), listed by the session |
 //! | `io.rs` | this version's per-RPC operations for `crate::rpcops`: a READ or WRITE piece on its own slot, settled; COMMIT of the file |
-//! | `batch.rs` | a `Batch`'s reads and writes pipelined: one COMPOUND per piece on its own slot, reaped by `wait`; what may block finished on the blocking path once the batch's calls are back |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
@@ -51,7 +50,6 @@
 //! completions).
 
 pub(crate) mod attrs;
-pub(crate) mod batch;
 pub(crate) mod file;
 pub(crate) mod handles;
 pub(crate) mod held;

@@ -25,7 +25,7 @@
 //! A request goes out in three steps — a slot (`acquire`, or `try_slot`
 //! without waiting), the call (`encode`, `start`), its outcome settled
 //! (`settle`) — which `compound` runs one after the other, waiting, and
-//! the pipelined batch (`batch.rs`) runs apart: many requests started,
+//! the pipelined batch (`batch/v41.rs`) runs apart: many requests started,
 //! each settled when its reply is reaped.
 //!
 //! This file is the front: the [`Session`], its establishment, its
