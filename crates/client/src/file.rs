@@ -28,22 +28,10 @@ use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
+use crate::open_options::OpenOptions;
 use crate::writelog::WriteLog;
 use crate::written::Written;
 use writebehind::WriteBehind;
-
-/// How to open a file; see [`Client::open_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OpenOptions {
-    /// Create the file if it does not exist.
-    pub create: bool,
-    /// Fail if the file exists (exclusive create; safe to retry).
-    pub create_new: bool,
-    /// Truncate to zero length.
-    pub truncate: bool,
-    /// Mode bits for a created file (default 0644).
-    pub mode: Option<u32>,
-}
 
 /// An open file. Cheap to clone (shares the handle and the client).
 #[derive(Debug, Clone)]

@@ -31,8 +31,8 @@ use super::sequence::{nfs4_error, Request, Settled, STAT_OTHER};
 use super::session::Session;
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
-use crate::file::OpenOptions;
 use crate::metadata::Metadata;
+use crate::open_options::OpenOptions;
 
 /// The NFSv4.1 state of one open file: its handle and open stateid. CLOSE
 /// is sent when the last clone of the `File` is dropped.
