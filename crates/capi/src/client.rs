@@ -117,12 +117,15 @@ pub unsafe extern "C" fn dnfs_client_open_config(
                     dnfs::config::DEFAULT_PATHS.join(", ")
                 ))
             })?;
-        let located = tab.locate(path)?.ok_or_else(|| {
-            dnfs::Error::Config(dnfs::config::ConfigError::NotUnderMount {
-                name: path.to_string(),
-                file: tab.source.clone(),
-            })
-        })?;
+        let located = tab
+            .locate(path)
+            .map_err(dnfs::Error::from)?
+            .ok_or_else(|| {
+                dnfs::Error::Config(dnfs::config::ConfigError::NotUnderMount {
+                    name: path.to_string(),
+                    file: tab.source.clone(),
+                })
+            })?;
         let client = Client::mount(&located.target)?;
         Ok(boxed_client(client))
     })

@@ -127,6 +127,11 @@
 //! [`Batch::submit`] is called, or once [`SEND_QUEUE_MAX`] requests are
 //! queued (the `io_uring` submit model). Sending each request on its own
 //! costs a system call and, on the server, a wake-up per request.
+//!
+//! NFSv4.1's half of the pipeline is the child `batch/v41.rs`: it uses
+//! the session's slots (`crate::v4`), which never name a batch.
+
+mod v41;
 
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -134,22 +139,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
+use crate::completion::{contiguous, Completion, PieceResult};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::io::call::{released, BatchQueue, Call, CallPool, Notify, ReadDest, Sink};
-use crate::v4::batch::{self as v4batch, Pipeline, WriteData};
-
-/// One finished operation.
-#[derive(Debug)]
-pub struct Completion {
-    /// The token given at submission.
-    pub token: u64,
-    /// Bytes transferred, or the error.
-    pub result: Result<usize>,
-    /// The buffer of a [`read_owned`](Batch::read_owned) or
-    /// [`write_owned`](Batch::write_owned), handed back for reuse.
-    pub buffer: Option<Vec<u8>>,
-}
+use v41::{self as v4batch, Pipeline, WriteData};
 
 #[derive(Debug)]
 enum Kind {
@@ -167,9 +161,6 @@ struct Piece {
     seq: usize,
     data: Option<Arc<[u8]>>,
 }
-
-/// One piece of an operation: bytes asked, and once done, bytes got and EOF.
-pub(crate) type PieceResult = (usize, Option<(usize, bool)>);
 
 #[derive(Debug)]
 struct Op {
@@ -210,7 +201,7 @@ pub struct Batch<'buf> {
     got_pool: Vec<Vec<PieceResult>>,
     /// Completed piece slots taken from the queue (kept for its capacity).
     taken: Vec<usize>,
-    /// The NFSv4.1 operations (`crate::v4::batch`): their replies come
+    /// The NFSv4.1 operations (`batch/v41.rs`): their replies come
     /// to `queue` too, marked with its `TOKEN_BIT`.
     v4: Pipeline,
     _buffers: PhantomData<&'buf mut [u8]>,
@@ -619,7 +610,7 @@ impl<'buf> Batch<'buf> {
         let min = min.min(self.outstanding());
         loop {
             // NFSv4.1: what may block waits for this batch's calls to
-            // drain (`crate::v4::batch`); pieces parked or deferred make
+            // drain (`batch/v41.rs`); pieces parked or deferred make
             // only the next reply worth waiting for.
             let (v4, mut ctx) = self.v4_ctx();
             v4.progress(&mut ctx);
@@ -780,19 +771,6 @@ impl<'buf> Batch<'buf> {
         self.release_op(piece.op);
         self.in_flight -= 1;
     }
-}
-
-/// Bytes read from the start of the operation up to the first short piece.
-pub(crate) fn contiguous(got: &[PieceResult]) -> usize {
-    let mut total = 0;
-    for (want, got) in got {
-        let (n, eof) = got.unwrap_or((0, true));
-        total += n;
-        if n < *want || eof {
-            break;
-        }
-    }
-    total
 }
 
 impl Drop for Batch<'_> {

@@ -14,11 +14,10 @@
 //! | `client/credential.rs` | the AUTH_SYS credential (ids, groups, host name) |
 //!
 //! Other modules add their own `impl Client`: opening files (`file.rs`),
-//! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attrs.rs`), links
-//! (`links.rs`), file handles (`handle.rs`), batches (`batch.rs`).
+//! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attr_calls.rs`), links
+//! (`links.rs`), file handles (`handle_calls.rs`), batches (`batch.rs`).
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -30,7 +29,8 @@ use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::alert::Alerts;
-use crate::config::{MountOptions, NfsUrl};
+pub(crate) use crate::config::target::{PathSpec, Target};
+use crate::config::MountOptions;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::socket::ConnectSpec;
@@ -52,51 +52,6 @@ pub const MAX_DIR_LISTING: usize = 1 << 20;
 pub(crate) const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
 const RECORD_OVERHEAD: usize = 64 * 1024;
-
-/// One network path to the server: where to connect from and to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PathSpec {
-    /// Local address to bind before connecting (`local:` in dnfstab).
-    pub local: Option<IpAddr>,
-    /// Server address or host name (`path:` in dnfstab).
-    pub server: String,
-}
-
-/// Everything needed to mount: paths, the path to open, options.
-#[derive(Debug, Clone)]
-pub struct Target {
-    /// Display name of the server (dnfstab `server:`, or the URL host).
-    pub name: String,
-    /// One or more network paths to it.
-    pub paths: Vec<PathSpec>,
-    /// The export, when known (dnfstab `export:`); else discovered.
-    pub export: Option<String>,
-    /// The full server-side path the caller wants (export + file path).
-    pub path: String,
-    /// Mount options.
-    pub options: MountOptions,
-}
-
-impl Target {
-    /// A single-path target from an `nfs://` URL (its export when the URL
-    /// names one: `nfs://host//path`).
-    pub fn from_url(url: &NfsUrl) -> Self {
-        let mut options = url.options.clone();
-        if let Some(p) = url.port {
-            options.nfs_port = Some(p);
-        }
-        Self {
-            name: url.host.clone(),
-            paths: vec![PathSpec {
-                local: None,
-                server: url.host.clone(),
-            }],
-            export: url.export.clone(),
-            path: url.path.clone(),
-            options,
-        }
-    }
-}
 
 /// Transfer sizes and limits negotiated with FSINFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,7 +90,7 @@ pub(crate) struct Inner {
     /// Per-file statistics (v$dnfs_files), by path; bounded.
     pub(crate) files: std::sync::Mutex<FileStatsTable>,
     /// Open files that used write-behind (`remove`/`rename` wait for them).
-    pub(crate) write_behind: crate::writebehind::Registry,
+    pub(crate) write_behind: crate::file::writebehind::Registry,
     /// The NFSv4.1 session, on a server mounted with `nfs_version: nfsv4.1`
     /// (then the methods hand their work to `crate::v4`).
     pub(crate) v4: Option<crate::v4::Session>,
@@ -148,6 +103,17 @@ impl Drop for Inner {
         if let Some(s) = self.v4.take() {
             s.destroy(self, true);
         }
+    }
+}
+
+/// What the statistics endpoint asks of a client (`publish/server.rs`).
+impl crate::publish::Published for Inner {
+    fn publish_stats(&self) -> bool {
+        self.options.publish_stats
+    }
+
+    fn snapshot(self: Arc<Self>) -> StatsSnapshot {
+        Client { inner: self }.stats()
     }
 }
 

@@ -346,6 +346,24 @@ impl From<Error> for io::Error {
     }
 }
 
+impl From<crate::io::oneshot::OneshotError> for Error {
+    /// A one-shot call's failure (PORTMAP, MOUNT) in the caller's words,
+    /// naming the procedure and the server.
+    fn from(e: crate::io::oneshot::OneshotError) -> Self {
+        use crate::io::oneshot::Failure;
+        let (op, path) = (e.op, e.server);
+        match e.failure {
+            Failure::Io(source) => Error::Connect {
+                server: path,
+                source,
+            },
+            Failure::Malformed(detail) => Error::Protocol { op, path, detail },
+            Failure::Auth(status) => Error::Auth { op, path, status },
+            Failure::Refused(detail) => Error::Rpc { op, path, detail },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,11 @@
 //!
 //! Writes not yet known durable go to the write log (`writelog.rs`);
 //! `fsync`, which commits them and repairs what a server restart lost, is
-//! in `fsync.rs`.
+//! in `fsync.rs`. Writes that go behind (unstable mode) are
+//! `file/writebehind.rs`'s, a child of this module: it and this file name
+//! each other.
+
+pub(crate) mod writebehind;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -24,22 +28,10 @@ use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
 use crate::io::error::CallError;
 use crate::metadata::Metadata;
-use crate::rpcops::Written;
-use crate::writebehind::WriteBehind;
+use crate::open_options::OpenOptions;
 use crate::writelog::WriteLog;
-
-/// How to open a file; see [`Client::open_with`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct OpenOptions {
-    /// Create the file if it does not exist.
-    pub create: bool,
-    /// Fail if the file exists (exclusive create; safe to retry).
-    pub create_new: bool,
-    /// Truncate to zero length.
-    pub truncate: bool,
-    /// Mode bits for a created file (default 0644).
-    pub mode: Option<u32>,
-}
+use crate::written::Written;
+use writebehind::WriteBehind;
 
 /// An open file. Cheap to clone (shares the handle and the client).
 #[derive(Debug, Clone)]

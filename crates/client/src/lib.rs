@@ -67,9 +67,11 @@
 #![warn(missing_docs)]
 
 pub mod alert;
+mod attr_calls;
 mod attrs;
 mod batch;
 mod client;
+mod completion;
 pub mod config;
 mod errno;
 mod error;
@@ -78,11 +80,13 @@ mod file;
 mod fork;
 mod fsync;
 mod handle;
+mod handle_calls;
 mod io;
 mod links;
 mod metadata;
 mod mount;
 mod nlm;
+mod open_options;
 pub mod process;
 pub mod publish;
 mod rpcops;
@@ -93,8 +97,8 @@ pub mod stats;
 #[cfg(test)]
 mod testing;
 mod v4;
-mod writebehind;
 mod writelog;
+mod written;
 
 /// The repository README, whose Rust example `cargo test --doc` compiles
 /// (`no_run`: it needs a server), so the README cannot show an API that
@@ -114,13 +118,16 @@ pub mod book {
 }
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
-pub use batch::{Batch, Completion, ScopedBatch, SEND_QUEUE_MAX};
-pub use client::{Client, Limits, PathSpec, Target, MAX_DIR_LISTING};
+pub use batch::{Batch, ScopedBatch, SEND_QUEUE_MAX};
+pub use client::{Client, Limits, MAX_DIR_LISTING};
+pub use completion::Completion;
+pub use config::target::{PathSpec, Target};
 pub use error::{Error, Result};
-pub use file::{File, OpenOptions};
+pub use file::File;
 pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata};
 pub use nlm::{lock_should_wait, NlmOwner};
+pub use open_options::OpenOptions;
 pub use stale::retry_stale;
 pub use v4::trunk::{printable, ServerOwner};
 pub use v4::LockConflict;

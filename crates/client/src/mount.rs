@@ -57,30 +57,31 @@ pub(crate) fn getport(base: &ConnectSpec, cred: &[u8], prog: u32, vers: u32) -> 
         "{} (the portmapper, asked for the TCP port of {asked}; set {key} to do without it)",
         spec.remote
     );
-    let port = rpc_once::<portmap::Getport>(&spec, cred, &Mapping::tcp(prog, vers)).map_err(
-        |e| match e {
-            Error::Connect { source, .. } => Error::Connect {
-                server: context.clone(),
-                source,
-            },
-            Error::Rpc { op, detail, .. } => Error::Rpc {
-                op,
-                path: context.clone(),
-                detail,
-            },
-            Error::Protocol { op, detail, .. } => Error::Protocol {
-                op,
-                path: context.clone(),
-                detail,
-            },
-            Error::Auth { op, status, .. } => Error::Auth {
-                op,
-                path: context.clone(),
-                status,
-            },
-            other => other,
-        },
-    )?;
+    let port =
+        rpc_once::<portmap::Getport>(&spec, cred, &Mapping::tcp(prog, vers)).map_err(|e| {
+            match Error::from(e) {
+                Error::Connect { source, .. } => Error::Connect {
+                    server: context.clone(),
+                    source,
+                },
+                Error::Rpc { op, detail, .. } => Error::Rpc {
+                    op,
+                    path: context.clone(),
+                    detail,
+                },
+                Error::Protocol { op, detail, .. } => Error::Protocol {
+                    op,
+                    path: context.clone(),
+                    detail,
+                },
+                Error::Auth { op, status, .. } => Error::Auth {
+                    op,
+                    path: context.clone(),
+                    status,
+                },
+                other => other,
+            }
+        })?;
     // A server that serves NFSv4 only has no MOUNT program at all.
     let hint = match prog {
         mount::MOUNT_PROGRAM => {
@@ -151,7 +152,8 @@ fn discover(spec: &ConnectSpec, cred: &[u8], path: &str, shorter_than: usize) ->
         .into_iter()
         .filter(|c| c.len() <= MNTPATHLEN && c.len() < shorter_than)
         .collect();
-    let listed: Vec<String> = match rpc_once::<mount::Export>(spec, cred, &()) {
+    let listed: Vec<String> = match rpc_once::<mount::Export>(spec, cred, &()).map_err(Error::from)
+    {
         Ok(list) => list
             .0
             .iter()

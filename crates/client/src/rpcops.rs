@@ -31,17 +31,7 @@ use crate::v4::file::OpenFile;
 use crate::v4::io::{Answer, Later, Sent, Settling};
 use crate::v4::session::Session;
 use crate::v4::slots::Slot;
-
-/// A WRITE reply, decoded (either version).
-pub(crate) struct Written {
-    /// Bytes the server took (at most the bytes sent).
-    pub(crate) count: usize,
-    /// FILE_SYNC or DATA_SYNC: on stable storage.
-    pub(crate) durable: bool,
-    /// The server's write verifier (NFSv4's `verifier4` has the same
-    /// eight bytes).
-    pub(crate) verf: writeverf3,
-}
+use crate::written::Written;
 
 /// The protocol version of an open file, chosen when it was opened.
 pub(crate) enum Proto<'a> {

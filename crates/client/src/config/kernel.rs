@@ -10,7 +10,26 @@
 //! | accepted | `tcp`, `proto=tcp`, `nointr`, `intr`, `noac`, `actimeo=0` (and `acregmin/acregmax/acdirmin/acdirmax=0`), `lookupcache=none`, `forcedirectio`, `bg`, `fg`, `cto`, `nocto`, `noatime`, `nodiratime`, `relatime`, `defaults`, `auto`, `noauto`, `_netdev`, `nosuid`, `nodev`, `noexec` | none: they describe what directnfs always does (TCP, no attribute or data cache, direct I/O, waiting for the server) or are mount-table flags without meaning in a process |
 //! | rejected | everything else, e.g. `udp`, `async`, `fsc`, `actimeo=60` | an error naming the option and why |
 
-use super::options::{MountOptions, OptionError};
+// This module names no other module of `config`: `options` calls [`apply`]
+// for its `options=` key, and `MountOptions` implements [`SetByKey`].
+
+/// The options [`apply`] sets, by their directnfs key (`hard`, `rsize`,
+/// `ro`). `MountOptions` implements it with its `set`.
+pub trait SetByKey: Clone {
+    /// Sets one option from its textual form; the error says why the value
+    /// is wrong.
+    fn set_key(&mut self, key: &str, value: &str) -> Result<(), String>;
+}
+
+/// A kernel option directnfs does not take, or whose value is invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("mount option \"{option}\" rejected: {reason}")]
+pub struct Rejected {
+    /// The option as written (`udp`, `rsize=12`).
+    pub option: String,
+    /// Why.
+    pub reason: String,
+}
 
 /// What [`apply`] did with each option of a string, for a verbose caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,7 +42,7 @@ pub struct KernelOptionReport {
 
 /// Applies a kernel mount-option string to `options`. On error (the first
 /// rejected or invalid option) `options` is unchanged.
-pub fn apply(options: &mut MountOptions, text: &str) -> Result<KernelOptionReport, OptionError> {
+pub fn apply<T: SetByKey>(options: &mut T, text: &str) -> Result<KernelOptionReport, Rejected> {
     let mut next = options.clone();
     let mut report = KernelOptionReport::default();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -33,11 +52,12 @@ pub fn apply(options: &mut MountOptions, text: &str) -> Result<KernelOptionRepor
         };
         match classify(&name, value) {
             Kind::Map(key, v) => {
-                next.set(key, v).map_err(|e| rename(e, item))?;
+                next.set_key(key, v).map_err(|e| reject(item, &e))?;
                 report.mapped.push(item.to_owned());
             }
             Kind::ReadOnly(ro) => {
-                next.read_only = ro;
+                let key = if ro { "ro" } else { "rw" };
+                next.set_key(key, "").map_err(|e| reject(item, &e))?;
                 report.mapped.push(item.to_owned());
             }
             Kind::MinutesToMntTimeout(v) => {
@@ -45,8 +65,8 @@ pub fn apply(options: &mut MountOptions, text: &str) -> Result<KernelOptionRepor
                     .parse()
                     .map_err(|_| reject(item, "retry= takes whole minutes"))?;
                 let secs = minutes.saturating_mul(60).max(1).to_string();
-                next.set("mnt_timeout", &secs)
-                    .map_err(|e| rename(e, item))?;
+                next.set_key("mnt_timeout", &secs)
+                    .map_err(|e| reject(item, &e))?;
                 report.mapped.push(item.to_owned());
             }
             Kind::Accept => report.accepted.push(item.to_owned()),
@@ -130,22 +150,19 @@ fn mapped_key(name: &str) -> &'static str {
     }
 }
 
-fn reject(option: &str, reason: &str) -> OptionError {
-    OptionError::RejectedKernelOption {
+/// A rejection, or an error from the mapped directnfs key, named after the
+/// kernel option.
+fn reject(option: &str, reason: &str) -> Rejected {
+    Rejected {
         option: option.to_owned(),
         reason: reason.to_owned(),
     }
 }
 
-/// An error from the mapped directnfs key, named after the kernel option.
-fn rename(e: OptionError, option: &str) -> OptionError {
-    reject(option, &e.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::options::{NfsVersion, StableMode};
+    use crate::config::options::{MountOptions, NfsVersion, StableMode};
     use std::time::Duration;
 
     #[test]

@@ -75,13 +75,16 @@ mod dnfstab;
 pub mod kernel;
 mod locate;
 mod options;
+mod paths;
 pub mod reference;
+pub(crate) mod target;
 mod url;
 
 pub use dnfstab::{
     find_config, load, parse_str, ConfigError, ConfigWarning, DnfsTab, ExportEntry, PathEntry,
     Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
-pub use locate::{absolute, join, normalize, normalize_bytes, relative_to, Located};
+pub use locate::Located;
 pub use options::{LocalLock, MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
+pub use paths::{absolute, join, normalize, normalize_bytes, relative_to};
 pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

@@ -445,6 +445,12 @@ fn lookup(key: &str) -> Option<Key> {
     KEYS.iter().find(|(name, _)| *name == norm).map(|&(_, k)| k)
 }
 
+impl super::kernel::SetByKey for MountOptions {
+    fn set_key(&mut self, key: &str, value: &str) -> Result<(), String> {
+        self.set(key, value).map_err(|e| e.to_string())
+    }
+}
+
 impl MountOptions {
     /// Most channels per path.
     pub const MAX_CONNECTIONS: usize = 64;
@@ -561,7 +567,12 @@ impl MountOptions {
             Key::ReadOnly => self.read_only = p.flag()?,
             Key::ReadWrite => self.read_only = !p.flag()?,
             Key::Options => {
-                super::kernel::apply(self, p.required()?)?;
+                super::kernel::apply(self, p.required()?).map_err(|e| {
+                    OptionError::RejectedKernelOption {
+                        option: e.option,
+                        reason: e.reason,
+                    }
+                })?;
             }
             Key::Stats => self.publish_stats = p.flag()?,
             Key::OwnerReuse => self.owner_reuse = p.flag()?,

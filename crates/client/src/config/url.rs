@@ -206,7 +206,7 @@ pub(crate) fn normalize_path(raw: &str, resolve_dotdot: bool) -> Result<String, 
     if !resolve_dotdot && raw.split('/').any(|part| part == "..") {
         return Err("\"..\" components are not allowed");
     }
-    Ok(super::locate::normalize(raw))
+    Ok(super::paths::normalize(raw))
 }
 
 fn parse_inner(input: &str) -> Result<NfsUrl, UrlErrorKind> {

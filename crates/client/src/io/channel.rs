@@ -16,9 +16,9 @@ use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::xdr::pad_len;
 
 use super::call::Call;
+use super::hook::ConnectHook;
 use super::receive::{Claimed, RxState};
 use super::socket::{send_all, send_all_vectored, ConnectSpec};
-use super::transport::ConnectHook;
 
 /// A READ reply the receiver took for a direct receive: the engine handed
 /// its call over with the reply ([`Delivered`]), and gets it back with
@@ -50,7 +50,7 @@ pub(crate) struct Channel {
     /// elsewhere when its own failed: writing it again could replay a
     /// stale WRITE).
     /// The third field is the generation of the protocol hook's binding
-    /// the connection carries (`transport/hook.rs`; 0: none).
+    /// the connection carries (`hook.rs`; 0: none).
     writer: Mutex<Option<(TcpStream, u64, u64)>>,
     /// The receiving half, driven by the transport's leader.
     pub rx: Mutex<Option<RxState<ReadClaim>>>,

@@ -13,9 +13,9 @@
 //! | `error.rs`, `clock.rs`, `socket.rs`, `oneshot.rs` | call errors; the clock; socket options; one blocking request/reply (cold paths) |
 //! | `receive.rs` | the receive state machine of one connection, behind the narrow `Replies` interface |
 //! | `lead.rs` | the lead token: which waiting caller receives for everyone |
+//! | `hook.rs` | what a protocol does with each connection: NFSv4.1's trunking check at connect and BIND_CONN_TO_SESSION before a connection's first request of a session (re-exported by `transport/`) |
 //! | `channel.rs` | one connection: its sending half, receiving half, close, NULL probe, handing a clean one on |
 //! | `spare.rs` | spare connections an owner process keeps for the children it forks: the slots they share, claim, give back, tend |
-//! | `transport/hook.rs` | what a protocol does with each connection: NFSv4.1's trunking check at connect and BIND_CONN_TO_SESSION before a connection's first request of a session |
 //! | `transport/shared.rs` | what the threads share: the engine behind a mutex, the channels; engine actions become I/O, replies become engine events |
 //! | `transport/leader.rs` | the leader loop (`poll` every connection, service each) and the fallback receiver |
 //! | `transport/maintenance.rs` | the maintenance thread: ticks the engine, sleeps until its next deadline |
@@ -72,6 +72,7 @@ pub(crate) mod call;
 pub(crate) mod channel;
 pub(crate) mod clock;
 pub(crate) mod error;
+pub(crate) mod hook;
 pub(crate) mod kept;
 pub(crate) mod lead;
 pub(crate) mod oneshot;

@@ -21,7 +21,6 @@ use directnfs_wire::rpc::{
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use super::socket::{connect, ConnectSpec};
-use crate::error::{Error, Result};
 
 /// Largest reply accepted on a fresh cold-path connection (an EXPORT list
 /// can be long).
@@ -33,7 +32,8 @@ const MAX_PROBE_REPLY: usize = 64 * 1024;
 /// Calls procedure `P` once on a fresh connection to `spec.remote`, within
 /// `spec.timeout` for the connect and again for the reply.
 ///
-/// Errors name `P` and the server address: a connection that could not be
+/// Errors name `P` and the server address ([`OneshotError`]); as a
+/// `crate::Error` (`From`, in `error.rs`), a connection that could not be
 /// made, or broke, or a reply that did not come in time is `Connect` (with
 /// the OS error, or ETIMEDOUT); a reply that does not decode is
 /// `Protocol`; an AUTH_ERROR is `Auth`; any other rejection is `Rpc`.
@@ -41,7 +41,7 @@ pub(crate) fn rpc_once<P: Procedure>(
     spec: &ConnectSpec,
     cred: &[u8],
     args: &P::Args,
-) -> Result<P::Res> {
+) -> Result<P::Res, OneshotError> {
     let server = spec.remote.to_string();
     let call = CallOf {
         prog: P::PROG,
@@ -53,7 +53,11 @@ pub(crate) fn rpc_once<P: Procedure>(
         args.encode(&mut body);
         exchange(&mut stream, call, cred, &body, MAX_COLD_REPLY, spec.timeout)
     });
-    let failed = |f: Failure| f.into_error(P::NAME, &server);
+    let failed = |failure: Failure| OneshotError {
+        op: P::NAME,
+        server: server.clone(),
+        failure,
+    };
     let reply = reply.map_err(failed)?;
     let mut r = XdrReader::new(&reply.record[reply.results..]);
     P::Res::decode(&mut r).map_err(|e| failed(Failure::Malformed(e.to_string())))
@@ -152,9 +156,21 @@ struct CallOf {
     proc_: u32,
 }
 
-/// What went wrong with a one-shot call, before it is put in the caller's
-/// words.
-enum Failure {
+/// A one-shot call that failed: the procedure, the server's address and
+/// what went wrong. `error.rs` puts it in the caller's words (this module
+/// names no error type above `io/`).
+#[derive(Debug)]
+pub(crate) struct OneshotError {
+    /// The procedure's name.
+    pub op: &'static str,
+    /// The server's address.
+    pub server: String,
+    pub failure: Failure,
+}
+
+/// What went wrong with a one-shot call.
+#[derive(Debug)]
+pub(crate) enum Failure {
     /// Connecting, sending or receiving failed, or the deadline passed.
     Io(io::Error),
     /// Not a valid reply.
@@ -172,19 +188,6 @@ impl Failure {
             Failure::Malformed(d) => format!("malformed reply: {d}"),
             Failure::Auth(s) => format!("server rejected the credentials: {s}"),
             Failure::Refused(d) => d.clone(),
-        }
-    }
-
-    fn into_error(self, op: &'static str, server: &str) -> Error {
-        let path = server.to_string();
-        match self {
-            Failure::Io(source) => Error::Connect {
-                server: path,
-                source,
-            },
-            Failure::Malformed(detail) => Error::Protocol { op, path, detail },
-            Failure::Auth(status) => Error::Auth { op, path, status },
-            Failure::Refused(detail) => Error::Rpc { op, path, detail },
         }
     }
 }

@@ -42,4 +42,4 @@ pub(crate) use dir::ensure_private_dir;
 pub use dir::{process_dir, run_dir};
 pub use reader::{endpoints, read_endpoint, read_host, Endpoint};
 pub use server::process_stats;
-pub(crate) use server::{register, register_deferred, start_deferred};
+pub(crate) use server::{register, register_deferred, start_deferred, Published};

@@ -11,8 +11,18 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::dir;
-use crate::client::{Client, Inner};
 use crate::stats::{ProcessStats, StatsSnapshot};
+
+/// A client as the endpoint sees it: whether it is published, and its
+/// statistics. The client's shared state implements it (`client.rs`), so
+/// this module names no client type. Asked only when a client registers
+/// and when a reader connects, never on an I/O path.
+pub(crate) trait Published: Send + Sync {
+    /// Whether its options let it be published (`stats=off` does not).
+    fn publish_stats(&self) -> bool;
+    /// Its statistics now.
+    fn snapshot(self: Arc<Self>) -> StatsSnapshot;
+}
 
 /// How long a reader may take to drain one snapshot before it is dropped
 /// (a stuck reader must not hold the endpoint).
@@ -27,7 +37,7 @@ const THREAD_STACK: usize = 256 * 1024;
 struct Global {
     pid: u32,
     started_unix_ms: u64,
-    clients: Mutex<Vec<Weak<Inner>>>,
+    clients: Mutex<Vec<Weak<dyn Published>>>,
     /// The endpoint once started (`None`: publishing failed or is off).
     endpoint: OnceLock<Option<PathBuf>>,
     /// A client registered with [`register_deferred`] waits for it.
@@ -79,7 +89,7 @@ fn global() -> &'static Global {
 /// Adds a freshly mounted client to this process's endpoint, starting the
 /// endpoint with the first one. Does nothing when the client's options
 /// (`stats=off`) or the environment (`DIRECTNFS_STATS=off`) say so.
-pub(crate) fn register(inner: &Arc<Inner>) {
+pub(crate) fn register<C: Published + 'static>(inner: &Arc<C>) {
     register_with(inner, start);
 }
 
@@ -89,7 +99,7 @@ pub(crate) fn register(inner: &Arc<Inner>) {
 /// threads start (at the latest when it has lived a second and makes a
 /// call: `io/transport/threads.rs`). A child that makes a few calls and
 /// exits never publishes: `dnfs stats` does not see it.
-pub(crate) fn register_deferred(inner: &Arc<Inner>) {
+pub(crate) fn register_deferred<C: Published + 'static>(inner: &Arc<C>) {
     if listed(inner) {
         global().wanted.store(true, Ordering::Release);
     }
@@ -107,7 +117,10 @@ pub(crate) fn start_deferred() {
     }
 }
 
-fn register_with(inner: &Arc<Inner>, start: fn(&'static Global) -> io::Result<PathBuf>) {
+fn register_with<C: Published + 'static>(
+    inner: &Arc<C>,
+    start: fn(&'static Global) -> io::Result<PathBuf>,
+) {
     if listed(inner) {
         init_endpoint(global(), start);
     }
@@ -115,14 +128,15 @@ fn register_with(inner: &Arc<Inner>, start: fn(&'static Global) -> io::Result<Pa
 
 /// Adds `inner` to this process's clients, unless publishing is off for
 /// it; says whether it was.
-fn listed(inner: &Arc<Inner>) -> bool {
-    if !inner.options.publish_stats || disabled_by_env() {
+fn listed<C: Published + 'static>(inner: &Arc<C>) -> bool {
+    if !inner.publish_stats() || disabled_by_env() {
         return false;
     }
     let g = global();
     let mut clients = g.clients.lock().unwrap_or_else(|p| p.into_inner());
     clients.retain(|w| w.strong_count() > 0);
-    clients.push(Arc::downgrade(inner));
+    let weak: Weak<C> = Arc::downgrade(inner);
+    clients.push(weak);
     true
 }
 
@@ -149,7 +163,7 @@ fn disabled_by_env() -> bool {
 /// publishes them.
 pub fn process_stats() -> ProcessStats {
     let g = global();
-    let clients: Vec<Arc<Inner>> = g
+    let clients: Vec<Arc<dyn Published>> = g
         .clients
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -158,7 +172,7 @@ pub fn process_stats() -> ProcessStats {
         .collect();
     let mut stats = StatsSnapshot::default();
     for inner in clients {
-        let s = Client { inner }.stats();
+        let s = inner.snapshot();
         stats.servers.extend(s.servers);
         stats.files.extend(s.files);
     }

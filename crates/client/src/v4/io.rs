@@ -31,7 +31,7 @@ use super::session::Session;
 use super::slots::Slot;
 use crate::error::Result;
 use crate::io::call::{Call, Notify, ReadDest};
-use crate::rpcops::Written;
+use crate::written::Written;
 
 const READ_OPS: [nfs_opnum4; 2] = [nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_READ];
 const WRITE_OPS: [nfs_opnum4; 2] = [nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_WRITE];

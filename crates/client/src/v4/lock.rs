@@ -108,7 +108,7 @@ impl OpenFile {
         let s = self.session()?;
         let owner = state_owner4 {
             clientid: s.clientid(),
-            owner: self.state.locks().owner(s),
+            owner: self.state.locks().owner(|| new_owner_name(s)),
         };
         let mut ops = Ops::default();
         ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: self.fh }));
@@ -167,7 +167,11 @@ impl OpenFile {
             // stateid.
             let (epoch, lock_stateid, owner) = {
                 let mut locks = self.state.locks();
-                (locks.epoch, locks.stateid, locks.owner(s))
+                (
+                    locks.epoch,
+                    locks.stateid,
+                    locks.owner(|| new_owner_name(s)),
+                )
             };
             let locker = locker(s, *open_stateid, lock_stateid, owner);
             let mut ops = Ops::default();

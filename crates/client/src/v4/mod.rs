@@ -10,14 +10,14 @@
 //! | `recovery.rs` | which statuses replace the session or the client ID, whether a new client ID reclaims, the bound on one request's recoveries, the test hold on reclaims |
 //! | `lease.rs` | when an idle client renews its lease (a quarter of it idle), and the renewal thread |
 //! | `wait.rs` | how long NFS4ERR_DELAY and NFS4ERR_GRACE are waited out: for ever (hard), `timeo` x `retrans` (soft) |
-//! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE |
+//! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE (handed to the session by `mount.rs`) |
 //! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
 //! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
 //! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
-//! | `file.rs` | OPEN/CLOSE, SETATTR with the open stateid, the blocking READ, WRITE and COMMIT; the state a reclaim needs |
+//! | `file.rs` | OPEN/CLOSE, SETATTR with the open stateid, the blocking READ, WRITE and COMMIT |
+//! | `open_state.rs` | the state a reclaim needs of an open file (handle, access, open stateid, locks), listed by the session |
 //! | `io.rs` | this version's per-RPC operations for `crate::rpcops`: a READ or WRITE piece on its own slot, settled; COMMIT of the file |
-//! | `batch.rs` | a `Batch`'s reads and writes pipelined: one COMPOUND per piece on its own slot, reaped by `wait`; what may block finished on the blocking path once the batch's calls are back |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
@@ -50,7 +50,6 @@
 //! completions).
 
 pub(crate) mod attrs;
-pub(crate) mod batch;
 pub(crate) mod file;
 pub(crate) mod handles;
 pub(crate) mod held;
@@ -59,6 +58,7 @@ pub(crate) mod lease;
 pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
+pub(crate) mod open_state;
 pub(crate) mod ops;
 pub(crate) mod owner_slot;
 pub(crate) mod reclaim;

@@ -15,6 +15,7 @@ use directnfs_wire::Encode;
 
 use super::ops::{self, STAT_GETATTR};
 use super::owner_slot::OwnerSlot;
+use super::reclaim::reclaim;
 use super::sequence::{nfs4_error, results, Request};
 use super::session::Session;
 use super::trunk::Trunk;
@@ -71,7 +72,7 @@ pub(crate) fn mount_once(
     )?;
     let mut inner = Inner::new(transport, target, options, cred);
     retire_refused(&inner, &trunk);
-    let mut session = Session::establish(&inner, trunk)?;
+    let mut session = Session::establish(&inner, trunk, reclaim)?;
     let export = target.export.clone().unwrap_or_else(|| target.path.clone());
     // The export is the root of the file system the target path is in
     // (as NFSv3's MOUNT export): the target path itself may be a file, a
@@ -155,7 +156,7 @@ fn end_dead_client(
     .and_then(|transport| {
         let mut inner = Inner::new(transport, target, &options, cred);
         retire_refused(&inner, &trunk);
-        inner.v4 = Some(Session::establish(&inner, trunk)?);
+        inner.v4 = Some(Session::establish(&inner, trunk, reclaim)?);
         // Dropping it sends DESTROY_SESSION and DESTROY_CLIENTID.
         drop(inner);
         Ok(())
@@ -173,7 +174,7 @@ fn end_dead_client(
 /// limits and lease time.
 pub(crate) fn after_fork(mut inner: Inner, parent: &Session, trunk: Arc<Trunk>) -> Result<Client> {
     retire_refused(&inner, &trunk);
-    let mut session = Session::establish(&inner, trunk)?;
+    let mut session = Session::establish(&inner, trunk, reclaim)?;
     session.root = parent.root;
     session.lease = parent.lease;
     inner.v4 = Some(session);

@@ -28,9 +28,10 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::Encode;
 
-use super::file::{open_op, OpenState};
+use super::file::open_op;
 use super::held::Range;
-use super::lock::locker;
+use super::lock::{locker, new_owner_name};
+use super::open_state::OpenState;
 use super::ops::{self, Ops};
 use super::sequence::{nfs4_error, results, Request};
 use super::session::Session;
@@ -151,7 +152,7 @@ fn reclaim_lock(
     lock_stateid: Option<stateid4>,
     r: Range,
 ) -> Result<stateid4> {
-    let owner = f.locks().owner(s);
+    let owner = f.locks().owner(|| new_owner_name(s));
     let locker = locker(s, open, lock_stateid, owner);
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: f.fh }));

@@ -169,7 +169,7 @@ pub(crate) fn start(req: &Request<'_>, body: &Arc<[u8]>, notify: Notify) -> Arc<
 /// request, without a pause, a re-send or a session recovery: SEQUENCE
 /// succeeded and no later operation said DELAY or GRACE, or the call
 /// failed (the slot is released as in doubt, the error returned). The
-/// pipelined batch (`batch.rs`) settles such outcomes as they come and
+/// pipelined batch (`batch/v41.rs`) settles such outcomes as they come and
 /// leaves the others for when it may block.
 pub(crate) fn settles_at_once(first: &Result<First>) -> bool {
     match first {

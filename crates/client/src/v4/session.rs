@@ -25,7 +25,7 @@
 //! A request goes out in three steps — a slot (`acquire`, or `try_slot`
 //! without waiting), the call (`encode`, `start`), its outcome settled
 //! (`settle`) — which `compound` runs one after the other, waiting, and
-//! the pipelined batch (`batch.rs`) runs apart: many requests started,
+//! the pipelined batch (`batch/v41.rs`) runs apart: many requests started,
 //! each settled when its reply is reaped.
 //!
 //! This file is the front: the [`Session`], its establishment, its
@@ -55,8 +55,8 @@ use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Sink};
 
-use super::file::OpenState;
 use super::lease::{self, Idle};
+use super::open_state::OpenState;
 use super::recovery::{self, ReclaimHold, Retry};
 use super::sequence::{
     self, body_of, first_reply, nfs4_error, protocol, put_call_header, run, unexpected, Consumed,
@@ -76,6 +76,11 @@ const CACHED_REPLY: u32 = 8192;
 /// Bound on the DESTROY_SESSION / DESTROY_CLIENTID wait when a client is
 /// dropped (a dead server must not hang the drop).
 const DESTROY_WAIT: Duration = Duration::from_secs(2);
+
+/// Reclaims every open file of a session and its locks after recovery gave
+/// a new client ID (`reclaim.rs`'s `reclaim`). Given to [`Session::establish`]
+/// by `mount.rs`, so that the session names no module that names it.
+pub(crate) type Reclaim = fn(&Session, &Inner) -> Result<()>;
 
 /// One client ID and session with a server.
 #[derive(Debug)]
@@ -102,6 +107,8 @@ pub(crate) struct Session {
     pid: u32,
     /// The open files, for reclaim after a server restart.
     opens: Mutex<Vec<Weak<OpenState>>>,
+    /// What reclaims them.
+    reclaim: Reclaim,
     /// For tests: the statuses that made the client replace its session,
     /// in order.
     recoveries: Mutex<Vec<nfsstat4>>,
@@ -128,7 +135,8 @@ struct State {
 impl Session {
     /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on `inner`'s
     /// transport; `root` and `lease` are filled in by the caller after.
-    pub(crate) fn establish(inner: &Inner, trunk: Arc<Trunk>) -> Result<Self> {
+    /// `reclaim` runs after each recovery that gave a new client ID.
+    pub(crate) fn establish(inner: &Inner, trunk: Arc<Trunk>, reclaim: Reclaim) -> Result<Self> {
         let owner = trunk.owner().clone();
         let state = new_state(inner, &owner, None, true)?;
         trunk.set_session(state.sessionid);
@@ -145,6 +153,7 @@ impl Session {
             next_open_owner: AtomicU64::new(1),
             pid: std::process::id(),
             opens: Mutex::new(Vec::new()),
+            reclaim,
             recoveries: Mutex::new(Vec::new()),
             reclaim_hold: ReclaimHold::default(),
             tally: Tally::default(),
@@ -471,7 +480,7 @@ impl Session {
         drop(st);
         self.freed.notify_all();
         if reclaim {
-            let done = super::reclaim::reclaim(self, inner);
+            let done = (self.reclaim)(self, inner);
             self.lock().slots.reclaiming = false;
             self.freed.notify_all();
             done?;

@@ -22,7 +22,7 @@
 //!   connect, waiting for the answer; a live connection (made before the
 //!   session, or bound to a session since replaced) gets the call written
 //!   first, before the batch that follows it, by the transport
-//!   (`io/transport/hook.rs`), which checks one generation number per
+//!   (`io/hook.rs`), which checks one generation number per
 //!   write. A new session (recovery) bumps the generation, so every
 //!   connection re-binds before its next request. A bind answered
 //!   NFS4ERR_BADSESSION needs nothing of its own: the requests behind it

@@ -14,16 +14,11 @@ use std::time::Duration;
 
 use super::shared::Shared;
 
-/// The orphan check's period: short next to `timeo`, so replies nobody
-/// waits for are received long before their calls would time out.
-pub(crate) fn tick(timeo: Duration) -> Duration {
-    (timeo / 20).clamp(Duration::from_millis(5), Duration::from_millis(100))
-}
-
 /// Runs until the transport shuts down.
 pub(crate) fn run(sh: &Arc<Shared>) {
     let timeo = sh.config.policy.timeo;
-    let tick = tick(timeo);
+    // The orphan check's period (`threads.rs`, `tick`).
+    let tick = sh.threads.tick;
     while !sh.is_shutdown() {
         sh.drive(|e, now| e.on_tick(now));
         let in_flight = check_orphans(sh, tick);

@@ -16,7 +16,6 @@
 //! * `shared.rs` is what they share, and where engine actions become I/O
 //!   and received replies become engine events.
 
-mod hook;
 mod leader;
 mod maintenance;
 mod shared;
@@ -33,11 +32,27 @@ use directnfs_engine::Engine;
 
 use super::call::{Call, Group};
 use super::channel::Channel;
+pub(crate) use super::hook::{CallOn, ConnectHook, Refusal, HOOK_SLOT};
 use super::socket::ConnectSpec;
-pub(crate) use hook::{CallOn, ConnectHook, Refusal, HOOK_SLOT};
 #[cfg(test)]
 pub(crate) use shared::Sent;
 pub(crate) use shared::{Shared, TransportConfig};
+
+/// The threads' loops, given to `threads.rs` here so that it names neither
+/// `shared.rs` (which owns the threads) nor the loops.
+impl threads::Duties for Shared {
+    fn is_shutdown(&self) -> bool {
+        Shared::is_shutdown(self)
+    }
+
+    fn maintain(sh: &Arc<Self>) {
+        maintenance::run(sh)
+    }
+
+    fn receive(sh: &Arc<Self>) {
+        leader::fallback_loop(sh)
+    }
+}
 
 /// One channel to open: its path and where to connect.
 #[derive(Debug, Clone)]

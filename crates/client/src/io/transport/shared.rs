@@ -750,7 +750,7 @@ impl Replies for ChannelReplies<'_> {
                 None => return,
             },
         };
-        if super::hook::is_hook_xid(xid) {
+        if crate::io::hook::is_hook_xid(xid) {
             if let Some(hook) = &self.shared.config.hook {
                 hook.bind_reply(self.channel, rec);
                 return;

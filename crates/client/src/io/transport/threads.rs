@@ -33,9 +33,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::shared::Shared;
-use super::{leader, maintenance, Start};
+use super::Start;
 use crate::signals::{spawn, Joiner};
+
+// This module names no other module of the transport: what the two threads
+// run comes in through [`Duties`], which `transport/mod.rs` implements for
+// `Shared` with the loops of `maintenance.rs` and `leader.rs`.
+
+/// What the threads of a transport run, and whether it is stopping.
+pub(crate) trait Duties: Send + Sync + 'static {
+    /// Whether the transport is shutting down (no thread starts then).
+    fn is_shutdown(&self) -> bool;
+    /// The maintenance thread's loop, until the transport shuts down.
+    fn maintain(sh: &Arc<Self>);
+    /// The fallback receiver's loop, until the transport shuts down.
+    fn receive(sh: &Arc<Self>);
+}
+
+/// The maintenance thread's tick, also the orphan check's period: short
+/// next to `timeo`, so replies nobody waits for are received long before
+/// their calls would time out.
+pub(crate) fn tick(timeo: Duration) -> Duration {
+    (timeo / 20).clamp(Duration::from_millis(5), Duration::from_millis(100))
+}
 
 /// How long a lazy transport may run without its threads.
 pub(crate) const LAZY_FOR: Duration = Duration::from_secs(1);
@@ -66,7 +86,7 @@ impl Threads {
             handles: Mutex::new(Vec::new()),
             then,
             due_ns,
-            tick: maintenance::tick(timeo),
+            tick: tick(timeo),
         }
     }
 
@@ -81,7 +101,7 @@ impl Threads {
     }
 
     /// Starts them unless they run or the transport is stopping.
-    pub(crate) fn start(&self, sh: &Arc<Shared>) -> io::Result<()> {
+    pub(crate) fn start<S: Duties>(&self, sh: &Arc<S>) -> io::Result<()> {
         if self.started() {
             return Ok(());
         }
@@ -92,9 +112,9 @@ impl Threads {
         // A lazy start runs in whatever thread of the program made the
         // call that needed the threads (spawn blocks their signals).
         let s2 = Arc::clone(sh);
-        handles.push(spawn("dnfs-maint", move || maintenance::run(&s2))?);
+        handles.push(spawn("dnfs-maint", move || S::maintain(&s2))?);
         let s3 = Arc::clone(sh);
-        handles.push(spawn("dnfs-rx", move || leader::fallback_loop(&s3))?);
+        handles.push(spawn("dnfs-rx", move || S::receive(&s3))?);
         self.started.store(true, Ordering::Release);
         if let Some(then) = self.then {
             then();

@@ -55,16 +55,16 @@ use std::sync::Arc;
 use directnfs_wire::nfs3::stable_how;
 use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
 
-use super::file::{state_lost, OpenFile};
-use super::ops::{STAT_READ, STAT_WRITE};
-use super::recovery::Retry;
-use super::sequence::{self, first_reply, First, Request, Settled};
-use super::slots::Slot;
-use crate::batch::{contiguous, Completion, PieceResult};
 use crate::client::Client;
+use crate::completion::{contiguous, Completion, PieceResult};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::io::call::{BatchQueue, Call, Notify, ReadDest};
+use crate::v4::file::{state_lost, OpenFile};
+use crate::v4::ops::{STAT_READ, STAT_WRITE};
+use crate::v4::recovery::Retry;
+use crate::v4::sequence::{self, first_reply, First, Request, Settled};
+use crate::v4::slots::Slot;
 
 /// The bit that marks a batch queue token as an NFSv4.1 piece's (the
 /// NFSv3 pieces' tokens are small indices).
@@ -261,7 +261,7 @@ impl Pipeline {
         let checked = match &file.shared.v4 {
             Some(open) => open.check_locks(if kind == Kind::Read { "READ" } else { "WRITE" }),
             // A file `open_handle` could not OPEN: no stateid to send.
-            None => Err(super::unsupported(&format!(
+            None => Err(crate::v4::unsupported(&format!(
                 "batch I/O on {} (the server refused its OPEN)",
                 file.path()
             ))),
