@@ -185,6 +185,12 @@ check_docs() {
             fi
         done < <(grep -oE '\]\([^) ]+\)' "$file" | sed -E 's/^\]\((.*)\)$/\1/')
     done < <(git ls-files '*.md')
+    # The deviations of `dnfs run` the harness tags are the ones
+    # docs/run-deviations.md lists, and the other way round.
+    if ! python3 crates/preload/tests/differ.py --check; then
+        log "the harness's deviations and docs/run-deviations.md differ (above)"
+        bad=1
+    fi
     # A test the documents name as proof must exist (a renamed test leaves
     # a promise without one).
     if ! python3 scripts/check-test-names.py; then

@@ -100,7 +100,7 @@ pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
 /// (kernel and non-canonical ones, `(char *)-1`). Reading one would crash
 /// the program inside this library where the kernel answers `EFAULT`;
 /// other unmapped addresses cannot be told without a system call per
-/// path (README: deviations).
+/// path (docs/run-deviations.md, `bad-pointers`).
 #[inline(always)]
 pub fn bad_pointer(p: *const c_char) -> bool {
     let a = p as usize;

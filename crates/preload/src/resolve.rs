@@ -82,6 +82,33 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
     }
 }
 
+/// Where `open(O_CREAT)` of `path`, which [`resolve`] did not find, makes
+/// its file: `path` itself, or, when `path` is a link whose target does not
+/// exist, that target (links leading on to links followed), as the kernel
+/// does. Without this, a CREATE of the link's own name would find the link
+/// and the descriptor would name it.
+pub fn create_place(state: &State, path: NfsPath) -> Res<Place> {
+    let mut path = path;
+    let mut links = 0;
+    loop {
+        let client = clients::get(state, path.mount)?;
+        match client.lookup(&path.rest) {
+            Ok((_, meta)) if meta.file_type == FileType::Symlink => {
+                let target = client.readlink(&path.rest)?;
+                links += 1;
+                match next_hop(state, &path.host, &target, "", links)? {
+                    (Route::Nfs(next), _) => path = next,
+                    (Route::Local | Route::Redirect(_), full) => {
+                        return Ok(Place::Local(local(full)?))
+                    }
+                    (Route::Bad(e), _) => return Err(Errno(e)),
+                }
+            }
+            _ => return Ok(Place::Nfs(path)),
+        }
+    }
+}
+
 /// The error a server gives a path with a link among its directories:
 /// NFSv3's LOOKUP in a link is `ENOTDIR`, NFSv4.1's NFS4ERR_SYMLINK is
 /// `ELOOP` (a server never follows links, so it is not a loop).

@@ -74,6 +74,31 @@ pub fn hide(state: &State, path: &NfsPath, handle: Handle) -> Res<()> {
     Ok(())
 }
 
+/// Undoes [`hide`] of `path` (the file `handle`) when the call it made
+/// room for failed: the hidden name gets its old name back, so a refused
+/// `rename` changes nothing.
+pub fn unhide(state: &State, path: &NfsPath, handle: &Handle) {
+    let pid = std::process::id();
+    let back = {
+        let mut list = lock();
+        let Some(i) = list
+            .iter()
+            .rposition(|h| h.mount == path.mount && h.handle == *handle && h.pid == pid)
+        else {
+            return;
+        };
+        list.remove(i)
+    };
+    if let Ok(client) = clients::get(state, path.mount) {
+        // A failure leaves the hidden name, removed at the last close as
+        // before.
+        if client.rename(&back.rest, &path.rest).is_err() {
+            lock().push(back);
+        }
+        crate::lookups::changed(state);
+    }
+}
+
 /// After a descriptor of the file `handle` was closed (or replaced): its
 /// hidden names go once this process holds it open no more.
 pub fn closed(state: &State, mount: usize, handle: &Handle) {

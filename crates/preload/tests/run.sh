@@ -24,13 +24,21 @@
 #              missing directory, raw syscall(2) on NFS descriptors and
 #              paths, open then unlink or rename over in one process,
 #              bad path pointers, a unix socket bound in an NFS directory,
-#              a directory deeper than PATH_MAX; as the postgres user:
+#              a directory deeper than PATH_MAX, symbolic link targets
+#              up to 4095 bytes; as the postgres user:
 #              truncate and O_TRUNC permissions, chown -1 -1), run in a
 #              local directory without the library and on NFS with it:
 #              same results, same errnos, same tree (tests/c/edges.c);
-#              then the documented deviations and warnings (a link target
-#              over 1024 bytes, an unsupported fallocate mode, a prefix
+#              then the warnings (an unsupported fallocate mode, a prefix
 #              over a non-empty local directory)
+#   random     random sequences of calls (tests/c/randops.c: open, read,
+#              write, pwrite, truncate, rename, link, symlink, unlink,
+#              mkdir, rmdir, readdir, stat, chmod, utimensat, fsync,
+#              access, chdir; dot components, 255- and 256-byte names),
+#              as root and as the postgres user, in a local directory and
+#              on NFS: same results, errnos and tree, but for the lines of
+#              docs/run-deviations.md (tests/random.sh, tests/differ.py;
+#              DNFS_RANDOM_SEED, DNFS_RANDOM_OPS)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
@@ -85,8 +93,9 @@
 #   nlm        NFSv3 locks through the server's NLM (tests/nlm.sh; needs
 #              DNFS_TEST_URL_NLM, a server started with DNFS_NLM=1):
 #              two hosts exclude each other, sqlite3 read-modify-write
-#              from both ends exact (and on NFSv4.1), ENOLCK and one
-#              warning without NLM, nolock local
+#              from both ends exact (and on NFSv4.1), a DuckDB database
+#              open read-write on one host refused to the other (both
+#              versions), ENOLCK and one warning without NLM, nolock local
 #
 #   DNFS_TEST_URL='nfs://127.0.0.1/export?nfsport=2049&mountport=20048' \
 #   DNFS_TEST_EXPORT_DIR=/export crates/preload/tests/run.sh [GROUP...]
@@ -110,7 +119,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks nlm)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -150,6 +159,8 @@ MAIN_VERS=${DNFS_PRELOAD_NFS_VERSION:+nfs_version: nfsv$DNFS_PRELOAD_NFS_VERSION
 MAIN_VERS=${MAIN_VERS:-nolock}
 # shellcheck source-path=SCRIPTDIR source=nlm.sh
 source "$ROOT/crates/preload/tests/nlm.sh"
+# shellcheck source-path=SCRIPTDIR source=random.sh
+source "$ROOT/crates/preload/tests/random.sh"
 {
     server_block test "$export_path" "$MNT" "$MAIN_VERS"
     server_block refused /no/such/export "$MNT-refused"
@@ -418,11 +429,7 @@ group_edges() {
     check "edges: on stderr only the refused unix socket's warning" \
         "bind of a unix socket on an NFS path is not supported (EOPNOTSUPP): NFS holds no sockets" \
         "$(sed 's/^directnfs\[[0-9]*\]: //' "$WORK/edges-nfs.err")"
-    # Documented deviations and warnings (README).
-    local long
-    long=$(printf 'x%.0s' {1..1500})
-    check "a symbolic link target over 1024 bytes: ENAMETOOLONG" "File name too long" \
-        "$(nfs ln -s "$long" "$NFS/edges/longlink" 2>&1 | sed 's/.*: //')"
+    # Warnings (README).
     nfs sh -c "printf 0123456789 >$NFS/edges/fa"
     check "fallocate --punch-hole: the warning names the mode" \
         "fallocate mode 0x3 (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) is not supported on NFS files (EOPNOTSUPP)" \
@@ -431,7 +438,7 @@ group_edges() {
     mkdir -p "$WORK/hidden" && echo local >"$WORK/hidden/file"
     { cat "$TAB"; server_block hidden "$export_path" "$WORK/hidden" "$MAIN_VERS"; } >"$WORK/dnfstab-hidden"
     "$DNFS_BIN" --config "$WORK/dnfstab-hidden" run -- sh -c 'ls / >/dev/null; sh -c true' 2>"$WORK/hidden.err" || true
-    check "a prefix over a non-empty local directory: one warning" \
+    check "a prefix over a non-empty local directory: one warning [dev:hidden-local-dir]" \
         "1|mount prefix $WORK/hidden is over a local directory that is not empty" \
         "$(grep -c . "$WORK/hidden.err")|$(sed -n 's/^directnfs\[[0-9]*\]: \(.*not empty\).*/\1/p' "$WORK/hidden.err")"
     # The permission cases, as the postgres user in a directory of its own
@@ -954,7 +961,7 @@ group_pgparents() {
         "$("${PG[@]}" ls "$up")|$("${PG[@]}" ls "$up/db")"
     check "cd into a parent, pwd, cd into the prefix" "$up/db|$up/db/pg" \
         "$("${PG[@]}" sh -c "cd $up/db && /bin/pwd && cd pg && pwd" | paste -sd'|')"
-    check "mkdir of a parent: EEXIST; mv of one: EBUSY" "File exists|Device or resource busy" \
+    check "mkdir of a parent: EEXIST; mv of one: EBUSY [dev:prefix-parents]" "File exists|Device or resource busy" \
         "$("${PG[@]}" mkdir "$up/db" 2>&1 | sed 's/.*: //')|$("${PG[@]}" mv "$up/db" "$WORK/x" 2>&1 | sed 's/.*: //')"
     check "nothing was made locally" "no" "$([[ -e $up ]] && echo yes || echo no)"
     expect "mkdir -p through the parents as postgres" "${PG[@]}" mkdir -p "$top/mkp/a/b"

@@ -19,8 +19,9 @@ use crate::resolve::{self, Place, Resolved, Through};
 use crate::shadow::Kind;
 use crate::state::State;
 
-/// Longest symbolic link target made on NFS (`nfspath3`'s bound here).
-pub const SYMLINK_TARGET_MAX: usize = 1024;
+/// Longest symbolic link target made on NFS: Linux's, `PATH_MAX` less
+/// the NUL (Ganesha stores as much, on both versions).
+pub const SYMLINK_TARGET_MAX: usize = 4095;
 
 /// `unlink(2)`. A directory is `EISDIR` (as on Linux). When the last name
 /// of a file goes, so does its shadow file.
@@ -108,9 +109,12 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
         return Err(Errno(libc::EBUSY));
     }
     let client = clients::get(state, from.mount)?;
-    hide_open_target(state, &client, &from, &to)?;
+    let hidden = hide_open_target(state, &client, &from, &to)?;
     let renamed = client.rename(&from.rest, &to.rest);
     crate::lookups::changed(state);
+    if let (Err(_), Some(handle)) = (&renamed, &hidden) {
+        crate::silly::unhide(state, &to, handle);
+    }
     match renamed {
         Err(e) if resolve::through_a_link(&e) => {
             match both_through_links(state, &from, &to, e.errno())? {
@@ -128,23 +132,36 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
 }
 
 /// Before a RENAME over `to`: a file there that this process holds open is
-/// renamed aside first, as `unlink` does (silly.rs). Only a name some
-/// descriptor was opened under is looked up.
-fn hide_open_target(state: &State, client: &dnfs::Client, from: &NfsPath, to: &NfsPath) -> Res<()> {
+/// renamed aside first, as `unlink` does (silly.rs); its handle is
+/// returned, for [`crate::silly::unhide`] should the RENAME fail. Only a
+/// name some descriptor was opened under is looked up. A directory renamed
+/// over that file is `ENOTDIR`, as the server would say had the file not
+/// been moved aside.
+fn hide_open_target(
+    state: &State,
+    client: &dnfs::Client,
+    from: &NfsPath,
+    to: &NfsPath,
+) -> Res<Option<dnfs::Handle>> {
     if !crate::silly::maybe_held_open(to) {
-        return Ok(());
+        return Ok(None);
     }
     let Ok((handle, meta)) = client.lookup(&to.rest) else {
-        return Ok(());
+        return Ok(None);
     };
     if meta.file_type != FileType::File || !crate::silly::held_open(to.mount, &handle) {
-        return Ok(());
+        return Ok(None);
     }
-    // Renaming a file onto itself (another name of it) changes nothing.
-    if client.lookup(&from.rest).is_ok_and(|(h, _)| h == handle) {
-        return Ok(());
+    match client.lookup(&from.rest) {
+        // Nothing to rename: the RENAME fails with the server's answer.
+        Err(_) => return Ok(None),
+        // Renaming a file onto itself (another name of it) changes nothing.
+        Ok((h, _)) if h == handle => return Ok(None),
+        Ok((_, m)) if m.is_dir() => return Err(Errno(libc::ENOTDIR)),
+        Ok(_) => {}
     }
-    crate::silly::hide(state, to, handle)
+    crate::silly::hide(state, to, handle.clone())?;
+    Ok(Some(handle))
 }
 
 /// The answer to a call that names `.` or `..` last: `errno`, once the
@@ -181,9 +198,8 @@ fn both_through_links(
 /// `AT_SYMLINK_FOLLOW`), through links among the directories of both
 /// names as [`rename`] does.
 pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res<OutPair> {
-    if new.last != Last::Name {
-        return dot_refused(state, new, libc::EEXIST);
-    }
+    // Linux's order: the existing name first (ENOENT), then the new one
+    // (EEXIST, also for `.` or `..` last), then the directory test (EPERM).
     let existing = match resolve::resolve(state, existing, follow)? {
         Resolved::Nfs(f) => f,
         Resolved::Local(x) => {
@@ -193,11 +209,17 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
             }
         }
     };
-    if existing.meta.is_dir() {
-        return Err(Errno(libc::EPERM));
+    if new.last != Last::Name {
+        return dot_refused(state, new, libc::EEXIST);
     }
     if new.rest == "/" {
         return Err(Errno(libc::EEXIST));
+    }
+    if existing.meta.is_dir() {
+        return match resolve::resolve(state, new, false) {
+            Ok(_) => Err(Errno(libc::EEXIST)),
+            Err(_) => Err(Errno(libc::EPERM)),
+        };
     }
     let target = |new: &NfsPath| -> Res<()> {
         if existing.path.mount != new.mount {
@@ -225,9 +247,8 @@ pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<Out<()>> {
     if target.is_empty() {
         return Err(Errno(libc::ENOENT));
     }
-    // The NFSv3 path limit this client keeps to (RFC 1813 leaves it to
-    // the implementation; Linux allows 4095 bytes): ENAMETOOLONG, as for
-    // a target too long for Linux, not EINVAL (README: deviations).
+    // Linux's bound (RFC 1813 leaves it to the implementation): a longer
+    // target is ENAMETOOLONG, as Linux says, before any call.
     if target.len() > SYMLINK_TARGET_MAX {
         return Err(Errno(libc::ENAMETOOLONG));
     }
