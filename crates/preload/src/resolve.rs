@@ -279,15 +279,21 @@ fn local(full: Vec<u8>) -> Res<CString> {
     CString::new(full).map_err(|_| Errno(libc::EINVAL))
 }
 
-/// Checks the directories a path named before each of its `..` (see
-/// [`NfsPath::via`]): each must exist and be a directory, as the kernel
-/// finds when it walks through them. Lexical folding would skip them, and
-/// `rmdir("e/missing/..")` would remove `e`.
+/// Checks the directories a path named before each of its `..` or `.`
+/// (see [`NfsPath::via`]): each must exist, be a directory and be
+/// searchable by the caller, as the kernel finds when it walks through
+/// them. Lexical folding would skip them: `rmdir("e/missing/..")` would
+/// remove `e`, and `d/.` would name a directory the caller may not search.
 pub fn check_via(state: &State, path: &NfsPath) -> Res<()> {
     for dir in &path.via {
         match paths::classify_absolute(state, dir) {
             Route::Nfs(p) => match resolve(state, p, true)? {
-                Resolved::Nfs(f) if f.meta.is_dir() => {}
+                Resolved::Nfs(f) if f.meta.is_dir() => {
+                    let who = crate::ops::access::Who::effective(state, f.path.mount);
+                    if !crate::ops::access::may(who, &f.meta, libc::X_OK) {
+                        return Err(Errno(libc::EACCES));
+                    }
+                }
                 Resolved::Nfs(_) => return Err(Errno(libc::ENOTDIR)),
                 Resolved::Local(p) => local_dir(&p)?,
             },

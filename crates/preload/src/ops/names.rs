@@ -160,7 +160,7 @@ fn hide_open_target(
         Ok((_, m)) if m.is_dir() => return Err(Errno(libc::ENOTDIR)),
         Ok(_) => {}
     }
-    crate::silly::hide(state, to, handle.clone())?;
+    crate::silly::hide(state, to, handle)?;
     Ok(Some(handle))
 }
 
