@@ -420,9 +420,10 @@ fn last_component(path: &[u8]) -> Last {
     }
 }
 
-/// The directories an absolute path names before each of its `..`
-/// components, folded, without repeats (none for a path without `..`).
-fn dirs_before_dots(path: &[u8]) -> Vec<Vec<u8>> {
+/// The directories an absolute path names before each of its `..` or `.`
+/// components (not a leading one), folded, without repeats (none for a
+/// path without them).
+pub fn dirs_before_dots(path: &[u8]) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut start = 0;
     for comp in path.split(|&b| b == b'/') {

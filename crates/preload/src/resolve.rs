@@ -97,7 +97,19 @@ pub fn create_place(state: &State, path: NfsPath) -> Res<Place> {
                 let target = client.readlink(&path.rest)?;
                 links += 1;
                 match next_hop(state, &path.host, &target, "", links)? {
-                    (Route::Nfs(next), _) => path = next,
+                    // The target's `missing/..` must exist, as for a path
+                    // given to the call: a file is never made through it.
+                    (Route::Nfs(next), _) => {
+                        let written = if target.first() == Some(&b'/') {
+                            target.clone()
+                        } else {
+                            paths::join(paths::parent(&path.host).as_bytes(), &target)
+                        };
+                        let mut probe = next.clone();
+                        probe.via = paths::dirs_before_dots(&written);
+                        check_via(state, &probe)?;
+                        path = next
+                    }
                     (Route::Local | Route::Redirect(_), full) => {
                         return Ok(Place::Local(local(full)?))
                     }

@@ -157,6 +157,10 @@ fn hide_open_target(
         Err(_) => return Ok(None),
         // Renaming a file onto itself (another name of it) changes nothing.
         Ok((h, _)) if h == handle => return Ok(None),
+        // A directory into itself is EINVAL before anything else.
+        Ok((_, m)) if m.is_dir() && to.rest.starts_with(&format!("{}/", from.rest)) => {
+            return Err(Errno(libc::EINVAL))
+        }
         Ok((_, m)) if m.is_dir() => return Err(Errno(libc::ENOTDIR)),
         Ok(_) => {}
     }
@@ -216,9 +220,21 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
         return Err(Errno(libc::EEXIST));
     }
     if existing.meta.is_dir() {
-        return match resolve::resolve(state, new, false) {
+        return match resolve::resolve(state, new.clone(), false) {
             Ok(_) => Err(Errno(libc::EEXIST)),
-            Err(_) => Err(Errno(libc::EPERM)),
+            // The new name's directory must be there (ENOENT, ENOTDIR).
+            Err(Errno(libc::ENOENT)) => match resolve::through_parent(state, &new)? {
+                Place::Nfs(p) => {
+                    let mut dir = p.clone();
+                    dir.rest = crate::paths::parent(&p.rest).to_string();
+                    match resolve::resolve(state, dir, true)? {
+                        Resolved::Nfs(f) if !f.meta.is_dir() => Err(Errno(libc::ENOTDIR)),
+                        _ => Err(Errno(libc::EPERM)),
+                    }
+                }
+                Place::Local(_) => Err(Errno(libc::EXDEV)),
+            },
+            Err(e) => Err(e),
         };
     }
     let target = |new: &NfsPath| -> Res<()> {
