@@ -9,15 +9,16 @@
 #           (tests/differ.py judges).
 #
 # DNFS_RANDOM_SEED (default 31) picks the sequence; DNFS_RANDOM_OPS
-# (default 1500) its length, per user. The seed is printed, so a failure
-# can be run again, and a longer run is one variable away.
+# (default 5000: about 4 s a version) its length, per user. The seed is
+# printed, so a failure can be run again, and a longer run is one variable
+# away.
 #
 # Uses run.sh's helpers and variables (RUN, WORK, NFS, nfs, check, ok, bad,
 # step).
 # shellcheck disable=SC2154  # run.sh's variables
 
 RANDOM_SEED=${DNFS_RANDOM_SEED:-31}
-RANDOM_OPS=${DNFS_RANDOM_OPS:-1500}
+RANDOM_OPS=${DNFS_RANDOM_OPS:-5000}
 
 # random_pair NAME LOCAL-DIR NFS-DIR [USER]: one sequence in both places,
 # judged by differ.py.

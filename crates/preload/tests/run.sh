@@ -38,7 +38,7 @@
 #              as root and as the postgres user, in a local directory and
 #              on NFS: same results, errnos and tree, but for the lines of
 #              docs/run-deviations.md (tests/random.sh, tests/differ.py;
-#              DNFS_RANDOM_SEED, DNFS_RANDOM_OPS)
+#              DNFS_RANDOM_SEED, DNFS_RANDOM_OPS: 31 and 5000 calls)
 #   untouched  local files, pipes and sockets behave the same with and
 #              without the library (tests/c/untouched.c)
 #   coreutils  cp, cat, ls -l, mv, rm -r, mkdir -p, dd conv=fsync, ln,
