@@ -124,21 +124,21 @@ static void fill(unsigned char *p, size_t n)
         p[i] = (unsigned char)('a' + (k + i * 7) % 26);
 }
 
-/* The inode a path names (0 if none), and whether it is a regular file
- * with one name only, to see when an unlink or rename removes an open
- * file. */
+/* The inode of the regular file a path names (0 if none), to see when an
+ * unlink or rename removes a name of an open file. */
 static ino_t sole_file(const char *p)
 {
     struct stat st;
-    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1)
+    if (lstat(p, &st) != 0 || !S_ISREG(st.st_mode))
         return 0;
     return st.st_ino;
 }
 
-/* After a call removed the file `ino` (an unlink, or a rename over it):
- * the descriptors still open on it keep working (silly rename on NFS, for
- * this process's descriptors); they are used once and closed, so that
- * the trees match again (on NFS the hidden name lasts until the close). */
+/* After a call removed a name of the file `ino` (an unlink, or a rename
+ * over it): the descriptors still open on it keep working (silly rename on
+ * NFS, for this process's descriptors); they are used once and closed, so
+ * that the trees and link counts match again (on NFS the hidden name
+ * lasts until the close, and counts as a link). */
 static void removed(ino_t ino, const char *what)
 {
     char buf[128];
