@@ -56,7 +56,10 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
                 let target = client.readlink(&path.rest)?;
                 links += 1;
                 match next_hop(state, &path.host, &target, "", links)? {
-                    (Route::Nfs(next), _) => path = next,
+                    (Route::Nfs(next), _) => {
+                        check_target_via(state, &path, &target, &next)?;
+                        path = next
+                    }
                     (Route::Local | Route::Redirect(_), full) => {
                         return Ok(Resolved::Local(local(full)?))
                     }
@@ -100,14 +103,7 @@ pub fn create_place(state: &State, path: NfsPath) -> Res<Place> {
                     // The target's `missing/..` must exist, as for a path
                     // given to the call: a file is never made through it.
                     (Route::Nfs(next), _) => {
-                        let written = if target.first() == Some(&b'/') {
-                            target.clone()
-                        } else {
-                            paths::join(paths::parent(&path.host).as_bytes(), &target)
-                        };
-                        let mut probe = next.clone();
-                        probe.via = paths::dirs_before_dots(&written);
-                        check_via(state, &probe)?;
+                        check_target_via(state, &path, &target, &next)?;
                         path = next
                     }
                     (Route::Local | Route::Redirect(_), full) => {
@@ -119,6 +115,24 @@ pub fn create_place(state: &State, path: NfsPath) -> Res<Place> {
             _ => return Ok(Place::Nfs(path)),
         }
     }
+}
+
+/// Checks the directories a link's `target` names before its `..` or `.`
+/// (`missing/..`), as for a path given to a call: folding the target would
+/// skip them. `link` is where the link is, `next` the folded target.
+fn check_target_via(state: &State, link: &NfsPath, target: &[u8], next: &NfsPath) -> Res<()> {
+    let written = if target.first() == Some(&b'/') {
+        target.to_vec()
+    } else {
+        paths::join(paths::parent(&link.host).as_bytes(), target)
+    };
+    let via = paths::dirs_before_dots(&written);
+    if via.is_empty() {
+        return Ok(());
+    }
+    let mut probe = next.clone();
+    probe.via = via;
+    check_via(state, &probe)
 }
 
 /// The error a server gives a path with a link among its directories:

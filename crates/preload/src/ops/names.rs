@@ -31,7 +31,7 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
         Resolved::Local(p) => return Ok(Out::Local(p)),
     };
     if f.meta.is_dir() {
-        return Err(Errno(libc::EISDIR));
+        return Err(Errno(denied_first(state, &f.path, libc::EISDIR)));
     }
     if f.meta.file_type == FileType::File && crate::silly::held_open(f.path.mount, &f.handle) {
         // This process still reads or writes it: renamed aside until its
@@ -69,7 +69,32 @@ pub fn rmdir(state: &State, path: NfsPath) -> Res<Out<()>> {
     if path.rest == "/" {
         return Err(Errno(libc::EBUSY));
     }
-    with_parent_links(state, path, |client, p| client.rmdir(&p.rest))
+    let asked = path.clone();
+    match with_parent_links(state, path, |client, p| client.rmdir(&p.rest)) {
+        Err(Errno(e)) if e != libc::ENOENT => Err(Errno(denied_first(state, &asked, e))),
+        other => other,
+    }
+}
+
+/// The errno of an `unlink` or `rmdir` that failed with `errno` (not a
+/// directory, not empty, a directory): `EACCES` if the caller may not
+/// write or search the directory the name is in, which Linux checks first
+/// (the server checks the name's type first).
+fn denied_first(state: &State, path: &NfsPath, errno: i32) -> i32 {
+    let mut dir = path.clone();
+    dir.rest = crate::paths::parent(&path.rest).to_string();
+    dir.last = Last::Name;
+    match resolve::resolve(state, dir, true) {
+        Ok(Resolved::Nfs(d)) if d.meta.is_dir() => {
+            let who = super::access::Who::effective(state, d.path.mount);
+            if super::access::may(who, &d.meta, libc::W_OK | libc::X_OK) {
+                errno
+            } else {
+                libc::EACCES
+            }
+        }
+        _ => errno,
+    }
 }
 
 /// `mkdir(2)`: the mode less the umask.
