@@ -9,10 +9,11 @@
 //! descriptor of the file.
 //!
 //! Only this process's descriptors are seen (each process is its own
-//! client): another process's open file still goes away (README, the
-//! deviations). A process that ends without closing, or `exec`s a program
-//! that does, leaves the hidden name behind, as the kernel does after a
-//! crash; a child of `fork` never removes its parent's hidden names.
+//! client): another process's open file still goes away
+//! (docs/run-deviations.md, `removed-while-open`). A process that ends
+//! without closing, or `exec`s a program that does, leaves the hidden
+//! name behind, as the kernel does after a crash; a child of `fork` never
+//! removes its parent's hidden names.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
