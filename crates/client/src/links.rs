@@ -36,8 +36,8 @@ impl Client {
     }
 
     /// Creates the symbolic link `path` pointing at `target` (stored by
-    /// the server as is, never followed by directnfs; at most 1024 bytes,
-    /// no NUL). Fails with EEXIST if `path` exists.
+    /// the server as is, never followed by directnfs; at most 4095 bytes,
+    /// Linux's bound, no NUL). Fails with EEXIST if `path` exists.
     ///
     /// A SYMLINK is not idempotent. If its reply is lost and the client
     /// sends it again on another connection (where the server's duplicate
@@ -49,10 +49,10 @@ impl Client {
         if let Some(s) = &self.inner.v4 {
             return crate::v4::links::symlink(s, &self.inner, target, path);
         }
-        if target.len() > nfspath3::MAX || target.contains(&0) {
+        if target.len() >= nfspath3::MAX || target.contains(&0) {
             return Err(Error::InvalidInput(format!(
                 "SYMLINK {path}: the target must be at most {} bytes without NUL ({} given)",
-                nfspath3::MAX,
+                nfspath3::MAX - 1,
                 target.len()
             )));
         }

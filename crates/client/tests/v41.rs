@@ -202,8 +202,18 @@ fn symlink_readlink_link_and_lookup() {
     assert_eq!(e.errno(), libc::EINVAL, "READLINK of a file: {e}");
     let e = client.readlink(&format!("{dir}/missing")).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
+    // Up to Linux's 4095 bytes (beyond NFS4_OPAQUE_LIMIT's 1024): stored
+    // whole; 4096 is refused before anything is sent.
+    client
+        .symlink(&[b'x'; 4095], &format!("{dir}/longest"))
+        .unwrap();
+    assert_eq!(
+        client.readlink(&format!("{dir}/longest")).unwrap(),
+        vec![b'x'; 4095]
+    );
+    client.remove(&format!("{dir}/longest")).unwrap();
     let e = client
-        .symlink(&[b'x'; 1025], &format!("{dir}/long"))
+        .symlink(&[b'x'; 4096], &format!("{dir}/long"))
         .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
 

@@ -40,10 +40,11 @@ pub struct NfsPath {
     /// What the last component was as written: folding turns `d/.` and
     /// `d/x/..` into `d`, but `rmdir` and `rename` refuse such names.
     pub last: Last,
-    /// The directories named before each `..` of the path as written,
-    /// folded (`/db/e/missing` for `/db/e/missing/..`): the kernel walks
-    /// through them, so each must exist and be a directory, or the call
-    /// fails (`ENOENT`, `ENOTDIR`) where folding alone would have gone on.
+    /// The directories named before each `..` or `.` of the path as
+    /// written, folded (`/db/e/missing` for `/db/e/missing/..`): the
+    /// kernel walks through them, so each must exist, be a directory and
+    /// be searchable, or the call fails (`ENOENT`, `ENOTDIR`, `EACCES`)
+    /// where folding alone would have gone on.
     pub via: Vec<Vec<u8>>,
 }
 
@@ -100,7 +101,7 @@ pub unsafe fn route(dirfd: c_int, path: *const c_char) -> Route {
 /// (kernel and non-canonical ones, `(char *)-1`). Reading one would crash
 /// the program inside this library where the kernel answers `EFAULT`;
 /// other unmapped addresses cannot be told without a system call per
-/// path (`docs/book/src/run/deviations.md`).
+/// path (docs/run-deviations.md, `bad-pointers`).
 #[inline(always)]
 pub fn bad_pointer(p: *const c_char) -> bool {
     let a = p as usize;
@@ -262,7 +263,7 @@ pub fn classify_absolute(state: &State, path: &[u8]) -> Route {
         return match r {
             Route::Nfs(mut p) => {
                 p.last = last_component(path);
-                p.via = dirs_before_dotdot(path);
+                p.via = dirs_before_dots(path);
                 Route::Nfs(p)
             }
             other => other,
@@ -419,13 +420,14 @@ fn last_component(path: &[u8]) -> Last {
     }
 }
 
-/// The directories an absolute path names before each of its `..`
-/// components, folded, without repeats (none for a path without `..`).
-fn dirs_before_dotdot(path: &[u8]) -> Vec<Vec<u8>> {
+/// The directories an absolute path names before each of its `..` or `.`
+/// components (not a leading one), folded, without repeats (none for a
+/// path without them).
+pub fn dirs_before_dots(path: &[u8]) -> Vec<Vec<u8>> {
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut start = 0;
     for comp in path.split(|&b| b == b'/') {
-        if comp == b".." {
+        if (comp == b".." || comp == b".") && start > 0 {
             let dir = normalize(&path[..start]);
             if dir != b"/" && !out.contains(&dir) {
                 out.push(dir);
@@ -486,7 +488,7 @@ mod tests {
     }
 
     #[test]
-    fn the_last_component_and_the_directories_before_dotdot_are_kept() {
+    fn the_last_component_and_the_directories_before_dots_are_kept() {
         assert_eq!(last_component(b"/db/d/."), Last::Dot);
         assert_eq!(last_component(b"/db/d/./"), Last::Dot);
         assert_eq!(last_component(b"/db/e/x/.."), Last::DotDot);
@@ -494,14 +496,14 @@ mod tests {
         assert_eq!(last_component(b"/db/e/.x"), Last::Name);
         assert_eq!(last_component(b"/"), Last::Name);
         assert_eq!(
-            dirs_before_dotdot(b"/db/e/missing/.."),
+            dirs_before_dots(b"/db/e/missing/.."),
             [b"/db/e/missing".to_vec()]
         );
         assert_eq!(
-            dirs_before_dotdot(b"/db/a/../b/./../c"),
+            dirs_before_dots(b"/db/a/../b/./../c"),
             [b"/db/a".to_vec(), b"/db/b".to_vec()]
         );
-        assert!(dirs_before_dotdot(b"/db/a/./b").is_empty());
+        assert_eq!(dirs_before_dots(b"/db/a/./b"), [b"/db/a".to_vec()]);
         let st2 = state(&["/dnfs-paths-test-none/db/pg", "/x"]);
         assert_eq!(
             st2.config.ancestors,

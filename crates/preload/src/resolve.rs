@@ -56,7 +56,10 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
                 let target = client.readlink(&path.rest)?;
                 links += 1;
                 match next_hop(state, &path.host, &target, "", links)? {
-                    (Route::Nfs(next), _) => path = next,
+                    (Route::Nfs(next), _) => {
+                        check_target_via(state, &path, &target, &next)?;
+                        path = next
+                    }
                     (Route::Local | Route::Redirect(_), full) => {
                         return Ok(Resolved::Local(local(full)?))
                     }
@@ -80,6 +83,56 @@ pub fn resolve(state: &State, path: NfsPath, follow: bool) -> Res<Resolved> {
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Where `open(O_CREAT)` of `path`, which [`resolve`] did not find, makes
+/// its file: `path` itself, or, when `path` is a link whose target does not
+/// exist, that target (links leading on to links followed), as the kernel
+/// does. Without this, a CREATE of the link's own name would find the link
+/// and the descriptor would name it.
+pub fn create_place(state: &State, path: NfsPath) -> Res<Place> {
+    let mut path = path;
+    let mut links = 0;
+    loop {
+        let client = clients::get(state, path.mount)?;
+        match client.lookup(&path.rest) {
+            Ok((_, meta)) if meta.file_type == FileType::Symlink => {
+                let target = client.readlink(&path.rest)?;
+                links += 1;
+                match next_hop(state, &path.host, &target, "", links)? {
+                    // The target's `missing/..` must exist, as for a path
+                    // given to the call: a file is never made through it.
+                    (Route::Nfs(next), _) => {
+                        check_target_via(state, &path, &target, &next)?;
+                        path = next
+                    }
+                    (Route::Local | Route::Redirect(_), full) => {
+                        return Ok(Place::Local(local(full)?))
+                    }
+                    (Route::Bad(e), _) => return Err(Errno(e)),
+                }
+            }
+            _ => return Ok(Place::Nfs(path)),
+        }
+    }
+}
+
+/// Checks the directories a link's `target` names before its `..` or `.`
+/// (`missing/..`), as for a path given to a call: folding the target would
+/// skip them. `link` is where the link is, `next` the folded target.
+fn check_target_via(state: &State, link: &NfsPath, target: &[u8], next: &NfsPath) -> Res<()> {
+    let written = if target.first() == Some(&b'/') {
+        target.to_vec()
+    } else {
+        paths::join(paths::parent(&link.host).as_bytes(), target)
+    };
+    let via = paths::dirs_before_dots(&written);
+    if via.is_empty() {
+        return Ok(());
+    }
+    let mut probe = next.clone();
+    probe.via = via;
+    check_via(state, &probe)
 }
 
 /// The error a server gives a path with a link among its directories:
@@ -252,15 +305,21 @@ fn local(full: Vec<u8>) -> Res<CString> {
     CString::new(full).map_err(|_| Errno(libc::EINVAL))
 }
 
-/// Checks the directories a path named before each of its `..` (see
-/// [`NfsPath::via`]): each must exist and be a directory, as the kernel
-/// finds when it walks through them. Lexical folding would skip them, and
-/// `rmdir("e/missing/..")` would remove `e`.
+/// Checks the directories a path named before each of its `..` or `.`
+/// (see [`NfsPath::via`]): each must exist, be a directory and be
+/// searchable by the caller, as the kernel finds when it walks through
+/// them. Lexical folding would skip them: `rmdir("e/missing/..")` would
+/// remove `e`, and `d/.` would name a directory the caller may not search.
 pub fn check_via(state: &State, path: &NfsPath) -> Res<()> {
     for dir in &path.via {
         match paths::classify_absolute(state, dir) {
             Route::Nfs(p) => match resolve(state, p, true)? {
-                Resolved::Nfs(f) if f.meta.is_dir() => {}
+                Resolved::Nfs(f) if f.meta.is_dir() => {
+                    let who = crate::ops::access::Who::effective(state, f.path.mount);
+                    if !crate::ops::access::may(who, &f.meta, libc::X_OK) {
+                        return Err(Errno(libc::EACCES));
+                    }
+                }
                 Resolved::Nfs(_) => return Err(Errno(libc::ENOTDIR)),
                 Resolved::Local(p) => local_dir(&p)?,
             },

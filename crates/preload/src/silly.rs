@@ -9,10 +9,11 @@
 //! descriptor of the file.
 //!
 //! Only this process's descriptors are seen (each process is its own
-//! client): another process's open file still goes away (the book's
-//! deviations, `docs/book/src/run/deviations.md`). A process that ends without closing, or `exec`s a program
-//! that does, leaves the hidden name behind, as the kernel does after a
-//! crash; a child of `fork` never removes its parent's hidden names.
+//! client): another process's open file still goes away
+//! (docs/run-deviations.md, `removed-while-open`). A process that ends
+//! without closing, or `exec`s a program that does, leaves the hidden
+//! name behind, as the kernel does after a crash; a child of `fork` never
+//! removes its parent's hidden names.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -72,6 +73,31 @@ pub fn hide(state: &State, path: &NfsPath, handle: Handle) -> Res<()> {
         pid,
     });
     Ok(())
+}
+
+/// Undoes [`hide`] of `path` (the file `handle`) when the call it made
+/// room for failed: the hidden name gets its old name back, so a refused
+/// `rename` changes nothing.
+pub fn unhide(state: &State, path: &NfsPath, handle: &Handle) {
+    let pid = std::process::id();
+    let back = {
+        let mut list = lock();
+        let Some(i) = list
+            .iter()
+            .rposition(|h| h.mount == path.mount && h.handle == *handle && h.pid == pid)
+        else {
+            return;
+        };
+        list.remove(i)
+    };
+    if let Ok(client) = clients::get(state, path.mount) {
+        // A failure leaves the hidden name, removed at the last close as
+        // before.
+        if client.rename(&back.rest, &path.rest).is_err() {
+            lock().push(back);
+        }
+        crate::lookups::changed(state);
+    }
 }
 
 /// After a descriptor of the file `handle` was closed (or replaced): its

@@ -8,7 +8,9 @@
 #         its pid, F_SETLK EAGAIN, F_SETLKW waits, close and exit release,
 #         a SIGKILLed holder's lock goes at the next lock of its host;
 #         sqlite3 read-modify-write transactions from the two "hosts" on
-#         one database end exact (NFSv3 with NLM, and NFSv4.1); without a
+#         one database end exact (NFSv3 with NLM, and NFSv4.1); a DuckDB
+#         database open read-write on one host is refused to the other
+#         until it is closed (both versions; tests/duckhost.py); without a
 #         lock manager (the main server) the lock fails with ENOLCK and
 #         one warning naming `nolock`; with `nolock` it is local and works.
 #
@@ -141,6 +143,40 @@ group_nlm() {
     nlm_sqlite_two_hosts "NFSv3 with NLM" "$MNT-nlm/$RUNID/rmw.db"
     nfs mkdir -p "$MNT-nlm41/$RUNID/v41"
     nlm_sqlite_two_hosts "NFSv4.1" "$MNT-nlm41/$RUNID/v41/rmw.db"
+    nlm_duckdb_two_hosts "NFSv3 with NLM" "$MNT-nlm/$RUNID/duck.db"
+    nlm_duckdb_two_hosts "NFSv4.1" "$MNT-nlm41/$RUNID/v41/duck.db"
+}
+
+# nlm_duckdb_two_hosts LABEL DB: host A opens a DuckDB database
+# read-write and keeps it open; host B's read-write open is refused with
+# DuckDB's lock error (its fcntl lock reached the server); once A closed
+# it, B opens it and sees A's row. DuckDB comes from PyPI (pip), installed
+# here when missing.
+nlm_duckdb_two_hosts() {
+    local label=$1 db=$2 line out
+    if ! python3 -c 'import duckdb' 2>/dev/null; then
+        python3 -m pip install --quiet duckdb >"$WORK/pip.out" 2>&1 ||
+            { bad "$label: DuckDB" "pip install duckdb failed: $(tail -1 "$WORK/pip.out")"; return; }
+    fi
+    local duck=(python3 "$ROOT/crates/preload/tests/duckhost.py")
+    coproc DUCK { DIRECTNFS_SHADOW_DIR=$WORK/shadowA nfs "${duck[@]}" hold "$db" 2>&1; }
+    local pid=$DUCK_PID
+    line=
+    read -r -t 120 line <&"${DUCK[0]}" || true
+    check "$label: DuckDB host A opens the database read-write" held "$line"
+    out=$(DIRECTNFS_SHADOW_DIR=$WORK/shadowB nfs "${duck[@]}" try "$db" 2>&1)
+    if [[ $out == "refused: "*"Could not set lock on file"* ]]; then
+        ok "$label: DuckDB host B's read-write open is refused while A has it (${out:0:60}...)"
+    else
+        bad "$label: DuckDB host B's read-write open is refused while A has it" "$out"
+    fi
+    exec {DUCK[1]}>&-
+    line=
+    read -r -t 120 line <&"${DUCK[0]}" || true
+    wait "$pid" || true
+    check "$label: DuckDB host A closes it" closed "$line"
+    check "$label: then host B opens it read-write and sees A's row" "opened 2" \
+        "$(DIRECTNFS_SHADOW_DIR=$WORK/shadowB nfs "${duck[@]}" try "$db" 2>&1)"
 }
 
 # nlm_sqlite_two_hosts LABEL DB: two "hosts" (shadow directories A and

@@ -32,18 +32,18 @@ pub(crate) fn readlink(s: &Session, inner: &Inner, path: &str) -> Result<Vec<u8>
 }
 
 /// Creates the symbolic link `path` holding `target` (mode 0777, as
-/// NFSv3's SYMLINK is sent). The same bound as NFSv3's: at most 1024
-/// bytes, no NUL.
+/// NFSv3's SYMLINK is sent). The same bound as NFSv3's: at most 4095
+/// bytes (Linux's), no NUL.
 pub(crate) fn symlink(s: &Session, inner: &Inner, target: &[u8], path: &str) -> Result<()> {
     inner.check_writable(nfs3::NFSPROC3_SYMLINK, "SYMLINK", path)?;
-    if target.len() > nfspath3::MAX || target.contains(&0) {
+    if target.len() >= nfspath3::MAX || target.contains(&0) {
         return Err(Error::InvalidInput(format!(
             "SYMLINK {path}: the target must be at most {} bytes without NUL ({} given)",
-            nfspath3::MAX,
+            nfspath3::MAX - 1,
             target.len()
         )));
     }
-    // Checked above: within NFS4_OPAQUE_LIMIT (1024) too.
+    // Checked above: within linktext4's bound too.
     let text = linktext4::from(target);
     let (parent, name) = split(path)?;
     let mut ops = Ops::default();

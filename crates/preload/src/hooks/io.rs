@@ -111,7 +111,7 @@ macro_rules! pwrite_like {
             };
             // SAFETY: the caller's data of n bytes.
             serve(stringify!($name), || {
-                Ok(nfs::pwrite(st()?, &open, unsafe { buf(b, n) }?, off)? as ssize_t)
+                Ok(nfs::pwrite(st()?, fd, &open, unsafe { buf(b, n) }?, off)? as ssize_t)
             })
         }
     };

@@ -5,7 +5,8 @@
 //! shared exactly as POSIX shares it: by `dup`'d descriptors, across `fork`
 //! and `exec`. Within a process, `read`/`write`/`lseek` of one open file
 //! description take turns (the offset moves atomically, as on Linux);
-//! between processes sharing a description they do not (see `docs/book/src/run/deviations.md`).
+//! between processes sharing a description they do not
+//! (docs/run-deviations.md, `shared-offset`).
 //! `pread`/`pwrite` and their vector forms touch no offset and run fully in
 //! parallel.
 
@@ -60,13 +61,25 @@ pub fn pread(state: &State, open: &Open, buf: &mut [u8], off: off_t) -> Res<usiz
     read_at(state, open, buf, off as u64)
 }
 
-/// `pwrite(2)`.
-pub fn pwrite(state: &State, open: &Open, buf: &[u8], off: off_t) -> Res<usize> {
+/// `pwrite(2)`. On a descriptor with `O_APPEND` the data goes at the end
+/// of the file whatever `off` says, as Linux does (pwrite(2), BUGS); the
+/// file offset does not move.
+pub fn pwrite(state: &State, fd: c_int, open: &Open, buf: &[u8], off: off_t) -> Res<usize> {
     check_write(open)?;
     if off < 0 {
         return Err(Errno(libc::EINVAL));
     }
-    write_at(state, open, buf, off as u64)
+    // SAFETY: F_GETFL of our shadow descriptor.
+    let kernel_flags = unsafe { real::fcntl(fd, libc::F_GETFL, 0) };
+    if kernel_flags < 0 {
+        return Err(Errno(errno()));
+    }
+    let pos = if kernel_flags & libc::O_APPEND != 0 {
+        open.file(state)?.metadata()?.size
+    } else {
+        off as u64
+    };
+    write_at(state, open, buf, pos)
 }
 
 /// `readv` (`off` None) and `preadv` (`off` Some): one READ of the total,
@@ -116,7 +129,7 @@ pub fn writev(
         &data
     };
     match off {
-        Some(o) => pwrite(state, open, one, o),
+        Some(o) => pwrite(state, fd, open, one, o),
         None => write(state, fd, open, one),
     }
 }
@@ -315,7 +328,7 @@ pub fn copy(
     }
     let data = &buf[..n];
     let written = match (&output, off_out.as_deref()) {
-        (End::Nfs(_, o), Some(&at)) => pwrite(state, o, data, at)?,
+        (End::Nfs(fd, o), Some(&at)) => pwrite(state, *fd, o, data, at)?,
         (End::Nfs(fd, o), None) => write(state, *fd, o, data)?,
         (End::Local(fd), at) => local_write(*fd, data, at.copied())?,
     };

@@ -19,8 +19,9 @@ use crate::resolve::{self, Place, Resolved, Through};
 use crate::shadow::Kind;
 use crate::state::State;
 
-/// Longest symbolic link target made on NFS (`nfspath3`'s bound here).
-pub const SYMLINK_TARGET_MAX: usize = 1024;
+/// Longest symbolic link target made on NFS: Linux's, `PATH_MAX` less
+/// the NUL (Ganesha stores as much, on both versions).
+pub const SYMLINK_TARGET_MAX: usize = 4095;
 
 /// `unlink(2)`. A directory is `EISDIR` (as on Linux). When the last name
 /// of a file goes, so does its shadow file.
@@ -30,7 +31,7 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
         Resolved::Local(p) => return Ok(Out::Local(p)),
     };
     if f.meta.is_dir() {
-        return Err(Errno(libc::EISDIR));
+        return Err(Errno(denied_first(state, &f.path, libc::EISDIR)));
     }
     if f.meta.file_type == FileType::File && crate::silly::held_open(f.path.mount, &f.handle) {
         // This process still reads or writes it: renamed aside until its
@@ -68,7 +69,32 @@ pub fn rmdir(state: &State, path: NfsPath) -> Res<Out<()>> {
     if path.rest == "/" {
         return Err(Errno(libc::EBUSY));
     }
-    with_parent_links(state, path, |client, p| client.rmdir(&p.rest))
+    let asked = path.clone();
+    match with_parent_links(state, path, |client, p| client.rmdir(&p.rest)) {
+        Err(Errno(e)) if e != libc::ENOENT => Err(Errno(denied_first(state, &asked, e))),
+        other => other,
+    }
+}
+
+/// The errno of an `unlink` or `rmdir` that failed with `errno` (not a
+/// directory, not empty, a directory): `EACCES` if the caller may not
+/// write or search the directory the name is in, which Linux checks first
+/// (the server checks the name's type first).
+fn denied_first(state: &State, path: &NfsPath, errno: i32) -> i32 {
+    let mut dir = path.clone();
+    dir.rest = crate::paths::parent(&path.rest).to_string();
+    dir.last = Last::Name;
+    match resolve::resolve(state, dir, true) {
+        Ok(Resolved::Nfs(d)) if d.meta.is_dir() => {
+            let who = super::access::Who::effective(state, d.path.mount);
+            if super::access::may(who, &d.meta, libc::W_OK | libc::X_OK) {
+                errno
+            } else {
+                libc::EACCES
+            }
+        }
+        _ => errno,
+    }
 }
 
 /// `mkdir(2)`: the mode less the umask.
@@ -108,9 +134,12 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
         return Err(Errno(libc::EBUSY));
     }
     let client = clients::get(state, from.mount)?;
-    hide_open_target(state, &client, &from, &to)?;
+    let hidden = hide_open_target(state, &client, &from, &to)?;
     let renamed = client.rename(&from.rest, &to.rest);
     crate::lookups::changed(state);
+    if let (Err(_), Some(handle)) = (&renamed, &hidden) {
+        crate::silly::unhide(state, &to, handle);
+    }
     match renamed {
         Err(e) if resolve::through_a_link(&e) => {
             match both_through_links(state, &from, &to, e.errno())? {
@@ -128,23 +157,40 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
 }
 
 /// Before a RENAME over `to`: a file there that this process holds open is
-/// renamed aside first, as `unlink` does (silly.rs). Only a name some
-/// descriptor was opened under is looked up.
-fn hide_open_target(state: &State, client: &dnfs::Client, from: &NfsPath, to: &NfsPath) -> Res<()> {
+/// renamed aside first, as `unlink` does (silly.rs); its handle is
+/// returned, for [`crate::silly::unhide`] should the RENAME fail. Only a
+/// name some descriptor was opened under is looked up. A directory renamed
+/// over that file is `ENOTDIR`, as the server would say had the file not
+/// been moved aside.
+fn hide_open_target(
+    state: &State,
+    client: &dnfs::Client,
+    from: &NfsPath,
+    to: &NfsPath,
+) -> Res<Option<dnfs::Handle>> {
     if !crate::silly::maybe_held_open(to) {
-        return Ok(());
+        return Ok(None);
     }
     let Ok((handle, meta)) = client.lookup(&to.rest) else {
-        return Ok(());
+        return Ok(None);
     };
     if meta.file_type != FileType::File || !crate::silly::held_open(to.mount, &handle) {
-        return Ok(());
+        return Ok(None);
     }
-    // Renaming a file onto itself (another name of it) changes nothing.
-    if client.lookup(&from.rest).is_ok_and(|(h, _)| h == handle) {
-        return Ok(());
+    match client.lookup(&from.rest) {
+        // Nothing to rename: the RENAME fails with the server's answer.
+        Err(_) => return Ok(None),
+        // Renaming a file onto itself (another name of it) changes nothing.
+        Ok((h, _)) if h == handle => return Ok(None),
+        // A directory into itself is EINVAL before anything else.
+        Ok((_, m)) if m.is_dir() && to.rest.starts_with(&format!("{}/", from.rest)) => {
+            return Err(Errno(libc::EINVAL))
+        }
+        Ok((_, m)) if m.is_dir() => return Err(Errno(libc::ENOTDIR)),
+        Ok(_) => {}
     }
-    crate::silly::hide(state, to, handle)
+    crate::silly::hide(state, to, handle)?;
+    Ok(Some(handle))
 }
 
 /// The answer to a call that names `.` or `..` last: `errno`, once the
@@ -181,9 +227,8 @@ fn both_through_links(
 /// `AT_SYMLINK_FOLLOW`), through links among the directories of both
 /// names as [`rename`] does.
 pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res<OutPair> {
-    if new.last != Last::Name {
-        return dot_refused(state, new, libc::EEXIST);
-    }
+    // Linux's order: the existing name first (ENOENT), then the new one
+    // (EEXIST, also for `.` or `..` last), then the directory test (EPERM).
     let existing = match resolve::resolve(state, existing, follow)? {
         Resolved::Nfs(f) => f,
         Resolved::Local(x) => {
@@ -193,11 +238,29 @@ pub fn link(state: &State, existing: NfsPath, new: NfsPath, follow: bool) -> Res
             }
         }
     };
-    if existing.meta.is_dir() {
-        return Err(Errno(libc::EPERM));
+    if new.last != Last::Name {
+        return dot_refused(state, new, libc::EEXIST);
     }
     if new.rest == "/" {
         return Err(Errno(libc::EEXIST));
+    }
+    if existing.meta.is_dir() {
+        return match resolve::resolve(state, new.clone(), false) {
+            Ok(_) => Err(Errno(libc::EEXIST)),
+            // The new name's directory must be there (ENOENT, ENOTDIR).
+            Err(Errno(libc::ENOENT)) => match resolve::through_parent(state, &new)? {
+                Place::Nfs(p) => {
+                    let mut dir = p.clone();
+                    dir.rest = crate::paths::parent(&p.rest).to_string();
+                    match resolve::resolve(state, dir, true)? {
+                        Resolved::Nfs(f) if !f.meta.is_dir() => Err(Errno(libc::ENOTDIR)),
+                        _ => Err(Errno(libc::EPERM)),
+                    }
+                }
+                Place::Local(_) => Err(Errno(libc::EXDEV)),
+            },
+            Err(e) => Err(e),
+        };
     }
     let target = |new: &NfsPath| -> Res<()> {
         if existing.path.mount != new.mount {
@@ -225,9 +288,8 @@ pub fn symlink(state: &State, target: &[u8], path: NfsPath) -> Res<Out<()>> {
     if target.is_empty() {
         return Err(Errno(libc::ENOENT));
     }
-    // The NFSv3 path limit this client keeps to (RFC 1813 leaves it to
-    // the implementation; Linux allows 4095 bytes): ENAMETOOLONG, as for
-    // a target too long for Linux, not EINVAL (`docs/book/src/run/deviations.md`).
+    // Linux's bound (RFC 1813 leaves it to the implementation): a longer
+    // target is ENAMETOOLONG, as Linux says, before any call.
     if target.len() > SYMLINK_TARGET_MAX {
         return Err(Errno(libc::ENAMETOOLONG));
     }

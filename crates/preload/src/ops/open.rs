@@ -89,6 +89,15 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
             if path.trailing_slash {
                 return Err(Errno(libc::EISDIR));
             }
+            // A link whose target is missing: the target is made.
+            let path = if follow {
+                match resolve::create_place(state, path)? {
+                    resolve::Place::Nfs(p) => p,
+                    resolve::Place::Local(p) => return Ok(Out::Local(p)),
+                }
+            } else {
+                path
+            };
             match create_file(state, path, excl, mode)? {
                 Through::Nfs(file, where_) => {
                     (where_.mount, file.handle(), Kind::File, Some(file), where_)

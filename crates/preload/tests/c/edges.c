@@ -121,6 +121,27 @@ static void dots(void)
     CALL("rmdir d/sub", rmdir(at("d/sub")));
 }
 
+/* Symbolic link targets up to Linux's bound (4095 bytes) are stored and
+ * read back whole; 4096 is ENAMETOOLONG. */
+static void long_links(void)
+{
+    static const size_t lens[] = {1024, 1025, 2000, 4000, 4095, 4096};
+    static char target[4097], back[4200];
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        char what[64], name[32];
+        memset(target, 't', lens[i]);
+        target[lens[i]] = 0;
+        snprintf(name, sizeof name, "link%zu", lens[i]);
+        snprintf(what, sizeof what, "symlink target of %zu bytes", lens[i]);
+        CALL(what, symlink(target, at(name)));
+        memset(back, 0, sizeof back);
+        snprintf(what, sizeof what, "readlink of it");
+        CALL(what, readlink(at(name), back, sizeof back));
+        printf("%-40s %d\n", "the same target", strcmp(back, target) == 0);
+        unlink(at(name));
+    }
+}
+
 /* The content of a file, as one line. */
 static void content(const char *what, const char *name)
 {
@@ -380,6 +401,7 @@ int main(int argc, char **argv)
         return 2;
     dir = argv[1];
     dots();
+    long_links();
     raw();
     open_unlink();
     pointers();

@@ -18,9 +18,11 @@ pub const NFS3_WRITEVERFSIZE: usize = 8;
 /// Bound on a `filename3` (the RFC leaves `string filename3<>` unbounded;
 /// 255 is `NAME_MAX` on every server we know, Ganesha included).
 pub const MAX_NAME_LEN: usize = 255;
-/// Bound on an `nfspath3` (the RFC leaves it unbounded; 1024 matches
-/// MOUNT's `MNTPATHLEN` and Ganesha's `MAXPATHLEN` checks).
-pub const MAX_PATH_LEN: usize = 1024;
+/// Bound on an `nfspath3` (the RFC leaves it unbounded): Linux's
+/// `PATH_MAX`, 4096. A symbolic link target is at most 4095 bytes on
+/// Linux (`PATH_MAX` less the NUL); Ganesha stores up to 4095 and answers
+/// a longer one with NFS3ERR_NAMETOOLONG.
+pub const MAX_PATH_LEN: usize = 4096;
 
 /// Declares an XDR struct whose fields are encoded and decoded in order,
 /// each with its own `Encode`/`Decode`. Attributes (docs, derives) pass

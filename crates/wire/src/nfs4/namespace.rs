@@ -265,8 +265,8 @@ xdr_struct!(
     ///         linktext4       link;
     /// };
     /// ```
-    /// The text is bounded on decode by `NFS4_OPAQUE_LIMIT` (1024 bytes,
-    /// NFSv3's `MAXPATHLEN` too), checked before anything is allocated.
+    /// The text is bounded on decode by Linux's `PATH_MAX` (4096 bytes,
+    /// as NFSv3's `nfspath3` here), checked before anything is allocated.
     #[derive(Debug, Clone, PartialEq, Eq, Default)]
     pub struct READLINK4resok {
         /// The link's content, as stored (not necessarily UTF-8).
@@ -292,10 +292,10 @@ mod tests {
     use crate::xdr::{decode_exact, to_bytes};
 
     #[test]
-    fn readlink_res_rejects_a_link_longer_than_1024_before_allocating() {
-        // NFS4_OK, then a linktext4 claiming 1025 bytes with none behind it.
+    fn readlink_res_rejects_a_link_longer_than_path_max_before_allocating() {
+        // NFS4_OK, then a linktext4 claiming 4097 bytes with none behind it.
         let mut v = Vec::new();
-        for word in [0u32, 1025] {
+        for word in [0u32, 4097] {
             v.extend_from_slice(&word.to_be_bytes());
         }
         let e = decode_exact::<READLINK4res>(&v, "READLINK4res").unwrap_err();
@@ -303,8 +303,8 @@ mod tests {
             matches!(
                 e,
                 DecodeError::TooLong {
-                    len: 1025,
-                    max: 1024,
+                    len: 4097,
+                    max: 4096,
                     ..
                 }
             ),

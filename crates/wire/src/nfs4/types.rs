@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::nfs3::types::{bounded_string, fixed_opaque, xdr_struct};
+use crate::nfs3::types::{bounded_string, fixed_opaque, xdr_struct, MAX_PATH_LEN};
 use crate::wire_enum;
 use crate::xdr::{Decode, DecodeError, Encode, XdrReader, XdrWrite};
 
@@ -352,7 +352,7 @@ fixed_opaque!(
 
 bounded_string!(
     /// RFC 8881 §3.2 `typedef utf8string utf8str_cs;` (and `utf8str_cis`,
-    /// `utf8str_mixed`, `linktext4`: all `opaque<>`), bounded here by
+    /// `utf8str_mixed`: all `opaque<>`), bounded here by
     /// [`NFS4_OPAQUE_LIMIT`]. Bytes, not checked for UTF-8: the server
     /// judges (`NFS4ERR_INVAL`, `NFS4ERR_BADCHAR`).
     utf8string,
@@ -364,8 +364,14 @@ pub type utf8str_cs = utf8string;
 pub type utf8str_cis = utf8string;
 /// RFC 8881 §3.2 `typedef utf8string utf8str_mixed;`
 pub type utf8str_mixed = utf8string;
-/// RFC 8881 §3.2 `typedef utf8str_cs linktext4;`
-pub type linktext4 = utf8string;
+bounded_string!(
+    /// RFC 8881 §3.2 `typedef utf8str_cs linktext4;`: a symbolic link's
+    /// target, bounded here by NFSv3's [`MAX_PATH_LEN`] (Linux's
+    /// `PATH_MAX`), not by `NFS4_OPAQUE_LIMIT`: a target may be up to 4095
+    /// bytes on Linux, and Ganesha stores that much.
+    linktext4,
+    MAX_PATH_LEN
+);
 
 bounded_string!(
     /// RFC 8881 §3.2 `typedef utf8str_cs component4;`: one name in a

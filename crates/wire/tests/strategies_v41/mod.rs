@@ -6,6 +6,7 @@
 //! operations only last.
 #![allow(dead_code)]
 
+use directnfs_wire::nfs3::MAX_PATH_LEN;
 use directnfs_wire::nfs4::*;
 use directnfs_wire::rpc::AuthSys;
 use proptest::collection::vec;
@@ -41,6 +42,13 @@ pub fn utf8() -> impl Strategy<Value = utf8string> {
         1 => vec(any::<u8>(), 0..=NFS4_OPAQUE_LIMIT),
     ]
     .prop_map(utf8string)
+}
+pub fn linktext() -> impl Strategy<Value = linktext4> {
+    prop_oneof![
+        4 => vec(any::<u8>(), 0..24),
+        1 => vec(any::<u8>(), 0..=MAX_PATH_LEN),
+    ]
+    .prop_map(linktext4)
 }
 pub fn owner_id() -> impl Strategy<Value = owner_id4> {
     vec(any::<u8>(), 0..40).prop_map(owner_id4)
@@ -585,7 +593,7 @@ pub fn commit_res() -> impl Strategy<Value = COMMIT4res> {
 
 pub fn create_args() -> impl Strategy<Value = CREATE4args> {
     let objtype = prop_oneof![
-        utf8().prop_map(createtype4::NF4LNK),
+        linktext().prop_map(createtype4::NF4LNK),
         (any::<u32>(), any::<u32>()).prop_map(|(a, b)| createtype4::NF4BLK(specdata4 {
             specdata1: a,
             specdata2: b
@@ -622,7 +630,7 @@ pub fn link_res() -> impl Strategy<Value = LINK4res> {
     res(change_info().prop_map(|cinfo| LINK4resok { cinfo }))
 }
 pub fn readlink_res() -> impl Strategy<Value = READLINK4res> {
-    res(utf8().prop_map(|link| READLINK4resok { link }))
+    res(linktext().prop_map(|link| READLINK4resok { link }))
 }
 pub fn readdir_args() -> impl Strategy<Value = READDIR4args> {
     (
