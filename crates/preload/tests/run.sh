@@ -187,7 +187,7 @@ cleanup() {
         runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
     done
     if [[ -n $DOWN_STARTED ]]; then
-        DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+        DNFS_STATE_DIR=$DOWN_STATE bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     fi
     rm -rf "$WORK" "$VIEW"
 }
@@ -429,7 +429,7 @@ group_edges() {
     check "edges: on stderr only the refused unix socket's warning" \
         "bind of a unix socket on an NFS path is not supported (EOPNOTSUPP): NFS holds no sockets" \
         "$(sed 's/^directnfs\[[0-9]*\]: //' "$WORK/edges-nfs.err")"
-    # Warnings (README).
+    # Warnings (docs/book/src/run/).
     nfs sh -c "printf 0123456789 >$NFS/edges/fa"
     check "fallocate --punch-hole: the warning names the mode" \
         "fallocate mode 0x3 (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE) is not supported on NFS files (EOPNOTSUPP)" \
@@ -485,6 +485,8 @@ group_coreutils() {
     expect "cp -p keeps modes and times" nfs cp -p "$src/a/f2" "$d/f2p"
     check "cp -p result on the server" "$(stat -c '%a %Y' "$src/a/f2")" "$(stat -c '%a %Y' "$v/f2p")"
     expect "cat out of NFS" bash -c "$RUNS cat '$d/src/big' | cmp - '$src/big'"
+    # ls -l is what is compared: its view of the names, modes and sizes.
+    # shellcheck disable=SC2012
     check "ls -l names and sizes" \
         "$(cd "$v/src/a" && ls -l | awk '{print $1, $5, $9}')" \
         "$(nfs sh -c "cd '$d/src/a' && ls -l" | awk '{print $1, $5, $9}')"
@@ -542,7 +544,8 @@ group_coreutils() {
     expect "the clone's tree equals what was committed" diff -r --exclude=f1 "$src/a" "$v/gt2/a"
     check "the clone has the second commit" "$(cat "$src/a/f1") more" "$(tr '\n' ' ' <"$v/gt2/a/f1" | sed 's/ $//')"
     # A program on NFS cannot be executed (the kernel loads it), but a
-    # script runs through its interpreter (README "Not served").
+    # script runs through its interpreter (docs/book/src/run/not-served.md).
+    # shellcheck disable=SC2016 # $1 is the script's own argument
     printf '#!/bin/sh\necho ran "$1"\n' >"$v/run.sh"
     chmod 755 "$v/run.sh"
     check "a script on NFS: not found by execve, runs through sh" "127 ran x" \
@@ -578,6 +581,8 @@ group_coreutils() {
     expect "an NFS link to a local directory: ln -s" nfs ln -s "$lt" "$d/to-local"
     expect "through an NFS link to a local directory: mkdir, write, append, mv, ln, ln -s, rmdir, rm" nfs sh -c \
         "mkdir '$d/to-local/sub' && echo one >'$d/to-local/sub/f' && echo two >>'$d/to-local/sub/f' && mv '$d/to-local/sub/f' '$d/to-local/g' && ln '$d/to-local/g' '$d/to-local/h' && ln -s g '$d/to-local/s' && touch '$d/to-local/sub/x' && rm '$d/to-local/sub/x' && rmdir '$d/to-local/sub' && rm '$d/to-local/h'"
+    # ls counts the names a user sees (here g and s, plain names).
+    # shellcheck disable=SC2012
     check "through an NFS link to a local directory: the local directory has it" "one two|no|no|g|2" \
         "$(tr '\n' ' ' <"$lt/g" | sed 's/ $//')|$([[ -e $lt/sub ]] && echo yes || echo no)|$([[ -e $lt/h ]] && echo yes || echo no)|$(readlink "$lt/s")|$(ls "$lt" | wc -l)"
     check "through an NFS link to a local directory: the server has only the link" "symbolic link|" \
@@ -625,8 +630,8 @@ group_sqlite() {
     check "rows after contention, integrity" "$(printf '50602\nok')" "$(nfs sqlite3 "$db" "SELECT count(*) FROM t; PRAGMA integrity_check;")"
     check "the server's copy is the same database" "$(printf 'ok\n50602|A|C')" \
         "$(sqlite3 "file:$VIEW/sq/t.db?immutable=1" "PRAGMA integrity_check; SELECT count(*), max(CASE WHEN v='A' THEN v END), max(CASE WHEN v='C' THEN v END) FROM t;")"
-    # WAL mode maps the -shm file shared, which is refused (README "Not
-    # served"): a clear error; with locking_mode=EXCLUSIVE first, WAL
+    # WAL mode maps the -shm file shared, which is refused (docs/book/src/run/
+    # not-served.md): a clear error; with locking_mode=EXCLUSIVE first, WAL
     # keeps its index in the process's memory and works.
     local wal
     wal=$(nfs sqlite3 "$NFS/sq/w.db" "PRAGMA journal_mode=WAL; CREATE TABLE w(x);" 2>&1 || true)
@@ -656,8 +661,8 @@ tell() {
     check "A: $1" "done $1" "$line"
 }
 unhold() {
-    local pid=$HOLD_PID
-    exec {HOLD[1]}>&-
+    local pid=$HOLD_PID fd=${HOLD[1]}
+    exec {fd}>&-
     wait "$pid" || true
 }
 
@@ -894,7 +899,7 @@ group_bad() {
     local durl
     durl=$(DNFS_STATE_DIR=$DOWN_STATE DNFS_NFS_PORT=${DNFS_PRELOAD_DOWN_NFS_PORT:-2561} \
         DNFS_MNT_PORT=${DNFS_PRELOAD_DOWN_MNT_PORT:-20561} \
-        bash scripts/nfs-server.sh start "$WORK/down-export" 2>/dev/null | tail -n1)
+        bash scripts/server/nfs-server.sh start "$WORK/down-export" 2>/dev/null | tail -n1)
     DOWN_STARTED=1
     local dport dmport dpath
     dport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$durl")
@@ -907,7 +912,7 @@ group_bad() {
     } >"$WORK/down.tab"
     local DRUN=("$DNFS_BIN" --config "$WORK/down.tab" run --)
     "${DRUN[@]}" sh -c 'echo back > /dnfs-down-hard/f'
-    DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh restart --down 6 >/dev/null 2>&1 &
+    DNFS_STATE_DIR=$DOWN_STATE bash scripts/server/nfs-server.sh restart --down 6 >/dev/null 2>&1 &
     local restarting=$!
     sleep 1.5
     "${DRUN[@]}" cat /dnfs-down-hard/f >"$WORK/hard.out" 2>"$WORK/hard.err" &
@@ -927,7 +932,7 @@ group_bad() {
         bad "hard mount: the call completes when the server is back" "$(cat "$WORK/hard.err")"
     fi
     if grep -q "not responding" "$WORK/hard.err"; then ok "hard mount: said once that it waits"; else bad "hard mount message" "$(cat "$WORK/hard.err")"; fi
-    DNFS_STATE_DIR=$DOWN_STATE bash scripts/nfs-server.sh stop >/dev/null 2>&1 || true
+    DNFS_STATE_DIR=$DOWN_STATE bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     DOWN_STARTED=
 }
 
@@ -1143,13 +1148,14 @@ pg_kill_and_recover() {
     local L=$1 data=$2 pidfile=$3 log=$4 opts=$5 tag=$6
     runuser -u postgres -- "$PGBIN/pgbench" -h "$sock" -p 5432 -c 4 -j 2 -T 60 postgres >/dev/null 2>&1 &
     local bench=$!
-    (for i in $(seq 1 1000000); do echo "INSERT INTO ledger VALUES ($i);"; echo "\\echo c $i"; done) |
+    (for i in $(seq 1 1000000); do printf 'INSERT INTO ledger VALUES (%s);\n\\echo c %s\n' "$i" "$i"; done) |
         runuser -u postgres -- "$PGBIN/psql" -X -q -h "$sock" -p 5432 -v ON_ERROR_STOP=1 postgres >"$WORK/$tag-ledger.out" 2>&1 &
     local ledger=$!
     sleep 6
     local pm pids p waited=0
     pm=$(head -1 "$pidfile")
     pids="$pm $(ps -o pid= --ppid "$pm" | tr '\n' ' ')"
+    # shellcheck disable=SC2086 # a list of PIDs, split on purpose
     kill -9 $pids 2>/dev/null || true
     for p in $pids; do
         while kill -0 "$p" 2>/dev/null && ((waited < 300)); do sleep 0.1; waited=$((waited + 1)); done
