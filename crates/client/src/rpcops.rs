@@ -13,7 +13,8 @@
 //! | [`File::settle_round`], once the round's calls completed | nothing to do | the slots released: at once where nothing in the reply may block, then the others (a re-send on the same slot, a session recovery) |
 //! | [`File::finish_read_piece`] / [`File::finish_write_piece`] | the reply decoded | the reply decoded; a stateid the server lost or a request to send again redone on the blocking path |
 //! | [`File::commit_file`] | COMMIT3 (`fsync.rs`) | COMMIT in a COMPOUND |
-//! | [`File::writes_behind_supported`] | yes (`writebehind.rs`) | no: `write_at` waits for its replies |
+//! | [`File::start_write_behind`]: an UNSTABLE WRITE `write_at` does not wait for (`writebehind.rs`) | a WRITE3 call | a COMPOUND on a slot taken as a pipelined batch's (`Session::try_batch_slot`: a quarter of the slots stays for blocking calls), held until the reply is reaped; none free: `None`, and the write waits for its reply |
+//! | [`File::finish_write_behind`], once reaped | the reply decoded and logged | the slot released, the reply decoded (or the piece redone on the blocking path) and logged |
 //! | [`File::set_size_op`], [`File::getattr_op`], [`File::set_attrs_op`] | SETATTR3, GETATTR3 on the handle | SETATTR with the open stateid, GETATTR (a file opened by handle whose OPEN was refused, a directory or a link: SETATTR by handle) |
 //!
 //! Static dispatch: a `match` on a two-variant enum per step.
@@ -66,6 +67,7 @@ impl Lanes<'_> {
 }
 
 /// A piece sent (or about to be), its reply not yet settled.
+#[derive(Debug)]
 pub(crate) enum InFlight {
     V3(Arc<Call>),
     V41(Sent),
@@ -278,9 +280,75 @@ impl File {
         }
     }
 
-    /// Whether `write_at` may return before its WRITE's reply
-    /// (`writebehind.rs` builds NFSv3 calls only): NFSv3.
-    pub(crate) fn writes_behind_supported(&self) -> bool {
-        matches!(self.proto(), Proto::V3)
+    /// A write-behind WRITE of `data` at `offset`, UNSTABLE, its
+    /// completion sent to `notify` (not yet sent). On NFSv4.1 it takes a
+    /// slot as a pipelined batch does, so that the slots it holds until it
+    /// is reaped never include the quarter kept for blocking calls;
+    /// `None` when no such slot is free now (the caller then waits for
+    /// the write's reply).
+    pub(crate) fn start_write_behind(
+        &self,
+        offset: u64,
+        data: &Arc<[u8]>,
+        notify: Notify,
+    ) -> Option<InFlight> {
+        match self.proto() {
+            Proto::V3 => Some(InFlight::V3(self.write_call_with(
+                offset,
+                Arc::clone(data),
+                notify,
+                stable_how::UNSTABLE,
+            ))),
+            Proto::V41(open) => {
+                let slot = open.session().ok()?.try_batch_slot()?;
+                Some(InFlight::V41(open.start_write(
+                    slot,
+                    offset,
+                    data,
+                    stable_how::UNSTABLE,
+                    notify,
+                )))
+            }
+        }
+    }
+
+    /// The outcome of a completed write-behind WRITE of `data` at `offset`
+    /// (see [`start_write_behind`](Self::start_write_behind)), entered in
+    /// the write log: bytes the server took and whether they are durable.
+    /// On NFSv4.1 its slot is released first; a piece the session must
+    /// send again goes on the blocking path.
+    pub(crate) fn finish_write_behind(
+        &self,
+        piece: InFlight,
+        offset: u64,
+        data: &Arc<[u8]>,
+    ) -> Result<(usize, bool)> {
+        let result = match piece {
+            InFlight::V3(call) => self.decode_write(&call, data),
+            v41 => {
+                let outcome = self.settle_round(vec![v41]).pop();
+                match outcome {
+                    Some(outcome) => {
+                        self.finish_write_piece(outcome, offset, data, stable_how::UNSTABLE)
+                    }
+                    None => Err(crate::error::Error::InvalidInput(
+                        "a write-behind WRITE without an outcome".into(),
+                    )),
+                }
+            }
+        };
+        self.record_write(offset, data, result)
+    }
+}
+
+/// A write-behind WRITE whose file is gone, its call completed: its
+/// NFSv4.1 slot is released (the reply has nobody left to be reported
+/// to). `open` is the file's NFSv4.1 state, if any.
+pub(crate) fn release_unreaped(open: Option<&OpenFile>, piece: InFlight) {
+    if let (Some(open), InFlight::V41(sent)) = (open, piece) {
+        if let Settling::Later(later) = open.settle_now(sent) {
+            // The outcome is dropped: nobody is left to be told.
+            let _ = open.settle_later(later);
+        }
     }
 }
