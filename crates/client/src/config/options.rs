@@ -21,7 +21,7 @@
 //! | `gids` | supplementary groups `1,2,3`, at most 16; empty = none | the calling process's groups |
 //! | `max_inflight` | in-flight RPCs per channel, 1..=65536 | 256 |
 //! | `max_client_inflight` | in-flight RPCs of the whole client (all channels), 1..=1048576; callers wait for room beyond it | 4096 |
-//! | `write_behind` | unstable mode on NFSv3 only (no effect on NFSv4.1, where `write_at` waits for its replies): bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes; never more than 16 WRITEs per file), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode | 8 MiB |
+//! | `write_behind` | unstable mode, either version (on NFSv4.1 a WRITE in flight holds a session slot; with none to spare, `write_at` waits for its reply): bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes; never more than 16 WRITEs per file), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode | 8 MiB |
 //! | `write_behind_client` | unstable mode only: bytes of write-behind writes of the whole client (all its files) that may be in flight or held; a writer past it waits for replies even where its file has room (`k`/`m`/`g` suffixes), 4 KiB..=16 GiB | 64 MiB |
 //! | `rsize`, `wsize` | caps on READ/WRITE size in bytes (`k`/`m` suffixes = KiB/MiB), 4 KiB..=16 MiB; the server's rtmax/wtmax still applies | 1 MiB |
 //! | `dontroute` | flag: send from the path's `local:` address without routing | off |
@@ -255,8 +255,9 @@ pub struct MountOptions {
     /// copied and sent; `fsync` waits for them and COMMITs; see the
     /// `writebehind` module). `0` turns it off; otherwise
     /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND`](Self::MAX_WRITE_BEHIND).
-    /// Never used in FILE_SYNC mode, nor on NFSv4.1 (there `write_at`
-    /// waits for its replies). Default 8 MiB.
+    /// Never used in FILE_SYNC mode. On NFSv4.1 each WRITE in flight holds
+    /// a session slot, and a write that finds none to spare waits for its
+    /// reply. Default 8 MiB.
     pub write_behind: usize,
     /// Write-behind: bytes of the whole client (all its files) that may be
     /// in flight unacknowledged or held for coalescing; a writer past it
