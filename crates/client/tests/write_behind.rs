@@ -22,6 +22,7 @@ use std::time::Duration;
 use common::versions::{own_env, Version};
 use directnfs::Client;
 use directnfs_testkit::ganesha::OwnGanesha;
+use directnfs_testkit::server::wanted;
 
 /// `len` bytes of `seed`'s pattern.
 fn bytes(seed: u64, len: usize) -> Vec<u8> {
@@ -392,6 +393,9 @@ on_each_version! {
 }
 
 fn fsync_after_10000(version: Version) {
+    if !wanted("write_behind::fsync_after_10000") {
+        return;
+    }
     let (nfs, mnt) = ports(version, ("2661", "20661"), ("2664", "20664"));
     let server = own_server("wb-kill", version, nfs, mnt);
     let client = unstable_client(&server, version, "");
@@ -433,6 +437,9 @@ on_each_version! {
 }
 
 fn killed_with_writes_in_flight(version: Version) {
+    if !wanted("write_behind::server_killed_with_writes_in_flight") {
+        return;
+    }
     let (nfs, mnt) = ports(version, ("2663", "20663"), ("2665", "20665"));
     let server = own_server("wb-inflight", version, nfs, mnt);
     let client = unstable_client(&server, version, "&timeo=20");
@@ -472,6 +479,9 @@ on_each_version! {
 }
 
 fn enospc(version: Version) {
+    if !wanted("write_behind::enospc") {
+        return;
+    }
     let name = format!("wb-enospc-{version:?}").to_lowercase();
     // The export directory of `own_server`'s server of that name.
     let export = format!("/tmp/dnfs-test-{name}-export");
