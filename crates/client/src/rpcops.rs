@@ -312,6 +312,16 @@ impl File {
         }
     }
 
+    /// What the version refuses before a write-behind WRITE is made, as
+    /// [`lanes`](Self::lanes) does for one that waits: on NFSv4.1, a file
+    /// whose lock was lost.
+    pub(crate) fn check_write_behind(&self) -> Result<()> {
+        match self.proto() {
+            Proto::V3 => Ok(()),
+            Proto::V41(open) => open.check_locks("WRITE"),
+        }
+    }
+
     /// The outcome of a completed write-behind WRITE of `data` at `offset`
     /// (see [`start_write_behind`](Self::start_write_behind)), entered in
     /// the write log: bytes the server took and whether they are durable.

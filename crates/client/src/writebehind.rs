@@ -11,6 +11,16 @@
 //! the next caller that touches the file's write-behind state: a write, a
 //! read overlapping them, `fsync`, `set_len`, a close.
 //!
+//! Either protocol version: the WRITE is the version's
+//! (`rpcops.rs` `start_write_behind`/`finish_write_behind`). On NFSv4.1
+//! each WRITE in flight holds a session slot until it is reaped, taken as
+//! a pipelined batch takes one, so that the quarter of the slots kept for
+//! blocking calls stays free of them (a thread that writes behind and then
+//! makes a blocking call never waits for its own unreaped slots); when no
+//! such slot is free, the write is sent and waited for under the file's
+//! state lock, as with write-behind off, its error kept for the next
+//! `fsync` like a write-behind WRITE's.
+//!
 //! The rules that make it behave like a local file:
 //! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file,
 //!   and [`MountOptions::write_behind_client`] over all the client's
@@ -402,6 +412,10 @@ impl File {
     /// data is copied and the WRITEs are sent. See the module doc.
     pub(crate) fn write_behind(&self, buf: &[u8], offset: u64) -> Result<usize> {
         self.check_range(offset, buf.len(), "WRITE")?;
+        // Refused before anything is sent, as a write that waits is: a
+        // `ro` mount, a lost NFSv4.1 lock.
+        self.check_writable()?;
+        self.check_write_behind()?;
         if buf.is_empty() {
             return Ok(0);
         }
