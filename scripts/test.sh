@@ -595,19 +595,6 @@ server_lane() {
     step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_NETNS_TESTS="$netns" \
         cargo test --workspace --release --no-fail-fast
 
-    # The main real-server client tests again, on NFSv4.1. Skipped, with
-    # the reason: NFSv4.1's OPEN checks access and type at open (v3 opens
-    # by LOOKUP and fails at the first READ/WRITE instead), and its errors
-    # name OPEN and NFS4ERR_* rather than LOOKUP and NFS3ERR_*; NFSv4
-    # times are signed, so a time before 1970 is set, not refused.
-    log "cargo test: real-server client tests on NFSv4.1"
-    step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" cargo test --release -p directnfs \
-        --test real_server --test root_export --test handles_links_attrs -- \
-        --skip directory_errors_map_to_posix_errors \
-        --skip missing_file_is_not_found_with_op_and_path_in_message \
-        --skip permission_denied_through_auth_sys_uid_and_gid \
-        --skip set_attrs_changes_mode_times_and_size_by_path_and_by_file
-
     if [[ -x tests/c/run.sh || -f tests/c/run.sh ]]; then
         log "C library tests"
         step bash tests/c/run.sh

@@ -12,6 +12,7 @@
 //! `file/writebehind.rs`'s, a child of this module: it and this file name
 //! each other.
 
+pub(crate) mod inflight;
 pub(crate) mod writebehind;
 
 use std::sync::atomic::{AtomicBool, Ordering};

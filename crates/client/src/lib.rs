@@ -13,8 +13,8 @@
 //! * **Durable**: writes are FILE_SYNC by default — durable once
 //!   acknowledged. `stable=unstable` writes UNSTABLE and commits on
 //!   [`File::fsync`], re-sending anything a restarted server may have lost;
-//!   there `write_at` writes behind on NFSv3 (`write_behind=`, 8 MiB per
-//!   file by default; not on NFSv4.1): it returns once the WRITE is sent, `fsync` waits for the
+//!   there `write_at` writes behind, on both versions (`write_behind=`,
+//!   8 MiB per file by default): it returns once the WRITE is sent, `fsync` waits for the
 //!   writes in flight and reports one that failed, reads see them.
 //! * **Concurrent**: every method takes `&self`; any number of threads may
 //!   read and write one file at once. Hundreds of requests are in flight

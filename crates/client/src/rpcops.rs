@@ -13,7 +13,8 @@
 //! | [`File::settle_round`], once the round's calls completed | nothing to do | the slots released: at once where nothing in the reply may block, then the others (a re-send on the same slot, a session recovery) |
 //! | [`File::finish_read_piece`] / [`File::finish_write_piece`] | the reply decoded | the reply decoded; a stateid the server lost or a request to send again redone on the blocking path |
 //! | [`File::commit_file`] | COMMIT3 (`fsync.rs`) | COMMIT in a COMPOUND |
-//! | [`File::writes_behind_supported`] | yes (`writebehind.rs`) | no: `write_at` waits for its replies |
+//! | [`File::start_write_behind`]: an UNSTABLE WRITE `write_at` does not wait for (`writebehind.rs`) | a WRITE3 call | a COMPOUND on a slot taken as a pipelined batch's (`Session::try_batch_slot`: a quarter of the slots stays for blocking calls), held until the reply is reaped; none free: `None`, and the write waits for its reply |
+//! | [`File::finish_write_behind`], once reaped | the reply decoded and logged | the slot released, the reply decoded (or the piece redone on the blocking path) and logged |
 //! | [`File::set_size_op`], [`File::getattr_op`], [`File::set_attrs_op`] | SETATTR3, GETATTR3 on the handle | SETATTR with the open stateid, GETATTR (a file opened by handle whose OPEN was refused, a directory or a link: SETATTR by handle) |
 //!
 //! Static dispatch: a `match` on a two-variant enum per step.
@@ -24,11 +25,12 @@ use directnfs_wire::nfs3::{stable_how, writeverf3};
 
 use crate::attrs::SetAttrs;
 use crate::error::Result;
+use crate::file::inflight::InFlight;
 use crate::file::{File, ReadPiece};
 use crate::io::call::{Call, Notify, ReadDest};
 use crate::metadata::Metadata;
 use crate::v4::file::OpenFile;
-use crate::v4::io::{Answer, Later, Sent, Settling};
+use crate::v4::io::{Answer, Later, Settling};
 use crate::v4::session::Session;
 use crate::v4::slots::Slot;
 use crate::written::Written;
@@ -51,22 +53,6 @@ impl Lanes<'_> {
         match self {
             Lanes::V3(n) => *n,
             Lanes::V41(_, _, slots) => slots.len(),
-        }
-    }
-}
-
-/// A piece sent (or about to be), its reply not yet settled.
-pub(crate) enum InFlight {
-    V3(Arc<Call>),
-    V41(Sent),
-}
-
-impl InFlight {
-    /// The piece's call, to send and wait for.
-    pub(crate) fn call(&self) -> &Arc<Call> {
-        match self {
-            InFlight::V3(call) => call,
-            InFlight::V41(sent) => &sent.call,
         }
     }
 }
@@ -268,9 +254,73 @@ impl File {
         }
     }
 
-    /// Whether `write_at` may return before its WRITE's reply
-    /// (`writebehind.rs` builds NFSv3 calls only): NFSv3.
-    pub(crate) fn writes_behind_supported(&self) -> bool {
-        matches!(self.proto(), Proto::V3)
+    /// A write-behind WRITE of `data` at `offset`, UNSTABLE, its
+    /// completion sent to `notify` (not yet sent). On NFSv4.1 it takes a
+    /// slot as a pipelined batch does, so that the slots it holds until it
+    /// is reaped never include the quarter kept for blocking calls;
+    /// `None` when no such slot is free now (the caller then waits for
+    /// the write's reply).
+    pub(crate) fn start_write_behind(
+        &self,
+        offset: u64,
+        data: &Arc<[u8]>,
+        notify: Notify,
+    ) -> Option<InFlight> {
+        match self.proto() {
+            Proto::V3 => Some(InFlight::V3(self.write_call_with(
+                offset,
+                Arc::clone(data),
+                notify,
+                stable_how::UNSTABLE,
+            ))),
+            Proto::V41(open) => {
+                let slot = open.session().ok()?.try_batch_slot()?;
+                Some(InFlight::V41(open.start_write(
+                    slot,
+                    offset,
+                    data,
+                    stable_how::UNSTABLE,
+                    notify,
+                )))
+            }
+        }
+    }
+
+    /// What the version refuses before a write-behind WRITE is made, as
+    /// [`lanes`](Self::lanes) does for one that waits: on NFSv4.1, a file
+    /// whose lock was lost.
+    pub(crate) fn check_write_behind(&self) -> Result<()> {
+        match self.proto() {
+            Proto::V3 => Ok(()),
+            Proto::V41(open) => open.check_locks("WRITE"),
+        }
+    }
+
+    /// The outcome of a completed write-behind WRITE of `data` at `offset`
+    /// (see [`start_write_behind`](Self::start_write_behind)), entered in
+    /// the write log: bytes the server took and whether they are durable.
+    /// On NFSv4.1 its slot is released first; a piece the session must
+    /// send again goes on the blocking path.
+    pub(crate) fn finish_write_behind(
+        &self,
+        piece: InFlight,
+        offset: u64,
+        data: &Arc<[u8]>,
+    ) -> Result<(usize, bool)> {
+        let result = match piece {
+            InFlight::V3(call) => self.decode_write(&call, data),
+            v41 => {
+                let outcome = self.settle_round(vec![v41]).pop();
+                match outcome {
+                    Some(outcome) => {
+                        self.finish_write_piece(outcome, offset, data, stable_how::UNSTABLE)
+                    }
+                    None => Err(crate::error::Error::InvalidInput(
+                        "a write-behind WRITE without an outcome".into(),
+                    )),
+                }
+            }
+        };
+        self.record_write(offset, data, result)
     }
 }

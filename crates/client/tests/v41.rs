@@ -6,8 +6,6 @@
 
 #[path = "common/in_child.rs"]
 mod in_child;
-#[path = "common/sync_writes.rs"]
-mod sync_writes;
 
 use std::io::ErrorKind;
 use std::net::SocketAddr;
@@ -1022,17 +1020,6 @@ fn an_idle_client_renews_its_lease() {
     std::thread::sleep(Duration::from_secs(17));
     assert!(other(&client) > before, "no SEQUENCE while idle");
     client.metadata("/").unwrap();
-}
-
-/// `File::set_sync_writes` on NFSv4.1 in unstable mode: one FILE_SYNC
-/// WRITE per write and no COMMIT.
-#[test]
-fn sync_writes_are_durable_on_return_with_one_write_and_no_commit() {
-    let Some(url) = url() else { return };
-    let client = Client::connect(&with(&url, "stable=unstable")).unwrap();
-    let dir = scratch(&client, "sync-writes");
-    sync_writes::sync_writes_are_one_write_and_no_commit(&client, &format!("{dir}/f"));
-    client.rmdir(&dir).unwrap();
 }
 
 /// A Ganesha of the test's own with NFSv4.1 (`name`, its NFS and MOUNT

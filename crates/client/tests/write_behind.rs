@@ -2,10 +2,12 @@
 //! reads see the writes still in flight, `fsync` returns only once every
 //! write is on the server, a full file system's ENOSPC is reported by
 //! `fsync`, and a server killed with writes in flight loses nothing `fsync`
-//! acknowledged.
+//! acknowledged. Each test is one body run on NFSv3 and on NFSv4.1
+//! (`common/versions.rs`): `NAME::on_nfsv3` and `NAME::on_nfsv41`.
 //!
 //! The kill and ENOSPC tests start Ganesha servers of their own
-//! (`OwnGanesha`, a private rpcbind each), on ports no other test uses.
+//! (`OwnGanesha`, a private rpcbind each, serving both versions), on ports
+//! no other test uses: one server per test and version.
 
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -17,6 +19,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use common::versions::{own_env, Version};
 use directnfs::Client;
 use directnfs_testkit::ganesha::OwnGanesha;
 use directnfs_testkit::server::wanted;
@@ -28,46 +31,51 @@ fn bytes(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
-fn own_server(name: &str, nfs_port: &str, mnt_port: &str) -> OwnGanesha {
-    OwnGanesha::start(
-        name,
-        &[
-            ("DNFS_PRIVATE_RPCBIND", "1"),
-            ("DNFS_NFS_PORT", nfs_port),
-            ("DNFS_MNT_PORT", mnt_port),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("starting Ganesha {name}: {e}"))
+/// A server of the test's own named `name` (one per version: the
+/// version's name is added), serving both versions on the given ports.
+fn own_server(name: &str, version: Version, nfs_port: &str, mnt_port: &str) -> OwnGanesha {
+    let name = format!("{name}-{version:?}").to_lowercase();
+    OwnGanesha::start(&name, &own_env(nfs_port, mnt_port))
+        .unwrap_or_else(|e| panic!("starting Ganesha {name}: {e}"))
 }
 
-/// A client of `server` in unstable mode with write-behind (and `extra`).
-fn unstable_client(url: &str, extra: &str) -> Client {
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let url = format!("{url}{sep}stable=unstable{extra}");
+/// A client of `server` for `version` in unstable mode with write-behind
+/// (and `extra`, `&key=value...`).
+fn unstable_client(server: &OwnGanesha, version: Version, extra: &str) -> Client {
+    let url = version.own_url(server, &format!("stable=unstable{extra}"));
     Client::connect(&url).unwrap_or_else(|e| panic!("{url}: {e}"))
 }
 
-#[test]
-fn read_your_writes_under_concurrent_writers() {
-    if !wanted("write_behind::read_your_writes") {
-        return;
+/// Ports of the servers of a test's own: NFSv3's and NFSv4.1's runs of a
+/// test each have a server.
+fn ports(
+    version: Version,
+    v3: (&'static str, &'static str),
+    v41: (&'static str, &'static str),
+) -> (&'static str, &'static str) {
+    match version {
+        Version::V3 => v3,
+        Version::V41 => v41,
     }
-    read_your_writes(false);
 }
 
-/// The same with coalescing: the writers' blocks interleave back to back,
-/// so a write often continues another thread's held write.
-#[test]
-fn read_your_writes_with_coalescing_under_concurrent_writers() {
-    if !wanted("write_behind::read_your_writes_with_coalescing") {
-        return;
+on_each_version! {
+    fn read_your_writes_under_concurrent_writers(version) {
+        read_your_writes(version, false);
     }
-    read_your_writes(true);
 }
 
-fn read_your_writes(coalesce: bool) {
+on_each_version! {
+    /// The same with coalescing: the writers' blocks interleave back to
+    /// back, so a write often continues another thread's held write.
+    fn read_your_writes_with_coalescing_under_concurrent_writers(version) {
+        read_your_writes(version, true);
+    }
+}
+
+fn read_your_writes(version: Version, coalesce: bool) {
     // A small bound, so writers also wait for room.
-    let client = Client::connect(&common::url_with("stable=unstable&write_behind=64k")).unwrap();
+    let client = version.client("stable=unstable&write_behind=64k");
     let name = common::unique("wb-ryw");
     let file = client.create(&name).unwrap();
     file.set_write_coalescing(coalesce);
@@ -118,26 +126,21 @@ fn read_your_writes(coalesce: bool) {
     client.remove(&name).unwrap();
 }
 
-/// `Batch` reads and writes mixed with write-behind writes of the same
-/// blocks, by 4 threads on two connections, coalescing off and on: a
-/// batch read returns the latest `write_at` (in flight or held), a batch
-/// write lands after it, and what the server holds after `fsync` is each
-/// block's last batch write.
-#[test]
-fn batch_reads_and_writes_order_after_write_behind_writes() {
-    if !wanted("write_behind::batch_reads_and_writes_order") {
-        return;
-    }
-    for coalesce in [false, true] {
-        batch_after_write_behind(coalesce);
+on_each_version! {
+    /// `Batch` reads and writes mixed with write-behind writes of the same
+    /// blocks, by 4 threads on two connections, coalescing off and on: a
+    /// batch read returns the latest `write_at` (in flight or held), a
+    /// batch write lands after it, and what the server holds after `fsync`
+    /// is each block's last batch write.
+    fn batch_reads_and_writes_order_after_write_behind_writes(version) {
+        for coalesce in [false, true] {
+            batch_after_write_behind(version, coalesce);
+        }
     }
 }
 
-fn batch_after_write_behind(coalesce: bool) {
-    let client = Client::connect(&common::url_with(
-        "stable=unstable&write_behind=64k&connections=2",
-    ))
-    .unwrap();
+fn batch_after_write_behind(version: Version, coalesce: bool) {
+    let client = version.client("stable=unstable&write_behind=64k&connections=2");
     let name = common::unique("wb-batch");
     let file = client.create(&name).unwrap();
     file.set_write_coalescing(coalesce);
@@ -188,7 +191,7 @@ fn batch_after_write_behind(coalesce: bool) {
     assert_eq!(file.uncommitted_bytes(), 0);
     drop(file);
     // A fresh client: nothing of this one's state between us and the server.
-    let other = common::client();
+    let other = version.client("");
     let f = other.open(&name).unwrap();
     for t in 0..THREADS {
         for b in 0..BLOCKS {
@@ -204,17 +207,19 @@ fn batch_after_write_behind(coalesce: bool) {
     client.remove(&name).unwrap();
 }
 
-/// Coalescing: 2,000 small writes back to back (WAL frames: a 24-byte
-/// header, then a 1000-byte page) become a few WRITEs of up to the
-/// transfer size; each `fsync` finds only held writes and sends them as
-/// one FILE_SYNC WRITE, with no COMMIT; what the server has is exactly
-/// what was written.
-#[test]
-fn coalesced_frames_are_few_writes_and_fsync_needs_no_commit() {
-    if !wanted("write_behind::coalesced_frames") {
-        return;
+on_each_version! {
+    /// Coalescing: 2,000 small writes back to back (WAL frames: a 24-byte
+    /// header, then a 1000-byte page) become a few WRITEs of up to the
+    /// transfer size; each `fsync` finds only held writes and sends them
+    /// as one FILE_SYNC WRITE, with no COMMIT; what the server has is
+    /// exactly what was written.
+    fn coalesced_frames_are_few_writes_and_fsync_needs_no_commit(version) {
+        coalesced_frames(version);
     }
-    let client = Client::connect(&common::url_with("stable=unstable")).unwrap();
+}
+
+fn coalesced_frames(version: Version) {
+    let client = version.client("stable=unstable");
     let name = common::unique("wb-coalesce");
     let file = client.create(&name).unwrap();
     file.set_write_coalescing(true);
@@ -254,34 +259,31 @@ fn coalesced_frames_are_few_writes_and_fsync_needs_no_commit() {
     client.remove(&name).unwrap();
 }
 
-/// An `O_DSYNC` descriptor's writes in unstable mode: one FILE_SYNC WRITE
-/// each, no COMMIT, write-behind off meanwhile.
-#[test]
-fn sync_writes_are_durable_on_return_with_one_write_and_no_commit() {
-    if !wanted("write_behind::sync_writes") {
-        return;
+on_each_version! {
+    /// An `O_DSYNC` descriptor's writes in unstable mode: one FILE_SYNC
+    /// WRITE each, no COMMIT, write-behind off meanwhile.
+    fn sync_writes_are_durable_on_return_with_one_write_and_no_commit(version) {
+        let client = version.client("stable=unstable");
+        sync_writes::sync_writes_are_one_write_and_no_commit(&client, &common::unique("wb-sync"));
     }
-    let client = Client::connect(&common::url_with("stable=unstable")).unwrap();
-    sync_writes::sync_writes_are_one_write_and_no_commit(&client, &common::unique("wb-sync"));
 }
 
-/// The client-wide bound: two files with 1 MiB of room each, a client
-/// bound of 64 KiB. Two writers stream 4 KiB blocks, one per file; the
-/// bytes in flight over both files (the client's count, sampled while
-/// they write) never pass the client's bound by more than the blocks the
-/// two writers may be adding at that instant, though each file stays far
-/// below its own; everything is on the server after `fsync`.
-#[test]
-fn the_client_bound_holds_over_files_with_room() {
-    if !wanted("write_behind::the_client_bound") {
-        return;
+on_each_version! {
+    /// The client-wide bound: two files with 1 MiB of room each, a client
+    /// bound of 64 KiB. Two writers stream 4 KiB blocks, one per file; the
+    /// bytes in flight over both files (the client's count, sampled while
+    /// they write) never pass the client's bound by more than the blocks
+    /// the two writers may be adding at that instant, though each file
+    /// stays far below its own; everything is on the server after `fsync`.
+    fn the_client_bound_holds_over_files_with_room(version) {
+        client_bound(version);
     }
+}
+
+fn client_bound(version: Version) {
     const BOUND: usize = 64 << 10;
     const BLOCK: usize = 4096;
-    let client = Client::connect(&common::url_with(
-        "stable=unstable&write_behind=1m&write_behind_client=64k",
-    ))
-    .unwrap();
+    let client = version.client("stable=unstable&write_behind=1m&write_behind_client=64k");
     assert_eq!(client.options().write_behind_client, BOUND);
     let names = [common::unique("wb-client-a"), common::unique("wb-client-b")];
     let files: Vec<_> = names.iter().map(|n| client.create(n).unwrap()).collect();
@@ -301,15 +303,24 @@ fn the_client_bound_holds_over_files_with_room() {
             peak
         })
     };
+    // The writers sample it too, right after each write: on a busy
+    // machine the sampler may not run while they write (a run once saw
+    // nothing in flight).
+    let after_writes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let writers: Vec<_> = files
         .iter()
         .enumerate()
         .map(|(i, f)| {
             let f = f.clone();
+            let after_writes = std::sync::Arc::clone(&after_writes);
             std::thread::spawn(move || {
                 for b in 0..400u64 {
                     f.write_at(&bytes(b + 1000 * i as u64, BLOCK), b * BLOCK as u64)
                         .unwrap();
+                    after_writes.fetch_max(
+                        f.client().write_behind_bytes(),
+                        std::sync::atomic::Ordering::AcqRel,
+                    );
                 }
                 f.fsync().unwrap();
             })
@@ -319,7 +330,10 @@ fn the_client_bound_holds_over_files_with_room() {
         w.join().unwrap();
     }
     done.store(true, std::sync::atomic::Ordering::Release);
-    let peak = sampler.join().unwrap();
+    let peak = sampler
+        .join()
+        .unwrap()
+        .max(after_writes.load(std::sync::atomic::Ordering::Acquire));
     eprintln!("peak bytes in flight over both files: {peak}");
     assert!(peak > 0, "the sampler saw nothing in flight");
     assert!(
@@ -334,21 +348,22 @@ fn the_client_bound_holds_over_files_with_room() {
     }
 }
 
-/// 400 scattered 4 KiB writes behind (room for all of them in bytes, no
-/// coalescing): never more than 16 WRITEs of the file in flight at once,
-/// so a call that waits (a commit, a read) does not queue at the server
-/// behind hundreds; several were in flight, and every byte is there.
-#[test]
-fn at_most_16_write_behind_writes_of_a_file_are_in_flight() {
-    if !wanted("write_behind::at_most_16") {
-        return;
+on_each_version! {
+    /// 400 scattered 4 KiB writes behind (room for all of them in bytes,
+    /// no coalescing): never more than 16 WRITEs of the file in flight at
+    /// once, so a call that waits (a commit, a read) does not queue at the
+    /// server behind hundreds; several were in flight, and every byte is
+    /// there.
+    fn at_most_16_write_behind_writes_of_a_file_are_in_flight(version) {
+        at_most_16(version);
     }
+}
+
+fn at_most_16(version: Version) {
     const BLOCK: usize = 4096;
-    // One connection: its in-flight peak is the file's WRITEs in flight.
-    let client = Client::connect(&common::url_with(
-        "stable=unstable&write_behind=8m&connections=1",
-    ))
-    .unwrap();
+    // One connection: its in-flight peak is the file's WRITEs in flight
+    // (on NFSv4.1, a lease renewal may add one).
+    let client = version.client("stable=unstable&write_behind=8m&connections=1");
     let name = common::unique("wb-count");
     let file = client.create(&name).unwrap();
     for b in 0..400u64 {
@@ -366,7 +381,11 @@ fn at_most_16_write_behind_writes_of_a_file_are_in_flight() {
         peak > 1,
         "write-behind had nothing in flight beside the writer"
     );
-    assert!(peak <= 16, "{peak} WRITEs of the file in flight at once");
+    let renewal = u64::from(version == Version::V41);
+    assert!(
+        peak <= 16 + renewal,
+        "{peak} WRITEs of the file in flight at once"
+    );
     let mut back = vec![0u8; BLOCK];
     for b in [0u64, 199, 399] {
         file.read_exact_at(&mut back, 2 * b * BLOCK as u64).unwrap();
@@ -375,16 +394,23 @@ fn at_most_16_write_behind_writes_of_a_file_are_in_flight() {
     client.remove(&name).unwrap();
 }
 
-/// 10,000 small writes behind, `fsync`, SIGKILL of the server the moment
-/// `fsync` returns: every write is in the exported file (read locally while
-/// the server is down) and through a new client after the restart.
-#[test]
-fn fsync_after_10000_small_writes_survives_a_sigkill_of_the_server() {
+on_each_version! {
+    /// 10,000 small writes behind, `fsync`, SIGKILL of the server the
+    /// moment `fsync` returns: every write is in the exported file (read
+    /// locally while the server is down) and through a new client after
+    /// the restart.
+    fn fsync_after_10000_small_writes_survives_a_sigkill_of_the_server(version) {
+        fsync_after_10000(version);
+    }
+}
+
+fn fsync_after_10000(version: Version) {
     if !wanted("write_behind::fsync_after_10000") {
         return;
     }
-    let server = own_server("wb-kill", "2661", "20661");
-    let client = unstable_client(server.url(), "");
+    let (nfs, mnt) = ports(version, ("2661", "20661"), ("2664", "20664"));
+    let server = own_server("wb-kill", version, nfs, mnt);
+    let client = unstable_client(&server, version, "");
     let file = client.create("/redo.log").unwrap();
     const N: usize = 10_000;
     const LEN: usize = 512;
@@ -396,32 +422,39 @@ fn fsync_after_10000_small_writes_survives_a_sigkill_of_the_server() {
     }
     file.fsync().unwrap();
     let mut restart = server.spawn_restart(&["--kill", "--down", "1"]).unwrap();
-    wait_for_down(server.url());
+    wait_for_down(nfs);
     let local = std::fs::read(server.export_dir().join("redo.log")).unwrap();
     assert_eq!(local.len(), all.len(), "writes missing after fsync");
     assert!(local == all, "wrong data after fsync");
     assert!(restart.wait().unwrap().success());
     drop(file);
     drop(client);
-    let client = unstable_client(server.url(), "");
+    let client = unstable_client(&server, version, "");
     let file = client.open("/redo.log").unwrap();
     let mut back = vec![0u8; all.len()];
     file.read_exact_at(&mut back, 0).unwrap();
     assert!(back == all);
 }
 
-/// The server is SIGKILLed (down 1 s, so its write verifier changes) with
-/// write-behind WRITEs in flight, before `fsync`: the hard mount sends them
-/// again once it is back, `fsync` waits for them, COMMITs, sees the new
-/// verifier, sends everything again FILE_SYNC and succeeds; the data is
-/// all in the exported file.
-#[test]
-fn server_killed_with_writes_in_flight_then_fsync_resends_and_succeeds() {
+on_each_version! {
+    /// The server is SIGKILLed (down 1 s, so its write verifier changes)
+    /// with write-behind WRITEs in flight, before `fsync`: the hard mount
+    /// sends them again once it is back (on NFSv4.1 in a new session, the
+    /// file's state reclaimed), `fsync` waits for them, COMMITs, sees the
+    /// new verifier, sends everything again FILE_SYNC and succeeds; the
+    /// data is all in the exported file.
+    fn server_killed_with_writes_in_flight_then_fsync_resends_and_succeeds(version) {
+        killed_with_writes_in_flight(version);
+    }
+}
+
+fn killed_with_writes_in_flight(version: Version) {
     if !wanted("write_behind::server_killed_with_writes_in_flight") {
         return;
     }
-    let server = own_server("wb-inflight", "2663", "20663");
-    let client = unstable_client(server.url(), "&timeo=20");
+    let (nfs, mnt) = ports(version, ("2663", "20663"), ("2665", "20665"));
+    let server = own_server("wb-inflight", version, nfs, mnt);
+    let client = unstable_client(&server, version, "&timeo=20");
     let file = client.create("/data.dbf").unwrap();
     const BLOCK: usize = 8192;
     const N: usize = 512;
@@ -433,7 +466,7 @@ fn server_killed_with_writes_in_flight_then_fsync_resends_and_succeeds() {
         all.extend_from_slice(&data);
         if i == N / 2 {
             restart = Some(server.spawn_restart(&["--kill", "--down", "1"]).unwrap());
-            wait_for_down(server.url());
+            wait_for_down(nfs);
         }
     }
     // The second half went to a dead server: still in flight.
@@ -448,15 +481,23 @@ fn server_killed_with_writes_in_flight_then_fsync_resends_and_succeeds() {
     assert!(local == all, "data lost across the restart");
 }
 
-/// A tmpfs of 1 MiB exported: writes behind past its end fail with ENOSPC
-/// on the server after `write_at` returned; the next `fsync` reports it
-/// (once), and the data that fitted is durable.
-#[test]
-fn enospc_of_a_full_export_is_reported_by_fsync() {
+on_each_version! {
+    /// A tmpfs of 1 MiB exported: writes behind past its end fail with
+    /// ENOSPC on the server after `write_at` returned; the next `fsync`
+    /// reports it (once), and the data that fitted is durable.
+    fn enospc_of_a_full_export_is_reported_by_fsync(version) {
+        enospc(version);
+    }
+}
+
+fn enospc(version: Version) {
     if !wanted("write_behind::enospc") {
         return;
     }
-    let export = Path::new("/tmp/dnfs-test-wb-enospc-export");
+    let name = format!("wb-enospc-{version:?}").to_lowercase();
+    // The export directory of `own_server`'s server of that name.
+    let export = format!("/tmp/dnfs-test-{name}-export");
+    let export = Path::new(&export);
     let _ = Command::new("umount").arg(export).status();
     std::fs::create_dir_all(export).unwrap();
     let mounted = Command::new("mount")
@@ -466,8 +507,9 @@ fn enospc_of_a_full_export_is_reported_by_fsync() {
         .unwrap();
     assert!(mounted.success(), "mount -t tmpfs (needs root)");
     let _unmount = Unmount(export);
-    let server = own_server("wb-enospc", "2662", "20662");
-    let client = unstable_client(server.url(), "");
+    let (nfs, mnt) = ports(version, ("2662", "20662"), ("2666", "20666"));
+    let server = own_server("wb-enospc", version, nfs, mnt);
+    let client = unstable_client(&server, version, "");
     let file = client.create("/full.dbf").unwrap();
     let block = bytes(3, 64 << 10);
     // 2 MiB into 1 MiB: every write_at returns (behind), some WRITEs fail.
@@ -500,10 +542,10 @@ impl Drop for Unmount<'_> {
     }
 }
 
-/// Waits until the server of `url` refuses connections (killed).
-fn wait_for_down(url: &str) {
-    let url = directnfs::config::NfsUrl::parse(url).unwrap();
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], url.options.nfs_port.unwrap()));
+/// Waits until the server on NFS port `nfs_port` refuses connections
+/// (killed).
+fn wait_for_down(nfs_port: &str) {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], nfs_port.parse::<u16>().unwrap()));
     let until = std::time::Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
         assert!(

@@ -226,8 +226,9 @@ pub struct MountOptions {
     /// copied and sent; `fsync` waits for them and COMMITs; see the
     /// `writebehind` module). `0` turns it off; otherwise
     /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND`](Self::MAX_WRITE_BEHIND).
-    /// Never used in FILE_SYNC mode, nor on NFSv4.1 (there `write_at`
-    /// waits for its replies). Default 8 MiB.
+    /// Never used in FILE_SYNC mode. On NFSv4.1 each WRITE in flight holds
+    /// a session slot, and a write that finds none to spare waits for its
+    /// reply. Default 8 MiB.
     pub write_behind: usize,
     /// Write-behind: bytes of the whole client (all its files) that may be
     /// in flight unacknowledged or held for coalescing; a writer past it

@@ -103,7 +103,7 @@ option_table![
     ),
     (
         "`write_behind`",
-        "unstable mode on NFSv3 only (no effect on NFSv4.1, where `write_at` waits for its replies): bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes; never more than 16 WRITEs per file), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode",
+        "unstable mode, either version (on NFSv4.1 a WRITE in flight holds a session slot; with none to spare, `write_at` waits for its reply): bytes of writes per open file that may be in flight unacknowledged (`write_at` returns before the reply; `fsync` is the barrier; `k`/`m` suffixes; never more than 16 WRITEs per file), `0` = off, else 4 KiB..=1 GiB; ignored in `file_sync` mode",
         "8 MiB",
     ),
     (

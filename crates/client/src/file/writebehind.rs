@@ -11,6 +11,16 @@
 //! the next caller that touches the file's write-behind state: a write, a
 //! read overlapping them, `fsync`, `set_len`, a close.
 //!
+//! Either protocol version: the WRITE is the version's
+//! (`rpcops.rs` `start_write_behind`/`finish_write_behind`). On NFSv4.1
+//! each WRITE in flight holds a session slot until it is reaped, taken as
+//! a pipelined batch takes one, so that the quarter of the slots kept for
+//! blocking calls stays free of them (a thread that writes behind and then
+//! makes a blocking call never waits for its own unreaped slots); when no
+//! such slot is free, the write is sent and waited for under the file's
+//! state lock, as with write-behind off, its error kept for the next
+//! `fsync` like a write-behind WRITE's.
+//!
 //! The rules that make it behave like a local file:
 //! * **Bounded.** At most [`MountOptions::write_behind`] bytes per file,
 //!   and [`MountOptions::write_behind_client`] over all the client's
@@ -56,8 +66,9 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use directnfs_wire::nfs3;
 
 use crate::error::{Error, Result};
+use crate::file::inflight::{release_unreaped, InFlight};
 use crate::file::{File, FileShared};
-use crate::io::call::{BatchQueue, Call, Group, Notify};
+use crate::io::call::{BatchQueue, Call, Notify};
 
 /// The most write-behind WRITEs of one file in flight at once (see the
 /// module doc): 16 pages of 4 KiB keep a server busy without making a
@@ -76,7 +87,9 @@ struct Piece {
 /// One WRITE sent behind the writer's back.
 #[derive(Debug)]
 struct Pending {
-    call: Arc<Call>,
+    /// The version's WRITE (`rpcops.rs`): on NFSv4.1 it holds a slot of
+    /// the session until it is reaped.
+    piece: InFlight,
     offset: u64,
     data: Arc<[u8]>,
     /// Submission order, for `fsync` (waits for what was sent before it).
@@ -253,14 +266,13 @@ impl crate::client::Client {
 
 impl File {
     /// Whether `write_at` goes behind: unstable mode, a non-zero bound,
-    /// not disabled for this file, and a protocol version whose operations
-    /// support it (NFSv3; see `rpcops.rs`).
+    /// and not disabled for this file (either protocol version: the
+    /// version's WRITE is `rpcops.rs`'s).
     pub(crate) fn writes_behind(&self) -> bool {
         self.shared.wb.limit > 0
             && self.inner().options.stable == crate::config::StableMode::Unstable
             && !self.shared.wb.disabled.load(Ordering::Relaxed)
             && !self.sync_writes()
-            && self.writes_behind_supported()
     }
 
     /// Turns write-behind off (or back on) for this file and its clones,
@@ -400,6 +412,10 @@ impl File {
     /// data is copied and the WRITEs are sent. See the module doc.
     pub(crate) fn write_behind(&self, buf: &[u8], offset: u64) -> Result<usize> {
         self.check_range(offset, buf.len(), "WRITE")?;
+        // Refused before anything is sent, as a write that waits is: a
+        // `ro` mount, a lost NFSv4.1 lock.
+        self.check_writable()?;
+        self.check_write_behind()?;
         if buf.is_empty() {
             return Ok(0);
         }
@@ -625,17 +641,9 @@ impl File {
         let offset = h.offset;
         let data: Arc<[u8]> = Arc::from(h.data);
         self.log_submitted(std::iter::once((offset, &data)));
-        let group = Group::new(1);
-        let call = self.write_call_with(
-            offset,
-            Arc::clone(&data),
-            Notify::Group(Arc::clone(&group)),
-            nfs3::stable_how::FILE_SYNC,
-        );
         // The state stays locked: a reader overlapping these bytes waits
         // for the reply here instead of overtaking the WRITE.
-        self.inner().run(call.clone(), &group);
-        let result = self.finish_write_durable(&call, offset, &data);
+        let result = self.write_waited(offset, &data, nfs3::stable_how::FILE_SYNC);
         self.account(-(n as i64));
         let rest = match result {
             Ok((0, _)) => Err(self.wrote_nothing(offset, n)),
@@ -685,23 +693,67 @@ impl File {
         self.inner().transport().submit_many(calls);
     }
 
-    /// Makes the WRITE calls of `pieces` and enters them in flight.
+    /// One WRITE of `data` at `offset` asking `stable`, sent and waited
+    /// for, its outcome entered in the write log (which the caller
+    /// entered it in as submitted).
+    fn write_waited(
+        &self,
+        offset: u64,
+        data: &Arc<[u8]>,
+        stable: nfs3::stable_how,
+    ) -> Result<(usize, bool)> {
+        let piece = [(offset, Arc::clone(data))];
+        let result = self.write_round(&piece, stable).pop().unwrap_or_else(|| {
+            Err(Error::InvalidInput(
+                "a WRITE round without an outcome".into(),
+            ))
+        });
+        self.record_write(offset, data, result)
+    }
+
+    /// A piece the version could not send behind the writer (no NFSv4.1
+    /// slot to spare: see `rpcops.rs`), logged as submitted: sent and
+    /// waited for, as with write-behind off, the rest of a short write
+    /// too; an error is kept for the next `fsync`, as a write-behind
+    /// WRITE's. Called with the state locked, so that nothing overlapping
+    /// overtakes it.
+    fn write_now(&self, st: &mut State, mut offset: u64, mut data: Arc<[u8]>) {
+        loop {
+            let result = match self.write_waited(offset, &data, nfs3::stable_how::UNSTABLE) {
+                Ok((0, _)) => Err(self.wrote_nothing(offset, data.len())),
+                other => other,
+            };
+            match result {
+                Ok((n, _)) if n < data.len() => {
+                    offset += n as u64;
+                    data = Arc::from(&data[n..]);
+                    self.log_submitted(std::iter::once((offset, &data)));
+                }
+                Ok(_) => return,
+                Err(e) => return self.keep_error(st, offset, e),
+            }
+        }
+    }
+
+    /// Makes the WRITE calls of `pieces` and enters them in flight (a
+    /// piece the version cannot send behind is written at once instead).
     fn register(&self, st: &mut State, pieces: Vec<Piece>) -> Vec<Arc<Call>> {
         let wb = &self.shared.wb;
         {
             pieces
                 .into_iter()
-                .map(|Piece { offset, data, seq }| {
+                .filter_map(|Piece { offset, data, seq }| {
                     let token = st.free.pop().unwrap_or_else(|| {
                         st.slots.push(None);
                         st.slots.len() - 1
                     });
-                    let call = self.write_call_with(
-                        offset,
-                        Arc::clone(&data),
-                        Notify::Batch(Arc::clone(&wb.queue), token),
-                        nfs3::stable_how::UNSTABLE,
-                    );
+                    let notify = Notify::Batch(Arc::clone(&wb.queue), token);
+                    let Some(piece) = self.start_write_behind(offset, &data, notify) else {
+                        st.free.push(token);
+                        self.write_now(st, offset, data);
+                        return None;
+                    };
+                    let call = Arc::clone(piece.call());
                     self.account(data.len() as i64);
                     // The rest of a short write keeps its write's place
                     // (an fsync waiting for that write waits for it too).
@@ -710,12 +762,12 @@ impl File {
                         st.next_seq - 1
                     });
                     st.slots[token] = Some(Pending {
-                        call: Arc::clone(&call),
+                        piece,
                         offset,
                         data,
                         seq,
                     });
-                    call
+                    Some(call)
                 })
                 .collect()
         }
@@ -768,7 +820,7 @@ impl File {
                 continue;
             };
             st.free.push(token);
-            let result = match self.finish_write_durable(&p.call, p.offset, &p.data) {
+            let result = match self.finish_write_behind(p.piece, p.offset, &p.data) {
                 // A server that takes nothing would have us loop for ever.
                 Ok((0, _)) => Err(self.wrote_nothing(p.offset, p.data.len())),
                 Ok((n, _)) => {
@@ -818,12 +870,17 @@ impl Drop for FileShared {
             .wb
             .lock()
             .pending()
-            .map(|p| Arc::clone(&p.call))
+            .map(|p| Arc::clone(p.piece.call()))
             .collect();
         self.client
             .inner
             .transport()
             .wait_until(&|| calls.iter().all(|c| c.is_done()), None);
+        // Their NFSv4.1 slots are released (the outcomes are not wanted).
+        let pending: Vec<Pending> = self.wb.lock().slots.drain(..).flatten().collect();
+        for p in pending {
+            release_unreaped(self.v4.as_ref(), p.piece);
+        }
         // Not reaped: take them off the file's (long-lived) statistics and
         // the client's bound.
         let n = self.wb.outstanding();

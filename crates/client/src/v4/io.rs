@@ -45,8 +45,10 @@ pub(crate) struct Sent {
     /// A WRITE's data (`None` for a READ).
     data: Option<Arc<[u8]>>,
     /// A READ's buffer, lent as the request's `read_into` (re-sent into
-    /// the same buffer after a DELAY from SEQUENCE).
-    read_into: Option<(*mut u8, usize)>,
+    /// the same buffer after a DELAY from SEQUENCE). Kept as the lent
+    /// `ReadDest`, so that a WRITE's `Sent` may wait in a file's
+    /// write-behind state, which threads share.
+    read_into: Option<ReadDest>,
 }
 
 /// A piece's reply that [`OpenFile::settle_now`] left for
@@ -108,7 +110,7 @@ impl OpenFile {
             slot,
             body,
             data: None,
-            read_into: req.read_into,
+            read_into: Some(dest),
         }
     }
 
@@ -164,7 +166,7 @@ impl OpenFile {
         };
         let mut req = self.request(ops, &encode, op_name(&sent), stat);
         req.payload = sent.data.clone();
-        req.read_into = sent.read_into;
+        req.read_into = sent.read_into.as_ref().map(ReadDest::as_raw);
         let mut retry = Retry::new(self.inner());
         let settled = s.settle(self.inner(), &req, sent.slot, &sent.body, first, &mut retry)?;
         // A stateid the server no longer knows: the blocking path opens

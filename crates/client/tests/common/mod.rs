@@ -2,11 +2,14 @@
 //!
 //! The server URL comes from `DNFS_TEST_URL` (CI starts one server with
 //! `scripts/server/nfs-server.sh` and exports it, with `DNFS_TEST_EXPORT_DIR` the
-//! exported directory). Without it, the first test starts a private server
-//! for this test binary on its own ports and state directory, and stops it
-//! when the process exits.
+//! exported directory, and its NFSv4.1 URL as `DNFS_TEST_URL_V41`).
+//! Without it, the first test starts a private server for this test
+//! binary, serving both versions, on its own ports and state directory,
+//! and stops it when the process exits.
 
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+
+pub mod versions;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -16,6 +19,8 @@ use std::sync::OnceLock;
 /// A server for the tests: its URL (export root) and exported directory.
 pub struct Server {
     pub url: String,
+    /// The same export's NFSv4.1 URL, if known (`DNFS_TEST_URL_V41`).
+    pub url_v41: Option<String>,
     pub export_dir: PathBuf,
 }
 
@@ -41,6 +46,7 @@ pub fn server() -> &'static Server {
             let export_dir = std::env::var("DNFS_TEST_EXPORT_DIR").unwrap_or_default();
             return Server {
                 url,
+                url_v41: std::env::var("DNFS_TEST_URL_V41").ok(),
                 export_dir: PathBuf::from(export_dir),
             };
         }
@@ -52,6 +58,8 @@ pub fn server() -> &'static Server {
             .env("DNFS_STATE_DIR", STATE_DIR)
             .env("DNFS_NFS_PORT", "2449")
             .env("DNFS_MNT_PORT", "20448")
+            .env("DNFS_NFS4", "1")
+            .env("DNFS_NFS4_GRACE", "0")
             .output()
             .expect("run scripts/server/nfs-server.sh");
         assert!(
@@ -67,8 +75,22 @@ pub fn server() -> &'static Server {
             .expect("URL line")
             .trim()
             .to_string();
-        Server { url, export_dir }
+        Server {
+            url_v41: url_v41_of(&url),
+            url,
+            export_dir,
+        }
     })
+}
+
+/// `nfs://HOST/PATH?vers=4.1&nfsport=N` from the NFSv3 URL
+/// `nfs://HOST/PATH?nfsport=N&mountport=M` the server script prints.
+fn url_v41_of(url: &str) -> Option<String> {
+    let (base, query) = url.split_once('?')?;
+    let port = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("nfsport="))?;
+    Some(format!("{base}?vers=4.1&nfsport={port}"))
 }
 
 /// The server URL with extra `key=value` options appended.
