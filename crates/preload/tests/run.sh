@@ -600,6 +600,7 @@ group_coreutils() {
 
 group_sqlite() {
     step "sqlite3 CLI (its own unix VFS through the library)"
+    # ANCHOR: sqlite_create
     local db=$NFS/sq/t.db
     nfs mkdir "$NFS/sq"
     check "create, 50k rows, integrity_check" "$(printf '50000\nok')" "$(nfs sqlite3 "$db" "
@@ -609,6 +610,7 @@ group_sqlite() {
         INSERT INTO t SELECT i, printf('row-%06d', i) FROM n;
         CREATE INDEX t_v ON t(v);
         SELECT count(*) FROM t; PRAGMA integrity_check;" 2>&1 | tail -2)"
+    # ANCHOR_END: sqlite_create
     # A holds the write lock for 3 s; B without a timeout gets SQLITE_BUSY;
     # C with one waits for A's commit.
     (echo "BEGIN EXCLUSIVE; INSERT INTO t(v) VALUES ('A');"; sleep 3; echo "COMMIT;") |
@@ -619,7 +621,9 @@ group_sqlite() {
     busy=$(nfs sqlite3 "$db" "INSERT INTO t(v) VALUES ('B');" 2>&1 || true)
     if [[ $busy == *"database is locked"* ]]; then ok "second writer without a timeout: SQLITE_BUSY"; else bad "second writer without a timeout: SQLITE_BUSY" "$busy"; fi
     local t0=$SECONDS
+    # ANCHOR: sqlite_timeout
     expect "second writer with .timeout waits for the first" nfs sqlite3 -cmd ".timeout 30000" "$db" "INSERT INTO t(v) VALUES ('C');"
+    # ANCHOR_END: sqlite_timeout
     wait "$a"
     if (( SECONDS - t0 >= 1 )); then ok "the waiter waited for the commit"; else bad "the waiter waited for the commit" "$((SECONDS - t0)) s"; fi
     # Two writers at once, each 300 single-row transactions.
@@ -633,12 +637,14 @@ group_sqlite() {
     # WAL mode maps the -shm file shared, which is refused (docs/book/src/run/
     # not-served.md): a clear error; with locking_mode=EXCLUSIVE first, WAL
     # keeps its index in the process's memory and works.
+    # ANCHOR: sqlite_wal
     local wal
     wal=$(nfs sqlite3 "$NFS/sq/w.db" "PRAGMA journal_mode=WAL; CREATE TABLE w(x);" 2>&1 || true)
     if [[ $wal == *"disk I/O error"* && $wal == *"mmap of NFS descriptor"* ]]; then ok "WAL mode: disk I/O error, the warning names mmap"; else bad "WAL mode: disk I/O error, the warning names mmap" "$wal"; fi
     check "WAL mode after locking_mode=EXCLUSIVE" "$(printf 'exclusive\nwal\n2\nok')" \
         "$(nfs sqlite3 "$NFS/sq/x.db" "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;
             CREATE TABLE w(x); INSERT INTO w VALUES (1), (2); SELECT count(*) FROM w; PRAGMA integrity_check;" 2>&1)"
+    # ANCHOR_END: sqlite_wal
 }
 
 # The lock groups (v4locks here, nlm in nlm.sh): two "hosts" A and B,
