@@ -1185,14 +1185,18 @@ pg_cluster() {
     local data=$dir/data sock=$WORK/pgsock log=$WORK/${dir##*/}.log
     mkdir -p "$sock"
     chown postgres "$sock" "$WORK"
+    # ANCHOR: pg_setup
     nfs mkdir "$dir"
     nfs chown postgres:postgres "$dir"
     local PG=(runuser -u postgres -- "${RUN[@]}")
     local PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -At -h "$sock" -p 5432 postgres)
     local opts="-p 5432 -k $sock -c listen_addresses=''"
+    # ANCHOR_END: pg_setup
+    # ANCHOR: pg_start
     expect "${L}initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
     check "${L}data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$view/data")"
     expect "${L}pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
+    # ANCHOR_END: pg_start
     PG_STARTED+=("$data")
     expect "${L}pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
     local secs=${DNFS_PRELOAD_PGBENCH_SECONDS:-30}
@@ -1210,7 +1214,9 @@ pg_cluster() {
     local q="SELECT count(*), sum(abalance) FROM pgbench_accounts; SELECT count(*), max(id) FROM ledger;"
     local before
     before=$("${PSQL[@]}" -c "$q")
+    # ANCHOR: pg_stop
     expect "${L}clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    # ANCHOR_END: pg_stop
     PG_STARTED=()
 
     # The files directnfs wrote are a valid cluster: start it locally.
