@@ -1052,9 +1052,11 @@ group_pgwb() {
 my_start() { # DATA LOG [no-library]
     local pre=("${RUN[@]}")
     [[ ${3:-} == no-library ]] && pre=()
+    # ANCHOR: my_start
     runuser -u mysql -- "${pre[@]}" mariadbd --no-defaults --datadir="$1" --socket="$WORK/mysock/my.sock" \
         --skip-networking --log-error="$2" --pid-file="$WORK/mysock/my.pid" \
         --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=64M >/dev/null 2>&1 &
+    # ANCHOR_END: my_start
     MY_STARTED=$WORK/mysock/my.pid
     local i
     for i in $(seq 1 600); do
@@ -1068,7 +1070,9 @@ my_sql() { mariadb -S "$WORK/mysock/my.sock" -uroot -N "$@"; }
 # file; the shutdown's status.
 my_stop() {
     local rc=0 i
+    # ANCHOR: my_stop
     mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown || rc=$?
+    # ANCHOR_END: my_stop
     for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
     MY_STARTED=
     return "$rc"
@@ -1080,11 +1084,13 @@ group_mariadb() {
     local d=$NFS/my v=$VIEW/my
     mkdir -p "$WORK/mysock"
     chown mysql "$WORK/mysock"
+    # ANCHOR: my_install
     nfs mkdir "$d"
     nfs chown mysql:mysql "$d"
     local out
     out=$(runuser -u mysql -- "${RUN[@]}" mariadb-install-db --no-defaults --datadir="$d/data" \
         --auth-root-authentication-method=normal --skip-test-db 2>&1) || { bad "mariadb-install-db" "$(tail -3 <<<"$out" | tr '\n' ' ')"; return; }
+    # ANCHOR_END: my_install
     ok "mariadb-install-db into NFS"
     if [[ $out == *"refused (ENOSYS)"* && $out == *"falling back to innodb_use_native_aio=OFF"* ]]; then
         ok "kernel AIO refused at set-up, said; InnoDB falls back to simulated AIO"
