@@ -365,6 +365,7 @@ main() {
     log "install packages"
     timed install_packages
     log "docs: no references outside the repository, no broken links or fragments, no conflict markers, no missing tests, the book builds"
+    timed python3 scripts/ci/test_check_docs.py
     timed check_docs
     log "module graph: no new or grown import knot (scripts/ci/module-knots.txt only tightens)"
     timed python3 scripts/ci/test_check_module_graph.py

@@ -10,6 +10,9 @@ mdBook share: lower case, letters, digits, `_` and `-` kept, spaces made
 `{{#include path}}` must name a file that exists. In README.md and
 docs/book/src, a prose line is at most 100 characters: code blocks,
 tables, headings and lines that are one link or one URL are exempt.
+A link in a book chapter, or in a file a chapter includes (mdBook pastes
+it in, so its links resolve from the chapter), must stay inside the
+book's src/: the HTML has no page for a file outside it.
 Run from anywhere; exits 1 and lists each fault as FILE:LINE.
 """
 
@@ -21,6 +24,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WIDTH = 100
 WRAPPED = ("README.md", "docs/book/src/")
+BOOK_SRC = "docs/book/src"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 INCLUDE = re.compile(r"\{\{#include\s+([^}\s:]+)[^}]*\}\}")
 
@@ -91,6 +95,35 @@ def check_links(path):
     return faults
 
 
+def check_book_links(chapter, src=BOOK_SRC, text_of=None, seen=None):
+    """Links of `chapter` and of the Markdown it includes that leave `src`."""
+    faults = []
+    here = os.path.dirname(chapter)
+    seen = seen if seen is not None else set()
+    path = text_of or chapter
+    if path in seen or not os.path.isfile(path):
+        return faults
+    seen.add(path)
+    for number, line, code in prose_lines(path):
+        if code:
+            continue
+        for m in INCLUDE.finditer(line):
+            included = os.path.normpath(os.path.join(os.path.dirname(path), m.group(1)))
+            if included.endswith(".md"):
+                faults += check_book_links(chapter, src, included, seen)
+        for m in LINK.finditer(line):
+            target = m.group(1)
+            file = target.partition("#")[0]
+            if "://" in target or target.startswith("mailto:") or not file:
+                continue
+            dest = os.path.normpath(os.path.join(here, file))
+            if os.path.commonpath([os.path.abspath(dest), os.path.abspath(src)]) != \
+                    os.path.abspath(src) or not os.path.exists(dest):
+                faults.append(f"{path}:{number}: link {target} has no page in the book "
+                              f"(from {chapter})")
+    return faults
+
+
 def check_width(path):
     faults = []
     for number, line, code in prose_lines(path):
@@ -115,6 +148,8 @@ def main():
         if not os.path.isfile(path):
             continue
         faults += check_links(path)
+        if path.startswith(BOOK_SRC + "/") and path.endswith(".md"):
+            faults += check_book_links(path)
         if path == WRAPPED[0] or path.startswith(WRAPPED[1]):
             faults += check_width(path)
     for fault in faults:

@@ -600,6 +600,7 @@ group_coreutils() {
 
 group_sqlite() {
     step "sqlite3 CLI (its own unix VFS through the library)"
+    # ANCHOR: sqlite_create
     local db=$NFS/sq/t.db
     nfs mkdir "$NFS/sq"
     check "create, 50k rows, integrity_check" "$(printf '50000\nok')" "$(nfs sqlite3 "$db" "
@@ -609,6 +610,7 @@ group_sqlite() {
         INSERT INTO t SELECT i, printf('row-%06d', i) FROM n;
         CREATE INDEX t_v ON t(v);
         SELECT count(*) FROM t; PRAGMA integrity_check;" 2>&1 | tail -2)"
+    # ANCHOR_END: sqlite_create
     # A holds the write lock for 3 s; B without a timeout gets SQLITE_BUSY;
     # C with one waits for A's commit.
     (echo "BEGIN EXCLUSIVE; INSERT INTO t(v) VALUES ('A');"; sleep 3; echo "COMMIT;") |
@@ -619,7 +621,9 @@ group_sqlite() {
     busy=$(nfs sqlite3 "$db" "INSERT INTO t(v) VALUES ('B');" 2>&1 || true)
     if [[ $busy == *"database is locked"* ]]; then ok "second writer without a timeout: SQLITE_BUSY"; else bad "second writer without a timeout: SQLITE_BUSY" "$busy"; fi
     local t0=$SECONDS
+    # ANCHOR: sqlite_timeout
     expect "second writer with .timeout waits for the first" nfs sqlite3 -cmd ".timeout 30000" "$db" "INSERT INTO t(v) VALUES ('C');"
+    # ANCHOR_END: sqlite_timeout
     wait "$a"
     if (( SECONDS - t0 >= 1 )); then ok "the waiter waited for the commit"; else bad "the waiter waited for the commit" "$((SECONDS - t0)) s"; fi
     # Two writers at once, each 300 single-row transactions.
@@ -633,12 +637,14 @@ group_sqlite() {
     # WAL mode maps the -shm file shared, which is refused (docs/book/src/run/
     # not-served.md): a clear error; with locking_mode=EXCLUSIVE first, WAL
     # keeps its index in the process's memory and works.
+    # ANCHOR: sqlite_wal
     local wal
     wal=$(nfs sqlite3 "$NFS/sq/w.db" "PRAGMA journal_mode=WAL; CREATE TABLE w(x);" 2>&1 || true)
     if [[ $wal == *"disk I/O error"* && $wal == *"mmap of NFS descriptor"* ]]; then ok "WAL mode: disk I/O error, the warning names mmap"; else bad "WAL mode: disk I/O error, the warning names mmap" "$wal"; fi
     check "WAL mode after locking_mode=EXCLUSIVE" "$(printf 'exclusive\nwal\n2\nok')" \
         "$(nfs sqlite3 "$NFS/sq/x.db" "PRAGMA locking_mode=EXCLUSIVE; PRAGMA journal_mode=WAL;
             CREATE TABLE w(x); INSERT INTO w VALUES (1), (2); SELECT count(*) FROM w; PRAGMA integrity_check;" 2>&1)"
+    # ANCHOR_END: sqlite_wal
 }
 
 # The lock groups (v4locks here, nlm in nlm.sh): two "hosts" A and B,
@@ -1046,9 +1052,11 @@ group_pgwb() {
 my_start() { # DATA LOG [no-library]
     local pre=("${RUN[@]}")
     [[ ${3:-} == no-library ]] && pre=()
+    # ANCHOR: my_start
     runuser -u mysql -- "${pre[@]}" mariadbd --no-defaults --datadir="$1" --socket="$WORK/mysock/my.sock" \
         --skip-networking --log-error="$2" --pid-file="$WORK/mysock/my.pid" \
         --innodb-flush-log-at-trx-commit=1 --innodb-buffer-pool-size=64M >/dev/null 2>&1 &
+    # ANCHOR_END: my_start
     MY_STARTED=$WORK/mysock/my.pid
     local i
     for i in $(seq 1 600); do
@@ -1062,7 +1070,9 @@ my_sql() { mariadb -S "$WORK/mysock/my.sock" -uroot -N "$@"; }
 # file; the shutdown's status.
 my_stop() {
     local rc=0 i
+    # ANCHOR: my_stop
     mariadb-admin -S "$WORK/mysock/my.sock" -uroot shutdown || rc=$?
+    # ANCHOR_END: my_stop
     for i in $(seq 1 300); do [[ -e $WORK/mysock/my.pid ]] || break; sleep 0.1; done
     MY_STARTED=
     return "$rc"
@@ -1074,11 +1084,13 @@ group_mariadb() {
     local d=$NFS/my v=$VIEW/my
     mkdir -p "$WORK/mysock"
     chown mysql "$WORK/mysock"
+    # ANCHOR: my_install
     nfs mkdir "$d"
     nfs chown mysql:mysql "$d"
     local out
     out=$(runuser -u mysql -- "${RUN[@]}" mariadb-install-db --no-defaults --datadir="$d/data" \
         --auth-root-authentication-method=normal --skip-test-db 2>&1) || { bad "mariadb-install-db" "$(tail -3 <<<"$out" | tr '\n' ' ')"; return; }
+    # ANCHOR_END: my_install
     ok "mariadb-install-db into NFS"
     if [[ $out == *"refused (ENOSYS)"* && $out == *"falling back to innodb_use_native_aio=OFF"* ]]; then
         ok "kernel AIO refused at set-up, said; InnoDB falls back to simulated AIO"
@@ -1179,14 +1191,18 @@ pg_cluster() {
     local data=$dir/data sock=$WORK/pgsock log=$WORK/${dir##*/}.log
     mkdir -p "$sock"
     chown postgres "$sock" "$WORK"
+    # ANCHOR: pg_setup
     nfs mkdir "$dir"
     nfs chown postgres:postgres "$dir"
     local PG=(runuser -u postgres -- "${RUN[@]}")
     local PSQL=(runuser -u postgres -- "$PGBIN/psql" -X -q -At -h "$sock" -p 5432 postgres)
     local opts="-p 5432 -k $sock -c listen_addresses=''"
+    # ANCHOR_END: pg_setup
+    # ANCHOR: pg_start
     expect "${L}initdb -k (data checksums)" "${PG[@]}" "$PGBIN/initdb" -k -A trust -D "$data"
     check "${L}data directory on the server, owned by postgres" "postgres 700" "$(stat -c '%U %a' "$view/data")"
     expect "${L}pg_ctl start" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -l "$log" -o "$opts" -w -t 120 start
+    # ANCHOR_END: pg_start
     PG_STARTED+=("$data")
     expect "${L}pgbench -i -s 10" runuser -u postgres -- "$PGBIN/pgbench" -q -h "$sock" -p 5432 -i -s 10 postgres
     local secs=${DNFS_PRELOAD_PGBENCH_SECONDS:-30}
@@ -1204,7 +1220,9 @@ pg_cluster() {
     local q="SELECT count(*), sum(abalance) FROM pgbench_accounts; SELECT count(*), max(id) FROM ledger;"
     local before
     before=$("${PSQL[@]}" -c "$q")
+    # ANCHOR: pg_stop
     expect "${L}clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    # ANCHOR_END: pg_stop
     PG_STARTED=()
 
     # The files directnfs wrote are a valid cluster: start it locally.
