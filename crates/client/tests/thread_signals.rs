@@ -42,7 +42,20 @@ fn the_clients_threads_block_every_signal_of_the_program() {
         expected.push("dnfs-v41-renew");
     }
 
-    let threads = directnfs_testkit::threads::named("dnfs-");
+    // A thread names itself from inside, so right after the client is made
+    // its name may not be there yet: wait (bounded) until every expected
+    // name shows, then check them all.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let threads = loop {
+        let threads = directnfs_testkit::threads::named("dnfs-");
+        let all_named = expected
+            .iter()
+            .all(|name| threads.iter().any(|t| t.name == *name));
+        if all_named || std::time::Instant::now() >= deadline {
+            break threads;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
     for name in expected {
         assert!(
             threads.iter().any(|t| t.name == name),
