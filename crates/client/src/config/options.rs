@@ -1411,7 +1411,10 @@ mod tests {
     fn rejects_security_krb5() {
         for flavor in ["krb5", "krb5i", "KRB5P"] {
             let err = set(&[("security", flavor)]).unwrap_err();
-            assert!(matches!(err, OptionError::KerberosNotYetSupported { .. }), "{flavor}");
+            assert!(
+                matches!(err, OptionError::KerberosNotYetSupported { .. }),
+                "{flavor}"
+            );
             assert!(err.to_string().contains("Kerberos"), "{err}");
         }
         let err = set(&[("sec", "krb6")]).unwrap_err();
