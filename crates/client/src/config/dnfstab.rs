@@ -799,7 +799,13 @@ stable: file_sync     # or unstable
     fn rejects_security_krb5() {
         assert_eq!(
             err("server: f\nsecurity_default: krb5\n"),
-            "dnfstab:2: unsupported security flavor \"krb5\" for key \"security_default\": \
+            "dnfstab:2: security flavor \"krb5\" for key \"security_default\" is Kerberos \
+             (RPCSEC_GSS), which mounts do not support yet: use sys (AUTH_SYS); see \
+             docs/security.md"
+        );
+        assert_eq!(
+            err("server: f\nsecurity_default: krb9\n"),
+            "dnfstab:2: unsupported security flavor \"krb9\" for key \"security_default\": \
              only sys (AUTH_SYS) is supported"
         );
         assert!(err("server: f\nexport: /v mount: /m security: krb5p\n").starts_with("dnfstab:2: "));

@@ -38,7 +38,8 @@
 //!   prefix wins, on whole path components ([`DnfsTab::resolve`]). A mount
 //!   prefix may appear only once in the file.
 //! * `nfs_version:` must be `nfsv3`; `security_default:`/`security:` must be
-//!   `sys`. `management:` and `community:` are accepted and ignored (listed in
+//!   `sys` (`krb5`, `krb5i`, `krb5p` are refused with an error of their own:
+//!   Kerberos is not in the mount path yet). `management:` and `community:` are accepted and ignored (listed in
 //!   [`DnfsTab::ignored`]). `mnt_timeout:` (seconds) and `dontroute` work as
 //!   in oranfstab: a mount keeps trying while the server cannot be reached
 //!   (connections refused or timing out, programs not yet registered with
