@@ -84,9 +84,18 @@ PORT=$(sed -n 's/^listening on .*:\([0-9]*\)$/\1/p' "$WORK/srv.out")
 URL="nfs://127.0.0.1:$PORT/bench/data?nfsport=$PORT&mountport=$PORT"
 log "responder pid $SRV_PID on port $PORT (${PIN_SERVER[*]:-unpinned}); client ${PIN_CLIENT[*]:-unpinned}"
 
+# The defaults of the options not given (clap refuses an option twice).
+for ((i = 0; i < ${#DEFAULTS[@]}; i += 2)); do
+    given=0
+    for a in "${ARGS[@]}"; do
+        [[ $a == "${DEFAULTS[i]}" || $a == "${DEFAULTS[i]}="* ]] && given=1
+    done
+    ((given)) || ARGS+=("${DEFAULTS[i]}" "${DEFAULTS[i + 1]}")
+done
+
 OUT=${JSON:-$WORK/result.json}
 "${PIN_CLIENT[@]}" "$DNFS" bench oltp --target "$URL" --size "$SIZE" --engine directnfs,libnfs \
-    --server-pid "$SRV_PID" --json "$OUT" --quiet "${DEFAULTS[@]}" "${ARGS[@]}"
+    --server-pid "$SRV_PID" --json "$OUT" --quiet "${ARGS[@]}"
 
 python3 - "$OUT" "$SMOKE" <<'PY'
 import json, sys
