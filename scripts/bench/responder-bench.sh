@@ -66,7 +66,10 @@ fi
 WORK=$(mktemp -d /tmp/dnfs-responder.XXXXXX)
 SRV_PID=
 cleanup() {
-    [[ -n $SRV_PID ]] && kill "$SRV_PID" 2>/dev/null && wait "$SRV_PID" 2>/dev/null
+    if [[ -n $SRV_PID ]]; then
+        kill "$SRV_PID" 2>/dev/null || true
+        wait "$SRV_PID" 2>/dev/null || true # killed: 143, not this script's status
+    fi
     rm -rf "$WORK"
 }
 trap cleanup EXIT
