@@ -600,6 +600,8 @@ server_lane() {
         log "C library tests"
         step bash tests/c/run.sh
     fi
+    log "responder smoke: dnfs bench oltp, directnfs and libnfs, against the in-memory responder (~5 s)"
+    step bash scripts/bench/responder-bench.sh --smoke
     if [[ $(id -u) == 0 ]]; then
         log "Debian package: build, apt-get install, dnfs check, C example via pkg-config, remove"
         step bash scripts/package/package-test.sh

@@ -17,6 +17,7 @@ mod parent;
 mod plot;
 mod prepare;
 mod report;
+mod responder;
 mod worker;
 
 use std::process::ExitCode;
@@ -45,6 +46,9 @@ pub enum BenchCommand {
     /// Internal: runs one engine for the parent (job on stdin, JSON on stdout).
     #[command(hide = true, name = "worker")]
     Worker,
+    /// A minimal in-memory NFSv3 responder for measuring the client's own
+    /// cost (benchmarking only: WRITEs are discarded; not a file server).
+    Responder(responder::ResponderArgs),
 }
 
 /// Options shared by every workload.
@@ -176,6 +180,7 @@ pub fn run(args: BenchArgs, config: Option<std::path::PathBuf>) -> ExitCode {
     };
     let result = match args.command {
         BenchCommand::Worker => return worker::main(),
+        BenchCommand::Responder(a) => return responder::main(a),
         BenchCommand::Oltp(o) => parent::run(Workload::Oltp, with(o)),
         BenchCommand::Scan(o) => parent::run(Workload::Scan, with(o)),
         BenchCommand::Redo(o) => parent::run(Workload::Redo, with(o)),
