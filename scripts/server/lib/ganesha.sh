@@ -186,7 +186,10 @@ EOF
 # reclaim after a restart; Graceless unless GRACE > 0; owners as numeric
 # ids ("0", not "root@domain": no idmapper on these machines); no
 # delegations (FSAL VFS cannot grant any anyway: Ganesha answers
-# WND4_NOT_SUPP_FTYPE, only its GPFS and Ceph FSALs support them).
+# WND4_NOT_SUPP_FTYPE, only its GPFS and Ceph FSALs support them); 1024
+# session slots (slot_table_size; Ganesha's default grants 64, which would
+# cap an NFSv4.1 session at 64 calls in flight where NFSv3 has no cap: a
+# NAS grants hundreds).
 #   nfsv4_conf_block RECOVERY GRACE LEASE
 nfsv4_conf_block() {
     local recovery=$1 grace=$2 lease=$3
@@ -207,6 +210,7 @@ nfsv4_conf_block() {
     echo "    Allow_Numeric_Owners = true;"
     echo "    Only_Numeric_Owners = true;"
     echo "    Delegations = false;"
+    echo "    slot_table_size = 1024;"
     echo "}"
 }
 
