@@ -310,10 +310,11 @@ check_docs() {
     fi
     # The book builds. mdbook comes from crates.io, built into target/tools
     # (inside the repository, so a fresh clone builds its own) with no
-    # default features: about 1.5 minutes on 2 cores, once.
+    # default features and unoptimised (--debug: 115 s of CPU where a
+    # release build took 280 s, and the book still builds in a second).
     local mdbook=target/tools/bin/mdbook
     if [[ ! -x $mdbook ]]; then
-        cargo install mdbook --locked --version 0.5.4 --no-default-features \
+        cargo install mdbook --locked --version 0.5.4 --no-default-features --debug \
             --root target/tools || bad=1
     fi
     if ! "$mdbook" build docs/book; then
