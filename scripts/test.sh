@@ -291,6 +291,27 @@ stop_server() {
 # The repository stands on its own: no file sends its reader to documents
 # outside it, every relative link of its Markdown files resolves (with its
 # #fragment), and the book builds.
+# mdbook comes from crates.io, built into target/tools (inside the
+# repository, so a fresh clone builds its own) with no default features and
+# unoptimised (--debug: 115 s of CPU where a release build took 280 s; the
+# book still builds in a second).
+install_mdbook() {
+    cargo install mdbook --locked --version 0.5.4 --no-default-features --debug \
+        --root target/tools
+}
+
+# On a fresh clone, mdbook is built in the background while shellcheck and
+# clippy run (each mostly one core's work); check_docs waits for it.
+MDBOOK_PID=
+MDBOOK_LOG=
+start_mdbook_build() {
+    ((DRY_RUN)) && return 0
+    [[ -x target/tools/bin/mdbook ]] && return 0
+    MDBOOK_LOG=$(mktemp "${TMPDIR:-/tmp}/dnfs-test-mdbook.XXXXXX")
+    install_mdbook >"$MDBOOK_LOG" 2>&1 &
+    MDBOOK_PID=$!
+}
+
 check_docs() {
     local bad=0
     if git ls-files -z | xargs -0 grep -nE '(\.\./)+shared/|shared/(DESIGN|STYLE|SERVER-NOTES)|SERVER-NOTES\.md|[^_]DESIGN\.md|STYLE\.md' \
@@ -308,14 +329,14 @@ check_docs() {
         log "the lines above are broken links, missing headings or overlong prose"
         bad=1
     fi
-    # The book builds. mdbook comes from crates.io, built into target/tools
-    # (inside the repository, so a fresh clone builds its own) with no
-    # default features and unoptimised (--debug: 115 s of CPU where a
-    # release build took 280 s, and the book still builds in a second).
+    # The book builds, with the mdbook start_mdbook_build made.
     local mdbook=target/tools/bin/mdbook
+    if [[ -n $MDBOOK_PID ]]; then
+        wait "$MDBOOK_PID" || { cat "$MDBOOK_LOG" >&2; bad=1; }
+        MDBOOK_PID=
+    fi
     if [[ ! -x $mdbook ]]; then
-        cargo install mdbook --locked --version 0.5.4 --no-default-features --debug \
-            --root target/tools || bad=1
+        install_mdbook || bad=1
     fi
     if ! "$mdbook" build docs/book; then
         log "mdbook build docs/book failed"
@@ -365,9 +386,7 @@ main() {
     fi
     log "install packages"
     timed install_packages
-    log "docs: no references outside the repository, no broken links or fragments, no conflict markers, no missing tests, the book builds"
-    timed python3 scripts/ci/test_check_docs.py
-    timed check_docs
+    start_mdbook_build
     log "module graph: no new or grown import knot (scripts/ci/module-knots.txt only tightens)"
     timed python3 scripts/ci/test_check_module_graph.py
     timed python3 scripts/ci/check-module-graph.py
@@ -380,6 +399,9 @@ main() {
     timed cargo fmt --all -- --check
     log "cargo clippy"
     timed cargo clippy --workspace --all-targets -- -D warnings
+    log "docs: no references outside the repository, no broken links or fragments, no conflict markers, no missing tests, the book builds"
+    timed python3 scripts/ci/test_check_docs.py
+    timed check_docs
     if ((!QUICK)); then
         log "cargo doc: no broken or private intra-doc links"
         timed env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
