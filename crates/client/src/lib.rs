@@ -89,6 +89,7 @@ mod nlm;
 mod open_options;
 pub mod process;
 pub mod publish;
+mod remote;
 mod rpcops;
 pub mod security;
 mod signals;
