@@ -1,17 +1,19 @@
 //! The client: one mounted export of one server, reached over one or more
 //! paths with several channels each.
 //!
-//! This file holds the [`Client`] and its shared state (`Inner`), the
-//! transport they start, the call path every NFSv3 procedure takes
-//! (`Inner::call`) and the statistics snapshot. The rest of `Client`'s
-//! methods are in:
+//! This file holds the [`Client`] and its shared state (`Inner`: the
+//! server end every version uses, `remote.rs`'s `Remote`, which `Inner`
+//! dereferences to; the NFSv3 handles; the NFSv4.1 session), the call
+//! path every NFSv3 procedure takes (`Inner::call`) and the statistics
+//! snapshot. The rest of `Client`'s methods are in:
 //!
 //! | module | job |
 //! |---|---|
-//! | `client/discover.rs` | `connect`/`mount`: retry until `mnt_timeout`, ports and MOUNT over each path |
+//! | `client/discover.rs` | `connect`/`mount`: retry until `mnt_timeout`, ports and MOUNT over each path; the client of an NFSv4.1 mount (`v4/mount.rs`'s `Remote` and `Session`) |
 //! | `client/namespace.rs` | `metadata`, `remove`, `rmdir`, `mkdir`, `rename`, `read_dir` |
 //! | `client/handles.rs` | the path walk (one LOOKUP per component) and the handle cache |
 //! | `client/credential.rs` | the AUTH_SYS credential (ids, groups, host name) |
+//! | `client/session.rs` | the NFSv4.1 session's slots and server owners, its `*_for_test` hooks |
 //!
 //! Other modules add their own `impl Client`: opening files (`file.rs`),
 //! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attr_calls.rs`), links
@@ -43,8 +45,7 @@ mod session;
 
 pub(crate) use discover::{start_v41, Publish};
 
-pub use crate::metadata::MAX_DIR_LISTING;
-pub use crate::remote::Limits;
+use crate::remote::Limits;
 
 /// A mounted export. Cheap to clone; every clone shares the connections.
 /// `Send + Sync`: any number of threads may use it at once.

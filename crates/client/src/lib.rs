@@ -120,15 +120,16 @@ pub mod book {
 
 pub use attrs::{FsStat, SetAttrs, SetTimeTo};
 pub use batch::{Batch, ScopedBatch, SEND_QUEUE_MAX};
-pub use client::{Client, Limits, MAX_DIR_LISTING};
+pub use client::Client;
 pub use completion::Completion;
 pub use config::target::{PathSpec, Target};
 pub use error::{Error, Result};
 pub use file::File;
 pub use handle::Handle;
-pub use metadata::{DirEntry, FileType, Metadata};
+pub use metadata::{DirEntry, FileType, Metadata, MAX_DIR_LISTING};
 pub use nlm::{lock_should_wait, NlmOwner};
 pub use open_options::OpenOptions;
+pub use remote::Limits;
 pub use stale::retry_stale;
 pub use v4::trunk::{printable, ServerOwner};
 pub use v4::LockConflict;

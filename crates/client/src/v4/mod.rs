@@ -11,7 +11,7 @@
 //! | `lease.rs` | when an idle client renews its lease (a quarter of it idle), and the renewal thread |
 //! | `wait.rs` | how long NFS4ERR_DELAY and NFS4ERR_GRACE are waited out: for ever (hard), `timeo` x `retrans` (soft) |
 //! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE (handed to the session by `mount.rs`) |
-//! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
+//! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits: a `Remote` and a `Session` for `client/discover.rs` to make the client of; a forked child's session |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
 //! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
 //! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
@@ -19,9 +19,24 @@
 //! | `open_state.rs` | the state a reclaim needs of an open file (handle, access, open stateid, locks), listed by the session |
 //! | `io.rs` | this version's per-RPC operations for `crate::rpcops`: a READ or WRITE piece on its own slot, settled; COMMIT of the file |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
-//! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
+//! | `lock.rs` | what `File::lock`/`try_lock`/`unlock`/`test_lock` (`file/lock.rs`) send: LOCK (polled while denied), LOCKU, LOCKT, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
 //! | `trunk.rs` | session trunking: each path's server owner checked by EXCHANGE_ID, every connection bound to the session (BIND_CONN_TO_SESSION) |
+//!
+//! These modules sit below the client and its files, never above: none
+//! names `crate::client`, `crate::file` or `crate::batch` (nor `Client`
+//! or `File` by their root paths), so that the client and its files can
+//! name `v4/` without an import knot (`scripts/ci/check-module-graph.py`).
+//! What they need of a mount is the server end every version uses, a
+//! [`Remote`] (`remote.rs`: transport, options, credential, limits),
+//! taken by reference with the [`Session`]; what must keep or find the
+//! client that holds both — an open file (CLOSE before the session's
+//! DESTROY), the lease renewal thread — holds it as an `Arc` or `Weak` of
+//! [`Host`], the trait defined here and implemented by the client, as
+//! `publish/`'s `Published` is. The `Client` accessors and test hooks of
+//! the session are `client/session.rs`'s, `File`'s lock methods
+//! `file/lock.rs`'s, and the client of a mount is made by
+//! `client/discover.rs` (of a forked child by `fork.rs`).
 //!
 //! Every request goes over the same transport as NFSv3's (program 100003
 //! version 4); the engine's re-sends carry the same bytes, hence the same
