@@ -86,6 +86,7 @@ mod links;
 mod metadata;
 mod mount;
 mod nlm;
+mod nlm_calls;
 mod open_options;
 pub mod process;
 pub mod publish;
