@@ -6,7 +6,9 @@ For every crate under crates/ (its src/lib.rs, or src/main.rs), this reads
 the `mod` declarations (files, `#[path]`, inline `mod x { }`) to build the
 module tree, and every path that names a module of the crate: `use`
 declarations (`crate::`, `super::`, `self::`, and a child module's name)
-and paths in code (`crate::a::b()`, `super::c::D`). Items under
+and paths in code (`crate::a::b()`, `super::c::D`); a path through what
+the crate root imports (`crate::Client` after lib.rs's `pub use
+client::Client`) names the module it comes from. Items under
 `#[cfg(test)]` are left out: a test's imports are not the design.
 
 Then, for the crate's top level and for every folder (a module with
@@ -118,11 +120,25 @@ class Crate:
         self.children = defaultdict(set)
         self.refs = defaultdict(list)
         self._raw = []  # (from module, absolute segments, file, line, text)
+        # What the crate root's `use` items bring in, by the name they
+        # give it: `pub use client::Client;` makes `crate::Client` name
+        # the module `client`.
+        self.root_uses = {}
         self._load(root_file, (), os.path.dirname(root_file))
         for frm, segs, f, ln, text in self._raw:
-            to = self._longest_module(segs)
+            to = self._longest_module(self._through_root_use(segs))
             if to is not None and to != frm:
                 self.refs[(frm, to)].append((f, ln, text))
+
+    def _through_root_use(self, segs):
+        """`segs` with a first segment the crate root imports (and is no
+        module of the crate) replaced by where it comes from, a few
+        re-exports deep."""
+        for _ in range(4):
+            if not segs or (segs[0],) in self.modules or segs[0] not in self.root_uses:
+                break
+            segs = self.root_uses[segs[0]] + list(segs[1:])
+        return segs
 
     def _longest_module(self, segs):
         best = None
@@ -199,8 +215,15 @@ class Parser:
                     continue
             if kind == "id" and val == "use":
                 self.i += 1
-                for segs, ln in self.use_tree():
-                    self.reference(mod, segs, ln)
+                for segs, ln, alias in self.use_tree():
+                    absolute = self.reference(mod, segs, ln)
+                    if mod == () and not absolute and segs and segs[0] in self.crate.root_uses:
+                        # `use bee::Thing;` after `use b as bee;`
+                        absolute = self.crate.root_uses[segs[0]] + list(segs[1:])
+                    if mod == () and absolute and alias:
+                        if absolute[-1] == "self":
+                            absolute = absolute[:-1]
+                        self.crate.root_uses[alias] = absolute
                 continue
             if kind == "id" and val in ("crate", "super", "self") and self.peek(1)[1] == "::":
                 prev = self.t[self.i - 1][1] if self.i else ""
@@ -307,12 +330,15 @@ class Parser:
         return segs, line
 
     def use_tree(self):
-        """Consumes a `use` tree through its `;`: every leaf path."""
+        """Consumes a `use` tree through its `;`: every leaf path, with the
+        name it brings in (its `as` name, else its last segment; None for
+        a glob)."""
         out = []
 
         def tree(prefix):
             segs = list(prefix)
             line = self.peek()[2]
+            glob = False
             while True:
                 kind, v, _ = self.peek()
                 if kind == "id" and v != "as":
@@ -329,12 +355,17 @@ class Parser:
                     self.i += 1
                     return
                 elif v == "*":
+                    glob = True
                     self.i += 1
                 else:
                     break
+            alias = None
+            if segs and not glob:
+                alias = segs[-2] if segs[-1] == "self" and len(segs) > 1 else segs[-1]
             if self.peek()[1] == "as":
+                alias = self.peek(1)[1]
                 self.i += 2
-            out.append((segs, line))
+            out.append((segs, line, alias))
 
         tree([])
         while self.peek()[1] not in (";", "eof"):
@@ -344,9 +375,9 @@ class Parser:
 
     def reference(self, mod, segs, line):
         """Records that module `mod` names the path `segs`, if it is the
-        crate's."""
+        crate's; returns the path from the crate root (None if not)."""
         if not segs:
-            return
+            return None
         head = segs[0]
         if head == "crate":
             absolute = list(segs[1:])
@@ -356,17 +387,18 @@ class Parser:
             while rest and rest[0] in ("super", "self"):
                 if rest.pop(0) == "super":
                     if not base:
-                        return
+                        return None
                     base.pop()
             absolute = base + rest
         else:
             # A child module named without `self::` (`use handles::x;`),
             # or another crate.
             if head not in self.crate.children.get(mod, ()):
-                return
+                return None
             absolute = list(mod) + list(segs)
         text = "::".join(segs[:-1] if len(segs) > 1 and segs[-1] == "self" else segs)
         self.crate._raw.append((mod, absolute, self.file, line, text))
+        return absolute
 
 
 def is_cfg_test(attr):

@@ -97,6 +97,26 @@ class KnotsTest(unittest.TestCase):
             """})
         self.assertEqual(self.tree(files).knots(), [])
 
+    def test_a_path_through_a_root_re_export_names_the_module_it_comes_from(self):
+        # `crate::Thing` is b's Thing (lib.rs re-exports it), `crate::Other`
+        # too (renamed, two re-exports deep), so b -> a -> b is a knot.
+        files = {
+            "lib.rs": "mod a;\nmod b;\nmod c;\npub use b::Thing;\n"
+                      "pub use b::{self as bee};\npub use bee::Thing as Other;\n"
+                      "pub use c::*;\n",
+            "a.rs": "pub fn g() { let _ = crate::Other; }\n",
+            "b.rs": "pub struct Thing;\npub fn f() { crate::a::g(); }\n",
+            "c.rs": "pub fn h() {}\n",
+        }
+        self.assertEqual(self.tree(files).knots(), [("crate", ["a", "b"])])
+        # Through the first re-export alone, as a use declaration.
+        files["a.rs"] = "use crate::Thing;\n"
+        self.assertEqual(self.tree(files).knots(), [("crate", ["a", "b"])])
+        # A name the root imports from another crate is no module's.
+        files["lib.rs"] += "use std::fmt::Debug;\n"
+        files["a.rs"] = "pub fn g(_: &dyn crate::Debug) {}\n"
+        self.assertEqual(self.tree(files).knots(), [])
+
     def test_knots_inside_a_folder_and_nested_use_trees(self):
         t = self.tree({
             "lib.rs": "pub mod d;\n",

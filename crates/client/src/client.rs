@@ -1,17 +1,19 @@
 //! The client: one mounted export of one server, reached over one or more
 //! paths with several channels each.
 //!
-//! This file holds the [`Client`] and its shared state (`Inner`), the
-//! transport they start, the call path every NFSv3 procedure takes
-//! (`Inner::call`) and the statistics snapshot. The rest of `Client`'s
-//! methods are in:
+//! This file holds the [`Client`] and its shared state (`Inner`: the
+//! server end every version uses, `remote.rs`'s `Remote`, which `Inner`
+//! dereferences to; the NFSv3 handles; the NFSv4.1 session), the call
+//! path every NFSv3 procedure takes (`Inner::call`) and the statistics
+//! snapshot. The rest of `Client`'s methods are in:
 //!
 //! | module | job |
 //! |---|---|
-//! | `client/discover.rs` | `connect`/`mount`: retry until `mnt_timeout`, ports and MOUNT over each path |
+//! | `client/discover.rs` | `connect`/`mount`: retry until `mnt_timeout`, ports and MOUNT over each path; the client of an NFSv4.1 mount (`v4/mount.rs`'s `Remote` and `Session`) |
 //! | `client/namespace.rs` | `metadata`, `remove`, `rmdir`, `mkdir`, `rename`, `read_dir` |
 //! | `client/handles.rs` | the path walk (one LOOKUP per component) and the handle cache |
 //! | `client/credential.rs` | the AUTH_SYS credential (ids, groups, host name) |
+//! | `client/session.rs` | the NFSv4.1 session's slots and server owners, its `*_for_test` hooks |
 //!
 //! Other modules add their own `impl Client`: opening files (`file.rs`),
 //! SETATTR, ACCESS, FSSTAT and `mkdir_mode` (`attr_calls.rs`), links
@@ -22,19 +24,16 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use directnfs_engine::idempotency::{classify_retried, RetriedStatus};
-use directnfs_engine::retry::{Backoff, RetryPolicy};
 use directnfs_engine::stats::RawIoSnapshot;
 use directnfs_wire::nfs3::{self, fattr3, nfs_fh3, nfsstat3, Nfs3Res};
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
-use crate::alert::Alerts;
 pub(crate) use crate::config::target::{PathSpec, Target};
 use crate::config::MountOptions;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
-use crate::io::socket::ConnectSpec;
-use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
+use crate::remote::{Remote, FALLBACK_TRANSFER};
 use crate::stats::files::{FileRecord, FileStatsTable};
 use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
 
@@ -42,29 +41,11 @@ mod credential;
 mod discover;
 mod handles;
 mod namespace;
+mod session;
 
-use discover::{resolve, socket_buffers};
+pub(crate) use discover::{start_v41, Publish};
 
-/// Most entries one `read_dir` returns (a bound on memory and time).
-pub const MAX_DIR_LISTING: usize = 1 << 20;
-
-/// Transfer size used when the server's FSINFO gives none.
-pub(crate) const FALLBACK_TRANSFER: u32 = 64 * 1024;
-/// Record limit: the largest transfer plus room for RPC and NFS headers.
-const RECORD_OVERHEAD: usize = 64 * 1024;
-
-/// Transfer sizes and limits negotiated with FSINFO.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Largest READ sent (server rtmax clamped by `rsize`).
-    pub rtmax: u32,
-    /// Largest WRITE sent (server wtmax clamped by `wsize`).
-    pub wtmax: u32,
-    /// What the server advertised, before clamping.
-    pub server_rtmax: u32,
-    /// What the server advertised, before clamping.
-    pub server_wtmax: u32,
-}
+use crate::remote::Limits;
 
 /// A mounted export. Cheap to clone; every clone shares the connections.
 /// `Send + Sync`: any number of threads may use it at once.
@@ -73,18 +54,14 @@ pub struct Client {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// The client's shared state: the server end every version uses (a
+/// [`Remote`], which `Inner` dereferences to: `inner.transport`,
+/// `inner.options`, ...), the NFSv3 root handle and handle cache, the file
+/// statistics, write-behind's registry and, on NFSv4.1, the session.
 #[derive(Debug)]
 pub(crate) struct Inner {
-    pub(crate) transport: Transport,
-    pub(crate) name: String,
-    pub(crate) export: String,
+    pub(crate) remote: Remote,
     pub(crate) root: nfs_fh3,
-    /// The part of the target path below the export.
-    pub(crate) target_rest: String,
-    pub(crate) limits: Limits,
-    pub(crate) options: MountOptions,
-    /// Encoded credential + verifier, prefixed to every call.
-    pub(crate) cred: Vec<u8>,
     /// Path (inside the export) -> handle. Handles only, never data.
     pub(crate) handles: RwLock<HashMap<String, nfs_fh3>>,
     /// Per-file statistics (v$dnfs_files), by path; bounded.
@@ -96,12 +73,32 @@ pub(crate) struct Inner {
     pub(crate) v4: Option<crate::v4::Session>,
 }
 
+impl std::ops::Deref for Inner {
+    type Target = Remote;
+
+    fn deref(&self) -> &Remote {
+        &self.remote
+    }
+}
+
+/// What the NFSv4.1 modules ask of the client that holds their session
+/// (an open file's and the lease renewal's way to it, `v4/mod.rs`).
+impl crate::v4::Host for Inner {
+    fn remote(&self) -> &Remote {
+        &self.remote
+    }
+
+    fn session(&self) -> Option<&crate::v4::Session> {
+        self.v4.as_ref()
+    }
+}
+
 impl Drop for Inner {
     /// Ends an NFSv4.1 session and client ID (DESTROY_SESSION,
     /// DESTROY_CLIENTID) while the transport still runs.
     fn drop(&mut self) {
         if let Some(s) = self.v4.take() {
-            s.destroy(self, true);
+            s.destroy(&self.remote, true);
         }
     }
 }
@@ -118,6 +115,11 @@ impl crate::publish::Published for Inner {
 }
 
 impl Client {
+    /// This client as the NFSv4.1 modules hold it (an open file's).
+    pub(crate) fn host(&self) -> Arc<dyn crate::v4::Host> {
+        Arc::clone(&self.inner) as Arc<dyn crate::v4::Host>
+    }
+
     /// Runs `op`; if the server says a handle is stale (the file or a
     /// directory on its path was removed and re-created by someone else),
     /// forgets every cached handle and runs it once more with fresh LOOKUPs.
@@ -248,7 +250,7 @@ impl Client {
     pub fn ping(&self) -> Result<Duration> {
         let start = std::time::Instant::now();
         if let Some(s) = &self.inner.v4 {
-            s.renew(&self.inner)?;
+            s.renew(&self.inner.remote)?;
             return Ok(start.elapsed());
         }
         self.inner.call::<nfs3::Null>(&(), "NULL")?;
@@ -263,6 +265,8 @@ impl Client {
     /// file and batch API under Miri; `crate::testing` plays the server.
     pub(crate) fn detached(options: MountOptions, rtmax: u32, wtmax: u32) -> Client {
         let cred = Vec::new();
+        use crate::io::transport::{Transport, TransportConfig};
+        use directnfs_engine::retry::{Backoff, RetryPolicy};
         let transport = Transport::detached(TransportConfig {
             policy: RetryPolicy {
                 timeo: options.timeo,
@@ -276,7 +280,7 @@ impl Client {
             cred: cred.clone(),
             prog: nfs3::NFS_PROGRAM,
             vers: nfs3::NFS_V3,
-            alerts: Alerts::new("detached"),
+            alerts: crate::alert::Alerts::new("detached"),
             hook: None,
             spare_keys: Vec::new(),
             fork_spares: false,
@@ -284,19 +288,21 @@ impl Client {
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {
             inner: Arc::new(Inner {
-                transport,
-                name: "detached".into(),
-                export: "/".into(),
-                root: nfs_fh3::default(),
-                target_rest: "/".into(),
-                limits: Limits {
-                    rtmax,
-                    wtmax,
-                    server_rtmax: rtmax,
-                    server_wtmax: wtmax,
+                remote: Remote {
+                    transport,
+                    name: "detached".into(),
+                    export: "/".into(),
+                    target_rest: "/".into(),
+                    limits: Limits {
+                        rtmax,
+                        wtmax,
+                        server_rtmax: rtmax,
+                        server_wtmax: wtmax,
+                    },
+                    options,
+                    cred,
                 },
-                options,
-                cred,
+                root: nfs_fh3::default(),
                 handles: RwLock::new(HashMap::new()),
                 files: std::sync::Mutex::new(FileStatsTable::default()),
                 write_behind: Default::default(),
@@ -304,67 +310,6 @@ impl Client {
             }),
         }
     }
-}
-
-/// Starts the transport: `connections` channels per path, all to
-/// `nfs_port`, carrying program `prog` version `vers`; `hook` is what the
-/// protocol does with each connection (NFSv4.1's trunking and binding).
-pub(crate) fn start_transport(
-    target: &Target,
-    options: &MountOptions,
-    cred: &[u8],
-    nfs_port: u16,
-    (prog, vers): (u32, u32),
-    alerts: Alerts,
-    hook: Option<Arc<dyn crate::io::transport::ConnectHook>>,
-) -> Result<Transport> {
-    // Channels: `connections` per path, all to the NFS port.
-    let mut channels = Vec::new();
-    for (pi, p) in target.paths.iter().enumerate() {
-        let remote = resolve(&p.server, nfs_port)?;
-        for _ in 0..options.connections {
-            let spec = ConnectSpec {
-                remote,
-                local: p.local,
-                timeout: options
-                    .timeo
-                    .clamp(Duration::from_secs(1), Duration::from_secs(10)),
-                dontroute: options.dontroute,
-                resvport: options.resvport,
-                buffers: socket_buffers(options),
-            };
-            channels.push(ChannelSpec {
-                path: pi,
-                connect: spec,
-            });
-        }
-    }
-    let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
-    Transport::start(
-        channels,
-        TransportConfig {
-            policy: RetryPolicy {
-                timeo: options.timeo,
-                retrans: options.retrans,
-                hard: options.hard,
-            },
-            backoff: Backoff::default(),
-            max_record,
-            max_inflight: options.max_inflight,
-            max_client_inflight: options.max_client_inflight,
-            cred: cred.to_vec(),
-            prog,
-            vers,
-            alerts,
-            hook,
-            spare_keys: Vec::new(),
-            fork_spares: options.fork_spares,
-        },
-    )
-    .map_err(|e| Error::Connect {
-        server: format!("{}:{nfs_port}", target.name),
-        source: e,
-    })
 }
 
 /// `Ok(())` for NFS3_OK, the matching error otherwise.
@@ -381,37 +326,17 @@ pub(crate) fn nfs_result(status: nfsstat3, op: &'static str, path: &str) -> Resu
 }
 
 impl Inner {
-    /// A client of `target` on `transport`, before its export is known:
-    /// no root handle, fallback transfer sizes.
-    pub(crate) fn new(
-        transport: Transport,
-        target: &Target,
-        options: &MountOptions,
-        cred: &[u8],
-    ) -> Self {
+    /// A client of the server end `remote`, before its export is known:
+    /// no root handle, no session.
+    pub(crate) fn new(remote: Remote) -> Self {
         Inner {
-            transport,
-            name: target.name.clone(),
-            export: String::new(),
+            remote,
             root: nfs_fh3::default(),
-            target_rest: String::new(),
-            limits: Limits {
-                rtmax: FALLBACK_TRANSFER,
-                wtmax: FALLBACK_TRANSFER,
-                server_rtmax: 0,
-                server_wtmax: 0,
-            },
-            options: options.clone(),
-            cred: cred.to_vec(),
             handles: RwLock::new(HashMap::new()),
             files: std::sync::Mutex::new(FileStatsTable::default()),
             write_behind: Default::default(),
             v4: None,
         }
-    }
-
-    pub(crate) fn transport(&self) -> &Transport {
-        &self.transport
     }
 
     /// The call message after the XID: CALL, RPC version, program, version,
@@ -436,11 +361,6 @@ impl Inner {
         b.put_u32(nfs3::NFS_V3);
         b.put_u32(proc_);
         b.extend_from_slice(&self.cred);
-    }
-
-    /// Sends a prepared call and waits for it.
-    pub(crate) fn run(&self, call: Arc<Call>, group: &Group) {
-        self.transport.run(call, group);
     }
 
     /// Calls NFS procedure `P` and waits. Returns the results and how many
@@ -489,18 +409,6 @@ impl Inner {
             detail: e.to_string(),
         })?;
         Ok((res, attempts))
-    }
-
-    /// A `ro` mount refuses, before sending it, any call that would
-    /// change the server: EROFS.
-    pub(crate) fn check_writable(&self, proc_: u32, op: &'static str, path: &str) -> Result<()> {
-        if self.options.read_only && modifies(proc_) {
-            return Err(Error::ReadOnly {
-                op,
-                path: path.to_string(),
-            });
-        }
-        Ok(())
     }
 
     /// A WRITE or COMMIT reply carried this write verifier (a change means
@@ -574,23 +482,4 @@ impl Inner {
             .unwrap_or_else(|p| p.into_inner())
             .get(path)
     }
-}
-
-/// Procedures that change the server (RFC 1813 §3.3): SETATTR, WRITE,
-/// CREATE, MKDIR, SYMLINK, MKNOD, REMOVE, RMDIR, RENAME, LINK, COMMIT.
-fn modifies(proc_: u32) -> bool {
-    matches!(
-        proc_,
-        nfs3::NFSPROC3_SETATTR
-            | nfs3::NFSPROC3_WRITE
-            | nfs3::NFSPROC3_CREATE
-            | nfs3::NFSPROC3_MKDIR
-            | nfs3::NFSPROC3_SYMLINK
-            | nfs3::NFSPROC3_MKNOD
-            | nfs3::NFSPROC3_REMOVE
-            | nfs3::NFSPROC3_RMDIR
-            | nfs3::NFSPROC3_RENAME
-            | nfs3::NFSPROC3_LINK
-            | nfs3::NFSPROC3_COMMIT
-    )
 }

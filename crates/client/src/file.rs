@@ -13,6 +13,7 @@
 //! each other.
 
 pub(crate) mod inflight;
+mod lock;
 pub(crate) mod writebehind;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -132,7 +133,7 @@ impl Client {
     /// Opens a file as `opts` says.
     pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
         if self.inner.v4.is_some() {
-            let open = crate::v4::file::open(self, path, opts)?;
+            let open = crate::v4::file::open(&self.host(), path, opts)?;
             let mut shared = FileShared::new(self, nfs_fh3::default(), path);
             shared.v4 = Some(open);
             return Ok(File {
@@ -285,7 +286,7 @@ impl File {
         // fails at the server (an empty handle is stale).
         let fh = nfs_fh3::new(handle.as_bytes()).unwrap_or_default();
         let mut shared = FileShared::new(client, fh, path);
-        shared.v4 = crate::v4::handles::open(client, &handle.0, path);
+        shared.v4 = crate::v4::handles::open(&client.host(), &handle.0, path);
         if client.inner.v4.is_some() {
             shared.v4_handle = Some(handle.0);
         }

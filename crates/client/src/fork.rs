@@ -17,9 +17,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::client::{Client, Inner};
+use crate::client::{start_v41, Client, Inner, Publish};
 use crate::error::{Error, Result};
 use crate::io::transport::{Start, Transport};
+use crate::remote::Remote;
 
 impl Client {
     /// A new client in the child of `fork`, made from this (the parent's)
@@ -59,15 +60,17 @@ impl Client {
             Ok(h) => h.clone(),
             Err(_) => HashMap::new(),
         };
-        let inner = Inner {
-            transport,
-            name: old.name.clone(),
-            export: old.export.clone(),
+        let mut inner = Inner {
+            remote: Remote {
+                transport,
+                name: old.name.clone(),
+                export: old.export.clone(),
+                target_rest: old.target_rest.clone(),
+                limits: old.limits,
+                options: old.options.clone(),
+                cred: old.cred.clone(),
+            },
             root: old.root,
-            target_rest: old.target_rest.clone(),
-            limits: old.limits,
-            options: old.options.clone(),
-            cred: old.cred.clone(),
             handles: RwLock::new(handles),
             files: Mutex::new(Default::default()),
             write_behind: Default::default(),
@@ -77,7 +80,11 @@ impl Client {
             // NFSv4.1: the parent's client ID and session are the parent's;
             // the child gets its own on its new connections.
             Some(parent) => match trunk {
-                Some(trunk) => crate::v4::mount::after_fork(inner, parent, trunk),
+                Some(trunk) => {
+                    let session = crate::v4::mount::after_fork(&inner.remote, parent, trunk)?;
+                    inner.v4 = Some(session);
+                    Ok(start_v41(inner, Publish::WhenRenewing))
+                }
                 None => Err(crate::v4::unsupported("fork without a session")),
             },
             None => {

@@ -6,7 +6,7 @@
 
 use directnfs_wire::nfs3::{self, diropargs3, Nfs3Res};
 
-use crate::client::{Client, Inner};
+use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::handle::Handle;
@@ -27,7 +27,7 @@ impl Client {
 
     fn lookup_once(&self, path: &str) -> Result<(Handle, Metadata)> {
         let inner = &self.inner;
-        if Inner::components(path)?.is_empty() {
+        if crate::remote::components(path)?.is_empty() {
             let attrs = inner.getattr(&inner.root, path)?;
             return Ok((Handle::from_v3(&inner.root), Metadata::from_fattr(&attrs)));
         }

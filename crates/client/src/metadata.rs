@@ -4,6 +4,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use directnfs_wire::nfs3::{fattr3, ftype3, nfstime3};
 
+/// Most entries one `read_dir` returns (a bound on memory and time).
+pub const MAX_DIR_LISTING: usize = 1 << 20;
+
 /// The type of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

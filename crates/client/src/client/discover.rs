@@ -2,9 +2,10 @@
 //! (`mnt_timeout`), one attempt over the paths in turn, and on each path
 //! the discovery of the NFS port and the export (PORTMAP and MOUNT, in
 //! `crate::mount`) before the transport starts. On an NFSv4.1 mount each
-//! attempt is `crate::v4::mount`'s instead.
+//! attempt is `crate::v4::mount`'s instead, which hands back the server
+//! end and the session for the client made here (`start_v41`).
 
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,13 +13,14 @@ use directnfs_engine::retry::Backoff;
 use directnfs_wire::nfs3::{self, ftype3};
 
 use super::credential::credential;
-use super::{start_transport, Client, Inner, PathSpec, Target};
+use super::{Client, Inner, PathSpec, Target};
 use crate::alert::Alerts;
-use crate::config::{ConfigError, MountOptions, NfsUrl, NfsVersion, SocketBuffers};
+use crate::config::{ConfigError, MountOptions, NfsUrl, NfsVersion};
 use crate::error::{Error, Result};
 use crate::io::oneshot::nobody_answered;
-use crate::io::socket::{BufferRequest, ConnectSpec};
+use crate::io::socket::ConnectSpec;
 use crate::mount::{self, COLD_TIMEOUT};
+use crate::remote::{resolve, socket_buffers, start_transport, Remote};
 
 impl Client {
     /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
@@ -105,7 +107,12 @@ impl Client {
         alerts: &Alerts,
     ) -> Result<Client> {
         if options.nfs_version == NfsVersion::V41 {
-            return crate::v4::mount::mount_once(target, options, cred, alerts);
+            let m = crate::v4::mount::mount_once(target, options, cred, alerts)?;
+            let mut inner = Inner::new(m.remote);
+            inner.v4 = Some(m.session);
+            let client = start_v41(inner, Publish::Now);
+            m.dead.end(target, options, cred);
+            return Ok(client);
         }
         let cold_timeout = deadline
             .saturating_duration_since(Instant::now())
@@ -156,7 +163,7 @@ impl Client {
             None,
         )?;
         crate::nlm::note_paths(target);
-        let mut inner = Inner::new(transport, target, options, cred);
+        let mut inner = Inner::new(Remote::new(transport, target, options, cred));
         // An export found by probing MNT must be a directory: a server
         // that MOUNTs a file (`nfs://host/export/f.bin`) has told us
         // nothing about where the export is, only that the file exists.
@@ -170,9 +177,9 @@ impl Client {
             mounted = mount::mount_above(&mount_spec, cred, &target.path, &mounted.export)?;
         }
         inner.root = mounted.root;
-        inner.export = mounted.export;
-        inner.target_rest = mounted.rest;
-        inner.limits = inner.fsinfo()?;
+        inner.remote.export = mounted.export;
+        inner.remote.target_rest = mounted.rest;
+        inner.remote.limits = inner.fsinfo()?;
         let inner = Arc::new(inner);
         crate::publish::register(&inner);
         Ok(Client { inner })
@@ -225,13 +232,31 @@ const MOUNT_BACKOFF: Backoff = Backoff {
     max: Duration::from_secs(5),
 };
 
-/// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`).
-pub(super) fn socket_buffers(options: &MountOptions) -> BufferRequest {
-    match options.sockbuf {
-        SocketBuffers::Auto => BufferRequest::Auto,
-        SocketBuffers::Fixed(n) => BufferRequest::Fixed(n as usize),
-        SocketBuffers::Prefer(n) => BufferRequest::Prefer(n as usize),
+/// When an NFSv4.1 client's statistics endpoint starts.
+pub(crate) enum Publish {
+    /// With the client.
+    Now,
+    /// At the lease renewal thread's first tick, a second after the client
+    /// was made: a forked child (a PostgreSQL backend per connection) that
+    /// makes a few calls and exits never publishes, as an NFSv3 child
+    /// whose threads never start (the endpoint's socket and thread are
+    /// about 13% of such a child's CPU).
+    WhenRenewing,
+}
+
+/// The client of an NFSv4.1 `inner` (its session made), with its lease
+/// renewal running; its statistics are published like an NFSv3
+/// client's.
+pub(crate) fn start_v41(inner: Inner, publish: Publish) -> Client {
+    let inner = Arc::new(inner);
+    if let Some(s) = inner.v4.as_ref() {
+        s.start_renewal(Arc::downgrade(&inner) as std::sync::Weak<dyn crate::v4::Host>);
     }
+    match publish {
+        Publish::Now => crate::publish::register(&inner),
+        Publish::WhenRenewing => crate::publish::register_deferred(&inner),
+    }
+    Client { inner }
 }
 
 /// What one path told us: the NFS port, where MOUNT is, the export.
@@ -270,24 +295,4 @@ fn gave_up(
         },
         other => other,
     }
-}
-
-pub(super) fn resolve(host: &str, port: u16) -> Result<SocketAddr> {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Error::Connect {
-            server: host.to_string(),
-            // getaddrinfo's failures carry no errno: NotFound makes it
-            // EHOSTUNREACH for C callers (error.rs `connect_errno`).
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!("cannot resolve the host name: {e}"),
-            ),
-        })?
-        .next()
-        .ok_or_else(|| Error::Connect {
-            server: host.to_string(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, "host name has no address"),
-        })
 }

@@ -6,33 +6,12 @@ use directnfs_wire::nfs3::{self, diropargs3, filename3, nfs_fh3, Nfs3Res};
 
 use super::Inner;
 use crate::error::{Error, Result};
+use crate::remote::components;
 
 /// Most handles cached (path -> handle) before the cache is cleared.
 const MAX_CACHED_HANDLES: usize = 65536;
 
 impl Inner {
-    /// Splits a path into its components, rejecting what NFS cannot name.
-    pub(crate) fn components(path: &str) -> Result<Vec<&str>> {
-        let mut out: Vec<&str> = Vec::new();
-        for c in path.split('/') {
-            match c {
-                "" | "." => {}
-                ".." => {
-                    out.pop();
-                }
-                c if c.len() > filename3::MAX => {
-                    return Err(Error::InvalidInput(format!(
-                        "path component of {} bytes exceeds {} in {path}",
-                        c.len(),
-                        filename3::MAX
-                    )))
-                }
-                c => out.push(c),
-            }
-        }
-        Ok(out)
-    }
-
     /// Resolves a path below the export to a handle, one LOOKUP per
     /// component not yet cached.
     pub(crate) fn lookup_path(&self, path: &str) -> Result<nfs_fh3> {
@@ -43,7 +22,7 @@ impl Inner {
     /// last component was looked up now (not taken from the handle cache)
     /// and the server sent its attributes.
     pub(crate) fn lookup_path_sized(&self, path: &str) -> Result<(nfs_fh3, Option<u64>)> {
-        let comps = Self::components(path)?;
+        let comps = components(path)?;
         let key = format!("/{}", comps.join("/"));
         if let Some(fh) = self.handles.read().ok().and_then(|h| h.get(&key).cloned()) {
             return Ok((fh, None));
@@ -89,7 +68,7 @@ impl Inner {
 
     /// The handle of the parent directory and the last component's name.
     pub(crate) fn parent_and_name(&self, path: &str) -> Result<(nfs_fh3, filename3)> {
-        let comps = Self::components(path)?;
+        let comps = components(path)?;
         let Some((last, parent)) = comps.split_last() else {
             return Err(Error::InvalidInput(format!(
                 "{path:?} names the export root"
@@ -101,7 +80,7 @@ impl Inner {
 
     /// Drops cached handles of `path` and everything below it.
     pub(crate) fn forget(&self, path: &str) {
-        let Ok(comps) = Self::components(path) else {
+        let Ok(comps) = components(path) else {
             return;
         };
         let key = format!("/{}", comps.join("/"));
@@ -119,7 +98,7 @@ impl Inner {
     }
 
     pub(crate) fn remember(&self, path: &str, fh: &nfs_fh3) {
-        if let Ok(comps) = Self::components(path) {
+        if let Ok(comps) = components(path) {
             self.cache_handle(format!("/{}", comps.join("/")), *fh);
         }
     }

@@ -5,8 +5,9 @@
 
 use directnfs_wire::nfs3::{self, diropargs3, Nfs3Res};
 
-use super::{nfs_result, Client, MAX_DIR_LISTING};
+use super::{nfs_result, Client};
 use crate::error::{Error, Result};
+use crate::metadata::MAX_DIR_LISTING;
 use crate::metadata::{DirEntry, Metadata};
 
 impl Client {

@@ -45,9 +45,11 @@ use directnfs_wire::nlm4::{
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::io::kept::Kept;
 use crate::io::socket::{BufferRequest, ConnectSpec};
-use crate::{Client, Handle, LockConflict};
+use crate::remote::Remote;
+use crate::v4::LockConflict;
 
 /// Pause after a denied blocking lock: 10 ms doubling to 1 s.
 const FIRST_POLL: Duration = Duration::from_millis(10);
@@ -100,14 +102,19 @@ impl NlmOwner {
     }
 }
 
-impl Client {
+/// The server's lock manager as one mount reaches it (the server's
+/// name, the options and the credential of its [`Remote`]): what
+/// `Client::nlm_*` (`nlm_calls.rs`) call.
+pub(crate) struct Locks<'a>(pub(crate) &'a Remote);
+
+impl Locks<'_> {
     /// NFSv3: locks `len` bytes at `offset` (0: to the end of the file) of
     /// the file `fh` on the server's lock manager for `owner`, shared or
     /// `exclusive`; with `wait`, waits (polling) while another owner holds
     /// a conflicting lock, else fails with [`Error::Nlm`] NLM4_DENIED
     /// (EAGAIN). No lock manager on the server: [`Error::NoLockManager`]
     /// (ENOLCK).
-    pub fn nlm_lock(
+    pub(crate) fn lock(
         &self,
         fh: &Handle,
         owner: &NlmOwner,
@@ -126,7 +133,7 @@ impl Client {
                 reclaim: false,
                 state: NSM_STATE,
             };
-            let res: nlm4_res = mgr.call::<Nlm4Lock>(self, &args)?;
+            let res: nlm4_res = mgr.call::<Nlm4Lock>(self.0, &args)?;
             match res.stat {
                 nlm4_stats::NLM4_GRANTED => return Ok(()),
                 nlm4_stats::NLM4_DENIED | nlm4_stats::NLM4_DENIED_GRACE_PERIOD if wait => {
@@ -136,7 +143,7 @@ impl Client {
                 nlm4_stats::NLM4_BLOCKED => {
                     // Only a `block = true` request is queued; cancel it
                     // should a server queue this one anyway.
-                    let _ = self.nlm_cancel(fh, owner, (offset, len), exclusive);
+                    let _ = self.cancel(fh, owner, (offset, len), exclusive);
                     if !wait {
                         return Err(nlm_error("NLM4_LOCK", fh, nlm4_stats::NLM4_DENIED));
                     }
@@ -151,7 +158,7 @@ impl Client {
     /// NFSv3: releases `owner`'s locks on `len` bytes at `offset` (0: to
     /// the end) of `fh` on the server's lock manager. Releasing what is not
     /// held succeeds.
-    pub fn nlm_unlock(
+    pub(crate) fn unlock(
         &self,
         fh: &Handle,
         owner: &NlmOwner,
@@ -162,7 +169,7 @@ impl Client {
             cookie: cookie(),
             alock: alock(fh, owner, offset, len),
         };
-        let res: nlm4_res = mgr.call::<Nlm4Unlock>(self, &args)?;
+        let res: nlm4_res = mgr.call::<Nlm4Unlock>(self.0, &args)?;
         match res.stat {
             nlm4_stats::NLM4_GRANTED => Ok(()),
             status => Err(nlm_error("NLM4_UNLOCK", fh, status)),
@@ -173,7 +180,7 @@ impl Client {
     /// with `owner` locking `len` bytes at `offset`, shared or
     /// `exclusive`, or None. The holder's process id (on its host) is in
     /// the conflict's `svid`.
-    pub fn nlm_test(
+    pub(crate) fn test(
         &self,
         fh: &Handle,
         owner: &NlmOwner,
@@ -186,7 +193,7 @@ impl Client {
             exclusive,
             alock: alock(fh, owner, offset, len),
         };
-        let res: nlm4_testres = mgr.call::<Nlm4Test>(self, &args)?;
+        let res: nlm4_testres = mgr.call::<Nlm4Test>(self.0, &args)?;
         match (res.stat, res.holder) {
             (nlm4_stats::NLM4_GRANTED, _) => Ok(None),
             (nlm4_stats::NLM4_DENIED, Some(h)) => Ok(Some((
@@ -202,7 +209,7 @@ impl Client {
     }
 
     /// NFSv3: NLM4_CANCEL of a queued blocking LOCK of `owner`.
-    pub fn nlm_cancel(
+    pub(crate) fn cancel(
         &self,
         fh: &Handle,
         owner: &NlmOwner,
@@ -216,7 +223,7 @@ impl Client {
             exclusive,
             alock: alock(fh, owner, offset, len),
         };
-        let res: nlm4_res = mgr.call::<Nlm4Cancel>(self, &args)?;
+        let res: nlm4_res = mgr.call::<Nlm4Cancel>(self.0, &args)?;
         match res.stat {
             nlm4_stats::NLM4_GRANTED | nlm4_stats::NLM4_DENIED => Ok(()),
             status => Err(nlm_error("NLM4_CANCEL", fh, status)),
@@ -226,15 +233,15 @@ impl Client {
     /// The lock manager of this client's server (one per server address
     /// and process).
     fn lock_manager(&self, op: &'static str) -> Result<Arc<Manager>> {
-        let o = &self.inner.options;
+        let o = &self.0.options;
         if o.nfs_version != crate::config::NfsVersion::V3 {
             return Err(Error::Unsupported(format!(
                 "{op}: NLM serves NFSv3 mounts; NFSv4.1 locks are File::lock"
             )));
         }
-        let ip = server_ip(&self.inner.name).map_err(|detail| Error::NoLockManager {
+        let ip = server_ip(&self.0.name).map_err(|detail| Error::NoLockManager {
             op,
-            path: self.inner.name.clone(),
+            path: self.0.name.clone(),
             detail,
         })?;
         let key = (ip, o.nlm_port.unwrap_or(0));
@@ -290,8 +297,8 @@ impl Manager {
 
     /// Calls `P` on the lock manager, (re)connecting once if the kept
     /// connection broke.
-    fn call<P: Procedure>(&self, client: &Client, args: &P::Args) -> Result<P::Res> {
-        let o = &client.inner.options;
+    fn call<P: Procedure>(&self, remote: &Remote, args: &P::Args) -> Result<P::Res> {
+        let o = &remote.options;
         let mut body = Vec::with_capacity(256);
         args.encode(&mut body);
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -300,27 +307,25 @@ impl Manager {
             if !conn.kept.is_open() {
                 let port = match conn.port.or(self.port) {
                     Some(p) => p,
-                    None => self.find_port(client, P::NAME)?,
+                    None => self.find_port(remote, P::NAME)?,
                 };
-                let spec = self.spec(client, port);
+                let spec = self.spec(remote, port);
                 conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
                     op: P::NAME,
-                    path: client.inner.name.clone(),
+                    path: remote.name.clone(),
                     detail: format!("cannot connect to {}: {e}", spec.remote),
                 })?;
                 conn.port = Some(port);
             }
-            match conn.kept.call(
-                &client.inner.cred,
-                (P::PROG, P::VERS, P::PROC),
-                &body,
-                o.timeo,
-            ) {
+            match conn
+                .kept
+                .call(&remote.cred, (P::PROG, P::VERS, P::PROC), &body, o.timeo)
+            {
                 Ok(results) => {
                     let mut r = XdrReader::new(&results);
                     return P::Res::decode(&mut r).map_err(|e| Error::Protocol {
                         op: P::NAME,
-                        path: client.inner.name.clone(),
+                        path: remote.name.clone(),
                         detail: e.to_string(),
                     });
                 }
@@ -329,7 +334,7 @@ impl Manager {
                     // behind this port) or garbled the reply.
                     return Err(Error::NoLockManager {
                         op: P::NAME,
-                        path: client.inner.name.clone(),
+                        path: remote.name.clone(),
                         detail: e.to_string(),
                     });
                 }
@@ -349,19 +354,19 @@ impl Manager {
     }
 
     /// GETPORT for NLM v4 over TCP; any failure means "no lock manager".
-    fn find_port(&self, client: &Client, op: &'static str) -> Result<u16> {
-        let spec = self.spec(client, 0);
-        crate::mount::getport(&spec, &client.inner.cred, nlm4::NLM_PROG, nlm4::NLM4_VERS).map_err(
-            |e| Error::NoLockManager {
+    fn find_port(&self, remote: &Remote, op: &'static str) -> Result<u16> {
+        let spec = self.spec(remote, 0);
+        crate::mount::getport(&spec, &remote.cred, nlm4::NLM_PROG, nlm4::NLM4_VERS).map_err(|e| {
+            Error::NoLockManager {
                 op,
-                path: client.inner.name.clone(),
+                path: remote.name.clone(),
                 detail: format!("{e} (or set nlm_port=)"),
-            },
-        )
+            }
+        })
     }
 
-    fn spec(&self, client: &Client, port: u16) -> ConnectSpec {
-        let o = &client.inner.options;
+    fn spec(&self, remote: &Remote, port: u16) -> ConnectSpec {
+        let o = &remote.options;
         ConnectSpec {
             remote: SocketAddr::new(self.ip, port),
             local: None,
@@ -374,7 +379,7 @@ impl Manager {
 }
 
 /// True when a blocking lock should wait and ask again after `e` from
-/// [`Client::nlm_lock`] without `wait`: another owner holds a
+/// [`Client::nlm_lock`](crate::Client::nlm_lock) without `wait`: another owner holds a
 /// conflicting lock (NLM4_DENIED), or the server is in its grace period
 /// after a restart (NLM4_DENIED_GRACE_PERIOD).
 pub fn lock_should_wait(e: &Error) -> bool {
@@ -440,7 +445,7 @@ fn lock_hosts() -> &'static Mutex<HashMap<String, String>> {
 }
 
 /// Called at mount: the target's first path is where its lock manager is.
-pub(crate) fn note_paths(target: &crate::Target) {
+pub(crate) fn note_paths(target: &crate::config::target::Target) {
     if let Some(p) = target.paths.first() {
         lock_hosts()
             .lock()

@@ -17,8 +17,8 @@ use super::file::OpenFile;
 use super::ops::{self, components, missing, Ops};
 use super::session::Session;
 use crate::attrs::{FsStat, SetAttrs, SetTimeTo};
-use crate::client::Inner;
 use crate::error::{Error, Result};
+use crate::remote::Remote;
 
 /// The attributes `fsstat` asks for.
 const FS_SPACE_ATTRS: &[u32] = &[
@@ -34,11 +34,11 @@ const FS_SPACE_ATTRS: &[u32] = &[
 /// NFSv4's `ACCESS4_*` bits have the same values (RFC 8881 §18.1.1 and
 /// RFC 1813 §3.3.4 both: READ 1, LOOKUP 2, MODIFY 4, EXTEND 8, DELETE
 /// 0x10, EXECUTE 0x20).
-pub(crate) fn access(s: &Session, inner: &Inner, path: &str, mask: u32) -> Result<u32> {
+pub(crate) fn access(s: &Session, remote: &Remote, path: &str, mask: u32) -> Result<u32> {
     let mut ops = Ops::default();
     ops.walk(&s.root, &components(path)?);
     ops.push(nfs_argop4::OP_ACCESS(ACCESS4args { access: mask }));
-    let res = ops.run(s, inner, "ACCESS", path, nfs3::NFSPROC3_ACCESS, false)?;
+    let res = ops.run(s, remote, "ACCESS", path, nfs3::NFSPROC3_ACCESS, false)?;
     match res.last() {
         Some(nfs_resop4::OP_ACCESS(Nfs4Res::Ok(ok))) => Ok(ok.access & mask),
         _ => Err(missing("ACCESS", path)),
@@ -47,13 +47,13 @@ pub(crate) fn access(s: &Session, inner: &Inner, path: &str, mask: u32) -> Resul
 
 /// Space and file slots of the export's file system. An attribute the
 /// server does not return is an error: a zero would read as "full".
-pub(crate) fn fsstat(s: &Session, inner: &Inner) -> Result<FsStat> {
+pub(crate) fn fsstat(s: &Session, remote: &Remote) -> Result<FsStat> {
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: s.root }));
     ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
         attr_request: bitmap4::from_bits(FS_SPACE_ATTRS),
     }));
-    let res = ops.run(s, inner, "FSSTAT", "/", nfs3::NFSPROC3_FSSTAT, false)?;
+    let res = ops.run(s, remote, "FSSTAT", "/", nfs3::NFSPROC3_FSSTAT, false)?;
     let Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) = res.last() else {
         return Err(missing("FSSTAT", "/"));
     };
@@ -92,10 +92,10 @@ pub(crate) fn fsstat(s: &Session, inner: &Inner) -> Result<FsStat> {
 
 /// Changes attributes of `path` (SETATTR with the anonymous stateid: no
 /// open state, RFC 8881 §8.2.3).
-pub(crate) fn set_attrs(s: &Session, inner: &Inner, path: &str, attrs: &SetAttrs) -> Result<()> {
-    inner.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", path)?;
+pub(crate) fn set_attrs(s: &Session, remote: &Remote, path: &str, attrs: &SetAttrs) -> Result<()> {
+    remote.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", path)?;
     let a = to_fattr4(attrs, path)?;
-    ops::setattr(s, inner, None, path, stateid4::ANONYMOUS, a)
+    ops::setattr(s, remote, None, path, stateid4::ANONYMOUS, a)
 }
 
 /// Changes attributes of the object `handle` names, which has no open
@@ -103,26 +103,26 @@ pub(crate) fn set_attrs(s: &Session, inner: &Inner, path: &str, attrs: &SetAttrs
 /// with the anonymous stateid.
 pub(crate) fn set_handle_attrs(
     s: &Session,
-    inner: &Inner,
+    remote: &Remote,
     handle: &nfs_fh4,
     path: &str,
     attrs: &SetAttrs,
 ) -> Result<()> {
-    inner.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", path)?;
+    remote.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", path)?;
     let fh = *handle;
     let a = to_fattr4(attrs, path)?;
-    ops::setattr(s, inner, Some(&fh), path, stateid4::ANONYMOUS, a)
+    ops::setattr(s, remote, Some(&fh), path, stateid4::ANONYMOUS, a)
 }
 
 /// Changes attributes of an open file: SETATTR on its handle with its
 /// open stateid (a size change needs one that allows writing).
 pub(crate) fn set_file_attrs(open: &OpenFile, attrs: &SetAttrs) -> Result<()> {
-    let inner = open.inner();
-    inner.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", &open.path)?;
+    let remote = open.remote();
+    remote.check_writable(nfs3::NFSPROC3_SETATTR, "SETATTR", &open.path)?;
     let s = open.session()?;
     let a = to_fattr4(attrs, &open.path)?;
     open.with_state("SETATTR", |stateid| {
-        ops::setattr(s, inner, Some(&open.fh), &open.path, *stateid, a.clone())
+        ops::setattr(s, remote, Some(&open.fh), &open.path, *stateid, a.clone())
     })
 }
 

@@ -29,16 +29,19 @@ use super::open_state::OpenState;
 use super::ops::{self, Ops, STAT_COMMIT, STAT_GETATTR, STAT_READ, STAT_WRITE};
 use super::sequence::{nfs4_error, Request, Settled, STAT_OTHER};
 use super::session::Session;
-use crate::client::{Client, Inner};
+use super::Host;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
 use crate::open_options::OpenOptions;
+use crate::remote::Remote;
 
 /// The NFSv4.1 state of one open file: its handle and open stateid. CLOSE
 /// is sent when the last clone of the `File` is dropped.
 #[derive(Debug)]
 pub(crate) struct OpenFile {
-    client: Client,
+    /// The client it was opened through: kept alive as long as the file,
+    /// so that CLOSE goes before the session's DESTROY.
+    host: Arc<dyn Host>,
     pub(crate) fh: nfs_fh4,
     pub(crate) state: Arc<OpenState>,
     pub(crate) path: String,
@@ -50,7 +53,7 @@ pub(crate) struct OpenFile {
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
-        let Some(s) = self.client.inner.v4.as_ref().filter(|s| s.ours()) else {
+        let Some(s) = self.host.session().filter(|s| s.ours()) else {
             return;
         };
         if let Err(e) = self.release_locks() {
@@ -62,38 +65,37 @@ impl Drop for OpenFile {
             seqid: 0,
             open_stateid: self.open_stateid(),
         }));
-        if let Err(e) = ops.run(s, &self.client.inner, "CLOSE", &self.path, STAT_OTHER, true) {
+        if let Err(e) = ops.run(s, self.host.remote(), "CLOSE", &self.path, STAT_OTHER, true) {
             tracing::debug!("CLOSE {}: {e}", self.path);
         }
     }
 }
 
-/// Opens (or creates) `path` as `opts` says.
-pub(crate) fn open(client: &Client, path: &str, opts: OpenOptions) -> Result<OpenFile> {
-    let inner = &client.inner;
-    let Some(s) = inner.v4.as_ref() else {
+/// Opens (or creates) `path` as `opts` says, on `host`'s session.
+pub(crate) fn open(host: &Arc<dyn Host>, path: &str, opts: OpenOptions) -> Result<OpenFile> {
+    let Some(s) = host.session() else {
         return Err(Error::InvalidInput("not an NFSv4.1 client".into()));
     };
-    match open_once(client, s, path, opts, OPEN4_SHARE_ACCESS_BOTH) {
+    match open_once(host, s, path, opts, OPEN4_SHARE_ACCESS_BOTH) {
         // No write permission: read only, as a read-only open would be.
         Err(Error::Nfs4 {
             status: nfsstat4::NFS4ERR_ACCESS,
             ..
         }) if !opts.create && !opts.create_new && !opts.truncate => {
-            open_once(client, s, path, opts, OPEN4_SHARE_ACCESS_READ)
+            open_once(host, s, path, opts, OPEN4_SHARE_ACCESS_READ)
         }
         other => other,
     }
 }
 
 fn open_once(
-    client: &Client,
+    host: &Arc<dyn Host>,
     s: &Session,
     path: &str,
     opts: OpenOptions,
     access: u32,
 ) -> Result<OpenFile> {
-    let inner = &client.inner;
+    let remote = host.remote();
     let (parent, name) = ops::split(path)?;
     let attrs = fattr4 {
         mode: Some(opts.mode.unwrap_or(0o644) & 0o7777),
@@ -122,7 +124,7 @@ fn open_once(
             },
         }));
     }
-    let res = ops.run(s, inner, "OPEN", path, STAT_OTHER, true)?;
+    let res = ops.run(s, remote, "OPEN", path, STAT_OTHER, true)?;
     let mut stateid = None;
     let mut fh = None;
     for r in res {
@@ -135,7 +137,7 @@ fn open_once(
     let (Some(stateid), Some(fh)) = (stateid, fh) else {
         return Err(ops::missing("OPEN", path));
     };
-    Ok(OpenFile::opened(client, s, fh, stateid, access, path))
+    Ok(OpenFile::opened(host, s, fh, stateid, access, path))
 }
 
 /// An OPEN for `access` under a fresh open owner of the session (each
@@ -166,7 +168,7 @@ impl OpenFile {
     /// by handle in `handles.rs`), registered with the session so that a
     /// server restart reclaims it.
     pub(crate) fn opened(
-        client: &Client,
+        host: &Arc<dyn Host>,
         s: &Session,
         fh: nfs_fh4,
         stateid: stateid4,
@@ -176,7 +178,7 @@ impl OpenFile {
         let state = Arc::new(OpenState::new(fh, access, path, stateid));
         s.register(&state);
         OpenFile {
-            client: client.clone(),
+            host: Arc::clone(host),
             fh,
             state,
             path: path.to_string(),
@@ -244,7 +246,7 @@ impl OpenFile {
             openflag4::OPEN4_NOCREATE,
             open_claim4::CLAIM_FH,
         ));
-        let res = ops.run(s, self.inner(), "OPEN", &self.path, STAT_OTHER, true)?;
+        let res = ops.run(s, self.remote(), "OPEN", &self.path, STAT_OTHER, true)?;
         match res.last() {
             Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {
                 tracing::info!(
@@ -262,15 +264,14 @@ impl OpenFile {
     }
 
     pub(crate) fn session(&self) -> Result<&Session> {
-        self.client
-            .inner
-            .v4
-            .as_ref()
+        self.host
+            .session()
             .ok_or_else(|| Error::InvalidInput("not an NFSv4.1 client".into()))
     }
 
-    pub(crate) fn inner(&self) -> &Inner {
-        &self.client.inner
+    /// The server end of the client it was opened through.
+    pub(crate) fn remote(&self) -> &Remote {
+        self.host.remote()
     }
 
     /// One READ into `buf` at `offset` on the blocking path (the open
@@ -319,7 +320,7 @@ impl OpenFile {
         // `compound` returns only once every call it made has completed,
         // and `buf` is ours (borrowed mutably) until then.
         req.read_into = Some((buf.as_mut_ptr(), buf.len()));
-        self.checked(s.compound(self.inner(), &req)?, "READ")
+        self.checked(s.compound(self.remote(), &req)?, "READ")
     }
 
     /// PUTFH and READ, to follow the SEQUENCE the session has written.
@@ -399,7 +400,7 @@ impl OpenFile {
             STAT_WRITE,
         );
         req.payload = Some(Arc::clone(data));
-        self.checked(s.compound(self.inner(), &req)?, "WRITE")
+        self.checked(s.compound(self.remote(), &req)?, "WRITE")
     }
 
     /// PUTFH and the WRITE header (its data goes as the call's payload),
@@ -449,7 +450,7 @@ impl OpenFile {
             "COMMIT",
             STAT_COMMIT,
         );
-        let settled = s.compound(self.inner(), &req)?;
+        let settled = s.compound(self.remote(), &req)?;
         let reply = decode_commit_reply(&mut XdrReader::new(&settled.record))
             .map_err(|e| self.protocol("COMMIT", e))?;
         self.ok("COMMIT", &reply)
@@ -461,7 +462,7 @@ impl OpenFile {
         self.with_state("SETATTR", |stateid| {
             ops::setattr(
                 s,
-                self.inner(),
+                self.remote(),
                 Some(&self.fh),
                 &self.path,
                 *stateid,
@@ -481,7 +482,7 @@ impl OpenFile {
         ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
             attr_request: ops::stat_attrs(),
         }));
-        let res = ops.run(s, self.inner(), "GETATTR", &self.path, STAT_GETATTR, false)?;
+        let res = ops.run(s, self.remote(), "GETATTR", &self.path, STAT_GETATTR, false)?;
         match res.last() {
             Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) => {
                 Ok(ops::from_fattr(&ok.obj_attributes))

@@ -7,19 +7,21 @@ use directnfs_wire::nfs4::{
     OPEN4_SHARE_ACCESS_BOTH, OPEN4_SHARE_ACCESS_READ,
 };
 
+use std::sync::Arc;
+
 use super::file::{open_op, OpenFile};
 use super::ops::{missing, Ops};
 use super::sequence::STAT_OTHER;
 use super::session::Session;
-use crate::client::Client;
+use super::Host;
 use crate::error::{Error, Result};
 
 /// The open state of the file `handle` names, or `None` on NFSv3 (whose
 /// files need none). `open_handle` cannot fail, so an OPEN the server
 /// refuses is logged and the `File`'s I/O then fails at the server.
-pub(crate) fn open(client: &Client, handle: &nfs_fh4, path: &str) -> Option<OpenFile> {
-    let s = client.inner.v4.as_ref()?;
-    match open_fh(client, s, handle, path) {
+pub(crate) fn open(host: &Arc<dyn Host>, handle: &nfs_fh4, path: &str) -> Option<OpenFile> {
+    let s = host.session()?;
+    match open_fh(host, s, handle, path) {
         Ok(open) => Some(open),
         Err(e) => {
             tracing::warn!("open_handle {path}: {e}");
@@ -28,19 +30,19 @@ pub(crate) fn open(client: &Client, handle: &nfs_fh4, path: &str) -> Option<Open
     }
 }
 
-fn open_fh(client: &Client, s: &Session, handle: &nfs_fh4, path: &str) -> Result<OpenFile> {
+fn open_fh(host: &Arc<dyn Host>, s: &Session, handle: &nfs_fh4, path: &str) -> Result<OpenFile> {
     let fh = *handle;
-    match open_once(client, s, fh, path, OPEN4_SHARE_ACCESS_BOTH) {
+    match open_once(host, s, fh, path, OPEN4_SHARE_ACCESS_BOTH) {
         Err(Error::Nfs4 {
             status: nfsstat4::NFS4ERR_ACCESS,
             ..
-        }) => open_once(client, s, fh, path, OPEN4_SHARE_ACCESS_READ),
+        }) => open_once(host, s, fh, path, OPEN4_SHARE_ACCESS_READ),
         other => other,
     }
 }
 
 fn open_once(
-    client: &Client,
+    host: &Arc<dyn Host>,
     s: &Session,
     fh: nfs_fh4,
     path: &str,
@@ -54,10 +56,10 @@ fn open_once(
         openflag4::OPEN4_NOCREATE,
         open_claim4::CLAIM_FH,
     ));
-    let res = ops.run(s, &client.inner, "OPEN", path, STAT_OTHER, true)?;
+    let res = ops.run(s, host.remote(), "OPEN", path, STAT_OTHER, true)?;
     match res.last() {
         Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => {
-            Ok(OpenFile::opened(client, s, fh, ok.stateid, access, path))
+            Ok(OpenFile::opened(host, s, fh, ok.stateid, access, path))
         }
         _ => Err(missing("OPEN", path)),
     }

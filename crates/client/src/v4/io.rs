@@ -103,7 +103,7 @@ impl OpenFile {
         let encode = |out: &mut Vec<u8>| self.encode_read(out, &stateid, offset, len);
         let mut req = self.request(&READ_OPS, &encode, "READ", STAT_READ);
         req.read_into = Some(dest.as_raw());
-        let body = sequence::encode(self.inner(), &req, &slot);
+        let body = sequence::encode(self.remote(), &req, &slot);
         let call = sequence::start(&req, &body, notify);
         Sent {
             call,
@@ -130,7 +130,7 @@ impl OpenFile {
         let encode = |out: &mut Vec<u8>| self.encode_write(out, &stateid, offset, stable, len);
         let mut req = self.request(&WRITE_OPS, &encode, "WRITE", STAT_WRITE);
         req.payload = Some(Arc::clone(data));
-        let body = sequence::encode(self.inner(), &req, &slot);
+        let body = sequence::encode(self.remote(), &req, &slot);
         let call = sequence::start(&req, &body, notify);
         Sent {
             call,
@@ -167,8 +167,15 @@ impl OpenFile {
         let mut req = self.request(ops, &encode, op_name(&sent), stat);
         req.payload = sent.data.clone();
         req.read_into = sent.read_into.as_ref().map(ReadDest::as_raw);
-        let mut retry = Retry::new(self.inner());
-        let settled = s.settle(self.inner(), &req, sent.slot, &sent.body, first, &mut retry)?;
+        let mut retry = Retry::new(self.remote());
+        let settled = s.settle(
+            self.remote(),
+            &req,
+            sent.slot,
+            &sent.body,
+            first,
+            &mut retry,
+        )?;
         // A stateid the server no longer knows: the blocking path opens
         // the file again (or takes a reclaim's stateid) and redoes it.
         Ok(settled.filter(|st| !state_lost(st.status)))

@@ -15,16 +15,16 @@ use directnfs_wire::nfs4::{
 
 use super::ops::{components, from_fattr, missing, split, stat_attrs, Ops};
 use super::session::Session;
-use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::metadata::Metadata;
+use crate::remote::Remote;
 
 /// The target of the symbolic link `path`, as stored.
-pub(crate) fn readlink(s: &Session, inner: &Inner, path: &str) -> Result<Vec<u8>> {
+pub(crate) fn readlink(s: &Session, remote: &Remote, path: &str) -> Result<Vec<u8>> {
     let mut ops = Ops::default();
     ops.walk(&s.root, &components(path)?);
     ops.push(nfs_argop4::OP_READLINK);
-    let res = ops.run(s, inner, "READLINK", path, nfs3::NFSPROC3_READLINK, false)?;
+    let res = ops.run(s, remote, "READLINK", path, nfs3::NFSPROC3_READLINK, false)?;
     match res.into_iter().last() {
         Some(nfs_resop4::OP_READLINK(Nfs4Res::Ok(ok))) => Ok(ok.link.as_bytes().to_vec()),
         _ => Err(missing("READLINK", path)),
@@ -34,8 +34,8 @@ pub(crate) fn readlink(s: &Session, inner: &Inner, path: &str) -> Result<Vec<u8>
 /// Creates the symbolic link `path` holding `target` (mode 0777, as
 /// NFSv3's SYMLINK is sent). The same bound as NFSv3's: at most 4095
 /// bytes (Linux's), no NUL.
-pub(crate) fn symlink(s: &Session, inner: &Inner, target: &[u8], path: &str) -> Result<()> {
-    inner.check_writable(nfs3::NFSPROC3_SYMLINK, "SYMLINK", path)?;
+pub(crate) fn symlink(s: &Session, remote: &Remote, target: &[u8], path: &str) -> Result<()> {
+    remote.check_writable(nfs3::NFSPROC3_SYMLINK, "SYMLINK", path)?;
     if target.len() >= nfspath3::MAX || target.contains(&0) {
         return Err(Error::InvalidInput(format!(
             "SYMLINK {path}: the target must be at most {} bytes without NUL ({} given)",
@@ -56,34 +56,34 @@ pub(crate) fn symlink(s: &Session, inner: &Inner, target: &[u8], path: &str) -> 
             ..Default::default()
         },
     }));
-    ops.run(s, inner, "SYMLINK", path, nfs3::NFSPROC3_SYMLINK, true)
+    ops.run(s, remote, "SYMLINK", path, nfs3::NFSPROC3_SYMLINK, true)
         .map(|_| ())
 }
 
 /// Makes `new` a second name of `existing`: SAVEFH holds the file while
 /// the walk goes to `new`'s directory.
-pub(crate) fn link(s: &Session, inner: &Inner, existing: &str, new: &str) -> Result<()> {
-    inner.check_writable(nfs3::NFSPROC3_LINK, "LINK", new)?;
+pub(crate) fn link(s: &Session, remote: &Remote, existing: &str, new: &str) -> Result<()> {
+    remote.check_writable(nfs3::NFSPROC3_LINK, "LINK", new)?;
     let (parent, name) = split(new)?;
     let mut ops = Ops::default();
     ops.walk(&s.root, &components(existing)?);
     ops.push(nfs_argop4::OP_SAVEFH);
     ops.walk(&s.root, &parent);
     ops.push(nfs_argop4::OP_LINK(LINK4args { newname: name }));
-    ops.run(s, inner, "LINK", new, nfs3::NFSPROC3_LINK, true)
+    ops.run(s, remote, "LINK", new, nfs3::NFSPROC3_LINK, true)
         .map(|_| ())
 }
 
 /// The handle (up to 128 bytes) and attributes of `path` (a symbolic
 /// link's own).
-pub(crate) fn lookup(s: &Session, inner: &Inner, path: &str) -> Result<(nfs_fh4, Metadata)> {
+pub(crate) fn lookup(s: &Session, remote: &Remote, path: &str) -> Result<(nfs_fh4, Metadata)> {
     let mut ops = Ops::default();
     ops.walk(&s.root, &components(path)?);
     ops.push(nfs_argop4::OP_GETFH);
     ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
         attr_request: stat_attrs(),
     }));
-    let res = ops.run(s, inner, "LOOKUP", path, nfs3::NFSPROC3_LOOKUP, false)?;
+    let res = ops.run(s, remote, "LOOKUP", path, nfs3::NFSPROC3_LOOKUP, false)?;
     let mut fh = None;
     let mut attrs = None;
     for r in res {
@@ -102,7 +102,7 @@ pub(crate) fn lookup(s: &Session, inner: &Inner, path: &str) -> Result<(nfs_fh4,
 /// Attributes of the file a handle from [`lookup`] names.
 pub(crate) fn metadata_of(
     s: &Session,
-    inner: &Inner,
+    remote: &Remote,
     handle: &nfs_fh4,
     path: &str,
 ) -> Result<Metadata> {
@@ -112,7 +112,7 @@ pub(crate) fn metadata_of(
     ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
         attr_request: stat_attrs(),
     }));
-    let res = ops.run(s, inner, "GETATTR", path, nfs3::NFSPROC3_GETATTR, false)?;
+    let res = ops.run(s, remote, "GETATTR", path, nfs3::NFSPROC3_GETATTR, false)?;
     match res.last() {
         Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) => Ok(from_fattr(&ok.obj_attributes)),
         _ => Err(missing("GETATTR", path)),

@@ -1,5 +1,6 @@
 //! Byte-range locks on NFSv4.1 (RFC 8881 §9): LOCK, LOCKU, and their
-//! release before CLOSE. Each open `File` is its own lock owner (as Linux
+//! release before CLOSE (the `File` methods that use them are
+//! `file/lock.rs`'s). Each open `File` is its own lock owner (as Linux
 //! OFD locks: two `File`s of one process contend like two processes).
 //! A blocking lock polls with back-off (10 ms doubling to 1 s) using the
 //! blocking lock types, which ask the server to hold the lock for the
@@ -23,22 +24,20 @@ use super::ops::Ops;
 use super::sequence::{results, STAT_OTHER};
 use super::session::Session;
 use crate::error::{Error, Result};
-use crate::File;
 
 /// Pause after a denied blocking lock: 10 ms doubling to 1 s.
 const FIRST_POLL: Duration = Duration::from_millis(10);
 const LONGEST_POLL: Duration = Duration::from_secs(1);
 
-impl File {
-    /// Locks `len` bytes at `offset` (`len` 0: to the end of the file,
-    /// however far it grows), shared or `exclusive`, waiting while another
-    /// owner holds a conflicting lock. NFSv4.1 only (ENOTSUP on NFSv3,
-    /// which needs NLM for locks).
-    pub fn lock(&self, offset: u64, len: u64, exclusive: bool) -> Result<()> {
-        let open = self.v41("lock")?;
+impl OpenFile {
+    /// LOCK, waiting while another owner holds a conflicting lock: each
+    /// NFS4ERR_DENIED is polled again after a pause (10 ms doubling to
+    /// 1 s), the blocking lock type asking the server to hold the lock
+    /// for the poller.
+    pub(crate) fn lock_waiting(&self, offset: u64, len: u64, exclusive: bool) -> Result<()> {
         let mut pause = FIRST_POLL;
         loop {
-            match open.lock(offset, len, exclusive, true) {
+            match self.lock(offset, len, exclusive, true) {
                 Err(Error::Nfs4 {
                     status: nfsstat4::NFS4ERR_DENIED,
                     ..
@@ -50,48 +49,9 @@ impl File {
             }
         }
     }
-
-    /// [`lock`](Self::lock) without waiting: a conflicting lock held by
-    /// another owner is an error of kind `WouldBlock` (EAGAIN,
-    /// NFS4ERR_DENIED).
-    pub fn try_lock(&self, offset: u64, len: u64, exclusive: bool) -> Result<()> {
-        self.v41("try_lock")?.lock(offset, len, exclusive, false)
-    }
-
-    /// Releases this file's locks on `len` bytes at `offset` (0: to the
-    /// end). Locks still held are released when the last clone of the
-    /// `File` is dropped. If a lock of this file was lost (a server
-    /// restart whose reclaim failed, an expired lease), this returns
-    /// [`Error::LockLost`] once, after releasing what is still held, and
-    /// the file's I/O works again.
-    pub fn unlock(&self, offset: u64, len: u64) -> Result<()> {
-        self.v41("unlock")?.unlock(offset, len).map(|_| ())
-    }
-
-    /// LOCKT: the first lock of another owner that would conflict with a
-    /// lock of `len` bytes at `offset` (0: to the end), shared or
-    /// `exclusive`, or None if the lock could be granted now. Locks of this
-    /// file (its own lock owner) never conflict. NFSv4.1 only.
-    pub fn test_lock(
-        &self,
-        offset: u64,
-        len: u64,
-        exclusive: bool,
-    ) -> Result<Option<LockConflict>> {
-        self.v41("test_lock")?.test_lock(offset, len, exclusive)
-    }
-
-    fn v41(&self, op: &str) -> Result<&OpenFile> {
-        self.shared.v4.as_ref().ok_or_else(|| {
-            Error::Unsupported(format!(
-                "{op} {}: byte-range locks need NFSv4.1 (vers=4.1); NFSv3 would need NLM",
-                self.path()
-            ))
-        })
-    }
 }
 
-/// A conflicting lock found by [`File::test_lock`] (as the server
+/// A conflicting lock found by [`File::test_lock`](crate::File::test_lock) (as the server
 /// describes it; its owner is another client's or another file's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LockConflict {
@@ -104,7 +64,12 @@ pub struct LockConflict {
 }
 
 impl OpenFile {
-    fn test_lock(&self, offset: u64, len: u64, exclusive: bool) -> Result<Option<LockConflict>> {
+    pub(crate) fn test_lock(
+        &self,
+        offset: u64,
+        len: u64,
+        exclusive: bool,
+    ) -> Result<Option<LockConflict>> {
         let s = self.session()?;
         let owner = state_owner4 {
             clientid: s.clientid(),
@@ -122,7 +87,7 @@ impl OpenFile {
             length: length(len),
             owner,
         }));
-        let settled = ops.send(s, self.inner(), "LOCKT", &self.path, STAT_OTHER, false)?;
+        let settled = ops.send(s, self.remote(), "LOCKT", &self.path, STAT_OTHER, false)?;
         if settled.status.is_ok() {
             return Ok(None);
         }
@@ -150,7 +115,13 @@ impl OpenFile {
         }
     }
 
-    fn lock(&self, offset: u64, len: u64, exclusive: bool, blocking: bool) -> Result<()> {
+    pub(crate) fn lock(
+        &self,
+        offset: u64,
+        len: u64,
+        exclusive: bool,
+        blocking: bool,
+    ) -> Result<()> {
         let s = self.session()?;
         let locktype = match (exclusive, blocking) {
             (true, true) => nfs_lock_type4::WRITEW_LT,
@@ -183,7 +154,7 @@ impl OpenFile {
                 length: length(len),
                 locker,
             }));
-            let res = ops.run(s, self.inner(), "LOCK", &self.path, STAT_OTHER, true)?;
+            let res = ops.run(s, self.remote(), "LOCK", &self.path, STAT_OTHER, true)?;
             if let Some(nfs_resop4::OP_LOCK(LOCK4res::Ok(id))) = res.last() {
                 let mut locks = self.state.locks();
                 let r = Range::of(offset, len, exclusive);
@@ -245,7 +216,7 @@ impl OpenFile {
                 offset,
                 length: length(len),
             }));
-            match ops.run(s, self.inner(), "LOCKU", &self.path, STAT_OTHER, true) {
+            match ops.run(s, self.remote(), "LOCKU", &self.path, STAT_OTHER, true) {
                 // Answered before a server restart whose reclaim took the
                 // range again: unlock it on the new state too.
                 Ok(_) if tries == 0 && self.state.locks().epoch != epoch => tries += 1,
@@ -290,7 +261,7 @@ impl OpenFile {
         }));
         ops.run(
             s,
-            self.inner(),
+            self.remote(),
             "FREE_STATEID",
             &self.path,
             STAT_OTHER,

@@ -11,7 +11,7 @@
 //! | `lease.rs` | when an idle client renews its lease (a quarter of it idle), and the renewal thread |
 //! | `wait.rs` | how long NFS4ERR_DELAY and NFS4ERR_GRACE are waited out: for ever (hard), `timeo` x `retrans` (soft) |
 //! | `reclaim.rs` | after a new client ID: OPEN CLAIM_PREVIOUS and LOCK reclaim of every open file, RECLAIM_COMPLETE (handed to the session by `mount.rs`) |
-//! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits |
+//! | `mount.rs` | channels to the NFS port (no MOUNT protocol), the session, the export's handle and limits: a `Remote` and a `Session` for `client/discover.rs` to make the client of; a forked child's session |
 //! | `ops.rs` | namespace operations and attributes, each one COMPOUND walking the path |
 //! | `links.rs` | symbolic links (CREATE `NF4LNK`, READLINK), hard links (LINK), `lookup` and `metadata_of` by handle |
 //! | `attrs.rs` | `set_attrs` (SETATTR by path or with the open stateid), `access` (ACCESS), `fsstat` (GETATTR of `space_*`/`files_*`) |
@@ -19,9 +19,24 @@
 //! | `open_state.rs` | the state a reclaim needs of an open file (handle, access, open stateid, locks), listed by the session |
 //! | `io.rs` | this version's per-RPC operations for `crate::rpcops`: a READ or WRITE piece on its own slot, settled; COMMIT of the file |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
-//! | `lock.rs` | `File::lock`/`try_lock`/`unlock`: LOCK, LOCKU, released before CLOSE; lost locks reported |
+//! | `lock.rs` | what `File::lock`/`try_lock`/`unlock`/`test_lock` (`file/lock.rs`) send: LOCK (polled while denied), LOCKU, LOCKT, released before CLOSE; lost locks reported |
 //! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
 //! | `trunk.rs` | session trunking: each path's server owner checked by EXCHANGE_ID, every connection bound to the session (BIND_CONN_TO_SESSION) |
+//!
+//! These modules sit below the client and its files, never above: none
+//! names `crate::client`, `crate::file` or `crate::batch` (nor `Client`
+//! or `File` by their root paths), so that the client and its files can
+//! name `v4/` without an import knot (`scripts/ci/check-module-graph.py`).
+//! What they need of a mount is the server end every version uses, a
+//! [`Remote`] (`remote.rs`: transport, options, credential, limits),
+//! taken by reference with the [`Session`]; what must keep or find the
+//! client that holds both — an open file (CLOSE before the session's
+//! DESTROY), the lease renewal thread — holds it as an `Arc` or `Weak` of
+//! [`Host`], the trait defined here and implemented by the client, as
+//! `publish/`'s `Published` is. The `Client` accessors and test hooks of
+//! the session are `client/session.rs`'s, `File`'s lock methods
+//! `file/lock.rs`'s, and the client of a mount is made by
+//! `client/discover.rs` (of a forked child by `fork.rs`).
 //!
 //! Every request goes over the same transport as NFSv3's (program 100003
 //! version 4); the engine's re-sends carry the same bytes, hence the same
@@ -73,114 +88,23 @@ pub use lock::LockConflict;
 pub(crate) use session::Session;
 
 use crate::error::Error;
+use crate::remote::Remote;
 
 /// The error for a feature not available on NFSv4.1 yet.
 pub(crate) fn unsupported(what: &str) -> Error {
     Error::Unsupported(format!("NFSv4.1: {what} not supported yet"))
 }
 
-/// Declares `Client` methods that only tests call: public with the cargo
-/// feature `test-hooks` (which the crate's own integration tests turn on
-/// through their dev-dependency on it), crate-private and allowed to go
-/// unused without it, so that no other build offers them. Compiled either
-/// way, so the session's accessors they read stay in use.
-macro_rules! test_hooks {
-    ($($(#[$doc:meta])* fn $name:ident $args:tt $(-> $ret:ty)? $body:block)*) => {
-        #[cfg(feature = "test-hooks")]
-        impl crate::Client {
-            $($(#[$doc])* pub fn $name $args $(-> $ret)? $body)*
-        }
-        #[cfg(not(feature = "test-hooks"))]
-        #[allow(dead_code)]
-        impl crate::Client {
-            $($(#[$doc])* pub(crate) fn $name $args $(-> $ret)? $body)*
-        }
-    };
-}
-
-impl crate::Client {
-    /// The fore-channel slots of the NFSv4.1 session (as the server
-    /// granted them); `None` on NFSv3.
-    pub fn session_slots(&self) -> Option<u32> {
-        self.inner.v4.as_ref().map(Session::slots)
-    }
-}
-
-impl crate::Client {
-    /// The NFSv4.1 server owner and scope each path's EXCHANGE_ID
-    /// reported (paths not connected yet are left out), and why a path
-    /// whose server is not the session's is not used; empty on NFSv3.
-    pub fn server_owners(&self) -> Vec<trunk::ServerOwner> {
-        self.inner
-            .v4
-            .as_ref()
-            .map_or_else(Vec::new, |s| s.trunk.owners())
-    }
-}
-
-test_hooks! {
-    /// For tests: BIND_CONN_TO_SESSION calls sent so far, and those
-    /// answered NFS4_OK ((0, 0) on NFSv3).
-    fn binds_for_test(&self) -> (u64, u64) {
-        self.inner.v4.as_ref().map_or((0, 0), |s| s.trunk.binds())
-    }
-
-    /// For tests: destroys the NFSv4.1 session behind the client's back,
-    /// as a server restart would, so the next request meets
-    /// NFS4ERR_BADSESSION and must recover. Returns how many sessions the
-    /// client has had so far (0 on NFSv3, which has none).
-    fn destroy_session_for_test(&self) -> u64 {
-        match &self.inner.v4 {
-            Some(s) => {
-                s.destroy(&self.inner, false);
-                s.sessions()
-            }
-            None => 0,
-        }
-    }
-
-    /// For tests: the NFSv4 statuses (`NFS4ERR_BADSESSION`, ...) that
-    /// made the client replace its session, in order; empty on NFSv3.
-    fn session_recoveries_for_test(&self) -> Vec<String> {
-        match &self.inner.v4 {
-            Some(s) => s.recoveries().iter().map(|st| st.to_string()).collect(),
-            None => Vec::new(),
-        }
-    }
-
-    /// For tests: the most fore-channel slots of the NFSv4.1 session
-    /// busy at once so far — requests the server had in flight together
-    /// (0 on NFSv3).
-    fn session_peak_slots_for_test(&self) -> u32 {
-        self.inner.v4.as_ref().map_or(0, Session::peak_busy)
-    }
-
-    /// For tests: holds (`true`) or releases every reclaim after its
-    /// first file, so that a test can restart the server in the middle
-    /// of one; [`reclaim_waiting_for_test`](Self::reclaim_waiting_for_test)
-    /// says when one waits.
-    fn pause_reclaim_for_test(&self, paused: bool) {
-        if let Some(s) = &self.inner.v4 {
-            s.reclaim_hold
-                .paused
-                .store(paused, std::sync::atomic::Ordering::Release);
-        }
-    }
-
-    /// For tests: true while a reclaim waits at the hold.
-    fn reclaim_waiting_for_test(&self) -> bool {
-        self.inner.v4.as_ref().is_some_and(|s| {
-            s.reclaim_hold
-                .waiting
-                .load(std::sync::atomic::Ordering::Acquire)
-        })
-    }
-
-    /// For tests: stops (`true`) or resumes the background lease
-    /// renewal, so that an idle client's lease can expire.
-    fn pause_lease_renewal_for_test(&self, paused: bool) {
-        if let Some(s) = &self.inner.v4 {
-            s.pause_renewal(paused);
-        }
-    }
+/// What the NFSv4.1 modules need of the client that holds their session,
+/// implemented by the client (`client.rs`'s `Inner`): the server end and
+/// the session. An open file ([`file::OpenFile`]) holds its client as an
+/// `Arc<dyn Host>` (CLOSE goes before the session's DESTROY, and its I/O
+/// finds the session of the moment), the lease renewal as a `Weak<dyn
+/// Host>`; everything else takes the [`Remote`] and the [`Session`] as
+/// plain references. So `v4/` never names the client, which names it.
+pub(crate) trait Host: Send + Sync + std::fmt::Debug {
+    /// The server end: transport, options, credential, limits.
+    fn remote(&self) -> &Remote;
+    /// The session (`None` on NFSv3).
+    fn session(&self) -> Option<&Session>;
 }

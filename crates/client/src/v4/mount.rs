@@ -2,7 +2,9 @@
 //! `nfsport` says otherwise; NFSv4 has no MOUNT protocol and needs no
 //! portmapper), the session, then the export's handle — the target path
 //! walked in the pseudo file system from PUTROOTFH — with its transfer
-//! sizes and lease time.
+//! sizes and lease time. What it makes is a [`Remote`] and a [`Session`];
+//! the client that holds them is made by `client/discover.rs` (and by
+//! `fork.rs` for a forked child).
 
 use std::sync::Arc;
 
@@ -19,10 +21,11 @@ use super::reclaim::reclaim;
 use super::sequence::{nfs4_error, results, Request};
 use super::session::Session;
 use super::trunk::Trunk;
-use crate::client::{start_transport, Client, Inner, Limits, Target, FALLBACK_TRANSFER};
+use crate::config::target::Target;
 use crate::config::MountOptions;
 use crate::error::{Error, Result};
 use crate::io::transport::ConnectHook;
+use crate::remote::{start_transport, Limits, Remote, FALLBACK_TRANSFER};
 
 /// The NFSv4 port (RFC 7530 §3.1).
 const NFS4_PORT: u16 = 2049;
@@ -30,13 +33,42 @@ const NFS4_PORT: u16 = 2049;
 /// Operations a COMPOUND may carry (`ca_maxoperations` asked for).
 const MAX_WALK_OPS: usize = 16;
 
+/// What one NFSv4.1 mount attempt made, for the client to hold.
+pub(crate) struct Established {
+    /// The server end, with the export, the target path below it and
+    /// the transfer sizes.
+    pub(crate) remote: Remote,
+    /// The session, with the export's handle and the lease time.
+    pub(crate) session: Session,
+    /// The state clients that died left behind, to be ended once the
+    /// client runs ([`DeadClients::end`]).
+    pub(crate) dead: DeadClients,
+}
+
+/// The owner slots of clients that died (`owner_reuse`), whose state is
+/// ended after the mount.
+pub(crate) struct DeadClients {
+    slots: Vec<OwnerSlot>,
+    nfs_port: u16,
+    server: String,
+}
+
+impl DeadClients {
+    /// Ends the state each dead client left (`end_dead_client`).
+    pub(crate) fn end(self, target: &Target, options: &MountOptions, cred: &[u8]) {
+        for slot in self.slots {
+            end_dead_client(target, options, cred, self.nfs_port, &self.server, slot);
+        }
+    }
+}
+
 /// One attempt at mounting `target` over NFSv4.1.
 pub(crate) fn mount_once(
     target: &Target,
     options: &MountOptions,
     cred: &[u8],
     alerts: &crate::alert::Alerts,
-) -> Result<Client> {
+) -> Result<Established> {
     let nfs_port = options.nfs_port.unwrap_or(NFS4_PORT);
     let labels = target
         .paths
@@ -70,18 +102,18 @@ pub(crate) fn mount_once(
         alerts.clone(),
         Some(Arc::clone(&trunk) as Arc<dyn ConnectHook>),
     )?;
-    let mut inner = Inner::new(transport, target, options, cred);
-    retire_refused(&inner, &trunk);
-    let mut session = Session::establish(&inner, trunk, reclaim)?;
+    let mut remote = Remote::new(transport, target, options, cred);
+    retire_refused(&remote, &trunk);
+    let mut session = Session::establish(&remote, trunk, reclaim)?;
     let export = target.export.clone().unwrap_or_else(|| target.path.clone());
     // The export is the root of the file system the target path is in
     // (as NFSv3's MOUNT export): the target path itself may be a file, a
     // directory below the export or not exist yet (`dnfs cp` to it).
     let (export, rest) = match &target.export {
         Some(e) => (e.clone(), None),
-        None => split_export(&inner, &session, &export)?,
+        None => split_export(&remote, &session, &export)?,
     };
-    let found = find_export(&inner, &session, &export)?;
+    let found = find_export(&remote, &session, &export)?;
     session.root = found.fh;
     if let Some(lease) = found.lease {
         session.lease = std::time::Duration::from_secs(lease.clamp(5, 3600) as u64);
@@ -98,28 +130,31 @@ pub(crate) fn mount_once(
             v.max(512)
         }
     };
-    inner.limits = Limits {
+    remote.limits = Limits {
         rtmax: clamp(found.maxread, options.rsize),
         wtmax: clamp(found.maxwrite, options.wsize),
         server_rtmax: found.maxread.min(u32::MAX as u64) as u32,
         server_wtmax: found.maxwrite.min(u32::MAX as u64) as u32,
     };
-    inner.export = export.clone();
+    remote.export = export.clone();
     // The whole target path is the export on NFSv4 (a pseudo-file-system
     // path); below it is "/" unless dnfstab named the export apart.
-    inner.target_rest = match (&target.export, rest) {
+    remote.target_rest = match (&target.export, rest) {
         (_, Some(rest)) => rest,
         (Some(e), None) => crate::config::split_by_export(&target.path, e)
             .unwrap_or("/")
             .to_string(),
         (None, None) => "/".into(),
     };
-    inner.v4 = Some(session);
-    let client = start(inner);
-    for slot in dead {
-        end_dead_client(target, options, cred, nfs_port, &server, slot);
-    }
-    Ok(client)
+    Ok(Established {
+        remote,
+        session,
+        dead: DeadClients {
+            slots: dead,
+            nfs_port,
+            server,
+        },
+    })
 }
 
 /// Ends the state a client that died left under `slot`'s owner: a session
@@ -154,11 +189,11 @@ fn end_dead_client(
         Some(Arc::clone(&trunk) as Arc<dyn ConnectHook>),
     )
     .and_then(|transport| {
-        let mut inner = Inner::new(transport, target, &options, cred);
-        retire_refused(&inner, &trunk);
-        inner.v4 = Some(Session::establish(&inner, trunk, reclaim)?);
-        // Dropping it sends DESTROY_SESSION and DESTROY_CLIENTID.
-        drop(inner);
+        let remote = Remote::new(transport, target, &options, cred);
+        retire_refused(&remote, &trunk);
+        let session = Session::establish(&remote, trunk, reclaim)?;
+        // DESTROY_SESSION and DESTROY_CLIENTID, as a client's drop sends.
+        session.destroy(&remote, true);
         Ok(())
     });
     match result {
@@ -169,55 +204,24 @@ fn end_dead_client(
     }
 }
 
-/// The client of a `fork`ed child: `inner` on new connections, with a
-/// client ID and session of its own and the parent's export handle,
-/// limits and lease time.
-pub(crate) fn after_fork(mut inner: Inner, parent: &Session, trunk: Arc<Trunk>) -> Result<Client> {
-    retire_refused(&inner, &trunk);
-    let mut session = Session::establish(&inner, trunk, reclaim)?;
+/// The session of a `fork`ed child's client: its own client ID and
+/// session on `remote`'s new connections, with the parent's export handle
+/// and lease time.
+pub(crate) fn after_fork(remote: &Remote, parent: &Session, trunk: Arc<Trunk>) -> Result<Session> {
+    retire_refused(remote, &trunk);
+    let mut session = Session::establish(remote, trunk, reclaim)?;
     session.root = parent.root;
     session.lease = parent.lease;
-    inner.v4 = Some(session);
-    Ok(start_with(inner, Publish::WhenRenewing))
+    Ok(session)
 }
 
 /// After the transport's first connections: the paths that do not reach
 /// the server of the first path that answered are taken out of use
 /// (`trunk.rs`), before the session is made on the others.
-fn retire_refused(inner: &Inner, trunk: &Trunk) {
+fn retire_refused(remote: &Remote, trunk: &Trunk) {
     for (path, why) in trunk.settle() {
-        inner.transport().retire_path(path, &why);
+        remote.transport().retire_path(path, &why);
     }
-}
-
-/// When a client's statistics endpoint starts.
-enum Publish {
-    /// With the client.
-    Now,
-    /// At the lease renewal thread's first tick, a second after the client
-    /// was made: a forked child (a PostgreSQL backend per connection) that
-    /// makes a few calls and exits never publishes, as an NFSv3 child
-    /// whose threads never start (the endpoint's socket and thread are
-    /// about 13% of such a child's CPU).
-    WhenRenewing,
-}
-
-/// The client, with its lease renewal running.
-fn start(inner: Inner) -> Client {
-    start_with(inner, Publish::Now)
-}
-
-fn start_with(inner: Inner, publish: Publish) -> Client {
-    let inner = Arc::new(inner);
-    if let Some(s) = inner.v4.as_ref() {
-        s.start_renewal(Arc::downgrade(&inner));
-    }
-    // Its statistics are published like an NFSv3 client's.
-    match publish {
-        Publish::Now => crate::publish::register(&inner),
-        Publish::WhenRenewing => crate::publish::register_deferred(&inner),
-    }
-    Client { inner }
 }
 
 struct Found {
@@ -232,7 +236,7 @@ struct Found {
 /// one COMPOUND of PUTROOTFH and LOOKUP + GETATTR(fsid) per component,
 /// which stops at the first that does not exist. Paths deeper than one
 /// COMPOUND can walk are taken whole as the export.
-fn split_export(inner: &Inner, s: &Session, path: &str) -> Result<(String, Option<String>)> {
+fn split_export(remote: &Remote, s: &Session, path: &str) -> Result<(String, Option<String>)> {
     let comps = ops::components(path)?;
     if 1 + 2 * comps.len() + 1 > MAX_WALK_OPS {
         return Ok((path.to_string(), None));
@@ -251,7 +255,7 @@ fn split_export(inner: &Inner, s: &Session, path: &str) -> Result<(String, Optio
         }
     };
     let req = Request::ops(&args, &nums, &encode, "LOOKUP", path);
-    let settled = s.compound(inner, &req)?;
+    let settled = s.compound(remote, &req)?;
     // The fsid of each component found, in order (a failed LOOKUP ends it).
     let fsids: Vec<_> = results(&settled, &nums, "LOOKUP")?
         .into_iter()
@@ -277,7 +281,7 @@ fn split_export(inner: &Inner, s: &Session, path: &str) -> Result<(String, Optio
 /// PUTROOTFH, a LOOKUP per component of `export`, GETFH and GETATTR of
 /// the type, transfer sizes and lease time (of the export's own handle:
 /// the pseudo root's differ, `docs/server-notes.md`).
-fn find_export(inner: &Inner, s: &Session, export: &str) -> Result<Found> {
+fn find_export(remote: &Remote, s: &Session, export: &str) -> Result<Found> {
     let comps = ops::components(export)?;
     let mut args = vec![nfs_argop4::OP_PUTROOTFH];
     for c in comps {
@@ -300,7 +304,7 @@ fn find_export(inner: &Inner, s: &Session, export: &str) -> Result<Found> {
     };
     let mut req = Request::ops(&args, &nums, &encode, "LOOKUP", export);
     req.stat = STAT_GETATTR;
-    let settled = s.compound(inner, &req)?;
+    let settled = s.compound(remote, &req)?;
     if !settled.status.is_ok() {
         return Err(nfs4_error("LOOKUP", export, settled.status));
     }

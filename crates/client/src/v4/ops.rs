@@ -17,9 +17,10 @@ use directnfs_wire::Encode;
 
 use super::sequence::{nfs4_error, results, Request, Settled};
 use super::session::Session;
-use crate::client::{Inner, MAX_DIR_LISTING};
 use crate::error::{Error, Result};
+use crate::metadata::MAX_DIR_LISTING;
 use crate::metadata::{DirEntry, FileType, Metadata};
+use crate::remote::Remote;
 
 /// Operations one COMPOUND may carry (the session's `ca_maxoperations`
 /// asked for), SEQUENCE included: longer walks are resolved to handles
@@ -65,13 +66,13 @@ impl Ops {
     pub(crate) fn send(
         &self,
         s: &Session,
-        inner: &Inner,
+        remote: &Remote,
         op: &'static str,
         path: &str,
         stat: u32,
         cache: bool,
     ) -> Result<Settled> {
-        if inner.options.read_only && self.args.iter().any(changes_the_server) {
+        if remote.options.read_only && self.args.iter().any(changes_the_server) {
             return Err(Error::ReadOnly {
                 op,
                 path: path.to_string(),
@@ -91,7 +92,7 @@ impl Ops {
         let mut req = Request::ops(&self.args, &self.nums, &encode, op, path);
         req.stat = stat;
         req.cache = cache;
-        s.compound(inner, &req)
+        s.compound(remote, &req)
     }
 
     /// Sends them and returns the results after SEQUENCE, or the failed
@@ -101,7 +102,7 @@ impl Ops {
     pub(crate) fn run(
         &self,
         s: &Session,
-        inner: &Inner,
+        remote: &Remote,
         op: &'static str,
         path: &str,
         stat: u32,
@@ -109,12 +110,12 @@ impl Ops {
     ) -> Result<Vec<nfs_resop4>> {
         let short;
         let ops = if self.args.len() + 1 > MAX_OPS {
-            short = self.shortened(s, inner, op, path)?;
+            short = self.shortened(s, remote, op, path)?;
             &short
         } else {
             self
         };
-        let settled = ops.send(s, inner, op, path, stat, cache)?;
+        let settled = ops.send(s, remote, op, path, stat, cache)?;
         if !settled.status.is_ok() {
             return Err(nfs4_error(op, path, settled.status));
         }
@@ -128,7 +129,7 @@ impl Ops {
     /// walk inside would reach, though not atomically with the operation
     /// (as NFSv3's separate LOOKUPs). Its errors are the operation's
     /// (ENOENT, ENOTDIR, ELOOP for a link on the way).
-    fn shortened(&self, s: &Session, inner: &Inner, op: &'static str, path: &str) -> Result<Ops> {
+    fn shortened(&self, s: &Session, remote: &Remote, op: &'static str, path: &str) -> Result<Ops> {
         let mut out = Ops {
             args: self.args.clone(),
             nums: self.nums.clone(),
@@ -151,7 +152,7 @@ impl Ops {
                     walk.push(l.clone());
                 }
                 walk.push(nfs_argop4::OP_GETFH);
-                let res = walk.run(s, inner, op, path, STAT_LOOKUP, false)?;
+                let res = walk.run(s, remote, op, path, STAT_LOOKUP, false)?;
                 fh = match res.into_iter().last() {
                     Some(nfs_resop4::OP_GETFH(Nfs4Res::Ok(ok))) => ok.object,
                     _ => return Err(missing(op, path)),
@@ -206,7 +207,7 @@ fn changes_the_server(op: &nfs_argop4) -> bool {
 /// A path below the export as NFSv4 components (`.` dropped, `..` taken
 /// back), each at most 255 bytes.
 pub(crate) fn components(path: &str) -> Result<Vec<component4>> {
-    let comps = Inner::components(path)?;
+    let comps = crate::remote::components(path)?;
     comps
         .into_iter()
         .map(|c| {
@@ -235,13 +236,13 @@ pub(crate) fn stat_attrs() -> bitmap4 {
 }
 
 /// Attributes of `path`.
-pub(crate) fn metadata(s: &Session, inner: &Inner, path: &str) -> Result<Metadata> {
+pub(crate) fn metadata(s: &Session, remote: &Remote, path: &str) -> Result<Metadata> {
     let mut ops = Ops::default();
     ops.walk(&s.root, &components(path)?);
     ops.push(nfs_argop4::OP_GETATTR(GETATTR4args {
         attr_request: stat_attrs(),
     }));
-    let res = ops.run(s, inner, "GETATTR", path, STAT_GETATTR, false)?;
+    let res = ops.run(s, remote, "GETATTR", path, STAT_GETATTR, false)?;
     match res.last() {
         Some(nfs_resop4::OP_GETATTR(Nfs4Res::Ok(ok))) => Ok(from_fattr(&ok.obj_attributes)),
         _ => Err(missing("GETATTR", path)),
@@ -250,9 +251,9 @@ pub(crate) fn metadata(s: &Session, inner: &Inner, path: &str) -> Result<Metadat
 
 /// Removes a file (or, with `dir`, an empty directory: checked first, as
 /// NFSv4's REMOVE takes both).
-pub(crate) fn remove(s: &Session, inner: &Inner, path: &str, dir: bool) -> Result<()> {
+pub(crate) fn remove(s: &Session, remote: &Remote, path: &str, dir: bool) -> Result<()> {
     let op = if dir { "RMDIR" } else { "REMOVE" };
-    let is_dir = metadata(s, inner, path)?.is_dir();
+    let is_dir = metadata(s, remote, path)?.is_dir();
     if dir != is_dir {
         let status = if dir {
             nfsstat4::NFS4ERR_NOTDIR
@@ -267,11 +268,11 @@ pub(crate) fn remove(s: &Session, inner: &Inner, path: &str, dir: bool) -> Resul
     ops.push(nfs_argop4::OP_REMOVE(REMOVE4args { target: name }));
     // Cached by the server: a re-send after a lost reply gets the first
     // answer, not NFS4ERR_NOENT.
-    ops.run(s, inner, op, path, STAT_REMOVE, true).map(|_| ())
+    ops.run(s, remote, op, path, STAT_REMOVE, true).map(|_| ())
 }
 
 /// Creates a directory.
-pub(crate) fn mkdir(s: &Session, inner: &Inner, path: &str, mode: u32) -> Result<()> {
+pub(crate) fn mkdir(s: &Session, remote: &Remote, path: &str, mode: u32) -> Result<()> {
     let (parent, name) = split(path)?;
     let mut ops = Ops::default();
     ops.walk(&s.root, &parent);
@@ -283,12 +284,12 @@ pub(crate) fn mkdir(s: &Session, inner: &Inner, path: &str, mode: u32) -> Result
             ..Default::default()
         },
     }));
-    ops.run(s, inner, "MKDIR", path, STAT_MKDIR, true)
+    ops.run(s, remote, "MKDIR", path, STAT_MKDIR, true)
         .map(|_| ())
 }
 
 /// Renames `from` to `to`: SAVEFH holds the source directory.
-pub(crate) fn rename(s: &Session, inner: &Inner, from: &str, to: &str) -> Result<()> {
+pub(crate) fn rename(s: &Session, remote: &Remote, from: &str, to: &str) -> Result<()> {
     let (fparent, fname) = split(from)?;
     let (tparent, tname) = split(to)?;
     let mut ops = Ops::default();
@@ -299,14 +300,14 @@ pub(crate) fn rename(s: &Session, inner: &Inner, from: &str, to: &str) -> Result
         oldname: fname,
         newname: tname,
     }));
-    ops.run(s, inner, "RENAME", from, STAT_RENAME, true)
+    ops.run(s, remote, "RENAME", from, STAT_RENAME, true)
         .map(|_| ())
 }
 
 /// Sets attributes of `path` (no open stateid: the anonymous one).
 pub(crate) fn setattr(
     s: &Session,
-    inner: &Inner,
+    remote: &Remote,
     fh: Option<&nfs_fh4>,
     path: &str,
     stateid: directnfs_wire::nfs4::stateid4,
@@ -321,12 +322,12 @@ pub(crate) fn setattr(
         stateid,
         obj_attributes: attrs,
     }));
-    ops.run(s, inner, "SETATTR", path, STAT_SETATTR, true)
+    ops.run(s, remote, "SETATTR", path, STAT_SETATTR, true)
         .map(|_| ())
 }
 
 /// Lists a directory with attributes (READDIR with the stat attributes).
-pub(crate) fn read_dir(s: &Session, inner: &Inner, path: &str) -> Result<Vec<DirEntry>> {
+pub(crate) fn read_dir(s: &Session, remote: &Remote, path: &str) -> Result<Vec<DirEntry>> {
     let comps = components(path)?;
     let mut out = Vec::new();
     let mut cookie = 0u64;
@@ -341,7 +342,7 @@ pub(crate) fn read_dir(s: &Session, inner: &Inner, path: &str) -> Result<Vec<Dir
             maxcount: 256 * 1024,
             attr_request: stat_attrs(),
         }));
-        let res = ops.run(s, inner, "READDIR", path, STAT_READDIR, false)?;
+        let res = ops.run(s, remote, "READDIR", path, STAT_READDIR, false)?;
         let Some(nfs_resop4::OP_READDIR(Nfs4Res::Ok(ok))) = res.into_iter().last() else {
             return Err(missing("READDIR", path));
         };

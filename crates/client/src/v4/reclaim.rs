@@ -35,13 +35,13 @@ use super::open_state::OpenState;
 use super::ops::{self, Ops};
 use super::sequence::{nfs4_error, results, Request};
 use super::session::Session;
-use crate::client::Inner;
 use crate::error::{Error, Result};
+use crate::remote::Remote;
 
 /// Reclaims every open file of `s` and its locks, then RECLAIM_COMPLETE.
 /// Only RECLAIM_COMPLETE's failure is an error: the other failures are
 /// recorded on their files.
-pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
+pub(crate) fn reclaim(s: &Session, remote: &Remote) -> Result<()> {
     let files = s.open_files();
     if !files.is_empty() {
         tracing::info!(
@@ -57,7 +57,7 @@ pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
         if s.generation() != generation {
             return Ok(()); // a newer recovery reclaimed everything
         }
-        reclaim_file(s, inner, f, generation);
+        reclaim_file(s, remote, f, generation);
     }
     if s.generation() != generation {
         return Ok(());
@@ -66,7 +66,7 @@ pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
     ops.push(nfs_argop4::OP_RECLAIM_COMPLETE(RECLAIM_COMPLETE4args {
         rca_one_fs: false,
     }));
-    match send(s, inner, &ops, "RECLAIM_COMPLETE", "/") {
+    match send(s, remote, &ops, "RECLAIM_COMPLETE", "/") {
         Err(Error::Nfs4 {
             status: nfsstat4::NFS4ERR_COMPLETE_ALREADY,
             ..
@@ -75,8 +75,8 @@ pub(crate) fn reclaim(s: &Session, inner: &Inner) -> Result<()> {
     }
 }
 
-fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState, generation: u64) {
-    let open = match reclaim_open(s, inner, f) {
+fn reclaim_file(s: &Session, remote: &Remote, f: &OpenState, generation: u64) {
+    let open = match reclaim_open(s, remote, f) {
         Ok(id) => id,
         // Superseded by a newer recovery, which reclaimed this file.
         Err(_) if s.generation() != generation => return,
@@ -98,7 +98,7 @@ fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState, generation: u64) {
     let mut lock_stateid = None;
     let mut lost: Vec<(Range, Error)> = Vec::new();
     for r in held {
-        match reclaim_lock(s, inner, f, open, lock_stateid, r) {
+        match reclaim_lock(s, remote, f, open, lock_stateid, r) {
             Ok(id) => lock_stateid = Some(id),
             Err(e) => lost.push((r, e)),
         }
@@ -128,7 +128,7 @@ fn reclaim_file(s: &Session, inner: &Inner, f: &OpenState, generation: u64) {
 
 /// OPEN CLAIM_PREVIOUS of `f`'s handle with its access: the new open
 /// stateid.
-fn reclaim_open(s: &Session, inner: &Inner, f: &OpenState) -> Result<stateid4> {
+fn reclaim_open(s: &Session, remote: &Remote, f: &OpenState) -> Result<stateid4> {
     let mut ops = Ops::default();
     ops.push(nfs_argop4::OP_PUTFH(PUTFH4args { object: f.fh }));
     ops.push(open_op(
@@ -137,7 +137,7 @@ fn reclaim_open(s: &Session, inner: &Inner, f: &OpenState) -> Result<stateid4> {
         openflag4::OPEN4_NOCREATE,
         open_claim4::CLAIM_PREVIOUS(open_delegation_type4::OPEN_DELEGATE_NONE),
     ));
-    match send(s, inner, &ops, "OPEN", &f.path)?.last() {
+    match send(s, remote, &ops, "OPEN", &f.path)?.last() {
         Some(nfs_resop4::OP_OPEN(Nfs4Res::Ok(ok))) => Ok(ok.stateid),
         _ => Err(ops::missing("OPEN", &f.path)),
     }
@@ -146,7 +146,7 @@ fn reclaim_open(s: &Session, inner: &Inner, f: &OpenState) -> Result<stateid4> {
 /// LOCK `reclaim = true` of one held range: the lock stateid.
 fn reclaim_lock(
     s: &Session,
-    inner: &Inner,
+    remote: &Remote,
     f: &OpenState,
     open: stateid4,
     lock_stateid: Option<stateid4>,
@@ -167,7 +167,7 @@ fn reclaim_lock(
         length: r.length(),
         locker,
     }));
-    match send(s, inner, &ops, "LOCK", &f.path)?.last() {
+    match send(s, remote, &ops, "LOCK", &f.path)?.last() {
         Some(nfs_resop4::OP_LOCK(LOCK4res::Ok(id))) => Ok(*id),
         _ => Err(ops::missing("LOCK", &f.path)),
     }
@@ -177,7 +177,7 @@ fn reclaim_lock(
 /// wait at), reply cached: the results after SEQUENCE.
 fn send(
     s: &Session,
-    inner: &Inner,
+    remote: &Remote,
     ops: &Ops,
     op: &'static str,
     path: &str,
@@ -190,7 +190,7 @@ fn send(
     let mut req = Request::ops(&ops.args, &ops.nums, &encode, op, path);
     req.cache = true;
     req.reclaim = true;
-    let settled = s.compound(inner, &req)?;
+    let settled = s.compound(remote, &req)?;
     if !settled.status.is_ok() {
         return Err(nfs4_error(op, path, settled.status));
     }

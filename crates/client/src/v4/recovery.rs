@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use directnfs_wire::nfs4::nfsstat4;
 
-use crate::client::Inner;
 use crate::config::MountOptions;
 use crate::error::Error;
+use crate::remote::Remote;
 
 use super::wait::Waits;
 
@@ -75,8 +75,8 @@ pub(crate) struct Retry {
 }
 
 impl Retry {
-    pub(crate) fn new(inner: &Inner) -> Self {
-        Self::for_options(&inner.options)
+    pub(crate) fn new(remote: &Remote) -> Self {
+        Self::for_options(&remote.options)
     }
 
     fn for_options(options: &MountOptions) -> Self {

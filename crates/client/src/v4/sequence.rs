@@ -17,9 +17,9 @@ use directnfs_wire::nfs4::{
 use directnfs_wire::xdr::XdrWrite;
 use directnfs_wire::XdrReader;
 
-use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, ReadDest, Reply, Sink};
+use crate::remote::Remote;
 
 use super::recovery::recovers;
 use super::slots::Slot;
@@ -140,9 +140,9 @@ fn sequence_args(req: &Request<'_>, slot: &Slot) -> SEQUENCE4args {
 
 /// The call body of `req` on `slot`: RPC header, COMPOUND header,
 /// SEQUENCE, then `req`'s operations (its payload goes separately).
-pub(crate) fn encode(inner: &Inner, req: &Request<'_>, slot: &Slot) -> Arc<[u8]> {
+pub(crate) fn encode(remote: &Remote, req: &Request<'_>, slot: &Slot) -> Arc<[u8]> {
     let mut body = Vec::with_capacity(256);
-    put_call_header(inner, &mut body);
+    put_call_header(remote, &mut body);
     encode_compound_header(&mut body, 1 + req.ops.len() as u32);
     encode_sequence_op(&mut body, &sequence_args(req, slot));
     (req.encode)(&mut body);
@@ -251,10 +251,10 @@ pub(super) fn refused(req: &Request<'_>, status: nfsstat4, next: Next) -> Refuse
     Refused::Fail
 }
 
-/// Sends one call on `inner`'s transport and waits: the reply record from
+/// Sends one call on `remote`'s transport and waits: the reply record from
 /// the procedure results on.
 pub(crate) fn run(
-    inner: &Inner,
+    remote: &Remote,
     stat: StatProc,
     body: Vec<u8>,
     payload: Option<Arc<[u8]>>,
@@ -271,7 +271,7 @@ pub(crate) fn run(
         Sink::Record,
         Notify::Group(Arc::clone(&group)),
     );
-    inner.run(Arc::clone(&call), &group);
+    remote.run(Arc::clone(&call), &group);
     Ok(body_of(&call, op, path)?.record)
 }
 
@@ -309,13 +309,13 @@ pub(crate) fn first_reply(call: &Call, op: &'static str, path: &str) -> Result<F
 
 /// The call header after the XID: CALL, RPC version 2, NFS program,
 /// version 4, COMPOUND, and the credential.
-pub(crate) fn put_call_header(inner: &Inner, b: &mut Vec<u8>) {
+pub(crate) fn put_call_header(remote: &Remote, b: &mut Vec<u8>) {
     b.put_u32(0); // CALL
     b.put_u32(directnfs_wire::rpc::RPC_VERSION);
     b.put_u32(nfs4::NFS4_PROGRAM);
     b.put_u32(nfs4::NFS_V4);
     b.put_u32(nfs4::NFSPROC4_COMPOUND);
-    b.extend_from_slice(&inner.cred);
+    b.extend_from_slice(&remote.cred);
 }
 
 /// The COMPOUND status and the SEQUENCE result at the head of a reply

@@ -51,9 +51,9 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::{Encode, XdrReader};
 
-use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Sink};
+use crate::remote::Remote;
 
 use super::lease::{self, Idle};
 use super::open_state::OpenState;
@@ -64,6 +64,7 @@ use super::sequence::{
 };
 use super::slots::{Slot, Table, Tally};
 use super::trunk::Trunk;
+use super::Host;
 
 /// Slots asked for: the server grants what it can (Ganesha: 64).
 const SLOTS_WANTED: u32 = 1024;
@@ -80,7 +81,7 @@ const DESTROY_WAIT: Duration = Duration::from_secs(2);
 /// Reclaims every open file of a session and its locks after recovery gave
 /// a new client ID (`reclaim.rs`'s `reclaim`). Given to [`Session::establish`]
 /// by `mount.rs`, so that the session names no module that names it.
-pub(crate) type Reclaim = fn(&Session, &Inner) -> Result<()>;
+pub(crate) type Reclaim = fn(&Session, &Remote) -> Result<()>;
 
 /// One client ID and session with a server.
 #[derive(Debug)]
@@ -133,12 +134,12 @@ struct State {
 }
 
 impl Session {
-    /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on `inner`'s
+    /// EXCHANGE_ID, CREATE_SESSION and RECLAIM_COMPLETE on `remote`'s
     /// transport; `root` and `lease` are filled in by the caller after.
     /// `reclaim` runs after each recovery that gave a new client ID.
-    pub(crate) fn establish(inner: &Inner, trunk: Arc<Trunk>, reclaim: Reclaim) -> Result<Self> {
+    pub(crate) fn establish(remote: &Remote, trunk: Arc<Trunk>, reclaim: Reclaim) -> Result<Self> {
         let owner = trunk.owner().clone();
-        let state = new_state(inner, &owner, None, true)?;
+        let state = new_state(remote, &owner, None, true)?;
         trunk.set_session(state.sessionid);
         let (tx, _rx) = mpsc::channel();
         Ok(Self {
@@ -205,17 +206,17 @@ impl Session {
     /// SEQUENCE-only COMPOUND when nothing was sent for a quarter of the
     /// lease (RFC 8881 §8.3). It holds `client` weakly and ends when the
     /// client is dropped.
-    pub(crate) fn start_renewal(&self, client: Weak<Inner>) {
+    pub(crate) fn start_renewal(&self, client: Weak<dyn Host>) {
         let period = lease::renewal_period(self.lease);
         let stop = lease::start(period, move || {
-            let Some(inner) = client.upgrade() else {
+            let Some(host) = client.upgrade() else {
                 return false;
             };
-            let Some(session) = inner.v4.as_ref() else {
+            let Some(session) = host.session() else {
                 return false;
             };
             if session.idle.renewal_due(period) {
-                if let Err(e) = session.renew(&inner) {
+                if let Err(e) = session.renew(host.remote()) {
                     tracing::warn!("NFSv4.1 lease renewal failed: {e}");
                 }
             }
@@ -225,21 +226,21 @@ impl Session {
     }
 
     /// A SEQUENCE-only COMPOUND: renews the lease.
-    pub(crate) fn renew(&self, inner: &Inner) -> Result<()> {
+    pub(crate) fn renew(&self, remote: &Remote) -> Result<()> {
         let encode = |_: &mut Vec<u8>| {};
         let req = Request::ops(&[], &[], &encode, "SEQUENCE", "/");
-        self.compound(inner, &req).map(|_| ())
+        self.compound(remote, &req).map(|_| ())
     }
 
     /// Sends `req` after a SEQUENCE and waits for its settled reply,
     /// recovering the session errors on the way.
-    pub(crate) fn compound(&self, inner: &Inner, req: &Request<'_>) -> Result<Settled> {
-        let mut retry = Retry::new(inner);
+    pub(crate) fn compound(&self, remote: &Remote, req: &Request<'_>) -> Result<Settled> {
+        let mut retry = Retry::new(remote);
         loop {
             let slot = self.acquire(req.reclaim);
-            let body = sequence::encode(inner, req, &slot);
-            let first = self.send(inner, req, &body);
-            if let Some(settled) = self.settle(inner, req, slot, &body, first, &mut retry)? {
+            let body = sequence::encode(remote, req, &slot);
+            let first = self.send(remote, req, &body);
+            if let Some(settled) = self.settle(remote, req, slot, &body, first, &mut retry)? {
                 return Ok(settled);
             }
         }
@@ -253,7 +254,7 @@ impl Session {
     /// as a new request (a fresh slot); an error is the request's.
     pub(crate) fn settle(
         &self,
-        inner: &Inner,
+        remote: &Remote,
         req: &Request<'_>,
         slot: Slot,
         body: &Arc<[u8]>,
@@ -279,7 +280,7 @@ impl Session {
                     self.finish_slot(&slot, Outcome::Lost);
                     return Err(e);
                 }
-                sent = self.send(inner, req, body);
+                sent = self.send(remote, req, body);
                 continue;
             }
             break (record, sequence);
@@ -312,7 +313,7 @@ impl Session {
                     Refused::New => Ok(None),
                     Refused::Recover if retry.may_recover() => {
                         tracing::info!("NFSv4.1 {status} on {} {}: new session", req.op, req.path);
-                        self.recover(inner, generation, status)?;
+                        self.recover(remote, generation, status)?;
                         Ok(None)
                     }
                     Refused::Recover | Refused::Fail => Err(nfs4_error(req.op, req.path, status)),
@@ -323,10 +324,10 @@ impl Session {
 
     /// One send of `body` and the wait for its reply, decoded as far as
     /// the SEQUENCE result.
-    fn send(&self, inner: &Inner, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
+    fn send(&self, remote: &Remote, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
         let group = Group::new(1);
         let call = sequence::start(req, body, Notify::Group(Arc::clone(&group)));
-        inner.run(Arc::clone(&call), &group);
+        remote.run(Arc::clone(&call), &group);
         first_reply(&call, req.op, req.path)
     }
 
@@ -442,7 +443,7 @@ impl Session {
     /// CREATE_SESSION on the same client ID, or a new client ID first.
     /// A new client ID reclaims the open files and their locks before
     /// any other request is let through.
-    fn recover(&self, inner: &Inner, generation: u64, status: nfsstat4) -> Result<()> {
+    fn recover(&self, remote: &Remote, generation: u64, status: nfsstat4) -> Result<()> {
         let mut st = self.lock();
         if st.generation != generation {
             return Ok(()); // another request recovered it already
@@ -453,7 +454,7 @@ impl Session {
             .push(status);
         let old_client = st.clientid;
         let reuse = recovery::keeps_client(status).then_some((st.clientid, st.create_seq));
-        let fresh = match new_state(inner, &self.owner, reuse, false) {
+        let fresh = match new_state(remote, &self.owner, reuse, false) {
             Ok(s) => s,
             // The client ID is gone too (a server restart): start over.
             Err(e) if reuse.is_some() && recovery::stale_client(&e) => {
@@ -463,7 +464,7 @@ impl Session {
                         .unwrap_or_else(|p| p.into_inner())
                         .push(status);
                 }
-                new_state(inner, &self.owner, None, false)?
+                new_state(remote, &self.owner, None, false)?
             }
             Err(e) => return Err(e),
         };
@@ -480,7 +481,7 @@ impl Session {
         drop(st);
         self.freed.notify_all();
         if reclaim {
-            let done = (self.reclaim)(self, inner);
+            let done = (self.reclaim)(self, remote);
             self.lock().slots.reclaiming = false;
             self.freed.notify_all();
             done?;
@@ -490,7 +491,7 @@ impl Session {
 
     /// DESTROY_SESSION and (`client_too`) DESTROY_CLIENTID, waiting at
     /// most a few seconds for each (the client is going away).
-    pub(crate) fn destroy(&self, inner: &Inner, client_too: bool) {
+    pub(crate) fn destroy(&self, remote: &Remote, client_too: bool) {
         if !self.ours() {
             return;
         }
@@ -514,7 +515,7 @@ impl Session {
                 ..Default::default()
             };
             let mut body = Vec::with_capacity(128);
-            put_call_header(inner, &mut body);
+            put_call_header(remote, &mut body);
             args.encode(&mut body);
             let group = Group::new(1);
             let call = Call::new(
@@ -525,9 +526,9 @@ impl Session {
                 Sink::Record,
                 Notify::Group(Arc::clone(&group)),
             );
-            inner.transport().submit(Arc::clone(&call));
+            remote.transport().submit(Arc::clone(&call));
             let deadline = Instant::now() + DESTROY_WAIT;
-            if !inner
+            if !remote
                 .transport()
                 .wait_until(&|| group.is_done(), Some(deadline))
             {
@@ -557,7 +558,7 @@ impl Session {
 /// sequence) and session, and (`complete`: nothing to reclaim)
 /// RECLAIM_COMPLETE for a new client ID.
 fn new_state(
-    inner: &Inner,
+    remote: &Remote,
     owner: &client_owner4,
     reuse: Option<(u64, u32)>,
     complete: bool,
@@ -566,7 +567,7 @@ fn new_state(
         Some(v) => v,
         None => {
             let res = bare_compound(
-                inner,
+                remote,
                 nfs_argop4::OP_EXCHANGE_ID(EXCHANGE_ID4args {
                     eia_clientowner: owner.clone(),
                     eia_flags: EXCHGID4_FLAG_USE_NON_PNFS,
@@ -601,7 +602,7 @@ fn new_state(
         ..fore
     };
     let res = bare_compound(
-        inner,
+        remote,
         nfs_argop4::OP_CREATE_SESSION(CREATE_SESSION4args {
             csa_clientid: clientid,
             csa_sequence: create_seq,
@@ -625,7 +626,7 @@ fn new_state(
         generation: 0,
     };
     if reuse.is_none() && complete {
-        reclaim_complete(inner, &mut state)?;
+        reclaim_complete(remote, &mut state)?;
     }
     Ok(state)
 }
@@ -633,7 +634,7 @@ fn new_state(
 /// RECLAIM_COMPLETE (RFC 8881 §18.51) of a new client ID with nothing to
 /// reclaim, so non-reclaim OPENs are allowed. Sent on the new session's
 /// slot 0 (`reclaim.rs` sends its own after a reclaim).
-fn reclaim_complete(inner: &Inner, st: &mut State) -> Result<()> {
+fn reclaim_complete(remote: &Remote, st: &mut State) -> Result<()> {
     let Some(t) = st.slots.take(true) else {
         return Ok(());
     };
@@ -652,9 +653,9 @@ fn reclaim_complete(inner: &Inner, st: &mut State) -> Result<()> {
         ..Default::default()
     };
     let mut body = Vec::with_capacity(128);
-    put_call_header(inner, &mut body);
+    put_call_header(remote, &mut body);
     args.encode(&mut body);
-    let record = run(inner, STAT_OTHER, body, None, "RECLAIM_COMPLETE", "/")?;
+    let record = run(remote, STAT_OTHER, body, None, "RECLAIM_COMPLETE", "/")?;
     let res = COMPOUND4res::decode_expecting(
         &mut XdrReader::new(&record),
         &[nfs_opnum4::OP_SEQUENCE, nfs_opnum4::OP_RECLAIM_COMPLETE],
@@ -682,7 +683,7 @@ fn reclaim_complete(inner: &Inner, st: &mut State) -> Result<()> {
 
 /// A COMPOUND of one operation that goes without SEQUENCE (EXCHANGE_ID,
 /// CREATE_SESSION): its result.
-fn bare_compound(inner: &Inner, op: nfs_argop4, name: &'static str) -> Result<nfs_resop4> {
+fn bare_compound(remote: &Remote, op: nfs_argop4, name: &'static str) -> Result<nfs_resop4> {
     let opnum = op.opnum();
     let args = COMPOUND4args {
         minorversion: 1,
@@ -690,9 +691,9 @@ fn bare_compound(inner: &Inner, op: nfs_argop4, name: &'static str) -> Result<nf
         ..Default::default()
     };
     let mut body = Vec::with_capacity(256);
-    put_call_header(inner, &mut body);
+    put_call_header(remote, &mut body);
     args.encode(&mut body);
-    let record = run(inner, STAT_OTHER, body, None, name, "/")?;
+    let record = run(remote, STAT_OTHER, body, None, name, "/")?;
     let res = COMPOUND4res::decode_expecting(&mut XdrReader::new(&record), &[opnum])
         .map_err(|e| protocol(name, e))?;
     match res.resarray.into_iter().next() {
