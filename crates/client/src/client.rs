@@ -284,6 +284,7 @@ impl Client {
             hook: None,
             spare_keys: Vec::new(),
             fork_spares: false,
+            gss: None,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {

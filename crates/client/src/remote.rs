@@ -22,11 +22,18 @@ use crate::error::{Error, Result};
 use crate::io::call::{Call, Group};
 use crate::io::socket::{BufferRequest, ConnectSpec};
 use crate::io::transport::{ChannelSpec, ConnectHook, Transport, TransportConfig};
+use crate::security::{Flavor, GssSetup};
 
 /// Transfer size used when the server's FSINFO gives none.
 pub(crate) const FALLBACK_TRANSFER: u32 = 64 * 1024;
 /// Record limit: the largest transfer plus room for RPC and NFS headers.
 const RECORD_OVERHEAD: usize = 64 * 1024;
+
+/// Calls in flight per connection on a Kerberos mount, at most: the
+/// RPCSEC_GSS sequence window of NFS-Ganesha (Linux's nfsd has a larger
+/// one). A server with a smaller one refuses the connection with a
+/// message naming both (`max_inflight` can go lower).
+const GSS_MAX_INFLIGHT: usize = 32;
 
 /// Transfer sizes and limits negotiated with FSINFO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +187,16 @@ pub(crate) fn start_transport(
         }
     }
     let max_record = (options.rsize.max(options.wsize) as usize) + RECORD_OVERHEAD;
+    let gss = (options.security != Flavor::Sys).then(|| GssSetup {
+        flavor: options.security,
+        hosts: target.paths.iter().map(|p| p.server.clone()).collect(),
+    });
+    // Kerberos: calls in flight per connection stay within the server's
+    // RPCSEC_GSS sequence window (checked when each context is made).
+    let max_inflight = match gss {
+        Some(_) => options.max_inflight.min(GSS_MAX_INFLIGHT),
+        None => options.max_inflight,
+    };
     Transport::start(
         channels,
         TransportConfig {
@@ -190,7 +207,7 @@ pub(crate) fn start_transport(
             },
             backoff: Backoff::default(),
             max_record,
-            max_inflight: options.max_inflight,
+            max_inflight,
             max_client_inflight: options.max_client_inflight,
             cred: cred.to_vec(),
             prog,
@@ -198,7 +215,8 @@ pub(crate) fn start_transport(
             alerts,
             hook,
             spare_keys: Vec::new(),
-            fork_spares: options.fork_spares,
+            fork_spares: options.fork_spares && gss.is_none(),
+            gss,
         },
     )
     .map_err(|e| Error::Connect {

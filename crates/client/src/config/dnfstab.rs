@@ -796,19 +796,16 @@ stable: file_sync     # or unstable
     }
 
     #[test]
-    fn rejects_security_krb5() {
-        assert_eq!(
-            err("server: f\nsecurity_default: krb5\n"),
-            "dnfstab:2: security flavor \"krb5\" for key \"security_default\" is Kerberos \
-             (RPCSEC_GSS), which mounts do not support yet: use sys (AUTH_SYS); see \
-             docs/security.md"
-        );
+    fn takes_security_krb5_and_rejects_unknown_flavors() {
+        let tab = parse("server: f\nsecurity_default: krb5i\n").expect("krb5i");
+        assert_eq!(tab.servers[0].options.security, crate::security::Flavor::Krb5i);
         assert_eq!(
             err("server: f\nsecurity_default: krb9\n"),
             "dnfstab:2: unsupported security flavor \"krb9\" for key \"security_default\": \
-             only sys (AUTH_SYS) is supported"
+             use sys (AUTH_SYS), krb5, krb5i or krb5p"
         );
-        assert!(err("server: f\nexport: /v mount: /m security: krb5p\n").starts_with("dnfstab:2: "));
+        assert!(err("server: f\nexport: /v mount: /m security: krb9\n").starts_with("dnfstab:2: "));
+        assert!(parse("server: f\nexport: /v mount: /m security: krb5p\n").is_ok());
         assert!(
             parse("server: f\nsecurity_default: sys\nexport: /v mount: /m security: sys\n").is_ok()
         );

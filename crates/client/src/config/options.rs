@@ -207,6 +207,9 @@ pub struct MountOptions {
     pub resvport: bool,
     /// Protocol version: NFSv3 (default) or NFSv4.1.
     pub nfs_version: NfsVersion,
+    /// Security flavor (`sec=`): AUTH_SYS (default), or Kerberos V5
+    /// through RPCSEC_GSS (krb5, krb5i, krb5p; NFSv3 only so far).
+    pub security: Flavor,
     /// Read-only mount (`ro`): every call that would change the server
     /// fails with EROFS before it is sent. Default off (`rw`).
     pub read_only: bool,
@@ -264,6 +267,7 @@ impl Default for MountOptions {
             mnt_timeout: Duration::from_secs(600),
             resvport: false,
             nfs_version: NfsVersion::V3,
+            security: Flavor::Sys,
             read_only: false,
             publish_stats: true,
             owner_reuse: true,
@@ -323,9 +327,10 @@ pub enum OptionError {
         /// Why.
         reason: String,
     },
-    /// A security flavor other than AUTH_SYS was asked for.
+    /// A security flavor that is none of sys, krb5, krb5i, krb5p.
     #[error(
-        "unsupported security flavor \"{value}\" for key \"{key}\": only sys (AUTH_SYS) is supported"
+        "unsupported security flavor \"{value}\" for key \"{key}\": use sys (AUTH_SYS), krb5, \
+         krb5i or krb5p"
     )]
     UnsupportedSecurity {
         /// The key as written.
@@ -333,15 +338,13 @@ pub enum OptionError {
         /// The flavor as written.
         value: String,
     },
-    /// A Kerberos flavor (`krb5`, `krb5i`, `krb5p`): recognised, but the
-    /// mount and the pipelined transport do not speak RPCSEC_GSS yet.
+    /// A Kerberos flavor (`krb5`, `krb5i`, `krb5p`) with NFSv4.1: its
+    /// sessions do not speak RPCSEC_GSS yet (NFSv3 mounts do).
     #[error(
-        "security flavor \"{value}\" for key \"{key}\" is Kerberos (RPCSEC_GSS), which mounts \
-         do not support yet: use sys (AUTH_SYS); see docs/security.md"
+        "security flavor \"{value}\" is Kerberos (RPCSEC_GSS), which NFSv4.1 mounts do not \
+         support yet: use NFSv3 (vers=3) or sys; see docs/security.md"
     )]
     KerberosNotYetSupported {
-        /// The key as written.
-        key: String,
         /// The flavor as written.
         value: String,
     },
@@ -578,7 +581,7 @@ impl MountOptions {
             Key::Resvport => self.resvport = p.flag()?,
             Key::NoResvport => self.resvport = !p.flag()?,
             Key::Version => self.nfs_version = p.version()?,
-            Key::Security => p.security()?,
+            Key::Security => self.security = p.security()?,
             Key::ReadOnly => self.read_only = p.flag()?,
             Key::ReadWrite => self.read_only = !p.flag()?,
             Key::Options => {
@@ -611,6 +614,11 @@ impl MountOptions {
                 reason,
             })
         };
+        if self.nfs_version == NfsVersion::V41 && self.security != Flavor::Sys {
+            return Err(OptionError::KerberosNotYetSupported {
+                value: self.security.name().to_owned(),
+            });
+        }
         if !(1..=Self::MAX_CONNECTIONS).contains(&self.connections) {
             return bad(
                 "connections",
@@ -952,19 +960,11 @@ impl ValueParser<'_> {
         }
     }
 
-    fn security(&self) -> Result<(), OptionError> {
-        let key = self.key.to_owned();
-        let value = self.value.to_owned();
-        // Kerberos names get their own error so a user who asked for krb5i
-        // learns it is a known flavor that is not wired into mounts yet,
-        // not a typo.
-        match Flavor::parse(self.required()?) {
-            Some(Flavor::Sys) => Ok(()),
-            Some(Flavor::Krb5 | Flavor::Krb5i | Flavor::Krb5p) => {
-                Err(OptionError::KerberosNotYetSupported { key, value })
-            }
-            None => Err(OptionError::UnsupportedSecurity { key, value }),
-        }
+    fn security(&self) -> Result<Flavor, OptionError> {
+        Flavor::parse(self.required()?).ok_or_else(|| OptionError::UnsupportedSecurity {
+            key: self.key.to_owned(),
+            value: self.value.to_owned(),
+        })
     }
 }
 
@@ -1408,15 +1408,15 @@ mod tests {
     }
 
     #[test]
-    fn rejects_security_krb5() {
-        for flavor in ["krb5", "krb5i", "KRB5P"] {
-            let err = set(&[("security", flavor)]).unwrap_err();
-            assert!(
-                matches!(err, OptionError::KerberosNotYetSupported { .. }),
-                "{flavor}"
-            );
-            assert!(err.to_string().contains("Kerberos"), "{err}");
+    fn takes_security_krb5_and_refuses_unknown_flavors() {
+        for (name, flavor) in [
+            ("krb5", Flavor::Krb5),
+            ("krb5i", Flavor::Krb5i),
+            ("KRB5P", Flavor::Krb5p),
+        ] {
+            assert_eq!(set(&[("security", name)]).unwrap().security, flavor);
         }
+        assert_eq!(MountOptions::default().security, Flavor::Sys);
         let err = set(&[("sec", "krb6")]).unwrap_err();
         assert!(matches!(err, OptionError::UnsupportedSecurity { .. }));
         assert!(set(&[("sec", "sys")]).is_ok());

@@ -15,6 +15,8 @@ use directnfs_engine::{Delivered, LoadGauge};
 use directnfs_wire::rpc::record::fragment_header;
 use directnfs_wire::xdr::pad_len;
 
+use crate::security::ConnectionSealer;
+
 use super::call::Call;
 use super::hook::ConnectHook;
 use super::receive::{Claimed, RxState};
@@ -62,6 +64,9 @@ pub(crate) struct Channel {
     /// Calls written on the current connection (a spare is handed on only
     /// when every one was answered: `transport/spares.rs`).
     pub sent: AtomicU64,
+    /// The RPCSEC_GSS context of the connection of an epoch (a Kerberos
+    /// mount: `security/sealer.rs`); `None` for AUTH_SYS.
+    gss: Mutex<Option<(u64, Arc<ConnectionSealer>)>>,
 }
 
 impl Channel {
@@ -83,20 +88,24 @@ impl Channel {
             conn: Mutex::new(None),
             connecting: AtomicBool::new(false),
             sent: AtomicU64::new(0),
+            gss: Mutex::new(None),
         }
     }
 
     /// Takes a fresh connection (connected and probed) as the one of
     /// `epoch`: its halves replace whatever was left of the previous one.
+    /// `sealer`: the connection's RPCSEC_GSS context (every call written
+    /// on it is sealed, every reply opened), `None` for AUTH_SYS.
     pub(crate) fn install(
         &self,
         stream: TcpStream,
-        epoch: u64,
-        bound: u64,
+        (epoch, bound): (u64, u64),
         max_record: usize,
+        sealer: Option<Arc<ConnectionSealer>>,
     ) -> io::Result<()> {
         let reader = crate::fdfloor::made(|| stream.try_clone())?;
         let writer = crate::fdfloor::made(|| stream.try_clone())?;
+        *lock(&self.gss) = sealer.map(|s| (epoch, s));
         *lock(&self.rx) = Some(RxState::new(reader, epoch, max_record));
         let mut w = lock(&self.writer);
         self.sent.store(0, Ordering::Relaxed);
@@ -139,6 +148,9 @@ impl Channel {
                 *bound = generation;
             }
         }
+        if let Some(sealer) = self.sealer(epoch) {
+            return self.send_sealed(stream, calls, &sealer);
+        }
         let mut heads = [[0u8; 8]; SEND_CHUNK];
         for chunk in calls.chunks(SEND_CHUNK) {
             for ((xid, call), head) in chunk.iter().zip(heads.iter_mut()) {
@@ -163,6 +175,38 @@ impl Channel {
             }
             send_all_vectored(stream, &mut slices[..n])?;
             self.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The RPCSEC_GSS context of the connection of `epoch`, if it has one.
+    pub(crate) fn sealer(&self, epoch: u64) -> Option<Arc<ConnectionSealer>> {
+        lock(&self.gss)
+            .as_ref()
+            .filter(|(e, _)| *e == epoch)
+            .map(|(_, s)| Arc::clone(s))
+    }
+
+    /// `send_many` on a connection with an RPCSEC_GSS context: each call is
+    /// sealed now, under the writer's lock, so the server sees sequence
+    /// numbers in the order they were drawn and a re-sent call gets a new
+    /// one (RFC 2203 §5.3.3.1). A call that cannot be sealed fails the
+    /// connection (its calls are re-sent on another).
+    fn send_sealed<C: Borrow<Call>>(
+        &self,
+        stream: &mut TcpStream,
+        calls: &[(u32, C)],
+        sealer: &ConnectionSealer,
+    ) -> io::Result<()> {
+        for (xid, call) in calls {
+            let call: &Call = call.borrow();
+            let message = sealer
+                .seal(*xid, &call.body, call.payload.as_deref())
+                .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+            let head = fragment_header(message.len(), true);
+            let mut slices = [IoSlice::new(&head), IoSlice::new(&message)];
+            send_all_vectored(stream, &mut slices)?;
+            self.sent.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
     }

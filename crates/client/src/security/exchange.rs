@@ -1,7 +1,7 @@
 //! RPCSEC_GSS over one blocking TCP connection: the context creation
 //! handshake (RFC 2203 §5.2) and sealed calls, one at a time. The
-//! pipelined transport does not use it yet; the MOUNT call and the
-//! Kerberos tests do.
+//! pipelined transport sets up each connection's context with it
+//! (`sealer.rs`); the Kerberos tests make calls with it.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -115,6 +115,12 @@ impl GssConnection {
     /// The context (its window and handle).
     pub fn context(&self) -> &GssContext {
         &self.context
+    }
+
+    /// The connection and its context, for a caller that makes the calls
+    /// itself (the pipelined transport: `sealer.rs`).
+    pub fn into_parts(self) -> (TcpStream, GssContext) {
+        (self.stream, self.context)
     }
 
     /// Seals a call of procedure `proc_` without sending it (what would go

@@ -18,6 +18,7 @@
 pub mod exchange;
 pub mod gssapi;
 pub mod rpcsec;
+pub mod sealer;
 pub mod window;
 
 use std::fmt;
@@ -27,6 +28,7 @@ use directnfs_wire::rpc::AuthStat;
 
 pub use exchange::GssConnection;
 pub use gssapi::GssError;
+pub use sealer::{ConnectionSealer, GssSetup};
 
 /// A security flavor (the `sec=` mount option's values, RFC 2623 §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

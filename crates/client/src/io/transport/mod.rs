@@ -114,8 +114,9 @@ impl Transport {
         let lazy = matches!(start, Start::WhenNeeded { .. });
         let paths: Vec<usize> = specs.iter().map(|s| s.path).collect();
         let mut config = config;
-        if config.hook.is_some() {
+        if config.hook.is_some() || config.gss.is_some() {
             // NFSv4.1: a connection belongs to its client's session.
+            // Kerberos: to its process's RPCSEC_GSS context.
             config.spare_keys.clear();
         } else if !lazy && config.fork_spares && crate::io::spare::own() {
             // The first transport of a process tree keeps spares for its

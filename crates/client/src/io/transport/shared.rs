@@ -62,6 +62,10 @@ pub(crate) struct TransportConfig {
     /// Keep spares for forked children when this transport is a process
     /// tree's first (`fork_spares`).
     pub fork_spares: bool,
+    /// Kerberos (`sec=krb5*`): each connection sets up an RPCSEC_GSS
+    /// context, its calls are sealed and its replies opened
+    /// (`security/sealer.rs`). `None`: AUTH_SYS, `cred` as it is.
+    pub gss: Option<crate::security::GssSetup>,
 }
 
 /// State shared by callers (who take turns receiving), the fallback
@@ -527,6 +531,7 @@ impl Shared {
     /// up (sending what was parked) only once the server answered.
     pub(crate) fn connect_channel(&self, channel: usize) -> io::Result<()> {
         let ch = &self.channels[channel];
+        let mut gss_sealer = None;
         let result = (|| {
             let mut stream = crate::io::socket::connect(&ch.spec)?;
             stream.set_write_timeout(Some(ch.spec.timeout))?;
@@ -537,7 +542,42 @@ impl Shared {
             // reconnection (a path that failed) is always probed before
             // calls move onto it.
             let first = self.engine().epoch(channel) == 0;
-            if !(self.skip_first_probe && first) {
+            if let Some(gss) = &self.config.gss {
+                // The context's creation is the proof that the server
+                // answers (its INIT is a NULL call).
+                let host = gss.hosts.get(ch.path).map_or("", String::as_str);
+                let (s, sealer) = crate::security::ConnectionSealer::establish(
+                    stream,
+                    host,
+                    (self.config.prog, self.config.vers),
+                    gss.flavor,
+                    ch.spec.timeout,
+                )
+                .map_err(|e| {
+                    // A connection that broke is retried as any; no
+                    // ticket (EACCES) or a refusal is the mount's answer.
+                    let kind = match &e {
+                        crate::security::SecurityError::Io { source, .. } => source.kind(),
+                        _ if e.errno() == libc::EACCES => io::ErrorKind::PermissionDenied,
+                        _ => io::ErrorKind::Other,
+                    };
+                    io::Error::new(kind, e.to_string())
+                })?;
+                // Calls in flight per connection stay within the window
+                // (RFC 2203 §5.3.3.1: a server drops a number more than
+                // its window below the highest it has seen, and it may
+                // take them in any order).
+                if (sealer.window() as usize) < self.config.max_inflight {
+                    return Err(Refusal::Io(io::Error::other(format!(
+                        "the server's RPCSEC_GSS window is {} calls, below the {} in flight per \
+                         connection this client keeps (max_inflight)",
+                        sealer.window(),
+                        self.config.max_inflight
+                    ))));
+                }
+                stream = s;
+                gss_sealer = Some(Arc::new(sealer));
+            } else if !(self.skip_first_probe && first) {
                 Channel::probe(
                     &mut stream,
                     &self.config.cred,
@@ -584,7 +624,7 @@ impl Shared {
         // this connection, before the engine sends anything on it. (Only a
         // connection changes a channel's epoch while it is not up.)
         let epoch = self.engine().epoch(channel) + 1;
-        if let Err(e) = ch.install(stream, epoch, bound, self.config.max_record) {
+        if let Err(e) = ch.install(stream, (epoch, bound), self.config.max_record, gss_sealer) {
             self.drive(|e, now| e.on_connect_failed(channel, now));
             return Err(e);
         }
@@ -724,6 +764,34 @@ pub(crate) struct ChannelReplies<'a> {
     epoch: u64,
 }
 
+impl ChannelReplies<'_> {
+    /// On a connection with an RPCSEC_GSS context, the reply `rec` opened
+    /// (checked, unwrapped) into the plain record the rest decodes; a
+    /// reply that fails its checks becomes an AUTH_ERROR for its call.
+    /// `None`: use `rec` as it is (AUTH_SYS, or a reply the server did not
+    /// accept).
+    fn open(&self, rec: &[u8]) -> Option<Vec<u8>> {
+        self.shared.config.gss.as_ref()?;
+        let ch = &self.shared.channels[self.channel];
+        let sealer = ch.sealer(self.epoch)?;
+        match sealer.open(rec, self.shared.config.max_record) {
+            Ok(plain) => plain,
+            Err(e) => {
+                let xid = rec
+                    .get(..4)
+                    .map_or(0, |b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]));
+                tracing::warn!(
+                    channel = ch.id,
+                    xid,
+                    "Kerberos reply from {} fails its checks: {e}",
+                    ch.spec.remote
+                );
+                Some(crate::security::sealer::rejected_reply(xid))
+            }
+        }
+    }
+}
+
 impl Replies for ChannelReplies<'_> {
     type Claim = ReadClaim;
 
@@ -740,6 +808,14 @@ impl Replies for ChannelReplies<'_> {
     }
 
     fn record(&mut self, rec: &[u8], now: u64) {
+        let opened;
+        let rec = match self.open(rec) {
+            Some(plain) => {
+                opened = plain;
+                &opened[..]
+            }
+            None => rec,
+        };
         let mut r = XdrReader::new(rec);
         let header = ReplyHeader::decode(&mut r);
         let xid = match &header {
@@ -810,6 +886,10 @@ impl Replies for ChannelReplies<'_> {
     }
 
     fn claim_read(&mut self, xid: u32, count: u32, v4: bool, now: u64) -> Option<ReadClaim> {
+        // A Kerberos reply is checked whole before any of it is used.
+        if self.shared.config.gss.is_some() {
+            return None;
+        }
         {
             let e = self.shared.engine();
             let call = e.peek(self.channel, self.epoch, xid)?;

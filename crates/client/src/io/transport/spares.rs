@@ -33,7 +33,7 @@ impl Shared {
         };
         if !reseeded
             || ch
-                .install(stream, epoch, 0, self.config.max_record)
+                .install(stream, (epoch, 0), self.config.max_record, None)
                 .is_err()
         {
             spare::give_back(slot, None);

@@ -1,0 +1,232 @@
+//! RPCSEC_GSS on one connection of the pipelined transport: the context a
+//! channel sets up when it connects, how each call the transport writes
+//! is sealed (at send time, so every transmission has a sequence number
+//! of its own, RFC 2203 §5.3.3.1), and how each reply is opened before
+//! the driver decodes it.
+//!
+//! Calls reach the transport already encoded for AUTH_SYS (the call header
+//! after the XID, the credential and verifier, the arguments, and a
+//! WRITE's data apart): the sealer takes the procedure and the arguments
+//! from that and builds the RPCSEC_GSS message around them. A reply is
+//! opened back into the plain shape the driver decodes (an accepted reply
+//! with an AUTH_NONE verifier and the procedure's results), so nothing
+//! after it knows which flavor carried the call.
+
+use std::collections::HashMap;
+use std::net::TcpStream;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use directnfs_wire::rpc::auth::AuthFlavor;
+use directnfs_wire::rpc::{AcceptedReply, AuthStat, ReplyBody, ReplyHeader};
+use directnfs_wire::xdr::pad_len;
+use directnfs_wire::{Decode, XdrReader};
+
+use super::rpcsec::GssContext;
+use super::{Flavor, GssConnection, SecurityError};
+
+/// Sequence numbers kept per XID: the transmissions of one call on one
+/// connection whose reply may still come (a call re-sent after JUKEBOX).
+const SENT_PER_XID: usize = 8;
+
+/// What a transport needs to set up a context on each connection.
+#[derive(Debug, Clone)]
+pub struct GssSetup {
+    /// krb5, krb5i or krb5p.
+    pub flavor: Flavor,
+    /// Per network path, the server's host name: its principal is
+    /// `nfs/<host>`.
+    pub hosts: Vec<String>,
+}
+
+/// One connection's context and the sequence numbers of the calls sent
+/// on it that await their replies.
+#[derive(Debug)]
+pub struct ConnectionSealer {
+    context: GssContext,
+    window: u32,
+    /// XID → sequence numbers of its transmissions on this connection.
+    sent: Mutex<HashMap<u32, Vec<u32>>>,
+}
+
+impl ConnectionSealer {
+    /// Sets up a context on the fresh connection `stream` to program
+    /// `prog` version `vers` of `host` and gives the stream back with it.
+    pub fn establish(
+        stream: TcpStream,
+        host: &str,
+        prog_vers: (u32, u32),
+        flavor: Flavor,
+        timeout: Duration,
+    ) -> Result<(TcpStream, Self), SecurityError> {
+        let conn = GssConnection::establish(stream, host, prog_vers, flavor, timeout)?;
+        let (stream, context) = conn.into_parts();
+        let window = context.window().limit();
+        Ok((
+            stream,
+            Self {
+                context,
+                window,
+                sent: Mutex::new(HashMap::new()),
+            },
+        ))
+    }
+
+    /// The server's sequence window for this context.
+    pub fn window(&self) -> u32 {
+        self.window
+    }
+
+    /// Seals the call `xid` whose AUTH_SYS encoding is `body` (from the
+    /// message type on: five words, credential, verifier, arguments) and
+    /// `payload` (a WRITE's data, unpadded): the message to write after
+    /// the record mark, from the XID on.
+    pub fn seal(
+        &self,
+        xid: u32,
+        body: &[u8],
+        payload: Option<&[u8]>,
+    ) -> Result<Vec<u8>, SecurityError> {
+        let (prog_vers_proc, args) = split_call_body(body).ok_or_else(|| {
+            SecurityError::Malformed {
+                server: String::new(),
+                detail: "internal: a call body too short to seal".into(),
+            }
+        })?;
+        let sealed = match payload {
+            None => self.context.seal(xid, prog_vers_proc, args)?,
+            Some(p) => {
+                let mut all = Vec::with_capacity(args.len() + p.len() + 3);
+                all.extend_from_slice(args);
+                all.extend_from_slice(p);
+                all.extend_from_slice(&[0u8; 3][..pad_len(p.len())]);
+                self.context.seal(xid, prog_vers_proc, &all)?
+            }
+        };
+        let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        let seqs = sent.entry(xid).or_default();
+        if seqs.len() >= SENT_PER_XID {
+            seqs.remove(0);
+        }
+        seqs.push(sealed.seq_num);
+        drop(sent);
+        // `seal` encodes from the XID on: the transport writes it whole.
+        Ok(sealed.message)
+    }
+
+    /// Opens the reply record `rec` (from the XID on): a successful reply
+    /// is checked (its verifier against the sequence number of a
+    /// transmission of its call, its body's checksum, or unwrapped) and
+    /// given back as a plain accepted reply with the procedure's results;
+    /// any other reply (AUTH_ERROR, PROG_UNAVAIL, ...) is given back as it
+    /// came. A reply that fails its checks becomes an AUTH_ERROR
+    /// (AUTH_BADVERF) reply to its call: its results are never used.
+    pub fn open(&self, rec: &[u8], max_body: usize) -> Result<Option<Vec<u8>>, SecurityError> {
+        let mut r = XdrReader::new(rec);
+        let Ok(header) = ReplyHeader::decode(&mut r) else {
+            return Ok(None);
+        };
+        if !matches!(
+            header.body,
+            ReplyBody::Accepted {
+                stat: AcceptedReply::Success,
+                ..
+            }
+        ) {
+            return Ok(None);
+        }
+        let xid = header.xid;
+        let seqs = self
+            .sent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&xid)
+            .unwrap_or_default();
+        let mut last = None;
+        for &seq in seqs.iter().rev() {
+            match self.context.open(rec, xid, seq, max_body) {
+                Ok(results) => {
+                    let mut plain = Vec::with_capacity(24 + results.len());
+                    for word in [xid, 1, 0, AuthFlavor::AUTH_NONE.0, 0, 0] {
+                        plain.extend_from_slice(&word.to_be_bytes());
+                    }
+                    plain.extend_from_slice(&results);
+                    return Ok(Some(plain));
+                }
+                // Another transmission's number may be the one answered.
+                Err(e @ SecurityError::BadVerifier { .. }) => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| SecurityError::Malformed {
+            server: String::new(),
+            detail: format!("reply XID {xid:#x} answers no call sealed on this connection"),
+        }))
+    }
+}
+
+/// The AUTH_ERROR reply that stands for a reply to `xid` that failed its
+/// checks: the call fails with it, its results unused.
+pub fn rejected_reply(xid: u32) -> Vec<u8> {
+    let mut plain = Vec::with_capacity(20);
+    for word in [xid, 1, 1, 1, AuthStat::AUTH_BADVERF.0] {
+        plain.extend_from_slice(&word.to_be_bytes());
+    }
+    plain
+}
+
+/// The program, version and procedure of an AUTH_SYS call body (from the
+/// message type on), and its arguments.
+fn split_call_body(body: &[u8]) -> Option<((u32, u32, u32), &[u8])> {
+    let word = |at: usize| -> Option<u32> {
+        let b = body.get(at..at + 4)?;
+        Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (prog, vers, proc_) = (word(8)?, word(12)?, word(16)?);
+    let mut at = 20;
+    // The credential, then the verifier: flavor, length, padded body.
+    for _ in 0..2 {
+        let len = word(at + 4)? as usize;
+        at = at.checked_add(8 + len + pad_len(len))?;
+    }
+    Some(((prog, vers, proc_), body.get(at..)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_body_splits_into_procedure_and_arguments() {
+        let mut body = Vec::new();
+        for w in [0u32, 2, 100003, 3, 6] {
+            body.extend_from_slice(&w.to_be_bytes());
+        }
+        // AUTH_SYS credential of 5 bytes (padded to 8), AUTH_NONE verifier.
+        body.extend_from_slice(&1u32.to_be_bytes());
+        body.extend_from_slice(&5u32.to_be_bytes());
+        body.extend_from_slice(&[1, 2, 3, 4, 5, 0, 0, 0]);
+        body.extend_from_slice(&[0; 8]);
+        body.extend_from_slice(b"args");
+        let (pvp, args) = split_call_body(&body).expect("splits");
+        assert_eq!(pvp, (100003, 3, 6));
+        assert_eq!(args, b"args");
+        assert!(split_call_body(&body[..30]).is_none(), "cut in the credential");
+        let mut huge = body.clone();
+        huge[24..28].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(split_call_body(&huge).is_none(), "a length past the end");
+    }
+
+    #[test]
+    fn a_reply_that_fails_its_checks_becomes_auth_badverf() {
+        let rec = rejected_reply(0x1234);
+        let h = ReplyHeader::decode(&mut XdrReader::new(&rec)).expect("decodes");
+        assert_eq!(h.xid, 0x1234);
+        assert!(matches!(
+            h.body,
+            ReplyBody::Denied(directnfs_wire::rpc::RejectedReply::AuthError(
+                AuthStat::AUTH_BADVERF
+            ))
+        ));
+    }
+}
