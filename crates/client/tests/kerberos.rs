@@ -390,7 +390,10 @@ fn client_writes_and_reads_back(flavor: Flavor) {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("reader")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("reader"))
+            .collect()
     });
     let back = back.concat();
     assert_eq!(back.len(), data.len(), "{}: length", flavor.name());
@@ -405,7 +408,11 @@ fn client_writes_and_reads_back(flavor: Flavor) {
         .expect("open")
         .read_exact_at(&mut again, 0)
         .expect("read");
-    assert!(again == data, "{}: second mount reads other data", flavor.name());
+    assert!(
+        again == data,
+        "{}: second mount reads other data",
+        flavor.name()
+    );
     client.remove(&name).expect("remove");
 }
 
@@ -446,8 +453,8 @@ fn client_mount_without_a_ticket_is_eacces_naming_the_server() {
         .env("DNFS_TEST_URL_KRB5", &url)
         .output()
         .expect("run the child");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "child failed:\n{text}");
     assert!(text.contains("1 passed"), "the child did not run:\n{text}");
 }
@@ -487,4 +494,56 @@ fn client_mount_refuses_kerberos_on_nfsv41() {
         .expect("refused");
     assert_eq!(e.errno(), libc::EINVAL, "{e}");
     assert!(e.to_string().contains("NFSv4.1"), "{e}");
+}
+
+/// What a `Client` mounted with `flavor` sent to and received from the
+/// NFS port (through a recording relay) while writing and reading back
+/// `marker`.
+fn client_wire_bytes(url: &str, flavor: Flavor, marker: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let t = target(url);
+    let relay = directnfs_testkit::tap::TapRelay::start(t.nfs).expect("relay");
+    let relayed = url.replace(
+        &format!("nfsport={}", t.nfs.port()),
+        &format!("nfsport={}", relay.local_addr().port()),
+    );
+    // One connection: everything crosses the relay's one stream.
+    let client =
+        directnfs::Client::connect(&format!("{}&connections=1", client_url(&relayed, flavor)))
+            .unwrap_or_else(|e| panic!("{}: mount through the relay: {e}", flavor.name()));
+    let name = format!("/krb-client-wire-{}-{}", flavor.name(), std::process::id());
+    let file = client.create(&name).expect("create");
+    file.write_all_at(marker, 0).expect("write");
+    file.fsync().expect("fsync");
+    let mut back = vec![0u8; marker.len()];
+    file.read_exact_at(&mut back, 0).expect("read");
+    assert!(back == marker, "{}: read back differs", flavor.name());
+    drop(file);
+    client.remove(&name).expect("remove");
+    drop(client);
+    (relay.sent(), relay.received())
+}
+
+/// Through `Client`, krb5p data crosses the wire encrypted both ways; the
+/// control, krb5i, shows the relay would see it in clear.
+#[test]
+fn client_mount_with_krb5p_sends_and_receives_no_plaintext() {
+    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+        return;
+    };
+    let marker = pattern(256 * 1024);
+    let (sent, received) = client_wire_bytes(&url, Flavor::Krb5i, &marker);
+    assert!(
+        contains(&sent, &marker[..64]) && contains(&received, &marker[..64]),
+        "krb5i: the relay did not see the data in clear"
+    );
+    let (sent, received) = client_wire_bytes(&url, Flavor::Krb5p, &marker);
+    assert!(sent.len() > marker.len() && received.len() > marker.len());
+    for window in [
+        &marker[..16],
+        &marker[100_000..100_016],
+        &marker[marker.len() - 16..],
+    ] {
+        assert!(!contains(&sent, window), "krb5p: plaintext sent");
+        assert!(!contains(&received, window), "krb5p: plaintext received");
+    }
 }

@@ -798,7 +798,10 @@ stable: file_sync     # or unstable
     #[test]
     fn takes_security_krb5_and_rejects_unknown_flavors() {
         let tab = parse("server: f\nsecurity_default: krb5i\n").expect("krb5i");
-        assert_eq!(tab.servers[0].options.security, crate::security::Flavor::Krb5i);
+        assert_eq!(
+            tab.servers[0].options.security,
+            crate::security::Flavor::Krb5i
+        );
         assert_eq!(
             err("server: f\nsecurity_default: krb9\n"),
             "dnfstab:2: unsupported security flavor \"krb9\" for key \"security_default\": \

@@ -87,12 +87,11 @@ impl ConnectionSealer {
         body: &[u8],
         payload: Option<&[u8]>,
     ) -> Result<Vec<u8>, SecurityError> {
-        let (prog_vers_proc, args) = split_call_body(body).ok_or_else(|| {
-            SecurityError::Malformed {
+        let (prog_vers_proc, args) =
+            split_call_body(body).ok_or_else(|| SecurityError::Malformed {
                 server: String::new(),
                 detail: "internal: a call body too short to seal".into(),
-            }
-        })?;
+            })?;
         let sealed = match payload {
             None => self.context.seal(xid, prog_vers_proc, args)?,
             Some(p) => {
@@ -211,7 +210,10 @@ mod tests {
         let (pvp, args) = split_call_body(&body).expect("splits");
         assert_eq!(pvp, (100003, 3, 6));
         assert_eq!(args, b"args");
-        assert!(split_call_body(&body[..30]).is_none(), "cut in the credential");
+        assert!(
+            split_call_body(&body[..30]).is_none(),
+            "cut in the credential"
+        );
         let mut huge = body.clone();
         huge[24..28].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(split_call_body(&huge).is_none(), "a length past the end");
