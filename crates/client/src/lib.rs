@@ -53,9 +53,9 @@
 //!   the name rules), [`stats`] (the statistics snapshot and its
 //!   renderers), [`alert`] (the alert log) and [`publish`] (the local
 //!   statistics endpoint `dnfs stats` reads).
-//! * [`security`]: Kerberos (RPCSEC_GSS) on one blocking connection, the
-//!   first part of `sec=krb5*`; mounts do not use it yet
-//!   (docs/security.md).
+//! * [`security`]: Kerberos (RPCSEC_GSS): the flavors of `sec=`, each
+//!   connection's context and sealing (`sec=krb5*` NFSv3 mounts), and a
+//!   blocking connection that makes sealed calls (docs/security.md).
 //! * [`process`]: plumbing for the C library and the interception library
 //!   (descriptor floor, signal-blocked threads, fork generation, spare
 //!   connections); not needed by Rust programs.

@@ -2,6 +2,9 @@
 //! (`scripts/server/kdc.sh`, `DNFS_KRB5=1 scripts/server/nfs-server.sh`): the context
 //! handshake, then MOUNT and NFSv3 calls sealed with krb5, krb5i and
 //! krb5p, their data read back; and what crosses the wire under krb5p.
+//! Then the same through `Client` mounted with `sec=krb5*`: the pipelined
+//! transport with many calls in flight. (Without a ticket:
+//! `kerberos_no_ticket.rs`.)
 //!
 //! The environment is `scripts/test.sh`'s: `DNFS_TEST_URL_KRB5`, and the
 //! realm's `KRB5_CONFIG` with the test user's ticket in `KRB5CCNAME`.
@@ -429,60 +432,6 @@ fn client_mount_with_krb5i_writes_and_reads_64_calls_in_flight() {
 #[test]
 fn client_mount_with_krb5p_writes_and_reads_64_calls_in_flight() {
     client_writes_and_reads_back(Flavor::Krb5p);
-}
-
-/// A user without a ticket (no credentials cache, no client keytab) gets
-/// EACCES naming the server, at once: no fall-back to AUTH_SYS (which this
-/// export would take), no retrying until `mnt_timeout`. Run in a child
-/// process of this test binary, whose environment it can change.
-#[test]
-fn client_mount_without_a_ticket_is_eacces_naming_the_server() {
-    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
-        return;
-    };
-    let out = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "child_without_a_ticket_gets_eacces",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("KRB5CCNAME", "FILE:/nonexistent/directnfs-no-ticket")
-        .env("KRB5_CLIENT_KTNAME", "/nonexistent/directnfs-no-keytab")
-        .env("DNFS_TEST_URL_KRB5", &url)
-        .output()
-        .expect("run the child");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "child failed:\n{text}");
-    assert!(text.contains("1 passed"), "the child did not run:\n{text}");
-}
-
-/// The child of `client_mount_without_a_ticket_is_eacces_naming_the_server`
-/// (ignored: it means something only in that environment).
-#[test]
-#[ignore = "run by client_mount_without_a_ticket_is_eacces_naming_the_server"]
-fn child_without_a_ticket_gets_eacces() {
-    let url = std::env::var("DNFS_TEST_URL_KRB5").expect("DNFS_TEST_URL_KRB5");
-    let t = target(&url);
-    let started = std::time::Instant::now();
-    let e = match directnfs::Client::connect(&format!("{url}&sec=krb5i&mnt_timeout=30")) {
-        Ok(_) => panic!("mounted with sec=krb5i without a ticket"),
-        Err(e) => e,
-    };
-    assert_eq!(e.errno(), libc::EACCES, "{e}");
-    let text = e.to_string();
-    assert!(
-        text.contains(&t.nfs.to_string()) && text.contains("kinit"),
-        "{text}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        started.elapsed()
-    );
-    println!("no-ticket mount refused: {text}");
 }
 
 /// NFSv4.1 mounts do not take Kerberos yet: refused with an error that

@@ -1,6 +1,6 @@
 //! A user without Kerberos credentials (no ticket cache, no client
 //! keytab) gets a clear EACCES that names the server and what is missing,
-//! at once, never a hang. A test binary of its own: it points this
+//! at once, never a hang: from a context, and from a `sec=krb5i` mount. A test binary of its own: it points this
 //! process's `KRB5CCNAME` and `KRB5_CLIENT_KTNAME` at files that do not
 //! exist, before the GSS-API library is first used.
 
@@ -71,6 +71,25 @@ fn no_ticket_is_eacces_naming_the_server() {
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "took {:?}",
+        started.elapsed()
+    );
+    // A mount (`Client`, as the C library, the VFS and `dnfs run` make
+    // it): EACCES at once, naming the server; no fall-back to AUTH_SYS,
+    // which this export would take, and no retrying until mnt_timeout.
+    let started = Instant::now();
+    let e = match directnfs::Client::connect(&format!("{url}&sec=krb5i&mnt_timeout=30")) {
+        Ok(_) => panic!("mounted with sec=krb5i without a ticket"),
+        Err(e) => e,
+    };
+    assert_eq!(e.errno(), libc::EACCES, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(&addr.to_string()) && text.contains("kinit"),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "mount took {:?}",
         started.elapsed()
     );
 }

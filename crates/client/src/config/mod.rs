@@ -37,9 +37,10 @@
 //!   `/db/x` are files of the server's export `/vol/x`; the longest matching
 //!   prefix wins, on whole path components ([`DnfsTab::resolve`]). A mount
 //!   prefix may appear only once in the file.
-//! * `nfs_version:` must be `nfsv3`; `security_default:`/`security:` must be
-//!   `sys` (`krb5`, `krb5i`, `krb5p` are refused with an error of their own:
-//!   Kerberos is not in the mount path yet). `management:` and `community:` are accepted and ignored (listed in
+//! * `nfs_version:` is `nfsv3` or `nfsv4.1`; `security_default:`/`security:`
+//!   is `sys`, `krb5`, `krb5i` or `krb5p` (Kerberos on NFSv3 only: with
+//!   `nfsv4.1` the mount is refused with an error of its own; either key
+//!   sets the whole server block's flavor). `management:` and `community:` are accepted and ignored (listed in
 //!   [`DnfsTab::ignored`]). `mnt_timeout:` (seconds) and `dontroute` work as
 //!   in oranfstab: a mount keeps trying while the server cannot be reached
 //!   (connections refused or timing out, programs not yet registered with

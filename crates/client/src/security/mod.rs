@@ -2,11 +2,12 @@
 //! (RFC 2623 flavors krb5, krb5i, krb5p), through the system's MIT GSS-API
 //! library.
 //!
-//! What is here so far: the GSS-API binding ([`gssapi`]), one context's
-//! sealing and opening of calls ([`rpcsec`]), the sequence window meter
-//! ([`window`]) and a blocking connection that sets up a context and makes
-//! sealed calls ([`exchange`]). The mount and the pipelined transport do
-//! not use them yet: `sec=` still takes only `sys` (docs/security.md).
+//! The GSS-API binding ([`gssapi`]), one context's sealing and opening of
+//! calls ([`rpcsec`]), the sequence window meter ([`window`]), a blocking
+//! connection that sets up a context and makes sealed calls ([`exchange`]),
+//! and what the pipelined transport does with each connection of a
+//! `sec=krb5*` NFSv3 mount ([`sealer`]). NFSv4.1 mounts do not use them
+//! yet (docs/security.md).
 //!
 //! | module | job |
 //! |---|---|
@@ -14,6 +15,7 @@
 //! | `window.rs` | at most the server's window of calls in flight per context |
 //! | `rpcsec.rs` | seal a call, open its reply; the INIT call and reply |
 //! | `exchange.rs` | a TCP connection with a context: the handshake, then calls one at a time |
+//! | `sealer.rs` | a transport connection's context: seal each call as it is written, open each reply |
 
 pub mod exchange;
 pub mod gssapi;
