@@ -4,8 +4,9 @@
 //! (server, path, export), with the socket buffers the kernel gave the
 //! connection (SO_SNDBUF/SO_RCVBUF after connect: a `sockbuf` request as
 //! capped by `net.core.wmem_max`/`rmem_max`, or the autotuned size so far);
-//! exits non-zero if any row failed. On NFSv4.1 each row also shows the
-//! protocol, the session's slots, and the server owner (`so_major_id`) and
+//! exits non-zero if any row failed. Each row shows the protocol and the
+//! security flavor (`sec=`: under Kerberos the NULL round trips are sealed
+//! calls on the mount's contexts); on NFSv4.1 also the session's slots, and the server owner (`so_major_id`) and
 //! scope the path's EXCHANGE_ID reported (quoted when printable, else
 //! hex); paths of one server that report different owners or scopes are
 //! named below the table and fail the check, since a client would not
@@ -46,6 +47,8 @@ struct Probe {
     buffers: (u64, u64),
     /// `nfsv3` or `nfsv4.1`.
     proto: &'static str,
+    /// The security flavor (`sys`, `krb5`, `krb5i`, `krb5p`).
+    sec: &'static str,
     /// The NFSv4.1 session's slots (none on NFSv3).
     slots: Option<u32>,
     /// NFSv4.1: the server owner's major id and the server scope this
@@ -192,6 +195,7 @@ fn probe(target: &Target) -> std::result::Result<Probe, String> {
         rtt: rtts[rtts.len() / 2],
         buffers: channel.map_or((0, 0), |c| (c.send_buffer, c.recv_buffer)),
         proto: client.options().nfs_version.name(),
+        sec: client.options().security.name(),
         slots: client.session_slots(),
         owner: client
             .server_owners()
@@ -215,7 +219,7 @@ fn print_table(rows: &[Row]) {
     let we = w(&|r| r.export.len(), 6);
     let wo = w(&|r| r.outcome.as_ref().map_or(0, |p| owner_of(p).len()), 5);
     println!(
-        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:wo$}  SCOPE",
+        "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>9}  {:>9}  {:>9}  {:>7}  {:>5}  {:>5}  {:wo$}  SCOPE",
         "SERVER",
         "PATH",
         "EXPORT",
@@ -226,13 +230,14 @@ fn print_table(rows: &[Row]) {
         "SNDBUF",
         "RCVBUF",
         "PROTO",
+        "SEC",
         "SLOTS",
         "OWNER"
     );
     for r in rows {
         match &r.outcome {
             Ok(p) => println!(
-                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}  {:>7}  {:>5}  {:wo$}  {}",
+                "{:ws$}  {:wp$}  {:we$}  {:>6}  {:>8}  {:>8}  {:>7.0}us  {:>9}  {:>9}  {:>7}  {:>5}  {:>5}  {:wo$}  {}",
                 r.server,
                 r.path,
                 r.export,
@@ -243,6 +248,7 @@ fn print_table(rows: &[Row]) {
                 p.buffers.0,
                 p.buffers.1,
                 p.proto,
+                p.sec,
                 p.slots.map_or("-".to_string(), |n| n.to_string()),
                 owner_of(p),
                 p.owner.as_ref().map_or("-".to_string(), |o| printable(&o.1)),
