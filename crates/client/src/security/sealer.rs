@@ -174,9 +174,12 @@ pub fn rejected_reply(xid: u32) -> Vec<u8> {
     plain
 }
 
+/// A call's program, version and procedure.
+type ProgVersProc = (u32, u32, u32);
+
 /// The program, version and procedure of an AUTH_SYS call body (from the
 /// message type on), and its arguments.
-fn split_call_body(body: &[u8]) -> Option<((u32, u32, u32), &[u8])> {
+fn split_call_body(body: &[u8]) -> Option<(ProgVersProc, &[u8])> {
     let word = |at: usize| -> Option<u32> {
         let b = body.get(at..at + 4)?;
         Some(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
