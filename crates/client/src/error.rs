@@ -167,8 +167,9 @@ pub enum Error {
         /// What was tried and how it failed.
         detail: String,
     },
-    /// Could not reach the server at all.
-    #[error("cannot reach {server}: {source}")]
+    /// Could not reach the server at all, or (`PermissionDenied`, EACCES)
+    /// could not authenticate to it: no Kerberos ticket.
+    #[error("{}", connect_message(server, source))]
     Connect {
         /// Server address.
         server: String,
@@ -318,6 +319,16 @@ fn nfs4_errno(status: nfsstat4) -> i32 {
 /// one (also inside a wrapping `io::Error`), else the nearest errno of its
 /// kind (a cold-path deadline is ETIMEDOUT, a host name without an address
 /// EHOSTUNREACH), else ECONNREFUSED.
+/// `Connect`'s message: "cannot reach" unless the server was reached and
+/// the credentials were what failed (the error says so, naming the server).
+fn connect_message(server: &str, source: &io::Error) -> String {
+    if source.kind() == io::ErrorKind::PermissionDenied {
+        format!("{server}: {source}")
+    } else {
+        format!("cannot reach {server}: {source}")
+    }
+}
+
 fn connect_errno(e: &io::Error) -> i32 {
     if let Some(n) = e.raw_os_error() {
         return n;

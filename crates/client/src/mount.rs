@@ -1,6 +1,7 @@
 //! Finding the server and the export: PORTMAP GETPORT, MOUNT EXPORT and
 //! MNT, each a one-shot RPC over its own short-lived TCP connection
-//! (`io::oneshot`; cold path: done once per mount).
+//! (`io::oneshot`; cold path: done once per mount). Under `sec=krb5*` the
+//! MOUNT calls are sealed, each on a context of its own ([`MountAuth`]).
 //!
 //! The export of a path is the longest prefix of it that the server lists
 //! in EXPORT and lets us MOUNT (docs/design.md "Configuration"). Where the server has no EXPORT procedure,
@@ -30,9 +31,12 @@ use directnfs_wire::mount::{self, dirpath, mountres3, MNTPATHLEN};
 use directnfs_wire::nfs3::nfs_fh3;
 use directnfs_wire::portmap::{self, Mapping};
 
+use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
+
 use crate::error::{Error, Result};
 use crate::io::oneshot::rpc_once;
-use crate::io::socket::ConnectSpec;
+use crate::io::socket::{connect, ConnectSpec};
+use crate::security::{Flavor, GssConnection, SecurityError};
 
 /// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`.
 ///
@@ -120,7 +124,7 @@ pub(crate) struct Mounted {
 /// export named by the configuration or by a URL's `//`, used as it is).
 pub(crate) fn mount_path(
     spec: &ConnectSpec,
-    cred: &[u8],
+    cred: MountAuth<'_>,
     path: &str,
     known_export: Option<&str>,
 ) -> Result<Mounted> {
@@ -135,7 +139,7 @@ pub(crate) fn mount_path(
 /// directory (a file), so it cannot be the export.
 pub(crate) fn mount_above(
     spec: &ConnectSpec,
-    cred: &[u8],
+    cred: MountAuth<'_>,
     path: &str,
     not_export: &str,
 ) -> Result<Mounted> {
@@ -146,14 +150,18 @@ pub(crate) fn mount_above(
 /// `shorter_than` bytes) that the server lists in EXPORT and lets us MOUNT;
 /// where there is none (no EXPORT procedure, or nothing listed fits), the
 /// longest prefix MNT accepts, confirmed by [`shortest_alias`].
-fn discover(spec: &ConnectSpec, cred: &[u8], path: &str, shorter_than: usize) -> Result<Mounted> {
+fn discover(
+    spec: &ConnectSpec,
+    cred: MountAuth<'_>,
+    path: &str,
+    shorter_than: usize,
+) -> Result<Mounted> {
     // A prefix longer than MNTPATHLEN cannot be an export: never sent.
     let candidates: Vec<String> = prefixes(path)
         .into_iter()
         .filter(|c| c.len() <= MNTPATHLEN && c.len() < shorter_than)
         .collect();
-    let listed: Vec<String> = match rpc_once::<mount::Export>(spec, cred, &()).map_err(Error::from)
-    {
+    let listed: Vec<String> = match mount_rpc::<mount::Export>(spec, cred, &()) {
         Ok(list) => list
             .0
             .iter()
@@ -203,7 +211,7 @@ fn discover(spec: &ConnectSpec, cred: &[u8], path: &str, shorter_than: usize) ->
 /// lies below it. Shortest first: such a server answers `/` at once.
 fn shortest_alias<'a>(
     spec: &ConnectSpec,
-    cred: &[u8],
+    cred: MountAuth<'_>,
     candidates: &'a [String],
     export: &'a str,
     root: &nfs_fh3,
@@ -252,15 +260,77 @@ fn check_mount_path(export: &str) -> Result<()> {
     Ok(())
 }
 
-fn mnt(spec: &ConnectSpec, cred: &[u8], export: &str) -> Result<nfs_fh3> {
+fn mnt(spec: &ConnectSpec, cred: MountAuth<'_>, export: &str) -> Result<nfs_fh3> {
     check_mount_path(export)?;
-    match rpc_once::<mount::Mnt>(spec, cred, &dirpath(export.as_bytes().to_vec()))? {
+    match mount_rpc::<mount::Mnt>(spec, cred, &dirpath(export.as_bytes().to_vec()))? {
         mountres3::Ok(ok) => Ok(ok.fhandle),
         mountres3::Err(status) => Err(Error::Mount {
             export: export.to_string(),
             status,
         }),
     }
+}
+
+/// How MOUNT calls (EXPORT, MNT) are authenticated.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MountAuth<'a> {
+    /// The AUTH_SYS credential and verifier, encoded.
+    pub cred: &'a [u8],
+    /// A Kerberos flavor (`sec=krb5*`) and the server's host name (its
+    /// principal is `nfs/HOST`): each call is made on a context of its own
+    /// (RPCSEC_GSS on the MOUNT program). `None`: AUTH_SYS.
+    pub gss: Option<(Flavor, &'a str)>,
+}
+
+/// Calls MOUNT procedure `P` once on a fresh connection to `spec.remote`:
+/// with AUTH_SYS through `rpc_once`, with Kerberos sealed on a context set
+/// up on that connection. A Kerberos failure keeps its meaning: no ticket
+/// is `Connect` with EACCES (never retried until `mnt_timeout`), a broken
+/// connection `Connect` with its I/O error, an AUTH_ERROR `Auth`,
+/// anything else `Protocol`; every message names the server.
+fn mount_rpc<P: Procedure>(
+    spec: &ConnectSpec,
+    auth: MountAuth<'_>,
+    args: &P::Args,
+) -> Result<P::Res> {
+    let Some((flavor, host)) = auth.gss else {
+        return rpc_once::<P>(spec, auth.cred, args).map_err(Error::from);
+    };
+    let server = spec.remote.to_string();
+    let failed = |e: SecurityError| match e {
+        SecurityError::Io { source, .. } => Error::Connect {
+            server: server.clone(),
+            source,
+        },
+        SecurityError::Rejected { status, .. } => Error::Auth {
+            op: P::NAME,
+            path: server.clone(),
+            status,
+        },
+        e if e.errno() == libc::EACCES => Error::Connect {
+            server: server.clone(),
+            source: io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()),
+        },
+        e => Error::Protocol {
+            op: P::NAME,
+            path: server.clone(),
+            detail: e.to_string(),
+        },
+    };
+    let stream = connect(spec).map_err(|source| Error::Connect {
+        server: server.clone(),
+        source,
+    })?;
+    let mut conn = GssConnection::establish(stream, host, (P::PROG, P::VERS), flavor, spec.timeout)
+        .map_err(failed)?;
+    let mut body = Vec::with_capacity(256);
+    args.encode(&mut body);
+    let results = conn.call(P::PROC, &body, spec.timeout).map_err(failed)?;
+    P::Res::decode(&mut XdrReader::new(&results)).map_err(|e| Error::Protocol {
+        op: P::NAME,
+        path: server.clone(),
+        detail: e.to_string(),
+    })
 }
 
 /// Every prefix of `path` on component boundaries, longest first, ending with `/`.

@@ -151,6 +151,7 @@ impl Client {
             nfs_port,
             mount_spec,
             mut mounted,
+            server,
         } = found;
 
         let transport = start_transport(
@@ -174,7 +175,12 @@ impl Client {
                 "MNT {} gave the handle of a file, not a directory: looking for the export above it",
                 mounted.export
             );
-            mounted = mount::mount_above(&mount_spec, cred, &target.path, &mounted.export)?;
+            mounted = mount::mount_above(
+                &mount_spec,
+                mount_auth(options, cred, &server),
+                &target.path,
+                &mounted.export,
+            )?;
         }
         inner.root = mounted.root;
         inner.remote.export = mounted.export;
@@ -216,11 +222,17 @@ impl Client {
             )?,
         };
         let mount_spec = cold(mount_port);
-        let mounted = mount::mount_path(&mount_spec, cred, &target.path, target.export.as_deref())?;
+        let mounted = mount::mount_path(
+            &mount_spec,
+            mount_auth(options, cred, &path.server),
+            &target.path,
+            target.export.as_deref(),
+        )?;
         Ok(Discovered {
             nfs_port,
             mount_spec,
             mounted,
+            server: path.server.clone(),
         })
     }
 }
@@ -259,11 +271,23 @@ pub(crate) fn start_v41(inner: Inner, publish: Publish) -> Client {
     Client { inner }
 }
 
-/// What one path told us: the NFS port, where MOUNT is, the export.
+/// What one path told us: the NFS port, where MOUNT is, the export, and
+/// the path's server name (a Kerberos principal's host).
 struct Discovered {
     nfs_port: u16,
     mount_spec: ConnectSpec,
     mounted: mount::Mounted,
+    server: String,
+}
+
+/// How MOUNT calls to `server` are authenticated: as the mount's NFS
+/// calls (`sec=`), AUTH_SYS with `cred` or Kerberos.
+fn mount_auth<'a>(options: &MountOptions, cred: &'a [u8], server: &'a str) -> mount::MountAuth<'a> {
+    mount::MountAuth {
+        cred,
+        gss: (options.security != crate::security::Flavor::Sys)
+            .then_some((options.security, server)),
+    }
 }
 
 /// True for the failures that mean the server could not be reached at all
