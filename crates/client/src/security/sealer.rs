@@ -14,11 +14,12 @@
 
 use std::collections::HashMap;
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use directnfs_wire::rpc::auth::AuthFlavor;
-use directnfs_wire::rpc::{AcceptedReply, AuthStat, ReplyBody, ReplyHeader};
+use directnfs_wire::rpc::{AcceptedReply, AuthStat, RejectedReply, ReplyBody, ReplyHeader};
 use directnfs_wire::xdr::pad_len;
 use directnfs_wire::{Decode, XdrReader};
 
@@ -47,6 +48,8 @@ pub struct ConnectionSealer {
     window: u32,
     /// XID → sequence numbers of its transmissions on this connection.
     sent: Mutex<HashMap<u32, Vec<u32>>>,
+    /// A reply on this context passed its checks: the context worked.
+    proven: AtomicBool,
 }
 
 impl ConnectionSealer {
@@ -68,6 +71,7 @@ impl ConnectionSealer {
                 context,
                 window,
                 sent: Mutex::new(HashMap::new()),
+                proven: AtomicBool::new(false),
             },
         ))
     }
@@ -145,6 +149,7 @@ impl ConnectionSealer {
         for &seq in seqs.iter().rev() {
             match self.context.open(rec, xid, seq, max_body) {
                 Ok(results) => {
+                    self.proven.store(true, Ordering::Relaxed);
                     let mut plain = Vec::with_capacity(24 + results.len());
                     for word in [xid, 1, 0, AuthFlavor::AUTH_NONE.0, 0, 0] {
                         plain.extend_from_slice(&word.to_be_bytes());
@@ -161,6 +166,31 @@ impl ConnectionSealer {
             server: String::new(),
             detail: format!("reply XID {xid:#x} answers no call sealed on this connection"),
         }))
+    }
+}
+
+impl ConnectionSealer {
+    /// The server's word that it no longer holds this context (or cannot
+    /// use its credential), when the context had worked before: the
+    /// connection should be replaced, with a new context, and its calls
+    /// re-sent (RFC 2203 §5.3.3.3). A context that never worked gets no
+    /// second one: its calls fail with the AUTH_ERROR (no loop of
+    /// contexts the server refuses at once).
+    pub fn lost(&self, rec: &[u8]) -> Option<AuthStat> {
+        let status = context_problem(rec)?;
+        self.proven.load(Ordering::Relaxed).then_some(status)
+    }
+}
+
+/// RPCSEC_GSS_CREDPROBLEM or RPCSEC_GSS_CTXPROBLEM, when `rec` is an
+/// AUTH_ERROR reply with one of them.
+fn context_problem(rec: &[u8]) -> Option<AuthStat> {
+    let header = ReplyHeader::decode(&mut XdrReader::new(rec)).ok()?;
+    match header.body {
+        ReplyBody::Denied(RejectedReply::AuthError(
+            s @ (AuthStat::RPCSEC_GSS_CREDPROBLEM | AuthStat::RPCSEC_GSS_CTXPROBLEM),
+        )) => Some(s),
+        _ => None,
     }
 }
 
@@ -220,6 +250,34 @@ mod tests {
         let mut huge = body.clone();
         huge[24..28].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(split_call_body(&huge).is_none(), "a length past the end");
+    }
+
+    #[test]
+    fn only_credproblem_and_ctxproblem_mean_a_lost_context() {
+        let denied = |status: AuthStat| {
+            let mut rec = Vec::new();
+            for w in [9u32, 1, 1, 1, status.0] {
+                rec.extend_from_slice(&w.to_be_bytes());
+            }
+            rec
+        };
+        assert_eq!(
+            context_problem(&denied(AuthStat::RPCSEC_GSS_CTXPROBLEM)),
+            Some(AuthStat::RPCSEC_GSS_CTXPROBLEM)
+        );
+        assert_eq!(
+            context_problem(&denied(AuthStat::RPCSEC_GSS_CREDPROBLEM)),
+            Some(AuthStat::RPCSEC_GSS_CREDPROBLEM)
+        );
+        assert_eq!(context_problem(&denied(AuthStat::AUTH_TOOWEAK)), None);
+        assert_eq!(context_problem(&rejected_reply(9)), None);
+        // An accepted reply, and garbage.
+        let mut ok = Vec::new();
+        for w in [9u32, 1, 0, 0, 0, 0] {
+            ok.extend_from_slice(&w.to_be_bytes());
+        }
+        assert_eq!(context_problem(&ok), None);
+        assert_eq!(context_problem(&[1, 2, 3]), None);
     }
 
     #[test]

@@ -770,6 +770,18 @@ impl ChannelReplies<'_> {
     /// reply that fails its checks becomes an AUTH_ERROR for its call.
     /// `None`: use `rec` as it is (AUTH_SYS, or a reply the server did not
     /// accept).
+    /// On a connection with an RPCSEC_GSS context that had worked, a
+    /// reply saying the server lost it (or cannot use its credential):
+    /// why the connection must be replaced.
+    fn context_lost(&self, rec: &[u8]) -> Option<String> {
+        self.shared.config.gss.as_ref()?;
+        let ch = &self.shared.channels[self.channel];
+        let status = ch.sealer(self.epoch)?.lost(rec)?;
+        Some(format!(
+            "the server dropped the Kerberos context ({status}): a new connection and context"
+        ))
+    }
+
     fn open(&self, rec: &[u8]) -> Option<Vec<u8>> {
         self.shared.config.gss.as_ref()?;
         let ch = &self.shared.channels[self.channel];
@@ -808,6 +820,12 @@ impl Replies for ChannelReplies<'_> {
     }
 
     fn record(&mut self, rec: &[u8], now: u64) {
+        if let Some(why) = self.context_lost(rec) {
+            // Its calls, this one too, go to a connection with a new
+            // context (the engine re-sends them).
+            self.shared.fail(self.channel, self.epoch, &why);
+            return;
+        }
         let opened;
         let rec = match self.open(rec) {
             Some(plain) => {
