@@ -63,6 +63,13 @@
 //! 8. `file.rs`: `finish_read` takes the outcome, checks the NFS status and
 //!    returns the byte count.
 //!
+//! Kerberos (`sec=krb5*`): each connection gets an RPCSEC_GSS context when
+//! it connects (`connect_channel`, `security/sealer.rs`); in step 3
+//! `send_sealed` seals each call as it is written, one `writev` each; in
+//! step 6 `ChannelReplies::open` checks and unwraps each reply before it
+//! is decoded, and step 6's direct READ receive is off (a reply is checked
+//! whole before its data is used).
+//!
 //! Time: `transport/maintenance.rs` calls `Engine::on_tick` and sleeps
 //! until `Engine::next_deadline`; a call with no reply by its deadline
 //! fails its channel there, and the engine re-sends it elsewhere (step 2's
