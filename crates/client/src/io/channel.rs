@@ -190,23 +190,31 @@ impl Channel {
     /// `send_many` on a connection with an RPCSEC_GSS context: each call is
     /// sealed now, under the writer's lock, so the server sees sequence
     /// numbers in the order they were drawn and a re-sent call gets a new
-    /// one (RFC 2203 §5.3.3.1). A call that cannot be sealed fails the
-    /// connection (its calls are re-sent on another).
+    /// one (RFC 2203 §5.3.3.1); one `writev` per [`SEND_CHUNK`] calls, as
+    /// `send_many`'s. A call that cannot be sealed fails the connection
+    /// (its calls are re-sent on another).
     fn send_sealed<C: Borrow<Call>>(
         &self,
         stream: &mut TcpStream,
         calls: &[(u32, C)],
         sealer: &ConnectionSealer,
     ) -> io::Result<()> {
-        for (xid, call) in calls {
-            let call: &Call = call.borrow();
-            let message = sealer
-                .seal(*xid, &call.body, call.payload.as_deref())
-                .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
-            let head = fragment_header(message.len(), true);
-            let mut slices = [IoSlice::new(&head), IoSlice::new(&message)];
+        let mut sealed = Vec::with_capacity(calls.len().min(SEND_CHUNK));
+        for chunk in calls.chunks(SEND_CHUNK) {
+            sealed.clear();
+            for (xid, call) in chunk {
+                let call: &Call = call.borrow();
+                let message = sealer
+                    .seal(*xid, &call.body, call.payload.as_deref())
+                    .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+                sealed.push((fragment_header(message.len(), true), message));
+            }
+            let mut slices: Vec<IoSlice<'_>> = sealed
+                .iter()
+                .flat_map(|(head, message)| [IoSlice::new(head), IoSlice::new(message)])
+                .collect();
             send_all_vectored(stream, &mut slices)?;
-            self.sent.fetch_add(1, Ordering::Relaxed);
+            self.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
         Ok(())
     }
