@@ -3,12 +3,22 @@
 //! (`DNFS_TEST_URL_NLM`, which `scripts/test.sh` exports as root; the
 //! tests skip without it). The lock manager's port comes from the
 //! server's portmapper (GETPORT), as on a filer.
+//!
+//! The reclaim tests start an NLM server of their own (`OwnGanesha`, in
+//! network namespace `nlm-reclaim`, 10.231.202.0/30, unless
+//! `DNFS_TEST_NLM_RECLAIM_NETNS` / `DNFS_TEST_NLM_RECLAIM_NET` say
+//! otherwise), SIGKILL it and restart it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
 
+#[path = "common/in_child.rs"]
+mod in_child;
+
 use directnfs::{Client, NlmOwner};
+use directnfs_testkit::ganesha::OwnGanesha;
+use in_child::in_child;
 
 fn url() -> Option<String> {
     directnfs_testkit::server::url_nlm("nlm")
@@ -93,4 +103,203 @@ fn nlm_lock_without_a_lock_manager_is_enolck_naming_nolock() {
         text.contains("nolock") && text.contains("local_lock="),
         "{text}"
     );
+}
+
+/// An NLM server of the test's own (see the module doc), up with no grace
+/// period; `None` (skipped, loudly) where the NLM tests do not run.
+fn own_nlm_server(name: &str) -> Option<OwnGanesha> {
+    url()?;
+    let netns =
+        std::env::var("DNFS_TEST_NLM_RECLAIM_NETNS").unwrap_or_else(|_| "nlm-reclaim".into());
+    let net = std::env::var("DNFS_TEST_NLM_RECLAIM_NET").unwrap_or_else(|_| "10.231.202".into());
+    let server = OwnGanesha::start(
+        name,
+        &[
+            ("DNFS_NLM", "1"),
+            ("DNFS_NLM_NETNS", &netns),
+            ("DNFS_NLM_NET", &net),
+            ("DNFS_NFS4", "1"),
+            ("DNFS_NFS4_GRACE", "0"),
+        ],
+    )
+    .unwrap();
+    Some(server)
+}
+
+/// SIGKILLs the server and starts it again after 2 s with `grace` seconds
+/// of grace period (0: none).
+fn kill_and_restart(server: &OwnGanesha, grace: u32) {
+    let grace = grace.to_string();
+    let mut restart = server
+        .spawn_restart(&["--kill", "--down", "2", "--grace", &grace])
+        .unwrap();
+    assert!(restart.wait().unwrap().success(), "nfs-server.sh restart");
+}
+
+/// In a child process of its own (another lock owner, with a lock manager
+/// connection and lock table of its own: the other host), a non-blocking
+/// exclusive lock of byte 0 of `fh`, asked again while the server is in
+/// its grace period (at most 60 s); returns the errno (0: granted, then
+/// released).
+fn other_host_tries(client: &Client, fh: &directnfs::Handle) -> i32 {
+    let (mut fds, fh) = ([0; 2], *fh);
+    // SAFETY: `fds` has room for the two descriptors pipe writes.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    in_child(client, move |c| {
+        let owner = NlmOwner::process();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let errno = loop {
+            match c.nlm_lock(&fh, &owner, (0, 1), true, false) {
+                Ok(()) => {
+                    c.nlm_unlock(&fh, &owner, (0, 1))
+                        .map_err(|e| format!("unlock: {e}"))?;
+                    break 0;
+                }
+                Err(e) if e.to_string().contains("GRACE") && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+                Err(e) => break e.errno(),
+            }
+        };
+        // SAFETY: writes 4 live bytes to our pipe.
+        unsafe { libc::write(fds[1], errno.to_ne_bytes().as_ptr().cast(), 4) };
+        Ok(())
+    });
+    let mut b = [0u8; 4];
+    // SAFETY: reads into a live buffer; closes our pipe.
+    unsafe {
+        assert_eq!(libc::read(fds[0], b.as_mut_ptr().cast(), 4), 4);
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    i32::from_ne_bytes(b)
+}
+
+#[test]
+fn nlm_locks_are_reclaimed_after_a_server_restart_and_another_host_stays_refused() {
+    let Some(server) = own_nlm_server("nlm-reclaim") else {
+        return;
+    };
+    let a = Client::connect(server.url()).unwrap();
+    let f = file(&a, "reclaim");
+    let fh = f.handle();
+    let owner = NlmOwner::process_of(4301);
+    a.nlm_lock(&fh, &owner, (0, 0), true, false).unwrap();
+    // A shared range of another file, reclaimed too.
+    let g = file(&a, "reclaim-shared");
+    a.nlm_lock(&g.handle(), &owner, (10, 10), false, false)
+        .unwrap();
+    assert_eq!(
+        other_host_tries(&a, &fh),
+        libc::EAGAIN,
+        "before the restart"
+    );
+    kill_and_restart(&server, 8);
+    // The other host waits out the grace period; by then A reclaimed.
+    assert_eq!(
+        other_host_tries(&a, &fh),
+        libc::EAGAIN,
+        "after the restart the other host got A's lock: not reclaimed"
+    );
+    assert!(
+        directnfs::alert::recent()
+            .iter()
+            .any(|l| l.contains("2 NLM lock(s) reclaimed after a server restart")),
+        "{:?}",
+        directnfs::alert::recent()
+    );
+    let (conflict, svid) = a
+        .nlm_test(&g.handle(), &NlmOwner::process_of(4302), (0, 0), true)
+        .unwrap()
+        .expect("the shared range is held again");
+    assert_eq!((conflict.offset, conflict.len, svid), (10, 10, 4301));
+    // A still holds it: its unlock is clean, then the other host gets it.
+    a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
+    a.nlm_unlock(&g.handle(), &owner, (0, 0)).unwrap();
+    assert_eq!(other_host_tries(&a, &fh), 0);
+}
+
+#[test]
+fn an_nlm_lock_forgotten_by_a_graceless_restart_is_reported_lost_with_eio() {
+    let Some(server) = own_nlm_server("nlm-reclaim") else {
+        return;
+    };
+    let a = Client::connect(server.url()).unwrap();
+    let f = file(&a, "lost");
+    let fh = f.handle();
+    let owner = NlmOwner::process_of(4401);
+    a.nlm_lock(&fh, &owner, (0, 100), true, false).unwrap();
+    // No grace period: the server forgot the lock and lets anyone take
+    // it at once; the client must not take it back as if nothing had
+    // happened.
+    kill_and_restart(&server, 0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !directnfs::alert::recent()
+        .iter()
+        .any(|l| l.contains("NLM lock LOST"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no lost-lock alert: {:?}",
+            directnfs::alert::recent()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let line = directnfs::alert::recent()
+        .into_iter()
+        .find(|l| l.contains("NLM lock LOST"))
+        .unwrap();
+    assert!(line.contains("bytes 0..100, exclusive"), "{line}");
+    // The owner's next lock on the file fails with EIO, and so does its
+    // unlock (which acknowledges); after that the file is usable again.
+    let e = a.nlm_lock(&fh, &owner, (0, 1), true, false).unwrap_err();
+    assert_eq!(e.errno(), libc::EIO, "{e}");
+    let e = a.nlm_unlock(&fh, &owner, (0, 0)).unwrap_err();
+    assert_eq!(e.errno(), libc::EIO, "{e}");
+    assert!(e.to_string().contains("server restart"), "{e}");
+    a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
+    a.nlm_lock(&fh, &owner, (0, 1), true, false).unwrap();
+    a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
+}
+
+#[test]
+fn a_broken_lock_manager_connection_without_a_restart_keeps_every_lock() {
+    let Some(server) = own_nlm_server("nlm-reclaim") else {
+        return;
+    };
+    let a = Client::connect(server.url()).unwrap();
+    let f = file(&a, "cut");
+    let fh = f.handle();
+    let owner = NlmOwner::process_of(4501);
+    a.nlm_lock(&fh, &owner, (0, 0), true, false).unwrap();
+    let host = server
+        .url()
+        .trim_start_matches("nfs://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    // The kernel ends this host's TCP connections to the server's lock
+    // manager (port 32803, nfs-server.sh's default), as a network fault
+    // would; the server keeps running and keeps the lock.
+    let out = std::process::Command::new("ss")
+        .args(["-K", "dst", &host, "dport", "=", "32803"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ss -K: {out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&host),
+        "ss -K ended no connection: {out:?}"
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let lines = directnfs::alert::recent();
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("NLM lock LOST") && l.contains("svid 4501")),
+        "{lines:?}"
+    );
+    assert_eq!(other_host_tries(&a, &fh), libc::EAGAIN);
+    a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
+    assert_eq!(other_host_tries(&a, &fh), 0);
 }

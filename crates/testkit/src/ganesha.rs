@@ -32,14 +32,17 @@ pub struct OwnGanesha {
 
 impl OwnGanesha {
     /// Starts a server named `name` (state in `/tmp/dnfs-test-NAME`, files
-    /// in `/tmp/dnfs-test-NAME-export`) with the `nfs-server.sh` settings
-    /// in `env` (`DNFS_EXPORT_PATH`, `DNFS_NFS_PORT`, ...). The error holds
-    /// the script's output.
+    /// in `/tmp/dnfs-test-NAME-export`; `DNFS_TEST_OWN_PREFIX` replaces
+    /// `/tmp/dnfs-test-`) with the `nfs-server.sh` settings in `env`
+    /// (`DNFS_EXPORT_PATH`, `DNFS_NFS_PORT`, ...). The error holds the
+    /// script's output.
     pub fn start(name: &str, env: &[(&str, &str)]) -> Result<Self, String> {
-        let lock = take_lock(&format!("/tmp/dnfs-test-{name}.lock"))?;
+        let prefix =
+            std::env::var("DNFS_TEST_OWN_PREFIX").unwrap_or_else(|_| "/tmp/dnfs-test-".into());
+        let lock = take_lock(&format!("{prefix}{name}.lock"))?;
         let mut server = Self {
-            state_dir: PathBuf::from(format!("/tmp/dnfs-test-{name}")),
-            export_dir: PathBuf::from(format!("/tmp/dnfs-test-{name}-export")),
+            state_dir: PathBuf::from(format!("{prefix}{name}")),
+            export_dir: PathBuf::from(format!("{prefix}{name}-export")),
             env: env
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))

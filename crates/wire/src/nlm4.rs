@@ -514,6 +514,10 @@ macro_rules! procedure {
 }
 
 procedure!(
+    /// RFC 1813 II §6.2 `void NLMPROC4_NULL(void) = 0;`
+    Nlm4Null, NLM_PROG, NLM4_VERS, NLMPROC4_NULL, "NLM4_NULL", (), ()
+);
+procedure!(
     /// RFC 1813 II §6.2 `nlm4_testres NLMPROC4_TEST(nlm4_testargs) = 1;`
     Nlm4Test, NLM_PROG, NLM4_VERS, NLMPROC4_TEST, "NLM4_TEST", nlm4_testargs, nlm4_testres
 );

@@ -11,6 +11,8 @@
 //! | the server restarted (write verifier changed) | WARNING | `SERVER: server restart detected (write verifier 65f1..00 -> 65f2..00)` |
 //! | NFS3ERR_JUKEBOX storm | WARNING | `SERVER: JUKEBOX storm: 40 "try again later" replies in 1.0 s` |
 //! | a MOUNT attempt failed and will be retried | NOTICE | `SERVER: MOUNT EXPORT failed (WHY); retry 3 in 4.0 s` |
+//! | NFSv3: NLM locks reclaimed after a lock manager restart | NOTICE | `SERVER: 2 NLM lock(s) reclaimed after a server restart` |
+//! | NFSv3: an NLM lock lost (its reclaim refused, or too late) | WARNING | `SERVER: NLM lock LOST: file handle 01..ff, owner OH (svid 42), bytes 0..10, exclusive: WHY` |
 //!
 //! Lines go to stderr by default (with the interception library they land
 //! in the database's own log), to a file, to syslog, or nowhere: see
@@ -244,6 +246,32 @@ impl Alerts {
                 "{}: MOUNT {export} failed ({error}); retry {attempt} in {:.1} s",
                 self.server,
                 delay.as_secs_f64()
+            ),
+        );
+    }
+
+    /// NFSv3: `n` NLM locks were reclaimed after the server's lock
+    /// manager restarted.
+    pub(crate) fn nlm_locks_reclaimed(&self, n: usize) {
+        emit(
+            Level::Notice,
+            &format!("server {}", self.server),
+            &format!(
+                "{}: {n} NLM lock(s) reclaimed after a server restart",
+                self.server
+            ),
+        );
+    }
+
+    /// NFSv3: the NLM lock of `owner` on `range` of the file with handle
+    /// `file` (hex) is no longer held, for `why`.
+    pub(crate) fn nlm_lock_lost(&self, file: &str, owner: &str, range: &str, why: &str) {
+        emit(
+            Level::Warning,
+            &format!("NLM locks of {}", self.server),
+            &format!(
+                "{}: NLM lock LOST: file handle {file}, owner {owner}, {range}: {why}",
+                self.server
             ),
         );
     }

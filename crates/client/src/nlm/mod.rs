@@ -14,7 +14,8 @@
 //!   the first lock call and kept; a broken one is opened again once per
 //!   call (after a new GETPORT: a restarted server may listen elsewhere). In the
 //!   child of `fork` the parent's is forgotten (never closed from the
-//!   child) and the child opens its own.
+//!   child) and the child opens its own, with a table of held locks of
+//!   its own (empty: the parent's locks are the parent's owners').
 //! * **Owners.** An NLM lock belongs to (`caller_name`, `svid`, `oh`):
 //!   `caller_name` is this host's name (the server's NSM monitors it, and
 //!   when the host restarts its statd's SM_NOTIFY frees every lock the
@@ -27,23 +28,56 @@
 //!   request the caller then abandons would stay granted to a caller that
 //!   is gone), so a waiter is not woken at the instant of release.
 //! * **Grace period**: after a server restart NLM4_DENIED_GRACE_PERIOD is
-//!   waited out (polled like a conflict). Locks held before the restart are
-//!   not reclaimed (see [`NlmOwner`] and the book's `docs/book/src/run/served.md`: the server forgets
-//!   them and this client does not ask again), which the caller is told
-//!   at its next `unlock` only if the server says so; NFSv4.1 mounts do
-//!   reclaim.
+//!   waited out (polled like a conflict) by a new lock, and by an unlock
+//!   of a lock reclaimed in that grace period.
+//! * **Reclaim after a server restart.** Every lock the server granted is
+//!   kept in a table ([`held`]: file handle, owner, range, mode), updated
+//!   by lock and unlock. While the table is not empty a thread of the
+//!   process (`dnfs-nlm-reclaim`) calls NLM4_NULL on the kept connection
+//!   once a second ([`PROBE`]). A connection that broke (the server's
+//!   lock manager died, or the network did) makes the held locks suspect:
+//!   before the table is next used (by that thread or by a lock call),
+//!   each held range is checked with NLM4_TEST in the name of a probe
+//!   owner that holds nothing. The server names our own lock as the
+//!   holder: it did not restart, nothing to do (a shared range for which
+//!   it names another reader is asked for again, without `reclaim`: a
+//!   lock the owner holds is granted again at once).
+//!   NLM4_DENIED_GRACE_PERIOD: it restarted and is in its grace period,
+//!   so the range is sent again as NLM4_LOCK with `reclaim = true`
+//!   (answered NLM4_DENIED_GRACE_PERIOD, asked again up to
+//!   [`held::GRACE_RETRIES`] times a second apart). Anything else — the
+//!   range is free (the server forgot it and its grace period is over),
+//!   another owner holds it, the reclaim is refused — and the lock is
+//!   **lost**: one warning (tracing and the alert log) names the file
+//!   handle, the owner and the range, and the owner's next lock or unlock
+//!   on that file fails with [`Error::LockLost`] (EIO, as the kernel's
+//!   client after a lost lock); the unlock acknowledges it. A lost lock is
+//!   never taken again without a word, since another host may have
+//!   written under it meanwhile. A server that stays out of reach for
+//!   longer than its grace period loses the locks so.
+//!   Why not SM_NOTIFY: a server's statd calls the statd of each client
+//!   host it monitors when the *server host* rebooted; a process has no
+//!   statd of its own to receive it, and a lock manager restarted alone
+//!   (Ganesha's, here) sends none. Why not the server statd's state
+//!   number (SM_STAT): it changes when statd restarts, not when the lock
+//!   manager does. The connection break plus NLM4_TEST asks the lock
+//!   manager itself whether it still holds each lock.
+
+mod held;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use directnfs_wire::nlm4::{
     self, netobj, nlm4_cancargs, nlm4_lock, nlm4_lockargs, nlm4_res, nlm4_stats, nlm4_testargs,
-    nlm4_testres, nlm4_unlockargs, Nlm4Cancel, Nlm4Lock, Nlm4Test, Nlm4Unlock,
+    nlm4_testres, nlm4_unlockargs, Nlm4Cancel, Nlm4Lock, Nlm4Null, Nlm4Test, Nlm4Unlock,
 };
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
+use crate::config::MountOptions;
 use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::io::kept::Kept;
@@ -54,6 +88,11 @@ use crate::v4::LockConflict;
 /// Pause after a denied blocking lock: 10 ms doubling to 1 s.
 const FIRST_POLL: Duration = Duration::from_millis(10);
 const LONGEST_POLL: Duration = Duration::from_secs(1);
+
+/// While locks are held, the lock manager is asked (NLM4_NULL) this
+/// often whether the connection still stands: a restarted server is
+/// found, and its locks reclaimed, within about this long.
+pub const PROBE: Duration = Duration::from_secs(1);
 
 /// The NSM state number sent with every LOCK. The same for every process
 /// of the host: Ganesha keys a host's lock state on it, and a changed
@@ -123,8 +162,13 @@ impl Locks<'_> {
         wait: bool,
     ) -> Result<()> {
         let mgr = self.lock_manager("NLM4_LOCK")?;
+        let key: held::Key = (fh.as_bytes().to_vec(), owner.clone());
         let mut pause = FIRST_POLL;
         loop {
+            let mut book = mgr.book(self.0);
+            if let Some(why) = book.held.lost(&key) {
+                return Err(lost_error("NLM4_LOCK", fh, why));
+            }
             let args = nlm4_lockargs {
                 cookie: cookie(),
                 block: false,
@@ -135,12 +179,19 @@ impl Locks<'_> {
             };
             let res: nlm4_res = mgr.call::<Nlm4Lock>(self.0, &args)?;
             match res.stat {
-                nlm4_stats::NLM4_GRANTED => return Ok(()),
+                nlm4_stats::NLM4_GRANTED => {
+                    book.held
+                        .locked(&key, held::Range::of(offset, len, exclusive));
+                    mgr.watch(&mut book, self.0);
+                    return Ok(());
+                }
                 nlm4_stats::NLM4_DENIED | nlm4_stats::NLM4_DENIED_GRACE_PERIOD if wait => {
+                    drop(book);
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(LONGEST_POLL);
                 }
                 nlm4_stats::NLM4_BLOCKED => {
+                    drop(book);
                     // Only a `block = true` request is queued; cancel it
                     // should a server queue this one anyway.
                     let _ = self.cancel(fh, owner, (offset, len), exclusive);
@@ -165,14 +216,37 @@ impl Locks<'_> {
         (offset, len): (u64, u64),
     ) -> Result<()> {
         let mgr = self.lock_manager("NLM4_UNLOCK")?;
-        let args = nlm4_unlockargs {
-            cookie: cookie(),
-            alock: alock(fh, owner, offset, len),
-        };
-        let res: nlm4_res = mgr.call::<Nlm4Unlock>(self.0, &args)?;
-        match res.stat {
-            nlm4_stats::NLM4_GRANTED => Ok(()),
-            status => Err(nlm_error("NLM4_UNLOCK", fh, status)),
+        let key: held::Key = (fh.as_bytes().to_vec(), owner.clone());
+        let whole = held::Range::of(offset, len, false);
+        let mut book = mgr.book(self.0);
+        let lost = book.held.acknowledge(&key);
+        book.held.unlocked(&key, whole.start, whole.end);
+        let mut pause = FIRST_POLL;
+        loop {
+            let args = nlm4_unlockargs {
+                cookie: cookie(),
+                alock: alock(fh, owner, offset, len),
+            };
+            let res: nlm4_res = mgr.call::<Nlm4Unlock>(self.0, &args)?;
+            match res.stat {
+                nlm4_stats::NLM4_GRANTED => break,
+                // In a grace period: a restarted server. Not yet checked
+                // (the table has no more of this range to reclaim): the
+                // server holds none of it. Reclaimed in this grace period:
+                // the unlock waits for its end.
+                nlm4_stats::NLM4_DENIED_GRACE_PERIOD if mgr.suspect.load(Ordering::SeqCst) => break,
+                nlm4_stats::NLM4_DENIED_GRACE_PERIOD => {
+                    drop(book);
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(LONGEST_POLL);
+                    book = mgr.book(self.0);
+                }
+                status => return Err(nlm_error("NLM4_UNLOCK", fh, status)),
+            }
+        }
+        match lost {
+            Some(why) => Err(lost_error("NLM4_UNLOCK", fh, &why)),
+            None => Ok(()),
         }
     }
 
@@ -260,6 +334,57 @@ impl Locks<'_> {
     }
 }
 
+/// What a call to the lock manager needs of the mount that makes it:
+/// the server's name, the options and the credential.
+trait Side {
+    fn name(&self) -> &str;
+    fn options(&self) -> &MountOptions;
+    fn cred(&self) -> &[u8];
+}
+
+impl Side for Remote {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn options(&self) -> &MountOptions {
+        &self.options
+    }
+    fn cred(&self) -> &[u8] {
+        &self.cred
+    }
+}
+
+/// A copy of a mount's [`Side`], kept by the watcher thread (which must
+/// outlive the call that started it).
+#[derive(Debug, Clone)]
+struct Caller {
+    name: String,
+    options: MountOptions,
+    cred: Vec<u8>,
+}
+
+impl Caller {
+    fn of(side: &dyn Side) -> Self {
+        Caller {
+            name: side.name().to_owned(),
+            options: side.options().clone(),
+            cred: side.cred().to_vec(),
+        }
+    }
+}
+
+impl Side for Caller {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn options(&self) -> &MountOptions {
+        &self.options
+    }
+    fn cred(&self) -> &[u8] {
+        &self.cred
+    }
+}
+
 /// The lock managers of a process, by (server address, `nlm_port`).
 type Managers = Mutex<HashMap<(IpAddr, u16), Arc<Manager>>>;
 
@@ -276,6 +401,22 @@ struct Manager {
     port: Option<u16>,
     pid: u32,
     conn: Mutex<Conn>,
+    /// The locks held here; taken before `conn`, and held across the
+    /// call that changes them (a reclaim never crosses a lock or unlock).
+    book: Mutex<Book>,
+    /// The connection broke since the held locks were last checked: the
+    /// server may have restarted and forgotten them.
+    suspect: AtomicBool,
+}
+
+/// The held locks and their watcher.
+#[derive(Debug, Default)]
+struct Book {
+    held: held::Held,
+    /// A `dnfs-nlm-reclaim` thread runs (until the table is empty).
+    watching: bool,
+    /// The mount whose options and credential the watcher's calls use.
+    client: Option<Caller>,
 }
 
 #[derive(Debug, Default)]
@@ -292,13 +433,161 @@ impl Manager {
             port,
             pid: std::process::id(),
             conn: Mutex::new(Conn::default()),
+            book: Mutex::new(Book::default()),
+            suspect: AtomicBool::new(false),
+        }
+    }
+
+    /// The table of held locks, checked first if the connection broke
+    /// since (see the module doc).
+    fn book(&self, remote: &dyn Side) -> MutexGuard<'_, Book> {
+        let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
+        if self.suspect.load(Ordering::SeqCst) {
+            self.recover(&mut book, remote);
+        }
+        book
+    }
+
+    /// Starts the watcher thread unless it runs.
+    fn watch(self: &Arc<Self>, book: &mut Book, remote: &dyn Side) {
+        if book.watching {
+            return;
+        }
+        book.watching = true;
+        book.client = Some(Caller::of(remote));
+        let mgr = Arc::clone(self);
+        if let Err(e) = crate::signals::spawn("dnfs-nlm-reclaim", move || mgr.watcher()) {
+            book.watching = false;
+            book.client = None;
+            tracing::warn!(
+                "NLM: cannot start the thread that reclaims locks after a server restart: {e}"
+            );
+        }
+    }
+
+    /// The watcher: a NULL call every [`PROBE`] while locks are held; a
+    /// broken connection makes the held locks checked (and reclaimed).
+    fn watcher(&self) {
+        loop {
+            std::thread::sleep(PROBE);
+            let client = {
+                let mut book = self.book.lock().unwrap_or_else(|p| p.into_inner());
+                match book.client.clone() {
+                    Some(c) if !book.held.is_empty() => c,
+                    _ => {
+                        book.watching = false;
+                        book.client = None;
+                        return;
+                    }
+                }
+            };
+            if !self.suspect.load(Ordering::SeqCst) {
+                // A failure or a reconnect marks the suspect.
+                let _ = self.call::<Nlm4Null>(&client, &());
+            }
+            if self.suspect.load(Ordering::SeqCst) {
+                drop(self.book(&client));
+            }
+        }
+    }
+
+    /// Checks every held range after a broken connection and reclaims
+    /// what a restarted server forgot (see the module doc). A call that
+    /// fails on the way leaves the suspect for the next try.
+    fn recover(&self, book: &mut Book, remote: &dyn Side) {
+        if !self.suspect.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let all = book.held.all();
+        let mut reclaimed = 0;
+        for (key, range) in all {
+            match self.recover_one(remote, &key, range) {
+                Ok(None) => {}
+                Ok(Some(Reclaimed)) => reclaimed += 1,
+                Err(RecoverError::Lost(why)) => {
+                    let file = hex(&key.0);
+                    let owner = String::from_utf8_lossy(&key.1.oh).into_owned();
+                    tracing::warn!(
+                        "NLM lock lost: file handle {file}, owner {owner} (svid {}), {range}: {why}",
+                        key.1.svid
+                    );
+                    crate::alert::Alerts::new(remote.name()).nlm_lock_lost(
+                        &file,
+                        &format!("{owner} (svid {})", key.1.svid),
+                        &range.to_string(),
+                        &why,
+                    );
+                    book.held.lose(&key, range, &why);
+                }
+                Err(RecoverError::Call(e)) => {
+                    tracing::debug!("NLM: checking held locks stopped ({e}); again later");
+                    self.suspect.store(true, Ordering::SeqCst);
+                    return;
+                }
+            }
+        }
+        if reclaimed > 0 {
+            tracing::info!("NLM: {reclaimed} lock(s) reclaimed after a server restart");
+            crate::alert::Alerts::new(remote.name()).nlm_locks_reclaimed(reclaimed);
+        }
+    }
+
+    /// Checks one held range: `None` still held, `Reclaimed` held again
+    /// by a reclaim (or a lock sent again), or why it is lost.
+    fn recover_one(
+        &self,
+        remote: &dyn Side,
+        (fh, owner): &held::Key,
+        range: held::Range,
+    ) -> std::result::Result<Option<Reclaimed>, RecoverError> {
+        let handle = Handle::from_bytes(fh).map_err(RecoverError::Call)?;
+        let (offset, len) = range.offset_len();
+        let args = nlm4_testargs {
+            cookie: cookie(),
+            exclusive: true,
+            alock: alock(&handle, &probe_owner(), offset, len),
+        };
+        let res: nlm4_testres = self.call::<Nlm4Test>(remote, &args)?;
+        let mut reclaim = match held::judge_test(owner, range, res.stat, res.holder.as_ref()) {
+            held::Check::StillHeld => return Ok(None),
+            held::Check::Reclaim => true,
+            held::Check::Relock => false,
+            held::Check::Lost(why) => return Err(RecoverError::Lost(why)),
+        };
+        let mut graces = 0;
+        loop {
+            let args = nlm4_lockargs {
+                cookie: cookie(),
+                block: false,
+                exclusive: range.exclusive,
+                alock: alock(&handle, owner, offset, len),
+                reclaim,
+                state: NSM_STATE,
+            };
+            let res: nlm4_res = self.call::<Nlm4Lock>(remote, &args)?;
+            match held::judge_lock(reclaim, res.stat) {
+                held::Next::Held => return Ok(Some(Reclaimed)),
+                held::Next::Again if !reclaim => reclaim = true,
+                held::Next::Again if graces < held::GRACE_RETRIES => {
+                    graces += 1;
+                    std::thread::sleep(Duration::from_secs(1));
+                }
+                held::Next::Again => {
+                    return Err(RecoverError::Lost(format!(
+                        "its reclaim after a server restart was answered \
+                         NLM4_DENIED_GRACE_PERIOD {} times (the grace period is over)",
+                        graces + 1
+                    )))
+                }
+                held::Next::Lost(why) => return Err(RecoverError::Lost(why)),
+            }
         }
     }
 
     /// Calls `P` on the lock manager, (re)connecting once if the kept
     /// connection broke.
-    fn call<P: Procedure>(&self, remote: &Remote, args: &P::Args) -> Result<P::Res> {
-        let o = &remote.options;
+    fn call<P: Procedure>(&self, remote: &dyn Side, args: &P::Args) -> Result<P::Res> {
+        let o = remote.options();
         let mut body = Vec::with_capacity(256);
         args.encode(&mut body);
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -312,34 +601,39 @@ impl Manager {
                 let spec = self.spec(remote, port);
                 conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
                     op: P::NAME,
-                    path: remote.name.clone(),
+                    path: remote.name().to_owned(),
                     detail: format!("cannot connect to {}: {e}", spec.remote),
                 })?;
                 conn.port = Some(port);
             }
             match conn
                 .kept
-                .call(&remote.cred, (P::PROG, P::VERS, P::PROC), &body, o.timeo)
+                .call(remote.cred(), (P::PROG, P::VERS, P::PROC), &body, o.timeo)
             {
                 Ok(results) => {
                     let mut r = XdrReader::new(&results);
                     return P::Res::decode(&mut r).map_err(|e| Error::Protocol {
                         op: P::NAME,
-                        path: remote.name.clone(),
+                        path: remote.name().to_owned(),
                         detail: e.to_string(),
                     });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
                     // The server refused the call (PROG_UNAVAIL: no NLM
-                    // behind this port) or garbled the reply.
+                    // behind this port) or garbled the reply; the
+                    // connection is closed, so what it held is checked.
+                    self.suspect.store(true, Ordering::SeqCst);
                     return Err(Error::NoLockManager {
                         op: P::NAME,
-                        path: remote.name.clone(),
+                        path: remote.name().to_owned(),
                         detail: e.to_string(),
                     });
                 }
                 Err(e) => {
+                    // The connection broke (Kept closed it): the server
+                    // may have restarted.
                     conn.kept.close();
+                    self.suspect.store(true, Ordering::SeqCst);
                     if self.port.is_none() {
                         conn.port = None;
                     }
@@ -354,19 +648,19 @@ impl Manager {
     }
 
     /// GETPORT for NLM v4 over TCP; any failure means "no lock manager".
-    fn find_port(&self, remote: &Remote, op: &'static str) -> Result<u16> {
+    fn find_port(&self, remote: &dyn Side, op: &'static str) -> Result<u16> {
         let spec = self.spec(remote, 0);
-        crate::mount::getport(&spec, &remote.cred, nlm4::NLM_PROG, nlm4::NLM4_VERS).map_err(|e| {
+        crate::mount::getport(&spec, remote.cred(), nlm4::NLM_PROG, nlm4::NLM4_VERS).map_err(|e| {
             Error::NoLockManager {
                 op,
-                path: remote.name.clone(),
+                path: remote.name().to_owned(),
                 detail: format!("{e} (or set nlm_port=)"),
             }
         })
     }
 
-    fn spec(&self, remote: &Remote, port: u16) -> ConnectSpec {
-        let o = &remote.options;
+    fn spec(&self, remote: &dyn Side, port: u16) -> ConnectSpec {
+        let o = remote.options();
         ConnectSpec {
             remote: SocketAddr::new(self.ip, port),
             local: None,
@@ -390,6 +684,40 @@ pub fn lock_should_wait(e: &Error) -> bool {
             ..
         }
     )
+}
+
+/// A held range came back checked: reclaimed (or locked again).
+struct Reclaimed;
+
+/// Why a held range's check ended: lost, or a call failed (try again).
+enum RecoverError {
+    Lost(String),
+    Call(Error),
+}
+
+impl From<Error> for RecoverError {
+    fn from(e: Error) -> Self {
+        RecoverError::Call(e)
+    }
+}
+
+/// The owner in whose name held ranges are tested: it holds nothing, so
+/// the server names whoever holds the range (us, we hope).
+fn probe_owner() -> NlmOwner {
+    let pid = std::process::id();
+    NlmOwner {
+        svid: pid as i32,
+        oh: format!("probe:{}:{pid}", host_name()).into_bytes(),
+    }
+}
+
+/// The owner's lock on `fh` was lost ([`Manager::recover`]).
+fn lost_error(op: &'static str, fh: &Handle, why: &str) -> Error {
+    Error::LockLost {
+        op,
+        path: format!("file handle {}", hex(fh.as_bytes())),
+        detail: format!("NLM lock not held after a server restart: {why}"),
+    }
 }
 
 fn nlm_error(op: &'static str, fh: &Handle, status: nlm4_stats) -> Error {

@@ -187,6 +187,24 @@ static const char *two_faults(const char *a, const char *b, long r)
     return r < 0 && ((odd && strcmp(a, b) != 0) || getuid() != 0) ? " [dev:errno-order]" : "";
 }
 
+/* Deviation permissions: for a user other than root, a path below a
+ * directory it may not search (access X_OK, asked of each directory on
+ * the way from the top, stopping at the first refused: both sides agree
+ * on that one) may be served on NFS from the client's handles of the
+ * directories it looked up before the search permission went. */
+static const char *unsearchable(const char *name)
+{
+    if (getuid() == 0)
+        return "";
+    char prefix[4096];
+    for (const char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
+        snprintf(prefix, sizeof prefix, "%s/%.*s", dir, (int)(slash - name), name);
+        if (access(prefix, X_OK) != 0)
+            return " [dev:permissions]";
+    }
+    return "";
+}
+
 static const int modes[] = {0755, 0644, 0600, 0444, 0000, 0700, 0555, 0640};
 
 static void one_step(void)
@@ -199,6 +217,7 @@ static void one_step(void)
     unsigned char data[9000];
     struct stat st;
     long r;
+    const char *tag;
     ino_t gone;
 
     switch (pick(36)) {
@@ -388,7 +407,10 @@ static void one_step(void)
         break;
     case 20:
         snprintf(what, sizeof what, "rmdir %s", n1);
-        CALL(what, rmdir(p1));
+        tag = unsearchable(n1);
+        errno = 0;
+        r = rmdir(p1);
+        said(what, r, errno, tag);
         break;
     case 21: {
         /* readdir: the names, sorted, in one line. */
@@ -422,6 +444,7 @@ static void one_step(void)
     case 22:
     case 23: {
         int follow = pick(2);
+        tag = unsearchable(n1);
         errno = 0;
         r = follow ? stat(p1, &st) : lstat(p1, &st);
         if (r == 0 && S_ISDIR(st.st_mode))
@@ -432,7 +455,7 @@ static void one_step(void)
                      st.st_mode & 07777, (long long)st.st_size, (long)st.st_nlink);
         else
             snprintf(what, sizeof what, "%s %s", follow ? "stat" : "lstat", n1);
-        said(what, r, errno, "");
+        said(what, r, errno, tag);
         break;
     }
     case 24:
