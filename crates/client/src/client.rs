@@ -30,10 +30,11 @@ use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::alert::Alerts;
 pub(crate) use crate::config::target::{PathSpec, Target};
-use crate::config::MountOptions;
+use crate::config::{MountOptions, Xprtsec};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group, Notify, Reply, Sink};
 use crate::io::socket::ConnectSpec;
+use crate::io::tls::{TlsRequest, TlsSpec};
 use crate::io::transport::{ChannelSpec, Transport, TransportConfig};
 use crate::stats::files::{FileRecord, FileStatsTable};
 use crate::stats::{ChannelStats, IoSnapshot, PathStats, ServerStats, StatsSnapshot};
@@ -322,6 +323,10 @@ pub(crate) fn start_transport(
     let mut channels = Vec::new();
     for (pi, p) in target.paths.iter().enumerate() {
         let remote = resolve(&p.server, nfs_port)?;
+        let tls = tls_spec(options, &p.server, (prog, vers)).map_err(|e| Error::Connect {
+            server: format!("{}:{nfs_port}", p.server),
+            source: e,
+        })?;
         for _ in 0..options.connections {
             let spec = ConnectSpec {
                 remote,
@@ -332,6 +337,7 @@ pub(crate) fn start_transport(
                 dontroute: options.dontroute,
                 resvport: options.resvport,
                 buffers: socket_buffers(options),
+                tls: tls.clone(),
             };
             channels.push(ChannelSpec {
                 path: pi,
@@ -358,13 +364,37 @@ pub(crate) fn start_transport(
             alerts,
             hook,
             spare_keys: Vec::new(),
-            fork_spares: options.fork_spares,
+            // A spare's TLS session lives in the relay thread of the
+            // process that made it: not one to hand to a child.
+            fork_spares: options.fork_spares && options.xprtsec == Xprtsec::None,
         },
     )
     .map_err(|e| Error::Connect {
         server: format!("{}:{nfs_port}", target.name),
         source: e,
     })
+}
+
+/// The RPC-with-TLS set-up of the connections to `server` that
+/// `options` ask for (`xprtsec=`), shared by all of its channels; `None`
+/// for plain TCP. Reads the CA, certificate and key files once, here.
+fn tls_spec(
+    options: &MountOptions,
+    server: &str,
+    (prog, vers): (u32, u32),
+) -> std::io::Result<Option<Arc<TlsSpec>>> {
+    let client = match options.xprtsec {
+        Xprtsec::None => return Ok(None),
+        Xprtsec::Tls => None,
+        Xprtsec::Mtls => options.tls_cert.clone().zip(options.tls_key.clone()),
+    };
+    let request = TlsRequest {
+        ca: options.tls_ca.clone(),
+        client,
+        name: options.tls_name.clone(),
+        starttls: !options.tls_direct,
+    };
+    TlsSpec::new(&request, server, prog, vers).map(|t| Some(Arc::new(t)))
 }
 
 /// `Ok(())` for NFS3_OK, the matching error otherwise.

@@ -369,6 +369,7 @@ impl Manager {
             dontroute: false,
             resvport: o.resvport,
             buffers: BufferRequest::Auto,
+            tls: None,
         }
     }
 }
