@@ -7,7 +7,8 @@ one NFS port of a server and relays every connection to it:
   BASE    STARTTLS: answers the AUTH_TLS NULL probe (RFC 9289 section 4.1:
           accepted, verifier AUTH_NONE "STARTTLS"), then the TLS 1.3 server
           handshake on the same socket (ALPN "sunrpc"), then relays. A
-          connection whose first call is not the probe is relayed in clear.
+          connection whose first call is not the probe is closed: TLS is
+          required, so a client that does not use it fails.
   BASE+1  as BASE, and a client certificate signed by the CA is required (mtls)
   BASE+2  TLS from the first byte (no probe), as a TLS terminator does
   BASE+3  no TLS at all: the same relay in clear, to measure the relay's cost
@@ -137,12 +138,14 @@ def serve_conn(conn, mode, ctx, backend_port):
         if mode in ("starttls", "mtls"):
             raw, body = read_record(conn)
             xid = is_auth_tls_probe(body)
-            if xid is not None:
-                conn.sendall(starttls_reply(xid))
-                conn = ctx.wrap_socket(conn, server_side=True)
-                first = b""
-            else:
-                first = raw
+            if xid is None:
+                # TLS is required here: a client that did not ask for it
+                # is refused (the tests show the client really uses TLS).
+                print(f"{mode}: first call is not the AUTH_TLS probe: closed", flush=True)
+                return
+            conn.sendall(starttls_reply(xid))
+            conn = ctx.wrap_socket(conn, server_side=True)
+            first = b""
         elif mode == "direct":
             conn = ctx.wrap_socket(conn, server_side=True)
             first = b""

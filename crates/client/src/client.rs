@@ -323,10 +323,8 @@ pub(crate) fn start_transport(
     let mut channels = Vec::new();
     for (pi, p) in target.paths.iter().enumerate() {
         let remote = resolve(&p.server, nfs_port)?;
-        let tls = tls_spec(options, &p.server, (prog, vers)).map_err(|e| Error::Connect {
-            server: format!("{}:{nfs_port}", p.server),
-            source: e,
-        })?;
+        let tls = tls_spec(options, &p.server, (prog, vers))
+            .map_err(|e| Error::InvalidInput(format!("xprtsec for {}: {e}", p.server)))?;
         for _ in 0..options.connections {
             let spec = ConnectSpec {
                 remote,

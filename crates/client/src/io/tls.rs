@@ -194,8 +194,9 @@ fn starttls(tcp: &TcpStream, spec: &TlsSpec, deadline: Instant) -> io::Result<()
     let record = read_record(&mut NoSigpipe(tcp), deadline)?;
     let header = decode_reply(&record)?;
     let refused = |what: String| {
-        io::Error::new(
-            io::ErrorKind::ConnectionRefused,
+        // Not ConnectionRefused: a server that answers without STARTTLS
+        // will not learn it by being asked again (no mount retry).
+        io::Error::other(
             format!(
                 "the server does not do RPC-with-TLS (RFC 9289): {what}; \
                  nothing else was sent on this connection"
