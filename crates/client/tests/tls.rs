@@ -24,6 +24,10 @@ const DIRECT: u16 = 2;
 /// Options that make a failing mount fail quickly.
 const FAIL_FAST: &str = "soft&timeo=30&retrans=1&mnt_timeout=1";
 
+/// Options of the mounts that must work: a mount that cannot start TLS
+/// fails in seconds instead of waiting out the default `mnt_timeout`.
+const SHORT_WAIT: &str = "mnt_timeout=5&rsize=64k&wsize=64k";
+
 struct Front {
     dir: PathBuf,
     base: u16,
@@ -123,7 +127,7 @@ on_each_version! {
             return;
         };
         let options = format!(
-            "xprtsec=tls&tls_ca={}&rsize=64k&wsize=64k&connections=4",
+            "xprtsec=tls&tls_ca={}&connections=4&{SHORT_WAIT}",
             front.file("ca.pem")
         );
         let c = Client::connect(&front.url(version, STARTTLS, &options)).unwrap();
@@ -137,7 +141,7 @@ on_each_version! {
             return;
         };
         let options = format!(
-            "xprtsec=mtls&tls_ca={}&tls_cert={}&tls_key={}&rsize=64k&wsize=64k",
+            "xprtsec=mtls&tls_ca={}&tls_cert={}&tls_key={}&{SHORT_WAIT}",
             front.file("ca.pem"),
             front.file("client.pem"),
             front.file("client.key")
@@ -153,7 +157,7 @@ fn tls_from_the_first_byte_writes_and_reads() {
         return;
     };
     let options = format!(
-        "xprtsec=tls&tls_direct&tls_ca={}&rsize=64k&wsize=64k",
+        "xprtsec=tls&tls_direct&tls_ca={}&{SHORT_WAIT}",
         front.file("ca.pem")
     );
     let c = Client::connect(&front.url(Version::V3, DIRECT, &options)).unwrap();
@@ -167,7 +171,7 @@ fn a_certificate_name_other_than_the_address_is_checked_by_tls_name() {
         return;
     };
     let ca = front.file("ca.pem");
-    let good = format!("xprtsec=tls&tls_ca={ca}&tls_name=nfs.test&rsize=64k&wsize=64k");
+    let good = format!("xprtsec=tls&tls_ca={ca}&tls_name=nfs.test&{SHORT_WAIT}");
     let c = Client::connect(&front.url(Version::V3, STARTTLS, &good)).unwrap();
     write_and_read_back(&c);
     let wrong = format!("xprtsec=tls&tls_ca={ca}&tls_name=other.test&{FAIL_FAST}");

@@ -1183,9 +1183,7 @@ mod tests {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
                 | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "lock" | "nolock"
-                | "tls_direct" => {
-                    ""
-                }
+                | "tls_direct" => "",
                 "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",

@@ -93,7 +93,10 @@ impl fmt::Debug for TlsSpec {
         f.debug_struct("TlsSpec")
             .field("name", &self.name)
             .field("starttls", &self.starttls)
-            .field("client_cert", &self.config.client_auth_cert_resolver.has_certs())
+            .field(
+                "client_cert",
+                &self.config.client_auth_cert_resolver.has_certs(),
+            )
             .finish()
     }
 }
@@ -113,7 +116,10 @@ impl TlsSpec {
             Some((cert, key)) => {
                 let chain = load_certs(cert, "tls_cert")?;
                 let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-                    invalid(format!("tls_key {}: no usable private key: {e}", key.display()))
+                    invalid(format!(
+                        "tls_key {}: no usable private key: {e}",
+                        key.display()
+                    ))
                 })?;
                 builder
                     .with_client_auth_cert(chain, key)
@@ -178,7 +184,10 @@ pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Re
 
 /// Wraps `e` with the server and the step, keeping its kind.
 fn step(e: io::Error, peer: &str, what: &str) -> io::Error {
-    io::Error::new(e.kind(), format!("RPC-with-TLS to {peer}: {what} failed: {e}"))
+    io::Error::new(
+        e.kind(),
+        format!("RPC-with-TLS to {peer}: {what} failed: {e}"),
+    )
 }
 
 fn invalid(msg: String) -> io::Error {
@@ -196,12 +205,10 @@ fn starttls(tcp: &TcpStream, spec: &TlsSpec, deadline: Instant) -> io::Result<()
     let refused = |what: String| {
         // Not ConnectionRefused: a server that answers without STARTTLS
         // will not learn it by being asked again (no mount retry).
-        io::Error::other(
-            format!(
-                "the server does not do RPC-with-TLS (RFC 9289): {what}; \
+        io::Error::other(format!(
+            "the server does not do RPC-with-TLS (RFC 9289): {what}; \
                  nothing else was sent on this connection"
-            ),
-        )
+        ))
     };
     if header.xid != xid {
         return Err(invalid(format!("reply to xid {:#x}, not ours", header.xid)));
@@ -316,7 +323,12 @@ fn read_exact_by(
             }
             Ok(n) => buf = &mut buf[n..],
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
                 return Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "no answer before the connect timeout",
