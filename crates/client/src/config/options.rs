@@ -1206,6 +1206,34 @@ mod tests {
     }
 
     #[test]
+    fn xprtsec_takes_none_tls_mtls_and_mtls_needs_a_certificate() {
+        assert_eq!(set(&[("xprtsec", "TLS")]).unwrap().xprtsec, Xprtsec::Tls);
+        assert_eq!(set(&[("xprtsec", "none")]).unwrap().xprtsec, Xprtsec::None);
+        let err = set(&[("xprtsec", "ssl")]).unwrap_err().to_string();
+        assert!(err.contains("expected none, tls or mtls"), "{err}");
+        let o = set(&[("xprtsec", "mtls")]).unwrap();
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("tls_cert and tls_key"));
+        let o = set(&[
+            ("xprtsec", "mtls"),
+            ("tls_cert", "/c.pem"),
+            ("tls_key", "/c.key"),
+        ])
+        .unwrap();
+        assert_eq!(o.validate(), Ok(()));
+        let o = set(&[("tls_cert", "/c.pem"), ("tls_key", "/c.key")]).unwrap();
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("only sent with xprtsec=mtls"));
+        assert!(set(&[("tls_ca", "")]).is_err());
+    }
+
+    #[test]
     fn ro_options_stats_and_alert_log_keys_are_parsed() {
         let o = set(&[("options", "ro,hard,timeo=600,tcp")]).unwrap();
         assert!(o.read_only && o.hard);
