@@ -5,6 +5,8 @@
 //! that every NFS connection used TLS (`front_refuses_a_client_without_tls`
 //! checks the front itself). MOUNT goes to Ganesha directly, in clear.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

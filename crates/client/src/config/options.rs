@@ -434,7 +434,7 @@ enum Key {
     Xprtsec,
     TlsCa,
     TlsCert,
-    TlsKey,
+    TlsKeyFile,
     TlsName,
     TlsDirect,
     Ignored,
@@ -490,7 +490,7 @@ const KEYS: &[(&str, Key)] = &[
     ("xprtsec", Key::Xprtsec),
     ("tls_ca", Key::TlsCa),
     ("tls_cert", Key::TlsCert),
-    ("tls_key", Key::TlsKey),
+    ("tls_key", Key::TlsKeyFile),
     ("tls_name", Key::TlsName),
     ("tls_direct", Key::TlsDirect),
     // libnfs URL keys that mean nothing here: the driver always reconnects
@@ -649,7 +649,7 @@ impl MountOptions {
             Key::Xprtsec => self.xprtsec = p.xprtsec()?,
             Key::TlsCa => self.tls_ca = Some(p.required()?.into()),
             Key::TlsCert => self.tls_cert = Some(p.required()?.into()),
-            Key::TlsKey => self.tls_key = Some(p.required()?.into()),
+            Key::TlsKeyFile => self.tls_key = Some(p.required()?.into()),
             Key::TlsName => self.tls_name = Some(p.required()?.to_owned()),
             Key::TlsDirect => self.tls_direct = p.flag()?,
             Key::Ignored => {}
