@@ -71,7 +71,8 @@ KDC_STATE_DIR=${DNFS_TEST_KDC_STATE_DIR:-/tmp/dnfs-test-kdc}
 KRB5_STATE_DIR=${DNFS_TEST_KRB5_STATE_DIR:-/tmp/dnfs-test-krb5-server}
 KRB5_EXPORT_DIR=${DNFS_TEST_KRB5_EXPORT_DIR:-/tmp/dnfs-test-krb5-export}
 # The RPC-with-TLS front (its certificates and PID) and its first of four
-# ports (STARTTLS, mtls, TLS from the first byte, no TLS).
+# ports (STARTTLS, mtls, TLS from the first byte, no TLS); tls.rs's
+# reconnect test starts a front of its own on the next four.
 TLS_STATE_DIR=${DNFS_TEST_TLS_STATE_DIR:-/tmp/dnfs-test-tls-front}
 TLS_PORT=${DNFS_TEST_TLS_FRONT_PORT:-2560}
 

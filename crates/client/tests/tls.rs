@@ -272,3 +272,85 @@ fn a_missing_ca_file_is_named_in_the_error() {
     );
     assert!(err.contains("tls_ca /nonexistent/tls30-ca.pem"), "{err}");
 }
+
+/// A front of this test's own (ports PORT+4..PORT+7, its own directory
+/// and certificates), stopped on drop.
+struct OwnFront {
+    dir: PathBuf,
+    backend: u16,
+    base: u16,
+}
+
+impl OwnFront {
+    fn script() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/server/tls-front.py")
+    }
+
+    fn run(&self, what: &str) {
+        let mut cmd = std::process::Command::new("python3");
+        cmd.arg(Self::script()).arg(what).arg(&self.dir);
+        if what == "start" {
+            cmd.arg(self.backend.to_string()).arg(self.base.to_string());
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "tls-front.py {what}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for OwnFront {
+    fn drop(&mut self) {
+        self.run("stop");
+    }
+}
+
+fn nfs_port(url: &str) -> u16 {
+    let (_, query) = url.split_once('?').unwrap();
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("nfsport="))
+        .and_then(|p| p.parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn tls_connections_come_back_after_the_server_side_drops_them() {
+    let Some(front) = front("tls_connections_come_back_after_the_server_side_drops_them") else {
+        return;
+    };
+    let own = OwnFront {
+        dir: front.dir.with_file_name(format!(
+            "{}-reconnect",
+            front.dir.file_name().unwrap().to_string_lossy()
+        )),
+        backend: nfs_port(&Version::V3.url("")),
+        base: front.base + 4,
+    };
+    own.run("start");
+    let ca = own.dir.join("ca.pem").display().to_string();
+    let url = with_nfs_port(
+        &Version::V3.url(&format!(
+            "xprtsec=tls&tls_ca={ca}&connections=2&{SHORT_WAIT}"
+        )),
+        own.base + STARTTLS,
+    );
+    let c = Client::connect(&url).unwrap();
+    let path = unique("tls-reconnect");
+    let f = c.create(&path).unwrap();
+    let data = pattern(1 << 20, 9);
+    assert_eq!(f.write_at(&data, 0).unwrap(), data.len());
+    // Every TLS connection ends (the front's process and its sockets go),
+    // then the front is back: a hard mount's next call reconnects, with
+    // a new AUTH_TLS probe and handshake on each connection.
+    own.run("stop");
+    own.run("start");
+    let mut back = vec![0u8; data.len()];
+    assert_eq!(f.read_at(&mut back, 0).unwrap(), data.len());
+    assert!(back == data, "data read back differs");
+    let reconnects = c.stats().servers[0].totals.reconnects;
+    assert!(reconnects >= 1, "no reconnect counted: {reconnects}");
+    c.remove(&path).unwrap();
+}
