@@ -424,6 +424,8 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
     }
     conn.set_buffer_limit(None);
     let mut held: Vec<u8> = Vec::new();
+    // Bytes of `held` already written to the driver's end.
+    let mut sent = 0usize;
     let mut buf = vec![0u8; 256 * 1024];
     let why = loop {
         // 1. Driver -> server.
@@ -445,39 +447,56 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
         if let Err(e) = flush_tls(&mut conn, &mut tcp, false) {
             break Some(format!("sending: {e}"));
         }
-        // 2. Server -> driver.
-        if held.len() < HELD_MAX {
+        // 2. Server -> driver: all the socket holds now (up to HELD_MAX
+        // pending), then as much as the driver's end takes. One record at
+        // a time would cost a wake-up per 16 KiB record.
+        let mut ended = None;
+        while held.len() - sent < HELD_MAX {
             match conn.read_tls(&mut tcp) {
-                Ok(0) => break Some("the server closed the connection".into()),
+                Ok(0) => {
+                    ended = Some("the server closed the connection".to_owned());
+                    break;
+                }
                 Ok(_) => {
                     if let Err(e) = conn.process_new_packets() {
                         let _ = flush_tls(&mut conn, &mut tcp, true);
-                        break Some(format!("TLS: {e}"));
+                        ended = Some(format!("TLS: {e}"));
+                        break;
                     }
-                    loop {
-                        match conn.reader().read(&mut buf) {
-                            Ok(0) => break,
-                            Ok(n) => held.extend_from_slice(&buf[..n]),
-                            Err(_) => break,
-                        }
+                    while let Ok(n @ 1..) = conn.reader().read(&mut buf) {
+                        held.extend_from_slice(&buf[..n]);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => break Some(format!("receiving: {e}")),
-            }
-        }
-        if !held.is_empty() {
-            match local.write(&held) {
-                Ok(n) => {
-                    held.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => break Some(format!("local end: {e}")),
+                Err(e) => {
+                    ended = Some(format!("receiving: {e}"));
+                    break;
+                }
             }
         }
-        wait(&conn, &tcp, &local, &held);
+        while sent < held.len() {
+            match local.write(&held[sent..]) {
+                Ok(n) => sent += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    ended.get_or_insert(format!("local end: {e}"));
+                    break;
+                }
+            }
+        }
+        if sent == held.len() {
+            held.clear();
+            sent = 0;
+        } else if sent >= HELD_MAX {
+            held.drain(..sent);
+            sent = 0;
+        }
+        if ended.is_some() {
+            break ended;
+        }
+        wait(&conn, &tcp, &local, &held[sent..]);
     };
     if let Some(why) = why {
         tracing::warn!(
