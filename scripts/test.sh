@@ -9,7 +9,9 @@
 #    without a lock manager (NLM), and as root a second one with NLM in a
 #    network namespace for the NFSv3 lock tests (preload run.sh `nlm`),
 #    and a third that takes Kerberos, with its KDC (scripts/server/kdc.sh), for
-#    the RPCSEC_GSS tests (DNFS_TEST_URL_KRB5),
+#    the RPCSEC_GSS tests (DNFS_TEST_URL_KRB5), and an RPC-with-TLS front
+#    (scripts/server/tls-front.py) before the first one's NFS port for the
+#    TLS tests (crates/client/tests/tls.rs: DNFS_TEST_TLS_DIR, _PORT),
 #    and runs every test against them: Rust unit/property/real-server tests
 #    (DNFS_TEST_URL for NFSv3, DNFS_TEST_URL_V41 for NFSv4.1), then the C
 #    library and SQLite tests when those exist; as root also the Debian
@@ -68,6 +70,11 @@ NLM_EXPORT_DIR=${DNFS_TEST_NLM_EXPORT_DIR:-/tmp/dnfs-test-nlm-export}
 KDC_STATE_DIR=${DNFS_TEST_KDC_STATE_DIR:-/tmp/dnfs-test-kdc}
 KRB5_STATE_DIR=${DNFS_TEST_KRB5_STATE_DIR:-/tmp/dnfs-test-krb5-server}
 KRB5_EXPORT_DIR=${DNFS_TEST_KRB5_EXPORT_DIR:-/tmp/dnfs-test-krb5-export}
+# The RPC-with-TLS front (its certificates and PID) and its first of four
+# ports (STARTTLS, mtls, TLS from the first byte, no TLS); tls.rs's
+# reconnect test starts a front of its own on the next four.
+TLS_STATE_DIR=${DNFS_TEST_TLS_STATE_DIR:-/tmp/dnfs-test-tls-front}
+TLS_PORT=${DNFS_TEST_TLS_FRONT_PORT:-2560}
 
 QUICK=0
 DRY_RUN=0
@@ -258,6 +265,8 @@ install_packages() {
     [[ -x /usr/sbin/kadmin.local ]] || missing+=(krb5-admin-server)
     command -v kinit >/dev/null || missing+=(krb5-user)
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
+    # The TLS front's certificates (scripts/server/tls-front.py).
+    command -v openssl >/dev/null || missing+=(openssl)
     local pg_new=
     if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
         missing+=(postgresql)
@@ -286,6 +295,7 @@ stop_server() {
     DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     DNFS_STATE_DIR="$KRB5_STATE_DIR" bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true
     DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" bash scripts/server/kdc.sh stop >/dev/null 2>&1 || true
+    python3 scripts/server/tls-front.py stop "$TLS_STATE_DIR" >/dev/null 2>&1 || true
 }
 
 # The repository stands on its own: no file sends its reader to documents
@@ -603,6 +613,12 @@ start_servers() {
     # (set -e), it is never a skip.
     log "starting the test KDC (realm DIRECTNFS.TEST) and a Kerberized NFS-Ganesha"
     start_kerberos
+    # RPC-with-TLS: Ganesha has none, so a front relays to its NFS port.
+    local nfs_port=${url##*nfsport=}
+    nfs_port=${nfs_port%%&*}
+    log "starting the RPC-with-TLS front on ports $TLS_PORT-$((TLS_PORT + 3)) -> $nfs_port"
+    python3 scripts/server/tls-front.py start "$TLS_STATE_DIR" "$nfs_port" "$TLS_PORT" >/dev/null
+    export DNFS_TEST_TLS_DIR="$TLS_STATE_DIR" DNFS_TEST_TLS_PORT="$TLS_PORT" DNFS_TEST_REQUIRE_TLS=1
 }
 
 # The first lane: every step against the main servers, in order (the

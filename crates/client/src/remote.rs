@@ -17,10 +17,11 @@ use directnfs_wire::nfs3::{self, filename3};
 
 use crate::alert::Alerts;
 use crate::config::target::Target;
-use crate::config::{MountOptions, SocketBuffers};
+use crate::config::{MountOptions, SocketBuffers, Xprtsec};
 use crate::error::{Error, Result};
 use crate::io::call::{Call, Group};
 use crate::io::socket::{BufferRequest, ConnectSpec};
+use crate::io::tls::{TlsRequest, TlsSpec};
 use crate::io::transport::{ChannelSpec, ConnectHook, Transport, TransportConfig};
 use crate::security::{Flavor, GssSetup};
 
@@ -169,6 +170,8 @@ pub(crate) fn start_transport(
     let mut channels = Vec::new();
     for (pi, p) in target.paths.iter().enumerate() {
         let remote = resolve(&p.server, nfs_port)?;
+        let tls = tls_spec(options, &p.server, (prog, vers))
+            .map_err(|e| Error::InvalidInput(format!("xprtsec for {}: {e}", p.server)))?;
         for _ in 0..options.connections {
             let spec = ConnectSpec {
                 remote,
@@ -179,6 +182,7 @@ pub(crate) fn start_transport(
                 dontroute: options.dontroute,
                 resvport: options.resvport,
                 buffers: socket_buffers(options),
+                tls: tls.clone(),
             };
             channels.push(ChannelSpec {
                 path: pi,
@@ -215,7 +219,9 @@ pub(crate) fn start_transport(
             alerts,
             hook,
             spare_keys: Vec::new(),
-            fork_spares: options.fork_spares && gss.is_none(),
+            // A spare's TLS session lives in the relay thread of the
+            // process that made it: not one to hand to a child.
+            fork_spares: options.fork_spares && gss.is_none() && options.xprtsec == Xprtsec::None,
             gss,
         },
     )
@@ -223,6 +229,28 @@ pub(crate) fn start_transport(
         server: format!("{}:{nfs_port}", target.name),
         source: e,
     })
+}
+
+/// The RPC-with-TLS set-up of the connections to `server` that
+/// `options` ask for (`xprtsec=`), shared by all of its channels; `None`
+/// for plain TCP. Reads the CA, certificate and key files once, here.
+fn tls_spec(
+    options: &MountOptions,
+    server: &str,
+    (prog, vers): (u32, u32),
+) -> std::io::Result<Option<Arc<TlsSpec>>> {
+    let client = match options.xprtsec {
+        Xprtsec::None => return Ok(None),
+        Xprtsec::Tls => None,
+        Xprtsec::Mtls => options.tls_cert.clone().zip(options.tls_key.clone()),
+    };
+    let request = TlsRequest {
+        ca: options.tls_ca.clone(),
+        client,
+        name: options.tls_name.clone(),
+        starttls: !options.tls_direct,
+    };
+    TlsSpec::new(&request, server, prog, vers).map(|t| Some(Arc::new(t)))
 }
 
 /// SO_SNDBUF/SO_RCVBUF to ask for (`sockbuf=`).

@@ -124,6 +124,31 @@ pub fn url_krb5(test: &str) -> Option<String> {
     None
 }
 
+/// The RPC-with-TLS front of the tests (`scripts/server/tls-front.py`, in
+/// front of the main server's NFS port): its state directory (the CA,
+/// server and client certificates) from `DNFS_TEST_TLS_DIR` and its first
+/// port (STARTTLS; +1 mtls, +2 TLS from the first byte, +3 no TLS) from
+/// `DNFS_TEST_TLS_PORT`. Skipped without them, unless
+/// `DNFS_TEST_REQUIRE_TLS` is set (test.sh sets it when it started the
+/// front): then missing ones are a failure.
+pub fn tls_front(test: &str) -> Option<(PathBuf, u16)> {
+    let dir = var("DNFS_TEST_TLS_DIR");
+    let port = var("DNFS_TEST_TLS_PORT").and_then(|p| p.parse::<u16>().ok());
+    if let (Some(dir), Some(port)) = (dir, port) {
+        return Some((PathBuf::from(dir), port));
+    }
+    assert!(
+        var("DNFS_TEST_REQUIRE_TLS").is_none(),
+        "{test}: DNFS_TEST_REQUIRE_TLS is set but DNFS_TEST_TLS_DIR or DNFS_TEST_TLS_PORT is not"
+    );
+    skipped(
+        test,
+        "DNFS_TEST_TLS_DIR/DNFS_TEST_TLS_PORT are not set (start \
+         `scripts/server/tls-front.py start DIR NFS_PORT PORT` in front of the test server)",
+    );
+    None
+}
+
 fn url_of(key: &str, test: &str) -> Option<String> {
     if let Some(url) = var(key) {
         return Some(url);

@@ -207,6 +207,7 @@ impl Client {
             dontroute: options.dontroute,
             resvport: options.resvport,
             buffers: socket_buffers(options),
+            tls: None,
         };
         let nfs_port = match options.nfs_port {
             Some(p) => p,

@@ -930,6 +930,30 @@ stable: file_sync     # or unstable
     }
 
     #[test]
+    fn tls_keys_are_read_per_server() {
+        let tab = parse(
+            "server: f\nxprtsec: mtls\ntls_ca: /etc/ca.pem\ntls_cert: /etc/c.pem\n\
+             tls_key: /etc/c.key\ntls_name: nfs.test\ntls_direct\n",
+        )
+        .unwrap();
+        let o = &tab.servers[0].options;
+        assert_eq!(o.xprtsec, crate::config::Xprtsec::Mtls);
+        assert_eq!(
+            o.tls_ca.as_deref(),
+            Some(std::path::Path::new("/etc/ca.pem"))
+        );
+        assert_eq!(
+            o.tls_key.as_deref(),
+            Some(std::path::Path::new("/etc/c.key"))
+        );
+        assert_eq!(o.tls_name.as_deref(), Some("nfs.test"));
+        assert!(o.tls_direct);
+        assert_eq!(o.validate(), Ok(()));
+        let err = parse("server: f\nxprtsec: ssl\n").unwrap_err().to_string();
+        assert!(err.contains("expected none, tls or mtls"), "{err}");
+    }
+
+    #[test]
     fn directnfs_keys_go_through_mount_options() {
         let tab = parse(
             "server: f\ntimeo: 600\nretrans: 5\nuid: 54321\ngid: 54322\ngids: 1,2\n\

@@ -6,7 +6,7 @@
 //!
 //! | kind | options | effect |
 //! |---|---|---|
-//! | mapped | `hard`, `soft`, `timeo=`, `retrans=`, `rsize=`, `wsize=`, `vers=`/`nfsvers=`, `ro`, `rw`, `port=`, `mountport=`, `sec=`, `nconnect=` (channels per path), `retry=` (minutes: `mnt_timeout`), `sync` (FILE_SYNC writes), `lock`, `nolock`, `local_lock=` (which locks stay on this host), `nlmport=` | sets the directnfs option of the same meaning, validated the same way |
+//! | mapped | `hard`, `soft`, `timeo=`, `retrans=`, `rsize=`, `wsize=`, `vers=`/`nfsvers=`, `ro`, `rw`, `port=`, `mountport=`, `sec=`, `nconnect=` (channels per path), `retry=` (minutes: `mnt_timeout`), `sync` (FILE_SYNC writes), `lock`, `nolock`, `local_lock=` (which locks stay on this host), `nlmport=`, `xprtsec=` (RPC-with-TLS; the certificates come from `tls_*` keys, not from this string) | sets the directnfs option of the same meaning, validated the same way |
 //! | accepted | `tcp`, `proto=tcp`, `nointr`, `intr`, `noac`, `actimeo=0` (and `acregmin/acregmax/acdirmin/acdirmax=0`), `lookupcache=none`, `forcedirectio`, `bg`, `fg`, `cto`, `nocto`, `noatime`, `nodiratime`, `relatime`, `defaults`, `auto`, `noauto`, `_netdev`, `nosuid`, `nodev`, `noexec` | none: they describe what directnfs always does (TCP, no attribute or data cache, direct I/O, waiting for the server) or are mount-table flags without meaning in a process |
 //! | rejected | everything else, e.g. `udp`, `async`, `fsc`, `actimeo=60` | an error naming the option and why |
 
@@ -105,6 +105,7 @@ fn classify<'a>(name: &str, value: Option<&'a str>) -> Kind<'a> {
         ("nolock", None) => Kind::Map("nolock", ""),
         ("local_lock", Some(v)) => Kind::Map("local_lock", v),
         ("nlmport", Some(v)) => Kind::Map("nlm_port", v),
+        ("xprtsec", Some(v)) => Kind::Map("xprtsec", v),
         ("retry", Some(v)) => Kind::MinutesToMntTimeout(v),
         ("proto", Some(v)) if v.eq_ignore_ascii_case("tcp") => Kind::Accept,
         ("proto" | "mountproto", Some(_)) | ("udp", None) => {
@@ -252,6 +253,15 @@ mod tests {
         apply(&mut o, "local_lock=flock,nlmport=4045").expect("accepted");
         assert_eq!((o.local_lock, o.nlm_port), (LocalLock::Flock, Some(4045)));
         assert!(apply(&mut o, "local_lock=most").is_err());
+    }
+
+    #[test]
+    fn xprtsec_maps_to_rpc_with_tls() {
+        use super::super::options::Xprtsec;
+        let mut o = MountOptions::default();
+        apply(&mut o, "rw,hard,xprtsec=tls").expect("accepted");
+        assert_eq!(o.xprtsec, Xprtsec::Tls);
+        assert!(apply(&mut o, "xprtsec=ssl").is_err());
     }
 
     #[test]

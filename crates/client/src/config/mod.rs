@@ -87,6 +87,8 @@ pub use dnfstab::{
     Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
 pub use locate::Located;
-pub use options::{LocalLock, MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode};
+pub use options::{
+    LocalLock, MountOptions, NfsVersion, OptionError, SocketBuffers, StableMode, Xprtsec,
+};
 pub use paths::{absolute, join, normalize, normalize_bytes, relative_to};
 pub use url::{split_by_export, NfsUrl, UrlError, UrlErrorKind};

@@ -241,6 +241,38 @@ pub struct MountOptions {
     /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND_CLIENT`](Self::MAX_WRITE_BEHIND_CLIENT).
     /// Default 64 MiB.
     pub write_behind_client: usize,
+    /// RPC-with-TLS (RFC 9289) on every NFS connection (`xprtsec=`, the
+    /// Linux and libnfs key). MOUNT, the portmapper and NLM stay in clear.
+    /// Default [`Xprtsec::None`].
+    pub xprtsec: Xprtsec,
+    /// PEM file of the CA(s) that sign the server's certificate
+    /// (`tls_ca`); `None`: the system's CA bundle (`SSL_CERT_FILE`, or
+    /// the distribution's file).
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// PEM client certificate chain for `xprtsec=mtls` (`tls_cert`).
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// PEM private key of `tls_cert` (`tls_key`).
+    pub tls_key: Option<std::path::PathBuf>,
+    /// The name the server's certificate must carry (`tls_name`); `None`:
+    /// the server as the URL or dnfstab names it (a host name or an IP).
+    pub tls_name: Option<String>,
+    /// TLS from the first byte, without the AUTH_TLS probe
+    /// (`tls_direct`): for a server reached through a TLS terminator.
+    /// Default off.
+    pub tls_direct: bool,
+}
+
+/// `xprtsec=`: the transport security of the NFS connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Xprtsec {
+    /// Plain TCP (default).
+    #[default]
+    None,
+    /// RPC-with-TLS: the server's certificate is checked; no client
+    /// certificate.
+    Tls,
+    /// RPC-with-TLS with a client certificate (`tls_cert`, `tls_key`).
+    Mtls,
 }
 
 impl Default for MountOptions {
@@ -275,6 +307,12 @@ impl Default for MountOptions {
             alert_log: None,
             write_behind: 8 << 20,
             write_behind_client: 64 << 20,
+            xprtsec: Xprtsec::None,
+            tls_ca: None,
+            tls_cert: None,
+            tls_key: None,
+            tls_name: None,
+            tls_direct: false,
         }
     }
 }
@@ -396,6 +434,12 @@ enum Key {
     LocalLock,
     NoLock,
     Lock,
+    Xprtsec,
+    TlsCa,
+    TlsCert,
+    TlsKeyFile,
+    TlsName,
+    TlsDirect,
     Ignored,
 }
 
@@ -446,6 +490,12 @@ const KEYS: &[(&str, Key)] = &[
     ("owner_reuse", Key::OwnerReuse),
     ("fork_spares", Key::ForkSpares),
     ("alert_log", Key::AlertLog),
+    ("xprtsec", Key::Xprtsec),
+    ("tls_ca", Key::TlsCa),
+    ("tls_cert", Key::TlsCert),
+    ("tls_key", Key::TlsKeyFile),
+    ("tls_name", Key::TlsName),
+    ("tls_direct", Key::TlsDirect),
     // libnfs URL keys that mean nothing here: the driver always reconnects
     // and fails over, never reads ahead (no cache), and connects without a
     // SYN-count knob.
@@ -599,6 +649,12 @@ impl MountOptions {
                 self.alert_log =
                     Some(crate::alert::Sink::parse(p.required()?).map_err(|e| p.invalid(e))?)
             }
+            Key::Xprtsec => self.xprtsec = p.xprtsec()?,
+            Key::TlsCa => self.tls_ca = Some(p.required()?.into()),
+            Key::TlsCert => self.tls_cert = Some(p.required()?.into()),
+            Key::TlsKeyFile => self.tls_key = Some(p.required()?.into()),
+            Key::TlsName => self.tls_name = Some(p.required()?.to_owned()),
+            Key::TlsDirect => self.tls_direct = p.flag()?,
             Key::Ignored => {}
         }
         Ok(())
@@ -691,6 +747,20 @@ impl MountOptions {
                 "write_behind_client",
                 self.write_behind_client.to_string(),
                 write_behind_client_range(),
+            );
+        }
+        if self.xprtsec == Xprtsec::Mtls && (self.tls_cert.is_none() || self.tls_key.is_none()) {
+            return bad(
+                "xprtsec",
+                "mtls".into(),
+                "mtls needs a client certificate: set tls_cert and tls_key".into(),
+            );
+        }
+        if self.xprtsec != Xprtsec::Mtls && (self.tls_cert.is_some() || self.tls_key.is_some()) {
+            return bad(
+                "tls_cert",
+                "(set)".into(),
+                "a client certificate is only sent with xprtsec=mtls".into(),
             );
         }
         if let Some(gids) = &self.gids {
@@ -790,6 +860,15 @@ impl ValueParser<'_> {
     fn port(&self) -> Result<Option<u16>, OptionError> {
         let n = self.ranged(0, u16::MAX.into())? as u16;
         Ok((n != 0).then_some(n))
+    }
+
+    fn xprtsec(&self) -> Result<Xprtsec, OptionError> {
+        match self.required()?.to_ascii_lowercase().as_str() {
+            "none" => Ok(Xprtsec::None),
+            "tls" => Ok(Xprtsec::Tls),
+            "mtls" => Ok(Xprtsec::Mtls),
+            _ => Err(self.invalid("expected none, tls or mtls")),
+        }
     }
 
     fn local_lock(&self) -> Result<LocalLock, OptionError> {
@@ -1103,9 +1182,8 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "lock" | "nolock" => {
-                    ""
-                }
+                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "lock" | "nolock"
+                | "tls_direct" => "",
                 "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
@@ -1115,12 +1193,44 @@ mod tests {
                 "gids" => "1,2",
                 "rsize" | "wsize" | "write_behind" | "write_behind_client" => "65536",
                 "sockbuf" => "auto",
+                "xprtsec" => "tls",
+                "tls_ca" | "tls_name" => "x",
+                // A client certificate alone is refused without mtls.
+                "tls_cert" | "tls_key" => continue,
                 _ => "7",
             };
             let mut o = MountOptions::default();
             assert_eq!(o.set(key, value), Ok(()), "{key}={value}");
             assert_eq!(o.validate(), Ok(()), "{key}={value}");
         }
+    }
+
+    #[test]
+    fn xprtsec_takes_none_tls_mtls_and_mtls_needs_a_certificate() {
+        assert_eq!(set(&[("xprtsec", "TLS")]).unwrap().xprtsec, Xprtsec::Tls);
+        assert_eq!(set(&[("xprtsec", "none")]).unwrap().xprtsec, Xprtsec::None);
+        let err = set(&[("xprtsec", "ssl")]).unwrap_err().to_string();
+        assert!(err.contains("expected none, tls or mtls"), "{err}");
+        let o = set(&[("xprtsec", "mtls")]).unwrap();
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("tls_cert and tls_key"));
+        let o = set(&[
+            ("xprtsec", "mtls"),
+            ("tls_cert", "/c.pem"),
+            ("tls_key", "/c.key"),
+        ])
+        .unwrap();
+        assert_eq!(o.validate(), Ok(()));
+        let o = set(&[("tls_cert", "/c.pem"), ("tls_key", "/c.key")]).unwrap();
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("only sent with xprtsec=mtls"));
+        assert!(set(&[("tls_ca", "")]).is_err());
     }
 
     #[test]

@@ -177,6 +177,31 @@ option_table![
         "stderr",
     ),
     (
+        "`xprtsec`",
+        "`none`, `tls` or `mtls` (the Linux and libnfs key): RPC-with-TLS (RFC 9289) on every NFS connection, reconnects included: the AUTH_TLS probe, then TLS 1.3 (ALPN `sunrpc`), the server's certificate checked against `tls_ca` and `tls_name`; `mtls` also sends `tls_cert`. MOUNT, the portmapper and NLM stay in clear (see docs/security.md)",
+        "`none`",
+    ),
+    (
+        "`tls_ca`",
+        "PEM file of the CA(s) that sign the server's certificate",
+        "the system bundle (`SSL_CERT_FILE`, else `/etc/ssl/certs/ca-certificates.crt`)",
+    ),
+    (
+        "`tls_cert`, `tls_key`",
+        "PEM client certificate chain and its private key, for `xprtsec=mtls` only (required there)",
+        "",
+    ),
+    (
+        "`tls_name`",
+        "the name the server's certificate must carry (DNS name or IP)",
+        "the server as the URL or dnfstab names it",
+    ),
+    (
+        "`tls_direct`",
+        "flag: TLS from the first byte, without the AUTH_TLS probe (a server behind a TLS terminator)",
+        "off",
+    ),
+    (
         "`readahead`, `autoreconnect`, `tcp_syncnt`",
         "libnfs URL keys: accepted and **ignored** (see [`MountOptions::is_ignored_key`](super::MountOptions::is_ignored_key))",
         "",

@@ -10,6 +10,7 @@
 //! | module | job |
 //! |---|---|
 //! | `call.rs` | one RPC: encoded body, where the reply goes (a READ's buffer), who is told, the outcome |
+//! | `tls.rs` | RPC-with-TLS (RFC 9289): AUTH_TLS probe, TLS 1.3 handshake, a relay thread per connection |
 //! | `error.rs`, `clock.rs`, `socket.rs`, `oneshot.rs` | call errors; the clock; socket options; one blocking request/reply (cold paths) |
 //! | `receive.rs` | the receive state machine of one connection, behind the narrow `Replies` interface |
 //! | `lead.rs` | the lead token: which waiting caller receives for everyone |
@@ -86,4 +87,5 @@ pub(crate) mod oneshot;
 pub(crate) mod receive;
 pub(crate) mod socket;
 pub(crate) mod spare;
+pub(crate) mod tls;
 pub(crate) mod transport;

@@ -9,6 +9,7 @@
 //! | privileged source port (`resvport`) | servers that insist on ports < 1024 | an ordinary port, with a warning |
 //! | connect timeout | a black-holed path hangs in SYN retries | none needed |
 //! | route check (UDP connect, no packet sent) | a cut path is seen in ~0.1 s, not after `timeo` | `timeo` |
+//! | RPC-with-TLS (`spec.tls`) | `xprtsec=tls|mtls`: the probe, handshake and relay of `tls.rs` | none: a connection that cannot start TLS fails |
 //! | `MSG_NOSIGNAL` on every write ([`send_all`], [`send_all_vectored`]) | a write on a connection the server reset must fail with EPIPE, not raise SIGPIPE: its default action ends the process, and only Rust programs ignore it (a C program, SQLite's shell or anything under `dnfs run` may not) | none needed |
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -33,6 +34,10 @@ pub(crate) struct ConnectSpec {
     pub resvport: bool,
     /// SO_SNDBUF and SO_RCVBUF to ask for.
     pub buffers: BufferRequest,
+    /// RPC-with-TLS on this connection (`xprtsec=tls|mtls`): the socket
+    /// [`connect`] returns is then the local end of the TLS relay
+    /// (`tls.rs`). `None`: plain TCP.
+    pub tls: Option<std::sync::Arc<super::tls::TlsSpec>>,
 }
 
 impl ConnectSpec {
@@ -62,7 +67,8 @@ pub(crate) enum BufferRequest {
     Prefer(usize),
 }
 
-/// Opens a tuned TCP connection as `spec` says.
+/// Opens a tuned TCP connection as `spec` says; with `spec.tls`, runs the
+/// RPC-with-TLS start on it and returns the relay's local end.
 pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
     let domain = Domain::for_address(spec.remote);
     // Moved above the descriptor floor at once: the connect may wait.
@@ -98,7 +104,10 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_time(Duration::from_secs(10))
             .with_interval(Duration::from_secs(2)),
     )?;
-    Ok(socket.into())
+    match &spec.tls {
+        Some(tls) => super::tls::start(socket.into(), tls, spec.timeout),
+        None => Ok(socket.into()),
+    }
 }
 
 // Atomics, not a OnceLock: a child forked while another thread was

@@ -668,6 +668,7 @@ impl Manager {
             dontroute: false,
             resvport: o.resvport,
             buffers: BufferRequest::Auto,
+            tls: None,
         }
     }
 }

@@ -12,6 +12,7 @@ wire_enum!(
         AUTH_SHORT = 2,
         AUTH_DH = 3,
         RPCSEC_GSS = 6,
+        AUTH_TLS = 7,
     }
 );
 

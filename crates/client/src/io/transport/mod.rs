@@ -216,6 +216,7 @@ impl Transport {
                 dontroute: false,
                 resvport: false,
                 buffers: crate::io::socket::BufferRequest::Auto,
+                tls: None,
             },
         };
         let shared = Self::build(vec![spec], &config, true, Start::Now)?;
