@@ -125,6 +125,7 @@ pub use client::Client;
 pub use completion::Completion;
 pub use config::target::{PathSpec, Target};
 pub use error::{Error, Result};
+pub use directnfs_engine::IoClass;
 pub use file::File;
 pub use handle::Handle;
 pub use metadata::{DirEntry, FileType, Metadata, MAX_DIR_LISTING};

@@ -217,6 +217,7 @@ pub(crate) fn start_transport(
             spare_keys: Vec::new(),
             fork_spares: options.fork_spares && gss.is_none(),
             gss,
+            io_classes: options.io_classes,
         },
     )
     .map_err(|e| Error::Connect {

@@ -250,11 +250,18 @@ impl Transport {
             },
             specs.len(),
         );
+        engine.set_classes(config.io_classes);
+        let paths: Vec<usize> = specs.iter().map(|s| s.path).collect();
         let channels = specs
             .into_iter()
             .enumerate()
             .map(|(id, spec)| {
                 engine.set_path(id, spec.path);
+                // The last channel of a path with two or more is its log
+                // lane (`directnfs_engine::class`).
+                let of_path = paths.iter().filter(|&&p| p == spec.path).count();
+                let last = !paths[id + 1..].contains(&spec.path);
+                engine.set_lane(id, config.io_classes && of_path >= 2 && last);
                 engine.begin_connect(id);
                 let stats = engine.stats(id).map(Arc::clone).unwrap_or_default();
                 let gauge = engine.gauge(id).map(Arc::clone).unwrap_or_default();
