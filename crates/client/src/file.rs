@@ -19,10 +19,10 @@ pub(crate) mod writebehind;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use directnfs_engine::IoClass;
 use directnfs_wire::nfs3::{
     self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, Nfs3Res,
 };
-use directnfs_engine::IoClass;
 use directnfs_wire::xdr::XdrWrite;
 
 use crate::client::{nfs_result, Client, Inner};

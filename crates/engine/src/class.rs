@@ -139,6 +139,9 @@ mod tests {
         }
         assert_eq!(" LOG ".parse::<IoClass>(), Ok(IoClass::Log));
         let e = "redo".parse::<IoClass>().unwrap_err();
-        assert_eq!(e.to_string(), "unknown I/O class \"redo\" (log, data or bulk)");
+        assert_eq!(
+            e.to_string(),
+            "unknown I/O class \"redo\" (log, data or bulk)"
+        );
     }
 }

@@ -91,7 +91,10 @@ fn log_goes_on_the_lanes_bulk_never_and_data_anywhere() {
     for id in 0..40 {
         bulk.push(send(&mut e, id, IoClass::Bulk, 1 << 20).unwrap());
     }
-    assert!(bulk.iter().all(|&c| c != 2 && c != 5), "bulk on a lane: {bulk:?}");
+    assert!(
+        bulk.iter().all(|&c| c != 2 && c != 5),
+        "bulk on a lane: {bulk:?}"
+    );
     // Bulk spread over the four other channels.
     for c in [0, 1, 3, 4] {
         assert!(bulk.contains(&c), "channel {c} carried no bulk: {bulk:?}");
@@ -110,7 +113,9 @@ fn log_goes_on_the_lanes_bulk_never_and_data_anywhere() {
     // Data takes the least-loaded channel, lanes included: with the lanes
     // now the busiest, the other channels; with them idle, a lane.
     let mut e = engine(true, 1024);
-    let lanes: Vec<_> = (0..6).map(|id| send(&mut e, id, IoClass::Data, 8192).unwrap()).collect();
+    let lanes: Vec<_> = (0..6)
+        .map(|id| send(&mut e, id, IoClass::Data, 8192).unwrap())
+        .collect();
     assert!(lanes.contains(&2) && lanes.contains(&5), "{lanes:?}");
 }
 

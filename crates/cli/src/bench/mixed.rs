@@ -45,7 +45,11 @@ pub struct Row {
 /// Runs the mixed benchmark; `Ok(false)` when any I/O failed.
 pub fn run(o: BenchOpts) -> Result<bool, String> {
     let url = o.target.clone().ok_or("mixed needs --target")?;
-    let config = o.config.as_ref().and_then(|p| p.to_str()).map(str::to_string);
+    let config = o
+        .config
+        .as_ref()
+        .and_then(|p| p.to_str())
+        .map(str::to_string);
     let size = o.size;
     let data = super::prepare::prepare_nfs(&url, config.as_deref(), size, true, "", o.quiet)?;
     let redo_size: u64 = 64 << 20;
@@ -216,9 +220,7 @@ impl Ctx<'_> {
             if off + len as u64 > size {
                 off = 0;
             }
-            let n = file
-                .write_at(&buf[..len], off)
-                .map_err(|e| e.to_string())?;
+            let n = file.write_at(&buf[..len], off).map_err(|e| e.to_string())?;
             off += len as u64;
             Ok(n as u64)
         });

@@ -1111,10 +1111,8 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "io_classes" | "lock"
-                | "nolock" => {
-                    ""
-                }
+                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "io_classes"
+                | "lock" | "nolock" => "",
                 "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",

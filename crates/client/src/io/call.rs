@@ -12,7 +12,7 @@
 //! completing is the last thing the owner does with it.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
 use directnfs_engine::{IoClass, Request};
 use std::sync::{Arc, Mutex};
@@ -182,6 +182,9 @@ pub(crate) enum Notify {
 pub(crate) struct Group {
     pending: AtomicUsize,
     waiter: Thread,
+    /// A log-class call is in it: its waiter receives the log lanes itself
+    /// rather than wait for the leader (`transport/leader.rs`).
+    log: AtomicBool,
 }
 
 impl Group {
@@ -189,7 +192,13 @@ impl Group {
         Arc::new(Self {
             pending: AtomicUsize::new(pending),
             waiter: std::thread::current(),
+            log: AtomicBool::new(false),
         })
+    }
+
+    /// Whether a log-class call is in the group ([`Call::set_class`]).
+    pub(crate) fn is_log(&self) -> bool {
+        self.log.load(Ordering::Relaxed)
     }
 
     /// True once every call has completed. The creating thread waits for
@@ -412,6 +421,9 @@ impl Call {
     /// it when it chooses a channel).
     pub(crate) fn set_class(&self, class: IoClass) {
         self.class.store(class.index() as u8, Ordering::Relaxed);
+        if let (IoClass::Log, Notify::Group(g)) = (class, &self.notify) {
+            g.log.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Makes a call, reusing one of `pool`'s finished calls (and its body's

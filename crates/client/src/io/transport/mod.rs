@@ -261,11 +261,14 @@ impl Transport {
                 // lane (`directnfs_engine::class`).
                 let of_path = paths.iter().filter(|&&p| p == spec.path).count();
                 let last = !paths[id + 1..].contains(&spec.path);
-                engine.set_lane(id, config.io_classes && of_path >= 2 && last);
+                let lane = config.io_classes && of_path >= 2 && last;
+                engine.set_lane(id, lane);
                 engine.begin_connect(id);
                 let stats = engine.stats(id).map(Arc::clone).unwrap_or_default();
                 let gauge = engine.gauge(id).map(Arc::clone).unwrap_or_default();
-                Channel::new(id, spec.path, spec.connect, stats, gauge)
+                let mut channel = Channel::new(id, spec.path, spec.connect, stats, gauge);
+                channel.lane = lane;
+                channel
             })
             .collect();
         if detached {
