@@ -4,6 +4,7 @@
 //! scheduling rule itself is tested in simulated time in
 //! `crates/engine/tests/classes.rs`. Order and progress are asserted, never
 //! timings.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -18,7 +19,10 @@ const CONNECTIONS: usize = 3;
 const LANE: usize = CONNECTIONS - 1;
 
 /// (reads, writes) per channel of the one path.
-fn per_channel(c: &Client) -> Vec<(u64, u64)> {
+type PerChannel = Vec<(u64, u64)>;
+
+/// The counts of the mount's channels now.
+fn per_channel(c: &Client) -> PerChannel {
     let stats = c.stats();
     stats.servers[0].paths[0]
         .channels
@@ -31,7 +35,7 @@ fn per_channel(c: &Client) -> Vec<(u64, u64)> {
 /// (FILE_SYNC, 8 KiB, one at a time) once the readers are going. Returns
 /// the per-channel (reads, writes) taken by the log writes alone (writes)
 /// and by the whole run (reads).
-fn run(c: &Client) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+fn run(c: &Client) -> (PerChannel, PerChannel) {
     let path = unique("classes");
     let f = c.create(&path).unwrap();
     f.write_at(&vec![7u8; 16 << 20], 0).unwrap();
@@ -76,7 +80,7 @@ fn run(c: &Client) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
         // Bulk still progresses after (and beside) the log writes.
         wait_for(seen + 8);
         stop.store(true, Ordering::Relaxed);
-        let log_writes: Vec<(u64, u64)> = start
+        let log_writes: PerChannel = start
             .iter()
             .zip(&end)
             .map(|(a, b)| (b.0 - a.0, b.1 - a.1))
@@ -89,7 +93,7 @@ fn run(c: &Client) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
         back.iter().all(|&b| b == 9),
         "the last log write is not there"
     );
-    let whole: Vec<(u64, u64)> = before
+    let whole: PerChannel = before
         .iter()
         .zip(&after_log)
         .map(|(a, b)| (b.0 - a.0, b.1 - a.1))

@@ -3,6 +3,7 @@
 //! `max_client_inflight`, the parked queue's order, and that classes off
 //! changes nothing. The same against NFS-Ganesha is
 //! `crates/client/tests/classes.rs`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 

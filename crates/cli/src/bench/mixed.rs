@@ -168,7 +168,6 @@ impl Plan<'_> {
             ctx.measuring.store(false, Ordering::SeqCst);
             ctx.stop.store(true, Ordering::SeqCst);
         });
-        drop(ctx);
         Ok(out.into_inner().unwrap_or_else(|p| p.into_inner()))
     }
 }
