@@ -191,9 +191,9 @@ pub unsafe extern "C" fn dnfs_set_io_class(file: *mut DnfsFile, io_class: c_int)
         // SAFETY: NULL or a live file (header contract).
         let f = unsafe { arg_own(file, "file") }?;
         let class = match io_class {
-            DNFS_IO_LOG => directnfs::IoClass::Log,
-            DNFS_IO_DATA => directnfs::IoClass::Data,
-            DNFS_IO_BULK => directnfs::IoClass::Bulk,
+            DNFS_IO_LOG => dnfs::IoClass::Log,
+            DNFS_IO_DATA => dnfs::IoClass::Data,
+            DNFS_IO_BULK => dnfs::IoClass::Bulk,
             _ => return Err(Failure::invalid("unknown I/O class")),
         };
         f.file.set_io_class(class);
