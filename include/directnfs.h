@@ -242,6 +242,17 @@ int dnfs_fsync(dnfs_file *file);
 /* Truncates or extends the file to `size` bytes. 0 or negative errno. */
 int dnfs_ftruncate(dnfs_file *file, int64_t size);
 
+/* I/O classes (the book's "I/O classes" chapter). */
+#define DNFS_IO_LOG 0  /* redo, WAL, journal: on each path's log lane, never
+                          queued behind bulk I/O */
+#define DNFS_IO_DATA 1 /* random reads and writes (the default) */
+#define DNFS_IO_BULK 2 /* scans, copies, backups: kept off the log lanes */
+
+/* Sets the I/O class of the file's reads and writes (DNFS_IO_*). Honoured
+ * unless the client's options say io_classes=off. 0, or -EINVAL for an
+ * unknown class. */
+int dnfs_set_io_class(dnfs_file *file, int io_class);
+
 /* ---------------------------------------------------------------------
  * Byte-range locks (NFSv4.1 only)
  *

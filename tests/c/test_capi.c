@@ -258,6 +258,24 @@ static int ftruncate_changes_the_size_fstat_reports(void)
     return 0;
 }
 
+static int io_classes_are_set_and_unknown_ones_are_einval(void)
+{
+    dnfs_file *f = dnfs_open(g_client, path("redo"), DNFS_O_CREAT | DNFS_O_TRUNC, 0);
+    CHECK(f != NULL);
+    CHECK_EQ(dnfs_set_io_class(f, DNFS_IO_LOG), 0);
+    CHECK_EQ(dnfs_pwrite(f, "redo", 4, 0), 4);
+    CHECK_EQ(dnfs_set_io_class(f, DNFS_IO_BULK), 0);
+    char b[4];
+    CHECK_EQ(dnfs_pread(f, b, 4, 0), 4);
+    CHECK(memcmp(b, "redo", 4) == 0);
+    CHECK_EQ(dnfs_set_io_class(f, DNFS_IO_DATA), 0);
+    CHECK_EQ(dnfs_set_io_class(f, 3), -EINVAL);
+    CHECK(strstr(dnfs_last_error(), "I/O class") != NULL);
+    CHECK_EQ(dnfs_set_io_class(NULL, DNFS_IO_LOG), -EINVAL);
+    dnfs_close(f);
+    return 0;
+}
+
 #define NOPS 256
 #define OPSZ 8192
 
@@ -850,6 +868,7 @@ int main(void)
         T(write_behind_reads_its_writes_and_fsync_commits_them),
         T(read_at_end_of_file_is_short_then_zero),
         T(ftruncate_changes_the_size_fstat_reports),
+        T(io_classes_are_set_and_unknown_ones_are_einval),
         T(batch_completes_every_operation_once_with_its_token),
         T(batch_wait_with_zero_timeout_polls),
         T(batch_free_waits_for_outstanding_reads),

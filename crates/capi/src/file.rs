@@ -177,6 +177,30 @@ pub unsafe extern "C" fn dnfs_fsync(file: *mut DnfsFile) -> c_int {
     })
 }
 
+/// `DNFS_IO_LOG` in directnfs.h.
+pub const DNFS_IO_LOG: c_int = 0;
+/// `DNFS_IO_DATA` in directnfs.h.
+pub const DNFS_IO_DATA: c_int = 1;
+/// `DNFS_IO_BULK` in directnfs.h.
+pub const DNFS_IO_BULK: c_int = 2;
+
+/// See `dnfs_set_io_class` in directnfs.h.
+#[no_mangle]
+pub unsafe extern "C" fn dnfs_set_io_class(file: *mut DnfsFile, io_class: c_int) -> c_int {
+    ffi_try(|| {
+        // SAFETY: NULL or a live file (header contract).
+        let f = unsafe { arg_own(file, "file") }?;
+        let class = match io_class {
+            DNFS_IO_LOG => dnfs::IoClass::Log,
+            DNFS_IO_DATA => dnfs::IoClass::Data,
+            DNFS_IO_BULK => dnfs::IoClass::Bulk,
+            _ => return Err(Failure::invalid("unknown I/O class")),
+        };
+        f.file.set_io_class(class);
+        Ok(0)
+    })
+}
+
 /// See `dnfs_ftruncate` in directnfs.h.
 #[no_mangle]
 pub unsafe extern "C" fn dnfs_ftruncate(file: *mut DnfsFile, size: i64) -> c_int {
@@ -198,5 +222,8 @@ mod tests {
         assert!(h.contains("#define DNFS_O_CREAT 0x1"));
         assert!(h.contains("#define DNFS_O_EXCL 0x2"));
         assert!(h.contains("#define DNFS_O_TRUNC 0x4"));
+        assert!(h.contains("#define DNFS_IO_LOG 0 "));
+        assert!(h.contains("#define DNFS_IO_DATA 1 "));
+        assert!(h.contains("#define DNFS_IO_BULK 2 "));
     }
 }

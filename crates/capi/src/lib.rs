@@ -51,8 +51,8 @@ pub use client::{
     dnfs_client_target, dnfs_stats_json, DnfsClient,
 };
 pub use file::{
-    dnfs_close, dnfs_fsync, dnfs_ftruncate, dnfs_open, dnfs_pread, dnfs_pwrite, DnfsFile,
-    DNFS_O_CREAT, DNFS_O_EXCL, DNFS_O_TRUNC,
+    dnfs_close, dnfs_fsync, dnfs_ftruncate, dnfs_open, dnfs_pread, dnfs_pwrite, dnfs_set_io_class,
+    DnfsFile, DNFS_IO_BULK, DNFS_IO_DATA, DNFS_IO_LOG, DNFS_O_CREAT, DNFS_O_EXCL, DNFS_O_TRUNC,
 };
 pub use library::{dnfs_last_error, dnfs_version};
 pub use lock::{dnfs_lock, dnfs_trylock, dnfs_unlock};

@@ -256,3 +256,62 @@ fn redo_fsync_every_runs_with_write_behind_on_and_off_and_verifies() {
     let _ = std::fs::remove_file(format!("{local}.redo"));
     let _ = std::fs::remove_file(&json);
 }
+
+#[test]
+fn mixed_reports_every_class_with_io_classes_off_and_on() {
+    let Some((url, dir)) = env_or_skip() else {
+        return;
+    };
+    let name = format!("bench-mixed-{}.dat", std::process::id());
+    let target = file_url(&url, &name);
+    let json = std::env::temp_dir().join(format!("bench-mixed-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+        .args([
+            "bench",
+            "mixed",
+            "--target",
+            &target,
+            "--size",
+            "16m",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+            "-p",
+            "2",
+            "-s",
+            "2",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run dnfs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "dnfs bench mixed failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("classes on: log p99 mixed / alone"),
+        "table: {stdout}"
+    );
+    let text = std::fs::read_to_string(&json).expect("json written");
+    let rows: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let rows = rows.as_array().expect("rows");
+    // Per mode: the log alone, then log, data and bulk under the mix.
+    assert_eq!(rows.len(), 8, "{text}");
+    for r in rows {
+        assert!(
+            r["ops"].as_u64().unwrap_or(0) > 0,
+            "a class made no I/O: {r}"
+        );
+        assert!(r["p99_us"].as_f64().unwrap_or(0.0) > 0.0, "{r}");
+    }
+    for f in [name.clone(), format!("{name}.redo")] {
+        let _ = std::fs::remove_file(std::path::Path::new(&dir).join(f));
+    }
+    let _ = std::fs::remove_file(&json);
+}

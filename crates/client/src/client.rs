@@ -285,6 +285,7 @@ impl Client {
             spare_keys: Vec::new(),
             fork_spares: false,
             gss: None,
+            io_classes: options.io_classes,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {

@@ -16,9 +16,10 @@ pub(crate) mod inflight;
 mod lock;
 pub(crate) mod writebehind;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use directnfs_engine::IoClass;
 use directnfs_wire::nfs3::{
     self, createhow3, createverf3, diropargs3, nfs_fh3, nfsstat3, sattr3, stable_how, Nfs3Res,
 };
@@ -59,6 +60,9 @@ pub(crate) struct FileShared {
     /// Every write asks FILE_SYNC, also in unstable mode
     /// ([`File::set_sync_writes`]: an `O_DSYNC` descriptor).
     sync_writes: AtomicBool,
+    /// The I/O class of this file's reads and writes
+    /// ([`File::set_io_class`]), as `IoClass::index`.
+    io_class: AtomicU8,
     /// This file's counters (v$dnfs_files).
     pub(crate) stats: Arc<crate::stats::files::FileRecord>,
     /// Serialises `fsync`s of this file: a second caller must not return
@@ -100,6 +104,7 @@ impl FileShared {
             repaired: Condvar::new(),
             tracked: AtomicBool::new(false),
             sync_writes: AtomicBool::new(false),
+            io_class: AtomicU8::new(IoClass::Data.index() as u8),
             stats: inner.file_stats(path),
             fsync_lock: Mutex::new(()),
             wb: WriteBehind::new(match inner.options.stable {
@@ -516,7 +521,7 @@ impl File {
         let head = &self.shared.read_head;
         let count = dest.len() as u32;
         let weight = dest.len() as u64;
-        Call::new_pooled(
+        let call = Call::new_pooled(
             pool,
             nfs3::NFSPROC3_READ,
             // READ3args after the handle (RFC 1813 §3.3.6).
@@ -529,7 +534,9 @@ impl File {
             weight,
             Sink::Read(dest),
             notify,
-        )
+        );
+        call.set_class(self.io_class());
+        call
     }
 
     pub(crate) fn read_call(&self, offset: u64, dest: ReadDest, notify: Notify) -> Arc<Call> {
@@ -692,6 +699,24 @@ impl File {
         }
     }
 
+    /// Sets the I/O class of this file's reads and writes, and its
+    /// clones' (default [`IoClass::Data`]): [`IoClass::Log`] for a redo
+    /// log, WAL or journal (its requests go on each path's log lane and
+    /// never wait behind bulk ones), [`IoClass::Bulk`] for a scan, copy or
+    /// backup (kept off the log lanes). Honoured unless the mount says
+    /// `io_classes=off`; see the book's I/O classes chapter.
+    pub fn set_io_class(&self, class: IoClass) {
+        self.shared
+            .io_class
+            .store(class.index() as u8, Ordering::Relaxed);
+    }
+
+    /// The I/O class of this file's reads and writes
+    /// ([`set_io_class`](Self::set_io_class)).
+    pub fn io_class(&self) -> IoClass {
+        IoClass::from_index(self.shared.io_class.load(Ordering::Relaxed) as usize)
+    }
+
     pub(crate) fn sync_writes(&self) -> bool {
         self.shared.sync_writes.load(Ordering::Relaxed)
     }
@@ -816,7 +841,7 @@ impl File {
             body.put_u32(count);
         };
         let weight = data.len() as u64;
-        Call::new_pooled(
+        let call = Call::new_pooled(
             pool,
             nfs3::NFSPROC3_WRITE,
             encode,
@@ -824,7 +849,9 @@ impl File {
             weight,
             Sink::Write,
             notify,
-        )
+        );
+        call.set_class(self.io_class());
+        call
     }
 
     /// Checks the reply to a [`write_call_pooled`](Self::write_call_pooled)

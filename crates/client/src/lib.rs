@@ -124,6 +124,7 @@ pub use batch::{Batch, ScopedBatch, SEND_QUEUE_MAX};
 pub use client::Client;
 pub use completion::Completion;
 pub use config::target::{PathSpec, Target};
+pub use directnfs_engine::IoClass;
 pub use error::{Error, Result};
 pub use file::File;
 pub use handle::Handle;

@@ -223,6 +223,7 @@ pub(crate) fn start_transport(
             // process that made it: not one to hand to a child.
             fork_spares: options.fork_spares && gss.is_none() && options.xprtsec == Xprtsec::None,
             gss,
+            io_classes: options.io_classes,
         },
     )
     .map_err(|e| Error::Connect {

@@ -99,7 +99,9 @@ impl File {
                 // A round takes no more pieces than it has slots; one more
                 // would wait for a slot.
                 let slot = slots.next().unwrap_or_else(|| s.acquire(false));
-                InFlight::V41(open.start_read(slot, offset, dest, notify))
+                let sent = open.start_read(slot, offset, dest, notify);
+                sent.call.set_class(self.io_class());
+                InFlight::V41(sent)
             }
         }
     }
@@ -120,7 +122,9 @@ impl File {
             }
             Lanes::V41(open, s, slots) => {
                 let slot = slots.next().unwrap_or_else(|| s.acquire(false));
-                InFlight::V41(open.start_write(slot, offset, data, stable, notify))
+                let sent = open.start_write(slot, offset, data, stable, notify);
+                sent.call.set_class(self.io_class());
+                InFlight::V41(sent)
             }
         }
     }
@@ -275,13 +279,9 @@ impl File {
             ))),
             Proto::V41(open) => {
                 let slot = open.session().ok()?.try_batch_slot()?;
-                Some(InFlight::V41(open.start_write(
-                    slot,
-                    offset,
-                    data,
-                    stable_how::UNSTABLE,
-                    notify,
-                )))
+                let sent = open.start_write(slot, offset, data, stable_how::UNSTABLE, notify);
+                sent.call.set_class(self.io_class());
+                Some(InFlight::V41(sent))
             }
         }
     }

@@ -9,8 +9,8 @@
 //! finds its request ([`inflight`]), what happens when a reply does not
 //! come ([`retry`]), when a dead channel may try again ([`health`]), how a
 //! re-sent non-idempotent request's reply is read ([`idempotency`]), which
-//! NFSv4.1 session slot a request goes on ([`session`]), and what is
-//! counted ([`stats`]).
+//! NFSv4.1 session slot a request goes on ([`session`]), which requests
+//! never wait behind which ([`class`]), and what is counted ([`stats`]).
 //!
 //! Time comes in as nanosecond arguments; sockets, threads and clocks live
 //! in the `directnfs` crate's driver (`crates/client/src/io/`), and this
@@ -20,6 +20,7 @@
 #![forbid(unsafe_code)]
 
 pub mod choose;
+pub mod class;
 pub mod health;
 pub mod idempotency;
 pub mod inflight;
@@ -28,4 +29,5 @@ pub mod retry;
 pub mod session;
 pub mod stats;
 
+pub use class::IoClass;
 pub use lifecycle::{Action, Answer, Config, Delivered, Engine, Failure, Load, LoadGauge, Request};

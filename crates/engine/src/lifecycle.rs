@@ -48,6 +48,7 @@ use std::time::Duration;
 use directnfs_wire::nfs3::NFSPROC3_NULL;
 
 use crate::choose::{least_loaded_by, Candidate};
+use crate::class::{admits, IoClass, LOG_HEADROOM};
 use crate::health::Health;
 use crate::inflight::InflightTable;
 use crate::retry::{AfterFailure, Backoff, RetryPolicy};
@@ -63,6 +64,10 @@ pub trait Request {
     fn weight(&self) -> u64;
     /// A lower-bound guess of the reply's size on the wire.
     fn reply_estimate(&self) -> u64;
+    /// Its I/O class ([`crate::class`]); `data` unless said otherwise.
+    fn class(&self) -> IoClass {
+        IoClass::Data
+    }
 }
 
 impl<T: Request + ?Sized> Request for Arc<T> {
@@ -76,6 +81,10 @@ impl<T: Request + ?Sized> Request for Arc<T> {
 
     fn reply_estimate(&self) -> u64 {
         (**self).reply_estimate()
+    }
+
+    fn class(&self) -> IoClass {
+        (**self).class()
     }
 }
 
@@ -280,6 +289,8 @@ struct Channel<C> {
     stats: Arc<IoStats>,
     /// The network path it belongs to (see [`Engine::set_path`]).
     path: usize,
+    /// Its path's log lane (see [`Engine::set_lane`]).
+    lane: bool,
 }
 
 /// The request lifecycle of one client; see the module doc.
@@ -303,6 +314,8 @@ pub struct Engine<C> {
     /// Scratch for failing a channel (kept for its capacity).
     drained: Vec<Flight<C>>,
     expired: Vec<(u32, Flight<C>)>,
+    /// I/O classes are honoured ([`Engine::set_classes`]).
+    classes: bool,
 }
 
 impl<C: Request + Clone> Engine<C> {
@@ -326,6 +339,7 @@ impl<C: Request + Clone> Engine<C> {
                 gauge: Arc::new(LoadGauge::default()),
                 stats: Arc::new(IoStats::new()),
                 path: 0,
+                lane: false,
             })
             .collect();
         Self {
@@ -341,6 +355,7 @@ impl<C: Request + Clone> Engine<C> {
             shutdown: false,
             drained: Vec::new(),
             expired: Vec::new(),
+            classes: false,
         }
     }
 
@@ -360,7 +375,13 @@ impl<C: Request + Clone> Engine<C> {
             });
             return Ok(());
         }
-        if self.in_flight >= self.config.max_client_inflight {
+        let class = self.class_of(&call);
+        let headroom = if class == IoClass::Log {
+            LOG_HEADROOM
+        } else {
+            0
+        };
+        if self.in_flight >= self.config.max_client_inflight + headroom {
             return Err(call);
         }
         let flight = Flight {
@@ -488,6 +509,25 @@ impl<C: Request + Clone> Engine<C> {
         if let Some(ch) = self.channels.get_mut(channel) {
             ch.path = path;
         }
+    }
+
+    /// Honours I/O classes (on) or treats every request as `data` (off,
+    /// the default): see [`crate::class`].
+    pub fn set_classes(&mut self, on: bool) {
+        self.classes = on;
+    }
+
+    /// Makes `channel` its path's log lane (or not): with classes on, log
+    /// requests go on lanes and bulk ones never do ([`crate::class`]).
+    pub fn set_lane(&mut self, channel: usize, lane: bool) {
+        if let Some(ch) = self.channels.get_mut(channel) {
+            ch.lane = lane;
+        }
+    }
+
+    /// Whether I/O classes are honoured.
+    pub fn classes(&self) -> bool {
+        self.classes
     }
 
     /// Marks `channel` as connecting (the driver's first connection of it).
@@ -716,7 +756,8 @@ impl<C: Request + Clone> Engine<C> {
             });
             return Ok(());
         }
-        let Some(c) = self.choose(flight.last_channel) else {
+        let class = self.class_of(&flight.call);
+        let Some(c) = self.choose(flight.last_channel, class) else {
             self.park(flight);
             return Ok(());
         };
@@ -768,9 +809,21 @@ impl<C: Request + Clone> Engine<C> {
         }
     }
 
+    /// The class a request is treated as: its own with classes on,
+    /// `data` with them off.
+    fn class_of(&self, call: &C) -> IoClass {
+        if self.classes {
+            call.class()
+        } else {
+            IoClass::Data
+        }
+    }
+
     /// The least-loaded channel that is up and has room, avoiding `avoid`
-    /// when another one qualifies.
-    fn choose(&mut self, avoid: Option<usize>) -> Option<usize> {
+    /// when another one qualifies. With classes on, first among the
+    /// channels `class` may use ([`admits`]: log on lanes, bulk off them),
+    /// then, if none of those qualifies, among all.
+    fn choose(&mut self, avoid: Option<usize>, class: IoClass) -> Option<usize> {
         let channels = &self.channels;
         // One channel (`connections=1`, one path): no choice to make.
         if channels.len() == 1 {
@@ -778,25 +831,40 @@ impl<C: Request + Clone> Engine<C> {
             return (ch.health.is_up() && !ch.table.is_full()).then_some(0);
         }
         self.rotate = self.rotate.wrapping_add(1);
-        least_loaded_by(
-            channels.len(),
-            |i| {
-                let ch = &channels[i];
-                Candidate {
-                    up: ch.health.is_up() && !ch.table.is_full(),
-                    outstanding_bytes: ch.load.bytes,
-                    outstanding_requests: ch.load.requests,
-                }
-            },
-            self.rotate,
-            avoid,
-        )
+        let pick = |only: bool| {
+            least_loaded_by(
+                channels.len(),
+                |i| {
+                    let ch = &channels[i];
+                    Candidate {
+                        up: ch.health.is_up()
+                            && !ch.table.is_full()
+                            && (!only || admits(class, ch.lane)),
+                        outstanding_bytes: ch.load.bytes,
+                        outstanding_requests: ch.load.requests,
+                    }
+                },
+                self.rotate,
+                avoid,
+            )
+        };
+        if self.classes && class != IoClass::Data {
+            if let Some(c) = pick(true) {
+                return Some(c);
+            }
+        }
+        pick(false)
     }
 
     /// Parks a request with no channel up, or none with room; it is sent
     /// when one connects or a reply makes room ([`kick_parked`](Self::kick_parked)).
     fn park(&mut self, flight: Flight<C>) {
-        self.parked.push_back(flight);
+        // A log request waits behind no other (`crate::class`).
+        if self.class_of(&flight.call) == IoClass::Log {
+            self.parked.push_front(flight);
+        } else {
+            self.parked.push_back(flight);
+        }
         self.wake = true;
     }
 
@@ -904,7 +972,7 @@ impl<C: Request + Clone> Engine<C> {
 
     /// Sends parked requests, oldest first, while a channel is up with room.
     fn kick_parked(&mut self, now: u64) {
-        while !self.parked.is_empty() && self.choose(None).is_some() {
+        while !self.parked.is_empty() && self.choose(None, IoClass::Data).is_some() {
             if let Some(flight) = self.parked.pop_front() {
                 let _ = self.place(flight, now, false);
             }

@@ -1,4 +1,4 @@
-//! `dnfs bench oltp | scan | redo | sweep`: a SLOB-style database I/O
+//! `dnfs bench oltp | scan | redo | sweep | mixed`: a SLOB-style database I/O
 //! benchmark that runs the same workload through directnfs, libnfs (loaded
 //! at run time) and the local file system, side by side.
 //!
@@ -13,6 +13,7 @@ pub mod block;
 mod driver;
 mod engines;
 mod job;
+mod mixed;
 mod parent;
 mod plot;
 mod prepare;
@@ -43,6 +44,9 @@ pub enum BenchCommand {
     Redo(Box<BenchOpts>),
     /// oltp at 1, 2, 4 .. --max-sessions sessions: the IOPS/latency curve.
     Sweep(Box<BenchOpts>),
+    /// redo + oltp + scan at once in one process, on one mount: latency per
+    /// I/O class, with `io_classes` off then on (directnfs only).
+    Mixed(Box<BenchOpts>),
     /// Internal: runs one engine for the parent (job on stdin, JSON on stdout).
     #[command(hide = true, name = "worker")]
     Worker,
@@ -185,6 +189,7 @@ pub fn run(args: BenchArgs, config: Option<std::path::PathBuf>) -> ExitCode {
         BenchCommand::Scan(o) => parent::run(Workload::Scan, with(o)),
         BenchCommand::Redo(o) => parent::run(Workload::Redo, with(o)),
         BenchCommand::Sweep(o) => parent::run(Workload::Sweep, with(o)),
+        BenchCommand::Mixed(o) => mixed::run(with(o)),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -222,6 +222,10 @@ pub struct MountOptions {
     /// NFSv3: keep spare connections for the children this process forks
     /// (`fork_spares`; see `crate::io::spare`). Default on.
     pub fork_spares: bool,
+    /// Honour the I/O class of each file ([`crate::File::set_io_class`]):
+    /// one channel of each path with two or more is its log lane
+    /// (`io_classes`; see `directnfs_engine::class`). Default on.
+    pub io_classes: bool,
     /// Where the process's alert lines go, when this option sets it; the
     /// last client mounted with it wins. Default: not set (stderr, or
     /// `DIRECTNFS_ALERT_LOG`).
@@ -304,6 +308,7 @@ impl Default for MountOptions {
             publish_stats: true,
             owner_reuse: true,
             fork_spares: true,
+            io_classes: true,
             alert_log: None,
             write_behind: 8 << 20,
             write_behind_client: 64 << 20,
@@ -429,6 +434,7 @@ enum Key {
     Stats,
     OwnerReuse,
     ForkSpares,
+    IoClasses,
     AlertLog,
     NlmPort,
     LocalLock,
@@ -489,6 +495,7 @@ const KEYS: &[(&str, Key)] = &[
     ("publish_stats", Key::Stats),
     ("owner_reuse", Key::OwnerReuse),
     ("fork_spares", Key::ForkSpares),
+    ("io_classes", Key::IoClasses),
     ("alert_log", Key::AlertLog),
     ("xprtsec", Key::Xprtsec),
     ("tls_ca", Key::TlsCa),
@@ -645,6 +652,7 @@ impl MountOptions {
             Key::Stats => self.publish_stats = p.flag()?,
             Key::OwnerReuse => self.owner_reuse = p.flag()?,
             Key::ForkSpares => self.fork_spares = p.flag()?,
+            Key::IoClasses => self.io_classes = p.flag()?,
             Key::AlertLog => {
                 self.alert_log =
                     Some(crate::alert::Sink::parse(p.required()?).map_err(|e| p.invalid(e))?)
@@ -1182,8 +1190,8 @@ mod tests {
         for key in MountOptions::known_keys() {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
-                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "lock" | "nolock"
-                | "tls_direct" => "",
+                | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "io_classes"
+                | "lock" | "nolock" | "tls_direct" => "",
                 "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
@@ -1245,6 +1253,9 @@ mod tests {
         let o = set(&[("fork_spares", "off")]).unwrap();
         assert!(!o.fork_spares);
         assert!(MountOptions::default().fork_spares);
+        let o = set(&[("io_classes", "off")]).unwrap();
+        assert!(!o.io_classes);
+        assert!(MountOptions::default().io_classes);
         assert!(MountOptions::default().publish_stats);
         let o = set(&[("alert_log", "syslog")]).unwrap();
         assert_eq!(

@@ -172,6 +172,11 @@ option_table![
         "on",
     ),
     (
+        "`io_classes`",
+        "flag: honour each file's I/O class (`File::set_io_class`: log, data or bulk): the last channel of each path with two `connections` or more is its log lane, log requests go on it and bulk ones never do, and log requests may exceed `max_client_inflight` by 16; off: every request is data (see the book's I/O classes chapter)",
+        "on",
+    ),
+    (
         "`alert_log`",
         "where this process's alert lines go: `stderr`, `off`, `syslog`, `syslog:SOCKET`, `file:PATH` or an absolute path (see [`crate::alert`])",
         "stderr",

@@ -12,9 +12,9 @@
 //! completing is the last thing the owner does with it.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 
-use directnfs_engine::Request;
+use directnfs_engine::{IoClass, Request};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 
@@ -182,6 +182,9 @@ pub(crate) enum Notify {
 pub(crate) struct Group {
     pending: AtomicUsize,
     waiter: Thread,
+    /// A log-class call is in it: its waiter receives the log lanes itself
+    /// rather than wait for the leader (`transport/leader.rs`).
+    log: AtomicBool,
 }
 
 impl Group {
@@ -189,7 +192,13 @@ impl Group {
         Arc::new(Self {
             pending: AtomicUsize::new(pending),
             waiter: std::thread::current(),
+            log: AtomicBool::new(false),
         })
+    }
+
+    /// Whether a log-class call is in the group ([`Call::set_class`]).
+    pub(crate) fn is_log(&self) -> bool {
+        self.log.load(Ordering::Relaxed)
     }
 
     /// True once every call has completed. The creating thread waits for
@@ -273,6 +282,9 @@ pub(crate) struct Call {
     pub attempts: AtomicU32,
     /// Size counted against channel load (payload or expected reply data).
     pub weight: u64,
+    /// Its I/O class (`IoClass::index`; `directnfs_engine::class`), set by
+    /// the file that makes it ([`Call::set_class`]); data by default.
+    class: AtomicU8,
     pub sink: Sink,
     /// Payload sent after `body` (WRITE data), then padded.
     pub payload: Option<Arc<[u8]>>,
@@ -295,6 +307,10 @@ impl Request for Call {
 
     fn reply_estimate(&self) -> u64 {
         Call::reply_estimate(self)
+    }
+
+    fn class(&self) -> IoClass {
+        IoClass::from_index(self.class.load(Ordering::Relaxed) as usize)
     }
 }
 
@@ -393,11 +409,21 @@ impl Call {
             body,
             payload,
             weight,
+            class: AtomicU8::new(IoClass::Data.index() as u8),
             sink,
             attempts: AtomicU32::new(0),
             notify,
             result: ResultSlot::new(),
         })
+    }
+
+    /// Sets the call's I/O class (before it is submitted: the engine reads
+    /// it when it chooses a channel).
+    pub(crate) fn set_class(&self, class: IoClass) {
+        self.class.store(class.index() as u8, Ordering::Relaxed);
+        if let (IoClass::Log, Notify::Group(g)) = (class, &self.notify) {
+            g.log.store(true, Ordering::Relaxed);
+        }
     }
 
     /// Makes a call, reusing one of `pool`'s finished calls (and its body's
@@ -423,6 +449,7 @@ impl Call {
             encode(&mut c.body);
             c.payload = payload;
             c.weight = weight;
+            *c.class.get_mut() = IoClass::Data.index() as u8;
             c.sink = sink;
             *c.attempts.get_mut() = 0;
             c.notify = notify;

@@ -67,6 +67,9 @@ pub(crate) struct Channel {
     /// The RPCSEC_GSS context of the connection of an epoch (a Kerberos
     /// mount: `security/sealer.rs`); `None` for AUTH_SYS.
     gss: Mutex<Option<(u64, Arc<ConnectionSealer>)>>,
+    /// Its path's log lane (`directnfs_engine::class`): a thread waiting
+    /// for a log call receives it itself (`transport/leader.rs`).
+    pub lane: bool,
 }
 
 impl Channel {
@@ -89,6 +92,7 @@ impl Channel {
             connecting: AtomicBool::new(false),
             sent: AtomicU64::new(0),
             gss: Mutex::new(None),
+            lane: false,
         }
     }
 

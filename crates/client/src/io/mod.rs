@@ -18,7 +18,7 @@
 //! | `channel.rs` | one connection: its sending half, receiving half, close, NULL probe, handing a clean one on |
 //! | `spare.rs` | spare connections an owner process keeps for the children it forks: the slots they share, claim, give back, tend |
 //! | `transport/shared.rs` | what the threads share: the engine behind a mutex, the channels; engine actions become I/O, replies become engine events |
-//! | `transport/leader.rs` | the leader loop (`poll` every connection, service each) and the fallback receiver |
+//! | `transport/leader.rs` | the leader loop (`poll` every connection, service each), the fallback receiver, and a log call's waiter receiving the log lanes itself (I/O classes: `directnfs_engine::class`) |
 //! | `transport/maintenance.rs` | the maintenance thread: ticks the engine, sleeps until its next deadline |
 //! | `transport/spares.rs` | a transport's side of the spares: a child's channel takes one, hands it back; an owner tends them |
 //! | `transport/mod.rs` | `Transport`: start, stop, and the front door (`submit_many`, `wait_group`, `wait_until`) |

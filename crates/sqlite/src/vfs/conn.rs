@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use dnfs::{Error, File, OpenOptions};
+use dnfs::{Error, File, IoClass, OpenOptions};
 
 use crate::lock::{inode_for, wal_mirror_of, Inode, InodeKey, ShmConn};
 use crate::mirror::{self, Mirror};
@@ -110,6 +110,7 @@ impl Conn {
             }
         };
         again.set_write_coalescing(true);
+        again.set_io_class(self.file.io_class());
         crate::report(
             SQLITE_WARNING,
             &format!(
@@ -127,6 +128,18 @@ impl Conn {
         if let Some(m) = &self.mirror {
             m.clear();
         }
+    }
+}
+
+/// The I/O class of a file SQLite opens with `flags`: its rollback
+/// journals and WAL are the log (a commit waits for their writes and
+/// syncs: the book's I/O classes chapter), everything else data.
+pub(super) fn io_class_of(flags: c_int) -> IoClass {
+    let log = SQLITE_OPEN_MAIN_JOURNAL | SQLITE_OPEN_SUPER_JOURNAL | SQLITE_OPEN_WAL;
+    if flags & log != 0 {
+        IoClass::Log
+    } else {
+        IoClass::Data
     }
 }
 
@@ -159,6 +172,7 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
     // xShmBarrier (waits for them before a WAL-index header is published),
     // xClose.
     file.set_write_coalescing(true);
+    file.set_io_class(io_class_of(flags));
     crate::test_hooks::opened(client, &r.path, name, flags & SQLITE_OPEN_MAIN_DB != 0);
     let inode = if flags & SQLITE_OPEN_MAIN_DB != 0 {
         let key = InodeKey {

@@ -306,3 +306,17 @@ fn assert_linger_thread_blocks_signals() {
         }
     }
 }
+
+#[test]
+fn journals_and_the_wal_are_the_log_class_and_the_database_is_data() {
+    use super::conn::io_class_of;
+    use dnfs::IoClass;
+    assert_eq!(io_class_of(SQLITE_OPEN_MAIN_JOURNAL), IoClass::Log);
+    assert_eq!(io_class_of(SQLITE_OPEN_SUPER_JOURNAL), IoClass::Log);
+    assert_eq!(
+        io_class_of(SQLITE_OPEN_WAL | SQLITE_OPEN_CREATE),
+        IoClass::Log
+    );
+    assert_eq!(io_class_of(SQLITE_OPEN_MAIN_DB), IoClass::Data);
+    assert_eq!(io_class_of(SQLITE_OPEN_TEMP_JOURNAL), IoClass::Data);
+}

@@ -22,7 +22,92 @@ const LEAD_POLL_MAX: Duration = Duration::from_millis(20);
 
 /// Waits until every call of `group` has completed.
 pub(crate) fn wait_group(sh: &Shared, group: &Group) {
+    if group.is_log() && !sh.is_detached() {
+        wait_on_lanes(sh, group);
+    }
     wait_until(sh, &|| group.is_done(), None);
+}
+
+/// A log call's waiter (`directnfs_engine::class`), while someone else
+/// leads: receives the log lanes itself instead of parking until the
+/// leader, busy with bulk replies on the other connections, gets to its
+/// reply and wakes it (a second scheduling hop on a loaded machine). The
+/// lanes' receive state is shared with the leader through each channel's
+/// `rx` lock (taken with `try_lock` here: whoever holds it receives).
+/// Returns when the group is done, or leaves the rest to `wait_until` when
+/// nobody leads or no lane is there.
+fn wait_on_lanes(sh: &Shared, group: &Group) {
+    let lanes: Vec<usize> = (0..sh.channels.len())
+        .filter(|&i| sh.channels[i].lane)
+        .collect();
+    if lanes.is_empty() {
+        return;
+    }
+    let mut fds: Vec<libc::pollfd> = Vec::with_capacity(lanes.len());
+    let started = Instant::now();
+    while !group.is_done() && !sh.is_shutdown() && started.elapsed() < LEAD_POLL_MAX {
+        if !sh.lead.is_led() {
+            return;
+        }
+        fds.clear();
+        for &i in &lanes {
+            let ch = &sh.channels[i];
+            let Ok(mut guard) = ch.rx.try_lock() else {
+                continue;
+            };
+            let Some(rx) = guard.as_mut() else {
+                continue;
+            };
+            let mut replies = sh.replies(i, rx.epoch);
+            let result = rx.service(&mut replies, true).and_then(|()| {
+                rx.arm(crate::io::receive::Replies::due(&replies))
+                    .map_err(|e| Lost {
+                        why: format!("setting SO_RCVLOWAT failed: {e}"),
+                        claim: None,
+                    })
+            });
+            match result {
+                Ok(_) => fds.push(libc::pollfd {
+                    fd: rx.fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                }),
+                // As the leader's pass would: the connection is failed
+                // (its calls re-sent), then this waiter waits the usual way.
+                Err(lost) => {
+                    let epoch = rx.epoch;
+                    *guard = None;
+                    drop(guard);
+                    if !sh.is_shutdown() {
+                        sh.fail(i, epoch, &lost.why);
+                    }
+                    if let Some(claim) = lost.claim {
+                        sh.receive_lost(claim);
+                    }
+                    return;
+                }
+            }
+        }
+        if group.is_done() || fds.is_empty() {
+            return;
+        }
+        // A short wait: the leader may complete the call first (it also
+        // polls the lanes), and that unparks nobody here.
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        // SAFETY: `fds` is a live array of `fds.len()` pollfds; `ts`
+        // outlives the call; no signal mask is passed.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+    }
 }
 
 /// Returns once `done()` holds (true) or `until` passed (false), receiving

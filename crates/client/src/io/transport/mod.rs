@@ -251,15 +251,25 @@ impl Transport {
             },
             specs.len(),
         );
+        engine.set_classes(config.io_classes);
+        let paths: Vec<usize> = specs.iter().map(|s| s.path).collect();
         let channels = specs
             .into_iter()
             .enumerate()
             .map(|(id, spec)| {
                 engine.set_path(id, spec.path);
+                // The last channel of a path with two or more is its log
+                // lane (`directnfs_engine::class`).
+                let of_path = paths.iter().filter(|&&p| p == spec.path).count();
+                let last = !paths[id + 1..].contains(&spec.path);
+                let lane = config.io_classes && of_path >= 2 && last;
+                engine.set_lane(id, lane);
                 engine.begin_connect(id);
                 let stats = engine.stats(id).map(Arc::clone).unwrap_or_default();
                 let gauge = engine.gauge(id).map(Arc::clone).unwrap_or_default();
-                Channel::new(id, spec.path, spec.connect, stats, gauge)
+                let mut channel = Channel::new(id, spec.path, spec.connect, stats, gauge);
+                channel.lane = lane;
+                channel
             })
             .collect();
         if detached {

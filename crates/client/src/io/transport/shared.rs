@@ -66,6 +66,9 @@ pub(crate) struct TransportConfig {
     /// context, its calls are sealed and its replies opened
     /// (`security/sealer.rs`). `None`: AUTH_SYS, `cred` as it is.
     pub gss: Option<crate::security::GssSetup>,
+    /// Honour I/O classes: the last channel of each path with two or more
+    /// is its log lane (`io_classes`; `directnfs_engine::class`).
+    pub io_classes: bool,
 }
 
 /// State shared by callers (who take turns receiving), the fallback

@@ -1,0 +1,322 @@
+//! `dnfs bench mixed`: the log lane's proof (issue 33 §1). In one process,
+//! on one mount, at once: a redo writer (one write at a time, FILE_SYNC,
+//! 8-64 KiB), OLTP sessions (random 8 KiB, 75% reads) and a scan (workers
+//! reading 1 MiB pieces, `--queue-depth` in flight each). Each class's
+//! latency is reported, with the redo writer alone as the reference, once
+//! with `io_classes=off` and once with it on, in the same run.
+//!
+//! The redo file is the log class (`File::set_io_class`), the OLTP file
+//! handle data and the scan's bulk; with classes off the engine treats
+//! them all as data (`directnfs_engine::class`).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use directnfs::{Client, File, IoClass};
+
+use super::BenchOpts;
+
+/// One phase's samples per class (nanoseconds), and bytes moved.
+#[derive(Debug, Default)]
+struct Samples {
+    lat: [Vec<u64>; 3],
+    bytes: [u64; 3],
+    errors: u64,
+}
+
+/// A row of the table: one class in one phase.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Row {
+    /// `off` or `on`.
+    pub classes: &'static str,
+    /// `alone` (the redo writer only) or `mixed`.
+    pub load: &'static str,
+    /// `log`, `data` or `bulk`.
+    pub class: &'static str,
+    pub ops: usize,
+    pub iops: f64,
+    pub mb_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+/// Runs the mixed benchmark; `Ok(false)` when any I/O failed.
+pub fn run(o: BenchOpts) -> Result<bool, String> {
+    let url = o.target.clone().ok_or("mixed needs --target")?;
+    let config = o
+        .config
+        .as_ref()
+        .and_then(|p| p.to_str())
+        .map(str::to_string);
+    let size = o.size;
+    let data = super::prepare::prepare_nfs(&url, config.as_deref(), size, true, "", o.quiet)?;
+    let redo_size: u64 = 64 << 20;
+    super::prepare::prepare_nfs(&url, config.as_deref(), redo_size, false, ".redo", o.quiet)?;
+    let rel = data.rel_path.ok_or("no data file path")?;
+    let duration = Duration::from_secs_f64(o.duration.unwrap_or(10.0));
+    let warmup = Duration::from_secs_f64(o.warmup.unwrap_or(1.0));
+    let sessions = o.sessions.unwrap_or(4).max(1);
+    let workers = o.workers.max(1);
+    let depth = o.queue_depth.unwrap_or(4).max(1);
+    let scan_block = o.block.unwrap_or(1 << 20).clamp(4096, 1 << 20) as usize;
+    let connections = o.connections.unwrap_or(4).max(1);
+    eprintln!(
+        "mixed: redo 1 writer FILE_SYNC 8-64k | oltp {sessions} sessions 8k {}% writes | \
+         scan {workers} workers x {depth} x {} KiB | {connections} connections | {:.0} s each",
+        o.write_pct,
+        scan_block >> 10,
+        duration.as_secs_f64()
+    );
+    let mut rows = Vec::new();
+    let mut ok = true;
+    for on in [false, true] {
+        let mut target = super::engines::target_of(&url, config.as_deref())?;
+        target.options.connections = connections;
+        target.options.io_classes = on;
+        let client = Client::mount(&target).map_err(|e| format!("mount {url}: {e}"))?;
+        let label = if on { "on" } else { "off" };
+        let plan = Plan {
+            client: &client,
+            rel: &rel,
+            size,
+            redo_size,
+            sessions,
+            workers,
+            depth,
+            scan_block,
+            write_pct: o.write_pct,
+        };
+        for mixed in [false, true] {
+            let s = plan.phase(mixed, warmup, duration)?;
+            ok &= s.errors == 0;
+            if s.errors > 0 {
+                eprintln!("mixed: {} I/O errors (classes {label})", s.errors);
+            }
+            let load = if mixed { "mixed" } else { "alone" };
+            for class in IoClass::ALL {
+                if !mixed && class != IoClass::Log {
+                    continue;
+                }
+                rows.push(row(label, load, class, &s, duration));
+            }
+        }
+    }
+    print_table(&rows);
+    if let Some(path) = &o.json {
+        let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
+    }
+    Ok(ok)
+}
+
+struct Plan<'a> {
+    client: &'a Client,
+    rel: &'a str,
+    size: u64,
+    redo_size: u64,
+    sessions: usize,
+    workers: usize,
+    depth: usize,
+    scan_block: usize,
+    write_pct: u32,
+}
+
+impl Plan<'_> {
+    fn open(&self, path: &str, class: IoClass) -> Result<File, String> {
+        let f = self
+            .client
+            .open(path)
+            .map_err(|e| format!("open {path}: {e}"))?;
+        f.set_io_class(class);
+        Ok(f)
+    }
+
+    /// One phase: the redo writer, and with `mixed` the OLTP sessions and
+    /// the scan, for `warmup` (not counted) then `duration`.
+    fn phase(&self, mixed: bool, warmup: Duration, duration: Duration) -> Result<Samples, String> {
+        let redo = self.open(&format!("{}.redo", self.rel), IoClass::Log)?;
+        redo.set_sync_writes(true);
+        let oltp = self.open(self.rel, IoClass::Data)?;
+        let scan = self.open(self.rel, IoClass::Bulk)?;
+        let stop = AtomicBool::new(false);
+        let measuring = AtomicBool::new(false);
+        let out = Mutex::new(Samples::default());
+        let next_scan = AtomicU64::new(0);
+        let ctx = Ctx {
+            stop: &stop,
+            measuring: &measuring,
+            out: &out,
+        };
+        std::thread::scope(|s| {
+            let ctx = &ctx;
+            s.spawn(|| ctx.redo(&redo, self.redo_size));
+            if mixed {
+                for seed in 0..self.sessions {
+                    let oltp = &oltp;
+                    s.spawn(move || ctx.oltp(oltp, self.size, self.write_pct, seed as u64));
+                }
+                for _ in 0..self.workers {
+                    let (scan, next) = (&scan, &next_scan);
+                    s.spawn(move || ctx.scan(scan, self.size, self.scan_block, self.depth, next));
+                }
+            }
+            std::thread::sleep(warmup);
+            ctx.measuring.store(true, Ordering::SeqCst);
+            std::thread::sleep(duration);
+            ctx.measuring.store(false, Ordering::SeqCst);
+            ctx.stop.store(true, Ordering::SeqCst);
+        });
+        Ok(out.into_inner().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+struct Ctx<'a> {
+    stop: &'a AtomicBool,
+    measuring: &'a AtomicBool,
+    out: &'a Mutex<Samples>,
+}
+
+impl Ctx<'_> {
+    /// Runs `io` until stopped, timing each call; samples taken while
+    /// measuring go to `class`.
+    fn each(&self, class: IoClass, mut io: impl FnMut() -> Result<u64, String>) {
+        let mut lat = Vec::with_capacity(1 << 16);
+        let (mut bytes, mut errors) = (0u64, 0u64);
+        while !self.stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            let r = io();
+            let ns = t.elapsed().as_nanos() as u64;
+            let counted = self.measuring.load(Ordering::Relaxed);
+            match r {
+                Ok(n) if counted => {
+                    lat.push(ns);
+                    bytes += n;
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    errors += 1;
+                    if errors == 1 {
+                        eprintln!("mixed: {} I/O failed: {e}", class.name());
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+        let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
+        out.lat[class.index()].append(&mut lat);
+        out.bytes[class.index()] += bytes;
+        out.errors += errors;
+    }
+
+    fn redo(&self, file: &File, size: u64) {
+        let buf = vec![0x5au8; 64 << 10];
+        let mut rng = Rng(0x0123_4567);
+        let mut off = 0u64;
+        self.each(IoClass::Log, || {
+            let len = 8192 * (1 + rng.below(8)) as usize;
+            if off + len as u64 > size {
+                off = 0;
+            }
+            let n = file.write_at(&buf[..len], off).map_err(|e| e.to_string())?;
+            off += len as u64;
+            Ok(n as u64)
+        });
+    }
+
+    fn oltp(&self, file: &File, size: u64, write_pct: u32, seed: u64) {
+        let mut buf = vec![0u8; 8192];
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (seed + 1));
+        let blocks = (size / 8192).max(1);
+        self.each(IoClass::Data, || {
+            let off = rng.below(blocks) * 8192;
+            let n = if (rng.below(100) as u32) < write_pct {
+                file.write_at(&buf, off).map_err(|e| e.to_string())?
+            } else {
+                file.read_at(&mut buf, off).map_err(|e| e.to_string())?
+            };
+            Ok(n as u64)
+        });
+    }
+
+    /// A scan worker: `depth` pieces of `block` in one `read_at` (the file
+    /// sends them at once), over the file in turns shared by the workers.
+    fn scan(&self, file: &File, size: u64, block: usize, depth: usize, next: &AtomicU64) {
+        let len = block * depth;
+        let mut buf = vec![0u8; len];
+        self.each(IoClass::Bulk, || {
+            let off = next.fetch_add(len as u64, Ordering::Relaxed) % size.max(1);
+            let n = (size - off).min(len as u64) as usize;
+            let got = file
+                .read_at(&mut buf[..n], off)
+                .map_err(|e| e.to_string())?;
+            Ok(got as u64)
+        });
+    }
+}
+
+/// xorshift64*: the bench's offsets, reproducible per seed.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+fn row(classes: &'static str, load: &'static str, class: IoClass, s: &Samples, d: Duration) -> Row {
+    let mut lat = s.lat[class.index()].clone();
+    lat.sort_unstable();
+    let pct = |p: f64| -> f64 {
+        if lat.is_empty() {
+            return 0.0;
+        }
+        let i = ((lat.len() as f64 * p).ceil() as usize).clamp(1, lat.len()) - 1;
+        lat[i] as f64 / 1000.0
+    };
+    let secs = d.as_secs_f64().max(1e-9);
+    Row {
+        classes,
+        load,
+        class: class.name(),
+        ops: lat.len(),
+        iops: lat.len() as f64 / secs,
+        mb_s: s.bytes[class.index()] as f64 / secs / 1e6,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+        p999_us: pct(0.999),
+    }
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<8} {:<6} {:<5} {:>8} {:>9} {:>8} {:>9} {:>9} {:>10}",
+        "classes", "load", "class", "ops", "IOPS", "MB/s", "p50 us", "p99 us", "p99.9 us"
+    );
+    for r in rows {
+        println!(
+            "{:<8} {:<6} {:<5} {:>8} {:>9.0} {:>8.1} {:>9.0} {:>9.0} {:>10.0}",
+            r.classes, r.load, r.class, r.ops, r.iops, r.mb_s, r.p50_us, r.p99_us, r.p999_us
+        );
+    }
+    for classes in ["off", "on"] {
+        let p99 = |load: &str| {
+            rows.iter()
+                .find(|r| r.classes == classes && r.load == load && r.class == "log")
+                .map_or(0.0, |r| r.p99_us)
+        };
+        let (alone, mixed) = (p99("alone"), p99("mixed"));
+        if alone > 0.0 {
+            println!(
+                "classes {classes}: log p99 mixed / alone = {:.0} / {:.0} us = {:.2}x",
+                mixed,
+                alone,
+                mixed / alone
+            );
+        }
+    }
+}
