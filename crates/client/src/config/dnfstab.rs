@@ -512,6 +512,9 @@ impl Parser<'_> {
             return Err(cx.error(&local, msg));
         }
         let mut entry = block.entry;
+        // Keys that only make sense together (tls_cert with xprtsec=mtls)
+        // are checked once the server's block is whole.
+        entry.options.validate()?;
         if entry.paths.is_empty() {
             entry.paths.push(PathEntry {
                 local: None,
