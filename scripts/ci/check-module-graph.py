@@ -11,6 +11,12 @@ the crate root imports (`crate::Client` after lib.rs's `pub use
 client::Client`) names the module it comes from. Items under
 `#[cfg(test)]` are left out: a test's imports are not the design.
 
+For the crates of READER_VIEW (the client crate), the graph also has the
+edges a reader sees in the text: a `super::x` that the compiler resolves
+to a sibling named like a module one level up, and a `crate::` path in a
+string (`Crate.add_reader_view`). So a name that reads like a knot is
+renamed, not only a real import cut.
+
 Then, for the crate's top level and for every folder (a module with
 children), it builds the graph whose nodes are that folder's direct
 children, with an edge A -> B when anything in A (or below it) names
@@ -130,6 +136,31 @@ class Crate:
             if to is not None and to != frm:
                 self.refs[(frm, to)].append((f, ln, text))
 
+    def add_reader_view(self):
+        """Adds the edges a reader sees in the text (READER_VIEW): in each
+        folder, a child whose files mention a sibling as `super::x`,
+        `super::super::x`, `super::{.., x, ..}` or by its full `crate::` path
+        (in code or in a string) names that sibling, even where the
+        compiler resolves the name elsewhere: a `super::file` inside v4/
+        that means v4's own `file` reads as the crate's `file`, and an
+        option's help text that says `see crate::io::spare` sends its
+        reader there. Comments and a file's `#[cfg(test)] mod` tail are
+        not read."""
+        for folder, kids in self.children.items():
+            prefix = "crate" + "".join("::" + f for f in folder)
+            for kid in kids:
+                files = sorted({f for m, f in self.modules.items() if m[:len(folder) + 1] == folder + (kid,)})
+                for f in files:
+                    text = reader_text(f)
+                    for other in kids - {kid}:
+                        o = re.escape(other)
+                        pat = re.compile(rf"\bsuper::(super::)?{o}\b|\bsuper::\{{[^}}]*\b{o}\b"
+                                         rf"|\b{re.escape(prefix)}::{o}\b|\b{re.escape(prefix)}::\{{[^}}]*\b{o}\b")
+                        m = pat.search(text)
+                        if m:
+                            line = text.count("\n", 0, m.start()) + 1
+                            self.refs[(folder + (kid,), folder + (other,))].append((f, line, m.group(0)))
+
     def _through_root_use(self, segs):
         """`segs` with a first segment the crate root imports (and is no
         module of the crate) replaced by where it comes from, a few
@@ -161,6 +192,22 @@ class Crate:
         except OSError as e:
             raise SystemExit(f"check-module-graph: {file}: {e}") from e
         Parser(self, file, toks).run(module, child_dir)
+
+
+def reader_text(file):
+    """The file as a reader of its design sees it: comment lines blanked
+    (line numbers kept), and nothing from its `#[cfg(test)] mod x {`."""
+    with open(file, encoding="utf-8") as fh:
+        text = fh.read()
+    m = re.search(r"#\[cfg\(test\)\]\s*(pub(\(crate\))?\s+)?mod \w+\s*\{", text)
+    if m:
+        text = text[:m.start()]
+    return "\n".join("" if l.lstrip().startswith("//") else l for l in text.splitlines())
+
+
+# Crates whose graph also has the reader's edges (Crate.add_reader_view):
+# the client crate, whose knot issue 29 untangled.
+READER_VIEW = {"client"}
 
 
 class Parser:
@@ -608,6 +655,8 @@ def main(argv=None):
     current = []
     for name, lib in crates_under(root):
         crate = Crate(name, lib)
+        if name in READER_VIEW:
+            crate.add_reader_view()
         for folder, members, graph in knots_of(crate):
             current.append((name, folder, members, graph))
 

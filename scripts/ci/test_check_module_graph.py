@@ -137,6 +137,29 @@ class KnotsTest(unittest.TestCase):
         })
         self.assertEqual(t.knots(), [("crate", ["a", "b"])])
 
+    def test_the_reader_view_adds_shadowed_super_names_and_paths_in_strings(self):
+        # v/file.rs is v's own `file`, which the compiler resolves; a reader
+        # of v/io.rs sees `super::file` and thinks of the crate's file.rs.
+        # b.rs names `crate::a` in a help string. Neither is an import.
+        files = {
+            "lib.rs": "mod a;\nmod b;\nmod file;\nmod v;\n",
+            "a.rs": "pub fn g() { crate::b::f(); crate::v::h(); }\n",
+            "b.rs": "pub fn f() {}\npub const HELP: &str = \"see `crate::a`\";\n",
+            "file.rs": "pub fn k() { crate::a::g(); }\n",
+            "v/mod.rs": "mod file;\nmod io;\npub fn h() {}\n",
+            "v/file.rs": "pub struct Open;\n",
+            "v/io.rs": "use super::file::Open;\n// super::super::a\n",
+        }
+        t = self.tree(files)
+        self.assertEqual(t.knots(), [])
+        crate = cmg.Crate("demo", os.path.join(t.root, "crates", "demo", "src", "lib.rs"))
+        crate.add_reader_view()
+        self.assertEqual([(f, m) for f, m, _ in cmg.knots_of(crate)],
+                         [("crate", ["a", "b", "file", "v"])])
+        # main() applies it to the crates of READER_VIEW only.
+        self.assertNotIn("demo", cmg.READER_VIEW)
+        self.assertEqual(t.run()[0], 0)
+
     def test_tarjan_finds_each_component(self):
         graph = {1: {2: 0}, 2: {3: 0}, 3: {1: 0, 4: 0}, 4: {5: 0}, 5: {4: 0}, 6: {}}
         comps = sorted(cmg.tarjan(graph))

@@ -9,7 +9,7 @@ use directnfs_wire::rpc::AuthStat;
 
 use crate::config::{ConfigError, UrlError};
 use crate::errno::{auth_errno, errno_kind, nfs_errno};
-use crate::io::error::CallError;
+use crate::io::call_error::CallError;
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

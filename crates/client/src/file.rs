@@ -29,7 +29,7 @@ use crate::client::{nfs_result, Client, Inner};
 use crate::config::StableMode;
 use crate::error::{Error, Result};
 use crate::io::call::{released, Call, CallPool, Group, Notify, ReadDest, Reply, Sink};
-use crate::io::error::CallError;
+use crate::io::call_error::CallError;
 use crate::metadata::Metadata;
 use crate::open_options::OpenOptions;
 use crate::writelog::WriteLog;
@@ -77,8 +77,8 @@ pub(crate) struct FileShared {
     /// Writes sent and not yet answered (unstable mode; `writebehind.rs`).
     pub(crate) wb: WriteBehind,
     /// The NFSv4.1 open state, on an NFSv4.1 client (the methods then
-    /// hand their work to `crate::v4::file`).
-    pub(crate) v4: Option<crate::v4::file::OpenFile>,
+    /// hand their work to `crate::v4::open_file`).
+    pub(crate) v4: Option<crate::v4::open_file::OpenFile>,
     /// On an NFSv4.1 client, the handle (up to 128 bytes) a file opened
     /// by handle was given, kept also when its OPEN was refused (a
     /// directory or a link: attributes are still set by handle).
@@ -138,7 +138,7 @@ impl Client {
     /// Opens a file as `opts` says.
     pub fn open_with(&self, path: &str, opts: OpenOptions) -> Result<File> {
         if self.inner.v4.is_some() {
-            let open = crate::v4::file::open(&self.host(), path, opts)?;
+            let open = crate::v4::open_file::open(&self.host(), path, opts)?;
             let mut shared = FileShared::new(self, nfs_fh3::default(), path);
             shared.v4 = Some(open);
             return Ok(File {

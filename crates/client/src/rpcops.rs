@@ -29,7 +29,7 @@ use crate::file::inflight::InFlight;
 use crate::file::{File, ReadPiece};
 use crate::io::call::{Call, Notify, ReadDest};
 use crate::metadata::Metadata;
-use crate::v4::file::OpenFile;
+use crate::v4::open_file::OpenFile;
 use crate::v4::io::{Answer, Later, Settling};
 use crate::v4::session::Session;
 use crate::v4::slots::Slot;

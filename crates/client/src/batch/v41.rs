@@ -60,7 +60,7 @@ use crate::completion::{contiguous, Completion, PieceResult};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::io::call::{BatchQueue, Call, Notify, ReadDest};
-use crate::v4::file::{state_lost, OpenFile};
+use crate::v4::open_file::{state_lost, OpenFile};
 use crate::v4::ops::{STAT_READ, STAT_WRITE};
 use crate::v4::recovery::Retry;
 use crate::v4::sequence::{self, first_reply, First, Request, Settled};

@@ -158,17 +158,17 @@ option_table![
     ),
     (
         "`stats` (`publish_stats`)",
-        "flag: publish this client's statistics on the process's local endpoint (`dnfs stats`; see [`crate::publish`])",
+        "flag: publish this client's statistics on the process's local endpoint (`dnfs stats`)",
         "on",
     ),
     (
         "`owner_reuse`",
-        "flag, NFSv4.1 only: this client's client owner is a slot of this user on this host that a client which died (SIGKILL, a crash) left free, so the server drops the dead client's opens and locks as soon as this one has a session instead of after its lease; off: an owner of its own (see `crate::v4::owner_slot`)",
+        "flag, NFSv4.1 only: this client's client owner is a slot of this user on this host that a client which died (SIGKILL, a crash) left free, so the server drops the dead client's opens and locks as soon as this one has a session instead of after its lease; off: an owner of its own",
         "on",
     ),
     (
         "`fork_spares`",
-        "flag, NFSv3 only: keep spare connections for the children this process forks (a PostgreSQL postmaster's backends): a child takes one at its first call instead of connecting, and hands it back at exit when every call it made on it was answered, for the next child (see `crate::io::spare`; `DIRECTNFS_FORK_SPARES=off` turns it off for every client of a process)",
+        "flag, NFSv3 only: keep spare connections for the children this process forks (a PostgreSQL postmaster's backends): a child takes one at its first call instead of connecting, and hands it back at exit when every call it made on it was answered, for the next child; `DIRECTNFS_FORK_SPARES=off` turns it off for every client of a process",
         "on",
     ),
     (

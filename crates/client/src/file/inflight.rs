@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use crate::io::call::Call;
-use crate::v4::file::OpenFile;
+use crate::v4::open_file::OpenFile;
 use crate::v4::io::{Sent, Settling};
 
 /// A piece sent (or about to be), its reply not yet settled.

@@ -4,7 +4,7 @@
 
 use super::File;
 use crate::error::{Error, Result};
-use crate::v4::file::OpenFile;
+use crate::v4::open_file::OpenFile;
 use crate::v4::LockConflict;
 
 impl File {

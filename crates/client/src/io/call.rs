@@ -18,7 +18,7 @@ use directnfs_engine::{IoClass, Request};
 use std::sync::{Arc, Mutex};
 use std::thread::Thread;
 
-use super::error::CallError;
+use super::call_error::CallError;
 
 /// Where the result of a call goes.
 #[derive(Debug)]

@@ -79,7 +79,7 @@
 pub(crate) mod call;
 pub(crate) mod channel;
 pub(crate) mod clock;
-pub(crate) mod error;
+pub(crate) mod call_error;
 pub(crate) mod hook;
 pub(crate) mod kept;
 pub(crate) mod lead;

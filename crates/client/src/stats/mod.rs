@@ -27,13 +27,13 @@
 //! [`render_host_prometheus`]).
 
 pub(crate) mod files;
-mod process;
+mod processes;
 mod render;
 mod snapshot;
 
 pub use directnfs_engine::stats::{Histogram, HistogramSnapshot, ProcClass};
 pub use files::MAX_FILE_STATS;
-pub use process::{HostStats, ProcessStats};
+pub use processes::{HostStats, ProcessStats};
 pub use render::{
     render_host_prometheus, render_host_text, render_json, render_prometheus, render_text,
     StatsFormat,

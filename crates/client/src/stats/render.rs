@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use super::process::HostStats;
+use super::processes::HostStats;
 use super::snapshot::{state, IoSnapshot, LatencySummary, StatsSnapshot};
 
 /// Output format of `dnfs stats`.

@@ -13,7 +13,7 @@ use directnfs_wire::nfs4::{
     FATTR4_SPACE_TOTAL,
 };
 
-use super::file::OpenFile;
+use super::open_file::OpenFile;
 use super::ops::{self, components, missing, Ops};
 use super::session::Session;
 use crate::attrs::{FsStat, SetAttrs, SetTimeTo};

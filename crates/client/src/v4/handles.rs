@@ -9,7 +9,7 @@ use directnfs_wire::nfs4::{
 
 use std::sync::Arc;
 
-use super::file::{open_op, OpenFile};
+use super::open_file::{open_op, OpenFile};
 use super::ops::{missing, Ops};
 use super::sequence::STAT_OTHER;
 use super::session::Session;

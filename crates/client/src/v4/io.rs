@@ -23,7 +23,7 @@ use std::sync::Arc;
 use directnfs_wire::nfs3::{stable_how, writeverf3};
 use directnfs_wire::nfs4::{nfs_opnum4, stable_how4};
 
-use super::file::{state_lost, OpenFile};
+use super::open_file::{state_lost, OpenFile};
 use super::ops::{STAT_READ, STAT_WRITE};
 use super::recovery::Retry;
 use super::sequence::{self, first_reply, First, Settled};

@@ -65,7 +65,7 @@
 //! completions).
 
 pub(crate) mod attrs;
-pub(crate) mod file;
+pub(crate) mod open_file;
 pub(crate) mod handles;
 pub(crate) mod held;
 pub(crate) mod io;
@@ -97,7 +97,7 @@ pub(crate) fn unsupported(what: &str) -> Error {
 
 /// What the NFSv4.1 modules need of the client that holds their session,
 /// implemented by the client (`client.rs`'s `Inner`): the server end and
-/// the session. An open file ([`file::OpenFile`]) holds its client as an
+/// the session. An open file ([`open_file::OpenFile`]) holds its client as an
 /// `Arc<dyn Host>` (CLOSE goes before the session's DESTROY, and its I/O
 /// finds the session of the moment), the lease renewal as a `Weak<dyn
 /// Host>`; everything else takes the [`Remote`] and the [`Session`] as

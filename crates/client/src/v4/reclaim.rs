@@ -28,7 +28,7 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::Encode;
 
-use super::file::open_op;
+use super::open_file::open_op;
 use super::held::Range;
 use super::lock::{locker, new_owner_name};
 use super::open_state::OpenState;

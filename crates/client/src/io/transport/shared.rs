@@ -25,7 +25,7 @@ use crate::alert::{Alerts, ServerWatch};
 use crate::io::call::{Call, ReadDest, Reply, Sink};
 use crate::io::channel::{Channel, ReadClaim};
 use crate::io::clock::monotonic_ns;
-use crate::io::error::CallError;
+use crate::io::call_error::CallError;
 use crate::io::lead::Lead;
 use crate::io::receive::{Due, Replies};
 
