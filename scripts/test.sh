@@ -386,6 +386,19 @@ lint_shell() {
     shellcheck -x "${files[@]}"
 }
 
+# The scripts this run calls build with the whole workspace selected (see
+# scripts/README.md, "test.sh"): a `cargo build` or `cargo test` with `-p`
+# in one of them fails the lints. (Benchmark scripts, run alone, may.)
+CI_SCRIPTS=(scripts/test.sh scripts/ci/*.sh scripts/package/*.sh tests/c/run.sh crates/*/tests/*.sh)
+check_cargo_selection() {
+    local bad
+    if bad=$(grep -nE '^[^#]*cargo (build|test)\b[^#]* -p ' "${CI_SCRIPTS[@]}"); then
+        printf '%s\n' "$bad" >&2
+        log "the lines above build some packages only: select the whole workspace (--workspace)"
+        return 1
+    fi
+}
+
 main() {
     trap on_exit EXIT
     parse_args "$@"
@@ -393,6 +406,7 @@ main() {
         # What start_servers would export, for the steps that name it.
         export DNFS_TEST_URL=nfs://127.0.0.1/URL-OF-THE-TEST-SERVER
         export DNFS_TEST_URL_V41=nfs://127.0.0.1/V41-URL-OF-THE-TEST-SERVER
+        export DNFS_SQL_TEST_BIN=SQL-TEST-BINARY
     fi
     log "install packages"
     timed install_packages
@@ -403,34 +417,40 @@ main() {
     log "scripts: every scripts/ path a file names exists"
     timed python3 scripts/ci/test_check_script_paths.py
     timed python3 scripts/ci/check-script-paths.py
-    log "shellcheck: every shell file"
+    log "shellcheck: every shell file; the CI scripts build with --workspace"
     timed lint_shell
+    timed check_cargo_selection
     log "cargo fmt --check"
     timed cargo fmt --all -- --check
+    # --release here and in cargo doc: the build scripts (SQLite's and
+    # ring's C) and proc macros are then built once, for the release build
+    # below too, instead of once per profile.
     log "cargo clippy"
-    timed cargo clippy --workspace --all-targets -- -D warnings
+    timed cargo clippy --workspace --all-targets --release -- -D warnings
     log "docs: no references outside the repository, no broken links or fragments, no conflict markers, no missing tests, the book builds"
     timed python3 scripts/ci/test_check_docs.py
     timed check_docs
     if ((!QUICK)); then
         log "cargo doc: no broken or private intra-doc links"
-        timed env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
-        timed env RUSTDOCFLAGS="-D warnings" cargo rustdoc -p directnfs-capi --lib
+        timed env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --release
+        timed env RUSTDOCFLAGS="-D warnings" cargo rustdoc -p directnfs-capi --lib --release
     fi
-    log "cargo build --release"
-    timed cargo build --workspace --release
-    # The test binaries, and as root those of the namespace lane, built
-    # before the lanes start: building is CPU-bound (it gains nothing side
-    # by side), and the namespace lane's first step (the multipath tests,
-    # one of which compares throughputs) then meets no cargo build. The
-    # main lane still compiles later (the C tests, the sanitized SQLite).
+    # The test binaries, the namespace lane's (the multipath and ops tests,
+    # the soak) among them, built before the lanes start: building is
+    # CPU-bound (it gains nothing side by side), and the namespace lane's
+    # first step (the multipath tests, one of which compares throughputs)
+    # then meets no cargo build. Every later cargo command selects the
+    # whole workspace as this one does: `-p` would resolve other features
+    # (the client's test hooks are on here) and rebuild. The product build
+    # (no test hooks) is made once, by the C tests' step; cargo doc above
+    # already compiled every crate without the hooks.
     log "cargo test --no-run: building the test binaries"
     timed cargo test --workspace --release --no-run
-    if ((!QUICK)) && [[ $(id -u) == 0 ]]; then
-        timed cargo test --release -p directnfs --test multipath --no-run
-        timed cargo test --release -p directnfs-cli --test ops_netns --no-run
-        timed cargo build --release -p directnfs-soak
-    fi
+    # The sanitized SQLite run (second lane) uses this build's sql test
+    # binary, found now: a cargo command there would wait for the main
+    # lane's builds and could rebuild what its steps are running.
+    export DNFS_SQL_TEST_BIN
+    ((DRY_RUN)) || DNFS_SQL_TEST_BIN=$(bash crates/sqlite/tests/sanitized.sh --test-binary 2>/dev/null)
 
     log "starting NFS-Ganesha"
     timed start_servers
@@ -438,9 +458,6 @@ main() {
         quick_tests
     else
         run_lanes server_lane netns_lane
-
-        run_miri
-        run_fuzzers
     fi
     if ((DRY_RUN)); then
         log "dry run: nothing was run"
@@ -490,10 +507,11 @@ parse_args() {
 on_exit() {
     local rc=$?
     record_timed "$rc"
+    server_restarts_done stop
     finish_lane || true
     ((!SERVERS_STARTED)) || stop_server
     print_step_table
-    rm -f "$OUTPUT_LOG" "$SKIPPED_STEPS_FILE" "$STEP_TABLE"
+    rm -f "$OUTPUT_LOG" "$SKIPPED_STEPS_FILE" "$STEP_TABLE" "$RESTARTS_DONE"
     return "$rc"
 }
 
@@ -635,6 +653,26 @@ server_lane() {
     step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_NETNS_TESTS="$netns" \
         cargo test --workspace --release --no-fail-fast
 
+    if [[ -f crates/sqlite/tests/run.sh ]]; then
+        log "SQLite VFS tests"
+        step bash crates/sqlite/tests/run.sh
+        # The same on NFSv4.1, where the lock is a byte-range LOCK: every
+        # SQL test and the sqlite3 shell, against the server restarted
+        # with a 5 s lease: after each SIGKILL of a lock holder the next
+        # open must get the lock within 2 s, well before that lease would
+        # free it (it takes over the dead client's owner slot).
+        log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
+        timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease 5 >/dev/null
+        # The test binary itself, not `cargo test`: the step above made
+        # the product build, which a test build would now redo.
+        step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
+            run_in crates/sqlite "${DNFS_SQL_TEST_BIN:?the sql test binary was not found}"
+        step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
+        timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease default >/dev/null
+    fi
+    # The rest of this lane and the second lane's sanitized SQLite run need
+    # the main server as it is now: it is not restarted again.
+    server_restarts_done go
     if [[ -x tests/c/run.sh || -f tests/c/run.sh ]]; then
         log "C library tests"
         step bash tests/c/run.sh
@@ -647,25 +685,6 @@ server_lane() {
     else
         skip_step "the Debian package test: not root (apt-get install)"
     fi
-    if [[ -f crates/sqlite/tests/run.sh ]]; then
-        log "SQLite VFS tests"
-        step bash crates/sqlite/tests/run.sh
-        # The same on NFSv4.1, where the lock is a byte-range LOCK: every
-        # SQL test and the sqlite3 shell, against the server restarted
-        # with a 5 s lease: after each SIGKILL of a lock holder the next
-        # open must get the lock within 2 s, well before that lease would
-        # free it (it takes over the dead client's owner slot).
-        log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
-        timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease 5 >/dev/null
-        step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
-            cargo test --release -p directnfs-sqlite --test sql
-        step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
-        timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease default >/dev/null
-    fi
-    if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
-        log "SQLite VFS tests again, SQLite built with ASan + UBSan"
-        step bash crates/sqlite/tests/sanitized.sh
-    fi
     log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks through dnfs run (~10 min)"
     step bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
@@ -674,8 +693,9 @@ server_lane() {
     fi
 }
 
-# The second lane: the network-namespace steps (root), in order: one
-# topology per machine, so never two of them at once.
+# The second lane: the network-namespace steps (root), in order (one
+# topology per machine, so never two of them at once), then the CPU-bound
+# steps that need no server of their own.
 netns_lane() {
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
@@ -686,6 +706,39 @@ netns_lane() {
         skip_step "multipath and ops network-namespace tests: not root"
     fi
     run_soak
+    # CPU-bound steps, beside the main lane's interception tests (which
+    # mostly wait on the server): the sanitized SQLite run (against the
+    # main server, once the main lane no longer restarts it), Miri, the
+    # fuzzers.
+    wait_for_server_restarts || return 1
+    if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
+        log "SQLite VFS tests again, SQLite built with ASan + UBSan"
+        step bash crates/sqlite/tests/sanitized.sh
+    fi
+    run_miri
+    run_fuzzers
+}
+
+# The main lane restarts the main server in its SQLite steps; the second
+# lane's sanitized SQLite run must not meet a restart. RESTARTS_DONE is a
+# file the main lane writes once past them ("go"), or the EXIT trap when
+# the main lane ended before that ("stop": the second lane stops too).
+RESTARTS_DONE=$(mktemp -u "${TMPDIR:-/tmp}/dnfs-test-restarts-done.XXXXXX")
+server_restarts_done() {
+    [[ -e $RESTARTS_DONE ]] || echo "$1" >"$RESTARTS_DONE"
+}
+wait_for_server_restarts() {
+    ((DRY_RUN)) && return 0
+    while [[ ! -e $RESTARTS_DONE ]]; do sleep 2; done
+    if [[ $(cat "$RESTARTS_DONE") != go ]]; then
+        log "the main lane ended before its SQLite steps: the sanitized SQLite run, Miri and the fuzzers are not run"
+        return 1
+    fi
+}
+
+# run_in DIR CMD...: CMD run in DIR (as cargo runs a package's tests).
+run_in() {
+    (cd "$1" && shift && "$@")
 }
 
 # The realm of scripts/server/kdc.sh and a server that takes krb5, krb5i, krb5p
@@ -785,13 +838,15 @@ run_miri() {
         io::call::tests io::transport::shared::tests writelog:: batch::tests file::tests
 }
 
-# Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 20), two
-# at a time (DNFS_FUZZ_JOBS, default 2: this machine's two cores; nothing
-# else runs then): 35 x 20 s in about 6 minutes.
+# Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 10: a
+# smoke of every target and its corpus; longer runs take a larger value),
+# two at a time (DNFS_FUZZ_JOBS, default 2: beside the main lane's
+# interception tests, which mostly wait on the server): 35 x 10 s in about
+# 3 minutes.
 # cargo-fuzz needs a nightly toolchain: used when this machine has one
 # (rustup cannot download one here), otherwise said loudly and skipped.
 run_fuzzers() {
-    local secs=${DNFS_FUZZ_SECONDS:-20}
+    local secs=${DNFS_FUZZ_SECONDS:-10}
     if [[ $secs == 0 ]]; then
         skip_step "fuzzing: DNFS_FUZZ_SECONDS=0"
         return

@@ -37,12 +37,12 @@ teardown() {
 trap teardown EXIT
 
 log "building the multipath tests"
-cargo test --release -p directnfs --test multipath --no-run
+cargo test --workspace --release --test multipath --no-run
 
 log "running the multipath tests (state dir $DNFS_NETNS_STATE_DIR, limit ${TIMEOUT}s)"
 start=$SECONDS
 rc=0
 DNFS_NETNS_TESTS=1 timeout --kill-after=30 "$TIMEOUT" \
-    cargo test --release -p directnfs --test multipath -- --test-threads=1 --nocapture "$@" || rc=$?
+    cargo test --workspace --release --test multipath -- --test-threads=1 --nocapture "$@" || rc=$?
 log "multipath tests: exit $rc after $((SECONDS - start))s"
 exit "$rc"

@@ -29,6 +29,6 @@ teardown() {
 }
 trap teardown EXIT
 
-cargo test --release -p directnfs-cli --test ops_netns --no-run
+cargo test --workspace --release --test ops_netns --no-run
 DNFS_NETNS_TESTS=1 timeout --kill-after=30 "${DNFS_OPS_NETNS_TIMEOUT:-300}" \
-    cargo test --release -p directnfs-cli --test ops_netns -- --nocapture
+    cargo test --workspace --release --test ops_netns -- --nocapture

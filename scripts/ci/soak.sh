@@ -57,7 +57,10 @@ teardown() {
 trap teardown EXIT
 
 log "building the soak"
-cargo build --release -p directnfs-soak
+# Through its test target, with the whole workspace selected: the binary of
+# the workspace's test build (scripts/test.sh builds it before the lanes),
+# where `-p directnfs-soak` alone would resolve other features and rebuild.
+cargo test --workspace --release --test soak_cli --no-run
 
 log "soak: ${minutes} min, state dir $STATE_DIR, limit ${limit}s"
 rc=0

@@ -21,7 +21,10 @@ CC=${CC:-gcc}
 OUT=${DNFS_C_OUT:-$ROOT/target/c-tests}
 mkdir -p "$OUT"
 
-cargo_flags=(-p directnfs-capi)
+# The whole workspace, as the package and the interception tests build it:
+# a build of one package resolves other features than the workspace's and
+# would rebuild (and overwrite) the binaries the other steps use.
+cargo_flags=(--workspace)
 [[ $PROFILE == release ]] && cargo_flags+=(--release)
 (cd "$ROOT" && cargo build "${cargo_flags[@]}")
 

@@ -131,7 +131,9 @@ query=${rest#*\?}
 nfsport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$query")
 mountport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$query")
 
-cargo build --release -p directnfs-cli -p directnfs-preload
+# The whole workspace, as the package and the C tests build it (a build of
+# some packages only resolves other features and rebuilds them).
+cargo build --release --workspace
 DNFS_BIN=$ROOT/target/release/dnfs
 
 WORK=$(mktemp -d /tmp/dnfs-preload-test.XXXXXX)

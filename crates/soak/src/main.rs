@@ -46,7 +46,7 @@ use topology::Topology;
 #[command(name = "dnfs-soak")]
 struct Args {
     /// Length of the faulted load, in minutes (fractions allowed).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, value_parser = positive_minutes)]
     minutes: f64,
     /// Seed of the fault schedule and the workers (default: from the clock).
     #[arg(long)]
@@ -78,6 +78,18 @@ struct Args {
     /// these kinds are skipped. Narrows down which fault a failure needs.
     #[arg(long, value_delimiter = ',', value_enum)]
     without: Vec<Kind>,
+}
+
+/// `--minutes`: a finite number above 0 (a negative or NaN length would
+/// otherwise run the soak for a second and pass).
+fn positive_minutes(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(m) if m.is_finite() && m > 0.0 => Ok(m),
+        Ok(_) => Err(format!(
+            "{s} is not a length: give a number of minutes above 0"
+        )),
+        Err(e) => Err(format!("{s}: {e}")),
+    }
 }
 
 /// A kind of fault, for `--without`.

@@ -20,7 +20,9 @@ fi
 SQLITE3=${DNFS_SQLITE3:-sqlite3}
 command -v "$SQLITE3" >/dev/null || { echo "run.sh: $SQLITE3 shell not installed (apt-get install sqlite3)" >&2; exit 1; }
 # dnfs too: the stuck-lock case runs `dnfs sqlite-unlock`.
-cargo build --release -p directnfs-sqlite -p directnfs-cli
+# The whole workspace, as the other steps build it (a build of some
+# packages only resolves other features and rebuilds them).
+cargo build --release --workspace
 
 # nfs://host/export?q -> file: URI naming nfs://host/export/NAME?q, with ?
 # and & percent-encoded so the shell's URI parser keeps them in the name.

@@ -30,13 +30,31 @@
 #
 # Environment: CC (default gcc), DNFS_SQLITE_SAN_OUT (output directory),
 # DNFS_SQLITE_SAN_TESTS (extra arguments for the sql test binary, e.g. a
-# test name filter).
+# test name filter), DNFS_SQL_TEST_BIN (the sql test binary, when the
+# caller found it already).
+#
+# `sanitized.sh --test-binary` prints the path of the sql test binary of
+# `cargo test --workspace --release` and exits: scripts/test.sh asks it
+# before its lanes start, since a cargo command made beside them would
+# wait for their builds and could rebuild what their steps are running.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
 cd "$ROOT"
 CC=${CC:-gcc}
 OUT=${DNFS_SQLITE_SAN_OUT:-$ROOT/target/sqlite-sanitized}
 REPORTS=$OUT/reports
+
+# The Rust side: the extension and the sql test binary, the very build of
+# `cargo test --workspace --release` (nothing is rebuilt after it).
+sql_test_binary() {
+    cargo test --workspace --release --no-run --message-format=json \
+        | grep '"src_path":"[^"]*/crates/sqlite/tests/sql.rs"' \
+        | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1
+}
+if [[ ${1:-} == --test-binary ]]; then
+    sql_test_binary
+    exit 0
+fi
 
 if [[ -z ${DNFS_TEST_URL:-} ]]; then
     [[ -z ${DNFS_TEST_REQUIRE_SERVER:-} ]] || { echo "sanitized.sh: DNFS_TEST_REQUIRE_SERVER set but DNFS_TEST_URL not" >&2; exit 1; }
@@ -60,11 +78,7 @@ SQLITE_DEFS=(-DSQLITE_THREADSAFE=1 -DSQLITE_USE_URI=1 -DSQLITE_ENABLE_COLUMN_MET
              -DSQLITE_MAX_MMAP_SIZE=0x7fff0000 -DSQLITE_ENABLE_MATH_FUNCTIONS
              -DSQLITE_DEBUG)
 
-# The Rust side: the extension and the sql test binary, the very build of
-# `cargo test --workspace --release` (nothing is rebuilt after it).
-testbin=$(cargo test --workspace --release --no-run --message-format=json \
-    | grep '"src_path":"[^"]*/crates/sqlite/tests/sql.rs"' \
-    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+testbin=${DNFS_SQL_TEST_BIN:-$(sql_test_binary)}
 [[ -x $testbin ]] || { echo "sanitized.sh: sql test binary not found" >&2; exit 1; }
 
 # The amalgamation shipped by the libsqlite3-sys crate rusqlite uses.

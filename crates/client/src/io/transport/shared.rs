@@ -23,9 +23,9 @@ use directnfs_wire::{Decode, XdrReader};
 
 use crate::alert::{Alerts, ServerWatch};
 use crate::io::call::{Call, ReadDest, Reply, Sink};
+use crate::io::call_error::CallError;
 use crate::io::channel::{Channel, ReadClaim};
 use crate::io::clock::monotonic_ns;
-use crate::io::call_error::CallError;
 use crate::io::lead::Lead;
 use crate::io::receive::{Due, Replies};
 
