@@ -2,6 +2,8 @@
 //! is made. (scripts/ci/soak.sh also builds the soak through this test
 //! target, so that it is the binary of the workspace's test build.)
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::process::Command;
 
 fn soak(args: &[&str]) -> (i32, String) {
