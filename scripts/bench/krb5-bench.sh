@@ -19,11 +19,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-log() { printf '== %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 
 [[ $# -ge 1 ]] || die "usage: $0 URL [SIZE]"
 URL=$1

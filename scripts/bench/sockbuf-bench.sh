@@ -26,11 +26,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-log() { printf '== %s\n' "$*" >&2; }
-die() {
-    log "error: $*"
-    exit 1
-}
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 
 [[ $# -ge 1 ]] || die "usage: $0 URL [ROUNDS] | $0 --netns [ROUNDS]"
 MODE=$1

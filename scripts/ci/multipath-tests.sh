@@ -23,7 +23,8 @@ cd "$ROOT"
 export DNFS_NETNS_STATE_DIR=${DNFS_NETNS_STATE_DIR:-/tmp/dnfs-multipath-netns}
 TIMEOUT=${DNFS_MULTIPATH_TIMEOUT:-600}
 
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 
 if [[ $(id -u) != 0 ]]; then
     log "multipath tests need root (network namespaces, tc)"

@@ -16,7 +16,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 
 if [[ $(id -u) != 0 ]]; then
     log "the ops netns test needs root (network namespaces, tc)"

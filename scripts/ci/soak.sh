@@ -27,7 +27,8 @@ cd "$ROOT"
 
 STATE_DIR=${DNFS_SOAK_STATE_DIR:-/tmp/dnfs-soak-netns}
 
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 
 if [[ $(id -u) != 0 ]]; then
     log "the soak needs root (network namespaces, tc)"

@@ -18,7 +18,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 PASS=0
 FAIL=0
 check() {

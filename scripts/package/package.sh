@@ -20,7 +20,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=scripts/lib/log.sh
+source "$ROOT/scripts/lib/log.sh"
 
 command -v dpkg-architecture >/dev/null || {
     log "installing dpkg-dev"

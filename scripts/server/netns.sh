@@ -44,6 +44,8 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=netns
 # shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
 source "$SCRIPT_DIR/lib/ganesha.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/state.sh
+source "$SCRIPT_DIR/lib/state.sh"
 
 NS=dnfs-srv
 HOST_DEV=dnfs-h
@@ -62,16 +64,7 @@ unset PATHS NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_PID
 unset NFS4 NFS4_GRACE NFS4_LEASE
 for _k in 1 2 3 4; do unset "RATE_$_k" "FAULT_$_k"; done
 
-usage() {
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
-    exit 2
-}
 
-take_lock() {
-    mkdir -p "$STATE_DIR"
-    exec 9>"$STATE_DIR/lock"
-    flock -w 120 9 || die "state dir $STATE_DIR is locked by another command"
-}
 
 # --- state ---------------------------------------------------------------
 # FAULT_K is none, cut, blackhole or mute; RATE_K is off or a rate in Mbit/s.

@@ -72,6 +72,8 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LOG_TAG=nfs-server
 # shellcheck source-path=SCRIPTDIR source=lib/ganesha.sh
 source "$SCRIPT_DIR/lib/ganesha.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/state.sh
+source "$SCRIPT_DIR/lib/state.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/krb5.sh
 source "$SCRIPT_DIR/lib/krb5.sh"
 
@@ -91,17 +93,7 @@ GANESHA_OUT=$STATE_DIR/ganesha.out
 GANESHA_PIDFILE=$STATE_DIR/ganesha.pid
 RECOVERY_ROOT=$STATE_DIR/v4recovery
 
-usage() {
-    sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}" >&2
-    exit 2
-}
 
-# One command at a time per state directory. Children close fd 9.
-take_lock() {
-    mkdir -p "$STATE_DIR"
-    exec 9>"$STATE_DIR/lock"
-    flock -w 120 9 || die "state dir $STATE_DIR is locked by another command"
-}
 
 # --- state ---------------------------------------------------------------
 
