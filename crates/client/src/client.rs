@@ -71,6 +71,8 @@ pub(crate) struct Inner {
     /// The NFSv4.1 session, on a server mounted with `nfs_version: nfsv4.1`
     /// (then the methods hand their work to `crate::v4`).
     pub(crate) v4: Option<crate::v4::Session>,
+    /// Reads and writes per I/O class, as their callers saw them.
+    pub(crate) io_classes: crate::stats::classes::IoClassStats,
 }
 
 impl std::ops::Deref for Inner {
@@ -239,6 +241,7 @@ impl Client {
                 addresses,
                 totals: IoSnapshot::from_raw(&server_raw),
                 paths,
+                io_classes: inner.io_classes.snapshot(),
             }],
             files,
         }
@@ -309,6 +312,7 @@ impl Client {
                 files: std::sync::Mutex::new(FileStatsTable::default()),
                 write_behind: Default::default(),
                 v4: None,
+                io_classes: Default::default(),
             }),
         }
     }
@@ -338,6 +342,7 @@ impl Inner {
             files: std::sync::Mutex::new(FileStatsTable::default()),
             write_behind: Default::default(),
             v4: None,
+            io_classes: Default::default(),
         }
     }
 

@@ -418,6 +418,9 @@ impl File {
         self.shared
             .stats
             .on_complete(proc_, latency, r, w, result.is_ok());
+        self.inner()
+            .io_classes
+            .record(self.io_class(), proc_, latency, r, w, result.is_ok());
     }
 
     /// One round of READs over `buf` (one per `rtmax` piece, sent at

@@ -75,6 +75,7 @@ impl Client {
             files: Mutex::new(Default::default()),
             write_behind: Default::default(),
             v4: None,
+            io_classes: Default::default(),
         };
         match &old.v4 {
             // NFSv4.1: the parent's client ID and session are the parent's;

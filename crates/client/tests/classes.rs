@@ -129,3 +129,46 @@ on_each_version! {
         );
     }
 }
+
+on_each_version! {
+    fn stats_count_each_classes_reads_and_writes_as_the_caller_made_them(version) {
+        let c = version.client("");
+        let path = unique("class-stats");
+        let data = c.create(&path).unwrap();
+        // A data file: 3 writes of 64 KiB (the default class).
+        for i in 0..3u64 {
+            data.write_at(&vec![1u8; 64 << 10], i * (64 << 10)).unwrap();
+        }
+        let log = c.create(&format!("{path}.log")).unwrap();
+        log.set_io_class(IoClass::Log);
+        for i in 0..5u64 {
+            log.write_at(&[2u8; 8192], i * 8192).unwrap();
+        }
+        // A bulk reader of the data file: 2 reads of all 192 KiB, each
+        // counted once however many READ calls it took.
+        let bulk = c.open(&path).unwrap();
+        bulk.set_io_class(IoClass::Bulk);
+        let mut buf = vec![0u8; 192 << 10];
+        for _ in 0..2 {
+            bulk.read_exact_at(&mut buf, 0).unwrap();
+            assert!(buf.iter().all(|&b| b == 1));
+        }
+        let classes = c.stats().servers.remove(0).io_classes;
+        let got: Vec<(&str, u64, u64, u64, u64)> = classes
+            .iter()
+            .map(|(k, io)| (k.as_str(), io.reads, io.writes, io.bytes_read, io.bytes_written))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("bulk", 2, 0, 2 * (192 << 10), 0),
+                ("data", 0, 3, 0, 3 * (64 << 10)),
+                ("log", 0, 5, 0, 5 * 8192),
+            ]
+        );
+        assert_eq!(classes["log"].latency_us["write"].count, 5);
+        assert_eq!(classes["bulk"].latency_us["read"].count, 2);
+        c.remove(&format!("{path}.log")).unwrap();
+        c.remove(&path).unwrap();
+    }
+}

@@ -5,7 +5,7 @@
 //!
 //! | here | Oracle view | what this adds |
 //! |---|---|---|
-//! | [`ServerStats`] | `v$dnfs_servers` (server, dirname, NFS version, rtmax/wtmax) | totals per server and export, every address, nested paths |
+//! | [`ServerStats`] | `v$dnfs_servers` (server, dirname, NFS version, rtmax/wtmax) | totals per server and export, every address, nested paths, reads and writes per I/O class (`log`, `data`, `bulk`) |
 //! | [`PathStats`] | — (Oracle only shows paths in `v$dnfs_channels`) | per-path bytes, calls and latency, state (`up`/`down`), failovers |
 //! | [`ChannelStats`] | `v$dnfs_channels` (path, channel, sends, recvs, reconnects) | in flight now and peak, queue depth, effective socket buffers, latency per channel |
 //! | [`FileStats`] | `v$dnfs_files` (filename, filesize, pnum, svr_id) | reads, writes and bytes per file, latency per file |
@@ -26,6 +26,7 @@
 //! [`render_prometheus`] (the host-wide forms: [`render_host_text`],
 //! [`render_host_prometheus`]).
 
+pub(crate) mod classes;
 pub(crate) mod files;
 mod processes;
 mod render;

@@ -82,6 +82,9 @@ impl HostStats {
 fn add_server(mine: &mut ServerStats, srv: &ServerStats, pid: u32) {
     mine.clients += srv.clients.max(1);
     mine.totals.merge(&srv.totals);
+    for (class, io) in &srv.io_classes {
+        mine.io_classes.entry(class.clone()).or_default().merge(io);
+    }
     for a in &srv.addresses {
         if !mine.addresses.contains(a) {
             mine.addresses.push(a.clone());
@@ -156,6 +159,7 @@ mod tests {
                             ..ChannelStats::default()
                         }],
                     }],
+                    io_classes: [("bulk".to_owned(), io(reads))].into_iter().collect(),
                     ..ServerStats::default()
                 }],
                 files: vec![FileStats {
@@ -181,6 +185,11 @@ mod tests {
         assert_eq!((s.clients, s.totals.reads, s.totals.calls()), (2, 12, 12));
         assert_eq!(s.paths.len(), 1);
         assert_eq!(s.paths[0].totals.bytes_read, 12 * 8192);
+        assert_eq!(s.io_classes.len(), 1);
+        assert_eq!(
+            (s.io_classes["bulk"].reads, s.io_classes["bulk"].bytes_read),
+            (12, 12 * 8192)
+        );
         let pids: Vec<_> = s.paths[0].channels.iter().map(|c| c.pid).collect();
         assert_eq!(pids, [Some(10), Some(11)]);
         let files: Vec<_> = agg.files.iter().map(|f| (f.pid, f.totals.reads)).collect();

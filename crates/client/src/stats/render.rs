@@ -212,6 +212,15 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
             format!("{}:{}", srv.name, srv.export),
             &srv.totals,
         );
+        // The reads and writes of each I/O class, as the callers saw them
+        // (the log class's p99 beside the bulk class's).
+        for (class, io) in &srv.io_classes {
+            lat(
+                "io_class",
+                format!("{}:{} {class}", srv.name, srv.export),
+                io,
+            );
+        }
         for (proc_, n) in &srv.totals.calls_by_proc {
             procs.row([
                 srv.name.clone(),
@@ -547,11 +556,13 @@ struct Scope<'a> {
 
 /// Prometheus text exposition format (version 0.0.4) of one snapshot.
 ///
-/// Every series has a `level` label (`server`, `path`, `channel` or `file`)
-/// because the levels overlap — a server's totals are the sum of its paths —
-/// so sum within one level only. Labels: `server` and `export`; `path` (the
-/// path's remote address) and `local` (when bound) for paths and channels;
-/// `channel` for channels; `file` for files; `proc` on
+/// Every series has a `level` label (`server`, `io_class`, `path`, `channel`
+/// or `file`) because the levels overlap — a server's totals are the sum of
+/// its paths — so sum within one level only. Labels: `server` and `export`;
+/// `io_class` (`log`, `data`, `bulk`: the reads and writes of the files of
+/// that class, as their callers saw them); `path` (the path's remote
+/// address) and `local` (when bound) for paths and channels; `channel` for
+/// channels; `file` for files; `proc` on
 /// `directnfs_calls_total`; `class` on `directnfs_latency_seconds`;
 /// `direction` on `directnfs_socket_buffer_bytes`, `op` on
 /// `directnfs_transfer_max_bytes`.
@@ -773,6 +784,19 @@ fn scopes<'a>(s: &'a StatsSnapshot, extra: &[(&'static str, String)]) -> Vec<Sco
             size: None,
             transfer: Some((srv.rtmax, srv.wtmax)),
         });
+        for (class, io) in &srv.io_classes {
+            let mut labels = server.clone();
+            labels.push(("io_class", class.clone()));
+            v.push(Scope {
+                labels: with("io_class", labels),
+                io,
+                state: None,
+                queue_depth: None,
+                buffers: None,
+                size: None,
+                transfer: None,
+            });
+        }
         for p in &srv.paths {
             let mut path = server.clone();
             path.push(("path", p.remote.clone()));
@@ -938,6 +962,7 @@ mod tests {
     use super::*;
     use crate::stats::{ChannelStats, FileStats, PathStats, ProcessStats, ServerStats};
     use directnfs_engine::stats::IoStats;
+    use directnfs_engine::IoClass;
 
     const READ: u32 = 6;
     const WRITE: u32 = 7;
@@ -1207,6 +1232,66 @@ mod tests {
             assert!(text.contains(&format!("# TYPE {name} {kind}\n")), "{name}");
             assert!(text.contains(&format!("# HELP {name} ")), "{name}");
         }
+    }
+
+    /// A snapshot whose server has log writes and bulk reads.
+    fn classed_snapshot() -> StatsSnapshot {
+        let classes = crate::stats::classes::IoClassStats::default();
+        for i in 0..5 {
+            classes.record(IoClass::Log, WRITE, 150_000 + i * 1_000, 0, 8192, true);
+        }
+        classes.record(IoClass::Bulk, READ, 20_000_000, 1 << 20, 0, true);
+        let mut s = sample_snapshot();
+        s.servers[0].io_classes = classes.snapshot();
+        s
+    }
+
+    #[test]
+    fn text_latency_has_a_row_per_io_class_and_call_class() {
+        let text = render_text(&classed_snapshot());
+        let rows = section(&text, "LATENCY (µs)");
+        let class_rows: Vec<&&str> = rows.iter().filter(|l| l.starts_with("io_class")).collect();
+        assert_eq!(class_rows.len(), 2, "{rows:#?}");
+        assert!(
+            class_rows[0].contains("filer1:/vol/oradata bulk") && class_rows[0].contains(" read ")
+        );
+        assert!(
+            class_rows[1].contains("filer1:/vol/oradata log") && class_rows[1].contains(" write ")
+        );
+        // Five log writes: the count column says so.
+        assert!(
+            class_rows[1].split_whitespace().any(|c| c == "5"),
+            "{}",
+            class_rows[1]
+        );
+        // Without classed I/O there is no io_class row.
+        assert!(!render_text(&sample_snapshot()).contains("io_class"));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "slow under Miri: large histograms")]
+    fn prometheus_has_an_io_class_level_with_its_calls_and_latency() {
+        let samples = parse_exposition(&render_prometheus(&classed_snapshot()));
+        let of = |name: &str, class: &str| {
+            samples
+                .iter()
+                .filter(|s| s.name == name && s.labels["level"] == "io_class")
+                .filter(|s| s.labels.get("io_class").map(String::as_str) == Some(class))
+                .map(|s| s.value)
+                .collect::<Vec<f64>>()
+        };
+        assert_eq!(of("directnfs_bytes_written_total", "log"), [5.0 * 8192.0]);
+        assert_eq!(of("directnfs_bytes_read_total", "bulk"), [1048576.0]);
+        assert_eq!(of("directnfs_latency_seconds_count", "log"), [5.0]);
+        assert!(of("directnfs_bytes_read_total", "data").is_empty());
+        let log = samples
+            .iter()
+            .find(|s| s.labels.get("io_class").map(String::as_str) == Some("log"))
+            .unwrap();
+        assert_eq!(
+            (log.labels["server"].as_str(), log.labels["export"].as_str()),
+            ("filer1", "/vol/oradata")
+        );
     }
 
     #[test]

@@ -64,6 +64,12 @@ pub struct ServerStats {
     pub totals: IoSnapshot,
     /// One entry per network path.
     pub paths: Vec<PathStats>,
+    /// The reads and writes of the files of each I/O class (`"log"`,
+    /// `"data"`, `"bulk"`; classes with calls only), one entry per
+    /// `read_at`/`write_at` (or batch operation) with its latency as the
+    /// caller saw it: `reads`, `writes`, bytes, errors and `latency_us`
+    /// (`"read"`, `"write"`).
+    pub io_classes: BTreeMap<String, IoSnapshot>,
 }
 
 /// A network path to a server: a `local:`/`path:` pair of the config.
