@@ -689,7 +689,7 @@ server_lane() {
     step bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         log "interception library on NFSv4.1 mounts: every served call, the edge cases, random calls, coreutils, sqlite3, fio, MariaDB (~1 min)"
-        step env DNFS_PRELOAD_NFS_VERSION=4.1 bash crates/preload/tests/run.sh calls edges random untouched coreutils sqlite fio mariadb
+        step env DNFS_PRELOAD_NFS_VERSION=4.1 bash crates/preload/tests/run.sh calls edges random untouched coreutils sqlite fio mariadb classes
     fi
 }
 

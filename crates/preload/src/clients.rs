@@ -120,18 +120,25 @@ pub fn report_at_exit_if_asked() {
             };
             for (m, slot) in slots.iter().enumerate() {
                 let Some(c) = &slot.client else { continue };
-                let totals = &c
-                    .stats()
-                    .servers
-                    .first()
-                    .map(|s| s.totals.calls_by_proc.clone())
-                    .unwrap_or_default();
-                let calls: Vec<String> = totals.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                warn::always(&format!(
-                    "calls for {}: {}",
-                    state.config.mounts[m].prefix,
-                    calls.join(" ")
-                ));
+                let Some(server) = c.stats().servers.into_iter().next() else {
+                    continue;
+                };
+                let prefix = &state.config.mounts[m].prefix;
+                let calls: Vec<String> = server
+                    .totals
+                    .calls_by_proc
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                warn::always(&format!("calls for {prefix}: {}", calls.join(" ")));
+                // The reads and writes of each I/O class (the dnfstab's
+                // `*_files:` patterns), as the program made them.
+                let classes: Vec<String> = server
+                    .io_classes
+                    .iter()
+                    .map(|(k, io)| format!("{k}={}r/{}w", io.reads, io.writes))
+                    .collect();
+                warn::always(&format!("io classes for {prefix}: {}", classes.join(" ")));
             }
         }
         let lines = crate::tally::lines();

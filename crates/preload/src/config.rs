@@ -5,8 +5,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use dnfs::config::DnfsTab;
-use dnfs::Target;
+use dnfs::config::{ClassRule, DnfsTab};
+use dnfs::{IoClass, Target};
 
 use crate::warn;
 
@@ -24,6 +24,21 @@ pub struct Mount {
     pub dev: u64,
     /// `server:export` for messages.
     pub label: String,
+    /// The server block's `log_files:`/`data_files:`/`bulk_files:`
+    /// patterns: the I/O class of a file opened here
+    /// ([`Mount::io_class_of`]).
+    pub classes: Vec<ClassRule>,
+}
+
+impl Mount {
+    /// The I/O class the dnfstab gives the file at `host_path`: the first
+    /// pattern it matches, `data` when none does.
+    pub fn io_class_of(&self, host_path: &str) -> IoClass {
+        self.classes
+            .iter()
+            .find(|r| r.matches(host_path))
+            .map_or(IoClass::Data, |r| r.class)
+    }
 }
 
 /// Every mount of the dnfstab, longest prefix first.
@@ -106,6 +121,7 @@ pub fn from_tab(tab: &DnfsTab) -> Option<Config> {
                 // ("nf"), minor from the key.
                 dev: libc::makedev(0x6e66, (key & 0x000f_ffff) as u32),
                 label: format!("{}:{}", server.name, export.export),
+                classes: server.io_classes.clone(),
             });
         }
     }

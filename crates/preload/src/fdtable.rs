@@ -59,6 +59,16 @@ pub struct Open {
     pub size: Remembered,
 }
 
+/// Gives a client file the I/O class of the dnfstab's `*_files:` pattern
+/// its path matches (a descriptor inherited across `exec` has no path: it
+/// stays data).
+fn give_io_class(file: &File, mount: usize, path: Option<&NfsPath>) {
+    let Some(path) = path else { return };
+    if let Some(m) = crate::state::get().and_then(|s| s.config.mounts.get(mount)) {
+        file.set_io_class(m.io_class_of(&path.host));
+    }
+}
+
 impl Open {
     /// A new description; `file` when the opener already has it.
     pub fn new(
@@ -76,6 +86,7 @@ impl Open {
         };
         let cell = OnceLock::new();
         if let Some(f) = file {
+            give_io_class(&f, mount, path.as_ref());
             let _ = cell.set(f);
         }
         Open {
@@ -118,9 +129,9 @@ impl Open {
             return Ok(f);
         }
         let client = clients::get(state, self.mount)?;
-        let _ = self
-            .file
-            .set(client.open_handle(&self.handle, &self.label()));
+        let file = client.open_handle(&self.handle, &self.label());
+        give_io_class(&file, self.mount, self.path.as_ref());
+        let _ = self.file.set(file);
         self.file.get().ok_or(Errno(libc::EIO))
     }
 

@@ -90,6 +90,10 @@
 #              other (local locks only); chmod, touch and chown of a
 #              directory on NFSv4.1, and sort -o (its output closed by
 #              an exit handler)
+#   classes    the I/O class of each file from the dnfstab's *_files:
+#              patterns (log_files: */pg_wal/*, bulk_files: */backup/*
+#              on the main mount): dd and cp through dnfs run, each
+#              process's reads and writes per class from its exit report
 #   nlm        NFSv3 locks through the server's NLM (tests/nlm.sh; needs
 #              DNFS_TEST_URL_NLM, a server started with DNFS_NLM=1):
 #              two hosts exclude each other, sqlite3 read-modify-write
@@ -119,7 +123,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks nlm)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -163,8 +167,14 @@ MAIN_VERS=${MAIN_VERS:-nolock}
 source "$ROOT/crates/preload/tests/nlm.sh"
 # shellcheck source-path=SCRIPTDIR source=random.sh
 source "$ROOT/crates/preload/tests/random.sh"
+# The main mount classes its files as the book advises for PostgreSQL
+# (the pg groups run with their WAL as the log class) and the classes group
+# checks.
+CLASS_LINES="log_files: */pg_wal/*
+bulk_files: */backup/*"
 {
-    server_block test "$export_path" "$MNT" "$MAIN_VERS"
+    server_block test "$export_path" "$MNT" "$MAIN_VERS
+$CLASS_LINES"
     server_block refused /no/such/export "$MNT-refused"
     server_block unstable "$export_path" "$MNT-wb" "stable: unstable${MAIN_VERS:+
 $MAIN_VERS}"
@@ -310,6 +320,40 @@ boards_calls() {
     shift 2
     DIRECTNFS_PRELOAD_STATS=calls "${RUN[@]}" "$WORK/boards" "$@" 2>"$err" ||
         bad "$label" "$(tail -2 "$err" | tr '\n' ' ')"
+}
+
+# class_report ERR: the "io classes for $MNT:" exit report in ERR.
+class_report() { sed -n "s|.*io classes for $MNT: ||p" "$1" | sed 's/ *$//'; }
+
+group_classes() {
+    step "I/O classes from the dnfstab's *_files: patterns (exit reports)"
+    local d=$NFS/classes
+    nfs mkdir -p "$d/pg_wal" "$d/backup"
+    # python3, not dd or cp: coreutils close stderr at exit, before the
+    # library's exit report is written.
+    local writer='import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DSYNC, 0o644)
+for i in range(int(sys.argv[2])):
+    os.pwrite(fd, bytes([i]) * 8192, i * 8192)
+os.close(fd)'
+    local copier='import shutil, sys
+shutil.copyfile(sys.argv[1], sys.argv[2])'
+    DIRECTNFS_PRELOAD_STATS=1 "${RUN[@]}" python3 -c "$writer" "$d/pg_wal/seg" 4 2>"$WORK/classes1.err"
+    check "4 writes into pg_wal/: 4 writes of the log class, nothing else" \
+        "log=0r/4w" "$(class_report "$WORK/classes1.err")"
+    DIRECTNFS_PRELOAD_STATS=1 "${RUN[@]}" python3 -c "$writer" "$d/table" 3 2>"$WORK/classes2.err"
+    check "3 writes into a file no pattern names: 3 data writes" \
+        "data=0r/3w" "$(class_report "$WORK/classes2.err")"
+    DIRECTNFS_PRELOAD_STATS=1 "${RUN[@]}" python3 -c "$copier" "$d/pg_wal/seg" "$d/backup/seg" \
+        2>"$WORK/classes3.err"
+    local report
+    report=$(class_report "$WORK/classes3.err")
+    if [[ $report =~ ^bulk=0r/[1-9][0-9]*w\ log=[1-9][0-9]*r/0w$ ]]; then
+        ok "a copy from pg_wal/ into backup/: log reads, bulk writes ($report)"
+    else
+        bad "a copy from pg_wal/ into backup/: log reads, bulk writes" "report [$report]"
+    fi
+    check "the copy is exact" same "$(cmp -s "$VIEW/classes/pg_wal/seg" "$VIEW/classes/backup/seg" && echo same)"
 }
 
 group_boards() {

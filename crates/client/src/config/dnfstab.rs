@@ -10,6 +10,8 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use directnfs_engine::IoClass;
+
 use super::options::{closest, did_you_mean, MountOptions, OptionError};
 use super::url::{normalize_path, split_by_export};
 
@@ -53,8 +55,43 @@ pub struct ServerEntry {
     /// Options for every path and export of this server. Options apply to the
     /// whole block wherever they appear in it.
     pub options: MountOptions,
+    /// `log_files:`, `data_files:` and `bulk_files:` patterns, in file
+    /// order: the I/O class `dnfs run` gives a file of this server when it
+    /// opens it ([`ServerEntry::io_class_of`]).
+    pub io_classes: Vec<ClassRule>,
     /// Line of the `server:` key.
     pub line: usize,
+}
+
+/// One `log_files:`, `data_files:` or `bulk_files:` pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassRule {
+    /// The class of the files it matches.
+    pub class: IoClass,
+    /// The pattern, matched against the whole host path (`*` also crosses
+    /// `/`, `?` is one character).
+    pub pattern: String,
+    /// Its line.
+    pub line: usize,
+}
+
+impl ClassRule {
+    /// True if `host_path` (normalised, absolute) matches the pattern.
+    pub fn matches(&self, host_path: &str) -> bool {
+        super::pattern::matches(&self.pattern, host_path)
+    }
+}
+
+impl ServerEntry {
+    /// The class of the first `*_files:` pattern that `host_path` (normalised,
+    /// absolute) matches, in file order; `None` when none does (the file
+    /// keeps the default, `data`).
+    pub fn io_class_of(&self, host_path: &str) -> Option<IoClass> {
+        self.io_classes
+            .iter()
+            .find(|r| r.matches(host_path))
+            .map(|r| r.class)
+    }
 }
 
 /// One network path: a `path:` address and the optional `local:` before it.
@@ -348,6 +385,9 @@ const FILE_KEYS: &[&str] = &[
     "mount",
     "management",
     "community",
+    "log_files",
+    "data_files",
+    "bulk_files",
 ];
 
 /// One `key: value` (or bare `flag`) on a line.
@@ -467,6 +507,9 @@ impl Parser<'_> {
                     ))
                 }
                 "management" | "community" => self.tab.ignored.push((line, pair.key.to_owned())),
+                "log_files" => block.class_rule(cx, pair, IoClass::Log)?,
+                "data_files" => block.class_rule(cx, pair, IoClass::Data)?,
+                "bulk_files" => block.class_rule(cx, pair, IoClass::Bulk)?,
                 _ => {
                     block.option(cx, pair)?;
                     if MountOptions::is_ignored_key(pair.key) {
@@ -491,6 +534,7 @@ impl Parser<'_> {
                 paths: Vec::new(),
                 exports: Vec::new(),
                 options: MountOptions::default(),
+                io_classes: Vec::new(),
                 line: cx.line,
             },
             pending_local: None,
@@ -597,6 +641,30 @@ impl Block {
     /// Any other key: a [`MountOptions`] key, validated by
     /// [`MountOptions::set`]; unknown keys get a suggestion from every key the
     /// file accepts.
+    /// `log_files: PATTERN` (or `data_files:`, `bulk_files:`).
+    fn class_rule(
+        &mut self,
+        cx: Ctx<'_>,
+        pair: Pair<'_>,
+        class: IoClass,
+    ) -> Result<(), ConfigError> {
+        let Some(pattern) = pair.value else {
+            let msg = format!(
+                "\"{}:\" needs a path pattern (\"{}: */pg_wal/*\")",
+                pair.key, pair.key
+            );
+            return Err(cx.error(pair.key, msg));
+        };
+        super::pattern::check(pattern)
+            .map_err(|why| cx.error(pattern, format!("\"{}:\" {why}", pair.key)))?;
+        self.entry.io_classes.push(ClassRule {
+            class,
+            pattern: pattern.to_owned(),
+            line: cx.line,
+        });
+        Ok(())
+    }
+
     fn option(&mut self, cx: Ctx<'_>, pair: Pair<'_>) -> Result<(), ConfigError> {
         let value = pair.value.unwrap_or("");
         match self.entry.options.set(pair.key, value) {
@@ -831,6 +899,65 @@ stable: file_sync     # or unstable
             }
             other => panic!("{other}"),
         }
+    }
+
+    #[test]
+    fn file_patterns_give_the_first_matching_class_in_file_order() {
+        let tab = parse(
+            "server: pg\nexport: /vol mount: /db/pg\n\
+             log_files: */pg_wal/*\nbulk_files: /db/pg/backup/*\n\
+             data_files: */pg_wal/archive_status/*  log_files: */ib_logfile?\n\
+             server: other\nexport: /v2 mount: /db/o\n",
+        )
+        .unwrap();
+        let pg = &tab.servers[0];
+        let classes: Vec<_> = pg
+            .io_classes
+            .iter()
+            .map(|r| (r.class, r.pattern.as_str(), r.line))
+            .collect();
+        assert_eq!(
+            classes,
+            [
+                (IoClass::Log, "*/pg_wal/*", 3),
+                (IoClass::Bulk, "/db/pg/backup/*", 4),
+                (IoClass::Data, "*/pg_wal/archive_status/*", 5),
+                (IoClass::Log, "*/ib_logfile?", 5),
+            ]
+        );
+        assert_eq!(
+            pg.io_class_of("/db/pg/data/pg_wal/000000010000000000000001"),
+            Some(IoClass::Log)
+        );
+        // The first match wins: pg_wal/* comes before archive_status.
+        assert_eq!(
+            pg.io_class_of("/db/pg/data/pg_wal/archive_status/x.done"),
+            Some(IoClass::Log)
+        );
+        assert_eq!(
+            pg.io_class_of("/db/pg/backup/base.tar"),
+            Some(IoClass::Bulk)
+        );
+        assert_eq!(pg.io_class_of("/db/pg/data/base/1/1259"), None);
+        assert!(tab.servers[1].io_classes.is_empty());
+    }
+
+    #[test]
+    fn a_file_pattern_without_a_value_or_that_can_match_nothing_is_an_error() {
+        assert_eq!(
+            err("server: f\nlog_files:\n"),
+            "dnfstab:2: \"log_files:\" needs a path pattern (\"log_files: */pg_wal/*\")"
+        );
+        let e = err("server: f\nbulk_files: backup/*\n");
+        assert!(
+            e.starts_with("dnfstab:2: \"bulk_files:\" \"backup/*\" can match no file"),
+            "{e}"
+        );
+        assert!(e.contains("\"*/backup/*\""), "{e}");
+        assert_eq!(
+            err("server: f\nlog_file: */pg_wal/*\n"),
+            "dnfstab:2: unknown key \"log_file\" (did you mean \"log_files\"?)"
+        );
     }
 
     #[test]

@@ -78,13 +78,14 @@ pub mod kernel;
 mod locate;
 mod options;
 mod paths;
+mod pattern;
 pub mod reference;
 pub(crate) mod target;
 mod url;
 
 pub use dnfstab::{
-    find_config, load, parse_str, ConfigError, ConfigWarning, DnfsTab, ExportEntry, PathEntry,
-    Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
+    find_config, load, parse_str, ClassRule, ConfigError, ConfigWarning, DnfsTab, ExportEntry,
+    PathEntry, Resolved, ServerEntry, DEFAULT_PATHS, ENV_VAR, MAX_FILE_SIZE,
 };
 pub use locate::Located;
 pub use options::{
