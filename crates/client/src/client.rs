@@ -400,7 +400,9 @@ impl Inner {
                 return Err(Error::from_call(
                     P::NAME,
                     path,
-                    crate::io::call_error::CallError::Internal("READ or WRITE sink on a record call"),
+                    crate::io::call_error::CallError::Internal(
+                        "READ or WRITE sink on a record call",
+                    ),
                 ))
             }
         };

@@ -30,7 +30,7 @@ use directnfs_wire::rpc::AuthStat;
 
 pub use exchange::GssConnection;
 pub use gssapi::GssError;
-pub use sealer::{ConnectionSealer, GssSetup};
+pub use sealer::{counters, set_renew_before_expiry, ConnectionSealer, GssCounters, GssSetup};
 
 /// A security flavor (the `sec=` mount option's values, RFC 2623 §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,9 +23,9 @@ use directnfs_wire::{Decode, XdrReader};
 
 use crate::alert::{Alerts, ServerWatch};
 use crate::io::call::{Call, ReadDest, Reply, Sink};
+use crate::io::call_error::CallError;
 use crate::io::channel::{Channel, ReadClaim};
 use crate::io::clock::monotonic_ns;
-use crate::io::call_error::CallError;
 use crate::io::lead::Lead;
 use crate::io::receive::{Due, Replies};
 
@@ -591,6 +591,10 @@ impl Shared {
             }
             let bound = match &self.config.hook {
                 Some(hook) => {
+                    // Under Kerberos the hook's calls (EXCHANGE_ID,
+                    // BIND_CONN_TO_SESSION) are sealed with the context
+                    // just made, as every call after them.
+                    let sealer = gss_sealer.as_deref();
                     let mut call = |salt: u32, args: &[u8]| {
                         crate::io::oneshot::call_on(
                             &mut stream,
@@ -599,6 +603,7 @@ impl Shared {
                             salt,
                             args,
                             ch.spec.timeout,
+                            sealer,
                         )
                     };
                     hook.on_connect(ch.path, &mut call)?
