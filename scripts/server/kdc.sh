@@ -16,7 +16,7 @@
 #   dnfsuser         the test user, in client.keytab; `start` leaves its
 #                    ticket in the cache user.ccache
 #   dnfsshort        a user whose tickets live DNFS_KDC_SHORT_LIFE seconds
-#                    (default 60), in short.keytab: the ticket renewal test
+#                    (default 40), in short.keytab: the ticket renewal test
 #
 # `env` prints:
 #   KRB5_CONFIG      the realm's krb5.conf
@@ -31,7 +31,7 @@
 #   DNFS_KDC_STATE_DIR  state directory (default /tmp/directnfs-kdc)
 #   DNFS_KDC_PORT       KDC port on 127.0.0.1, TCP and UDP (default 2688)
 #   DNFS_KDC_REALM      realm name (default DIRECTNFS.TEST)
-#   DNFS_KDC_SHORT_LIFE dnfsshort's ticket life in seconds (default 60; set
+#   DNFS_KDC_SHORT_LIFE dnfsshort's ticket life in seconds (default 40; set
 #                       when the realm is made)
 set -euo pipefail
 
@@ -45,7 +45,7 @@ PORT=${DNFS_KDC_PORT:-2688}
 REALM=${DNFS_KDC_REALM:-DIRECTNFS.TEST}
 USER_PRINCIPAL=dnfsuser
 SHORT_PRINCIPAL=dnfsshort
-SHORT_LIFE=${DNFS_KDC_SHORT_LIFE:-60}
+SHORT_LIFE=${DNFS_KDC_SHORT_LIFE:-40}
 KDC_PACKAGES=(krb5-kdc krb5-admin-server krb5-user)
 
 KRB5_CONF=$STATE_DIR/krb5.conf

@@ -77,12 +77,17 @@ pub fn set_renew_before_expiry(on: bool) {
     RENEW_EARLY.store(on, Ordering::Relaxed);
 }
 
-/// When a context made at `made` that lives `lifetime` should be
-/// replaced: [`RENEW_MARGIN`] (or a quarter of its life) before its
-/// end, never before [`MIN_CONTEXT_USE`].
-fn renewal_time(made: Instant, lifetime: Duration) -> Instant {
+/// When the `n`th context, made at `made` and living `lifetime`, should
+/// be replaced: [`RENEW_MARGIN`] (or a quarter of its life) before its
+/// end, and up to a third of that again earlier by `n` (contexts made
+/// together, a mount's connections, are not all replaced at once: the
+/// others carry the calls meanwhile); never before [`MIN_CONTEXT_USE`].
+fn renewal_time(made: Instant, lifetime: Duration, n: u64) -> Instant {
     let margin = RENEW_MARGIN.min(lifetime / 4);
-    made + lifetime.saturating_sub(margin).max(MIN_CONTEXT_USE)
+    let stagger = margin / 12 * (n % 4) as u32;
+    made + lifetime
+        .saturating_sub(margin + stagger)
+        .max(MIN_CONTEXT_USE)
 }
 
 /// What a transport needs to set up a context on each connection.
@@ -125,10 +130,10 @@ impl ConnectionSealer {
         let conn = GssConnection::establish(stream, host, prog_vers, flavor, timeout)?;
         let (stream, context) = conn.into_parts();
         let window = context.window().limit();
+        let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
         let renew_at = context
             .lifetime()
-            .map(|life| renewal_time(Instant::now(), life));
-        CONTEXTS.fetch_add(1, Ordering::Relaxed);
+            .map(|life| renewal_time(Instant::now(), life, n));
         tracing::debug!(
             host,
             lifetime = ?context.lifetime(),
@@ -345,12 +350,22 @@ mod tests {
         let t = Instant::now();
         let s = Duration::from_secs;
         // A 10-hour ticket: 20 s before its end.
-        assert_eq!(renewal_time(t, s(36_000)), t + s(35_980));
+        assert_eq!(renewal_time(t, s(36_000), 0), t + s(35_980));
         // A one-minute ticket: a quarter of its life before its end.
-        assert_eq!(renewal_time(t, s(60)), t + s(45));
+        assert_eq!(renewal_time(t, s(60), 4), t + s(45));
+        // Contexts made together are replaced a little apart, the last a
+        // third of the margin earlier.
+        assert_eq!(
+            renewal_time(t, s(60), 1),
+            t + s(60) - Duration::from_millis(16_250)
+        );
+        assert_eq!(
+            renewal_time(t, s(60), 3),
+            t + s(60) - Duration::from_millis(18_750)
+        );
         // A ticket about to end: not sooner than a second from now.
-        assert_eq!(renewal_time(t, Duration::from_millis(400)), t + s(1));
-        assert_eq!(renewal_time(t, s(0)), t + s(1));
+        assert_eq!(renewal_time(t, Duration::from_millis(400), 2), t + s(1));
+        assert_eq!(renewal_time(t, s(0), 0), t + s(1));
     }
 
     #[test]
