@@ -588,3 +588,106 @@ on_both_versions! {
         );
     }
 }
+
+/// A relay to `server` that spoils the context handle of every RPCSEC_GSS
+/// call on the first connection it relays once `after` calls went
+/// through on it: the server then knows no such context, as after it
+/// dropped one. Later connections are relayed as they are. Returns the
+/// local port.
+fn handle_spoiling_relay(server: SocketAddr, after: usize) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for (n, client) in listener.incoming().enumerate() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = TcpStream::connect(server) else {
+                return;
+            };
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut c2);
+                let _ = c2.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let mut calls = 0usize;
+                loop {
+                    let mut mark = [0u8; 4];
+                    if client.read_exact(&mut mark).is_err() {
+                        break;
+                    }
+                    let len = (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize;
+                    let mut rec = vec![0u8; len];
+                    if client.read_exact(&mut rec).is_err() {
+                        break;
+                    }
+                    calls += 1;
+                    // xid, CALL, rpcvers, prog, vers, proc, then the
+                    // credential: flavor 6 (RPCSEC_GSS), length, version,
+                    // gss_proc 0 (DATA), seq_num, service, handle.
+                    let word = |at: usize| {
+                        rec.get(at..at + 4)
+                            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                    };
+                    if n == 0
+                        && calls > after
+                        && word(24) == Some(6)
+                        && word(36) == Some(0)
+                        && word(48).is_some_and(|l| l > 0)
+                        && rec.len() > 52
+                    {
+                        rec[52] ^= 0xff;
+                    }
+                    if upstream.write_all(&mark).is_err() || upstream.write_all(&rec).is_err() {
+                        break;
+                    }
+                }
+                let _ = upstream.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+on_both_versions! {
+    /// A context the server no longer knows (its handle spoiled on the way,
+    /// as after the server dropped it): the server's CREDPROBLEM or
+    /// CTXPROBLEM on a context that had worked fails the connection, a new
+    /// one with a new context takes its calls, and the caller of a hard
+    /// mount sees no error; the data reads back.
+    fn a_context_the_server_lost_is_replaced_without_an_error(vers) {
+        let Some(url) = krb_url(vers, "kerberos") else {
+            return;
+        };
+        let t = target(&url);
+        let port = handle_spoiling_relay(t.nfs, 8);
+        let relayed = url.replace(
+            &format!("nfsport={}", t.nfs.port()),
+            &format!("nfsport={port}"),
+        );
+        let before = directnfs::security::counters();
+        let client = directnfs::Client::connect(&format!(
+            "{}&connections=1&hard",
+            client_url(&relayed, Flavor::Krb5i)
+        ))
+        .unwrap_or_else(|e| panic!("{vers:?}: mount through the relay: {e}"));
+        let name = format!("/krb-lost-{vers:?}-{}", std::process::id());
+        let file = client.create(&name).expect("create");
+        let data = pattern(64 * 1024);
+        for i in 0..16u64 {
+            file.write_all_at(&data, i * data.len() as u64)
+                .unwrap_or_else(|e| panic!("{vers:?}: write {i}: {e}"));
+        }
+        let mut back = vec![0u8; data.len()];
+        for i in 0..16u64 {
+            file.read_exact_at(&mut back, i * data.len() as u64)
+                .unwrap_or_else(|e| panic!("{vers:?}: read {i}: {e}"));
+            assert!(back == data, "{vers:?}: piece {i} read back differs");
+        }
+        drop(file);
+        client.remove(&name).expect("remove");
+        let after = directnfs::security::counters();
+        assert!(after.lost > before.lost, "no context was lost: {before:?} -> {after:?}");
+    }
+}
