@@ -416,6 +416,10 @@ fn client_writes_and_reads_back(vers: Vers, flavor: Flavor) {
     if vers == Vers::V41 {
         let slots = client.session_slots().expect("an NFSv4.1 session");
         assert!(slots >= 1, "{slots}");
+        // The test export's SecType (nfs-server.sh), by SECINFO_NO_NAME.
+        let mut flavors = client.export_flavors();
+        flavors.sort();
+        assert_eq!(flavors, ["krb5", "krb5i", "krb5p", "sys"], "{flavors:?}");
     }
     let name = format!(
         "/krb-client-{vers:?}-{}-{}",
