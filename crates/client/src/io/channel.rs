@@ -194,6 +194,12 @@ impl Channel {
         Ok(())
     }
 
+    /// The RPCSEC_GSS context of the channel's last connection, whatever
+    /// its epoch: what a new connection's context replaces.
+    pub(crate) fn last_sealer(&self) -> Option<Arc<ConnectionSealer>> {
+        lock(&self.gss).as_ref().map(|(_, s)| Arc::clone(s))
+    }
+
     /// The RPCSEC_GSS context of the connection of `epoch`, if it has one.
     pub(crate) fn sealer(&self, epoch: u64) -> Option<Arc<ConnectionSealer>> {
         lock(&self.gss)

@@ -115,25 +115,48 @@ pub struct ConnectionSealer {
     renew_at: Option<Instant>,
     /// The renewal was counted (once per context).
     renewing: AtomicBool,
+    /// When the context expires; `None`: no end given.
+    ends: Option<Instant>,
 }
 
 impl ConnectionSealer {
     /// Sets up a context on the fresh connection `stream` to program
     /// `prog` version `vers` of `host` and gives the stream back with it.
+    ///
+    /// `previous`: the context of the connection this one replaces. A
+    /// context that ends no later than it (the library had no newer
+    /// ticket: no client keytab, nobody ran kinit) is not replaced before
+    /// its end: another connection would only get the same ticket again.
     pub fn establish(
         stream: TcpStream,
         host: &str,
         prog_vers: (u32, u32),
         flavor: Flavor,
         timeout: Duration,
+        previous: Option<&ConnectionSealer>,
     ) -> Result<(TcpStream, Self), SecurityError> {
         let conn = GssConnection::establish(stream, host, prog_vers, flavor, timeout)?;
         let (stream, context) = conn.into_parts();
         let window = context.window().limit();
         let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
+        let made = Instant::now();
+        let ends = context.lifetime().map(|life| made + life);
+        let no_newer = match (ends, previous.and_then(|p| p.ends)) {
+            (Some(new), Some(old)) => new <= old + Duration::from_secs(1),
+            _ => false,
+        };
+        if no_newer {
+            tracing::warn!(
+                host,
+                "the Kerberos ticket ends in {:?} and no newer one is available (kinit, or a \
+                 client keytab in KRB5_CLIENT_KTNAME): this connection keeps its context",
+                context.lifetime().unwrap_or_default()
+            );
+        }
         let renew_at = context
             .lifetime()
-            .map(|life| renewal_time(Instant::now(), life, n));
+            .filter(|_| !no_newer)
+            .map(|life| renewal_time(made, life, n));
         tracing::debug!(
             host,
             lifetime = ?context.lifetime(),
@@ -148,6 +171,7 @@ impl ConnectionSealer {
                 proven: AtomicBool::new(false),
                 renew_at,
                 renewing: AtomicBool::new(false),
+                ends,
             },
         ))
     }

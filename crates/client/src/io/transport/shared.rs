@@ -549,12 +549,14 @@ impl Shared {
                 // The context's creation is the proof that the server
                 // answers (its INIT is a NULL call).
                 let host = gss.hosts.get(ch.path).map_or("", String::as_str);
+                let previous = ch.last_sealer();
                 let (s, sealer) = crate::security::ConnectionSealer::establish(
                     stream,
                     host,
                     (self.config.prog, self.config.vers),
                     gss.flavor,
                     ch.spec.timeout,
+                    previous.as_deref(),
                 )
                 .map_err(|e| {
                     // A connection that broke is retried as any; no
