@@ -406,3 +406,43 @@ fn find_export(remote: &Remote, s: &Session, export: &str) -> Result<Found> {
         lease: a.lease_time,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use directnfs_wire::nfs4::rpcsec_gss_info;
+
+    #[test]
+    fn secinfo_entries_are_named_as_sec_names_them() {
+        let krb5 = |der: bool, service| {
+            let mut oid = if der { vec![0x06, 0x09] } else { Vec::new() };
+            oid.extend_from_slice(b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02");
+            secinfo4::RPCSEC_GSS(rpcsec_gss_info {
+                oid: oid.into(),
+                qop: 0,
+                service,
+            })
+        };
+        assert_eq!(flavor_name(&secinfo4::Flavor(1)), "sys");
+        assert_eq!(flavor_name(&secinfo4::Flavor(0)), "none");
+        assert_eq!(flavor_name(&secinfo4::Flavor(390_003)), "flavor 390003");
+        assert_eq!(
+            flavor_name(&krb5(true, rpc_gss_svc_t::RPC_GSS_SVC_NONE)),
+            "krb5"
+        );
+        assert_eq!(
+            flavor_name(&krb5(false, rpc_gss_svc_t::RPC_GSS_SVC_INTEGRITY)),
+            "krb5i"
+        );
+        assert_eq!(
+            flavor_name(&krb5(true, rpc_gss_svc_t::RPC_GSS_SVC_PRIVACY)),
+            "krb5p"
+        );
+        let other = secinfo4::RPCSEC_GSS(rpcsec_gss_info {
+            oid: vec![0x06, 0x01, 0x2b].into(),
+            qop: 0,
+            service: rpc_gss_svc_t::RPC_GSS_SVC_NONE,
+        });
+        assert!(flavor_name(&other).starts_with("RPCSEC_GSS mechanism"));
+    }
+}
