@@ -123,10 +123,11 @@ impl ConnectionSealer {
     /// Sets up a context on the fresh connection `stream` to program
     /// `prog` version `vers` of `host` and gives the stream back with it.
     ///
-    /// `previous`: the context of the connection this one replaces. A
-    /// context that ends no later than it (the library had no newer
-    /// ticket: no client keytab, nobody ran kinit) is not replaced before
-    /// its end: another connection would only get the same ticket again.
+    /// `previous`: the context of the connection this one replaces. When
+    /// that one was replaced for its renewal, a context that ends no later
+    /// than it (the library had no newer ticket: no client keytab, nobody
+    /// ran kinit) is not replaced before its end: another connection would
+    /// only get the same ticket again.
     pub fn establish(
         stream: TcpStream,
         host: &str,
@@ -141,7 +142,10 @@ impl ConnectionSealer {
         let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
         let made = Instant::now();
         let ends = context.lifetime().map(|life| made + life);
-        let no_newer = match (ends, previous.and_then(|p| p.ends)) {
+        // Only a renewal's replacement is judged so: a connection replaced
+        // for another reason may well get the same ticket again.
+        let replaced = previous.filter(|p| p.renewing.load(Ordering::Relaxed));
+        let no_newer = match (ends, replaced.and_then(|p| p.ends)) {
             (Some(new), Some(old)) => new <= old + Duration::from_secs(1),
             _ => false,
         };
