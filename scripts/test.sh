@@ -751,6 +751,9 @@ start_kerberos() {
     export KRB5_CONFIG KRB5CCNAME
     KRB5_CONFIG=$(sed -n 's/^KRB5_CONFIG=//p' <<<"$env_lines")
     KRB5CCNAME=$(sed -n 's/^KRB5CCNAME=//p' <<<"$env_lines")
+    # The short-lived user's keytab: kerberos_renewal.rs (tickets of 40 s).
+    export DNFS_KRB5_SHORT_KEYTAB
+    DNFS_KRB5_SHORT_KEYTAB=$(sed -n 's/^DNFS_KRB5_SHORT_KEYTAB=//p' <<<"$env_lines")
     # The test user has no account here: Ganesha maps it to the anonymous
     # id (docs/server-notes.md), which must be able to create files.
     mkdir -p "$KRB5_EXPORT_DIR"

@@ -15,6 +15,8 @@
 #                    server.keytab (Ganesha's KeytabPath)
 #   dnfsuser         the test user, in client.keytab; `start` leaves its
 #                    ticket in the cache user.ccache
+#   dnfsshort        a user whose tickets live DNFS_KDC_SHORT_LIFE seconds
+#                    (default 40), in short.keytab: the ticket renewal test
 #
 # `env` prints:
 #   KRB5_CONFIG      the realm's krb5.conf
@@ -22,11 +24,15 @@
 #   DNFS_KRB5_CLIENT_KEYTAB   the test user's keytab (for daemons)
 #   DNFS_KRB5_SERVER_KEYTAB   the NFS service's keytab
 #   DNFS_KRB5_PRINCIPAL       the test user's principal
+#   DNFS_KRB5_SHORT_KEYTAB    the short-lived user's keytab
+#   DNFS_KRB5_SHORT_PRINCIPAL the short-lived user's principal
 #
 # Environment:
 #   DNFS_KDC_STATE_DIR  state directory (default /tmp/directnfs-kdc)
 #   DNFS_KDC_PORT       KDC port on 127.0.0.1, TCP and UDP (default 2688)
 #   DNFS_KDC_REALM      realm name (default DIRECTNFS.TEST)
+#   DNFS_KDC_SHORT_LIFE dnfsshort's ticket life in seconds (default 40; set
+#                       when the realm is made)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,6 +44,8 @@ STATE_DIR=${DNFS_KDC_STATE_DIR:-/tmp/directnfs-kdc}
 PORT=${DNFS_KDC_PORT:-2688}
 REALM=${DNFS_KDC_REALM:-DIRECTNFS.TEST}
 USER_PRINCIPAL=dnfsuser
+SHORT_PRINCIPAL=dnfsshort
+SHORT_LIFE=${DNFS_KDC_SHORT_LIFE:-40}
 KDC_PACKAGES=(krb5-kdc krb5-admin-server krb5-user)
 
 KRB5_CONF=$STATE_DIR/krb5.conf
@@ -46,6 +54,7 @@ KDC_PIDFILE=$STATE_DIR/krb5kdc.pid
 KDC_LOG=$STATE_DIR/krb5kdc.log
 SERVER_KEYTAB=$STATE_DIR/server.keytab
 CLIENT_KEYTAB=$STATE_DIR/client.keytab
+SHORT_KEYTAB=$STATE_DIR/short.keytab
 USER_CCACHE=$STATE_DIR/user.ccache
 
 usage() {
@@ -116,8 +125,8 @@ EOF
 
 # The database, principals and keytabs are made once per state dir.
 ensure_realm() {
-    [[ -f $STATE_DIR/principal && -f $SERVER_KEYTAB && -f $CLIENT_KEYTAB ]] && return 0
-    rm -f "$STATE_DIR"/principal* "$STATE_DIR/stash" "$SERVER_KEYTAB" "$CLIENT_KEYTAB"
+    [[ -f $STATE_DIR/principal && -f $SERVER_KEYTAB && -f $CLIENT_KEYTAB && -f $SHORT_KEYTAB ]] && return 0
+    rm -f "$STATE_DIR"/principal* "$STATE_DIR/stash" "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB"
     log "creating realm $REALM in $STATE_DIR"
     kdb5_util create -s -r "$REALM" -P "dnfs-master-$$-$RANDOM" >/dev/null
     local host svc=()
@@ -134,7 +143,10 @@ ensure_realm() {
         kadmin.local -r "$REALM" -q "ktadd -k $SERVER_KEYTAB $p@$REALM" >/dev/null
     done
     kadmin.local -r "$REALM" -q "ktadd -k $CLIENT_KEYTAB $USER_PRINCIPAL@$REALM" >/dev/null
-    chmod 600 "$SERVER_KEYTAB" "$CLIENT_KEYTAB"
+    # Tickets of SHORT_LIFE seconds (its principal's max life caps them).
+    kadmin.local -r "$REALM" -q "addprinc -randkey -maxlife \"$SHORT_LIFE seconds\" -maxrenewlife \"$SHORT_LIFE seconds\" $SHORT_PRINCIPAL@$REALM" 2>&1 >/dev/null | grep -v '^No policy specified' >&2 || true
+    kadmin.local -r "$REALM" -q "ktadd -k $SHORT_KEYTAB $SHORT_PRINCIPAL@$REALM" >/dev/null
+    chmod 600 "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB"
 }
 
 kdc_pid() { cat "$KDC_PIDFILE" 2>/dev/null || true; }
@@ -159,6 +171,8 @@ print_env() {
     echo "DNFS_KRB5_CLIENT_KEYTAB=$CLIENT_KEYTAB"
     echo "DNFS_KRB5_SERVER_KEYTAB=$SERVER_KEYTAB"
     echo "DNFS_KRB5_PRINCIPAL=$USER_PRINCIPAL@$REALM"
+    echo "DNFS_KRB5_SHORT_KEYTAB=$SHORT_KEYTAB"
+    echo "DNFS_KRB5_SHORT_PRINCIPAL=$SHORT_PRINCIPAL@$REALM"
 }
 
 cmd_start() {

@@ -54,7 +54,8 @@
 //!   renderers), [`alert`] (the alert log) and [`publish`] (the local
 //!   statistics endpoint `dnfs stats` reads).
 //! * [`security`]: Kerberos (RPCSEC_GSS): the flavors of `sec=`, each
-//!   connection's context and sealing (`sec=krb5*` NFSv3 mounts), and a
+//!   connection's context and sealing (`sec=krb5*` mounts, both versions),
+//!   its renewal before the ticket ends, and a
 //!   blocking connection that makes sealed calls (docs/security.md).
 //! * [`process`]: plumbing for the C library and the interception library
 //!   (descriptor floor, signal-blocked threads, fork generation, spare

@@ -197,9 +197,13 @@ pub(crate) fn start_transport(
     });
     // Kerberos: calls in flight per connection stay within the server's
     // RPCSEC_GSS sequence window (checked when each context is made).
-    let max_inflight = match gss {
-        Some(_) => options.max_inflight.min(GSS_MAX_INFLIGHT),
-        None => options.max_inflight,
+    // NFSv4.1 (a hook): one place of the window is kept for the hook's
+    // BIND_CONN_TO_SESSION, written on a live connection ahead of its
+    // calls when the session is replaced.
+    let max_inflight = match (&gss, &hook) {
+        (Some(_), None) => options.max_inflight.min(GSS_MAX_INFLIGHT),
+        (Some(_), Some(_)) => options.max_inflight.min(GSS_MAX_INFLIGHT - 1),
+        (None, _) => options.max_inflight,
     };
     Transport::start(
         channels,

@@ -2,9 +2,10 @@
 //! (`scripts/server/kdc.sh`, `DNFS_KRB5=1 scripts/server/nfs-server.sh`): the context
 //! handshake, then MOUNT and NFSv3 calls sealed with krb5, krb5i and
 //! krb5p, their data read back; and what crosses the wire under krb5p.
-//! Then the same through `Client` mounted with `sec=krb5*`: the pipelined
-//! transport with many calls in flight. (Without a ticket:
-//! `kerberos_no_ticket.rs`.)
+//! Then the same through `Client` mounted with `sec=krb5*`, on NFSv3 and
+//! NFSv4.1: the pipelined transport with many calls in flight, metadata,
+//! and what crosses the wire. (Without a ticket: `kerberos_no_ticket.rs`;
+//! a ticket that expires under load: `kerberos_renewal.rs`.)
 //!
 //! The environment is `scripts/test.sh`'s: `DNFS_TEST_URL_KRB5`, and the
 //! realm's `KRB5_CONFIG` with the test user's ticket in `KRB5CCNAME`.
@@ -26,8 +27,8 @@ use directnfs_wire::xdr::{decode_exact, to_bytes};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The parts of an NFSv3 test URL
-/// (`nfs://HOST/PATH?nfsport=N&mountport=M`).
+/// The parts of a test URL (`nfs://HOST/PATH?nfsport=N&mountport=M`;
+/// NFSv4.1's has no MOUNT port).
 struct Target {
     host: String,
     path: String,
@@ -39,21 +40,21 @@ fn target(url: &str) -> Target {
     let rest = url.strip_prefix("nfs://").expect("nfs:// URL");
     let (host_path, query) = rest.split_once('?').expect("URL with ports");
     let (host, path) = host_path.split_at(host_path.find('/').expect("URL path"));
-    let port = |key: &str| -> u16 {
+    let port = |key: &str| -> Option<u16> {
         query
             .split('&')
             .find_map(|kv| kv.strip_prefix(key))
             .and_then(|v| v.strip_prefix('='))
-            .expect("port in URL")
-            .parse()
-            .expect("numeric port")
+            .map(|v| v.parse().expect("numeric port"))
     };
     let addr = |p: u16| (host, p).to_socket_addrs().unwrap().next().unwrap();
+    let nfs = port("nfsport").expect("nfsport in URL");
     Target {
         host: host.to_owned(),
         path: path.to_owned(),
-        nfs: addr(port("nfsport")),
-        mount: addr(port("mountport")),
+        nfs: addr(nfs),
+        // An NFSv4.1 URL has none (no MOUNT protocol).
+        mount: addr(port("mountport").unwrap_or(nfs)),
     }
 }
 
@@ -301,7 +302,7 @@ fn a_reply_whose_protected_body_was_altered_is_refused() {
 
 /// NFSv4.1 (program 100003 version 4) takes the same contexts: an
 /// EXCHANGE_ID COMPOUND under krb5i and krb5p gets a client ID back.
-/// (directnfs's NFSv4.1 sessions do not use Kerberos yet.)
+/// (A mount's: `client_mount_with_krb5*` `on_nfsv41`.)
 #[test]
 fn nfsv41_exchange_id_under_krb5i_and_krb5p() {
     use directnfs_wire::nfs4::{
@@ -354,16 +355,77 @@ fn client_url(url: &str, flavor: Flavor) -> String {
     format!("{url}&sec={}", flavor.name())
 }
 
+/// A protocol version a Kerberos mount test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Vers {
+    V3,
+    V41,
+}
+
+/// The Kerberos server's URL for `vers` (its NFSv4.1 form: the export's
+/// pseudo-file-system path, the NFS port, no MOUNT port).
+fn krb_url(vers: Vers, test: &str) -> Option<String> {
+    let url = directnfs_testkit::server::url_krb5(test)?;
+    Some(match vers {
+        Vers::V3 => url,
+        Vers::V41 => {
+            let t = target(&url);
+            format!(
+                "nfs://{}{}?vers=4.1&nfsport={}",
+                t.host,
+                t.path,
+                t.nfs.port()
+            )
+        }
+    })
+}
+
+/// `on_both_versions!(fn name(vers) { body })`: module `name` with the
+/// tests `on_nfsv3` and `on_nfsv41`, each running `body` with `vers` set.
+macro_rules! on_both_versions {
+    ($(#[$attr:meta])* fn $name:ident($v:ident) $body:block) => {
+        $(#[$attr])*
+        mod $name {
+            use super::*;
+
+            fn body($v: Vers) $body
+
+            #[test]
+            fn on_nfsv3() {
+                body(Vers::V3);
+            }
+
+            #[test]
+            fn on_nfsv41() {
+                body(Vers::V41);
+            }
+        }
+    };
+}
+
 /// Writes a 4 MiB file through a Kerberos mount and reads it back with 64
 /// READs of 64 KiB in flight at once (more than the 32 calls a context
-/// may have in flight per connection: the transport keeps each within it).
-fn client_writes_and_reads_back(flavor: Flavor) {
-    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
+/// may have in flight per connection: the transport keeps each within it),
+/// then metadata: size, a directory made and listed, a rename, removes.
+fn client_writes_and_reads_back(vers: Vers, flavor: Flavor) {
+    let Some(url) = krb_url(vers, "kerberos") else {
         return;
     };
     let client = directnfs::Client::connect(&client_url(&url, flavor))
-        .unwrap_or_else(|e| panic!("{}: mount: {e}", flavor.name()));
-    let name = format!("/krb-client-{}-{}", flavor.name(), std::process::id());
+        .unwrap_or_else(|e| panic!("{vers:?} {}: mount: {e}", flavor.name()));
+    if vers == Vers::V41 {
+        let slots = client.session_slots().expect("an NFSv4.1 session");
+        assert!(slots >= 1, "{slots}");
+        // The test export's SecType (nfs-server.sh), by SECINFO_NO_NAME.
+        let mut flavors = client.export_flavors();
+        flavors.sort();
+        assert_eq!(flavors, ["krb5", "krb5i", "krb5p", "sys"], "{flavors:?}");
+    }
+    let name = format!(
+        "/krb-client-{vers:?}-{}-{}",
+        flavor.name(),
+        std::process::id()
+    );
     let file = client.create(&name).expect("create");
     const PIECE: usize = 64 * 1024;
     const PIECES: usize = 64;
@@ -401,13 +463,27 @@ fn client_writes_and_reads_back(flavor: Flavor) {
     let back = back.concat();
     assert_eq!(back.len(), data.len(), "{}: length", flavor.name());
     assert!(back == data, "{}: data read back differs", flavor.name());
-    // A fresh client (new contexts) reads the same bytes.
+    // Metadata under the same flavor.
+    let meta = client.metadata(&name).expect("metadata");
+    assert_eq!(meta.size, data.len() as u64, "{}: size", flavor.name());
+    let dir = format!("{name}.d");
+    client.mkdir(&dir).expect("mkdir");
+    let moved = format!("{dir}/moved");
     drop(file);
+    client.rename(&name, &moved).expect("rename");
+    let names: Vec<String> = client
+        .read_dir(&dir)
+        .expect("read_dir")
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert!(names.iter().any(|n| n == "moved"), "{names:?}");
     drop(client);
+    // A fresh client (new contexts) reads the same bytes.
     let client = directnfs::Client::connect(&client_url(&url, flavor)).expect("second mount");
     let mut again = vec![0u8; data.len()];
     client
-        .open(&name)
+        .open(&moved)
         .expect("open")
         .read_exact_at(&mut again, 0)
         .expect("read");
@@ -416,33 +492,26 @@ fn client_writes_and_reads_back(flavor: Flavor) {
         "{}: second mount reads other data",
         flavor.name()
     );
-    client.remove(&name).expect("remove");
+    client.remove(&moved).expect("remove");
+    client.rmdir(&dir).expect("rmdir");
 }
 
-#[test]
-fn client_mount_with_krb5_writes_and_reads_64_calls_in_flight() {
-    client_writes_and_reads_back(Flavor::Krb5);
+on_both_versions! {
+    fn client_mount_with_krb5_writes_and_reads_64_calls_in_flight(vers) {
+        client_writes_and_reads_back(vers, Flavor::Krb5);
+    }
 }
 
-#[test]
-fn client_mount_with_krb5i_writes_and_reads_64_calls_in_flight() {
-    client_writes_and_reads_back(Flavor::Krb5i);
+on_both_versions! {
+    fn client_mount_with_krb5i_writes_and_reads_64_calls_in_flight(vers) {
+        client_writes_and_reads_back(vers, Flavor::Krb5i);
+    }
 }
 
-#[test]
-fn client_mount_with_krb5p_writes_and_reads_64_calls_in_flight() {
-    client_writes_and_reads_back(Flavor::Krb5p);
-}
-
-/// NFSv4.1 mounts do not take Kerberos yet: refused with an error that
-/// says so, before anything is sent.
-#[test]
-fn client_mount_refuses_kerberos_on_nfsv41() {
-    let Err(e) = directnfs::Client::connect("nfs://127.0.0.1/x?vers=4.1&sec=krb5&nfsport=9") else {
-        panic!("an NFSv4.1 mount with sec=krb5 was not refused");
-    };
-    assert_eq!(e.errno(), libc::EINVAL, "{e}");
-    assert!(e.to_string().contains("NFSv4.1"), "{e}");
+on_both_versions! {
+    fn client_mount_with_krb5p_writes_and_reads_64_calls_in_flight(vers) {
+        client_writes_and_reads_back(vers, Flavor::Krb5p);
+    }
 }
 
 /// What a `Client` mounted with `flavor` sent to and received from the
@@ -459,7 +528,17 @@ fn client_wire_bytes(url: &str, flavor: Flavor, marker: &[u8]) -> (Vec<u8>, Vec<
     let client =
         directnfs::Client::connect(&format!("{}&connections=1", client_url(&relayed, flavor)))
             .unwrap_or_else(|e| panic!("{}: mount through the relay: {e}", flavor.name()));
-    let name = format!("/krb-client-wire-{}-{}", flavor.name(), std::process::id());
+    // NFSv3 and NFSv4.1 run at once: a name each.
+    let vers = if url.contains("vers=4.1") {
+        "v41"
+    } else {
+        "v3"
+    };
+    let name = format!(
+        "/krb-client-wire-{vers}-{}-{}",
+        flavor.name(),
+        std::process::id()
+    );
     let file = client.create(&name).expect("create");
     file.write_all_at(marker, 0).expect("write");
     file.fsync().expect("fsync");
@@ -472,27 +551,147 @@ fn client_wire_bytes(url: &str, flavor: Flavor, marker: &[u8]) -> (Vec<u8>, Vec<
     (relay.sent(), relay.received())
 }
 
-/// Through `Client`, krb5p data crosses the wire encrypted both ways; the
-/// control, krb5i, shows the relay would see it in clear.
-#[test]
-fn client_mount_with_krb5p_sends_and_receives_no_plaintext() {
-    let Some(url) = directnfs_testkit::server::url_krb5("kerberos") else {
-        return;
-    };
-    let marker = pattern(256 * 1024);
-    let (sent, received) = client_wire_bytes(&url, Flavor::Krb5i, &marker);
-    assert!(
-        contains(&sent, &marker[..64]) && contains(&received, &marker[..64]),
-        "krb5i: the relay did not see the data in clear"
-    );
-    let (sent, received) = client_wire_bytes(&url, Flavor::Krb5p, &marker);
-    assert!(sent.len() > marker.len() && received.len() > marker.len());
-    for window in [
-        &marker[..16],
-        &marker[100_000..100_016],
-        &marker[marker.len() - 16..],
-    ] {
-        assert!(!contains(&sent, window), "krb5p: plaintext sent");
-        assert!(!contains(&received, window), "krb5p: plaintext received");
+on_both_versions! {
+    /// Through `Client`, krb5p data crosses the wire encrypted both ways;
+    /// the control, krb5i, shows the relay would see it in clear. On
+    /// NFSv4.1 the client owner of EXCHANGE_ID (the connection's own, before
+    /// the session, and the session's) is not seen in clear either: those
+    /// calls are sealed too.
+    fn client_mount_with_krb5p_sends_and_receives_no_plaintext(vers) {
+        let Some(url) = krb_url(vers, "kerberos") else {
+            return;
+        };
+        // Every client owner of this host starts so (v4/trunk.rs).
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+        let owner = format!("directnfs/{}/", host.trim());
+        let marker = pattern(256 * 1024);
+        let (sent, received) = client_wire_bytes(&url, Flavor::Krb5i, &marker);
+        assert!(
+            contains(&sent, &marker[..64]) && contains(&received, &marker[..64]),
+            "krb5i: the relay did not see the data in clear"
+        );
+        if vers == Vers::V41 {
+            assert!(
+                contains(&sent, owner.as_bytes()),
+                "krb5i: the relay did not see the client owner in clear"
+            );
+        }
+        let (sent, received) = client_wire_bytes(&url, Flavor::Krb5p, &marker);
+        assert!(sent.len() > marker.len() && received.len() > marker.len());
+        for window in [
+            &marker[..16],
+            &marker[100_000..100_016],
+            &marker[marker.len() - 16..],
+        ] {
+            assert!(!contains(&sent, window), "krb5p: plaintext sent");
+            assert!(!contains(&received, window), "krb5p: plaintext received");
+        }
+        assert!(
+            !contains(&sent, owner.as_bytes()),
+            "krb5p: the client owner was sent in clear"
+        );
+    }
+}
+
+/// A relay to `server` that spoils the context handle of every RPCSEC_GSS
+/// call on the first connection it relays once `after` calls went
+/// through on it: the server then knows no such context, as after it
+/// dropped one. Later connections are relayed as they are. Returns the
+/// local port.
+fn handle_spoiling_relay(server: SocketAddr, after: usize) -> u16 {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for (n, client) in listener.incoming().enumerate() {
+            let Ok(mut client) = client else { return };
+            let Ok(mut upstream) = TcpStream::connect(server) else {
+                return;
+            };
+            let (mut c2, mut u2) = (client.try_clone().unwrap(), upstream.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut u2, &mut c2);
+                let _ = c2.shutdown(std::net::Shutdown::Both);
+            });
+            std::thread::spawn(move || {
+                let mut calls = 0usize;
+                loop {
+                    let mut mark = [0u8; 4];
+                    if client.read_exact(&mut mark).is_err() {
+                        break;
+                    }
+                    let len = (u32::from_be_bytes(mark) & 0x7fff_ffff) as usize;
+                    let mut rec = vec![0u8; len];
+                    if client.read_exact(&mut rec).is_err() {
+                        break;
+                    }
+                    calls += 1;
+                    // xid, CALL, rpcvers, prog, vers, proc, then the
+                    // credential: flavor 6 (RPCSEC_GSS), length, version,
+                    // gss_proc 0 (DATA), seq_num, service, handle.
+                    let word = |at: usize| {
+                        rec.get(at..at + 4)
+                            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+                    };
+                    if n == 0
+                        && calls > after
+                        && word(24) == Some(6)
+                        && word(36) == Some(0)
+                        && word(48).is_some_and(|l| l > 0)
+                        && rec.len() > 52
+                    {
+                        rec[52] ^= 0xff;
+                    }
+                    if upstream.write_all(&mark).is_err() || upstream.write_all(&rec).is_err() {
+                        break;
+                    }
+                }
+                let _ = upstream.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    port
+}
+
+on_both_versions! {
+    /// A context the server no longer knows (its handle spoiled on the way,
+    /// as after the server dropped it): the server's CREDPROBLEM or
+    /// CTXPROBLEM on a context that had worked fails the connection, a new
+    /// one with a new context takes its calls, and the caller of a hard
+    /// mount sees no error; the data reads back.
+    fn a_context_the_server_lost_is_replaced_without_an_error(vers) {
+        let Some(url) = krb_url(vers, "kerberos") else {
+            return;
+        };
+        let t = target(&url);
+        let port = handle_spoiling_relay(t.nfs, 8);
+        let relayed = url.replace(
+            &format!("nfsport={}", t.nfs.port()),
+            &format!("nfsport={port}"),
+        );
+        let before = directnfs::security::counters();
+        let client = directnfs::Client::connect(&format!(
+            "{}&connections=1&hard",
+            client_url(&relayed, Flavor::Krb5i)
+        ))
+        .unwrap_or_else(|e| panic!("{vers:?}: mount through the relay: {e}"));
+        let name = format!("/krb-lost-{vers:?}-{}", std::process::id());
+        let file = client.create(&name).expect("create");
+        let data = pattern(64 * 1024);
+        for i in 0..16u64 {
+            file.write_all_at(&data, i * data.len() as u64)
+                .unwrap_or_else(|e| panic!("{vers:?}: write {i}: {e}"));
+        }
+        let mut back = vec![0u8; data.len()];
+        for i in 0..16u64 {
+            file.read_exact_at(&mut back, i * data.len() as u64)
+                .unwrap_or_else(|e| panic!("{vers:?}: read {i}: {e}"));
+            assert!(back == data, "{vers:?}: piece {i} read back differs");
+        }
+        drop(file);
+        client.remove(&name).expect("remove");
+        let after = directnfs::security::counters();
+        assert!(after.lost > before.lost, "no context was lost: {before:?} -> {after:?}");
     }
 }

@@ -1,6 +1,7 @@
 //! A user without Kerberos credentials (no ticket cache, no client
 //! keytab) gets a clear EACCES that names the server and what is missing,
-//! at once, never a hang: from a context, and from a `sec=krb5i` mount. A test binary of its own: it points this
+//! at once, never a hang: from a context, and from a `sec=krb5i` mount on
+//! NFSv3 and on NFSv4.1. A test binary of its own: it points this
 //! process's `KRB5CCNAME` and `KRB5_CLIENT_KTNAME` at files that do not
 //! exist, before the GSS-API library is first used.
 
@@ -101,6 +102,31 @@ fn no_ticket_is_eacces_naming_the_server() {
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "mount took {:?}",
+        started.elapsed()
+    );
+    // NFSv4.1 (no MOUNT protocol): the first sealed call is on the NFS
+    // port, whose context cannot be made; the same EACCES at once.
+    let started = Instant::now();
+    let v41 = format!(
+        "nfs://{host}{}?vers=4.1&nfsport={port}",
+        &rest[host.len()..rest.find('?').expect("query")]
+    );
+    let e = match directnfs::Client::connect(&format!("{v41}&sec=krb5i&mnt_timeout=30")) {
+        Ok(_) => panic!("mounted NFSv4.1 with sec=krb5i without a ticket"),
+        Err(e) => e,
+    };
+    assert_eq!(e.errno(), libc::EACCES, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(&format!("{host}:{port}"))
+            && text.contains("permission denied")
+            && text.contains("kinit")
+            && !text.contains("cannot reach"),
+        "{text}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "NFSv4.1 mount took {:?}",
         started.elapsed()
     );
 }

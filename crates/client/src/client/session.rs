@@ -32,6 +32,17 @@ impl Client {
     pub fn session_slots(&self) -> Option<u32> {
         self.inner.v4.as_ref().map(Session::slots)
     }
+
+    /// The security flavors the NFSv4.1 export takes, as its server's
+    /// SECINFO_NO_NAME listed them at mount (`sys`, `krb5`, `krb5i`,
+    /// `krb5p`, ...): asked on Kerberos mounts only. Empty on NFSv3, under
+    /// `sec=sys`, or when the server did not answer.
+    pub fn export_flavors(&self) -> Vec<String> {
+        self.inner
+            .v4
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.flavors.clone())
+    }
 }
 
 impl Client {

@@ -38,9 +38,8 @@
 //!   prefix wins, on whole path components ([`DnfsTab::resolve`]). A mount
 //!   prefix may appear only once in the file.
 //! * `nfs_version:` is `nfsv3` or `nfsv4.1`; `security_default:`/`security:`
-//!   is `sys`, `krb5`, `krb5i` or `krb5p` (Kerberos on NFSv3 only: with
-//!   `nfsv4.1` the mount is refused with an error of its own; either key
-//!   sets the whole server block's flavor). `management:` and `community:` are accepted and ignored (listed in
+//!   is `sys`, `krb5`, `krb5i` or `krb5p` (Kerberos on either version;
+//!   either key sets the whole server block's flavor). `management:` and `community:` are accepted and ignored (listed in
 //!   [`DnfsTab::ignored`]). `mnt_timeout:` (seconds) and `dontroute` work as
 //!   in oranfstab: a mount keeps trying while the server cannot be reached
 //!   (connections refused or timing out, programs not yet registered with

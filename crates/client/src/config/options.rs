@@ -208,7 +208,7 @@ pub struct MountOptions {
     /// Protocol version: NFSv3 (default) or NFSv4.1.
     pub nfs_version: NfsVersion,
     /// Security flavor (`sec=`): AUTH_SYS (default), or Kerberos V5
-    /// through RPCSEC_GSS (krb5, krb5i, krb5p; NFSv3 only so far).
+    /// through RPCSEC_GSS (krb5, krb5i, krb5p), on NFSv3 and NFSv4.1.
     pub security: Flavor,
     /// Read-only mount (`ro`): every call that would change the server
     /// fails with EROFS before it is sent. Default off (`rw`).
@@ -378,16 +378,6 @@ pub enum OptionError {
     UnsupportedSecurity {
         /// The key as written.
         key: String,
-        /// The flavor as written.
-        value: String,
-    },
-    /// A Kerberos flavor (`krb5`, `krb5i`, `krb5p`) with NFSv4.1: its
-    /// sessions do not speak RPCSEC_GSS yet (NFSv3 mounts do).
-    #[error(
-        "security flavor \"{value}\" is Kerberos (RPCSEC_GSS), which NFSv4.1 mounts do not \
-         support yet: use NFSv3 (vers=3) or sys; see docs/security.md"
-    )]
-    KerberosNotYetSupported {
         /// The flavor as written.
         value: String,
     },
@@ -678,11 +668,6 @@ impl MountOptions {
                 reason,
             })
         };
-        if self.nfs_version == NfsVersion::V41 && self.security != Flavor::Sys {
-            return Err(OptionError::KerberosNotYetSupported {
-                value: self.security.name().to_owned(),
-            });
-        }
         if !(1..=Self::MAX_CONNECTIONS).contains(&self.connections) {
             return bad(
                 "connections",

@@ -143,7 +143,7 @@ option_table![
     ),
     (
         "`security` (`security_default`, `sec`)",
-        "`sys` (AUTH_SYS), or Kerberos through RPCSEC_GSS: `krb5` (authentication), `krb5i` (and integrity), `krb5p` (and privacy); Kerberos on NFSv3 only so far (see docs/security.md); anything else is an error",
+        "`sys` (AUTH_SYS), or Kerberos through RPCSEC_GSS: `krb5` (authentication), `krb5i` (and integrity), `krb5p` (and privacy), on NFSv3 and NFSv4.1 (see docs/security.md); anything else is an error",
         "sys",
     ),
     (

@@ -143,16 +143,27 @@ impl Channel {
             .filter(|(_, e, _)| *e == epoch)
             .map(|(s, _, b)| (s, b))
             .ok_or_else(|| io::Error::new(io::ErrorKind::NotConnected, "channel is down"))?;
+        let sealer = self.sealer(epoch);
+        if sealer.as_ref().is_some_and(|s| s.renewal_due()) {
+            // The ticket behind this context ends soon: a new connection
+            // and context take these calls (the engine re-sends them).
+            return Err(io::Error::other(
+                "the Kerberos context expires soon: a new connection and context",
+            ));
+        }
         if let Some(hook) = hook {
             let generation = hook.generation();
             if generation != *bound {
                 if let Some(record) = hook.bind_record(self.id, generation) {
-                    send_all(stream, &record)?;
+                    match &sealer {
+                        Some(sealer) => send_all(stream, &seal_record(sealer, &record)?)?,
+                        None => send_all(stream, &record)?,
+                    }
                 }
                 *bound = generation;
             }
         }
-        if let Some(sealer) = self.sealer(epoch) {
+        if let Some(sealer) = sealer {
             return self.send_sealed(stream, calls, &sealer);
         }
         let mut heads = [[0u8; 8]; SEND_CHUNK];
@@ -181,6 +192,12 @@ impl Channel {
             self.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
         Ok(())
+    }
+
+    /// The RPCSEC_GSS context of the channel's last connection, whatever
+    /// its epoch: what a new connection's context replaces.
+    pub(crate) fn last_sealer(&self) -> Option<Arc<ConnectionSealer>> {
+        lock(&self.gss).as_ref().map(|(_, s)| Arc::clone(s))
     }
 
     /// The RPCSEC_GSS context of the connection of `epoch`, if it has one.
@@ -326,3 +343,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Calls per `writev` in `send_many` (at most 4 iovecs each, far below
 /// the kernel's `IOV_MAX` of 1024).
 const SEND_CHUNK: usize = 64;
+
+/// A whole record (mark, XID, AUTH_SYS call: a hook's binding record)
+/// sealed with the connection's RPCSEC_GSS context: mark, XID, sealed
+/// call.
+fn seal_record(sealer: &ConnectionSealer, record: &[u8]) -> io::Result<Vec<u8>> {
+    let (Some(xid), Some(body)) = (record.get(4..8), record.get(8..)) else {
+        return Err(io::Error::other("internal: a record too short to seal"));
+    };
+    let xid = u32::from_be_bytes([xid[0], xid[1], xid[2], xid[3]]);
+    let message = sealer
+        .seal(xid, body, None)
+        .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.to_string()))?;
+    let mut out = Vec::with_capacity(4 + message.len());
+    out.extend_from_slice(&fragment_header(message.len(), true));
+    out.extend_from_slice(&message);
+    Ok(out)
+}

@@ -52,7 +52,7 @@ impl Kept {
         let Some(stream) = self.stream.as_mut() else {
             return Err(io::Error::new(io::ErrorKind::NotConnected, "not connected"));
         };
-        let r = call_on(stream, cred, call, salt, args, timeout);
+        let r = call_on(stream, cred, call, salt, args, timeout, None);
         if r.is_err() {
             self.stream = None;
         }

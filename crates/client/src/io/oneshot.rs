@@ -21,6 +21,7 @@ use directnfs_wire::rpc::{
 use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use super::socket::{connect, ConnectSpec};
+use crate::security::ConnectionSealer;
 
 /// Largest reply accepted on a fresh cold-path connection (an EXPORT list
 /// can be long).
@@ -98,7 +99,9 @@ pub(crate) fn null_probe(
 /// request cache keys on the XID). The NFSv4.1 session trunking check
 /// (EXCHANGE_ID) and BIND_CONN_TO_SESSION of a new connection go here.
 /// Any failure is an `io::Error` (`InvalidData` for a reply that is
-/// malformed or refuses the call).
+/// malformed or refuses the call). With `sealer` (a Kerberos mount: the
+/// connection's RPCSEC_GSS context) the call is sealed and its reply
+/// checked and opened with it, as the transport's calls are.
 pub(crate) fn call_on(
     stream: &mut TcpStream,
     cred: &[u8],
@@ -106,9 +109,16 @@ pub(crate) fn call_on(
     salt: u32,
     args: &[u8],
     timeout: Duration,
+    sealer: Option<&ConnectionSealer>,
 ) -> io::Result<Vec<u8>> {
     let call = CallOf { prog, vers, proc_ };
-    match exchange_salted(stream, call, cred, args, MAX_PROBE_REPLY, timeout, salt) {
+    let sent = Sent {
+        cred,
+        args,
+        salt,
+        sealer,
+    };
+    match exchange_salted(stream, call, sent, MAX_PROBE_REPLY, timeout) {
         Ok(reply) => Ok(reply.record[reply.results..].to_vec()),
         Err(Failure::Io(e)) => Err(e),
         Err(other) => Err(io::Error::new(io::ErrorKind::InvalidData, other.describe())),
@@ -208,18 +218,37 @@ fn exchange(
     max_record: usize,
     timeout: Duration,
 ) -> Result<Reply, Failure> {
-    exchange_salted(stream, call, cred, args, max_record, timeout, 0)
+    let sent = Sent {
+        cred,
+        args,
+        salt: 0,
+        sealer: None,
+    };
+    exchange_salted(stream, call, sent, max_record, timeout)
 }
 
-/// [`exchange`] with `salt` mixed into the XID.
+/// What [`exchange_salted`] sends: the credential and arguments, `salt`
+/// mixed into the XID, and the connection's RPCSEC_GSS context if the
+/// call is to be sealed with it.
+struct Sent<'a> {
+    cred: &'a [u8],
+    args: &'a [u8],
+    salt: u32,
+    sealer: Option<&'a ConnectionSealer>,
+}
+
+/// [`exchange`] with `salt` mixed into the XID, sealed with `sealer`.
 fn exchange_salted(
     stream: &mut TcpStream,
     call: CallOf,
-    cred: &[u8],
-    args: &[u8],
+    Sent {
+        cred,
+        args,
+        salt,
+        sealer,
+    }: Sent<'_>,
     max_record: usize,
     timeout: Duration,
-    salt: u32,
 ) -> Result<Reply, Failure> {
     // Any XID will do (one call per connection, or `salt` apart); this
     // one differs between processes and procedures, which helps when
@@ -229,6 +258,18 @@ fn exchange_salted(
     msg.extend_from_slice(&[0; 4]);
     encode_call_header(&mut msg, xid, call.prog, call.vers, call.proc_, cred);
     msg.extend_from_slice(args);
+    if let Some(sealer) = sealer {
+        // From the message type on: the sealer builds the RPCSEC_GSS
+        // message around the procedure and its arguments.
+        let sealed = sealer.seal(xid, &msg[8..], None).map_err(|e| {
+            Failure::Io(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                e.to_string(),
+            ))
+        })?;
+        msg.truncate(4);
+        msg.extend_from_slice(&sealed);
+    }
     let mark = fragment_header(msg.len() - 4, true);
     msg[..4].copy_from_slice(&mark);
     let deadline = Instant::now() + timeout;
@@ -240,6 +281,11 @@ fn exchange_salted(
         io::ErrorKind::InvalidData => Failure::Malformed(e.to_string()),
         _ => Failure::Io(e),
     })?;
+    let record = match sealer.map(|s| s.open(&record, max_record)) {
+        None | Some(Ok(None)) => record,
+        Some(Ok(Some(plain))) => plain,
+        Some(Err(e)) => return Err(Failure::Malformed(e.to_string())),
+    };
     let mut r = XdrReader::new(&record);
     let header = ReplyHeader::decode(&mut r).map_err(|e| Failure::Malformed(e.to_string()))?;
     if header.xid != xid {

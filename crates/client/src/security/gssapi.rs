@@ -288,6 +288,10 @@ pub struct SecContext {
     ctx: GssCtx,
     target: GssName,
     complete: bool,
+    /// How long the context is valid, as the library said when it was
+    /// complete (the ticket's remaining life); `None`: indefinite, or not
+    /// complete yet.
+    lifetime: Option<std::time::Duration>,
 }
 
 // SAFETY: the handles are only used through &mut self or under a lock the
@@ -323,6 +327,7 @@ impl SecContext {
             ctx: ptr::null_mut(),
             target,
             complete: false,
+            lifetime: None,
         })
     }
 
@@ -342,6 +347,7 @@ impl SecContext {
             .map_or(ptr::null_mut(), |b| b as *mut GssBuffer);
         let mut output = GssBuffer::empty();
         let mut ret_flags = 0;
+        let mut time_rec: OmUint32 = 0;
         // SAFETY: every pointer is valid for the call; the context handle
         // is ours (null at first, then the library's); `output` is taken
         // and released below.
@@ -359,7 +365,7 @@ impl SecContext {
                 ptr::null_mut(),
                 &mut output,
                 &mut ret_flags,
-                ptr::null_mut(),
+                &mut time_rec,
             )
         };
         // SAFETY: filled by the library (or left empty).
@@ -368,7 +374,19 @@ impl SecContext {
         // Supplementary bits (RFC 2744 §3.9.1) aside, COMPLETE or
         // CONTINUE_NEEDED is left once `check` passed.
         self.complete = maj & GSS_S_CONTINUE_NEEDED == 0;
+        if self.complete {
+            // GSS_C_INDEFINITE (all ones): no end.
+            self.lifetime = (time_rec != OmUint32::MAX)
+                .then(|| std::time::Duration::from_secs(u64::from(time_rec)));
+        }
         Ok((out, self.complete))
+    }
+
+    /// How long the complete context is valid from when it was made (the
+    /// Kerberos ticket's remaining life then); `None` when the library
+    /// gave no end.
+    pub fn lifetime(&self) -> Option<std::time::Duration> {
+        self.lifetime
     }
 
     /// GSS_GetMIC of `msg` (default quality of protection).

@@ -6,8 +6,8 @@
 //! calls ([`rpcsec`]), the sequence window meter ([`window`]), a blocking
 //! connection that sets up a context and makes sealed calls ([`exchange`]),
 //! and what the pipelined transport does with each connection of a
-//! `sec=krb5*` NFSv3 mount ([`sealer`]). NFSv4.1 mounts do not use them
-//! yet (docs/security.md).
+//! `sec=krb5*` mount, NFSv3 or NFSv4.1 ([`sealer`]: with each context's
+//! renewal before its ticket ends). See docs/security.md.
 //!
 //! | module | job |
 //! |---|---|
@@ -30,7 +30,7 @@ use directnfs_wire::rpc::AuthStat;
 
 pub use exchange::GssConnection;
 pub use gssapi::GssError;
-pub use sealer::{ConnectionSealer, GssSetup};
+pub use sealer::{counters, set_renew_before_expiry, ConnectionSealer, GssCounters, GssSetup};
 
 /// A security flavor (the `sec=` mount option's values, RFC 2623 §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -72,6 +72,12 @@ impl GssContext {
         &self.window
     }
 
+    /// How long the context is valid from its creation (the ticket's
+    /// remaining life then); `None`: no end given.
+    pub fn lifetime(&self) -> Option<std::time::Duration> {
+        self.gss().lifetime()
+    }
+
     /// The server's context handle.
     pub fn handle(&self) -> &[u8] {
         &self.handle

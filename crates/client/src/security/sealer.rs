@@ -14,9 +14,9 @@
 
 use std::collections::HashMap;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use directnfs_wire::rpc::auth::AuthFlavor;
 use directnfs_wire::rpc::{AcceptedReply, AuthStat, RejectedReply, ReplyBody, ReplyHeader};
@@ -29,6 +29,66 @@ use super::{Flavor, GssConnection, SecurityError};
 /// Sequence numbers kept per XID: the transmissions of one call on one
 /// connection whose reply may still come (a call re-sent after JUKEBOX).
 const SENT_PER_XID: usize = 8;
+
+/// Renewal margin: a context is replaced this long before it expires, at
+/// most (a quarter of its life when that is shorter). Within 30 s of a
+/// ticket's end MIT's library gets a new one from the client keytab
+/// (`KRB5_CLIENT_KTNAME`) when it makes the next context, so the margin
+/// stays below that.
+const RENEW_MARGIN: Duration = Duration::from_secs(20);
+
+/// A context is never replaced sooner than this after it was made (a
+/// ticket about to end, with no keytab to get another: no storm of
+/// connections, one per second at most until it ends).
+const MIN_CONTEXT_USE: Duration = Duration::from_secs(1);
+
+static CONTEXTS: AtomicU64 = AtomicU64::new(0);
+static RENEWALS: AtomicU64 = AtomicU64::new(0);
+static LOST: AtomicU64 = AtomicU64::new(0);
+static RENEW_EARLY: AtomicBool = AtomicBool::new(true);
+
+/// Process-wide counts of the transport's RPCSEC_GSS contexts (all
+/// mounts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GssCounters {
+    /// Contexts set up on transport connections (one per connection).
+    pub contexts: u64,
+    /// Connections replaced because their context was about to expire
+    /// (renewal before the ticket's end).
+    pub renewals: u64,
+    /// Connections replaced because the server said it no longer holds
+    /// a context that had worked (CTXPROBLEM, CREDPROBLEM).
+    pub lost: u64,
+}
+
+/// The counts so far.
+pub fn counters() -> GssCounters {
+    GssCounters {
+        contexts: CONTEXTS.load(Ordering::Relaxed),
+        renewals: RENEWALS.load(Ordering::Relaxed),
+        lost: LOST.load(Ordering::Relaxed),
+    }
+}
+
+/// Whether a context is replaced before it expires (the default). Off
+/// only for tests that need the server's own word at expiry (its
+/// CTXPROBLEM or CREDPROBLEM, taken by the lost-context path).
+pub fn set_renew_before_expiry(on: bool) {
+    RENEW_EARLY.store(on, Ordering::Relaxed);
+}
+
+/// When the `n`th context, made at `made` and living `lifetime`, should
+/// be replaced: [`RENEW_MARGIN`] (or a quarter of its life) before its
+/// end, and up to a third of that again earlier by `n` (contexts made
+/// together, a mount's connections, are not all replaced at once: the
+/// others carry the calls meanwhile); never before [`MIN_CONTEXT_USE`].
+fn renewal_time(made: Instant, lifetime: Duration, n: u64) -> Instant {
+    let margin = RENEW_MARGIN.min(lifetime / 4);
+    let stagger = margin / 12 * (n % 4) as u32;
+    made + lifetime
+        .saturating_sub(margin + stagger)
+        .max(MIN_CONTEXT_USE)
+}
 
 /// What a transport needs to set up a context on each connection.
 #[derive(Debug, Clone)]
@@ -50,21 +110,62 @@ pub struct ConnectionSealer {
     sent: Mutex<HashMap<u32, Vec<u32>>>,
     /// A reply on this context passed its checks: the context worked.
     proven: AtomicBool,
+    /// When to replace the connection for a new context (before the
+    /// ticket ends); `None`: the context has no end.
+    renew_at: Option<Instant>,
+    /// The renewal was counted (once per context).
+    renewing: AtomicBool,
+    /// When the context expires; `None`: no end given.
+    ends: Option<Instant>,
 }
 
 impl ConnectionSealer {
     /// Sets up a context on the fresh connection `stream` to program
     /// `prog` version `vers` of `host` and gives the stream back with it.
+    ///
+    /// `previous`: the context of the connection this one replaces. When
+    /// that one was replaced for its renewal, a context that ends no later
+    /// than it (the library had no newer ticket: no client keytab, nobody
+    /// ran kinit) is not replaced before its end: another connection would
+    /// only get the same ticket again.
     pub fn establish(
         stream: TcpStream,
         host: &str,
         prog_vers: (u32, u32),
         flavor: Flavor,
         timeout: Duration,
+        previous: Option<&ConnectionSealer>,
     ) -> Result<(TcpStream, Self), SecurityError> {
         let conn = GssConnection::establish(stream, host, prog_vers, flavor, timeout)?;
         let (stream, context) = conn.into_parts();
         let window = context.window().limit();
+        let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
+        let made = Instant::now();
+        let ends = context.lifetime().map(|life| made + life);
+        // Only a renewal's replacement is judged so: a connection replaced
+        // for another reason may well get the same ticket again.
+        let replaced = previous.filter(|p| p.renewing.load(Ordering::Relaxed));
+        let no_newer = match (ends, replaced.and_then(|p| p.ends)) {
+            (Some(new), Some(old)) => new <= old + Duration::from_secs(1),
+            _ => false,
+        };
+        if no_newer {
+            tracing::warn!(
+                host,
+                "the Kerberos ticket ends in {:?} and no newer one is available (kinit, or a \
+                 client keytab in KRB5_CLIENT_KTNAME): this connection keeps its context",
+                context.lifetime().unwrap_or_default()
+            );
+        }
+        let renew_at = context
+            .lifetime()
+            .filter(|_| !no_newer)
+            .map(|life| renewal_time(made, life, n));
+        tracing::debug!(
+            host,
+            lifetime = ?context.lifetime(),
+            "RPCSEC_GSS context set up on a new connection"
+        );
         Ok((
             stream,
             Self {
@@ -72,8 +173,24 @@ impl ConnectionSealer {
                 window,
                 sent: Mutex::new(HashMap::new()),
                 proven: AtomicBool::new(false),
+                renew_at,
+                renewing: AtomicBool::new(false),
+                ends,
             },
         ))
+    }
+
+    /// True when the context is about to expire: the connection should be
+    /// replaced (a new context, from a ticket that is still valid or
+    /// that the library gets anew from the client keytab) before the
+    /// next call is written on it. Counted once per context.
+    pub fn renewal_due(&self) -> bool {
+        let due = RENEW_EARLY.load(Ordering::Relaxed)
+            && self.renew_at.is_some_and(|at| Instant::now() >= at);
+        if due && !self.renewing.swap(true, Ordering::Relaxed) {
+            RENEWALS.fetch_add(1, Ordering::Relaxed);
+        }
+        due
     }
 
     /// The server's sequence window for this context.
@@ -178,7 +295,11 @@ impl ConnectionSealer {
     /// contexts the server refuses at once).
     pub fn lost(&self, rec: &[u8]) -> Option<AuthStat> {
         let status = context_problem(rec)?;
-        self.proven.load(Ordering::Relaxed).then_some(status)
+        let lost = self.proven.load(Ordering::Relaxed).then_some(status);
+        if lost.is_some() {
+            LOST.fetch_add(1, Ordering::Relaxed);
+        }
+        lost
     }
 }
 
@@ -250,6 +371,29 @@ mod tests {
         let mut huge = body.clone();
         huge[24..28].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(split_call_body(&huge).is_none(), "a length past the end");
+    }
+
+    #[test]
+    fn a_context_is_renewed_before_it_expires() {
+        let t = Instant::now();
+        let s = Duration::from_secs;
+        // A 10-hour ticket: 20 s before its end.
+        assert_eq!(renewal_time(t, s(36_000), 0), t + s(35_980));
+        // A one-minute ticket: a quarter of its life before its end.
+        assert_eq!(renewal_time(t, s(60), 4), t + s(45));
+        // Contexts made together are replaced a little apart, the last a
+        // third of the margin earlier.
+        assert_eq!(
+            renewal_time(t, s(60), 1),
+            t + s(60) - Duration::from_millis(16_250)
+        );
+        assert_eq!(
+            renewal_time(t, s(60), 3),
+            t + s(60) - Duration::from_millis(18_750)
+        );
+        // A ticket about to end: not sooner than a second from now.
+        assert_eq!(renewal_time(t, Duration::from_millis(400), 2), t + s(1));
+        assert_eq!(renewal_time(t, s(0), 0), t + s(1));
     }
 
     #[test]

@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use directnfs_wire::nfs4::{
-    bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, GETATTR4args, LOOKUP4args,
-    Nfs4Res, FATTR4_FSID, FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE,
-    NFS4_PROGRAM, NFS_V4,
+    bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, rpc_gss_svc_t, secinfo4,
+    secinfo_style4, GETATTR4args, LOOKUP4args, Nfs4Res, PUTFH4args, FATTR4_FSID, FATTR4_LEASE_TIME,
+    FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE, NFS4_PROGRAM, NFS_V4,
 };
 use directnfs_wire::Encode;
 
@@ -26,6 +26,7 @@ use crate::config::MountOptions;
 use crate::error::{Error, Result};
 use crate::io::transport::ConnectHook;
 use crate::remote::{start_transport, Limits, Remote, FALLBACK_TRANSFER};
+use crate::security::Flavor;
 
 /// The NFSv4 port (RFC 7530 §3.1).
 const NFS4_PORT: u16 = 2049;
@@ -115,6 +116,22 @@ pub(crate) fn mount_once(
     };
     let found = find_export(&remote, &session, &export)?;
     session.root = found.fh;
+    if options.security != Flavor::Sys {
+        session.flavors = export_flavors(&remote, &session, &export, found.fh);
+        let ours = options.security.name();
+        if !session.flavors.is_empty() && !session.flavors.iter().any(|f| f == ours) {
+            return Err(Error::Connect {
+                server: format!("{}:{nfs_port}", target.name),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "the export {export} takes sec={} (SECINFO_NO_NAME), not sec={ours}",
+                        session.flavors.join(",")
+                    ),
+                ),
+            });
+        }
+    }
     if let Some(lease) = found.lease {
         session.lease = std::time::Duration::from_secs(lease.clamp(5, 3600) as u64);
     }
@@ -212,6 +229,7 @@ pub(crate) fn after_fork(remote: &Remote, parent: &Session, trunk: Arc<Trunk>) -
     let mut session = Session::establish(remote, trunk, reclaim)?;
     session.root = parent.root;
     session.lease = parent.lease;
+    session.flavors = parent.flavors.clone();
     Ok(session)
 }
 
@@ -221,6 +239,62 @@ pub(crate) fn after_fork(remote: &Remote, parent: &Session, trunk: Arc<Trunk>) -
 fn retire_refused(remote: &Remote, trunk: &Trunk) {
     for (path, why) in trunk.settle() {
         remote.transport().retire_path(path, &why);
+    }
+}
+
+/// The export's security flavors (RFC 8881 §18.45: PUTFH of its handle,
+/// SECINFO_NO_NAME of the current handle), named as `sec=` names them;
+/// empty when the server does not answer them (logged, not an error:
+/// the mount's own calls are the proof that its flavor is taken).
+fn export_flavors(remote: &Remote, s: &Session, export: &str, fh: nfs_fh4) -> Vec<String> {
+    let args = [
+        nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
+        nfs_argop4::OP_SECINFO_NO_NAME(secinfo_style4::SECINFO_STYLE4_CURRENT_FH),
+    ];
+    let nums: Vec<nfs_opnum4> = args.iter().map(nfs_argop4::opnum).collect();
+    let encode = |out: &mut Vec<u8>| {
+        for a in &args {
+            a.encode(out);
+        }
+    };
+    let req = Request::ops(&args, &nums, &encode, "SECINFO_NO_NAME", export);
+    let found = s.compound(remote, &req).and_then(|settled| {
+        if !settled.status.is_ok() {
+            return Err(nfs4_error("SECINFO_NO_NAME", export, settled.status));
+        }
+        Ok(results(&settled, &nums, "SECINFO_NO_NAME")?
+            .into_iter()
+            .find_map(|r| match r {
+                nfs_resop4::OP_SECINFO_NO_NAME(Nfs4Res::Ok(ok)) => Some(ok.0),
+                _ => None,
+            })
+            .unwrap_or_default())
+    });
+    match found {
+        Ok(list) => list.iter().map(flavor_name).collect(),
+        Err(e) => {
+            tracing::debug!("NFSv4.1 SECINFO_NO_NAME of {export}: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// A SECINFO entry as `sec=` names it: `sys`, `none`, `krb5`, `krb5i`,
+/// `krb5p` (the Kerberos V5 mechanism, RFC 2623), else its numbers.
+fn flavor_name(info: &secinfo4) -> String {
+    // The Kerberos V5 mechanism's OID, 1.2.840.113554.1.2.2, DER encoded.
+    const KRB5_OID: &[u8] = b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02";
+    match info {
+        secinfo4::Flavor(1) => "sys".into(),
+        secinfo4::Flavor(0) => "none".into(),
+        secinfo4::Flavor(f) => format!("flavor {f}"),
+        secinfo4::RPCSEC_GSS(g) if g.oid.as_bytes().ends_with(KRB5_OID) => match g.service {
+            rpc_gss_svc_t::RPC_GSS_SVC_NONE => "krb5".into(),
+            rpc_gss_svc_t::RPC_GSS_SVC_INTEGRITY => "krb5i".into(),
+            rpc_gss_svc_t::RPC_GSS_SVC_PRIVACY => "krb5p".into(),
+            other => format!("krb5 service {other:?}"),
+        },
+        secinfo4::RPCSEC_GSS(g) => format!("RPCSEC_GSS mechanism {:02x?}", g.oid.as_bytes()),
     }
 }
 
@@ -331,4 +405,44 @@ fn find_export(remote: &Remote, s: &Session, export: &str) -> Result<Found> {
         maxwrite: a.maxwrite.unwrap_or(0),
         lease: a.lease_time,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use directnfs_wire::nfs4::rpcsec_gss_info;
+
+    #[test]
+    fn secinfo_entries_are_named_as_sec_names_them() {
+        let krb5 = |der: bool, service| {
+            let mut oid = if der { vec![0x06, 0x09] } else { Vec::new() };
+            oid.extend_from_slice(b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02");
+            secinfo4::RPCSEC_GSS(rpcsec_gss_info {
+                oid: oid.into(),
+                qop: 0,
+                service,
+            })
+        };
+        assert_eq!(flavor_name(&secinfo4::Flavor(1)), "sys");
+        assert_eq!(flavor_name(&secinfo4::Flavor(0)), "none");
+        assert_eq!(flavor_name(&secinfo4::Flavor(390_003)), "flavor 390003");
+        assert_eq!(
+            flavor_name(&krb5(true, rpc_gss_svc_t::RPC_GSS_SVC_NONE)),
+            "krb5"
+        );
+        assert_eq!(
+            flavor_name(&krb5(false, rpc_gss_svc_t::RPC_GSS_SVC_INTEGRITY)),
+            "krb5i"
+        );
+        assert_eq!(
+            flavor_name(&krb5(true, rpc_gss_svc_t::RPC_GSS_SVC_PRIVACY)),
+            "krb5p"
+        );
+        let other = secinfo4::RPCSEC_GSS(rpcsec_gss_info {
+            oid: vec![0x06, 0x01, 0x2b].into(),
+            qop: 0,
+            service: rpc_gss_svc_t::RPC_GSS_SVC_NONE,
+        });
+        assert!(flavor_name(&other).starts_with("RPCSEC_GSS mechanism"));
+    }
 }

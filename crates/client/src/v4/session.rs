@@ -96,6 +96,10 @@ pub(crate) struct Session {
     pub(crate) root: nfs4::nfs_fh4,
     /// Lease time in seconds (the `lease_time` attribute).
     pub(crate) lease: Duration,
+    /// The export's security flavors as SECINFO_NO_NAME gave them
+    /// (`sys`, `krb5`, `krb5i`, `krb5p`, or a number), asked under
+    /// Kerberos only; empty when not asked or not answered.
+    pub(crate) flavors: Vec<String>,
     /// When the last COMPOUND renewed the lease, and whether renewal is
     /// paused (for tests): the renewal thread sends a SEQUENCE when idle.
     idle: Idle,
@@ -149,6 +153,7 @@ impl Session {
             trunk,
             root: nfs4::nfs_fh4::default(),
             lease: Duration::from_secs(60),
+            flavors: Vec::new(),
             idle: Idle::new(),
             _renewal_stop: Mutex::new(Some(tx)),
             next_open_owner: AtomicU64::new(1),

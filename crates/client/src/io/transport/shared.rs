@@ -549,12 +549,14 @@ impl Shared {
                 // The context's creation is the proof that the server
                 // answers (its INIT is a NULL call).
                 let host = gss.hosts.get(ch.path).map_or("", String::as_str);
+                let previous = ch.last_sealer();
                 let (s, sealer) = crate::security::ConnectionSealer::establish(
                     stream,
                     host,
                     (self.config.prog, self.config.vers),
                     gss.flavor,
                     ch.spec.timeout,
+                    previous.as_deref(),
                 )
                 .map_err(|e| {
                     // A connection that broke is retried as any; no
@@ -591,6 +593,10 @@ impl Shared {
             }
             let bound = match &self.config.hook {
                 Some(hook) => {
+                    // Under Kerberos the hook's calls (EXCHANGE_ID,
+                    // BIND_CONN_TO_SESSION) are sealed with the context
+                    // just made, as every call after them.
+                    let sealer = gss_sealer.as_deref();
                     let mut call = |salt: u32, args: &[u8]| {
                         crate::io::oneshot::call_on(
                             &mut stream,
@@ -599,6 +605,7 @@ impl Shared {
                             salt,
                             args,
                             ch.spec.timeout,
+                            sealer,
                         )
                     };
                     hook.on_connect(ch.path, &mut call)?
