@@ -141,7 +141,11 @@ write_ganesha_conf() {
     local recovery=${7:-} grace=${8:-0} lease=${9:-}
     local protocols=3 nfsv4_block='' nlm_lines="    Enable_NLM = false;"
     if [[ -n ${NLM_PORT:-} ]]; then
-        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;' "$NLM_PORT")
+        # NSM_Use_Caller_Name: a client's locks are its host name's
+        # (caller_name), whichever of its addresses a call comes from, so
+        # a client can move its lock calls to another path (Ganesha's
+        # default keys them on the caller's IP address).
+        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;\n    NSM_Use_Caller_Name = true;' "$NLM_PORT")
     fi
     if [[ -n $recovery ]]; then
         protocols="3, 4"

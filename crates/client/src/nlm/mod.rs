@@ -340,7 +340,18 @@ trait Side {
     fn name(&self) -> &str;
     fn options(&self) -> &MountOptions;
     fn cred(&self) -> &[u8];
+    /// The mount's paths to the server, in order: (server address, local
+    /// address to bind). Empty: the lock manager's own address, unbound.
+    fn routes(&self) -> Vec<Route>;
+    /// True when the mount's NFS traffic found path `index` dead (every
+    /// connection of it failed): lock calls leave it before they wait on
+    /// it. False when not known.
+    fn route_down(&self, index: usize) -> bool;
 }
+
+/// One path to the server's lock manager: its address on that path and
+/// the local address to bind.
+type Route = (IpAddr, Option<IpAddr>);
 
 impl Side for Remote {
     fn name(&self) -> &str {
@@ -352,6 +363,12 @@ impl Side for Remote {
     fn cred(&self) -> &[u8] {
         &self.cred
     }
+    fn routes(&self) -> Vec<Route> {
+        self.transport.routes()
+    }
+    fn route_down(&self, index: usize) -> bool {
+        self.transport.route_down(index)
+    }
 }
 
 /// A copy of a mount's [`Side`], kept by the watcher thread (which must
@@ -361,6 +378,7 @@ struct Caller {
     name: String,
     options: MountOptions,
     cred: Vec<u8>,
+    routes: Vec<Route>,
 }
 
 impl Caller {
@@ -369,6 +387,7 @@ impl Caller {
             name: side.name().to_owned(),
             options: side.options().clone(),
             cred: side.cred().to_vec(),
+            routes: side.routes(),
         }
     }
 }
@@ -382,6 +401,14 @@ impl Side for Caller {
     }
     fn cred(&self) -> &[u8] {
         &self.cred
+    }
+    fn routes(&self) -> Vec<Route> {
+        self.routes.clone()
+    }
+    /// The watcher has no transport to ask: its calls find a dead path
+    /// by their own timeout.
+    fn route_down(&self, _index: usize) -> bool {
+        false
     }
 }
 
@@ -422,8 +449,12 @@ struct Book {
 #[derive(Debug, Default)]
 struct Conn {
     kept: Kept,
-    /// The port found (or given).
-    port: Option<u16>,
+    /// The path (index in the mount's routes) the connection goes over,
+    /// or goes over next.
+    route: usize,
+    /// The port found on each server address (a restarted server may
+    /// listen elsewhere: forgotten when a connection breaks).
+    ports: HashMap<IpAddr, u16>,
 }
 
 impl Manager {
@@ -584,27 +615,63 @@ impl Manager {
         }
     }
 
-    /// Calls `P` on the lock manager, (re)connecting once if the kept
-    /// connection broke.
+    /// Calls `P` on the lock manager over the mount's paths: on the kept
+    /// connection, else a new one over the current path; when that path
+    /// breaks (connect, send or reply), over the next one. With one path,
+    /// a broken connection is opened again once. A call that broke on a
+    /// path may have run on the server: every NLM call is safe to send
+    /// again (a lock the owner holds is granted again, an unlock of what
+    /// is not held succeeds).
     fn call<P: Procedure>(&self, remote: &dyn Side, args: &P::Args) -> Result<P::Res> {
         let o = remote.options();
         let mut body = Vec::with_capacity(256);
         args.encode(&mut body);
+        // Always to the lock manager's address: a server keeps a client's
+        // locks per server address (Ganesha; Linux's lockd per client
+        // address too), so only the route changes, by the local address
+        // each path binds.
+        let routes: Vec<Route> = match remote.routes() {
+            r if r.is_empty() => vec![(self.ip, None)],
+            r => r.into_iter().map(|(_, local)| (self.ip, local)).collect(),
+        };
+        let n = routes.len();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let mut last = None;
-        for _ in 0..2 {
+        if conn.route >= n {
+            conn.route = 0;
+        }
+        // The mount's NFS traffic found this path dead, another is not:
+        // leave it before waiting on it.
+        if n > 1 && remote.route_down(conn.route) {
+            if let Some(next) = (1..n)
+                .map(|i| (conn.route + i) % n)
+                .find(|&i| !remote.route_down(i))
+            {
+                tracing::info!(
+                    "NLM: path {} is down, lock calls go over path {}",
+                    conn.route + 1,
+                    next + 1
+                );
+                conn.kept.close();
+                self.suspect.store(true, Ordering::SeqCst);
+                conn.route = next;
+            }
+        }
+        let tries = if n == 1 { 2 } else { n + 1 };
+        let mut last: Option<Error> = None;
+        for attempt in 0..tries {
+            let route = routes[conn.route];
             if !conn.kept.is_open() {
-                let port = match conn.port.or(self.port) {
-                    Some(p) => p,
-                    None => self.find_port(remote, P::NAME)?,
-                };
-                let spec = self.spec(remote, port);
-                conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
-                    op: P::NAME,
-                    path: remote.name().to_owned(),
-                    detail: format!("cannot connect to {}: {e}", spec.remote),
-                })?;
-                conn.port = Some(port);
+                match self.open(&mut conn, remote, route, P::NAME) {
+                    Ok(()) => {}
+                    // Another path may reach it.
+                    Err(e) if n > 1 && attempt + 1 < tries => {
+                        tracing::debug!("NLM: {e}; trying the next path");
+                        last = Some(e);
+                        conn.route = (conn.route + 1) % n;
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             match conn
                 .kept
@@ -631,25 +698,57 @@ impl Manager {
                 }
                 Err(e) => {
                     // The connection broke (Kept closed it): the server
-                    // may have restarted.
+                    // may have restarted, or this path died.
                     conn.kept.close();
                     self.suspect.store(true, Ordering::SeqCst);
-                    if self.port.is_none() {
-                        conn.port = None;
+                    conn.ports.remove(&route.0);
+                    if n > 1 {
+                        tracing::info!(
+                            "NLM: {} over path {} failed ({e}); next path",
+                            P::NAME,
+                            conn.route + 1
+                        );
+                        conn.route = (conn.route + 1) % n;
                     }
-                    last = Some(e);
+                    last = Some(Error::Connect {
+                        server: format!("{} (the lock manager, {})", route.0, P::NAME),
+                        source: e,
+                    });
                 }
             }
         }
-        Err(Error::Connect {
+        Err(last.unwrap_or_else(|| Error::Connect {
             server: format!("{} (the lock manager, {})", self.ip, P::NAME),
-            source: last.unwrap_or_else(|| std::io::Error::other("no connection")),
-        })
+            source: std::io::Error::other("no connection"),
+        }))
+    }
+
+    /// Opens the kept connection over `route`, after a GETPORT on its
+    /// address unless the port is given or known.
+    fn open(
+        &self,
+        conn: &mut Conn,
+        remote: &dyn Side,
+        (ip, local): Route,
+        op: &'static str,
+    ) -> Result<()> {
+        let port = match self.port.or_else(|| conn.ports.get(&ip).copied()) {
+            Some(p) => p,
+            None => self.find_port(remote, (ip, local), op)?,
+        };
+        let spec = self.spec(remote, (ip, local), port);
+        conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
+            op,
+            path: remote.name().to_owned(),
+            detail: format!("cannot connect to {}: {e}", spec.remote),
+        })?;
+        conn.ports.insert(ip, port);
+        Ok(())
     }
 
     /// GETPORT for NLM v4 over TCP; any failure means "no lock manager".
-    fn find_port(&self, remote: &dyn Side, op: &'static str) -> Result<u16> {
-        let spec = self.spec(remote, 0);
+    fn find_port(&self, remote: &dyn Side, route: Route, op: &'static str) -> Result<u16> {
+        let spec = self.spec(remote, route, 0);
         crate::mount::getport(&spec, remote.cred(), nlm4::NLM_PROG, nlm4::NLM4_VERS).map_err(|e| {
             Error::NoLockManager {
                 op,
@@ -659,11 +758,11 @@ impl Manager {
         })
     }
 
-    fn spec(&self, remote: &dyn Side, port: u16) -> ConnectSpec {
+    fn spec(&self, remote: &dyn Side, (ip, local): Route, port: u16) -> ConnectSpec {
         let o = remote.options();
         ConnectSpec {
-            remote: SocketAddr::new(self.ip, port),
-            local: None,
+            remote: SocketAddr::new(ip, port),
+            local,
             timeout: o.timeo,
             dontroute: false,
             resvport: o.resvport,
