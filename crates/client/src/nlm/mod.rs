@@ -12,7 +12,15 @@
 //!   again (a server restarted with NLM on serves it).
 //! * **One connection per server and process** (`io/kept.rs`), opened at
 //!   the first lock call and kept; a broken one is opened again once per
-//!   call (after a new GETPORT: a restarted server may listen elsewhere). In the
+//!   call (after a new GETPORT: a restarted server may listen elsewhere).
+//! * **Over the mount's paths** (`Manager::call`): always to the lock
+//!   manager's address (the first path's server), since a server keeps a
+//!   client's locks per server address, but over the path whose local
+//!   address the connection binds. When the connection breaks on its path
+//!   (connect, call or timeout), or the mount's transport found that path
+//!   dead, the call goes over the next path, each path once per call. A
+//!   dead path is not a restart: the held locks are checked over the next
+//!   path as after any broken connection (below) and found ours. In the
 //!   child of `fork` the parent's is forgotten (never closed from the
 //!   child) and the child opens its own, with a table of held locks of
 //!   its own (empty: the parent's locks are the parent's owners').
