@@ -64,6 +64,9 @@
 #                      listens on every address of its namespace. `status`
 #                      prints pathK_host_if, pathK_server (and the netns)
 #                      for tests that fault a path
+#   DNFS_NLM_BY_ADDRESS=1  the lock manager keys clients by address
+#                      (Ganesha's default), not by host name (NSM_Use_Caller_Name,
+#                      what these servers do otherwise)
 #   DNFS_KRB5=1        Kerberos (RPCSEC_GSS): the export takes SecType krb5,
 #                      krb5i, krb5p and sys, and Ganesha accepts the nfs/
 #                      principals of the realm that scripts/server/kdc.sh runs
@@ -90,7 +93,7 @@ START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
 GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
 unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
-unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED NLM_PATHS
+unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED NLM_PATHS NLM_BY_ADDRESS
 unset KRB5 KRB5_CONF_FILE KRB5_KEYTAB
 RPCBIND_NS=()
 
@@ -120,6 +123,7 @@ load_state() {
     NETNS=${NETNS:-}
     NETNS_CREATED=${NETNS_CREATED:-0}
     NLM_PATHS=${NLM_PATHS:-1}
+    NLM_BY_ADDRESS=${NLM_BY_ADDRESS:-0}
     KRB5=${KRB5:-0}
     KRB5_CONF_FILE=${KRB5_CONF_FILE:-}
     KRB5_KEYTAB=${KRB5_KEYTAB:-}
@@ -146,6 +150,7 @@ STATD_PID=$STATD_PID
 NETNS=$NETNS
 NETNS_CREATED=$NETNS_CREATED
 NLM_PATHS=$NLM_PATHS
+NLM_BY_ADDRESS=$NLM_BY_ADDRESS
 KRB5=$KRB5
 KRB5_CONF_FILE=$KRB5_CONF_FILE
 KRB5_KEYTAB=$KRB5_KEYTAB
@@ -482,6 +487,7 @@ new_state() {
     NLM_PORT=
     STATD_PORT=
     NLM_PATHS=1
+    NLM_BY_ADDRESS=0
     if [[ $NLM == 1 ]]; then
         [[ $(id -u) == 0 ]] || die "DNFS_NLM=1 needs root (a network namespace)"
         RPCBIND_MODE=netns
@@ -491,6 +497,7 @@ new_state() {
         STATD_PORT=${DNFS_STATD_PORT:-32765}
         NLM_PATHS=${DNFS_NLM_PATHS:-1}
         [[ $NLM_PATHS =~ ^[1-4]$ ]] || die "DNFS_NLM_PATHS must be 1 to 4"
+        NLM_BY_ADDRESS=${DNFS_NLM_BY_ADDRESS:-0}
     fi
     RPCBIND_STARTED=${RPCBIND_STARTED:-0}
     RPCBIND_PID=${RPCBIND_PID:-}

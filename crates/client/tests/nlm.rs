@@ -308,7 +308,7 @@ fn a_broken_lock_manager_connection_without_a_restart_keeps_every_lock() {
 /// namespace `nlm-paths`, path 1 10.231.203.1 <-> .2, path 2 .5 <-> .6,
 /// unless `DNFS_TEST_NLM_PATHS_NETNS` / `DNFS_TEST_NLM_PATHS_NET` say
 /// otherwise), and its `nfs-server.sh status` lines.
-fn own_two_path_nlm_server() -> Option<(OwnGanesha, Vec<(String, String)>)> {
+fn own_two_path_nlm_server(by_address: bool) -> Option<(OwnGanesha, Vec<(String, String)>)> {
     url()?;
     let netns = std::env::var("DNFS_TEST_NLM_PATHS_NETNS").unwrap_or_else(|_| "nlm-paths".into());
     let net = std::env::var("DNFS_TEST_NLM_PATHS_NET").unwrap_or_else(|_| "10.231.203".into());
@@ -322,6 +322,7 @@ fn own_two_path_nlm_server() -> Option<(OwnGanesha, Vec<(String, String)>)> {
             // Graceless: locks granted at once after the start.
             ("DNFS_NFS4", "1"),
             ("DNFS_NFS4_GRACE", "0"),
+            ("DNFS_NLM_BY_ADDRESS", if by_address { "1" } else { "0" }),
         ],
     )
     .unwrap();
@@ -391,11 +392,8 @@ fn run(args: &[&str]) {
     assert!(out.status.success(), "{args:?}: {out:?}");
 }
 
-#[test]
-fn nlm_calls_go_over_another_path_when_theirs_is_blackholed_and_held_locks_stay_held() {
-    let Some((server, status)) = own_two_path_nlm_server() else {
-        return;
-    };
+/// A mount of both paths of [`own_two_path_nlm_server`], `timeo` 2 s.
+fn mount_two_paths(status: &[(String, String)]) -> Client {
     let get = |k: &str| {
         status
             .iter()
@@ -420,7 +418,15 @@ fn nlm_calls_go_over_another_path_when_theirs_is_blackholed_and_held_locks_stay_
         path: export,
         options,
     };
-    let a = Client::mount(&target).unwrap();
+    Client::mount(&target).unwrap()
+}
+
+#[test]
+fn nlm_calls_go_over_another_path_when_theirs_is_blackholed_and_held_locks_stay_held() {
+    let Some((server, status)) = own_two_path_nlm_server(false) else {
+        return;
+    };
+    let a = mount_two_paths(&status);
     let f = file(&a, "paths");
     let fh = f.handle();
     let (owner, other) = (NlmOwner::process_of(4601), NlmOwner::process_of(4602));
@@ -469,6 +475,36 @@ fn nlm_calls_go_over_another_path_when_theirs_is_blackholed_and_held_locks_stay_
     eprintln!(
         "nlm over a blackholed path: every call done {:.1}s after the black hole",
         t0.elapsed().as_secs_f64()
+    );
+    drop(hole);
+    drop(f);
+    drop(a);
+    drop(server);
+}
+
+#[test]
+fn an_nlm_lock_a_server_keeping_by_address_cannot_move_is_reported_lost_not_released_silently() {
+    // Ganesha's default: lock clients keyed by the caller's address, so
+    // the calls that moved to path 2 (another local address) are another
+    // client's, and an unlock from there would release nothing.
+    let Some((server, status)) = own_two_path_nlm_server(true) else {
+        return;
+    };
+    let a = mount_two_paths(&status);
+    let f = file(&a, "by-address");
+    let fh = f.handle();
+    let owner = NlmOwner::process_of(4611);
+    a.nlm_lock(&fh, &owner, (0, 0), true, false).unwrap();
+    let hole = BlackHole::on(&status, 1);
+    let e = a.nlm_unlock(&fh, &owner, (0, 0)).unwrap_err();
+    assert_eq!(e.errno(), libc::EIO, "{e}");
+    assert!(e.to_string().contains("NSM_Use_Caller_Name"), "{e}");
+    assert!(
+        directnfs::alert::recent()
+            .iter()
+            .any(|l| l.contains("NLM lock LOST") && l.contains("svid 4611")),
+        "{:?}",
+        directnfs::alert::recent()
     );
     drop(hole);
     drop(f);

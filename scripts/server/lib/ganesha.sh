@@ -145,7 +145,11 @@ write_ganesha_conf() {
         # (caller_name), whichever of its addresses a call comes from, so
         # a client can move its lock calls to another path (Ganesha's
         # default keys them on the caller's IP address).
-        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;\n    NSM_Use_Caller_Name = true;' "$NLM_PORT")
+        # NLM_BY_ADDRESS=1 keeps Ganesha's default (tests of a client
+        # that moved).
+        local by_name=true
+        [[ ${NLM_BY_ADDRESS:-0} == 1 ]] && by_name=false
+        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;\n    NSM_Use_Caller_Name = %s;' "$NLM_PORT" "$by_name")
     fi
     if [[ -n $recovery ]]; then
         protocols="3, 4"

@@ -75,7 +75,7 @@ mod held;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -230,6 +230,7 @@ impl Locks<'_> {
         let lost = book.held.acknowledge(&key);
         book.held.unlocked(&key, whole.start, whole.end);
         let mut pause = FIRST_POLL;
+        let moves = mgr.moves.load(Ordering::SeqCst);
         loop {
             let args = nlm4_unlockargs {
                 cookie: cookie(),
@@ -250,6 +251,32 @@ impl Locks<'_> {
                     book = mgr.book(self.0);
                 }
                 status => return Err(nlm_error("NLM4_UNLOCK", fh, status)),
+            }
+        }
+        if mgr.moves.load(Ordering::SeqCst) != moves {
+            // The unlock went over another path than the lock: released
+            // only if the server sees the same client from there.
+            let args = nlm4_testargs {
+                cookie: cookie(),
+                exclusive: true,
+                alock: alock(fh, owner, offset, len),
+            };
+            let res: nlm4_testres = mgr.call::<Nlm4Test>(self.0, &args)?;
+            if let Some(why) = held::judge_own_test(owner, res.stat, res.holder.as_ref()) {
+                let file = hex(fh.as_bytes());
+                let who = format!(
+                    "{} (svid {})",
+                    String::from_utf8_lossy(&owner.oh),
+                    owner.svid
+                );
+                let range = held::Range::of(offset, len, true).to_string();
+                tracing::warn!("NLM lock LOST: file handle {file}, owner {who}, {range}: {why}");
+                crate::alert::Alerts::new(self.0.name()).nlm_lock_lost(&file, &who, &range, &why);
+                return Err(Error::LockLost {
+                    op: "NLM4_UNLOCK",
+                    path: format!("file handle {file}"),
+                    detail: format!("NLM unlock not done: {why}"),
+                });
             }
         }
         match lost {
@@ -442,6 +469,8 @@ struct Manager {
     /// The connection broke since the held locks were last checked: the
     /// server may have restarted and forgotten them.
     suspect: AtomicBool,
+    /// Times the lock calls moved to another path (see `Locks::unlock`).
+    moves: AtomicU64,
 }
 
 /// The held locks and their watcher.
@@ -474,6 +503,7 @@ impl Manager {
             conn: Mutex::new(Conn::default()),
             book: Mutex::new(Book::default()),
             suspect: AtomicBool::new(false),
+            moves: AtomicU64::new(0),
         }
     }
 
@@ -588,7 +618,20 @@ impl Manager {
         };
         let res: nlm4_testres = self.call::<Nlm4Test>(remote, &args)?;
         let mut reclaim = match held::judge_test(owner, range, res.stat, res.holder.as_ref()) {
-            held::Check::StillHeld => return Ok(None),
+            held::Check::StillHeld => {
+                // Still ours from here too? (A path change may have made
+                // us another client to a server that keys them by address.)
+                let args = nlm4_testargs {
+                    cookie: cookie(),
+                    exclusive: true,
+                    alock: alock(&handle, owner, offset, len),
+                };
+                let res: nlm4_testres = self.call::<Nlm4Test>(remote, &args)?;
+                return match held::judge_own_test(owner, res.stat, res.holder.as_ref()) {
+                    None => Ok(None),
+                    Some(why) => Err(RecoverError::Lost(why)),
+                };
+            }
             held::Check::Reclaim => true,
             held::Check::Relock => false,
             held::Check::Lost(why) => return Err(RecoverError::Lost(why)),
@@ -662,6 +705,7 @@ impl Manager {
                 conn.kept.close();
                 self.suspect.store(true, Ordering::SeqCst);
                 conn.route = next;
+                self.moves.fetch_add(1, Ordering::SeqCst);
             }
         }
         let tries = if n == 1 { 2 } else { n + 1 };
@@ -676,6 +720,7 @@ impl Manager {
                         tracing::debug!("NLM: {e}; trying the next path");
                         last = Some(e);
                         conn.route = (conn.route + 1) % n;
+                        self.moves.fetch_add(1, Ordering::SeqCst);
                         continue;
                     }
                     Err(e) => return Err(e),
@@ -717,6 +762,7 @@ impl Manager {
                             conn.route + 1
                         );
                         conn.route = (conn.route + 1) % n;
+                        self.moves.fetch_add(1, Ordering::SeqCst);
                     }
                     last = Some(Error::Connect {
                         server: format!("{} (the lock manager, {})", route.0, P::NAME),
