@@ -483,7 +483,7 @@ fn nlm_calls_go_over_another_path_when_theirs_is_blackholed_and_held_locks_stay_
 }
 
 #[test]
-fn an_nlm_lock_a_server_keeping_by_address_cannot_move_is_reported_lost_not_released_silently() {
+fn an_nlm_lock_that_cannot_move_paths_is_reported_lost_not_released_silently() {
     // Ganesha's default: lock clients keyed by the caller's address, so
     // the calls that moved to path 2 (another local address) are another
     // client's, and an unlock from there would release nothing.
