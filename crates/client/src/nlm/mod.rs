@@ -16,9 +16,10 @@
 //! * **Over the mount's paths** (`Manager::call`): always to the lock
 //!   manager's address (the first path's server), since a server keeps a
 //!   client's locks per server address, but over the path whose local
-//!   address the connection binds. When the connection breaks on its path
-//!   (connect, call or timeout), or the mount's transport found that path
-//!   dead, the call goes over the next path, each path once per call. A
+//!   address the connection binds. A broken kept connection is opened
+//!   again on the same path first; when that fails too (connect, call or
+//!   timeout), or the mount's transport found the path dead, the call goes
+//!   over the next path, each path at most twice per call. A
 //!   dead path is not a restart: the held locks are checked over the next
 //!   path as after any broken connection (below) and found ours. In the
 //!   child of `fork` the parent's is forgotten (never closed from the
@@ -667,9 +668,9 @@ impl Manager {
     }
 
     /// Calls `P` on the lock manager over the mount's paths: on the kept
-    /// connection, else a new one over the current path; when that path
-    /// breaks (connect, send or reply), over the next one. With one path,
-    /// a broken connection is opened again once. A call that broke on a
+    /// connection, else a new one over the current path; when a new one
+    /// breaks too (connect, send or reply), over the next path. With one
+    /// path, a broken connection is opened again once. A call that broke on a
     /// path may have run on the server: every NLM call is safe to send
     /// again (a lock the owner holds is granted again, an unlock of what
     /// is not held succeeds).
@@ -708,11 +709,16 @@ impl Manager {
                 self.moves.fetch_add(1, Ordering::SeqCst);
             }
         }
-        let tries = if n == 1 { 2 } else { n + 1 };
+        // Each path: its kept connection, then a new one (a server that
+        // restarted, a connection ended: the path itself may be fine, and
+        // lock calls stay where the locks were taken while it is).
+        let tries = 2 * n;
         let mut last: Option<Error> = None;
         for attempt in 0..tries {
             let route = routes[conn.route];
+            let mut fresh = false;
             if !conn.kept.is_open() {
+                fresh = true;
                 match self.open(&mut conn, remote, route, P::NAME) {
                     Ok(()) => {}
                     // Another path may reach it.
@@ -755,7 +761,7 @@ impl Manager {
                     conn.kept.close();
                     self.suspect.store(true, Ordering::SeqCst);
                     conn.ports.remove(&route.0);
-                    if n > 1 {
+                    if n > 1 && fresh {
                         tracing::info!(
                             "NLM: {} over path {} failed ({e}); next path",
                             P::NAME,
