@@ -56,6 +56,17 @@
 #                      server's portmapper (port 111 of .2) as they would
 #                      a real filer's, and the host's rpcbind is untouched
 #   DNFS_NLM_PORT      NLM port (default 32803); DNFS_STATD_PORT statd's (32765)
+#   DNFS_NLM_PATHS     network paths to the DNFS_NLM server (1-4, default 1):
+#                      path K > 1 is one more veth pair, NET.(4K-3) on the
+#                      host and NET.(4K-2) the server (/30 each), and a
+#                      policy rule sends what is bound to NET.(4K-3) to every
+#                      NET.x over path K; the server
+#                      listens on every address of its namespace. `status`
+#                      prints pathK_host_if, pathK_server (and the netns)
+#                      for tests that fault a path
+#   DNFS_NLM_BY_ADDRESS=1  the lock manager keys clients by address
+#                      (Ganesha's default), not by host name (NSM_Use_Caller_Name,
+#                      what these servers do otherwise)
 #   DNFS_KRB5=1        Kerberos (RPCSEC_GSS): the export takes SecType krb5,
 #                      krb5i, krb5p and sys, and Ganesha accepts the nfs/
 #                      principals of the realm that scripts/server/kdc.sh runs
@@ -82,7 +93,7 @@ START_TIMEOUT=${DNFS_START_TIMEOUT:-30}
 GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
 unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
-unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED
+unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED NLM_PATHS NLM_BY_ADDRESS
 unset KRB5 KRB5_CONF_FILE KRB5_KEYTAB
 RPCBIND_NS=()
 
@@ -111,6 +122,8 @@ load_state() {
     STATD_PID=${STATD_PID:-}
     NETNS=${NETNS:-}
     NETNS_CREATED=${NETNS_CREATED:-0}
+    NLM_PATHS=${NLM_PATHS:-1}
+    NLM_BY_ADDRESS=${NLM_BY_ADDRESS:-0}
     KRB5=${KRB5:-0}
     KRB5_CONF_FILE=${KRB5_CONF_FILE:-}
     KRB5_KEYTAB=${KRB5_KEYTAB:-}
@@ -136,6 +149,8 @@ STATD_PORT=$STATD_PORT
 STATD_PID=$STATD_PID
 NETNS=$NETNS
 NETNS_CREATED=$NETNS_CREATED
+NLM_PATHS=$NLM_PATHS
+NLM_BY_ADDRESS=$NLM_BY_ADDRESS
 KRB5=$KRB5
 KRB5_CONF_FILE=$KRB5_CONF_FILE
 KRB5_KEYTAB=$KRB5_KEYTAB
@@ -258,30 +273,67 @@ warn_if_registered() {
 
 # The namespace NETNS with a veth pair: NET.1 on the host, NET.2 (the
 # server's BIND_ADDR) inside, and loopback up (Ganesha reaches statd
-# through it). Made once; kept until stop.
+# through it); with NLM_PATHS > 1 one more pair per path (path_addrs).
+# Made once; kept until stop.
 ensure_netns() {
     if ip netns list | grep -qw "$NETNS"; then
         return 0
     fi
-    local net=${BIND_ADDR%.*} host_if=${NETNS:0:12}-h ns_if=${NETNS:0:12}-n
-    log "making network namespace $NETNS ($net.1 here, $BIND_ADDR the server)"
+    local net=${BIND_ADDR%.*} k host_if ns_if host_addr srv_addr
+    log "making network namespace $NETNS ($net.1 here, $BIND_ADDR the server, $NLM_PATHS path(s))"
     ip netns add "$NETNS"
     NETNS_CREATED=1
     save_state
-    ip link add "$host_if" type veth peer name "$ns_if"
-    ip link set "$ns_if" netns "$NETNS"
-    ip addr add "$net.1/30" dev "$host_if"
-    ip link set "$host_if" up
-    ip netns exec "$NETNS" ip addr add "$BIND_ADDR/30" dev "$ns_if"
-    ip netns exec "$NETNS" ip link set "$ns_if" up
     ip netns exec "$NETNS" ip link set lo up
+    for ((k = 1; k <= NLM_PATHS; k++)); do
+        read -r host_if ns_if host_addr srv_addr <<<"$(path_addrs "$k")"
+        ip link add "$host_if" type veth peer name "$ns_if"
+        ip link set "$ns_if" netns "$NETNS"
+        ip addr add "$host_addr/30" dev "$host_if"
+        ip link set "$host_if" up
+        ip netns exec "$NETNS" ip addr add "$srv_addr/30" dev "$ns_if"
+        ip netns exec "$NETNS" ip link set "$ns_if" up
+        if ((k > 1)); then
+            # Connections bound to this path's host address reach every
+            # server address over this path (a lock manager keeps a
+            # client's locks per server address: NLM changes route, not
+            # address).
+            ip route replace "$net.0/24" dev "$host_if" table "$(route_table "$k")"
+            ip rule add from "$host_addr" table "$(route_table "$k")"
+        fi
+    done
+}
+
+# The routing table of path K's policy rule (from its host address).
+route_table() {
+    local net=${BIND_ADDR%.*}
+    echo $((10000 + ${net##*.} * 10 + $1))
+}
+
+# Path K of the namespace: host interface, server interface, host address,
+# server address. Path 1 is NET.1 <-> NET.2 (BIND_ADDR); path K, NET.(4K-3)
+# <-> NET.(4K-2).
+path_addrs() {
+    local k=$1 net=${BIND_ADDR%.*}
+    if ((k == 1)); then
+        echo "${NETNS:0:12}-h ${NETNS:0:12}-n $net.1 $net.2"
+    else
+        echo "${NETNS:0:11}-h$k ${NETNS:0:11}-n$k $net.$((4 * k - 3)) $net.$((4 * k - 2))"
+    fi
 }
 
 remove_netns_if_ours() {
     [[ ${NETNS_CREATED:-0} == 1 && -n $NETNS ]] || return 0
     log "removing network namespace $NETNS"
     ip netns del "$NETNS" 2>/dev/null || true
-    ip link del "${NETNS:0:12}-h" 2>/dev/null || true
+    local k
+    for ((k = 1; k <= ${NLM_PATHS:-1}; k++)); do
+        ip link del "$(path_addrs "$k" | cut -d' ' -f1)" 2>/dev/null || true
+        if ((k > 1)); then
+            ip rule del from "$(path_addrs "$k" | cut -d' ' -f3)" table "$(route_table "$k")" 2>/dev/null || true
+            ip route flush table "$(route_table "$k")" 2>/dev/null || true
+        fi
+    done
     NETNS_CREATED=0
 }
 
@@ -328,7 +380,10 @@ launch_and_wait() {
     [[ $NLM == 1 ]] || NLM_PORT=
     [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
     [[ $KRB5 == 1 ]] && krb5_ganesha_setup "$STATE_DIR/krb5cc"
-    write_ganesha_conf "$CONF" "$BIND_ADDR" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
+    # Several paths: every address of the namespace (ours alone).
+    local bind=$BIND_ADDR
+    [[ $NLM == 1 && ${NLM_PATHS:-1} -gt 1 ]] && bind=0.0.0.0
+    write_ganesha_conf "$CONF" "$bind" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
     log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH$(
         [[ $NFS4 == 1 ]] && echo " (NFSv4.1 too, grace ${NFS4_GRACE}s)")$(
         [[ $KRB5 == 1 ]] && echo " (Kerberos: krb5, krb5i, krb5p, sys)")"
@@ -431,6 +486,8 @@ new_state() {
     STATD_PID=${STATD_PID:-}
     NLM_PORT=
     STATD_PORT=
+    NLM_PATHS=1
+    NLM_BY_ADDRESS=0
     if [[ $NLM == 1 ]]; then
         [[ $(id -u) == 0 ]] || die "DNFS_NLM=1 needs root (a network namespace)"
         RPCBIND_MODE=netns
@@ -438,6 +495,9 @@ new_state() {
         BIND_ADDR=${DNFS_NLM_NET:-10.231.200}.2
         NLM_PORT=${DNFS_NLM_PORT:-32803}
         STATD_PORT=${DNFS_STATD_PORT:-32765}
+        NLM_PATHS=${DNFS_NLM_PATHS:-1}
+        [[ $NLM_PATHS =~ ^[1-4]$ ]] || die "DNFS_NLM_PATHS must be 1 to 4"
+        NLM_BY_ADDRESS=${DNFS_NLM_BY_ADDRESS:-0}
     fi
     RPCBIND_STARTED=${RPCBIND_STARTED:-0}
     RPCBIND_PID=${RPCBIND_PID:-}
@@ -536,6 +596,19 @@ log=$GANESHA_LOG
 nfs4=$NFS4
 nlm=$NLM
 EOF
+    if [[ $NLM == 1 ]]; then
+        echo "netns=$NETNS"
+        echo "nlm_port=$NLM_PORT"
+        echo "nlm_paths=$NLM_PATHS"
+        local k host_if ns_if host_addr srv_addr
+        for ((k = 1; k <= NLM_PATHS; k++)); do
+            read -r host_if ns_if host_addr srv_addr <<<"$(path_addrs "$k")"
+            echo "path${k}_host_if=$host_if"
+            echo "path${k}_server_if=$ns_if"
+            echo "path${k}_host=$host_addr"
+            echo "path${k}_server=$srv_addr"
+        done
+    fi
     if [[ $NFS4 == 1 ]]; then
         echo "nfs4_grace=$NFS4_GRACE"
         echo "nfs4_lease=${NFS4_LEASE:-default}"

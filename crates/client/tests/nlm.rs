@@ -7,7 +7,10 @@
 //! The reclaim tests start an NLM server of their own (`OwnGanesha`, in
 //! network namespace `nlm-reclaim`, 10.231.202.0/30, unless
 //! `DNFS_TEST_NLM_RECLAIM_NETNS` / `DNFS_TEST_NLM_RECLAIM_NET` say
-//! otherwise), SIGKILL it and restart it.
+//! otherwise), SIGKILL it and restart it. The paths tests start one reached
+//! over two paths (`DNFS_NLM_PATHS=2`: namespace `nlm-paths`, 10.231.203.0/30
+//! and .4/30, unless `DNFS_TEST_NLM_PATHS_NETNS` / `DNFS_TEST_NLM_PATHS_NET`
+//! say otherwise) and black-hole the first.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -302,4 +305,217 @@ fn a_broken_lock_manager_connection_without_a_restart_keeps_every_lock() {
     assert_eq!(other_host_tries(&a, &fh), libc::EAGAIN);
     a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
     assert_eq!(other_host_tries(&a, &fh), 0);
+}
+
+/// An NLM server of the test's own reached over two paths (network
+/// namespace `nlm-paths`, path 1 10.231.203.1 <-> .2, path 2 .5 <-> .6,
+/// unless `DNFS_TEST_NLM_PATHS_NETNS` / `DNFS_TEST_NLM_PATHS_NET` say
+/// otherwise), and its `nfs-server.sh status` lines.
+fn own_two_path_nlm_server(by_address: bool) -> Option<(OwnGanesha, Vec<(String, String)>)> {
+    url()?;
+    let netns = std::env::var("DNFS_TEST_NLM_PATHS_NETNS").unwrap_or_else(|_| "nlm-paths".into());
+    let net = std::env::var("DNFS_TEST_NLM_PATHS_NET").unwrap_or_else(|_| "10.231.203".into());
+    let server = OwnGanesha::start(
+        "nlm-paths",
+        &[
+            ("DNFS_NLM", "1"),
+            ("DNFS_NLM_NETNS", &netns),
+            ("DNFS_NLM_NET", &net),
+            ("DNFS_NLM_PATHS", "2"),
+            // Graceless: locks granted at once after the start.
+            ("DNFS_NFS4", "1"),
+            ("DNFS_NFS4_GRACE", "0"),
+            ("DNFS_NLM_BY_ADDRESS", if by_address { "1" } else { "0" }),
+        ],
+    )
+    .unwrap();
+    let status = server.status().unwrap();
+    Some((server, status))
+}
+
+/// A black hole on one path of [`own_two_path_nlm_server`] (a tbf whose
+/// burst is smaller than any packet, on both ends, as `netns.sh
+/// blackhole`): the link stays up, every packet is dropped, connects and
+/// calls hang. Lifted when dropped.
+struct BlackHole {
+    netns: String,
+    host_if: String,
+    server_if: String,
+}
+
+impl BlackHole {
+    const TBF: [&'static str; 7] = ["tbf", "rate", "8bit", "burst", "64", "limit", "64"];
+
+    fn on(status: &[(String, String)], path: u32) -> Self {
+        let get = |k: &str| {
+            status
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("nfs-server.sh status has no {k}: {status:?}"))
+        };
+        let hole = BlackHole {
+            netns: get("netns"),
+            host_if: get(&format!("path{path}_host_if")),
+            server_if: get(&format!("path{path}_server_if")),
+        };
+        let tbf = &Self::TBF[..];
+        run(&[
+            &["tc", "qdisc", "replace", "dev", &hole.host_if, "root"],
+            tbf,
+        ]
+        .concat());
+        run(&[
+            &["ip", "netns", "exec", &hole.netns],
+            &["tc", "qdisc", "replace", "dev", &hole.server_if, "root"][..],
+            tbf,
+        ]
+        .concat());
+        hole
+    }
+}
+
+impl Drop for BlackHole {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tc")
+            .args(["qdisc", "del", "dev", &self.host_if, "root"])
+            .status();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "exec", &self.netns, "tc", "qdisc", "del", "dev"])
+            .args([&self.server_if, "root"])
+            .status();
+    }
+}
+
+fn run(args: &[&str]) {
+    let out = std::process::Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{args:?}: {out:?}");
+}
+
+/// A mount of both paths of [`own_two_path_nlm_server`], `timeo` 2 s.
+fn mount_two_paths(status: &[(String, String)]) -> Client {
+    let get = |k: &str| {
+        status
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| panic!("nfs-server.sh status has no {k}: {status:?}"))
+    };
+    let mut options = directnfs::config::MountOptions::default();
+    options.nfs_port = Some(get("nfs_port").parse().unwrap());
+    options.mount_port = Some(get("mnt_port").parse().unwrap());
+    // A dead path is found after 2 s (NFS and NLM calls alike).
+    options.set("timeo", "20").unwrap();
+    let path = |k: u32| directnfs::PathSpec {
+        local: Some(get(&format!("path{k}_host")).parse().unwrap()),
+        server: get(&format!("path{k}_server")),
+    };
+    let export = get("export_path");
+    let target = directnfs::Target {
+        name: "nlm-paths".into(),
+        paths: vec![path(1), path(2)],
+        export: Some(export.clone()),
+        path: export,
+        options,
+    };
+    Client::mount(&target).unwrap()
+}
+
+#[test]
+fn nlm_calls_go_over_another_path_when_theirs_is_blackholed_and_held_locks_stay_held() {
+    let Some((server, status)) = own_two_path_nlm_server(false) else {
+        return;
+    };
+    let a = mount_two_paths(&status);
+    let f = file(&a, "paths");
+    let fh = f.handle();
+    let (owner, other) = (NlmOwner::process_of(4601), NlmOwner::process_of(4602));
+    // Over path 1, the first.
+    a.nlm_lock(&fh, &owner, (0, 0), true, false).unwrap();
+    // This mount's alerts about reclaims and losses (the alert log is the
+    // process's: other tests' lines name their own servers and owners).
+    let recoveries = || {
+        directnfs::alert::recent()
+            .into_iter()
+            .filter(|l| {
+                (l.contains("NLM lock LOST") && l.contains("svid 460"))
+                    || (l.contains("reclaimed") && l.contains("nlm-paths"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = recoveries();
+    let hole = BlackHole::on(&status, 1);
+    let t0 = Instant::now();
+    // (a) The server still holds the lock: another owner's TEST, sent
+    // over path 2, names its holder.
+    let (conflict, svid) = a
+        .nlm_test(&fh, &other, (0, 1), true)
+        .unwrap()
+        .expect("the lock is still held after its path died");
+    assert_eq!((conflict.exclusive, svid), (true, 4601));
+    // (b) The unlock goes over path 2 and really releases it.
+    a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
+    assert_eq!(a.nlm_test(&fh, &other, (0, 1), true).unwrap(), None);
+    // (c) A new lock, and a blocking lock that waits for its release.
+    a.nlm_lock(&fh, &other, (0, 0), true, false).unwrap();
+    let (a2, fh2, owner2) = (a.clone(), fh, owner.clone());
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        a2.nlm_lock(&fh2, &owner2, (0, 1), true, true).unwrap();
+        t.elapsed()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    a.nlm_unlock(&fh, &other, (0, 0)).unwrap();
+    let waited = waiter.join().unwrap();
+    assert!(waited >= Duration::from_millis(400), "{waited:?}");
+    let (_, svid) = a.nlm_test(&fh, &other, (0, 1), true).unwrap().unwrap();
+    assert_eq!(svid, 4601);
+    // The reclaim thread's probe broke on path 1 too: its check over
+    // path 2 found the lock still held (no restart, nothing lost).
+    std::thread::sleep(Duration::from_secs(3));
+    let after = recoveries();
+    assert!(after.iter().all(|l| before.contains(l)), "{after:?}");
+    a.nlm_unlock(&fh, &owner, (0, 0)).unwrap();
+    assert_eq!(a.nlm_test(&fh, &other, (0, 1), true).unwrap(), None);
+    eprintln!(
+        "nlm over a blackholed path: every call done {:.1}s after the black hole",
+        t0.elapsed().as_secs_f64()
+    );
+    drop(hole);
+    drop(f);
+    drop(a);
+    drop(server);
+}
+
+#[test]
+fn an_nlm_lock_that_cannot_move_paths_is_reported_lost_not_released_silently() {
+    // Ganesha's default: lock clients keyed by the caller's address, so
+    // the calls that moved to path 2 (another local address) are another
+    // client's, and an unlock from there would release nothing.
+    let Some((server, status)) = own_two_path_nlm_server(true) else {
+        return;
+    };
+    let a = mount_two_paths(&status);
+    let f = file(&a, "by-address");
+    let fh = f.handle();
+    let owner = NlmOwner::process_of(4611);
+    a.nlm_lock(&fh, &owner, (0, 0), true, false).unwrap();
+    let hole = BlackHole::on(&status, 1);
+    let e = a.nlm_unlock(&fh, &owner, (0, 0)).unwrap_err();
+    assert_eq!(e.errno(), libc::EIO, "{e}");
+    assert!(e.to_string().contains("NSM_Use_Caller_Name"), "{e}");
+    assert!(
+        directnfs::alert::recent()
+            .iter()
+            .any(|l| l.contains("NLM lock LOST") && l.contains("svid 4611")),
+        "{:?}",
+        directnfs::alert::recent()
+    );
+    drop(hole);
+    drop(f);
+    drop(a);
+    drop(server);
 }

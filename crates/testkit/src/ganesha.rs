@@ -72,6 +72,17 @@ impl OwnGanesha {
         &self.export_dir
     }
 
+    /// The `key=value` lines of `nfs-server.sh status` (ports, and with
+    /// `DNFS_NLM` the namespace and each path's interfaces and addresses).
+    pub fn status(&self) -> Result<Vec<(String, String)>, String> {
+        let out = self.run(&["status"])?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect())
+    }
+
     /// Runs `nfs-server.sh restart ARGS` (`--kill`, `--down SECS`) in the
     /// background: the caller waits for it.
     pub fn spawn_restart(&self, args: &[&str]) -> std::io::Result<Child> {

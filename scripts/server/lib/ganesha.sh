@@ -141,7 +141,15 @@ write_ganesha_conf() {
     local recovery=${7:-} grace=${8:-0} lease=${9:-}
     local protocols=3 nfsv4_block='' nlm_lines="    Enable_NLM = false;"
     if [[ -n ${NLM_PORT:-} ]]; then
-        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;' "$NLM_PORT")
+        # NSM_Use_Caller_Name: a client's locks are its host name's
+        # (caller_name), whichever of its addresses a call comes from, so
+        # a client can move its lock calls to another path (Ganesha's
+        # default keys them on the caller's IP address).
+        # NLM_BY_ADDRESS=1 keeps Ganesha's default (tests of a client
+        # that moved).
+        local by_name=true
+        [[ ${NLM_BY_ADDRESS:-0} == 1 ]] && by_name=false
+        nlm_lines=$(printf '    Enable_NLM = true;\n    NLM_Port = %s;\n    NSM_Use_Caller_Name = %s;' "$NLM_PORT" "$by_name")
     fi
     if [[ -n $recovery ]]; then
         protocols="3, 4"

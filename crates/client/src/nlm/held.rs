@@ -227,6 +227,28 @@ pub(crate) fn judge_test(
     }
 }
 
+/// NLM4_TEST of a range still held, asked in the name of its owner
+/// itself (after the probe owner's test named the owner as the holder):
+/// its own lock never conflicts, unless the server sees the call as
+/// another client's — one that keys clients by the caller's address, not
+/// its host name, after the calls moved to another path. Then why the
+/// lock cannot be used from here.
+pub(crate) fn judge_own_test(
+    owner: &NlmOwner,
+    stat: nlm4_stats,
+    holder: Option<&nlm4_holder>,
+) -> Option<String> {
+    match (stat, holder) {
+        (nlm4_stats::NLM4_DENIED, Some(h)) if h.svid == owner.svid && h.oh.0 == owner.oh => Some(
+            "the server names this owner's lock as another client's since lock calls moved to \
+             another path: it keys lock clients by address, not host name (Ganesha: \
+             NSM_Use_Caller_Name = true), so the lock cannot be used or released from here"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
 /// What to do after NLM4_LOCK of a held range (`reclaim` as sent).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Next {
@@ -347,6 +369,18 @@ mod tests {
             l_offset: 0,
             l_len: 0,
         }
+    }
+
+    #[test]
+    fn an_owners_own_test_naming_itself_means_another_client() {
+        let me = NlmOwner::process_of(7);
+        let other = NlmOwner::process_of(8);
+        assert_eq!(judge_own_test(&me, nlm4_stats::NLM4_GRANTED, None), None);
+        let h = holder(&other, true);
+        assert_eq!(judge_own_test(&me, nlm4_stats::NLM4_DENIED, Some(&h)), None);
+        let h = holder(&me, true);
+        let why = judge_own_test(&me, nlm4_stats::NLM4_DENIED, Some(&h)).unwrap();
+        assert!(why.contains("NSM_Use_Caller_Name"), "{why}");
     }
 
     #[test]

@@ -12,7 +12,16 @@
 //!   again (a server restarted with NLM on serves it).
 //! * **One connection per server and process** (`io/kept.rs`), opened at
 //!   the first lock call and kept; a broken one is opened again once per
-//!   call (after a new GETPORT: a restarted server may listen elsewhere). In the
+//!   call (after a new GETPORT: a restarted server may listen elsewhere).
+//! * **Over the mount's paths** (`Manager::call`): always to the lock
+//!   manager's address (the first path's server), since a server keeps a
+//!   client's locks per server address, but over the path whose local
+//!   address the connection binds. A broken kept connection is opened
+//!   again on the same path first; when that fails too (connect, call or
+//!   timeout), or the mount's transport found the path dead, the call goes
+//!   over the next path, each path at most twice per call. A
+//!   dead path is not a restart: the held locks are checked over the next
+//!   path as after any broken connection (below) and found ours. In the
 //!   child of `fork` the parent's is forgotten (never closed from the
 //!   child) and the child opens its own, with a table of held locks of
 //!   its own (empty: the parent's locks are the parent's owners').
@@ -67,7 +76,7 @@ mod held;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
@@ -222,6 +231,7 @@ impl Locks<'_> {
         let lost = book.held.acknowledge(&key);
         book.held.unlocked(&key, whole.start, whole.end);
         let mut pause = FIRST_POLL;
+        let moves = mgr.moves.load(Ordering::SeqCst);
         loop {
             let args = nlm4_unlockargs {
                 cookie: cookie(),
@@ -242,6 +252,32 @@ impl Locks<'_> {
                     book = mgr.book(self.0);
                 }
                 status => return Err(nlm_error("NLM4_UNLOCK", fh, status)),
+            }
+        }
+        if mgr.moves.load(Ordering::SeqCst) != moves {
+            // The unlock went over another path than the lock: released
+            // only if the server sees the same client from there.
+            let args = nlm4_testargs {
+                cookie: cookie(),
+                exclusive: true,
+                alock: alock(fh, owner, offset, len),
+            };
+            let res: nlm4_testres = mgr.call::<Nlm4Test>(self.0, &args)?;
+            if let Some(why) = held::judge_own_test(owner, res.stat, res.holder.as_ref()) {
+                let file = hex(fh.as_bytes());
+                let who = format!(
+                    "{} (svid {})",
+                    String::from_utf8_lossy(&owner.oh),
+                    owner.svid
+                );
+                let range = held::Range::of(offset, len, true).to_string();
+                tracing::warn!("NLM lock LOST: file handle {file}, owner {who}, {range}: {why}");
+                crate::alert::Alerts::new(self.0.name()).nlm_lock_lost(&file, &who, &range, &why);
+                return Err(Error::LockLost {
+                    op: "NLM4_UNLOCK",
+                    path: format!("file handle {file}"),
+                    detail: format!("NLM unlock not done: {why}"),
+                });
             }
         }
         match lost {
@@ -340,7 +376,18 @@ trait Side {
     fn name(&self) -> &str;
     fn options(&self) -> &MountOptions;
     fn cred(&self) -> &[u8];
+    /// The mount's paths to the server, in order: (server address, local
+    /// address to bind). Empty: the lock manager's own address, unbound.
+    fn routes(&self) -> Vec<Route>;
+    /// True when the mount's NFS traffic found path `index` dead (every
+    /// connection of it failed): lock calls leave it before they wait on
+    /// it. False when not known.
+    fn route_down(&self, index: usize) -> bool;
 }
+
+/// One path to the server's lock manager: its address on that path and
+/// the local address to bind.
+type Route = (IpAddr, Option<IpAddr>);
 
 impl Side for Remote {
     fn name(&self) -> &str {
@@ -352,6 +399,12 @@ impl Side for Remote {
     fn cred(&self) -> &[u8] {
         &self.cred
     }
+    fn routes(&self) -> Vec<Route> {
+        self.transport.routes()
+    }
+    fn route_down(&self, index: usize) -> bool {
+        self.transport.route_down(index)
+    }
 }
 
 /// A copy of a mount's [`Side`], kept by the watcher thread (which must
@@ -361,6 +414,7 @@ struct Caller {
     name: String,
     options: MountOptions,
     cred: Vec<u8>,
+    routes: Vec<Route>,
 }
 
 impl Caller {
@@ -369,6 +423,7 @@ impl Caller {
             name: side.name().to_owned(),
             options: side.options().clone(),
             cred: side.cred().to_vec(),
+            routes: side.routes(),
         }
     }
 }
@@ -382,6 +437,14 @@ impl Side for Caller {
     }
     fn cred(&self) -> &[u8] {
         &self.cred
+    }
+    fn routes(&self) -> Vec<Route> {
+        self.routes.clone()
+    }
+    /// The watcher has no transport to ask: its calls find a dead path
+    /// by their own timeout.
+    fn route_down(&self, _index: usize) -> bool {
+        false
     }
 }
 
@@ -407,6 +470,8 @@ struct Manager {
     /// The connection broke since the held locks were last checked: the
     /// server may have restarted and forgotten them.
     suspect: AtomicBool,
+    /// Times the lock calls moved to another path (see `Locks::unlock`).
+    moves: AtomicU64,
 }
 
 /// The held locks and their watcher.
@@ -422,8 +487,12 @@ struct Book {
 #[derive(Debug, Default)]
 struct Conn {
     kept: Kept,
-    /// The port found (or given).
-    port: Option<u16>,
+    /// The path (index in the mount's routes) the connection goes over,
+    /// or goes over next.
+    route: usize,
+    /// The port found on each server address (a restarted server may
+    /// listen elsewhere: forgotten when a connection breaks).
+    ports: HashMap<IpAddr, u16>,
 }
 
 impl Manager {
@@ -435,6 +504,7 @@ impl Manager {
             conn: Mutex::new(Conn::default()),
             book: Mutex::new(Book::default()),
             suspect: AtomicBool::new(false),
+            moves: AtomicU64::new(0),
         }
     }
 
@@ -549,7 +619,20 @@ impl Manager {
         };
         let res: nlm4_testres = self.call::<Nlm4Test>(remote, &args)?;
         let mut reclaim = match held::judge_test(owner, range, res.stat, res.holder.as_ref()) {
-            held::Check::StillHeld => return Ok(None),
+            held::Check::StillHeld => {
+                // Still ours from here too? (A path change may have made
+                // us another client to a server that keys them by address.)
+                let args = nlm4_testargs {
+                    cookie: cookie(),
+                    exclusive: true,
+                    alock: alock(&handle, owner, offset, len),
+                };
+                let res: nlm4_testres = self.call::<Nlm4Test>(remote, &args)?;
+                return match held::judge_own_test(owner, res.stat, res.holder.as_ref()) {
+                    None => Ok(None),
+                    Some(why) => Err(RecoverError::Lost(why)),
+                };
+            }
             held::Check::Reclaim => true,
             held::Check::Relock => false,
             held::Check::Lost(why) => return Err(RecoverError::Lost(why)),
@@ -584,27 +667,70 @@ impl Manager {
         }
     }
 
-    /// Calls `P` on the lock manager, (re)connecting once if the kept
-    /// connection broke.
+    /// Calls `P` on the lock manager over the mount's paths: on the kept
+    /// connection, else a new one over the current path; when a new one
+    /// breaks too (connect, send or reply), over the next path. With one
+    /// path, a broken connection is opened again once. A call that broke on a
+    /// path may have run on the server: every NLM call is safe to send
+    /// again (a lock the owner holds is granted again, an unlock of what
+    /// is not held succeeds).
     fn call<P: Procedure>(&self, remote: &dyn Side, args: &P::Args) -> Result<P::Res> {
         let o = remote.options();
         let mut body = Vec::with_capacity(256);
         args.encode(&mut body);
+        // Always to the lock manager's address: a server keeps a client's
+        // locks per server address (Ganesha; Linux's lockd per client
+        // address too), so only the route changes, by the local address
+        // each path binds.
+        let routes: Vec<Route> = match remote.routes() {
+            r if r.is_empty() => vec![(self.ip, None)],
+            r => r.into_iter().map(|(_, local)| (self.ip, local)).collect(),
+        };
+        let n = routes.len();
         let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let mut last = None;
-        for _ in 0..2 {
+        if conn.route >= n {
+            conn.route = 0;
+        }
+        // The mount's NFS traffic found this path dead, another is not:
+        // leave it before waiting on it.
+        if n > 1 && remote.route_down(conn.route) {
+            if let Some(next) = (1..n)
+                .map(|i| (conn.route + i) % n)
+                .find(|&i| !remote.route_down(i))
+            {
+                tracing::info!(
+                    "NLM: path {} is down, lock calls go over path {}",
+                    conn.route + 1,
+                    next + 1
+                );
+                conn.kept.close();
+                self.suspect.store(true, Ordering::SeqCst);
+                conn.route = next;
+                self.moves.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        // Each path: its kept connection, then a new one (a server that
+        // restarted, a connection ended: the path itself may be fine, and
+        // lock calls stay where the locks were taken while it is).
+        let tries = 2 * n;
+        let mut last: Option<Error> = None;
+        for attempt in 0..tries {
+            let route = routes[conn.route];
+            let mut fresh = false;
             if !conn.kept.is_open() {
-                let port = match conn.port.or(self.port) {
-                    Some(p) => p,
-                    None => self.find_port(remote, P::NAME)?,
-                };
-                let spec = self.spec(remote, port);
-                conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
-                    op: P::NAME,
-                    path: remote.name().to_owned(),
-                    detail: format!("cannot connect to {}: {e}", spec.remote),
-                })?;
-                conn.port = Some(port);
+                fresh = true;
+                match self.open(&mut conn, remote, route, P::NAME) {
+                    Ok(()) => {}
+                    // Another path may reach it.
+                    Err(e) if n > 1 && attempt + 1 < tries => {
+                        tracing::debug!("NLM: {e}; trying the next path");
+                        last = Some(e);
+                        conn.route = (conn.route + 1) % n;
+                        self.moves.fetch_add(1, Ordering::SeqCst);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             match conn
                 .kept
@@ -631,25 +757,58 @@ impl Manager {
                 }
                 Err(e) => {
                     // The connection broke (Kept closed it): the server
-                    // may have restarted.
+                    // may have restarted, or this path died.
                     conn.kept.close();
                     self.suspect.store(true, Ordering::SeqCst);
-                    if self.port.is_none() {
-                        conn.port = None;
+                    conn.ports.remove(&route.0);
+                    if n > 1 && fresh {
+                        tracing::info!(
+                            "NLM: {} over path {} failed ({e}); next path",
+                            P::NAME,
+                            conn.route + 1
+                        );
+                        conn.route = (conn.route + 1) % n;
+                        self.moves.fetch_add(1, Ordering::SeqCst);
                     }
-                    last = Some(e);
+                    last = Some(Error::Connect {
+                        server: format!("{} (the lock manager, {})", route.0, P::NAME),
+                        source: e,
+                    });
                 }
             }
         }
-        Err(Error::Connect {
+        Err(last.unwrap_or_else(|| Error::Connect {
             server: format!("{} (the lock manager, {})", self.ip, P::NAME),
-            source: last.unwrap_or_else(|| std::io::Error::other("no connection")),
-        })
+            source: std::io::Error::other("no connection"),
+        }))
+    }
+
+    /// Opens the kept connection over `route`, after a GETPORT on its
+    /// address unless the port is given or known.
+    fn open(
+        &self,
+        conn: &mut Conn,
+        remote: &dyn Side,
+        (ip, local): Route,
+        op: &'static str,
+    ) -> Result<()> {
+        let port = match self.port.or_else(|| conn.ports.get(&ip).copied()) {
+            Some(p) => p,
+            None => self.find_port(remote, (ip, local), op)?,
+        };
+        let spec = self.spec(remote, (ip, local), port);
+        conn.kept.open(&spec).map_err(|e| Error::NoLockManager {
+            op,
+            path: remote.name().to_owned(),
+            detail: format!("cannot connect to {}: {e}", spec.remote),
+        })?;
+        conn.ports.insert(ip, port);
+        Ok(())
     }
 
     /// GETPORT for NLM v4 over TCP; any failure means "no lock manager".
-    fn find_port(&self, remote: &dyn Side, op: &'static str) -> Result<u16> {
-        let spec = self.spec(remote, 0);
+    fn find_port(&self, remote: &dyn Side, route: Route, op: &'static str) -> Result<u16> {
+        let spec = self.spec(remote, route, 0);
         crate::mount::getport(&spec, remote.cred(), nlm4::NLM_PROG, nlm4::NLM4_VERS).map_err(|e| {
             Error::NoLockManager {
                 op,
@@ -659,11 +818,11 @@ impl Manager {
         })
     }
 
-    fn spec(&self, remote: &dyn Side, port: u16) -> ConnectSpec {
+    fn spec(&self, remote: &dyn Side, (ip, local): Route, port: u16) -> ConnectSpec {
         let o = remote.options();
         ConnectSpec {
-            remote: SocketAddr::new(self.ip, port),
-            local: None,
+            remote: SocketAddr::new(ip, port),
+            local,
             timeout: o.timeo,
             dontroute: false,
             resvport: o.resvport,

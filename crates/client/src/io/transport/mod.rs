@@ -368,6 +368,39 @@ impl Transport {
         self.shared.retire_path(path, why);
     }
 
+    /// The paths, in order: the server address each connects to and the
+    /// local address it binds (a side protocol such as NLM goes over the
+    /// same routes to the same server).
+    pub(crate) fn routes(&self) -> Vec<(std::net::IpAddr, Option<std::net::IpAddr>)> {
+        let mut out: Vec<(usize, std::net::IpAddr, Option<std::net::IpAddr>)> = Vec::new();
+        for c in &self.shared.channels {
+            if !out.iter().any(|(p, ..)| *p == c.path) {
+                out.push((c.path, c.spec.remote.ip(), c.spec.local));
+            }
+        }
+        out.sort_by_key(|(p, ..)| *p);
+        out.into_iter().map(|(_, ip, local)| (ip, local)).collect()
+    }
+
+    /// True when every channel of path number `index` (in [`routes`]'
+    /// order) failed and none is up again: the path is dead for now.
+    ///
+    /// [`routes`]: Self::routes
+    pub(crate) fn route_down(&self, index: usize) -> bool {
+        let mut paths: Vec<usize> = self.shared.channels.iter().map(|c| c.path).collect();
+        paths.sort_unstable();
+        paths.dedup();
+        let Some(&path) = paths.get(index) else {
+            return false;
+        };
+        let e = self.shared.engine();
+        self.shared
+            .channels
+            .iter()
+            .filter(|c| c.path == path)
+            .all(|c| matches!(e.health(c.id), Some(Health::Down { .. })))
+    }
+
     /// Every channel, for statistics.
     pub(crate) fn channels(&self) -> Vec<ChannelView> {
         let e = self.shared.engine();
