@@ -286,6 +286,7 @@ impl Client {
             fork_spares: false,
             gss: None,
             io_classes: options.io_classes,
+            hedge: None,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {
@@ -400,7 +401,9 @@ impl Inner {
                 return Err(Error::from_call(
                     P::NAME,
                     path,
-                    crate::io::call_error::CallError::Internal("READ or WRITE sink on a record call"),
+                    crate::io::call_error::CallError::Internal(
+                        "READ or WRITE sink on a record call",
+                    ),
                 ))
             }
         };

@@ -200,7 +200,10 @@ fn a_copy_lost_with_its_channel_leaves_the_other_to_carry_the_read() {
     let (mut e, epochs) = engine(2, true);
     let (first, hedge) = hedged_read(&mut e);
     e.on_channel_failed(first.channel, epochs[first.channel], 21 * MS);
-    assert!(sends(&mut e).is_empty(), "not re-sent: the hedge is in flight");
+    assert!(
+        sends(&mut e).is_empty(),
+        "not re-sent: the hedge is in flight"
+    );
     assert_eq!(e.in_flight(), 1);
     assert_eq!(reply(&mut e, hedge, 22 * MS), Some(1));
     assert_eq!(e.in_flight(), 0);

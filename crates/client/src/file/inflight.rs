@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use crate::io::call::Call;
-use crate::v4::open_file::OpenFile;
 use crate::v4::io::{Sent, Settling};
+use crate::v4::open_file::OpenFile;
 
 /// A piece sent (or about to be), its reply not yet settled.
 #[derive(Debug)]

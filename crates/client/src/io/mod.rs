@@ -77,9 +77,9 @@
 //! actions again).
 
 pub(crate) mod call;
+pub(crate) mod call_error;
 pub(crate) mod channel;
 pub(crate) mod clock;
-pub(crate) mod call_error;
 pub(crate) mod hook;
 pub(crate) mod kept;
 pub(crate) mod lead;

@@ -18,8 +18,8 @@ use directnfs_wire::nfs4::{
     LOCKT4args, LOCKT4res, LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
 };
 
-use super::open_file::{state_lost, OpenFile};
 use super::held::Range;
+use super::open_file::{state_lost, OpenFile};
 use super::ops::Ops;
 use super::sequence::{results, STAT_OTHER};
 use super::session::Session;

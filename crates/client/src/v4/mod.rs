@@ -65,7 +65,6 @@
 //! completions).
 
 pub(crate) mod attrs;
-pub(crate) mod open_file;
 pub(crate) mod handles;
 pub(crate) mod held;
 pub(crate) mod io;
@@ -73,6 +72,7 @@ pub(crate) mod lease;
 pub(crate) mod links;
 pub(crate) mod lock;
 pub(crate) mod mount;
+pub(crate) mod open_file;
 pub(crate) mod open_state;
 pub(crate) mod ops;
 pub(crate) mod owner_slot;

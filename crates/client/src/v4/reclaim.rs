@@ -28,9 +28,9 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::Encode;
 
-use super::open_file::open_op;
 use super::held::Range;
 use super::lock::{locker, new_owner_name};
+use super::open_file::open_op;
 use super::open_state::OpenState;
 use super::ops::{self, Ops};
 use super::sequence::{nfs4_error, results, Request};
