@@ -1018,7 +1018,7 @@ impl<C: Request + Clone> Engine<C> {
                 .get(c)
                 .filter(|ch| ch.health.is_up())
                 .and_then(|ch| ch.table.get(xid))
-                .filter(|f| f.twin.is_none() && !f.hedge_copy)
+                .filter(|f| f.twin.is_none() && !f.hedge_copy && f.call.hedgeable())
             else {
                 continue;
             };

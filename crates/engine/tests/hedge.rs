@@ -4,6 +4,8 @@
 //! never hedged; a copy lost with its channel leaves the other to carry
 //! the request; shutdown completes a hedged request once.
 
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use directnfs_engine::retry::{Backoff, RetryPolicy};
