@@ -24,7 +24,10 @@
 //! failure. In between the request sits in exactly one place — one
 //! channel's in-flight table, the parked list or the JUKEBOX list — so it
 //! completes exactly once, and a reply from a connection that failed (its
-//! requests re-issued elsewhere) matches nothing and is dropped.
+//! requests re-issued elsewhere) matches nothing and is dropped. The one
+//! exception is a hedged READ ([`crate::hedge`]): two copies in two
+//! channels' tables, linked, and the first reply takes both out, so it
+//! too completes exactly once.
 //!
 //! The driver feeds the events — [`submit`](Engine::submit),
 //! [`on_reply`](Engine::on_reply), [`on_channel_failed`](Engine::on_channel_failed),
@@ -38,7 +41,9 @@
 //!
 //! Policies: [`RetryPolicy`] (`timeo`, `retrans`, hard/soft), [`Backoff`]
 //! between reconnects, [`jukebox_delay`], channel choice by load
-//! ([`crate::choose`]), reply matching ([`crate::inflight`]).
+//! ([`crate::choose`]), reply matching ([`crate::inflight`]), hedged
+//! READs ([`crate::hedge`], [`Engine::set_hedge`]: sent again by
+//! [`on_tick`](Engine::on_tick) once past the hedge delay).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -616,7 +621,7 @@ impl<C: Request + Clone> Engine<C> {
     /// Time passed: expires attempts without a reply for `timeo` (failing
     /// their channel: a connection that does not deliver one reply in time
     /// is not trusted with the others), re-sends JUKEBOX requests whose
-    /// pause is over, fails parked requests past the soft deadline, sends
+    /// pause is over, hedges READs past their hedge delay, fails parked requests past the soft deadline, sends
     /// parked ones when a channel is up, and asks for reconnections whose
     /// back-off passed, for the first connection of idle channels and for
     /// the route check.
@@ -701,8 +706,8 @@ impl<C: Request + Clone> Engine<C> {
     }
 
     /// When [`on_tick`](Self::on_tick) next has something to do: the
-    /// earliest attempt deadline, JUKEBOX pause end, soft deadline of a
-    /// parked request, reconnection or route check. `None`: nothing to
+    /// earliest attempt deadline, JUKEBOX pause end, hedge due, soft
+    /// deadline of a parked request, reconnection or route check. `None`: nothing to
     /// wait for (a new submission brings its own deadline, `timeo` later).
     pub fn next_deadline(&self) -> Option<u64> {
         let mut next: Option<u64> = None;
