@@ -60,7 +60,7 @@ fn mount(parsed: &NfsUrl, port: u16, hedge: &str) -> Client {
     target.options.nfs_port = Some(port);
     target.options.connections = 1;
     target.options.set("hedge", hedge).unwrap();
-    target.options.set("hedge_max_ms", "20").unwrap();
+    target.options.set("hedge_max_ms", "10").unwrap();
     Client::mount(&target).unwrap()
 }
 
@@ -134,7 +134,7 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
     drop(off);
 
     let on = mount(&parsed, fast.local_addr().port(), "on");
-    // Warm-up: the fast path's first 32 READs set the hedge delay (20 ms
+    // Warm-up: the fast path's first 32 READs set the hedge delay (10 ms
     // until then, `hedge_max_ms`).
     let _ = random_reads(&on, &path, 100, 2);
     let (sent0, won0) = hedges(&on);
