@@ -621,8 +621,9 @@ impl<C: Request + Clone> Engine<C> {
     /// Time passed: expires attempts without a reply for `timeo` (failing
     /// their channel: a connection that does not deliver one reply in time
     /// is not trusted with the others), re-sends JUKEBOX requests whose
-    /// pause is over, hedges READs past their hedge delay, fails parked requests past the soft deadline, sends
-    /// parked ones when a channel is up, and asks for reconnections whose
+    /// pause is over, hedges READs past their hedge delay, fails parked
+    /// requests past the soft deadline, sends parked ones when a channel
+    /// is up, and asks for reconnections whose
     /// back-off passed, for the first connection of idle channels and for
     /// the route check.
     pub fn on_tick(&mut self, now: u64) {
@@ -707,8 +708,9 @@ impl<C: Request + Clone> Engine<C> {
 
     /// When [`on_tick`](Self::on_tick) next has something to do: the
     /// earliest attempt deadline, JUKEBOX pause end, hedge due, soft
-    /// deadline of a parked request, reconnection or route check. `None`: nothing to
-    /// wait for (a new submission brings its own deadline, `timeo` later).
+    /// deadline of a parked request, reconnection or route check. `None`:
+    /// nothing to wait for (a new submission brings its own deadline,
+    /// `timeo` later, and wakes the driver when its hedge is due sooner).
     pub fn next_deadline(&self) -> Option<u64> {
         let mut next: Option<u64> = None;
         let mut at = |t: u64| next = Some(next.map_or(t, |n| n.min(t)));
@@ -835,6 +837,9 @@ impl<C: Request + Clone> Engine<C> {
             });
             return Ok(());
         }
+        // Placed alone (never with a twin): a former hedge copy sent again
+        // is the request's only copy, and may be hedged in turn.
+        flight.hedge_copy = false;
         let class = self.class_of(&flight.call);
         let Some(c) = self.choose(flight.last_channel, class) else {
             self.park(flight);
