@@ -315,3 +315,60 @@ fn mixed_reports_every_class_with_io_classes_off_and_on() {
     }
     let _ = std::fs::remove_file(&json);
 }
+
+#[test]
+fn hedge_reports_a_row_with_hedging_off_and_one_with_it_on() {
+    let Some((url, dir)) = env_or_skip() else {
+        return;
+    };
+    let name = format!("bench-hedge-{}.dat", std::process::id());
+    let target = file_url(&url, &name);
+    let json = std::env::temp_dir().join(format!("bench-hedge-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_dnfs"))
+        .args([
+            "bench",
+            "hedge",
+            "--target",
+            &target,
+            "--size",
+            "4m",
+            "--duration",
+            "1",
+            "--warmup",
+            "0.2",
+            "--connections",
+            "2",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run dnfs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "dnfs bench hedge failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        out.status
+    );
+    assert!(stdout.contains("hedge: p99 off / on"), "table: {stdout}");
+    let text = std::fs::read_to_string(&json).expect("json written");
+    let rows: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
+    let rows = rows.as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!(
+        (rows[0]["hedge"].as_str(), rows[1]["hedge"].as_str()),
+        (Some("off"), Some("on"))
+    );
+    assert_eq!(
+        rows[0]["hedges_sent"].as_u64(),
+        Some(0),
+        "hedge=off hedged: {text}"
+    );
+    for r in rows {
+        assert!(r["ops"].as_u64().unwrap_or(0) > 0, "no reads: {r}");
+        assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
+    }
+    let _ = std::fs::remove_file(std::path::Path::new(&dir).join(&name));
+    let _ = std::fs::remove_file(&json);
+}

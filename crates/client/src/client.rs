@@ -289,6 +289,7 @@ impl Client {
             fork_spares: false,
             gss: None,
             io_classes: options.io_classes,
+            hedge: None,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
         Client {

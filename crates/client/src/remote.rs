@@ -228,6 +228,14 @@ pub(crate) fn start_transport(
             fork_spares: options.fork_spares && gss.is_none() && options.xprtsec == Xprtsec::None,
             gss,
             io_classes: options.io_classes,
+            // NFSv3 only: an NFSv4.1 READ's second copy would reuse its
+            // session slot and sequence id.
+            hedge: (options.hedge && vers == nfs3::NFS_V3).then_some(
+                directnfs_engine::HedgePolicy {
+                    min: options.hedge_min,
+                    max: options.hedge_max,
+                },
+            ),
         },
     )
     .map_err(|e| Error::Connect {

@@ -111,6 +111,12 @@ impl<T> InflightTable<T> {
         self.slots[i].entry.as_ref().map(|e| &e.value)
     }
 
+    /// The request waiting for `xid`, if any, to change in place.
+    pub fn get_mut(&mut self, xid: u32) -> Option<&mut T> {
+        let i = self.locate(xid)?;
+        self.slots[i].entry.as_mut().map(|e| &mut e.value)
+    }
+
     /// Removes and returns the request waiting for `xid`. `None` for an XID
     /// that was never issued, already answered, or belongs to an older use
     /// of the slot.

@@ -10,7 +10,8 @@
 //! come ([`retry`]), when a dead channel may try again ([`health`]), how a
 //! re-sent non-idempotent request's reply is read ([`idempotency`]), which
 //! NFSv4.1 session slot a request goes on ([`session`]), which requests
-//! never wait behind which ([`class`]), and what is counted ([`stats`]).
+//! never wait behind which ([`class`]), when a slow READ is sent again on
+//! another path ([`hedge`]), and what is counted ([`stats`]).
 //!
 //! Time comes in as nanosecond arguments; sockets, threads and clocks live
 //! in the `directnfs` crate's driver (`crates/client/src/io/`), and this
@@ -22,6 +23,7 @@
 pub mod choose;
 pub mod class;
 pub mod health;
+pub mod hedge;
 pub mod idempotency;
 pub mod inflight;
 pub mod lifecycle;
@@ -30,4 +32,5 @@ pub mod session;
 pub mod stats;
 
 pub use class::IoClass;
+pub use hedge::HedgePolicy;
 pub use lifecycle::{Action, Answer, Config, Delivered, Engine, Failure, Load, LoadGauge, Request};

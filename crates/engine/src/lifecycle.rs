@@ -24,7 +24,10 @@
 //! failure. In between the request sits in exactly one place — one
 //! channel's in-flight table, the parked list or the JUKEBOX list — so it
 //! completes exactly once, and a reply from a connection that failed (its
-//! requests re-issued elsewhere) matches nothing and is dropped.
+//! requests re-issued elsewhere) matches nothing and is dropped. The one
+//! exception is a hedged READ ([`crate::hedge`]): two copies in two
+//! channels' tables, linked, and the first reply takes both out, so it
+//! too completes exactly once.
 //!
 //! The driver feeds the events — [`submit`](Engine::submit),
 //! [`on_reply`](Engine::on_reply), [`on_channel_failed`](Engine::on_channel_failed),
@@ -38,9 +41,12 @@
 //!
 //! Policies: [`RetryPolicy`] (`timeo`, `retrans`, hard/soft), [`Backoff`]
 //! between reconnects, [`jukebox_delay`], channel choice by load
-//! ([`crate::choose`]), reply matching ([`crate::inflight`]).
+//! ([`crate::choose`]), reply matching ([`crate::inflight`]), hedged
+//! READs ([`crate::hedge`], [`Engine::set_hedge`]: sent again by
+//! [`on_tick`](Engine::on_tick) once past the hedge delay).
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +56,7 @@ use directnfs_wire::nfs3::NFSPROC3_NULL;
 use crate::choose::{least_loaded_by, Candidate};
 use crate::class::{admits, IoClass, LOG_HEADROOM};
 use crate::health::Health;
+use crate::hedge::{HedgePolicy, PathLatencies};
 use crate::inflight::InflightTable;
 use crate::retry::{AfterFailure, Backoff, RetryPolicy};
 use crate::stats::IoStats;
@@ -68,6 +75,12 @@ pub trait Request {
     fn class(&self) -> IoClass {
         IoClass::Data
     }
+    /// May be sent a second time while the first is outstanding, the
+    /// first reply winning ([`crate::hedge`]): idempotent and harmless to
+    /// repeat (an NFSv3 READ). Never for anything that changes the server.
+    fn hedgeable(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Request + ?Sized> Request for Arc<T> {
@@ -85,6 +98,10 @@ impl<T: Request + ?Sized> Request for Arc<T> {
 
     fn class(&self) -> IoClass {
         (**self).class()
+    }
+
+    fn hedgeable(&self) -> bool {
+        (**self).hedgeable()
     }
 }
 
@@ -274,6 +291,11 @@ struct Flight<C> {
     sent_ns: u64,
     /// The channel of the last attempt, avoided by the next.
     last_channel: Option<usize>,
+    /// The other copy of a hedged request: its channel and XID
+    /// ([`crate::hedge`]).
+    twin: Option<(usize, u32)>,
+    /// This copy is the hedge (the second send).
+    hedge_copy: bool,
 }
 
 /// One channel as the engine sees it.
@@ -316,6 +338,14 @@ pub struct Engine<C> {
     expired: Vec<(u32, Flight<C>)>,
     /// I/O classes are honoured ([`Engine::set_classes`]).
     classes: bool,
+    /// Hedged reads ([`Engine::set_hedge`]); `None`: off.
+    hedge: Option<HedgePolicy>,
+    /// When each hedgeable request in flight is due for its hedge:
+    /// (due, channel, XID), earliest first. Entries of requests answered
+    /// since are found stale and skipped when they come due.
+    hedge_due: BinaryHeap<Reverse<(u64, usize, u32)>>,
+    /// Recent READ latencies per path (the hedge delay).
+    latencies: PathLatencies,
 }
 
 impl<C: Request + Clone> Engine<C> {
@@ -356,6 +386,9 @@ impl<C: Request + Clone> Engine<C> {
             drained: Vec::new(),
             expired: Vec::new(),
             classes: false,
+            hedge: None,
+            hedge_due: BinaryHeap::new(),
+            latencies: PathLatencies::default(),
         }
     }
 
@@ -391,6 +424,8 @@ impl<C: Request + Clone> Engine<C> {
             submitted_ns: now,
             sent_ns: now,
             last_channel: None,
+            twin: None,
+            hedge_copy: false,
         };
         match self.place(flight, now, true) {
             Ok(()) => Ok(()),
@@ -415,11 +450,34 @@ impl<C: Request + Clone> Engine<C> {
         if ch.epoch != epoch {
             return None;
         }
-        let flight = ch.table.take(xid)?;
+        let mut flight = ch.table.take(xid)?;
         self.in_flight -= 1;
         remove_load(&mut ch.load, &flight.call);
         ch.gauge.publish(&ch.load);
         let latency_ns = now.saturating_sub(flight.sent_ns);
+        let path = ch.path;
+        if let Some(twin) = flight.twin.take() {
+            if answer == Answer::Jukebox {
+                // This copy is told to wait; the other may still be
+                // answered at once: it carries the request alone.
+                ch.stats
+                    .on_complete(flight.call.proc_(), latency_ns, 0, 0, false);
+                self.unlink_twin(twin);
+                if !self.parked.is_empty() {
+                    self.kick_parked(now);
+                }
+                return None;
+            }
+            // First reply wins: the other copy leaves its table now, so
+            // its reply matches nothing (`crate::hedge`).
+            if flight.hedge_copy {
+                ch.stats.on_hedge_won();
+            }
+            self.drop_twin(twin);
+        }
+        if self.hedge.is_some() && flight.call.hedgeable() && answer == Answer::Final {
+            self.latencies.record(path, latency_ns);
+        }
         if !self.parked.is_empty() {
             // Room was made: requests parked for want of it go now.
             self.kick_parked(now);
@@ -525,6 +583,20 @@ impl<C: Request + Clone> Engine<C> {
         }
     }
 
+    /// Hedges READs ([`crate::hedge`]) with `policy`, or not (`None`, the
+    /// default).
+    pub fn set_hedge(&mut self, policy: Option<HedgePolicy>) {
+        self.hedge = policy;
+        if policy.is_none() {
+            self.hedge_due.clear();
+        }
+    }
+
+    /// The current hedge delay in nanoseconds (`None`: hedging is off).
+    pub fn hedge_delay(&self) -> Option<u64> {
+        self.hedge.as_ref().map(|p| self.latencies.delay(p))
+    }
+
     /// Whether I/O classes are honoured.
     pub fn classes(&self) -> bool {
         self.classes
@@ -549,8 +621,9 @@ impl<C: Request + Clone> Engine<C> {
     /// Time passed: expires attempts without a reply for `timeo` (failing
     /// their channel: a connection that does not deliver one reply in time
     /// is not trusted with the others), re-sends JUKEBOX requests whose
-    /// pause is over, fails parked requests past the soft deadline, sends
-    /// parked ones when a channel is up, and asks for reconnections whose
+    /// pause is over, hedges READs past their hedge delay, fails parked
+    /// requests past the soft deadline, sends parked ones when a channel
+    /// is up, and asks for reconnections whose
     /// back-off passed, for the first connection of idle channels and for
     /// the route check.
     pub fn on_tick(&mut self, now: u64) {
@@ -565,6 +638,7 @@ impl<C: Request + Clone> Engine<C> {
             }
         }
         self.resend_delayed(now);
+        self.send_hedges(now);
         self.expire_parked(now);
         if self.channels.iter().any(|c| c.health.is_up()) {
             self.kick_parked(now);
@@ -599,6 +673,9 @@ impl<C: Request + Clone> Engine<C> {
         self.in_flight = 0;
         all.extend(self.parked.drain(..));
         all.extend(self.delayed.drain(..).map(|(_, f)| f));
+        self.hedge_due.clear();
+        // A hedged request completes once: by its first copy.
+        all.retain(|f| !(f.hedge_copy && f.twin.is_some()));
         for f in all {
             self.actions.push_back(Action::Complete {
                 call: f.call,
@@ -630,9 +707,10 @@ impl<C: Request + Clone> Engine<C> {
     }
 
     /// When [`on_tick`](Self::on_tick) next has something to do: the
-    /// earliest attempt deadline, JUKEBOX pause end, soft deadline of a
-    /// parked request, reconnection or route check. `None`: nothing to
-    /// wait for (a new submission brings its own deadline, `timeo` later).
+    /// earliest attempt deadline, JUKEBOX pause end, hedge due, soft
+    /// deadline of a parked request, reconnection or route check. `None`:
+    /// nothing to wait for (a new submission brings its own deadline,
+    /// `timeo` later, and wakes the driver when its hedge is due sooner).
     pub fn next_deadline(&self) -> Option<u64> {
         let mut next: Option<u64> = None;
         let mut at = |t: u64| next = Some(next.map_or(t, |n| n.min(t)));
@@ -650,6 +728,9 @@ impl<C: Request + Clone> Engine<C> {
             }
         }
         for (due, _) in &self.delayed {
+            at(*due);
+        }
+        if let Some(Reverse((due, _, _))) = self.hedge_due.peek() {
             at(*due);
         }
         if let (Some(limit), false) = (self.config.policy.soft_deadline(), self.parked.is_empty()) {
@@ -756,6 +837,9 @@ impl<C: Request + Clone> Engine<C> {
             });
             return Ok(());
         }
+        // Placed alone (never with a twin): a former hedge copy sent again
+        // is the request's only copy, and may be hedged in turn.
+        flight.hedge_copy = false;
         let class = self.class_of(&flight.call);
         let Some(c) = self.choose(flight.last_channel, class) else {
             self.park(flight);
@@ -788,6 +872,14 @@ impl<C: Request + Clone> Engine<C> {
                     old.on_moved(old_path != ch.path);
                 }
                 ch.stats.on_submit(call.proc_());
+                if let Some(policy) = self.hedge.filter(|_| call.hedgeable()) {
+                    let due = now.saturating_add(self.latencies.delay(&policy));
+                    if self.hedge_due.peek().is_none_or(|Reverse(t)| t.0 > due) {
+                        // Earlier than the maintenance thread's sleep.
+                        self.wake = true;
+                    }
+                    self.hedge_due.push(Reverse((due, c, xid)));
+                }
                 self.actions.push_back(Action::Send {
                     channel: c,
                     epoch: ch.epoch,
@@ -886,6 +978,122 @@ impl<C: Request + Clone> Engine<C> {
         }
     }
 
+    /// A copy of a request lost with its channel: dropped when the
+    /// request's other copy (a hedge, [`crate::hedge`]) is still in flight,
+    /// which then carries it alone; else re-issued or failed.
+    fn retry_or_fail_copy(&mut self, mut flight: Flight<C>, now: u64) {
+        match flight.twin.take() {
+            Some(twin) => self.unlink_twin(twin),
+            None => self.retry_or_fail(flight, now),
+        }
+    }
+
+    /// The other copy of a hedged request is answered: this one leaves
+    /// its table (its reply, if any comes, matches nothing).
+    fn drop_twin(&mut self, (channel, xid): (usize, u32)) {
+        let Some(ch) = self.channels.get_mut(channel) else {
+            return;
+        };
+        let Some(flight) = ch.table.take(xid) else {
+            return;
+        };
+        self.in_flight -= 1;
+        remove_load(&mut ch.load, &flight.call);
+        ch.gauge.publish(&ch.load);
+        ch.stats.on_hedge_dropped();
+    }
+
+    /// The other copy of a hedged request is gone: this one carries it
+    /// alone from now on.
+    fn unlink_twin(&mut self, (channel, xid): (usize, u32)) {
+        if let Some(f) = self
+            .channels
+            .get_mut(channel)
+            .and_then(|ch| ch.table.get_mut(xid))
+        {
+            f.twin = None;
+        }
+    }
+
+    /// Sends the hedge of every READ whose hedge delay has passed and that
+    /// is still unanswered, on another channel ([`crate::hedge`]).
+    fn send_hedges(&mut self, now: u64) {
+        while let Some(&Reverse((due, c, xid))) = self.hedge_due.peek() {
+            if due > now {
+                return;
+            }
+            self.hedge_due.pop();
+            let Some(original) = self
+                .channels
+                .get(c)
+                .filter(|ch| ch.health.is_up())
+                .and_then(|ch| ch.table.get(xid))
+                .filter(|f| f.twin.is_none() && !f.hedge_copy && f.call.hedgeable())
+            else {
+                continue;
+            };
+            let Some(c2) = self.choose_hedge(c) else {
+                continue;
+            };
+            let copy = Flight {
+                call: original.call.clone(),
+                attempts: original.attempts,
+                jukebox: original.jukebox,
+                submitted_ns: original.submitted_ns,
+                sent_ns: now,
+                last_channel: Some(c2),
+                twin: Some((c, xid)),
+                hedge_copy: true,
+            };
+            let attempt = copy.attempts;
+            let call = copy.call.clone();
+            let deadline = now.saturating_add(nanos(self.config.policy.timeo));
+            let ch = &mut self.channels[c2];
+            let Ok(xid2) = ch.table.insert(copy, deadline) else {
+                continue;
+            };
+            self.in_flight += 1;
+            add_load(&mut ch.load, &call);
+            ch.gauge.publish(&ch.load);
+            ch.stats.on_submit(call.proc_());
+            ch.stats.on_hedge_sent();
+            let epoch = ch.epoch;
+            if let Some(f) = self.channels[c].table.get_mut(xid) {
+                f.twin = Some((c2, xid2));
+            }
+            self.actions.push_back(Action::Send {
+                channel: c2,
+                epoch,
+                xid: xid2,
+                call,
+                attempt,
+            });
+        }
+    }
+
+    /// The channel a hedge of a request in flight on `from` goes on: the
+    /// least-loaded one up with room on another path, else on the same
+    /// path; never `from` itself.
+    fn choose_hedge(&self, from: usize) -> Option<usize> {
+        let path = self.channels.get(from)?.path;
+        let mut best: Option<(bool, u64, usize)> = None;
+        for (i, ch) in self.channels.iter().enumerate() {
+            if i == from || !ch.health.is_up() || ch.table.is_full() {
+                continue;
+            }
+            let load = ch.load.bytes.saturating_add(
+                ch.load
+                    .requests
+                    .saturating_mul(crate::choose::REQUEST_COST_BYTES),
+            );
+            let key = (ch.path == path, load, i);
+            if best.is_none_or(|b| key < b) {
+                best = Some(key);
+            }
+        }
+        best.map(|(_, _, i)| i)
+    }
+
     /// NFS3ERR_JUKEBOX: pause and re-send while the mount allows (hard:
     /// always; soft: `retrans` times), else deliver the answer.
     fn on_jukebox(
@@ -959,12 +1167,12 @@ impl<C: Request + Clone> Engine<C> {
         for flight in drained.drain(..) {
             account_lost(&stats, &flight, now);
             stats.on_failover();
-            self.retry_or_fail(flight, now);
+            self.retry_or_fail_copy(flight, now);
         }
         for (_, flight) in expired.drain(..) {
             account_lost(&stats, &flight, now);
             stats.on_timeout();
-            self.retry_or_fail(flight, now);
+            self.retry_or_fail_copy(flight, now);
         }
         self.expired = expired;
         self.drained = drained;

@@ -31,7 +31,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use directnfs_wire::nfs3::{
     nfsstat3, COMMIT3res, COMMIT3resfail, READ3res, READ3resfail, WRITE3res, WRITE3resfail,
@@ -134,6 +134,8 @@ struct Shared {
     pass_replies: AtomicU32,
     lose_replies: AtomicU32,
     lost_replies: AtomicU64,
+    /// Microseconds each call is held before it goes to the server.
+    call_delay_us: AtomicU64,
     /// The `so_major_id` put in every NFSv4.1 EXCHANGE_ID reply, if any.
     server_owner_v41: Mutex<Option<Vec<u8>>>,
     /// Both sockets of every live connection, to close them on drop.
@@ -169,6 +171,7 @@ impl FaultProxy {
             pass_replies: AtomicU32::new(0),
             lose_replies: AtomicU32::new(0),
             lost_replies: AtomicU64::new(0),
+            call_delay_us: AtomicU64::new(0),
             server_owner_v41: Mutex::new(None),
             live: Mutex::new(HashMap::new()),
         });
@@ -188,6 +191,15 @@ impl FaultProxy {
     /// The address clients connect to.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Holds every call forwarded from now on for `delay` before it goes
+    /// to the server (each from when the proxy read it: calls in a row are
+    /// each late by `delay`, not by its multiples), making this a slow
+    /// path. `Duration::ZERO`: forward at once.
+    pub fn set_call_delay(&self, delay: Duration) {
+        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.shared.call_delay_us.store(us, Ordering::Relaxed);
     }
 
     /// Answers `per_mille` out of 1000 READ, WRITE and COMMIT calls with
@@ -478,13 +490,17 @@ fn connection(shared: &Arc<Shared>, id: u64, client: TcpStream) {
         .live()
         .insert(id, [handles.client_keep, handles.server_keep]);
     let client_w = Arc::new(Mutex::new(handles.client_w));
-    let (to_server, queued) = mpsc::channel::<Vec<u8>>();
+    let (to_server, queued) = mpsc::channel::<(Instant, Vec<u8>)>();
     let writer = {
         let mut server_w = handles.server_w;
         std::thread::Builder::new()
             .name("fault-proxy-calls".into())
             .spawn(move || {
-                for chunk in queued {
+                for (due, chunk) in queued {
+                    let wait = due.saturating_duration_since(Instant::now());
+                    if !wait.is_zero() {
+                        std::thread::sleep(wait);
+                    }
                     if server_w.write_all(&chunk).is_err() {
                         break;
                     }
@@ -548,7 +564,7 @@ fn lock(w: &Mutex<TcpStream>) -> MutexGuard<'_, TcpStream> {
 fn pump_calls(
     shared: &Shared,
     mut client: TcpStream,
-    to_server: mpsc::Sender<Vec<u8>>,
+    to_server: mpsc::Sender<(Instant, Vec<u8>)>,
     client_w: &Mutex<TcpStream>,
 ) {
     let mut forward = Vec::new();
@@ -572,8 +588,10 @@ fn pump_calls(
         // need no ordering against the forwarded calls).
         Event::ReadDone => {
             if !forward.is_empty() {
+                let delay = shared.call_delay_us.load(Ordering::Relaxed);
+                let due = Instant::now() + Duration::from_micros(delay);
                 to_server
-                    .send(std::mem::take(&mut forward))
+                    .send((due, std::mem::take(&mut forward)))
                     .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
             }
             if !to_client.is_empty() {

@@ -1,4 +1,4 @@
-//! `dnfs bench oltp | scan | redo | sweep | mixed`: a SLOB-style database I/O
+//! `dnfs bench oltp | scan | redo | sweep | mixed | hedge`: a SLOB-style database I/O
 //! benchmark that runs the same workload through directnfs, libnfs (loaded
 //! at run time) and the local file system, side by side.
 //!
@@ -12,6 +12,7 @@
 pub mod block;
 mod driver;
 mod engines;
+mod hedge;
 mod job;
 mod mixed;
 mod parent;
@@ -47,6 +48,9 @@ pub enum BenchCommand {
     /// redo + oltp + scan at once in one process, on one mount: latency per
     /// I/O class, with `io_classes` off then on (directnfs only).
     Mixed(Box<BenchOpts>),
+    /// Random 8 KiB reads, one in flight per session, with `hedge` off
+    /// then on (directnfs only; make one path of the target slow first).
+    Hedge(Box<BenchOpts>),
     /// Internal: runs one engine for the parent (job on stdin, JSON on stdout).
     #[command(hide = true, name = "worker")]
     Worker,
@@ -190,6 +194,7 @@ pub fn run(args: BenchArgs, config: Option<std::path::PathBuf>) -> ExitCode {
         BenchCommand::Redo(o) => parent::run(Workload::Redo, with(o)),
         BenchCommand::Sweep(o) => parent::run(Workload::Sweep, with(o)),
         BenchCommand::Mixed(o) => mixed::run(with(o)),
+        BenchCommand::Hedge(o) => hedge::run(with(o)),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

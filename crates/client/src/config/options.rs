@@ -226,6 +226,19 @@ pub struct MountOptions {
     /// one channel of each path with two or more is its log lane
     /// (`io_classes`; see `directnfs_engine::class`). Default on.
     pub io_classes: bool,
+    /// Hedged reads (`hedge`; see `directnfs_engine::hedge`): an NFSv3
+    /// READ outstanding past the lowest recent p95 READ latency of the
+    /// paths, clamped to [`hedge_min`](Self::hedge_min)..=[`hedge_max`](Self::hedge_max),
+    /// is sent again on another channel (another path first) and the first
+    /// reply wins. Never writes, never NFSv4.1. Default off.
+    pub hedge: bool,
+    /// The shortest hedge delay (`hedge_min_ms`):
+    /// [`MIN_HEDGE`](Self::MIN_HEDGE)..=[`MAX_HEDGE`](Self::MAX_HEDGE). Default 2 ms.
+    pub hedge_min: Duration,
+    /// The longest hedge delay, and the delay before enough READs were
+    /// timed (`hedge_max_ms`): at least `hedge_min`, at most
+    /// [`MAX_HEDGE`](Self::MAX_HEDGE). Default 200 ms.
+    pub hedge_max: Duration,
     /// Where the process's alert lines go, when this option sets it; the
     /// last client mounted with it wins. Default: not set (stderr, or
     /// `DIRECTNFS_ALERT_LOG`).
@@ -309,6 +322,9 @@ impl Default for MountOptions {
             owner_reuse: true,
             fork_spares: true,
             io_classes: true,
+            hedge: false,
+            hedge_min: Duration::from_millis(2),
+            hedge_max: Duration::from_millis(200),
             alert_log: None,
             write_behind: 8 << 20,
             write_behind_client: 64 << 20,
@@ -425,6 +441,9 @@ enum Key {
     OwnerReuse,
     ForkSpares,
     IoClasses,
+    Hedge,
+    HedgeMin,
+    HedgeMax,
     AlertLog,
     NlmPort,
     LocalLock,
@@ -486,6 +505,9 @@ const KEYS: &[(&str, Key)] = &[
     ("owner_reuse", Key::OwnerReuse),
     ("fork_spares", Key::ForkSpares),
     ("io_classes", Key::IoClasses),
+    ("hedge", Key::Hedge),
+    ("hedge_min_ms", Key::HedgeMin),
+    ("hedge_max_ms", Key::HedgeMax),
     ("alert_log", Key::AlertLog),
     ("xprtsec", Key::Xprtsec),
     ("tls_ca", Key::TlsCa),
@@ -549,6 +571,10 @@ impl MountOptions {
     pub const MIN_MNT_TIMEOUT: Duration = Duration::from_secs(1);
     /// Longest `mnt_timeout` (a day).
     pub const MAX_MNT_TIMEOUT: Duration = Duration::from_secs(86400);
+    /// The shortest `hedge_min_ms` and `hedge_max_ms`.
+    pub const MIN_HEDGE: Duration = Duration::from_millis(1);
+    /// The longest `hedge_min_ms` and `hedge_max_ms`.
+    pub const MAX_HEDGE: Duration = Duration::from_secs(10);
 
     /// Every key [`set`](Self::set) accepts, aliases included, in normalised
     /// form (lower case, `_`).
@@ -643,6 +669,19 @@ impl MountOptions {
             Key::OwnerReuse => self.owner_reuse = p.flag()?,
             Key::ForkSpares => self.fork_spares = p.flag()?,
             Key::IoClasses => self.io_classes = p.flag()?,
+            Key::Hedge => self.hedge = p.flag()?,
+            Key::HedgeMin => {
+                self.hedge_min = Duration::from_millis(p.ranged(
+                    Self::MIN_HEDGE.as_millis() as u64,
+                    Self::MAX_HEDGE.as_millis() as u64,
+                )?)
+            }
+            Key::HedgeMax => {
+                self.hedge_max = Duration::from_millis(p.ranged(
+                    Self::MIN_HEDGE.as_millis() as u64,
+                    Self::MAX_HEDGE.as_millis() as u64,
+                )?)
+            }
             Key::AlertLog => {
                 self.alert_log =
                     Some(crate::alert::Sink::parse(p.required()?).map_err(|e| p.invalid(e))?)
@@ -696,6 +735,18 @@ impl MountOptions {
                 self.mnt_timeout,
                 Self::MIN_MNT_TIMEOUT,
                 Self::MAX_MNT_TIMEOUT,
+            ),
+            (
+                "hedge_min_ms",
+                self.hedge_min,
+                Self::MIN_HEDGE,
+                Self::MAX_HEDGE,
+            ),
+            (
+                "hedge_max_ms",
+                self.hedge_max,
+                self.hedge_min,
+                Self::MAX_HEDGE,
             ),
         ];
         for (key, d, min, max) in durations {
@@ -1176,7 +1227,7 @@ mod tests {
             let value = match key {
                 "hard" | "soft" | "dontroute" | "resvport" | "noresvport" | "ro" | "rw"
                 | "stats" | "publish_stats" | "owner_reuse" | "fork_spares" | "io_classes"
-                | "lock" | "nolock" | "tls_direct" => "",
+                | "hedge" | "lock" | "nolock" | "tls_direct" => "",
                 "local_lock" => "posix",
                 "options" => "rw,bg,hard,tcp,vers=3",
                 "alert_log" => "off",
@@ -1368,6 +1419,34 @@ mod tests {
         );
         assert!(set(&[("timeo", "50ms")]).is_err());
         assert!(set(&[("timeo", "18446744073709551615s")]).is_err());
+    }
+
+    #[test]
+    fn hedge_is_off_by_default_and_its_bounds_are_checked() {
+        let d = MountOptions::default();
+        assert!(!d.hedge);
+        assert_eq!(
+            (d.hedge_min, d.hedge_max),
+            (Duration::from_millis(2), Duration::from_millis(200))
+        );
+        let o = set(&[
+            ("hedge", "on"),
+            ("hedge_min_ms", "5"),
+            ("hedge_max_ms", "50"),
+        ])
+        .unwrap();
+        assert!(o.hedge);
+        assert_eq!(
+            (o.hedge_min, o.hedge_max),
+            (Duration::from_millis(5), Duration::from_millis(50))
+        );
+        assert!(set(&[("hedge_min_ms", "0")]).is_err());
+        assert!(set(&[("hedge_max_ms", "10001")]).is_err());
+        let e = set(&[("hedge_min_ms", "50"), ("hedge_max_ms", "10")])
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("hedge_max_ms"), "{e}");
     }
 
     #[test]

@@ -177,6 +177,16 @@ option_table![
         "on",
     ),
     (
+        "`hedge`",
+        "flag, NFSv3 only: hedged reads: a READ outstanding longer than the lowest recent p95 READ latency of the paths (clamped to `hedge_min_ms`..`hedge_max_ms`) is sent again on another channel, another path first, and the first reply wins; writes and COMMIT never are (see the book's multipath chapter)",
+        "off",
+    ),
+    (
+        "`hedge_min_ms`, `hedge_max_ms`",
+        "the bounds of the hedge delay, in milliseconds (1 to 10000, `hedge_max_ms` at least `hedge_min_ms`); the delay is `hedge_max_ms` until 32 READs of a path were timed",
+        "2, 200",
+    ),
+    (
         "`alert_log`",
         "where this process's alert lines go: `stderr`, `off`, `syslog`, `syslog:SOCKET`, `file:PATH` or an absolute path (see [`crate::alert`])",
         "stderr",

@@ -312,6 +312,14 @@ impl Request for Call {
     fn class(&self) -> IoClass {
         IoClass::from_index(self.class.load(Ordering::Relaxed) as usize)
     }
+
+    /// An NFSv3 READ into a caller's buffer: idempotent, and its reply is
+    /// delivered once however many copies are sent (`directnfs_engine::hedge`).
+    /// Not an NFSv4.1 READ (`Sink::Read4`): its COMPOUND holds a session
+    /// slot and sequence id a second copy would reuse.
+    fn hedgeable(&self) -> bool {
+        self.proc_ == directnfs_wire::nfs3::NFSPROC3_READ && matches!(self.sink, Sink::Read(_))
+    }
 }
 
 /// A call's outcome: written once by whoever completes the call, taken

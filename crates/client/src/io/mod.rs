@@ -74,7 +74,11 @@
 //! Time: `transport/maintenance.rs` calls `Engine::on_tick` and sleeps
 //! until `Engine::next_deadline`; a call with no reply by its deadline
 //! fails its channel there, and the engine re-sends it elsewhere (step 2's
-//! actions again).
+//! actions again). With `hedge=on` an NFSv3 READ still unanswered at its
+//! hedge delay is sent a second time there, on another channel
+//! (`directnfs_engine::hedge`); in step 6 the first reply takes both copies
+//! out of the engine's tables, so the other's reply matches nothing and is
+//! dropped before it can touch the caller's buffer.
 
 pub(crate) mod call;
 pub(crate) mod call_error;

@@ -161,6 +161,8 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
             "reconn",
             "moved_same",
             "moved_other",
+            "hedges",
+            "hedge_won",
             "errors",
             "inflight",
             "peak",
@@ -259,6 +261,8 @@ fn write_tables(out: &mut String, s: &StatsSnapshot) {
                     t.reconnects.to_string(),
                     t.moved_same_path.to_string(),
                     t.moved_other_path.to_string(),
+                    t.hedges_sent.to_string(),
+                    t.hedges_won.to_string(),
                     t.errors.to_string(),
                     t.inflight.to_string(),
                     t.inflight_peak.to_string(),
@@ -472,7 +476,7 @@ struct Counter {
     get: fn(&IoSnapshot) -> u64,
 }
 
-const COUNTERS: [Counter; 12] = [
+const COUNTERS: [Counter; 14] = [
     Counter {
         name: "directnfs_bytes_read_total",
         help: "READ payload bytes received.",
@@ -527,6 +531,16 @@ const COUNTERS: [Counter; 12] = [
         name: "directnfs_moved_other_path_total",
         help: "Lost attempts re-sent on a channel of another path.",
         get: |io| io.moved_other_path,
+    },
+    Counter {
+        name: "directnfs_hedges_total",
+        help: "READs sent a second time while outstanding (hedged reads).",
+        get: |io| io.hedges_sent,
+    },
+    Counter {
+        name: "directnfs_hedges_won_total",
+        help: "Hedged READs whose second copy was answered first.",
+        get: |io| io.hedges_won,
     },
     Counter {
         name: "directnfs_write_behind_errors_total",
@@ -1224,6 +1238,8 @@ mod tests {
             ("directnfs_receives_total", "counter"),
             ("directnfs_moved_same_path_total", "counter"),
             ("directnfs_moved_other_path_total", "counter"),
+            ("directnfs_hedges_total", "counter"),
+            ("directnfs_hedges_won_total", "counter"),
             ("directnfs_socket_buffer_bytes", "gauge"),
             ("directnfs_file_size_bytes", "gauge"),
             ("directnfs_transfer_max_bytes", "gauge"),

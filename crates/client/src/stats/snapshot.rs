@@ -187,6 +187,11 @@ pub struct IoSnapshot {
     pub moved_same_path: u64,
     /// Lost attempts re-sent on a channel of another path.
     pub moved_other_path: u64,
+    /// READs hedged: sent a second time while outstanding (the book's
+    /// multipath chapter, `hedge`), counted where the second copy went.
+    pub hedges_sent: u64,
+    /// Hedges answered before the first copy (where the hedge went).
+    pub hedges_won: u64,
     /// Calls in flight when the snapshot was taken.
     pub inflight: u64,
     /// Highest in-flight depth seen.
@@ -230,6 +235,8 @@ impl IoSnapshot {
             lost: raw.lost,
             moved_same_path: raw.moved_same_path,
             moved_other_path: raw.moved_other_path,
+            hedges_sent: raw.hedges_sent,
+            hedges_won: raw.hedges_won,
             inflight: raw.inflight,
             inflight_peak: raw.inflight_peak,
             write_behind_bytes: raw.write_behind_bytes,
@@ -273,6 +280,8 @@ impl IoSnapshot {
             (&mut self.lost, other.lost),
             (&mut self.moved_same_path, other.moved_same_path),
             (&mut self.moved_other_path, other.moved_other_path),
+            (&mut self.hedges_sent, other.hedges_sent),
+            (&mut self.hedges_won, other.hedges_won),
             (&mut self.inflight, other.inflight),
             (&mut self.inflight_peak, other.inflight_peak),
             (&mut self.write_behind_bytes, other.write_behind_bytes),
@@ -531,5 +540,9 @@ mod tests {
         assert_eq!((io.sends, io.receives, io.lost, io.inflight), (3, 1, 1, 1));
         assert_eq!((io.moved_same_path, io.moved_other_path), (0, 1));
         assert_eq!(io.errors, 1);
+        s.on_hedge_sent();
+        s.on_hedge_won();
+        let io = IoSnapshot::from_raw(&s.raw_snapshot());
+        assert_eq!((io.hedges_sent, io.hedges_won), (1, 1));
     }
 }

@@ -206,6 +206,8 @@ pub struct IoStats {
     lost: AtomicU64,
     moved_same_path: AtomicU64,
     moved_other_path: AtomicU64,
+    hedges_sent: AtomicU64,
+    hedges_won: AtomicU64,
     // Signed so an unmatched completion shows as 0, not as 2^64 - 1.
     inflight: AtomicI64,
     inflight_peak: AtomicU64,
@@ -295,6 +297,8 @@ impl IoStats {
             lost: AtomicU64::new(0),
             moved_same_path: AtomicU64::new(0),
             moved_other_path: AtomicU64::new(0),
+            hedges_sent: AtomicU64::new(0),
+            hedges_won: AtomicU64::new(0),
             inflight: AtomicI64::new(0),
             inflight_peak: AtomicU64::new(0),
             write_behind_bytes: AtomicI64::new(0),
@@ -366,6 +370,30 @@ impl IoStats {
             &self.moved_same_path
         };
         c.fetch_add(1, Relaxed);
+    }
+
+    /// A READ was hedged: sent a second time on this scope while its first
+    /// copy was outstanding elsewhere (also counted by
+    /// [`on_submit`](Self::on_submit); see `crate::hedge`).
+    #[inline]
+    pub fn on_hedge_sent(&self) {
+        self.hedges_sent.fetch_add(1, Relaxed);
+    }
+
+    /// A hedge sent on this scope was answered before its first copy.
+    #[inline]
+    pub fn on_hedge_won(&self) {
+        self.hedges_won.fetch_add(1, Relaxed);
+    }
+
+    /// The copy of a hedged READ on this scope was withdrawn because the
+    /// other copy was answered first: it ends without a reply used, counted
+    /// as lost (so replies received = calls - lost - in flight still
+    /// holds) but not as an error.
+    #[inline]
+    pub fn on_hedge_dropped(&self) {
+        self.lost.fetch_add(1, Relaxed);
+        self.inflight.fetch_sub(1, Relaxed);
     }
 
     /// A call was sent again (same XID or a new one) after a timeout or a
@@ -445,6 +473,8 @@ impl IoStats {
             lost: self.lost.load(Relaxed),
             moved_same_path: self.moved_same_path.load(Relaxed),
             moved_other_path: self.moved_other_path.load(Relaxed),
+            hedges_sent: self.hedges_sent.load(Relaxed),
+            hedges_won: self.hedges_won.load(Relaxed),
             inflight: self.inflight(),
             inflight_peak: self.inflight_peak.load(Relaxed),
             write_behind_bytes: u64::try_from(self.write_behind_bytes.load(Relaxed)).unwrap_or(0),
@@ -502,6 +532,10 @@ pub struct RawIoSnapshot {
     pub moved_same_path: u64,
     /// Lost attempts sent again on a channel of another path.
     pub moved_other_path: u64,
+    /// READs hedged: sent a second time while outstanding.
+    pub hedges_sent: u64,
+    /// Hedges answered before the first copy.
+    pub hedges_won: u64,
     /// Calls in flight when the copy was taken.
     pub inflight: u64,
     /// Highest in-flight depth seen. After a merge: the sum of the parts'
@@ -537,6 +571,8 @@ impl RawIoSnapshot {
         add(&mut self.lost, other.lost);
         add(&mut self.moved_same_path, other.moved_same_path);
         add(&mut self.moved_other_path, other.moved_other_path);
+        add(&mut self.hedges_sent, other.hedges_sent);
+        add(&mut self.hedges_won, other.hedges_won);
         add(&mut self.inflight, other.inflight);
         add(&mut self.inflight_peak, other.inflight_peak);
         add(&mut self.write_behind_bytes, other.write_behind_bytes);

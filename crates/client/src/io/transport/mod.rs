@@ -252,6 +252,7 @@ impl Transport {
             specs.len(),
         );
         engine.set_classes(config.io_classes);
+        engine.set_hedge(config.hedge);
         let paths: Vec<usize> = specs.iter().map(|s| s.path).collect();
         let channels = specs
             .into_iter()

@@ -69,6 +69,8 @@ pub(crate) struct TransportConfig {
     /// Honour I/O classes: the last channel of each path with two or more
     /// is its log lane (`io_classes`; `directnfs_engine::class`).
     pub io_classes: bool,
+    /// Hedged reads (`hedge`; `directnfs_engine::hedge`); `None`: off.
+    pub hedge: Option<directnfs_engine::HedgePolicy>,
 }
 
 /// State shared by callers (who take turns receiving), the fallback

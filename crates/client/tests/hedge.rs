@@ -1,0 +1,170 @@
+//! Hedged reads against a real NFS-Ganesha (`DNFS_TEST_URL`; skipped
+//! without it unless `DNFS_TEST_REQUIRE_SERVER=1`): two paths to the
+//! server, 127.0.0.1 and 127.0.0.2, each through a
+//! `directnfs_testkit::proxy`, the second holding every call for
+//! [`SLOW`] (a slow path). Random 8 KiB reads one at a time, every one
+//! checked: with `hedge=off` about half go down the slow path and its delay
+//! shows in the p99; with `hedge=on` a READ outstanding past the fast path's
+//! p95 (at least 2 ms) is sent again on the fast path, its reply wins, and
+//! the p99 stays far below the slow path's delay. Margins are generous: a
+//! shared 2-core machine.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use directnfs::config::NfsUrl;
+use directnfs::{Client, PathSpec, Target};
+use directnfs_testkit::blocks::{encode_block, verify_block, BLOCK_SIZE};
+use directnfs_testkit::proxy::{FaultProxy, ProxyConfig};
+use directnfs_testkit::rng::SplitMix64;
+
+/// What the slow path adds to every call.
+const SLOW: Duration = Duration::from_millis(50);
+/// Blocks of the file read at random.
+const BLOCKS: u64 = 512;
+
+fn proxy(listen: SocketAddr, upstream: SocketAddr) -> std::io::Result<FaultProxy> {
+    FaultProxy::start(ProxyConfig {
+        listen,
+        upstream,
+        connect_timeout: Duration::from_secs(2),
+        seed: 7,
+    })
+}
+
+/// A fast and a slow proxy on the same port (127.0.0.1 and 127.0.0.2),
+/// both to `upstream`.
+fn two_proxies(upstream: SocketAddr) -> (FaultProxy, FaultProxy) {
+    for _ in 0..20 {
+        let fast = proxy("127.0.0.1:0".parse().unwrap(), upstream).unwrap();
+        let port = fast.local_addr().port();
+        if let Ok(slow) = proxy(SocketAddr::from(([127, 0, 0, 2], port)), upstream) {
+            slow.set_call_delay(SLOW);
+            return (fast, slow);
+        }
+    }
+    panic!("no port free on both 127.0.0.1 and 127.0.0.2");
+}
+
+fn mount(parsed: &NfsUrl, port: u16, hedge: &str) -> Client {
+    let mut target = Target::from_url(parsed);
+    target.paths = ["127.0.0.1", "127.0.0.2"]
+        .into_iter()
+        .map(|server| PathSpec {
+            local: None,
+            server: server.into(),
+        })
+        .collect();
+    target.options.nfs_port = Some(port);
+    target.options.connections = 1;
+    target.options.set("hedge", hedge).unwrap();
+    target.options.set("hedge_max_ms", "10").unwrap();
+    Client::mount(&target).unwrap()
+}
+
+/// `n` random 8 KiB reads of `path`, one at a time, each checked; their
+/// latencies, sorted.
+fn random_reads(client: &Client, path: &str, n: usize, seed: u64) -> Vec<Duration> {
+    let f = client.open(path).unwrap();
+    let mut rng = SplitMix64::new(seed);
+    let mut buf = vec![0u8; BLOCK_SIZE];
+    let mut lat = Vec::with_capacity(n);
+    for _ in 0..n {
+        let block = rng.below(BLOCKS);
+        buf.fill(0);
+        let t = Instant::now();
+        let got = f.read_at(&mut buf, block * BLOCK_SIZE as u64).unwrap();
+        lat.push(t.elapsed());
+        assert_eq!(got, BLOCK_SIZE, "short read of block {block}");
+        verify_block(block, &buf).unwrap_or_else(|e| panic!("block {block}: {e:?}"));
+    }
+    lat.sort();
+    lat
+}
+
+fn p99(sorted: &[Duration]) -> Duration {
+    sorted[(sorted.len() * 99).div_ceil(100) - 1]
+}
+
+fn hedges(client: &Client) -> (u64, u64) {
+    let s = client.stats();
+    s.servers.iter().fold((0, 0), |(a, b), srv| {
+        (a + srv.totals.hedges_sent, b + srv.totals.hedges_won)
+    })
+}
+
+#[test]
+fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
+    let Some(url) = directnfs_testkit::server::url("hedge") else {
+        return;
+    };
+    let parsed = NfsUrl::parse(&url).unwrap();
+    if parsed.host != "127.0.0.1" {
+        directnfs_testkit::server::cannot_check(
+            "hedge",
+            "the second path (127.0.0.2) needs the server on 127.0.0.1",
+        );
+        return;
+    }
+    let port = parsed.options.nfs_port.or(parsed.port).unwrap_or(2049);
+    let upstream: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let (fast, slow) = two_proxies(upstream);
+    let path = format!("/hedge-{}", std::process::id());
+
+    // The file, written over the fast path only (no hedging of writes to
+    // look at here: `crates/engine/tests/hedge.rs`).
+    {
+        slow.set_call_delay(Duration::ZERO);
+        let c = mount(&parsed, fast.local_addr().port(), "off");
+        let f = c.create(&path).unwrap();
+        let mut data = vec![0u8; BLOCKS as usize * BLOCK_SIZE];
+        for (i, b) in data.chunks_mut(BLOCK_SIZE).enumerate() {
+            encode_block(i as u64, 1, b);
+        }
+        f.write_at(&data, 0).unwrap();
+        f.fsync().unwrap();
+        slow.set_call_delay(SLOW);
+    }
+
+    let off = mount(&parsed, fast.local_addr().port(), "off");
+    let unhedged = random_reads(&off, &path, 200, 1);
+    assert_eq!(hedges(&off), (0, 0), "hedge=off sends no hedge");
+    drop(off);
+
+    let on = mount(&parsed, fast.local_addr().port(), "on");
+    // Warm-up: the fast path's first 32 READs set the hedge delay (10 ms
+    // until then, `hedge_max_ms`).
+    let _ = random_reads(&on, &path, 100, 2);
+    let (sent0, won0) = hedges(&on);
+    let hedged = random_reads(&on, &path, 400, 3);
+    let (sent, won) = hedges(&on);
+    let (sent, won) = (sent - sent0, won - won0);
+    println!(
+        "RESULT hedge: slow path +{} ms; 8 KiB random reads QD1: p50/p99 hedge=off {:.1}/{:.1} ms \
+         (200 reads), hedge=on {:.1}/{:.1} ms (400 reads); hedges sent {sent} ({:.0}% extra READs), won {won}",
+        SLOW.as_millis(),
+        ms(unhedged[unhedged.len() / 2]),
+        ms(p99(&unhedged)),
+        ms(hedged[hedged.len() / 2]),
+        ms(p99(&hedged)),
+        sent as f64 * 100.0 / 400.0,
+    );
+    assert!(
+        p99(&unhedged) > Duration::from_millis(40),
+        "hedge=off: the slow path's delay must show in the p99: {:?}",
+        p99(&unhedged)
+    );
+    assert!(
+        p99(&hedged) < Duration::from_millis(25),
+        "hedge=on: p99 {:?} is not far below the slow path's {SLOW:?}",
+        p99(&hedged)
+    );
+    assert!(won > 0 && sent >= won, "hedges sent {sent}, won {won}");
+    on.remove(&path).unwrap();
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
