@@ -84,6 +84,7 @@ mod handle;
 mod handle_calls;
 mod io;
 mod links;
+mod lock_ranges;
 mod metadata;
 mod mount;
 mod nlm;

@@ -19,64 +19,15 @@ use std::collections::HashMap;
 use directnfs_wire::nlm4::{nlm4_holder, nlm4_stats};
 
 use super::NlmOwner;
-
-/// One held range: bytes `start..end` (`end` = `u64::MAX`: to the end of
-/// the file, NLM's length 0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Range {
-    pub start: u64,
-    pub end: u64,
-    pub exclusive: bool,
-}
-
-impl Range {
-    /// The range of an NLM (offset, length) pair; length 0 or one that
-    /// runs past 2^64: to the end of the file.
-    pub(crate) fn of(offset: u64, len: u64, exclusive: bool) -> Self {
-        let end = match len {
-            0 => u64::MAX,
-            n => offset.saturating_add(n),
-        };
-        Range {
-            start: offset,
-            end,
-            exclusive,
-        }
-    }
-
-    /// NLM's (offset, length) for this range.
-    pub(crate) fn offset_len(&self) -> (u64, u64) {
-        match self.end {
-            u64::MAX => (self.start, 0),
-            end => (self.start, end - self.start),
-        }
-    }
-
-    fn overlaps(&self, start: u64, end: u64) -> bool {
-        self.start < end && start < self.end
-    }
-}
-
-impl std::fmt::Display for Range {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mode = if self.exclusive {
-            "exclusive"
-        } else {
-            "shared"
-        };
-        match self.end {
-            u64::MAX => write!(f, "bytes {}.. (to the end), {mode}", self.start),
-            end => write!(f, "bytes {}..{end}, {mode}", self.start),
-        }
-    }
-}
+pub(crate) use crate::lock_ranges::Range;
+use crate::lock_ranges::Ranges;
 
 /// The key of the table: a file handle's bytes and a lock owner.
 pub(crate) type Key = (Vec<u8>, NlmOwner);
 
 #[derive(Debug, Default)]
 struct Entry {
-    ranges: Vec<Range>,
+    ranges: Ranges,
     /// Why some of this owner's locks on the file were lost.
     lost: Option<String>,
 }
@@ -90,17 +41,13 @@ pub(crate) struct Held {
 impl Held {
     /// The server granted `r` to `key`.
     pub(crate) fn locked(&mut self, key: &Key, r: Range) {
-        let e = self.files.entry(key.clone()).or_default();
-        cut(&mut e.ranges, r.start, r.end);
-        e.ranges.push(r);
-        e.ranges.sort_by_key(|r| r.start);
-        merge(&mut e.ranges);
+        self.files.entry(key.clone()).or_default().ranges.add(r);
     }
 
     /// `key` released bytes `start..end`.
     pub(crate) fn unlocked(&mut self, key: &Key, start: u64, end: u64) {
         if let Some(e) = self.files.get_mut(key) {
-            cut(&mut e.ranges, start, end);
+            e.ranges.remove(start, end);
             if e.ranges.is_empty() && e.lost.is_none() {
                 self.files.remove(key);
             }
@@ -110,7 +57,7 @@ impl Held {
     /// `r` of `key` is no longer held on the server, for `why`.
     pub(crate) fn lose(&mut self, key: &Key, r: Range, why: &str) {
         let e = self.files.entry(key.clone()).or_default();
-        cut(&mut e.ranges, r.start, r.end);
+        e.ranges.remove(r.start, r.end);
         let line = format!("{r}: {why}");
         e.lost = Some(match e.lost.take() {
             Some(before) => format!("{before}; {line}"),
@@ -139,7 +86,7 @@ impl Held {
         let mut v: Vec<(Key, Range)> = self
             .files
             .iter()
-            .flat_map(|(k, e)| e.ranges.iter().map(move |r| (k.clone(), *r)))
+            .flat_map(|(k, e)| e.ranges.ranges().iter().map(move |r| (k.clone(), *r)))
             .collect();
         v.sort_by(|a, b| (&a.0 .0, a.1.start).cmp(&(&b.0 .0, b.1.start)));
         v
@@ -149,36 +96,6 @@ impl Held {
     pub(crate) fn is_empty(&self) -> bool {
         self.files.values().all(|e| e.ranges.is_empty())
     }
-}
-
-/// Removes bytes `start..end` from `ranges`, splitting what straddles.
-fn cut(ranges: &mut Vec<Range>, start: u64, end: u64) {
-    let mut out = Vec::with_capacity(ranges.len() + 1);
-    for r in ranges.drain(..) {
-        if !r.overlaps(start, end) {
-            out.push(r);
-            continue;
-        }
-        if r.start < start {
-            out.push(Range { end: start, ..r });
-        }
-        if r.end > end {
-            out.push(Range { start: end, ..r });
-        }
-    }
-    *ranges = out;
-}
-
-/// Joins neighbours of one mode (`ranges` sorted, disjoint).
-fn merge(ranges: &mut Vec<Range>) {
-    let mut out: Vec<Range> = Vec::with_capacity(ranges.len());
-    for r in ranges.drain(..) {
-        match out.last_mut() {
-            Some(last) if last.end == r.start && last.exclusive == r.exclusive => last.end = r.end,
-            _ => out.push(r),
-        }
-    }
-    *ranges = out;
 }
 
 /// What the server's answer to NLM4_TEST of a held range, asked in the
@@ -322,7 +239,7 @@ mod tests {
         // An exclusive lock to the end replaces and merges.
         h.locked(&k, Range::of(10, 0, true));
         assert_eq!(ranges(&h, &k), [(0, u64::MAX, true)]);
-        assert_eq!(h.all()[0].1.offset_len(), (0, 0));
+        assert_eq!(h.all()[0].1.nlm4_offset_len(), (0, 0));
         // Other files and owners are apart.
         let other = (vec![1], NlmOwner::process_of(8));
         h.locked(&other, Range::of(5, 1, false));
@@ -334,7 +251,7 @@ mod tests {
         assert!(h.is_empty());
         // A length running past 2^64 is "to the end".
         assert_eq!(
-            Range::of(u64::MAX - 1, 10, true).offset_len(),
+            Range::of(u64::MAX - 1, 10, true).nlm4_offset_len(),
             (u64::MAX - 1, 0)
         );
     }

@@ -611,7 +611,7 @@ impl Manager {
         range: held::Range,
     ) -> std::result::Result<Option<Reclaimed>, RecoverError> {
         let handle = Handle::from_bytes(fh).map_err(RecoverError::Call)?;
-        let (offset, len) = range.offset_len();
+        let (offset, len) = range.nlm4_offset_len();
         let args = nlm4_testargs {
             cookie: cookie(),
             exclusive: true,

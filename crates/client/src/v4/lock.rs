@@ -4,7 +4,7 @@
 //! OFD locks: two `File`s of one process contend like two processes).
 //! A blocking lock polls with back-off (10 ms doubling to 1 s) using the
 //! blocking lock types, which ask the server to hold the lock for the
-//! poller (RFC 8881 §9.6). The ranges granted are kept (`held.rs`) for
+//! poller (RFC 8881 §9.6). The ranges granted are kept (`crate::lock_ranges`) for
 //! the reclaim after a server restart (`reclaim.rs`); a lock that could
 //! not be reclaimed is reported by the next I/O and by `unlock`
 //! ([`Error::LockLost`]).
@@ -18,12 +18,12 @@ use directnfs_wire::nfs4::{
     LOCKT4args, LOCKT4res, LOCKU4args, Nfs4Res, PUTFH4args, NFS4_UINT64_MAX,
 };
 
-use super::held::Range;
 use super::open_file::{state_lost, OpenFile};
 use super::ops::Ops;
 use super::sequence::{results, STAT_OTHER};
 use super::session::Session;
 use crate::error::{Error, Result};
+use crate::lock_ranges::Range;
 
 /// Pause after a denied blocking lock: 10 ms doubling to 1 s.
 const FIRST_POLL: Duration = Duration::from_millis(10);

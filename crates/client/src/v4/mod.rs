@@ -20,7 +20,6 @@
 //! | `io.rs` | this version's per-RPC operations for `crate::rpcops`: a READ or WRITE piece on its own slot, settled; COMMIT of the file |
 //! | `handles.rs` | `open_handle`: OPEN by handle (CLAIM_FH) |
 //! | `lock.rs` | what `File::lock`/`try_lock`/`unlock`/`test_lock` (`file/lock.rs`) send: LOCK (polled while denied), LOCKU, LOCKT, released before CLOSE; lost locks reported |
-//! | `held.rs` | the byte ranges a lock owner holds (POSIX merge and split), for reclaim |
 //! | `trunk.rs` | session trunking: each path's server owner checked by EXCHANGE_ID, every connection bound to the session (BIND_CONN_TO_SESSION) |
 //!
 //! These modules sit below the client and its files, never above: none
@@ -66,7 +65,6 @@
 
 pub(crate) mod attrs;
 pub(crate) mod handles;
-pub(crate) mod held;
 pub(crate) mod io;
 pub(crate) mod lease;
 pub(crate) mod links;

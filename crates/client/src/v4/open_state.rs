@@ -1,14 +1,14 @@
 //! What a server restart needs of an open NFSv4.1 file: its handle,
 //! access, open stateid and locks. The session keeps a weak list of these
-//! for `reclaim.rs`; `file.rs`'s open file holds one. A leaf of `v4/`: it
-//! names only `held.rs`, so the session can list open files without
-//! naming the file module.
+//! for `reclaim.rs`; `open_file.rs`'s open file holds one. A leaf of
+//! `v4/`: it names only `crate::lock_ranges`, so the session can list open
+//! files without naming the file module.
 
 use std::sync::Mutex;
 
 use directnfs_wire::nfs4::{nfs_fh4, owner_id4, stateid4};
 
-use super::held::Held;
+use crate::lock_ranges::Ranges;
 
 /// The server-side state of one open file, shared with the session's
 /// list of open files (for reclaim). Its mutexes are held only for
@@ -30,8 +30,8 @@ pub(crate) struct OpenState {
 pub(crate) struct Locks {
     /// The lock stateid, once the file locked a range.
     pub(crate) stateid: Option<stateid4>,
-    /// What the owner holds (`held.rs`): reclaimed after a restart.
-    pub(crate) held: Held,
+    /// What the owner holds (`crate::lock_ranges`): reclaimed after a restart.
+    pub(crate) held: Ranges,
     /// Why locks were lost, until `unlock` reports it.
     pub(crate) lost: Option<String>,
     /// Bumped when a reclaim or a loss replaces the lock state: a LOCK or

@@ -28,7 +28,6 @@ use directnfs_wire::nfs4::{
 };
 use directnfs_wire::Encode;
 
-use super::held::Range;
 use super::lock::{locker, new_owner_name};
 use super::open_file::open_op;
 use super::open_state::OpenState;
@@ -36,6 +35,7 @@ use super::ops::{self, Ops};
 use super::sequence::{nfs4_error, results, Request};
 use super::session::Session;
 use crate::error::{Error, Result};
+use crate::lock_ranges::Range;
 use crate::remote::Remote;
 
 /// Reclaims every open file of `s` and its locks, then RECLAIM_COMPLETE.
@@ -164,7 +164,7 @@ fn reclaim_lock(
         },
         reclaim: true,
         offset: r.start,
-        length: r.length(),
+        length: r.nfs4_length(),
         locker,
     }));
     match send(s, remote, &ops, "LOCK", &f.path)?.last() {

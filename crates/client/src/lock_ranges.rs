@@ -1,13 +1,16 @@
-//! The byte ranges one lock owner holds, as the server sees them after
-//! each LOCK and LOCKU (POSIX rules, RFC 8881 §9.5: a new lock replaces
-//! the owner's own lock on the overlap, an unlock may split a range), so
-//! that a server restart can reclaim exactly them (`reclaim.rs`).
+//! Byte-range locks one owner holds on one file, as the server sees them
+//! after each lock and unlock, by POSIX's rules (RFC 8881 §9.5 for
+//! NFSv4.1, the same for NLM): a lock replaces what the owner held on its
+//! bytes (a downgrade, an upgrade, a split), an unlock removes its bytes,
+//! neighbours of one mode merge. Both protocol versions keep their held
+//! locks in a [`Ranges`] so that a server restart can reclaim exactly them
+//! (`v4/reclaim.rs`, `nlm/held.rs`).
 
 /// The end of a range that runs to the end of the file, however far it
-/// grows (RFC 8881 §18.10.3: a length of all ones).
+/// grows (a length of 0 or of all ones on the wire).
 pub(crate) const TO_EOF: u64 = u64::MAX;
 
-/// One held range: `start..end` (`end` [`TO_EOF`]: to the end).
+/// One held range: bytes `start..end` (`end` [`TO_EOF`]: to the end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Range {
     pub start: u64,
@@ -16,8 +19,8 @@ pub(crate) struct Range {
 }
 
 impl Range {
-    /// The range of a LOCK's offset and length (0 or all ones: to the
-    /// end; a length past the end of the file space is cut there).
+    /// The range of a lock's offset and length: 0 or all ones (or a length
+    /// past the end of the file space) run to the end.
     pub(crate) fn of(offset: u64, len: u64, exclusive: bool) -> Self {
         let end = if len == 0 || len == TO_EOF {
             TO_EOF
@@ -31,22 +34,44 @@ impl Range {
         }
     }
 
-    /// The LOCK length of the range (all ones: to the end).
-    pub(crate) fn length(&self) -> u64 {
+    /// NFSv4.1's LOCK length of the range (all ones: to the end).
+    pub(crate) fn nfs4_length(&self) -> u64 {
         if self.end == TO_EOF {
             TO_EOF
         } else {
             self.end - self.start
         }
     }
+
+    /// NLM's (offset, length) of the range (length 0: to the end).
+    pub(crate) fn nlm4_offset_len(&self) -> (u64, u64) {
+        match self.end {
+            TO_EOF => (self.start, 0),
+            end => (self.start, end - self.start),
+        }
+    }
 }
 
-/// Sorted, disjoint ranges; neighbours of one type are merged.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct Held(Vec<Range>);
+impl std::fmt::Display for Range {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mode = if self.exclusive {
+            "exclusive"
+        } else {
+            "shared"
+        };
+        match self.end {
+            TO_EOF => write!(f, "bytes {}.. (to the end), {mode}", self.start),
+            end => write!(f, "bytes {}..{end}, {mode}", self.start),
+        }
+    }
+}
 
-impl Held {
-    /// A granted LOCK: `r` replaces whatever the owner held on its bytes.
+/// Sorted, disjoint ranges; neighbours of one mode are merged.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Ranges(Vec<Range>);
+
+impl Ranges {
+    /// A granted lock: `r` replaces whatever the owner held on its bytes.
     pub(crate) fn add(&mut self, r: Range) {
         if r.start >= r.end {
             return;
@@ -57,7 +82,7 @@ impl Held {
         self.merge();
     }
 
-    /// A LOCKU of `start..end`: what the owner held there is released.
+    /// An unlock of `start..end`: what the owner held there is released.
     pub(crate) fn remove(&mut self, start: u64, end: u64) {
         if start >= end {
             return;
@@ -121,13 +146,15 @@ mod tests {
         assert_eq!(Range::of(10, 0, true), r(10, TO_EOF, true));
         assert_eq!(Range::of(10, u64::MAX, true), r(10, TO_EOF, true));
         assert_eq!(Range::of(u64::MAX - 1, 5, false).end, TO_EOF);
-        assert_eq!(Range::of(10, 5, false).length(), 5);
-        assert_eq!(Range::of(10, 0, false).length(), u64::MAX);
+        assert_eq!(Range::of(10, 5, false).nfs4_length(), 5);
+        assert_eq!(Range::of(10, 0, false).nfs4_length(), u64::MAX);
+        assert_eq!(Range::of(10, 5, false).nlm4_offset_len(), (10, 5));
+        assert_eq!(Range::of(10, u64::MAX, false).nlm4_offset_len(), (10, 0));
     }
 
     #[test]
     fn an_unlock_splits_a_range_and_adjacent_locks_merge() {
-        let mut h = Held::default();
+        let mut h = Ranges::default();
         h.add(Range::of(0, 100, true));
         h.remove(40, 60);
         assert_eq!(h.ranges(), [r(0, 40, true), r(60, 100, true)]);
@@ -139,7 +166,7 @@ mod tests {
 
     #[test]
     fn a_new_lock_replaces_the_owners_own_type_on_the_overlap() {
-        let mut h = Held::default();
+        let mut h = Ranges::default();
         h.add(Range::of(0, 100, false));
         h.add(Range::of(50, 0, true));
         assert_eq!(h.ranges(), [r(0, 50, false), r(50, TO_EOF, true)]);
@@ -164,7 +191,7 @@ mod tests {
 
     #[test]
     fn empty_ranges_change_nothing() {
-        let mut h = Held::default();
+        let mut h = Ranges::default();
         h.add(Range::of(7, 3, true));
         h.add(r(50, 50, true));
         h.remove(8, 8);
