@@ -15,6 +15,8 @@
 pub(crate) mod inflight;
 mod lock;
 pub(crate) mod writebehind;
+#[cfg(test)]
+mod versions_tests;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
