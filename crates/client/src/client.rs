@@ -284,12 +284,22 @@ impl Client {
     ) -> (crate::testing::FakeServer, Client) {
         let remote = Self::detached_remote(options, rtmax, wtmax, true);
         let server = crate::testing::FakeServer::start_on(&remote.transport, behaviour);
-        let trunk = crate::v4::trunk::Trunk::new(vec!["*->detached".into()], &remote.cred, "detached:0", None);
+        let trunk = crate::v4::trunk::Trunk::new(
+            vec!["*->detached".into()],
+            &remote.cred,
+            "detached:0",
+            None,
+        );
         let session = crate::v4::Session::establish(&remote, trunk, crate::v4::reclaim::reclaim)
             .unwrap_or_else(|e| panic!("session with the fake server: {e}"));
         let mut inner = Inner::new(remote);
         inner.v4 = Some(session);
-        (server, Client { inner: Arc::new(inner) })
+        (
+            server,
+            Client {
+                inner: Arc::new(inner),
+            },
+        )
     }
 
     fn detached_remote(options: MountOptions, rtmax: u32, wtmax: u32, v41: bool) -> Remote {
@@ -298,7 +308,10 @@ impl Client {
         // decode theirs.
         let cred = if v41 { vec![0u8; 16] } else { Vec::new() };
         let (prog, vers) = if v41 {
-            (directnfs_wire::nfs4::NFS4_PROGRAM, directnfs_wire::nfs4::NFS_V4)
+            (
+                directnfs_wire::nfs4::NFS4_PROGRAM,
+                directnfs_wire::nfs4::NFS_V4,
+            )
         } else {
             (nfs3::NFS_PROGRAM, nfs3::NFS_V3)
         };

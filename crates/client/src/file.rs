@@ -14,9 +14,9 @@
 
 pub(crate) mod inflight;
 mod lock;
-pub(crate) mod writebehind;
 #[cfg(test)]
 mod versions_tests;
+pub(crate) mod writebehind;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use directnfs_wire::nfs3::{
-    self, nfsstat3, post_op_attr, COMMIT3resok, stable_how, wcc_data, writeverf3, Nfs3Res, READ3resok,
-    WRITE3resok,
+    self, nfsstat3, post_op_attr, stable_how, wcc_data, writeverf3, COMMIT3resok, Nfs3Res,
+    READ3resok, WRITE3resok,
 };
 use directnfs_wire::rpc::{AcceptedReply, OpaqueAuth, ReplyBody, ReplyHeader};
 use directnfs_wire::Encode;
@@ -134,11 +134,8 @@ impl FakeServer {
         let seen = Arc::new(Mutex::new(Seen::default()));
         let thread = {
             let shared = Arc::clone(transport.shared());
-            let (stop, answered, seen) = (
-                Arc::clone(&stop),
-                Arc::clone(&answered),
-                Arc::clone(&seen),
-            );
+            let (stop, answered, seen) =
+                (Arc::clone(&stop), Arc::clone(&answered), Arc::clone(&seen));
             std::thread::spawn(move || {
                 let take = || -> Vec<crate::io::transport::Sent> {
                     match &shared.detached {

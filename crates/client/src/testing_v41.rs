@@ -11,9 +11,9 @@ use std::sync::Mutex;
 
 use directnfs_wire::nfs3::stable_how;
 use directnfs_wire::nfs4::{
-    self, nfs_argop4, nfs_resop4, nfsstat4, stable_how4, stateid4, Nfs4Res, COMMIT4resok,
-    COMPOUND4args, COMPOUND4res, CREATE_SESSION4resok, EXCHANGE_ID4resok, GETATTR4resok,
-    GETFH4resok, OPEN4resok, SEQUENCE4resok, WRITE4resok,
+    self, nfs_argop4, nfs_resop4, nfsstat4, stable_how4, stateid4, COMMIT4resok, COMPOUND4args,
+    COMPOUND4res, CREATE_SESSION4resok, EXCHANGE_ID4resok, GETATTR4resok, GETFH4resok, Nfs4Res,
+    OPEN4resok, SEQUENCE4resok, WRITE4resok,
 };
 use directnfs_wire::rpc::CallHeader;
 use directnfs_wire::xdr::XdrReader;
@@ -25,10 +25,10 @@ use crate::testing::{success_header, Behaviour, Seen};
 /// The handle of the one file the fake serves.
 const FILE_FH: &[u8] = b"fake41 file handle";
 
-/// Whether `call` is an NFSv4 COMPOUND (its program, after CALL and the
-/// RPC version).
+/// Whether `call` is an NFSv4 call (its program version, after CALL, the
+/// RPC version and the program, which NFSv3 shares).
 pub(crate) fn is_v4(call: &Call) -> bool {
-    call.body.get(8..12) == Some(&nfs4::NFS4_PROGRAM.to_be_bytes()[..])
+    call.body.get(12..16) == Some(&nfs4::NFS_V4.to_be_bytes()[..])
 }
 
 /// The reply record to one COMPOUND; a call it cannot decode gets
