@@ -96,8 +96,8 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
                 csr_sessionid: Default::default(),
                 csr_sequence: a.csa_sequence,
                 csr_flags: 0,
-                csr_fore_chan_attrs: a.csa_fore_chan_attrs.clone(),
-                csr_back_chan_attrs: a.csa_back_chan_attrs.clone(),
+                csr_fore_chan_attrs: a.csa_fore_chan_attrs,
+                csr_back_chan_attrs: a.csa_back_chan_attrs,
             }))
         }
         nfs_argop4::OP_RECLAIM_COMPLETE(_) => nfs_resop4::OP_RECLAIM_COMPLETE(ok),
