@@ -267,7 +267,54 @@ impl Client {
     /// thread) with transfer sizes `rtmax`/`wtmax`, for unit tests of the
     /// file and batch API under Miri; `crate::testing` plays the server.
     pub(crate) fn detached(options: MountOptions, rtmax: u32, wtmax: u32) -> Client {
-        let cred = Vec::new();
+        let remote = Self::detached_remote(options, rtmax, wtmax, false);
+        Client {
+            inner: Arc::new(Inner::new(remote)),
+        }
+    }
+
+    /// An NFSv4.1 client on a [`Transport::detached`], its session
+    /// established with `crate::testing`'s server (started here with
+    /// `behaviour`, returned first so that a test drops it last).
+    pub(crate) fn detached_v41(
+        options: MountOptions,
+        rtmax: u32,
+        wtmax: u32,
+        behaviour: crate::testing::Behaviour,
+    ) -> (crate::testing::FakeServer, Client) {
+        let remote = Self::detached_remote(options, rtmax, wtmax, true);
+        let server = crate::testing::FakeServer::start_on(&remote.transport, behaviour);
+        let trunk = crate::v4::trunk::Trunk::new(
+            vec!["*->detached".into()],
+            &remote.cred,
+            "detached:0",
+            None,
+        );
+        let session = crate::v4::Session::establish(&remote, trunk, crate::v4::reclaim::reclaim)
+            .unwrap_or_else(|e| panic!("session with the fake server: {e}"));
+        let mut inner = Inner::new(remote);
+        inner.v4 = Some(session);
+        (
+            server,
+            Client {
+                inner: Arc::new(inner),
+            },
+        )
+    }
+
+    fn detached_remote(options: MountOptions, rtmax: u32, wtmax: u32, v41: bool) -> Remote {
+        // NFSv4.1's call header takes the credential and verifier as they
+        // go on the wire (AUTH_NONE, twice); NFSv3's detached tests never
+        // decode theirs.
+        let cred = if v41 { vec![0u8; 16] } else { Vec::new() };
+        let (prog, vers) = if v41 {
+            (
+                directnfs_wire::nfs4::NFS4_PROGRAM,
+                directnfs_wire::nfs4::NFS_V4,
+            )
+        } else {
+            (nfs3::NFS_PROGRAM, nfs3::NFS_V3)
+        };
         use crate::io::transport::{Transport, TransportConfig};
         use directnfs_engine::retry::{Backoff, RetryPolicy};
         let transport = Transport::detached(TransportConfig {
@@ -281,8 +328,8 @@ impl Client {
             max_inflight: options.max_inflight,
             max_client_inflight: options.max_client_inflight,
             cred: cred.clone(),
-            prog: nfs3::NFS_PROGRAM,
-            vers: nfs3::NFS_V3,
+            prog,
+            vers,
             alerts: crate::alert::Alerts::new("detached"),
             hook: None,
             spare_keys: Vec::new(),
@@ -292,29 +339,19 @@ impl Client {
             hedge: None,
         })
         .unwrap_or_else(|e| panic!("detached transport: {e}"));
-        Client {
-            inner: Arc::new(Inner {
-                remote: Remote {
-                    transport,
-                    name: "detached".into(),
-                    export: "/".into(),
-                    target_rest: "/".into(),
-                    limits: Limits {
-                        rtmax,
-                        wtmax,
-                        server_rtmax: rtmax,
-                        server_wtmax: wtmax,
-                    },
-                    options,
-                    cred,
-                },
-                root: nfs_fh3::default(),
-                handles: RwLock::new(HashMap::new()),
-                files: std::sync::Mutex::new(FileStatsTable::default()),
-                write_behind: Default::default(),
-                v4: None,
-                io_classes: Default::default(),
-            }),
+        Remote {
+            transport,
+            name: "detached".into(),
+            export: "/".into(),
+            target_rest: "/".into(),
+            limits: Limits {
+                rtmax,
+                wtmax,
+                server_rtmax: rtmax,
+                server_wtmax: wtmax,
+            },
+            options,
+            cred,
         }
     }
 }

@@ -14,6 +14,8 @@
 
 pub(crate) mod inflight;
 mod lock;
+#[cfg(test)]
+mod versions_tests;
 pub(crate) mod writebehind;
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};

@@ -100,6 +100,8 @@ mod stale;
 pub mod stats;
 #[cfg(test)]
 mod testing;
+#[cfg(test)]
+mod testing_v41;
 mod v4;
 mod writelog;
 mod written;

@@ -12,8 +12,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use directnfs_wire::nfs3::{
-    self, nfsstat3, post_op_attr, stable_how, wcc_data, writeverf3, Nfs3Res, READ3resok,
-    WRITE3resok,
+    self, nfsstat3, post_op_attr, stable_how, wcc_data, writeverf3, COMMIT3resok, Nfs3Res,
+    READ3resok, WRITE3resok,
 };
 use directnfs_wire::rpc::{AcceptedReply, OpaqueAuth, ReplyBody, ReplyHeader};
 use directnfs_wire::Encode;
@@ -49,6 +49,47 @@ pub(crate) struct Behaviour {
     pub eof_at: Option<u64>,
     /// WRITEs fail with this status.
     pub write_error: Option<nfsstat3>,
+    /// A server that keeps UNSTABLE data until COMMIT (or a
+    /// [`FakeServer::restart`] loses it): WRITEs answer with the
+    /// `stable_how` asked and the current verifier, COMMIT makes the pending
+    /// writes durable in the order they came. Off: every WRITE is FILE_SYNC.
+    pub honest_unstable: bool,
+}
+
+/// The file a [`Behaviour::honest_unstable`] server holds: durable bytes,
+/// UNSTABLE writes not yet committed, the write verifier.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    pub durable: Vec<u8>,
+    pub pending: Vec<(u64, Vec<u8>)>,
+    pub verf: [u8; 8],
+}
+
+impl Store {
+    fn apply(&mut self, offset: u64, data: &[u8]) {
+        let end = offset as usize + data.len();
+        if self.durable.len() < end {
+            self.durable.resize(end, 0);
+        }
+        self.durable[offset as usize..end].copy_from_slice(data);
+    }
+
+    /// A WRITE: what the server answers it committed.
+    pub(crate) fn write(&mut self, offset: u64, data: &[u8], unstable: bool) -> bool {
+        if unstable {
+            self.pending.push((offset, data.to_vec()));
+        } else {
+            self.apply(offset, data);
+        }
+        !unstable
+    }
+
+    /// A COMMIT: the pending writes made durable in arrival order.
+    pub(crate) fn commit(&mut self) {
+        for (offset, data) in std::mem::take(&mut self.pending) {
+            self.apply(offset, &data);
+        }
+    }
 }
 
 /// What the fake server saw.
@@ -60,6 +101,10 @@ pub(crate) struct Seen {
     pub writes: Vec<(u64, Vec<u8>)>,
     /// Every WRITE's `stable_how`, in the same order.
     pub stables: Vec<stable_how>,
+    /// COMMITs answered.
+    pub commits: usize,
+    /// The file of an honest server (`Behaviour::honest_unstable`).
+    pub store: Store,
 }
 
 /// The fake server's thread; stopped when dropped (what it did not answer
@@ -74,18 +119,24 @@ pub(crate) struct FakeServer {
 
 impl FakeServer {
     pub(crate) fn start(client: &Client, behaviour: Behaviour) -> Self {
+        Self::start_on(client.inner.transport(), behaviour)
+    }
+
+    /// Plays the server of `transport` (a detached one), before a client
+    /// is made of it: the NFSv4.1 client's session is established through
+    /// it. Calls of program NFSv4 are answered by `testing_v41.rs`.
+    pub(crate) fn start_on(
+        transport: &crate::io::transport::Transport,
+        behaviour: Behaviour,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicUsize::new(0));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let thread = {
-            let (client, stop, answered, seen) = (
-                client.clone(),
-                Arc::clone(&stop),
-                Arc::clone(&answered),
-                Arc::clone(&seen),
-            );
+            let shared = Arc::clone(transport.shared());
+            let (stop, answered, seen) =
+                (Arc::clone(&stop), Arc::clone(&answered), Arc::clone(&seen));
             std::thread::spawn(move || {
-                let shared = Arc::clone(client.inner.transport().shared());
                 let take = || -> Vec<crate::io::transport::Sent> {
                     match &shared.detached {
                         Some(wire) => {
@@ -102,7 +153,11 @@ impl FakeServer {
                     }
                     std::thread::sleep(behaviour.delay);
                     for (channel, epoch, xid, call) in sent {
-                        let rec = answer(xid, &call, &behaviour, &seen);
+                        let rec = if crate::testing_v41::is_v4(&call) {
+                            crate::testing_v41::answer(xid, &call, &behaviour, &seen)
+                        } else {
+                            answer(xid, &call, &behaviour, &seen)
+                        };
                         // Counted before the reply is delivered: a caller
                         // woken by it must already see it counted.
                         answered.fetch_add(1, Ordering::Release);
@@ -124,6 +179,14 @@ impl FakeServer {
     /// Calls answered so far.
     pub(crate) fn answered(&self) -> usize {
         self.answered.load(Ordering::Acquire)
+    }
+
+    /// A server restart: a new write verifier, the UNSTABLE data not yet
+    /// committed lost.
+    pub(crate) fn restart(&self) {
+        let mut seen = self.seen();
+        seen.store.pending.clear();
+        seen.store.verf[0] = seen.store.verf[0].wrapping_add(1);
     }
 
     /// What it saw so far.
@@ -229,11 +292,37 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
                 res.encode(&mut rec);
                 return rec;
             }
+            if behaviour.honest_unstable {
+                let unstable = seen.stables.last() == Some(&stable_how::UNSTABLE);
+                let data = call.payload.as_deref().unwrap_or(&[]);
+                let durable = seen.store.write(offset, data, unstable);
+                let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
+                    file_wcc: wcc_data::default(),
+                    count,
+                    committed: if durable {
+                        stable_how::FILE_SYNC
+                    } else {
+                        stable_how::UNSTABLE
+                    },
+                    verf: writeverf3(seen.store.verf),
+                });
+                res.encode(&mut rec);
+                return rec;
+            }
             let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
                 file_wcc: wcc_data::default(),
                 count,
                 committed: stable_how::FILE_SYNC,
                 verf: writeverf3(*b"testing!"),
+            });
+            res.encode(&mut rec);
+        }
+        (_, nfs3::NFSPROC3_COMMIT) if behaviour.honest_unstable => {
+            seen.commits += 1;
+            seen.store.commit();
+            let res: Nfs3Res<COMMIT3resok, wcc_data> = Nfs3Res::Ok(COMMIT3resok {
+                file_wcc: wcc_data::default(),
+                verf: writeverf3(seen.store.verf),
             });
             res.encode(&mut rec);
         }
