@@ -663,10 +663,11 @@ server_lane() {
         # free it (it takes over the dead client's owner slot).
         log "SQLite VFS tests on NFSv4.1 (server restarted with a 5 s lease)"
         timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease 5 >/dev/null
-        # The test binary itself, not `cargo test`: the step above made
-        # the product build, which a test build would now redo.
-        step env DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
-            run_in crates/sqlite "${DNFS_SQL_TEST_BIN:?the sql test binary was not found}"
+        # The test binary itself, in its package's directory as cargo
+        # runs it, not `cargo test`: the step above made the product
+        # build, which a test build would now redo.
+        step env -C crates/sqlite DIRECTNFS_SQLITE_VERBOSE=1 DNFS_TEST_URL="$DNFS_TEST_URL_V41" \
+            "${DNFS_SQL_TEST_BIN:?the sql test binary was not found}"
         step env DNFS_TEST_URL="$DNFS_TEST_URL_V41" bash crates/sqlite/tests/run.sh
         timed env DNFS_STATE_DIR="$STATE_DIR" bash scripts/server/nfs-server.sh restart --down 1 --lease default >/dev/null
     fi
@@ -734,11 +735,6 @@ wait_for_server_restarts() {
         log "the main lane ended before its SQLite steps: the sanitized SQLite run, Miri and the fuzzers are not run"
         return 1
     fi
-}
-
-# run_in DIR CMD...: CMD run in DIR (as cargo runs a package's tests).
-run_in() {
-    (cd "$1" && shift && "$@")
 }
 
 # The realm of scripts/server/kdc.sh and a server that takes krb5, krb5i, krb5p
