@@ -39,7 +39,8 @@
 //! Limits (docs/run-deviations.md, `removed-while-open`): processes of
 //! other hosts are not seen (their reads get `ESTALE`). A process that
 //! opened a file but has not yet taken its marker lock (the microseconds
-//! between the LOOKUP and the `flock`) is not seen either. A process
+//! between the LOOKUP and the `flock`, or an `exec` until the new program
+//! takes over its inherited descriptors) is not seen either. A process
 //! killed while it holds the file (or one that `exec`s a program without
 //! the library) drops its lock without removing the hidden name: it
 //! stays, as on a kernel client after a crash, until a later process of
