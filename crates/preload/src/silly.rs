@@ -31,16 +31,23 @@
 //!
 //! Costs: nothing on `read` or `write`; an open of a file this process
 //! does not hold yet pays an `open`, `fchmod`, `flock` and `fstat` of the
-//! marker, its last close a `close` and an `open` and `flock`, `unlink`
+//! marker (and a GETATTR when names changed on the host meanwhile, see
+//! below), its last close a `close` and an `open` and `flock`, `unlink`
 //! an `open` and `flock` of the marker, and `rename` a LOOKUP of the
 //! target name (to know which file it would remove) and, when it is a
 //! file, the same probe.
 //!
+//! A process that found a file by a LOOKUP (or on the board of names,
+//! lookups.rs) and takes its marker lock only then could miss a remover
+//! in between: `open` therefore asks the server for the file's attributes
+//! when names changed on the host during the open (the board's counter
+//! moved), and looks the name up again if the file is gone (ops/open.rs).
+//!
 //! Limits (docs/run-deviations.md, `removed-while-open`): processes of
-//! other hosts are not seen (their reads get `ESTALE`). A process that
-//! opened a file but has not yet taken its marker lock (the microseconds
-//! between the LOOKUP and the `flock`, or an `exec` until the new program
-//! takes over its inherited descriptors) is not seen either. A process
+//! other hosts are not seen (their reads get `ESTALE`). That re-check
+//! sees only the names changed by the same user (the board is per user),
+//! and a process between `exec` and the new program's taking over of its
+//! inherited descriptors holds no marker lock. A process
 //! killed while it holds the file (or one that `exec`s a program without
 //! the library) drops its lock without removing the hidden name: it
 //! stays, as on a kernel client after a crash, until a later process of
