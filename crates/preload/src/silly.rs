@@ -22,7 +22,9 @@
 //! * A remover probes with `flock(LOCK_EX | LOCK_NB)` on a fresh
 //!   descriptor of the marker (its own shared lock, if it holds the file,
 //!   conflicts too). Held: the name is renamed aside and the hidden name
-//!   appended to the marker (NUL-terminated). Free: the lock is kept
+//!   appended to the marker (NUL-terminated), under a shared lock of the
+//!   remover's own (so a holder's last close meanwhile cannot miss it),
+//!   after which the remover tries the cleanup below itself. Free: the lock is kept
 //!   across the REMOVE, so no process of the host opens the file between
 //!   the probe and the REMOVE.
 //! * At a process's last close of the file, it closes its marker
@@ -168,14 +170,17 @@ pub fn opened(mount: usize, handle: &Handle) {
 #[derive(Debug)]
 pub enum Claim {
     /// Some process of this host (maybe this one) holds it open: rename
-    /// the name aside ([`hide`]).
-    Busy,
+    /// the name aside ([`hide`]), then [`settle`]. The shared lock held
+    /// meanwhile (`None` when this process holds the file itself) keeps a
+    /// holder's last close from cleaning up before the hidden name is in
+    /// the marker.
+    Busy(Option<Guard>),
     /// Nobody holds it; the exclusive lock (if there is a marker) is kept
     /// until this value is dropped, after the REMOVE.
     Free(Option<Guard>),
 }
 
-/// An exclusive marker lock, released when dropped.
+/// A marker lock, released when dropped.
 #[derive(Debug)]
 pub struct Guard(c_int);
 
@@ -189,22 +194,38 @@ impl Drop for Guard {
 /// Probes whether any process of this host holds the file `handle` open.
 pub fn claim(state: &State, mount: usize, handle: &Handle) -> Claim {
     if held_open(mount, handle) {
-        return Claim::Busy;
+        return Claim::Busy(None);
     }
     let Some(path) = marker_path(state, mount, handle) else {
         return Claim::Free(None);
     };
-    // SAFETY: NUL-terminated path.
-    let fd = unsafe { real::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC, 0) };
-    if fd < 0 {
-        // No marker: no process of this host opened it since it was made.
-        return Claim::Free(None);
+    for _ in 0..100 {
+        // SAFETY: NUL-terminated path.
+        let fd = unsafe { real::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC, 0) };
+        if fd < 0 {
+            // No marker: no process of this host opened it since it was made.
+            return Claim::Free(None);
+        }
+        let guard = Guard(fd);
+        if flock(fd, libc::LOCK_EX | libc::LOCK_NB) {
+            return Claim::Free(Some(guard));
+        }
+        if flock(fd, libc::LOCK_SH | libc::LOCK_NB) {
+            return Claim::Busy(Some(guard));
+        }
+        // Another remover or a last close holds it exclusively for a
+        // call to the server: wait for it, then probe again.
+        flock(fd, libc::LOCK_SH);
     }
-    let guard = Guard(fd);
-    if flock(fd, libc::LOCK_EX | libc::LOCK_NB) {
-        Claim::Free(Some(guard))
-    } else {
-        Claim::Busy
+    Claim::Busy(None)
+}
+
+/// After [`hide`] for a [`Claim::Busy`]: drops the remover's shared lock;
+/// if the holders closed the file meanwhile, the hidden names go now.
+pub fn settle(state: &State, mount: usize, handle: &Handle, guard: Option<Guard>) {
+    if let Some(g) = guard {
+        drop(g);
+        clean(state, mount, handle);
     }
 }
 
@@ -324,6 +345,12 @@ pub fn closed(state: &State, mount: usize, handle: &Handle) {
         // SAFETY: our marker descriptor (checked above).
         unsafe { real::close(held.fd) };
     }
+    clean(state, mount, handle);
+}
+
+/// If no process of the host holds the file `handle` open (the marker's
+/// exclusive lock is free), removes the hidden names its marker lists.
+fn clean(state: &State, mount: usize, handle: &Handle) {
     let Some(path) = marker_path(state, mount, handle) else {
         return;
     };

@@ -485,7 +485,7 @@ silly_case() {
     wait "$pid" || echo "holder: exit $?"
     cat "$WORK/hold.out"
     echo "after: $("$@" ls -A "$dir" | tr '\n' ' ')"
-    echo "f: $("$@" cat "$dir/f" 2>&1)"
+    echo "f: $("$@" cat "$dir/f" 2>/dev/null || echo missing)"
     "$@" rm -f "$dir/f"
 }
 
@@ -511,7 +511,7 @@ group_silly() {
     # kernel mount; docs/run-deviations.md, removed-while-open).
     nfs sh -c "printf 'old contents\n' >$NFS/silly/k"
     rm -f "$WORK/ready" "$WORK/go"
-    nfs "$WORK/removeopen" hold "$NFS/silly/k" "$WORK/ready" "$WORK/go" >/dev/null 2>&1 &
+    "${RUN[@]}" "$WORK/removeopen" hold "$NFS/silly/k" "$WORK/ready" "$WORK/go" >/dev/null 2>&1 &
     local pid=$! i
     for ((i = 0; i < 1000; i++)); do [[ -e $WORK/ready ]] && break; sleep 0.01; done
     nfs rm "$NFS/silly/k"
@@ -526,7 +526,7 @@ group_silly() {
     pid=$!
     "$WORK/removeopen" reader "$WORK/silly-local/pid" 5 >"$WORK/race-local.out" 2>/dev/null || true
     wait "$pid" || true
-    nfs "$WORK/removeopen" churn "$NFS/silly/pid" 5 2>"$WORK/churn.err" &
+    "${RUN[@]}" "$WORK/removeopen" churn "$NFS/silly/pid" 5 2>"$WORK/churn.err" &
     pid=$!
     nfs "$WORK/removeopen" reader "$NFS/silly/pid" 5 >"$WORK/race-nfs.out" 2>"$WORK/race.err" || true
     wait "$pid" || bad "churn" "$(tail -1 "$WORK/churn.err")"

@@ -38,12 +38,17 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
     } else {
         crate::silly::Claim::Free(None)
     };
-    if let crate::silly::Claim::Busy = claim {
-        // A process of this host still reads or writes it: renamed aside
-        // until the last close (silly.rs).
-        crate::silly::hide(state, &f.path, f.handle)?;
-        return Ok(Out::Done(()));
-    }
+    let claim = match claim {
+        crate::silly::Claim::Busy(guard) => {
+            // A process of this host still reads or writes it: renamed
+            // aside until the last close (silly.rs).
+            let hidden = crate::silly::hide(state, &f.path, f.handle);
+            crate::silly::settle(state, f.path.mount, &f.handle, guard);
+            hidden?;
+            return Ok(Out::Done(()));
+        }
+        free => free,
+    };
     let removed = clients::get(state, f.path.mount)?.remove(&f.path.rest);
     crate::lookups::changed(state);
     removed?;
@@ -181,9 +186,10 @@ fn hide_open_target(
     if meta.file_type != FileType::File {
         return Ok(None);
     }
-    if let crate::silly::Claim::Free(_) = crate::silly::claim(state, to.mount, &handle) {
-        return Ok(None);
-    }
+    let guard = match crate::silly::claim(state, to.mount, &handle) {
+        crate::silly::Claim::Free(_) => return Ok(None),
+        crate::silly::Claim::Busy(guard) => guard,
+    };
     match client.lookup(&from.rest) {
         // Nothing to rename: the RENAME fails with the server's answer.
         Err(_) => return Ok(None),
@@ -196,8 +202,9 @@ fn hide_open_target(
         Ok((_, m)) if m.is_dir() => return Err(Errno(libc::ENOTDIR)),
         Ok(_) => {}
     }
-    let hidden = crate::silly::hide(state, to, handle)?;
-    Ok(Some((handle, hidden)))
+    let hidden = crate::silly::hide(state, to, handle);
+    crate::silly::settle(state, to.mount, &handle, guard);
+    Ok(Some((handle, hidden?)))
 }
 
 /// The answer to a call that names `.` or `..` last: `errno`, once the
