@@ -182,9 +182,10 @@ start_pg() { # ENGINE SHARED_BUFFERS
         -o "-p ${PORT[$1]} -k $WORK/sock -c listen_addresses='' -c shared_buffers=$2 -c max_connections=40" start >/dev/null
     RUNNING+=("$1")
 }
-# pg_ctl polls postmaster.pid while the postmaster removes it; on NFS a
-# read of a file removed by another process fails (docs/book/src/run/deviations.md: ESTALE), which
-# pg_ctl reports as "invalid data in PID file": ask again until it is gone.
+# pg_ctl polls postmaster.pid while the postmaster removes it; a read of a
+# file removed by a process of another host fails (docs/book/src/run/deviations.md: ESTALE),
+# which pg_ctl reports as "invalid data in PID file" (processes of one host
+# keep it since the host-wide silly rename): ask again until it is gone.
 stop_pg() {
     for _ in 1 2 3 4 5; do
         pg_ctl "$1" -m fast -w -t 300 stop >/dev/null 2>&1 || true

@@ -199,10 +199,18 @@ fn lookup(fd: c_int) -> Option<Arc<Open>> {
 }
 
 /// Records `fd` as an NFS descriptor.
+/// The first descriptor of a regular file in this process takes its open
+/// marker lock (silly.rs).
 pub fn insert(fd: c_int, open: Arc<Open>) {
-    let mut t = TABLE.write().unwrap_or_else(|p| p.into_inner());
-    t.get_or_insert_with(HashMap::new).insert(fd, open);
-    mark(fd, true);
+    let (mount, handle, kind) = (open.mount, open.handle, open.kind);
+    {
+        let mut t = TABLE.write().unwrap_or_else(|p| p.into_inner());
+        t.get_or_insert_with(HashMap::new).insert(fd, open);
+        mark(fd, true);
+    }
+    if kind == Kind::File {
+        crate::silly::opened(mount, &handle);
+    }
 }
 
 /// Forgets `fd` (it was closed, or replaced by `dup2`); returns what it was.

@@ -147,6 +147,14 @@ pub fn resolve_for_open(state: &State, path: NfsPath, follow: bool) -> Res<Resol
     Ok(resolved)
 }
 
+/// The board's counter now (`None` without a board): it moves after every
+/// change of names by a process of the user on this host.
+pub fn generation(state: &State) -> Option<u64> {
+    board(state)
+        .filter(|_| board::usable(state))
+        .map(|b| b.counter.load(Ordering::Acquire))
+}
+
 /// Says on the board that names or permissions may have changed (after
 /// the server answered the call that changed them).
 pub fn changed(state: &State) {

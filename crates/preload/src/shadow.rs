@@ -78,6 +78,8 @@ pub struct Shadow {
     pub root: String,
     /// Shadow files: `root/f`.
     files: String,
+    /// Open markers of regular files: `root/o` (see silly.rs).
+    markers: String,
     /// The mirror of NFS working directories: `root/cwd` (see cwd.rs).
     pub cwd_root: String,
     made: AtomicBool,
@@ -104,6 +106,7 @@ impl Shadow {
         let root = root.trim_end_matches('/').to_string();
         Shadow {
             files: format!("{root}/f"),
+            markers: format!("{root}/o"),
             cwd_root: format!("{root}/cwd"),
             root,
             made: AtomicBool::new(false),
@@ -130,6 +133,15 @@ impl Shadow {
             name.push(HEX[usize::from(b & 0xf)] as char);
         }
         name
+    }
+
+    /// The open marker of a regular file of `mount` (silly.rs): the shadow
+    /// file's name in `root/o`.
+    pub fn marker_of(&self, mount: &Mount, handle: &Handle) -> String {
+        let shadow = self.path_of(mount, Kind::File, handle);
+        let mut path = self.markers.clone();
+        path.push_str(&shadow[self.files.len()..]);
+        path
     }
 
     /// What a descriptor's target path (`/proc/self/fd/N`) says, if it is
@@ -206,11 +218,18 @@ impl Shadow {
 
     /// Removes the shadow file of a file that no longer exists (its last
     /// name was removed through this library), so shadow files do not pile
-    /// up. Descriptors still open keep theirs.
+    /// up. Descriptors still open keep theirs. A regular file's open marker
+    /// goes too.
     pub fn forget(&self, mount: &Mount, kind: Kind, handle: &Handle) {
         if let Ok(path) = CString::new(self.path_of(mount, kind, handle)) {
             // SAFETY: NUL-terminated path.
             unsafe { real::unlink(path.as_ptr()) };
+        }
+        if kind == Kind::File {
+            if let Ok(path) = CString::new(self.marker_of(mount, handle)) {
+                // SAFETY: NUL-terminated path.
+                unsafe { real::unlink(path.as_ptr()) };
+            }
         }
     }
 
@@ -220,7 +239,7 @@ impl Shadow {
         if self.made.load(Ordering::Relaxed) {
             return Ok(());
         }
-        for dir in [&self.root, &self.files, &self.cwd_root] {
+        for dir in [&self.root, &self.files, &self.markers, &self.cwd_root] {
             make_shared_dir(dir)?;
         }
         self.made.store(true, Ordering::Relaxed);
@@ -266,6 +285,7 @@ mod tests {
         Shadow {
             root: "/s".into(),
             files: "/s/f".into(),
+            markers: "/s/o".into(),
             cwd_root: "/s/cwd".into(),
             made: AtomicBool::new(false),
         }
@@ -293,6 +313,7 @@ mod tests {
         let h = Handle::from_bytes(&[0x01, 0xff, 0x0a]).unwrap();
         let p = s.path_of(&mount, Kind::File, &h);
         assert_eq!(p, "/s/f/00000000deadbeef-f-01ff0a");
+        assert_eq!(s.marker_of(&mount, &h), "/s/o/00000000deadbeef-f-01ff0a");
         let n = s.parse(&p).unwrap();
         assert_eq!(
             (n.key, n.kind, n.handle),

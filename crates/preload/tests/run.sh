@@ -31,6 +31,14 @@
 #              same results, same errnos, same tree (tests/c/edges.c);
 #              then the warnings (an unsupported fallocate mode, a prefix
 #              over a non-empty local directory)
+#   silly      a file one process holds open while another process (its
+#              own `dnfs run`) removes it: unlink, rename over; the
+#              holder reads the old contents, writes, closes, and the
+#              hidden `.nfs` name is gone; compared with a local
+#              directory; a holder killed -9 leaves one hidden name;
+#              pg_ctl's race (stdio reads of a file another process
+#              creates and unlinks in a loop): no I/O error
+#              (tests/c/removeopen.c)
 #   random     random sequences of calls (tests/c/randops.c: open, read,
 #              write, pwrite, truncate, rename, link, symlink, unlink,
 #              mkdir, rmdir, readdir, stat, chmod, utimensat, fsync,
@@ -123,7 +131,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes nlm)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges silly random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -502,6 +510,73 @@ group_edges() {
         cat "$WORK/edges-user.diff"
         bad "edges as a user" "NFS differs from the local file system (diff above: < local, > NFS)"
     fi
+}
+
+# silly_case DIR REMOVE [RUNNER...]: process A holds DIR/f open, a
+# separate process (RUNNER, empty for the local directory) runs the shell
+# command REMOVE; A then reads, writes and closes. Prints what A saw and
+# the directory afterwards.
+silly_case() {
+    local dir=$1 remove=$2 pid i
+    shift 2
+    "$@" sh -c "printf 'old contents\n' >$dir/f"
+    rm -f "$WORK/ready" "$WORK/go"
+    "$@" "$WORK/removeopen" hold "$dir/f" "$WORK/ready" "$WORK/go" >"$WORK/hold.out" 2>&1 &
+    pid=$!
+    for ((i = 0; i < 1000; i++)); do [[ -e $WORK/ready ]] && break; sleep 0.01; done
+    "$@" sh -c "$remove"
+    touch "$WORK/go"
+    wait "$pid" || echo "holder: exit $?"
+    cat "$WORK/hold.out"
+    echo "after: $("$@" ls -A "$dir" | tr '\n' ' ')"
+    echo "f: $("$@" cat "$dir/f" 2>/dev/null || echo missing)"
+    "$@" rm -f "$dir/f"
+}
+
+group_silly() {
+    step "a file removed by another process while open (removeopen.c)"
+    cc -O1 -o "$WORK/removeopen" crates/preload/tests/c/removeopen.c
+    mkdir -p "$WORK/silly-local"
+    nfs mkdir -p "$NFS/silly"
+    local name remove out
+    for name in unlink rename-over; do
+        remove="rm DIR/f"
+        [[ $name == rename-over ]] && remove="printf 'new\n' >DIR/n && mv DIR/n DIR/f"
+        silly_case "$WORK/silly-local" "${remove//DIR/$WORK/silly-local}" >"$WORK/silly-$name-local.out"
+        silly_case "$NFS/silly" "${remove//DIR/$NFS/silly}" "${RUN[@]}" >"$WORK/silly-$name-nfs.out"
+        if diff "$WORK/silly-$name-local.out" "$WORK/silly-$name-nfs.out" >"$WORK/silly.diff"; then
+            ok "$name by another process while open: $(wc -l <"$WORK/silly-$name-local.out") lines identical on NFS and locally (old contents read, hidden name gone after close)"
+        else
+            cat "$WORK/silly.diff"
+            bad "$name by another process while open" "NFS differs from the local file system (diff above: < local, > NFS)"
+        fi
+    done
+    # The holder killed: its hidden name stays (as after a crash on a
+    # kernel mount; docs/run-deviations.md, removed-while-open).
+    nfs sh -c "printf 'old contents\n' >$NFS/silly/k"
+    rm -f "$WORK/ready" "$WORK/go"
+    "${RUN[@]}" "$WORK/removeopen" hold "$NFS/silly/k" "$WORK/ready" "$WORK/go" >/dev/null 2>&1 &
+    local pid=$! i
+    for ((i = 0; i < 1000; i++)); do [[ -e $WORK/ready ]] && break; sleep 0.01; done
+    nfs rm "$NFS/silly/k"
+    kill -9 "$pid"
+    wait "$pid" 2>/dev/null || true
+    out=$(ls -A "$VIEW/silly")
+    check "holder killed -9: one hidden name left, k gone" "1|" "$(grep -c '^\.nfs' <<<"$out")|$(grep -x k <<<"$out" || true)"
+    nfs sh -c "rm -f $NFS/silly/.nfs*"
+    # pg_ctl's race: stdio reads of a file another process creates and
+    # unlinks in a loop (ESTALE or EIO before host-wide silly rename).
+    "$WORK/removeopen" churn "$WORK/silly-local/pid" 5 2>/dev/null &
+    pid=$!
+    "$WORK/removeopen" reader "$WORK/silly-local/pid" 5 >"$WORK/race-local.out" 2>/dev/null || true
+    wait "$pid" || true
+    "${RUN[@]}" "$WORK/removeopen" churn "$NFS/silly/pid" 5 2>"$WORK/churn.err" &
+    pid=$!
+    nfs "$WORK/removeopen" reader "$NFS/silly/pid" 5 >"$WORK/race-nfs.out" 2>"$WORK/race.err" || true
+    wait "$pid" || bad "churn" "$(tail -1 "$WORK/churn.err")"
+    check "pg_ctl's race: reads of a file another process removes see no I/O error ($(tail -1 "$WORK/race.err"), $(tail -1 "$WORK/churn.err"))" \
+        "$(cat "$WORK/race-local.out")" "$(cat "$WORK/race-nfs.out")"
+    check "pg_ctl's race: no hidden name left" "" "$(ls -A "$VIEW/silly")"
 }
 
 group_untouched() {

@@ -33,12 +33,22 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
     if f.meta.is_dir() {
         return Err(Errno(denied_first(state, &f.path, libc::EISDIR)));
     }
-    if f.meta.file_type == FileType::File && crate::silly::held_open(f.path.mount, &f.handle) {
-        // This process still reads or writes it: renamed aside until its
-        // last close (silly.rs).
-        crate::silly::hide(state, &f.path, f.handle)?;
-        return Ok(Out::Done(()));
-    }
+    let claim = if f.meta.file_type == FileType::File {
+        crate::silly::claim(state, f.path.mount, &f.handle)
+    } else {
+        crate::silly::Claim::Free(None)
+    };
+    let claim = match claim {
+        crate::silly::Claim::Busy(guard) => {
+            // A process of this host still reads or writes it: renamed
+            // aside until the last close (silly.rs).
+            let hidden = crate::silly::hide(state, &f.path, f.handle);
+            crate::silly::settle(state, f.path.mount, &f.handle, guard);
+            hidden?;
+            return Ok(Out::Done(()));
+        }
+        free => free,
+    };
     let removed = clients::get(state, f.path.mount)?.remove(&f.path.rest);
     crate::lookups::changed(state);
     removed?;
@@ -52,6 +62,8 @@ pub fn unlink(state: &State, path: NfsPath) -> Res<Out<()>> {
             .shadow
             .forget(&state.config.mounts[f.path.mount], kind, &f.handle);
     }
+    // The marker lock, if any, goes after the REMOVE.
+    drop(claim);
     Ok(Out::Done(()))
 }
 
@@ -137,8 +149,8 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
     let hidden = hide_open_target(state, &client, &from, &to)?;
     let renamed = client.rename(&from.rest, &to.rest);
     crate::lookups::changed(state);
-    if let (Err(_), Some(handle)) = (&renamed, &hidden) {
-        crate::silly::unhide(state, &to, handle);
+    if let (Err(_), Some((handle, name))) = (&renamed, &hidden) {
+        crate::silly::unhide(state, &to, handle, name);
     }
     match renamed {
         Err(e) if resolve::through_a_link(&e) => {
@@ -156,27 +168,28 @@ pub fn rename(state: &State, from: NfsPath, to: NfsPath) -> Res<OutPair> {
     }
 }
 
-/// Before a RENAME over `to`: a file there that this process holds open is
-/// renamed aside first, as `unlink` does (silly.rs); its handle is
-/// returned, for [`crate::silly::unhide`] should the RENAME fail. Only a
-/// name some descriptor was opened under is looked up. A directory renamed
-/// over that file is `ENOTDIR`, as the server would say had the file not
-/// been moved aside.
+/// Before a RENAME over `to`: a file there that a process of this host
+/// holds open is renamed aside first, as `unlink` does (silly.rs); its
+/// handle and hidden name are returned, for [`crate::silly::unhide`]
+/// should the RENAME fail. Costs a LOOKUP of `to` per `rename`. A
+/// directory renamed over that file is `ENOTDIR`, as the server would say
+/// had the file not been moved aside.
 fn hide_open_target(
     state: &State,
     client: &dnfs::Client,
     from: &NfsPath,
     to: &NfsPath,
-) -> Res<Option<dnfs::Handle>> {
-    if !crate::silly::maybe_held_open(to) {
-        return Ok(None);
-    }
+) -> Res<Option<(dnfs::Handle, String)>> {
     let Ok((handle, meta)) = client.lookup(&to.rest) else {
         return Ok(None);
     };
-    if meta.file_type != FileType::File || !crate::silly::held_open(to.mount, &handle) {
+    if meta.file_type != FileType::File {
         return Ok(None);
     }
+    let guard = match crate::silly::claim(state, to.mount, &handle) {
+        crate::silly::Claim::Free(_) => return Ok(None),
+        crate::silly::Claim::Busy(guard) => guard,
+    };
     match client.lookup(&from.rest) {
         // Nothing to rename: the RENAME fails with the server's answer.
         Err(_) => return Ok(None),
@@ -189,8 +202,9 @@ fn hide_open_target(
         Ok((_, m)) if m.is_dir() => return Err(Errno(libc::ENOTDIR)),
         Ok(_) => {}
     }
-    crate::silly::hide(state, to, handle)?;
-    Ok(Some(handle))
+    let hidden = crate::silly::hide(state, to, handle);
+    crate::silly::settle(state, to.mount, &handle, guard);
+    Ok(Some((handle, hidden?)))
 }
 
 /// The answer to a call that names `.` or `..` last: `errno`, once the

@@ -24,6 +24,23 @@ use crate::warn;
 /// Opens `path` as `open(2)` does with `flags` and `mode`; returns the new
 /// descriptor.
 pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out<c_int>> {
+    open_tries(state, path, flags, mode, 3)
+}
+
+/// [`open`], again (at most `tries` times in all) while the file found
+/// was removed by another process of the host before this one took its
+/// open marker lock (silly.rs): the name is then looked up anew.
+fn open_tries(
+    state: &State,
+    path: NfsPath,
+    flags: c_int,
+    mode: mode_t,
+    tries: u32,
+) -> Res<Out<c_int>> {
+    // Names changed on the host since this (lookups.rs) are the only way
+    // the file found can be gone once its marker lock is held.
+    let names_before = crate::lookups::generation(state);
+    let again = path.clone();
     if flags & libc::O_TMPFILE == libc::O_TMPFILE {
         warn::once("O_TMPFILE", || {
             format!(
@@ -53,6 +70,7 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
         Err(Errno(libc::ENOENT)) if create && path.last == crate::paths::Last::Name => None,
         Err(e) => return Err(e),
     };
+    let existed = found.is_some();
     let (mount, handle, kind, file, where_) = match found {
         Some(f) => {
             if excl {
@@ -109,7 +127,28 @@ pub fn open(state: &State, path: NfsPath, flags: c_int, mode: mode_t) -> Res<Out
     let fd = state
         .shadow
         .open(&state.config.mounts[mount], kind, &handle, flags)?;
+    let rest = where_.rest.clone();
     install(fd, mount, handle, Some(where_), kind, flags, file);
+    if existed
+        && kind == Kind::File
+        && tries > 1
+        && names_before.is_some()
+        && crate::lookups::generation(state) != names_before
+    {
+        let client = clients::get(state, mount)?;
+        if let Err(e) = client.metadata_of(&handle, &rest) {
+            if e.errno() == libc::ESTALE {
+                // Removed between the LOOKUP and the marker lock: that
+                // remover saw no holder. Undone, and looked up again.
+                if let Some(o) = fdtable::remove(fd) {
+                    // SAFETY: the descriptor this call just opened.
+                    unsafe { crate::real::close(fd) };
+                    crate::silly::closed_all(&[o]);
+                }
+                return open_tries(state, again, flags, mode, tries - 1);
+            }
+        }
+    }
     Ok(Out::Done(fd))
 }
 
