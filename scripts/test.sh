@@ -692,6 +692,9 @@ server_lane() {
         log "interception library on NFSv4.1 mounts: every served call, the edge cases, silly rename, random calls, coreutils, sqlite3, fio, MariaDB, I/O classes (~1 min)"
         step env DNFS_PRELOAD_NFS_VERSION=4.1 bash crates/preload/tests/run.sh calls edges silly random untouched coreutils sqlite fio mariadb classes
     fi
+    # Last here, beside the second lane's Miri and sanitized SQLite: the
+    # two lanes then end at about the same time.
+    run_fuzzers
 }
 
 # The second lane: the network-namespace steps (root), in order (one
@@ -707,17 +710,15 @@ netns_lane() {
         skip_step "multipath and ops network-namespace tests: not root"
     fi
     run_soak
-    # CPU-bound steps, beside the main lane's interception tests (which
-    # mostly wait on the server): the sanitized SQLite run (against the
-    # main server, once the main lane no longer restarts it), Miri, the
-    # fuzzers.
+    # CPU-bound steps, beside the main lane's tests (which mostly wait on
+    # the server): Miri (no server), then the sanitized SQLite run (against
+    # the main server, once the main lane no longer restarts it).
+    run_miri
     wait_for_server_restarts || return 1
     if [[ -f crates/sqlite/tests/sanitized.sh ]]; then
         log "SQLite VFS tests again, SQLite built with ASan + UBSan"
         step bash crates/sqlite/tests/sanitized.sh
     fi
-    run_miri
-    run_fuzzers
 }
 
 # The main lane restarts the main server in its SQLite steps; the second
@@ -732,7 +733,7 @@ wait_for_server_restarts() {
     ((DRY_RUN)) && return 0
     while [[ ! -e $RESTARTS_DONE ]]; do sleep 2; done
     if [[ $(cat "$RESTARTS_DONE") != go ]]; then
-        log "the main lane ended before its SQLite steps: the sanitized SQLite run, Miri and the fuzzers are not run"
+        log "the main lane ended before its SQLite steps: the sanitized SQLite run is not run"
         return 1
     fi
 }
@@ -837,15 +838,14 @@ run_miri() {
         io::call::tests io::transport::shared::tests writelog:: batch::tests file::tests
 }
 
-# Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 10: a
+# Every fuzz target for a fixed time (DNFS_FUZZ_SECONDS, default 5: a
 # smoke of every target and its corpus; longer runs take a larger value),
-# two at a time (DNFS_FUZZ_JOBS, default 2: beside the main lane's
-# interception tests, which mostly wait on the server): 35 x 10 s in about
-# 3 minutes.
+# two at a time (DNFS_FUZZ_JOBS, default 2): the targets' build took 3.7
+# minutes of a clean-clone run, then 35 x 5 s about 1.5 minutes.
 # cargo-fuzz needs a nightly toolchain: used when this machine has one
 # (rustup cannot download one here), otherwise said loudly and skipped.
 run_fuzzers() {
-    local secs=${DNFS_FUZZ_SECONDS:-10}
+    local secs=${DNFS_FUZZ_SECONDS:-5}
     if [[ $secs == 0 ]]; then
         skip_step "fuzzing: DNFS_FUZZ_SECONDS=0"
         return
