@@ -495,6 +495,12 @@ parse_args() {
         esac
         shift
     done
+    # The whole run's release builds carry no debug information (the
+    # profile's `debug = 1` is for benchmarks and profiles): less to
+    # generate and link for some forty test binaries. Every cargo command
+    # of the run, nested ones included, inherits it, so they all share one
+    # build. --quick keeps the profile as it is.
+    ((QUICK)) || export CARGO_PROFILE_RELEASE_DEBUG=false
     if [[ $JOBS != 1 && $JOBS != 2 ]]; then
         echo "test.sh: DNFS_TEST_JOBS must be 1 or 2, not '$JOBS'" >&2
         exit 2
