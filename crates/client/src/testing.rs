@@ -54,6 +54,13 @@ pub(crate) struct Behaviour {
     /// `stable_how` asked and the current verifier, COMMIT makes the pending
     /// writes durable in the order they came. Off: every WRITE is FILE_SYNC.
     pub honest_unstable: bool,
+    /// The NFSv4.1 server's `sr_target_highest_slotid` (`None`: every slot
+    /// it granted): a server that wants fewer slots used.
+    pub target_highest_slot: Option<u32>,
+    /// Every WRITE is answered UNSTABLE and kept until COMMIT, FILE_SYNC
+    /// ones too (with [`honest_unstable`](Self::honest_unstable)): a
+    /// server that downgrades FILE_SYNC writes.
+    pub downgrade_writes: bool,
 }
 
 /// The file a [`Behaviour::honest_unstable`] server holds: durable bytes,
@@ -103,6 +110,9 @@ pub(crate) struct Seen {
     pub stables: Vec<stable_how>,
     /// COMMITs answered.
     pub commits: usize,
+    /// The next this many COMMITs fail (NFS3ERR_IO, NFS4ERR_IO): see
+    /// [`FakeServer::fail_commits`].
+    pub failing_commits: usize,
     /// The file of an honest server (`Behaviour::honest_unstable`).
     pub store: Store,
 }
@@ -113,6 +123,7 @@ pub(crate) struct Seen {
 pub(crate) struct FakeServer {
     stop: Arc<AtomicBool>,
     answered: Arc<AtomicUsize>,
+    taken: Arc<AtomicUsize>,
     seen: Arc<Mutex<Seen>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -131,11 +142,16 @@ impl FakeServer {
     ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicUsize::new(0));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let thread = {
             let shared = Arc::clone(transport.shared());
-            let (stop, answered, seen) =
-                (Arc::clone(&stop), Arc::clone(&answered), Arc::clone(&seen));
+            let (stop, answered, taken, seen) = (
+                Arc::clone(&stop),
+                Arc::clone(&answered),
+                Arc::clone(&taken),
+                Arc::clone(&seen),
+            );
             std::thread::spawn(move || {
                 let take = || -> Vec<crate::io::transport::Sent> {
                     match &shared.detached {
@@ -151,6 +167,7 @@ impl FakeServer {
                         std::thread::sleep(Duration::from_micros(200));
                         continue;
                     }
+                    taken.fetch_add(sent.len(), Ordering::Release);
                     std::thread::sleep(behaviour.delay);
                     for (channel, epoch, xid, call) in sent {
                         let rec = if crate::testing_v41::is_v4(&call) {
@@ -171,6 +188,7 @@ impl FakeServer {
         Self {
             stop,
             answered,
+            taken,
             seen,
             thread: Some(thread),
         }
@@ -179,6 +197,18 @@ impl FakeServer {
     /// Calls answered so far.
     pub(crate) fn answered(&self) -> usize {
         self.answered.load(Ordering::Acquire)
+    }
+
+    /// Calls taken off the wire so far (answered, or being answered once
+    /// [`Behaviour::delay`] passed).
+    pub(crate) fn taken(&self) -> usize {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    /// The next `n` COMMITs fail with an I/O error (the data is kept
+    /// pending, as a server whose COMMIT failed).
+    pub(crate) fn fail_commits(&self, n: usize) {
+        self.seen().failing_commits = n;
     }
 
     /// A server restart: a new write verifier, the UNSTABLE data not yet
@@ -293,7 +323,8 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
                 return rec;
             }
             if behaviour.honest_unstable {
-                let unstable = seen.stables.last() == Some(&stable_how::UNSTABLE);
+                let unstable = behaviour.downgrade_writes
+                    || seen.stables.last() == Some(&stable_how::UNSTABLE);
                 let data = call.payload.as_deref().unwrap_or(&[]);
                 let durable = seen.store.write(offset, data, unstable);
                 let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
@@ -315,6 +346,12 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
                 committed: stable_how::FILE_SYNC,
                 verf: writeverf3(*b"testing!"),
             });
+            res.encode(&mut rec);
+        }
+        (_, nfs3::NFSPROC3_COMMIT) if seen.failing_commits > 0 => {
+            seen.failing_commits -= 1;
+            let res: Nfs3Res<COMMIT3resok, wcc_data> =
+                Nfs3Res::Fail(nfsstat3::NFS3ERR_IO, wcc_data::default());
             res.encode(&mut rec);
         }
         (_, nfs3::NFSPROC3_COMMIT) if behaviour.honest_unstable => {

@@ -25,6 +25,10 @@ use crate::testing::{success_header, Behaviour, Seen};
 /// The handle of the one file the fake serves.
 const FILE_FH: &[u8] = b"fake41 file handle";
 
+/// The fore channel slots the fake grants at most (a real server's
+/// table: Ganesha's, for one, has 64).
+const SLOTS: u32 = 64;
+
 /// Whether `call` is an NFSv4 call (its program version, after CALL, the
 /// RPC version and the program, which NFSv3 shares).
 pub(crate) fn is_v4(call: &Call) -> bool {
@@ -75,12 +79,14 @@ fn compound(args: &COMPOUND4args, behaviour: &Behaviour, seen: &Mutex<Seen>) -> 
 fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
     let ok = nfsstat4::NFS4_OK;
     match op {
+        // The slots it keeps, and those it wants used (RFC 8881 §18.46.3:
+        // the server's, not an echo of the client's highest slot in use).
         nfs_argop4::OP_SEQUENCE(a) => nfs_resop4::OP_SEQUENCE(Nfs4Res::Ok(SEQUENCE4resok {
             sr_sessionid: a.sa_sessionid,
             sr_sequenceid: a.sa_sequenceid,
             sr_slotid: a.sa_slotid,
-            sr_highest_slotid: a.sa_highest_slotid,
-            sr_target_highest_slotid: a.sa_highest_slotid,
+            sr_highest_slotid: SLOTS - 1,
+            sr_target_highest_slotid: behaviour.target_highest_slot.unwrap_or(SLOTS - 1),
             sr_status_flags: 0,
         })),
         nfs_argop4::OP_EXCHANGE_ID(_) => {
@@ -96,7 +102,10 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
                 csr_sessionid: Default::default(),
                 csr_sequence: a.csa_sequence,
                 csr_flags: 0,
-                csr_fore_chan_attrs: a.csa_fore_chan_attrs,
+                csr_fore_chan_attrs: nfs4::channel_attrs4 {
+                    ca_maxrequests: a.csa_fore_chan_attrs.ca_maxrequests.min(SLOTS),
+                    ..a.csa_fore_chan_attrs
+                },
                 csr_back_chan_attrs: a.csa_back_chan_attrs,
             }))
         }
@@ -125,7 +134,7 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
                 return nfs_resop4::OP_WRITE(Nfs4Res::Fail(nfsstat4::NFS4ERR_IO));
             }
             let committed = if behaviour.honest_unstable {
-                let unstable = a.stable == stable_how4::UNSTABLE4;
+                let unstable = behaviour.downgrade_writes || a.stable == stable_how4::UNSTABLE4;
                 if seen.store.write(a.offset, &a.data, unstable) {
                     stable_how4::FILE_SYNC4
                 } else {
@@ -139,6 +148,10 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
                 committed,
                 writeverf: nfs4::verifier4(seen.store.verf),
             }))
+        }
+        nfs_argop4::OP_COMMIT(_) if seen.failing_commits > 0 => {
+            seen.failing_commits -= 1;
+            nfs_resop4::OP_COMMIT(Nfs4Res::Fail(nfsstat4::NFS4ERR_IO))
         }
         nfs_argop4::OP_COMMIT(_) => {
             seen.commits += 1;
