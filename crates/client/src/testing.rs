@@ -61,6 +61,10 @@ pub(crate) struct Behaviour {
     /// ones too (with [`honest_unstable`](Self::honest_unstable)): a
     /// server that downgrades FILE_SYNC writes.
     pub downgrade_writes: bool,
+    /// A COMMIT is carried out when it arrives but its reply is sent this
+    /// much later, while the calls behind it are answered meanwhile (a
+    /// WRITE the server took after the COMMIT, acknowledged before it).
+    pub commit_reply_delay: Duration,
 }
 
 /// The file a [`Behaviour::honest_unstable`] server holds: durable bytes,
@@ -161,7 +165,26 @@ impl FakeServer {
                         None => Vec::new(),
                     }
                 };
+                // COMMIT replies held back (`Behaviour::commit_reply_delay`):
+                // when each is due, and where it goes.
+                let mut deferred: Vec<(std::time::Instant, usize, u64, Vec<u8>)> = Vec::new();
+                let deliver = |channel: usize, epoch: u64, rec: &[u8]| {
+                    // Counted before the reply is delivered: a caller
+                    // woken by it must already see it counted.
+                    answered.fetch_add(1, Ordering::Release);
+                    let mut replies = shared.replies(channel, epoch);
+                    let now = replies.now();
+                    replies.record(rec, now);
+                };
                 while !stop.load(Ordering::Acquire) {
+                    let now = std::time::Instant::now();
+                    deferred.retain(|(due, channel, epoch, rec)| {
+                        let keep = *due > now;
+                        if !keep {
+                            deliver(*channel, *epoch, rec);
+                        }
+                        keep
+                    });
                     let sent = take();
                     if sent.is_empty() {
                         std::thread::sleep(Duration::from_micros(200));
@@ -170,17 +193,20 @@ impl FakeServer {
                     taken.fetch_add(sent.len(), Ordering::Release);
                     std::thread::sleep(behaviour.delay);
                     for (channel, epoch, xid, call) in sent {
+                        let commits = seen.lock().unwrap_or_else(|p| p.into_inner()).commits;
                         let rec = if crate::testing_v41::is_v4(&call) {
                             crate::testing_v41::answer(xid, &call, &behaviour, &seen)
                         } else {
                             answer(xid, &call, &behaviour, &seen)
                         };
-                        // Counted before the reply is delivered: a caller
-                        // woken by it must already see it counted.
-                        answered.fetch_add(1, Ordering::Release);
-                        let mut replies = shared.replies(channel, epoch);
-                        let now = replies.now();
-                        replies.record(&rec, now);
+                        let committed =
+                            seen.lock().unwrap_or_else(|p| p.into_inner()).commits > commits;
+                        if committed && !behaviour.commit_reply_delay.is_zero() {
+                            let due = std::time::Instant::now() + behaviour.commit_reply_delay;
+                            deferred.push((due, channel, epoch, rec));
+                        } else {
+                            deliver(channel, epoch, &rec);
+                        }
                     }
                 }
             })

@@ -339,9 +339,10 @@ fn two_fsyncs_at_once_send_one_commit_and_both_wait_for_it_v41() {
     });
 }
 
-/// A write acknowledged while an `fsync`'s COMMIT is in flight was not
-/// covered by it (the server took it after the COMMIT): it stays
-/// uncommitted, and the next `fsync` COMMITs it.
+/// A write acknowledged while an `fsync`'s COMMIT is in flight (the
+/// server carried out the COMMIT, then took the WRITE, and answered the
+/// WRITE first) was not covered by it: it stays uncommitted, and the next
+/// `fsync` COMMITs it.
 fn a_write_during_a_commit_is_not_counted_as_committed(version: Version) {
     let options = MountOptions {
         stable: StableMode::Unstable,
@@ -349,21 +350,24 @@ fn a_write_during_a_commit_is_not_counted_as_committed(version: Version) {
         ..MountOptions::default()
     };
     let behaviour = Behaviour {
-        delay: late(),
+        commit_reply_delay: late() * 10,
         ..Behaviour::default()
     };
     let (server, _client, file) = setup_with(version, options, behaviour);
     file.write_at(&[1u8; 100], 0).unwrap();
-    let before = server.taken();
     let fsync = {
         let file = file.clone();
         std::thread::spawn(move || file.fsync())
     };
-    while server.taken() == before {
+    // The COMMIT is carried out; its reply comes `late() * 10` after.
+    while server.seen().commits == 0 {
         std::thread::sleep(Duration::from_millis(1));
     }
-    // The COMMIT is held at the server: this WRITE reaches it after.
     file.write_at(&[2u8; 100], 100).unwrap();
+    assert!(
+        !fsync.is_finished(),
+        "{version:?}: acknowledged before the COMMIT"
+    );
     fsync.join().unwrap().unwrap();
     assert_eq!(
         file.uncommitted_bytes(),
