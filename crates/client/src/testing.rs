@@ -394,3 +394,68 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
     }
     rec
 }
+
+/// The protocol version a test body runs over (`file/versions_tests.rs`,
+/// the write-behind tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    V3,
+    V41,
+}
+
+/// A fake server answering `behaviour`, a client of it over `version`
+/// with `options`, and the file `/f` open on it (on NFSv4.1 with OPEN:
+/// an open file with its stateid). The server comes first so that it is
+/// dropped last (the file's CLOSE and the session's DESTROY are
+/// answered, and a test that fails with writes in flight reports
+/// instead of hanging in the file's drop, which waits for them).
+pub(crate) fn serve(
+    version: Version,
+    options: crate::config::MountOptions,
+    behaviour: Behaviour,
+) -> (FakeServer, Client, crate::file::File) {
+    match version {
+        Version::V3 => {
+            let client = Client::detached(options, 4096, 4096);
+            let server = FakeServer::start(&client, behaviour);
+            let file = crate::file::File::detached(&client, "/f");
+            (server, client, file)
+        }
+        Version::V41 => {
+            let (server, client) = Client::detached_v41(options, 4096, 4096, behaviour);
+            let file = client
+                .open_with(
+                    "/f",
+                    crate::open_options::OpenOptions {
+                        create: true,
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("OPEN on the fake NFSv4.1 server: {e}"));
+            assert!(file.shared.v4.is_some(), "an NFSv4.1 open file");
+            (server, client, file)
+        }
+    }
+}
+
+/// Runs `body` on a thread of its own and fails the test if it has not
+/// returned within 30 s: a test of a hang must fail, not hang.
+pub(crate) fn within_30s(what: &str, body: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        body();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(()) => thread
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        // The body panicked: report its panic.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => thread
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: no return within 30 s (a hang)")
+        }
+    }
+}

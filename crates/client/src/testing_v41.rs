@@ -130,8 +130,10 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
         nfs_argop4::OP_WRITE(a) => {
             seen.writes.push((a.offset, a.data.clone()));
             seen.stables.push(stable_how(a.stable.0));
-            if behaviour.write_error.is_some() {
-                return nfs_resop4::OP_WRITE(Nfs4Res::Fail(nfsstat4::NFS4ERR_IO));
+            // NFSv4 numbers the errors a test names (IO, NOSPC, DQUOT,
+            // ACCES) as NFSv3 does.
+            if let Some(status) = behaviour.write_error {
+                return nfs_resop4::OP_WRITE(Nfs4Res::Fail(nfsstat4(status.0)));
             }
             let committed = if behaviour.honest_unstable {
                 let unstable = behaviour.downgrade_writes || a.stable == stable_how4::UNSTABLE4;

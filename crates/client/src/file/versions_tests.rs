@@ -11,16 +11,8 @@ use directnfs_wire::nfs3::stable_how;
 use crate::client::Client;
 use crate::config::{MountOptions, StableMode};
 use crate::file::File;
-use crate::open_options::OpenOptions;
-use crate::testing::{late, Behaviour, FakeServer};
-use std::sync::mpsc;
+use crate::testing::{late, serve, within_30s, Behaviour, FakeServer, Version};
 use std::time::Duration;
-
-#[derive(Debug, Clone, Copy)]
-enum Version {
-    V3,
-    V41,
-}
 
 /// An honest server (`Behaviour::honest_unstable`), a client of it over
 /// `version` in UNSTABLE mode with `write_behind` bytes of write-behind,
@@ -46,48 +38,7 @@ fn setup_with(
         honest_unstable: true,
         ..behaviour
     };
-    match version {
-        Version::V3 => {
-            let client = Client::detached(options, 4096, 4096);
-            let server = FakeServer::start(&client, behaviour);
-            let file = File::detached(&client, "/f");
-            (server, client, file)
-        }
-        Version::V41 => {
-            let (server, client) = Client::detached_v41(options, 4096, 4096, behaviour);
-            let file = client
-                .open_with(
-                    "/f",
-                    OpenOptions {
-                        create: true,
-                        ..Default::default()
-                    },
-                )
-                .expect("OPEN on the fake NFSv4.1 server");
-            assert!(file.shared.v4.is_some(), "an NFSv4.1 open file");
-            (server, client, file)
-        }
-    }
-}
-
-/// Runs `body` on a thread of its own and fails the test if it has not
-/// returned within 30 s: a test of a hang must fail, not hang.
-fn within_30s(what: &str, body: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let thread = std::thread::spawn(move || {
-        body();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(30)) {
-        Ok(()) => thread
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-        // The body panicked: report its panic.
-        Err(mpsc::RecvTimeoutError::Disconnected) => thread
-            .join()
-            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: no return within 30 s (a hang)"),
-    }
+    serve(version, options, behaviour)
 }
 
 /// Two overlapping UNSTABLE writes, a server restart that loses them (a
