@@ -904,7 +904,7 @@ mod tests {
     use super::*;
     use crate::client::Client;
     use crate::config::{MountOptions, StableMode};
-    use crate::testing::{late, Behaviour, FakeServer};
+    use crate::testing::{late, serve, within_30s, Behaviour, FakeServer, Version};
 
     /// The server comes first so that it is dropped last: a test that
     /// fails with writes in flight reports instead of hanging in the
@@ -921,28 +921,72 @@ mod tests {
         (server, client, file)
     }
 
-    #[test]
-    fn a_write_returns_before_its_reply_and_fsync_waits_for_it() {
-        let (server, _client, file) = setup(
+    /// [`setup`] over `version` (`crate::testing::serve`), for the tests
+    /// whose one body runs over NFSv3 and over NFSv4.1 (each write behind
+    /// a COMPOUND on a batch slot of the session, held until reaped). On
+    /// NFSv4.1 the session and the OPEN were answered first: counts of
+    /// calls answered are taken from after them.
+    fn setup_on(
+        version: Version,
+        write_behind: usize,
+        behaviour: Behaviour,
+    ) -> (FakeServer, Client, File) {
+        let options = MountOptions {
+            stable: StableMode::Unstable,
+            write_behind,
+            ..MountOptions::default()
+        };
+        serve(version, options, behaviour)
+    }
+
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it(version: Version) {
+        let (server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: late(),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         let started = Instant::now();
         assert_eq!(file.write_at(&[7u8; 10_000], 5).unwrap(), 10_000);
-        assert!(started.elapsed() < late(), "returned before the reply");
-        assert_eq!(server.answered(), 0);
-        assert_eq!(file.write_behind_bytes(), 10_000);
+        assert!(
+            started.elapsed() < late(),
+            "{version:?}: returned before the reply"
+        );
+        assert_eq!(server.answered(), base, "{version:?}");
+        assert_eq!(file.write_behind_bytes(), 10_000, "{version:?}");
         file.fsync().unwrap();
-        assert_eq!(file.write_behind_bytes(), 0);
-        assert_eq!(server.answered(), 3, "three 4 KiB pieces answered");
+        assert_eq!(file.write_behind_bytes(), 0, "{version:?}");
+        assert_eq!(
+            server.answered(),
+            base + 3,
+            "{version:?}: three 4 KiB pieces answered"
+        );
         let seen = server.seen();
         let mut got: Vec<(u64, usize)> = seen.writes.iter().map(|(o, d)| (*o, d.len())).collect();
         got.sort_unstable();
-        assert_eq!(got, vec![(5, 4096), (4101, 4096), (8197, 1808)]);
+        assert_eq!(
+            got,
+            vec![(5, 4096), (4101, 4096), (8197, 1808)],
+            "{version:?}"
+        );
         assert!(seen.writes.iter().all(|(_, d)| d.iter().all(|&b| b == 7)));
+    }
+
+    #[test]
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it_v3() {
+        within_30s("v3", || {
+            a_write_returns_before_its_reply_and_fsync_waits_for_it(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it_v41() {
+        within_30s("v41", || {
+            a_write_returns_before_its_reply_and_fsync_waits_for_it(Version::V41)
+        });
     }
 
     #[test]
@@ -1017,31 +1061,46 @@ mod tests {
         assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
     }
 
-    #[test]
-    fn a_write_over_bytes_in_flight_waits_for_them() {
-        let (server, _client, file) = setup(
+    fn a_write_over_bytes_in_flight_waits_for_them(version: Version) {
+        let (server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: Duration::from_millis(30),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         file.write_at(&[1u8; 100], 0).unwrap();
         file.write_at(&[2u8; 100], 50).unwrap();
         // The second was sent only once the first was answered.
-        assert!(server.answered() >= 1);
+        assert!(server.answered() > base, "{version:?}");
         file.fsync().unwrap();
         let seen = server.seen();
-        assert_eq!(seen.writes.len(), 2);
+        assert_eq!(seen.writes.len(), 2, "{version:?}");
         assert_eq!(
             seen.writes[0].1[0], 1,
-            "the older write reached the server first"
+            "{version:?}: the older write reached the server first"
         );
     }
 
     #[test]
-    fn a_failed_write_is_reported_by_the_next_fsync_once() {
-        let (_server, _client, file) = setup(
+    fn a_write_over_bytes_in_flight_waits_for_them_v3() {
+        within_30s("v3", || {
+            a_write_over_bytes_in_flight_waits_for_them(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_write_over_bytes_in_flight_waits_for_them_v41() {
+        within_30s("v41", || {
+            a_write_over_bytes_in_flight_waits_for_them(Version::V41)
+        });
+    }
+
+    fn a_failed_write_is_reported_by_the_next_fsync_once(version: Version) {
+        let (_server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 write_error: Some(nfsstat3::NFS3ERR_NOSPC),
@@ -1051,20 +1110,42 @@ mod tests {
         file.write_at(&[1u8; 100], 0).unwrap();
         file.write_at(&[1u8; 100], 1000).unwrap();
         let err = file.fsync().unwrap_err();
-        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
-        assert!(err.to_string().contains("WRITE /f"), "{err}");
+        assert_eq!(err.errno(), libc::ENOSPC, "{version:?}: {err}");
+        assert!(err.to_string().contains("WRITE /f"), "{version:?}: {err}");
         // Reported once, as Linux's writeback errors.
         file.fsync().unwrap();
-        assert_eq!(file.client().stats().files[0].totals.write_behind_errors, 2);
+        assert_eq!(
+            file.client().stats().files[0].totals.write_behind_errors,
+            2,
+            "{version:?}"
+        );
         // And by a flush (the C library's close) when no fsync came first.
         file.write_at(&[1u8; 100], 0).unwrap();
-        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+        assert_eq!(
+            file.flush_write_behind().unwrap_err().errno(),
+            libc::ENOSPC,
+            "{version:?}"
+        );
         file.flush_write_behind().unwrap();
     }
 
     #[test]
-    fn dropping_the_file_waits_for_its_writes() {
-        let (server, client, file) = setup(
+    fn a_failed_write_is_reported_by_the_next_fsync_once_v3() {
+        within_30s("v3", || {
+            a_failed_write_is_reported_by_the_next_fsync_once(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_by_the_next_fsync_once_v41() {
+        within_30s("v41", || {
+            a_failed_write_is_reported_by_the_next_fsync_once(Version::V41)
+        });
+    }
+
+    fn dropping_the_file_waits_for_its_writes(version: Version) {
+        let (server, client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: late(),
@@ -1072,13 +1153,30 @@ mod tests {
             },
         );
         file.write_at(&[1u8; 100], 0).unwrap();
+        assert!(
+            server.seen().writes.is_empty(),
+            "{version:?}: not yet answered"
+        );
         drop(file);
-        assert_eq!(server.answered(), 1);
+        // Answered before the drop returned (then, on NFSv4.1, the CLOSE).
+        assert_eq!(server.seen().writes.len(), 1, "{version:?}");
         let stats = client.stats();
         assert_eq!(
             stats.files[0].totals.write_behind_bytes, 0,
-            "gauge back to 0"
+            "{version:?}: gauge back to 0"
         );
+    }
+
+    #[test]
+    fn dropping_the_file_waits_for_its_writes_v3() {
+        within_30s("v3", || dropping_the_file_waits_for_its_writes(Version::V3));
+    }
+
+    #[test]
+    fn dropping_the_file_waits_for_its_writes_v41() {
+        within_30s("v41", || {
+            dropping_the_file_waits_for_its_writes(Version::V41)
+        });
     }
 
     /// Coalescing on: the test's file and server.
@@ -1088,9 +1186,10 @@ mod tests {
         (server, client, file)
     }
 
-    #[test]
-    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit() {
-        let (server, _client, file) = coalescing(Behaviour::default());
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit(version: Version) {
+        let (server, _client, file) = setup_on(version, 1 << 20, Behaviour::default());
+        file.set_write_coalescing(true);
+        let base = server.answered();
         // A WAL frame: a 24-byte header, then the page; then the next.
         let mut all = Vec::new();
         for (i, len) in [24usize, 1000, 24, 1000].into_iter().enumerate() {
@@ -1099,16 +1198,35 @@ mod tests {
             all.extend_from_slice(&data);
         }
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(server.answered(), 0, "held, not sent");
-        assert_eq!(file.write_behind_bytes(), all.len());
-        // The fake server refuses COMMIT: this fsync succeeds only
-        // because the single WRITE went FILE_SYNC.
+        assert_eq!(server.answered(), base, "{version:?}: held, not sent");
+        assert_eq!(file.write_behind_bytes(), all.len(), "{version:?}");
+        // No COMMIT: the single WRITE went FILE_SYNC (the NFSv3 fake
+        // refuses COMMIT, so this fsync would fail otherwise).
         file.fsync().unwrap();
-        assert_eq!(file.write_behind_bytes(), 0);
+        assert_eq!(file.write_behind_bytes(), 0, "{version:?}");
         let seen = server.seen();
-        assert_eq!(seen.writes, vec![(0, all)]);
-        assert_eq!(seen.stables, vec![nfs3::stable_how::FILE_SYNC]);
-        assert_eq!(server.answered(), 1);
+        assert_eq!(seen.writes, vec![(0, all)], "{version:?}");
+        assert_eq!(
+            seen.stables,
+            vec![nfs3::stable_how::FILE_SYNC],
+            "{version:?}"
+        );
+        assert_eq!(seen.commits, 0, "{version:?}");
+        assert_eq!(server.answered(), base + 1, "{version:?}");
+    }
+
+    #[test]
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit_v3() {
+        within_30s("v3", || {
+            adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit(Version::V3)
+        });
+    }
+
+    #[test]
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit_v41() {
+        within_30s("v41", || {
+            adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit(Version::V41)
+        });
     }
 
     #[test]
