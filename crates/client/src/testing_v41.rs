@@ -5,7 +5,11 @@
 //! DESTROY_SESSION, DESTROY_CLIENTID), stopping at the first that fails
 //! (RFC 8881 §16.2.3). Enough for a client's session, an open file and
 //! the write path; WRITE and COMMIT share the NFSv3 side's [`Store`] and
-//! [`Seen`], so one test body runs over either version.
+//! [`Seen`], so one test body runs over either version. The session has
+//! at most 64 slots, all of them wanted (`sr_target_highest_slotid` 63)
+//! unless [`Behaviour::target_highest_slot`] says fewer.
+//!
+//! [`Store`]: crate::testing::Store
 
 use std::sync::Mutex;
 

@@ -4,7 +4,12 @@
 //! `rpcops.rs` (a WRITE3 call or a COMPOUND on a session slot, COMMIT3 or
 //! COMMIT in a COMPOUND) all run,
 //! and the policy of `file.rs`, `fsync.rs` and `writelog.rs` above them
-//! is checked the same on both.
+//! is checked the same on both: the repair after a restart (newer bytes
+//! win, with and without write-behind), the COMMIT verifier check, the
+//! COMMIT after a FILE_SYNC write the server downgraded, and the
+//! serialisation of `fsync` (one COMMIT for two at once; a write
+//! acknowledged during a COMMIT stays uncommitted). Each body runs under
+//! `within_30s`: a hang fails the test.
 
 use directnfs_wire::nfs3::stable_how;
 
