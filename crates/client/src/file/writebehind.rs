@@ -989,49 +989,87 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_writer_past_the_bound_waits_for_room() {
-        let (server, _client, file) = setup(
+    fn a_writer_past_the_bound_waits_for_room(version: Version) {
+        let (server, _client, file) = setup_on(
+            version,
             8192,
             Behaviour {
                 delay: Duration::from_millis(50),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         file.write_at(&[1u8; 4096], 0).unwrap();
         file.write_at(&[2u8; 4096], 4096).unwrap();
-        assert!(file.write_behind_bytes() <= 8192);
+        assert!(file.write_behind_bytes() <= 8192, "{version:?}");
         // No room for a third: it waits until a reply made room (each
         // is answered 50 ms late; without the wait none would be yet).
         file.write_at(&[3u8; 4096], 8192).unwrap();
-        assert!(server.answered() >= 1, "{}", server.answered());
-        assert!(file.write_behind_bytes() <= 8192);
+        let answered = server.answered() - base;
+        assert!(answered >= 1, "{version:?}: {answered}");
+        assert!(file.write_behind_bytes() <= 8192, "{version:?}");
         // A write larger than the whole bound waits for everything, then goes.
         file.write_at(&[4u8; 20_000], 20_000).unwrap();
-        assert!(server.answered() >= 3);
+        assert!(server.answered() - base >= 3, "{version:?}");
         file.fsync().unwrap();
     }
 
     #[test]
-    fn a_writer_past_the_count_bound_waits_for_replies() {
+    fn a_writer_past_the_bound_waits_for_room_v3() {
+        within_30s("v3", || a_writer_past_the_bound_waits_for_room(Version::V3));
+    }
+
+    #[test]
+    fn a_writer_past_the_bound_waits_for_room_v41() {
+        within_30s("v41", || {
+            a_writer_past_the_bound_waits_for_room(Version::V41)
+        });
+    }
+
+    fn a_writer_past_the_count_bound_waits_for_replies(version: Version) {
         // Room for 1 MiB, but small writes stop at MAX_WRITES_IN_FLIGHT.
-        let (server, _client, file) = setup(
+        let (server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: Duration::from_millis(50),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         for i in 0..MAX_WRITES_IN_FLIGHT {
             file.write_at(&[1u8; 512], (i * 4096) as u64).unwrap();
         }
-        assert_eq!(server.answered(), 0, "the first ones did not wait");
+        assert_eq!(
+            server.answered(),
+            base,
+            "{version:?}: the first ones did not wait"
+        );
         // One more waits until a reply made room.
         file.write_at(&[2u8; 512], (MAX_WRITES_IN_FLIGHT * 4096) as u64)
             .unwrap();
-        assert!(server.answered() >= 1, "{}", server.answered());
+        let answered = server.answered() - base;
+        assert!(answered >= 1, "{version:?}: {answered}");
         file.fsync().unwrap();
-        assert_eq!(server.seen().writes.len(), MAX_WRITES_IN_FLIGHT + 1);
+        assert_eq!(
+            server.seen().writes.len(),
+            MAX_WRITES_IN_FLIGHT + 1,
+            "{version:?}"
+        );
+    }
+
+    #[test]
+    fn a_writer_past_the_count_bound_waits_for_replies_v3() {
+        within_30s("v3", || {
+            a_writer_past_the_count_bound_waits_for_replies(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_writer_past_the_count_bound_waits_for_replies_v41() {
+        within_30s("v41", || {
+            a_writer_past_the_count_bound_waits_for_replies(Version::V41)
+        });
     }
 
     #[test]
@@ -1307,9 +1345,9 @@ mod tests {
         );
     }
 
-    #[test]
-    fn coalescing_stops_at_the_transfer_size() {
-        let (server, _client, file) = coalescing(Behaviour::default());
+    fn coalescing_stops_at_the_transfer_size(version: Version) {
+        let (server, _client, file) = setup_on(version, 1 << 20, Behaviour::default());
+        file.set_write_coalescing(true);
         for i in 0..5u64 {
             file.write_at(&[i as u8; 1000], i * 1000).unwrap();
         }
@@ -1320,39 +1358,99 @@ mod tests {
             .iter()
             .map(|(o, d)| (*o, d.len()))
             .collect();
-        assert_eq!(got, vec![(0, 4000), (4000, 1000)]);
+        assert_eq!(got, vec![(0, 4000), (4000, 1000)], "{version:?}");
     }
 
     #[test]
-    fn dropping_the_handle_sends_and_waits_for_held_writes() {
-        let (server, client, file) = coalescing(Behaviour::default());
+    fn coalescing_stops_at_the_transfer_size_v3() {
+        within_30s("v3", || coalescing_stops_at_the_transfer_size(Version::V3));
+    }
+
+    #[test]
+    fn coalescing_stops_at_the_transfer_size_v41() {
+        within_30s("v41", || {
+            coalescing_stops_at_the_transfer_size(Version::V41)
+        });
+    }
+
+    fn dropping_the_handle_sends_and_waits_for_held_writes(version: Version) {
+        let (server, client, file) = setup_on(version, 1 << 20, Behaviour::default());
+        file.set_write_coalescing(true);
         file.write_at(&[5u8; 100], 0).unwrap();
         let clone = file.clone();
         drop(file);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(server.seen().writes.len(), 1, "sent when a handle went");
+        assert_eq!(
+            server.seen().writes.len(),
+            1,
+            "{version:?}: sent when a handle went"
+        );
         clone.write_at(&[6u8; 100], 100).unwrap();
         drop(clone);
-        assert_eq!(server.answered(), 2, "the last handle sent and waited");
-        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+        assert_eq!(
+            server.seen().writes.len(),
+            2,
+            "{version:?}: the last handle sent and waited"
+        );
+        assert_eq!(
+            client.stats().files[0].totals.write_behind_bytes,
+            0,
+            "{version:?}"
+        );
     }
 
     #[test]
-    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once() {
-        let (_server, client, file) = coalescing(Behaviour {
-            write_error: Some(nfsstat3::NFS3ERR_NOSPC),
-            ..Behaviour::default()
+    fn dropping_the_handle_sends_and_waits_for_held_writes_v3() {
+        within_30s("v3", || {
+            dropping_the_handle_sends_and_waits_for_held_writes(Version::V3)
         });
+    }
+
+    #[test]
+    fn dropping_the_handle_sends_and_waits_for_held_writes_v41() {
+        within_30s("v41", || {
+            dropping_the_handle_sends_and_waits_for_held_writes(Version::V41)
+        });
+    }
+
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once(version: Version) {
+        let (_server, client, file) = setup_on(
+            version,
+            1 << 20,
+            Behaviour {
+                write_error: Some(nfsstat3::NFS3ERR_NOSPC),
+                ..Behaviour::default()
+            },
+        );
+        file.set_write_coalescing(true);
         file.write_at(&[1u8; 100], 0).unwrap();
         let err = file.fsync().unwrap_err();
-        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
+        assert_eq!(err.errno(), libc::ENOSPC, "{version:?}: {err}");
         file.fsync().unwrap();
         // The client-wide barriers send and wait for held writes too.
         file.write_at(&[1u8; 100], 0).unwrap();
         client.send_held_writes();
         client.wait_write_behind();
-        assert_eq!(file.write_behind_bytes(), 0);
-        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+        assert_eq!(file.write_behind_bytes(), 0, "{version:?}");
+        assert_eq!(
+            file.flush_write_behind().unwrap_err().errno(),
+            libc::ENOSPC,
+            "{version:?}"
+        );
+    }
+
+    #[test]
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once_v3() {
+        within_30s("v3", || {
+            a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once_v41() {
+        within_30s("v41", || {
+            a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once(Version::V41)
+        });
     }
 
     #[test]
