@@ -423,9 +423,21 @@ pub(crate) fn serve(
         }
         Version::V41 => {
             let (server, client) = Client::detached_v41(options, 4096, 4096, behaviour);
+            let file = open_on(version, &client, "/f");
+            (server, client, file)
+        }
+    }
+}
+
+/// One more file of a client [`serve`] made (on NFSv4.1 opened with
+/// OPEN; the fake serves every path as the same file, with one store).
+pub(crate) fn open_on(version: Version, client: &Client, path: &str) -> crate::file::File {
+    match version {
+        Version::V3 => crate::file::File::detached(client, path),
+        Version::V41 => {
             let file = client
                 .open_with(
-                    "/f",
+                    path,
                     crate::open_options::OpenOptions {
                         create: true,
                         ..Default::default()
@@ -433,7 +445,7 @@ pub(crate) fn serve(
                 )
                 .unwrap_or_else(|e| panic!("OPEN on the fake NFSv4.1 server: {e}"));
             assert!(file.shared.v4.is_some(), "an NFSv4.1 open file");
-            (server, client, file)
+            file
         }
     }
 }

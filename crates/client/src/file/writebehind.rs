@@ -904,7 +904,7 @@ mod tests {
     use super::*;
     use crate::client::Client;
     use crate::config::{MountOptions, StableMode};
-    use crate::testing::{late, serve, within_30s, Behaviour, FakeServer, Version};
+    use crate::testing::{late, open_on, serve, within_30s, Behaviour, FakeServer, Version};
 
     /// The server comes first so that it is dropped last: a test that
     /// fails with writes in flight reports instead of hanging in the
@@ -1072,31 +1072,60 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out() {
-        let (server, client, file) = setup(
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out(
+        version: Version,
+    ) {
+        let (server, client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: late(),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         // Two calls of 10,000 bytes: three 4 KiB WRITEs each.
         file.write_at(&[7u8; 10_000], 0).unwrap();
         file.write_at(&[8u8; 10_000], 20_000).unwrap();
         let stats = client.stats();
         let f = &stats.files[0].totals;
-        assert_eq!((f.writes, f.inflight, f.inflight_peak), (2, 0, 1));
-        assert_eq!(f.write_behind_bytes, 20_000);
+        assert_eq!(
+            (f.writes, f.inflight, f.inflight_peak),
+            (2, 0, 1),
+            "{version:?}"
+        );
+        assert_eq!(f.write_behind_bytes, 20_000, "{version:?}");
         let on_wire: u64 = stats.servers[0].paths[0]
             .channels
             .iter()
             .map(|c| c.totals.inflight)
             .sum();
-        assert_eq!(on_wire, 6, "the channels carry the six WRITEs");
+        assert_eq!(on_wire, 6, "{version:?}: the channels carry the six WRITEs");
         file.fsync().unwrap();
-        assert_eq!(server.answered(), 6);
-        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+        assert_eq!(server.answered() - base, 6, "{version:?}");
+        assert_eq!(
+            client.stats().files[0].totals.write_behind_bytes,
+            0,
+            "{version:?}"
+        );
+    }
+
+    #[test]
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out_v3() {
+        within_30s("v3", || {
+            a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out(
+                Version::V3,
+            )
+        });
+    }
+
+    #[test]
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out_v41() {
+        within_30s("v41", || {
+            a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out(
+                Version::V41,
+            )
+        });
     }
 
     fn a_write_over_bytes_in_flight_waits_for_them(version: Version) {
@@ -1300,10 +1329,10 @@ mod tests {
             .all(|s| *s == nfs3::stable_how::UNSTABLE));
     }
 
-    #[test]
-    fn a_write_sends_what_other_files_hold_first() {
-        let (server, client, a) = coalescing(Behaviour::default());
-        let b = File::detached(&client, "/b");
+    fn a_write_sends_what_other_files_hold_first(version: Version) {
+        let (server, client, a) = setup_on(version, 1 << 20, Behaviour::default());
+        a.set_write_coalescing(true);
+        let b = open_on(version, &client, "/b");
         b.set_write_coalescing(true);
         a.write_at(&[1u8; 100], 0).unwrap();
         b.write_at(&[2u8; 100], 0).unwrap();
@@ -1311,11 +1340,25 @@ mod tests {
         assert_eq!(
             server.seen().writes,
             vec![(0, vec![1u8; 100])],
-            "a's write left before b's, which is held"
+            "{version:?}: a's write left before b's, which is held"
         );
         b.fsync().unwrap();
         a.fsync().unwrap();
-        assert_eq!(server.seen().writes.len(), 2);
+        assert_eq!(server.seen().writes.len(), 2, "{version:?}");
+    }
+
+    #[test]
+    fn a_write_sends_what_other_files_hold_first_v3() {
+        within_30s("v3", || {
+            a_write_sends_what_other_files_hold_first(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_write_sends_what_other_files_hold_first_v41() {
+        within_30s("v41", || {
+            a_write_sends_what_other_files_hold_first(Version::V41)
+        });
     }
 
     #[test]
@@ -1453,39 +1496,63 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_writer_waits_for_the_client_bound_while_its_file_has_room() {
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room(version: Version) {
         let options = MountOptions {
             stable: StableMode::Unstable,
             write_behind: 1 << 20,
             write_behind_client: 8192,
             ..MountOptions::default()
         };
-        let client = Client::detached(options, 4096, 4096);
-        let (a, b) = (File::detached(&client, "/a"), File::detached(&client, "/b"));
-        let server = FakeServer::start(
-            &client,
-            Behaviour {
-                delay: Duration::from_millis(50),
-                ..Behaviour::default()
-            },
-        );
+        let behaviour = Behaviour {
+            delay: Duration::from_millis(50),
+            ..Behaviour::default()
+        };
+        let (server, client, a) = serve(version, options, behaviour);
+        let b = open_on(version, &client, "/b");
+        let base = server.answered();
         a.write_at(&[1u8; 4096], 0).unwrap();
         b.write_at(&[2u8; 4096], 0).unwrap();
-        assert_eq!(server.answered(), 0);
+        assert_eq!(server.answered(), base, "{version:?}");
         // The client is full; `a` has 1 MiB - 4 KiB of room left, yet
         // its writer waits for a reply (to either file's WRITE).
         let started = Instant::now();
         a.write_at(&[3u8; 4096], 4096).unwrap();
-        assert!(server.answered() >= 1, "returned before any reply");
-        assert!(started.elapsed() >= Duration::from_millis(40));
-        assert!(a.write_behind_bytes() + b.write_behind_bytes() <= 8192);
+        assert!(
+            server.answered() > base,
+            "{version:?}: returned before any reply"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(40),
+            "{version:?}"
+        );
+        assert!(
+            a.write_behind_bytes() + b.write_behind_bytes() <= 8192,
+            "{version:?}"
+        );
         // B's caller never came back: the waiter reaped B's reply itself.
         a.fsync().unwrap();
         b.fsync().unwrap();
-        assert_eq!(a.write_behind_bytes() + b.write_behind_bytes(), 0);
+        assert_eq!(
+            a.write_behind_bytes() + b.write_behind_bytes(),
+            0,
+            "{version:?}"
+        );
         drop((a, b));
         drop(server);
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room_v3() {
+        within_30s("v3", || {
+            a_writer_waits_for_the_client_bound_while_its_file_has_room(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room_v41() {
+        within_30s("v41", || {
+            a_writer_waits_for_the_client_bound_while_its_file_has_room(Version::V41)
+        });
     }
 
     #[test]
