@@ -360,3 +360,55 @@ fn a_write_during_a_commit_is_not_counted_as_committed_v41() {
         a_write_during_a_commit_is_not_counted_as_committed(Version::V41)
     });
 }
+
+/// The same through a [`Batch`](crate::Batch) WRITE: its completion
+/// promises durability, so a downgraded FILE_SYNC WRITE is COMMITted
+/// before it completes; a failed COMMIT is the completion's error, and
+/// the data stays logged for the next `fsync`.
+fn a_file_sync_batch_write_answered_unstable_is_committed_before_it_completes(version: Version) {
+    let behaviour = Behaviour {
+        downgrade_writes: true,
+        ..Behaviour::default()
+    };
+    let (server, client, file) = setup_with(version, MountOptions::default(), behaviour);
+    let mut batch = crate::Batch::new(&client);
+    batch.write(&file, 0, &[1u8; 6000], 1).unwrap();
+    let done = batch.wait(1, None);
+    assert_eq!(done[0].result.as_ref().ok(), Some(&6000), "{version:?}");
+    {
+        let seen = server.seen();
+        assert!(
+            seen.stables.iter().all(|s| *s == stable_how::FILE_SYNC),
+            "{version:?}: {:?}",
+            seen.stables
+        );
+        assert_eq!(seen.commits, 1, "{version:?}: committed before completing");
+        assert_eq!(seen.store.durable, vec![1u8; 6000], "{version:?}");
+    }
+    assert_eq!(file.uncommitted_bytes(), 0, "{version:?}");
+
+    server.fail_commits(1);
+    batch.write(&file, 0, &[2u8; 100], 2).unwrap();
+    let done = batch.wait(1, None);
+    let e = done[0].result.as_ref().unwrap_err();
+    assert_eq!(e.errno(), libc::EIO, "{version:?}: {e}");
+    assert!(e.to_string().contains("COMMIT"), "{version:?}: {e}");
+    assert_eq!(file.uncommitted_bytes(), 100, "{version:?}: kept");
+    file.fsync().unwrap();
+    assert_eq!(file.uncommitted_bytes(), 0, "{version:?}");
+    assert_eq!(&server.seen().store.durable[..100], &[2u8; 100][..]);
+}
+
+#[test]
+fn a_file_sync_batch_write_answered_unstable_is_committed_before_it_completes_v3() {
+    within_30s("v3", || {
+        a_file_sync_batch_write_answered_unstable_is_committed_before_it_completes(Version::V3)
+    });
+}
+
+#[test]
+fn a_file_sync_batch_write_answered_unstable_is_committed_before_it_completes_v41() {
+    within_30s("v41", || {
+        a_file_sync_batch_write_answered_unstable_is_committed_before_it_completes(Version::V41)
+    });
+}
