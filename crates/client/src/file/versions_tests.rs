@@ -6,7 +6,9 @@
 //! and the policy of `file.rs`, `fsync.rs` and `writelog.rs` above them
 //! is checked the same on both: the repair after a restart (newer bytes
 //! win, with and without write-behind), the COMMIT verifier check, the
-//! COMMIT after a FILE_SYNC write the server downgraded, and the
+//! COMMIT after a FILE_SYNC write the server downgraded (`write_at`, and a
+//! `Batch` WRITE: on NFSv4.1 `batch/v41.rs` has its own copy of that
+//! rule), and the
 //! serialisation of `fsync` (one COMMIT for two at once; a write
 //! acknowledged during a COMMIT stays uncommitted). Each body runs under
 //! `within_30s`: a hang fails the test.

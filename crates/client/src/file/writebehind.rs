@@ -1361,19 +1361,27 @@ mod tests {
         });
     }
 
-    #[test]
-    fn a_batch_write_sends_the_held_writes_of_every_file_first() {
-        let (server, client, a) = coalescing(Behaviour::default());
-        let b = File::detached(&client, "/b");
+    fn a_batch_write_sends_the_held_writes_of_every_file_first(version: Version) {
+        let (server, client, a) = setup_on(version, 1 << 20, Behaviour::default());
+        a.set_write_coalescing(true);
+        let b = open_on(version, &client, "/b");
         // Another file's held write was made before the batch's.
         a.write_at(&[1u8; 100], 0).unwrap();
         let mut batch = crate::Batch::new(&client);
         batch.write(&b, 0, &[2u8; 100], 1).unwrap();
-        assert_eq!(batch.wait(1, None)[0].result.as_ref().ok(), Some(&100));
+        assert_eq!(
+            batch.wait(1, None)[0].result.as_ref().ok(),
+            Some(&100),
+            "{version:?}"
+        );
         // The same file's, elsewhere than the batch's bytes.
         a.write_at(&[3u8; 100], 1000).unwrap();
         batch.write(&a, 9000, &[4u8; 100], 2).unwrap();
-        assert_eq!(batch.wait(1, None)[0].result.as_ref().ok(), Some(&100));
+        assert_eq!(
+            batch.wait(1, None)[0].result.as_ref().ok(),
+            Some(&100),
+            "{version:?}"
+        );
         a.fsync().unwrap();
         let order: Vec<(u64, u8)> = server
             .seen()
@@ -1384,8 +1392,22 @@ mod tests {
         assert_eq!(
             order,
             vec![(0, 1), (0, 2), (1000, 3), (9000, 4)],
-            "the writes left in the order they were made"
+            "{version:?}: the writes left in the order they were made"
         );
+    }
+
+    #[test]
+    fn a_batch_write_sends_the_held_writes_of_every_file_first_v3() {
+        within_30s("v3", || {
+            a_batch_write_sends_the_held_writes_of_every_file_first(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_batch_write_sends_the_held_writes_of_every_file_first_v41() {
+        within_30s("v41", || {
+            a_batch_write_sends_the_held_writes_of_every_file_first(Version::V41)
+        });
     }
 
     fn coalescing_stops_at_the_transfer_size(version: Version) {
