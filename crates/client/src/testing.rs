@@ -54,6 +54,17 @@ pub(crate) struct Behaviour {
     /// `stable_how` asked and the current verifier, COMMIT makes the pending
     /// writes durable in the order they came. Off: every WRITE is FILE_SYNC.
     pub honest_unstable: bool,
+    /// The NFSv4.1 server's `sr_target_highest_slotid` (`None`: every slot
+    /// it granted): a server that wants fewer slots used.
+    pub target_highest_slot: Option<u32>,
+    /// Every WRITE is answered UNSTABLE and kept until COMMIT, FILE_SYNC
+    /// ones too (with [`honest_unstable`](Self::honest_unstable)): a
+    /// server that downgrades FILE_SYNC writes.
+    pub downgrade_writes: bool,
+    /// A COMMIT is carried out when it arrives but its reply is sent this
+    /// much later, while the calls behind it are answered meanwhile (a
+    /// WRITE the server took after the COMMIT, acknowledged before it).
+    pub commit_reply_delay: Duration,
 }
 
 /// The file a [`Behaviour::honest_unstable`] server holds: durable bytes,
@@ -103,6 +114,9 @@ pub(crate) struct Seen {
     pub stables: Vec<stable_how>,
     /// COMMITs answered.
     pub commits: usize,
+    /// The next this many COMMITs fail (NFS3ERR_IO, NFS4ERR_IO): see
+    /// [`FakeServer::fail_commits`].
+    pub failing_commits: usize,
     /// The file of an honest server (`Behaviour::honest_unstable`).
     pub store: Store,
 }
@@ -113,6 +127,7 @@ pub(crate) struct Seen {
 pub(crate) struct FakeServer {
     stop: Arc<AtomicBool>,
     answered: Arc<AtomicUsize>,
+    taken: Arc<AtomicUsize>,
     seen: Arc<Mutex<Seen>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -131,11 +146,16 @@ impl FakeServer {
     ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicUsize::new(0));
+        let taken = Arc::new(AtomicUsize::new(0));
         let seen = Arc::new(Mutex::new(Seen::default()));
         let thread = {
             let shared = Arc::clone(transport.shared());
-            let (stop, answered, seen) =
-                (Arc::clone(&stop), Arc::clone(&answered), Arc::clone(&seen));
+            let (stop, answered, taken, seen) = (
+                Arc::clone(&stop),
+                Arc::clone(&answered),
+                Arc::clone(&taken),
+                Arc::clone(&seen),
+            );
             std::thread::spawn(move || {
                 let take = || -> Vec<crate::io::transport::Sent> {
                     match &shared.detached {
@@ -145,25 +165,48 @@ impl FakeServer {
                         None => Vec::new(),
                     }
                 };
+                // COMMIT replies held back (`Behaviour::commit_reply_delay`):
+                // when each is due, and where it goes.
+                let mut deferred: Vec<(std::time::Instant, usize, u64, Vec<u8>)> = Vec::new();
+                let deliver = |channel: usize, epoch: u64, rec: &[u8]| {
+                    // Counted before the reply is delivered: a caller
+                    // woken by it must already see it counted.
+                    answered.fetch_add(1, Ordering::Release);
+                    let mut replies = shared.replies(channel, epoch);
+                    let now = replies.now();
+                    replies.record(rec, now);
+                };
                 while !stop.load(Ordering::Acquire) {
+                    let now = std::time::Instant::now();
+                    deferred.retain(|(due, channel, epoch, rec)| {
+                        let keep = *due > now;
+                        if !keep {
+                            deliver(*channel, *epoch, rec);
+                        }
+                        keep
+                    });
                     let sent = take();
                     if sent.is_empty() {
                         std::thread::sleep(Duration::from_micros(200));
                         continue;
                     }
+                    taken.fetch_add(sent.len(), Ordering::Release);
                     std::thread::sleep(behaviour.delay);
                     for (channel, epoch, xid, call) in sent {
+                        let commits = seen.lock().unwrap_or_else(|p| p.into_inner()).commits;
                         let rec = if crate::testing_v41::is_v4(&call) {
                             crate::testing_v41::answer(xid, &call, &behaviour, &seen)
                         } else {
                             answer(xid, &call, &behaviour, &seen)
                         };
-                        // Counted before the reply is delivered: a caller
-                        // woken by it must already see it counted.
-                        answered.fetch_add(1, Ordering::Release);
-                        let mut replies = shared.replies(channel, epoch);
-                        let now = replies.now();
-                        replies.record(&rec, now);
+                        let committed =
+                            seen.lock().unwrap_or_else(|p| p.into_inner()).commits > commits;
+                        if committed && !behaviour.commit_reply_delay.is_zero() {
+                            let due = std::time::Instant::now() + behaviour.commit_reply_delay;
+                            deferred.push((due, channel, epoch, rec));
+                        } else {
+                            deliver(channel, epoch, &rec);
+                        }
                     }
                 }
             })
@@ -171,6 +214,7 @@ impl FakeServer {
         Self {
             stop,
             answered,
+            taken,
             seen,
             thread: Some(thread),
         }
@@ -179,6 +223,18 @@ impl FakeServer {
     /// Calls answered so far.
     pub(crate) fn answered(&self) -> usize {
         self.answered.load(Ordering::Acquire)
+    }
+
+    /// Calls taken off the wire so far (answered, or being answered once
+    /// [`Behaviour::delay`] passed).
+    pub(crate) fn taken(&self) -> usize {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    /// The next `n` COMMITs fail with an I/O error (the data is kept
+    /// pending, as a server whose COMMIT failed).
+    pub(crate) fn fail_commits(&self, n: usize) {
+        self.seen().failing_commits = n;
     }
 
     /// A server restart: a new write verifier, the UNSTABLE data not yet
@@ -293,7 +349,8 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
                 return rec;
             }
             if behaviour.honest_unstable {
-                let unstable = seen.stables.last() == Some(&stable_how::UNSTABLE);
+                let unstable = behaviour.downgrade_writes
+                    || seen.stables.last() == Some(&stable_how::UNSTABLE);
                 let data = call.payload.as_deref().unwrap_or(&[]);
                 let durable = seen.store.write(offset, data, unstable);
                 let res: Nfs3Res<WRITE3resok, wcc_data> = Nfs3Res::Ok(WRITE3resok {
@@ -317,6 +374,12 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
             });
             res.encode(&mut rec);
         }
+        (_, nfs3::NFSPROC3_COMMIT) if seen.failing_commits > 0 => {
+            seen.failing_commits -= 1;
+            let res: Nfs3Res<COMMIT3resok, wcc_data> =
+                Nfs3Res::Fail(nfsstat3::NFS3ERR_IO, wcc_data::default());
+            res.encode(&mut rec);
+        }
         (_, nfs3::NFSPROC3_COMMIT) if behaviour.honest_unstable => {
             seen.commits += 1;
             seen.store.commit();
@@ -330,4 +393,81 @@ fn answer(xid: u32, call: &Call, behaviour: &Behaviour, seen: &Mutex<Seen>) -> V
         _ => nfsstat3::NFS3ERR_NOTSUPP.encode(&mut rec),
     }
     rec
+}
+
+/// The protocol version a test body runs over (`file/versions_tests.rs`,
+/// the write-behind tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Version {
+    V3,
+    V41,
+}
+
+/// A fake server answering `behaviour`, a client of it over `version`
+/// with `options`, and the file `/f` open on it (on NFSv4.1 with OPEN:
+/// an open file with its stateid). The server comes first so that it is
+/// dropped last (the file's CLOSE and the session's DESTROY are
+/// answered, and a test that fails with writes in flight reports
+/// instead of hanging in the file's drop, which waits for them).
+pub(crate) fn serve(
+    version: Version,
+    options: crate::config::MountOptions,
+    behaviour: Behaviour,
+) -> (FakeServer, Client, crate::file::File) {
+    match version {
+        Version::V3 => {
+            let client = Client::detached(options, 4096, 4096);
+            let server = FakeServer::start(&client, behaviour);
+            let file = crate::file::File::detached(&client, "/f");
+            (server, client, file)
+        }
+        Version::V41 => {
+            let (server, client) = Client::detached_v41(options, 4096, 4096, behaviour);
+            let file = open_on(version, &client, "/f");
+            (server, client, file)
+        }
+    }
+}
+
+/// One more file of a client [`serve`] made (on NFSv4.1 opened with
+/// OPEN; the fake serves every path as the same file, with one store).
+pub(crate) fn open_on(version: Version, client: &Client, path: &str) -> crate::file::File {
+    match version {
+        Version::V3 => crate::file::File::detached(client, path),
+        Version::V41 => {
+            let file = client
+                .open_with(
+                    path,
+                    crate::open_options::OpenOptions {
+                        create: true,
+                        ..Default::default()
+                    },
+                )
+                .unwrap_or_else(|e| panic!("OPEN on the fake NFSv4.1 server: {e}"));
+            assert!(file.shared.v4.is_some(), "an NFSv4.1 open file");
+            file
+        }
+    }
+}
+
+/// Runs `body` on a thread of its own and fails the test if it has not
+/// returned within 30 s: a test of a hang must fail, not hang.
+pub(crate) fn within_30s(what: &str, body: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        body();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(30)) {
+        Ok(()) => thread
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        // The body panicked: report its panic.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => thread
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p)),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: no return within 30 s (a hang)")
+        }
+    }
 }

@@ -5,7 +5,11 @@
 //! DESTROY_SESSION, DESTROY_CLIENTID), stopping at the first that fails
 //! (RFC 8881 §16.2.3). Enough for a client's session, an open file and
 //! the write path; WRITE and COMMIT share the NFSv3 side's [`Store`] and
-//! [`Seen`], so one test body runs over either version.
+//! [`Seen`], so one test body runs over either version. The session has
+//! at most 64 slots, all of them wanted (`sr_target_highest_slotid` 63)
+//! unless [`Behaviour::target_highest_slot`] says fewer.
+//!
+//! [`Store`]: crate::testing::Store
 
 use std::sync::Mutex;
 
@@ -24,6 +28,10 @@ use crate::testing::{success_header, Behaviour, Seen};
 
 /// The handle of the one file the fake serves.
 const FILE_FH: &[u8] = b"fake41 file handle";
+
+/// The fore channel slots the fake grants at most (a real server's
+/// table: Ganesha's, for one, has 64).
+const SLOTS: u32 = 64;
 
 /// Whether `call` is an NFSv4 call (its program version, after CALL, the
 /// RPC version and the program, which NFSv3 shares).
@@ -75,12 +83,14 @@ fn compound(args: &COMPOUND4args, behaviour: &Behaviour, seen: &Mutex<Seen>) -> 
 fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
     let ok = nfsstat4::NFS4_OK;
     match op {
+        // The slots it keeps, and those it wants used (RFC 8881 §18.46.3:
+        // the server's, not an echo of the client's highest slot in use).
         nfs_argop4::OP_SEQUENCE(a) => nfs_resop4::OP_SEQUENCE(Nfs4Res::Ok(SEQUENCE4resok {
             sr_sessionid: a.sa_sessionid,
             sr_sequenceid: a.sa_sequenceid,
             sr_slotid: a.sa_slotid,
-            sr_highest_slotid: a.sa_highest_slotid,
-            sr_target_highest_slotid: a.sa_highest_slotid,
+            sr_highest_slotid: SLOTS - 1,
+            sr_target_highest_slotid: behaviour.target_highest_slot.unwrap_or(SLOTS - 1),
             sr_status_flags: 0,
         })),
         nfs_argop4::OP_EXCHANGE_ID(_) => {
@@ -96,7 +106,10 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
                 csr_sessionid: Default::default(),
                 csr_sequence: a.csa_sequence,
                 csr_flags: 0,
-                csr_fore_chan_attrs: a.csa_fore_chan_attrs,
+                csr_fore_chan_attrs: nfs4::channel_attrs4 {
+                    ca_maxrequests: a.csa_fore_chan_attrs.ca_maxrequests.min(SLOTS),
+                    ..a.csa_fore_chan_attrs
+                },
                 csr_back_chan_attrs: a.csa_back_chan_attrs,
             }))
         }
@@ -121,11 +134,13 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
         nfs_argop4::OP_WRITE(a) => {
             seen.writes.push((a.offset, a.data.clone()));
             seen.stables.push(stable_how(a.stable.0));
-            if behaviour.write_error.is_some() {
-                return nfs_resop4::OP_WRITE(Nfs4Res::Fail(nfsstat4::NFS4ERR_IO));
+            // NFSv4 numbers the errors a test names (IO, NOSPC, DQUOT,
+            // ACCES) as NFSv3 does.
+            if let Some(status) = behaviour.write_error {
+                return nfs_resop4::OP_WRITE(Nfs4Res::Fail(nfsstat4(status.0)));
             }
             let committed = if behaviour.honest_unstable {
-                let unstable = a.stable == stable_how4::UNSTABLE4;
+                let unstable = behaviour.downgrade_writes || a.stable == stable_how4::UNSTABLE4;
                 if seen.store.write(a.offset, &a.data, unstable) {
                     stable_how4::FILE_SYNC4
                 } else {
@@ -139,6 +154,10 @@ fn one(op: &nfs_argop4, behaviour: &Behaviour, seen: &mut Seen) -> nfs_resop4 {
                 committed,
                 writeverf: nfs4::verifier4(seen.store.verf),
             }))
+        }
+        nfs_argop4::OP_COMMIT(_) if seen.failing_commits > 0 => {
+            seen.failing_commits -= 1;
+            nfs_resop4::OP_COMMIT(Nfs4Res::Fail(nfsstat4::NFS4ERR_IO))
         }
         nfs_argop4::OP_COMMIT(_) => {
             seen.commits += 1;

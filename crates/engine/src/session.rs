@@ -94,11 +94,17 @@ impl SlotTable {
         self.slots.iter().filter(|s| s.busy).count()
     }
 
+    /// Slots new requests may take: those up to the server's target
+    /// ([`set_target_highest`](Self::set_target_highest)), at least 1.
+    pub fn usable(&self) -> usize {
+        (self.target_highest as usize + 1).min(self.slots.len())
+    }
+
     /// The lowest free slot at or below the server's target, with the
     /// next sequence id; `None` when every usable slot is busy (wait for
     /// a [`finish`](Self::finish)).
     pub fn acquire(&mut self) -> Option<Ticket> {
-        let usable = (self.target_highest as usize + 1).min(self.slots.len());
+        let usable = self.usable();
         let (i, slot) = self
             .slots
             .iter_mut()

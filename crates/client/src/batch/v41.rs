@@ -230,7 +230,10 @@ impl Pipeline {
         let Some(op) = self.new_op(ctx, file, token, Kind::Write, len, owned) else {
             return;
         };
-        file.settle(offset, len);
+        // As on NFSv3 (`Batch::submit_write`): the writes every file of
+        // the client holds for coalescing were made before this one and
+        // go first, and the write-behind WRITEs over its bytes land first.
+        file.before_batch_write(offset, len);
         let mut at = offset;
         file.log_submitted(chunks.iter().scan(offset, |at, c| {
             let off = *at;

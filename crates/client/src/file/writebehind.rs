@@ -904,7 +904,7 @@ mod tests {
     use super::*;
     use crate::client::Client;
     use crate::config::{MountOptions, StableMode};
-    use crate::testing::{late, Behaviour, FakeServer};
+    use crate::testing::{late, open_on, serve, within_30s, Behaviour, FakeServer, Version};
 
     /// The server comes first so that it is dropped last: a test that
     /// fails with writes in flight reports instead of hanging in the
@@ -921,127 +921,253 @@ mod tests {
         (server, client, file)
     }
 
-    #[test]
-    fn a_write_returns_before_its_reply_and_fsync_waits_for_it() {
-        let (server, _client, file) = setup(
+    /// [`setup`] over `version` (`crate::testing::serve`), for the tests
+    /// whose one body runs over NFSv3 and over NFSv4.1 (each write behind
+    /// a COMPOUND on a batch slot of the session, held until reaped). On
+    /// NFSv4.1 the session and the OPEN were answered first: counts of
+    /// calls answered are taken from after them.
+    fn setup_on(
+        version: Version,
+        write_behind: usize,
+        behaviour: Behaviour,
+    ) -> (FakeServer, Client, File) {
+        let options = MountOptions {
+            stable: StableMode::Unstable,
+            write_behind,
+            ..MountOptions::default()
+        };
+        serve(version, options, behaviour)
+    }
+
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it(version: Version) {
+        let (server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: late(),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         let started = Instant::now();
         assert_eq!(file.write_at(&[7u8; 10_000], 5).unwrap(), 10_000);
-        assert!(started.elapsed() < late(), "returned before the reply");
-        assert_eq!(server.answered(), 0);
-        assert_eq!(file.write_behind_bytes(), 10_000);
+        assert!(
+            started.elapsed() < late(),
+            "{version:?}: returned before the reply"
+        );
+        assert_eq!(server.answered(), base, "{version:?}");
+        assert_eq!(file.write_behind_bytes(), 10_000, "{version:?}");
         file.fsync().unwrap();
-        assert_eq!(file.write_behind_bytes(), 0);
-        assert_eq!(server.answered(), 3, "three 4 KiB pieces answered");
+        assert_eq!(file.write_behind_bytes(), 0, "{version:?}");
+        assert_eq!(
+            server.answered(),
+            base + 3,
+            "{version:?}: three 4 KiB pieces answered"
+        );
         let seen = server.seen();
         let mut got: Vec<(u64, usize)> = seen.writes.iter().map(|(o, d)| (*o, d.len())).collect();
         got.sort_unstable();
-        assert_eq!(got, vec![(5, 4096), (4101, 4096), (8197, 1808)]);
+        assert_eq!(
+            got,
+            vec![(5, 4096), (4101, 4096), (8197, 1808)],
+            "{version:?}"
+        );
         assert!(seen.writes.iter().all(|(_, d)| d.iter().all(|&b| b == 7)));
     }
 
     #[test]
-    fn a_writer_past_the_bound_waits_for_room() {
-        let (server, _client, file) = setup(
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it_v3() {
+        within_30s("v3", || {
+            a_write_returns_before_its_reply_and_fsync_waits_for_it(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_write_returns_before_its_reply_and_fsync_waits_for_it_v41() {
+        within_30s("v41", || {
+            a_write_returns_before_its_reply_and_fsync_waits_for_it(Version::V41)
+        });
+    }
+
+    fn a_writer_past_the_bound_waits_for_room(version: Version) {
+        let (server, _client, file) = setup_on(
+            version,
             8192,
             Behaviour {
                 delay: Duration::from_millis(50),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         file.write_at(&[1u8; 4096], 0).unwrap();
         file.write_at(&[2u8; 4096], 4096).unwrap();
-        assert!(file.write_behind_bytes() <= 8192);
+        assert!(file.write_behind_bytes() <= 8192, "{version:?}");
         // No room for a third: it waits until a reply made room (each
         // is answered 50 ms late; without the wait none would be yet).
         file.write_at(&[3u8; 4096], 8192).unwrap();
-        assert!(server.answered() >= 1, "{}", server.answered());
-        assert!(file.write_behind_bytes() <= 8192);
+        let answered = server.answered() - base;
+        assert!(answered >= 1, "{version:?}: {answered}");
+        assert!(file.write_behind_bytes() <= 8192, "{version:?}");
         // A write larger than the whole bound waits for everything, then goes.
         file.write_at(&[4u8; 20_000], 20_000).unwrap();
-        assert!(server.answered() >= 3);
+        assert!(server.answered() - base >= 3, "{version:?}");
         file.fsync().unwrap();
     }
 
     #[test]
-    fn a_writer_past_the_count_bound_waits_for_replies() {
+    fn a_writer_past_the_bound_waits_for_room_v3() {
+        within_30s("v3", || a_writer_past_the_bound_waits_for_room(Version::V3));
+    }
+
+    #[test]
+    fn a_writer_past_the_bound_waits_for_room_v41() {
+        within_30s("v41", || {
+            a_writer_past_the_bound_waits_for_room(Version::V41)
+        });
+    }
+
+    fn a_writer_past_the_count_bound_waits_for_replies(version: Version) {
         // Room for 1 MiB, but small writes stop at MAX_WRITES_IN_FLIGHT.
-        let (server, _client, file) = setup(
+        let (server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: Duration::from_millis(50),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         for i in 0..MAX_WRITES_IN_FLIGHT {
             file.write_at(&[1u8; 512], (i * 4096) as u64).unwrap();
         }
-        assert_eq!(server.answered(), 0, "the first ones did not wait");
+        assert_eq!(
+            server.answered(),
+            base,
+            "{version:?}: the first ones did not wait"
+        );
         // One more waits until a reply made room.
         file.write_at(&[2u8; 512], (MAX_WRITES_IN_FLIGHT * 4096) as u64)
             .unwrap();
-        assert!(server.answered() >= 1, "{}", server.answered());
+        let answered = server.answered() - base;
+        assert!(answered >= 1, "{version:?}: {answered}");
         file.fsync().unwrap();
-        assert_eq!(server.seen().writes.len(), MAX_WRITES_IN_FLIGHT + 1);
+        assert_eq!(
+            server.seen().writes.len(),
+            MAX_WRITES_IN_FLIGHT + 1,
+            "{version:?}"
+        );
     }
 
     #[test]
-    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out() {
-        let (server, client, file) = setup(
+    fn a_writer_past_the_count_bound_waits_for_replies_v3() {
+        within_30s("v3", || {
+            a_writer_past_the_count_bound_waits_for_replies(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_writer_past_the_count_bound_waits_for_replies_v41() {
+        within_30s("v41", || {
+            a_writer_past_the_count_bound_waits_for_replies(Version::V41)
+        });
+    }
+
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out(
+        version: Version,
+    ) {
+        let (server, client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: late(),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         // Two calls of 10,000 bytes: three 4 KiB WRITEs each.
         file.write_at(&[7u8; 10_000], 0).unwrap();
         file.write_at(&[8u8; 10_000], 20_000).unwrap();
         let stats = client.stats();
         let f = &stats.files[0].totals;
-        assert_eq!((f.writes, f.inflight, f.inflight_peak), (2, 0, 1));
-        assert_eq!(f.write_behind_bytes, 20_000);
+        assert_eq!(
+            (f.writes, f.inflight, f.inflight_peak),
+            (2, 0, 1),
+            "{version:?}"
+        );
+        assert_eq!(f.write_behind_bytes, 20_000, "{version:?}");
         let on_wire: u64 = stats.servers[0].paths[0]
             .channels
             .iter()
             .map(|c| c.totals.inflight)
             .sum();
-        assert_eq!(on_wire, 6, "the channels carry the six WRITEs");
+        assert_eq!(on_wire, 6, "{version:?}: the channels carry the six WRITEs");
         file.fsync().unwrap();
-        assert_eq!(server.answered(), 6);
-        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+        assert_eq!(server.answered() - base, 6, "{version:?}");
+        assert_eq!(
+            client.stats().files[0].totals.write_behind_bytes,
+            0,
+            "{version:?}"
+        );
     }
 
     #[test]
-    fn a_write_over_bytes_in_flight_waits_for_them() {
-        let (server, _client, file) = setup(
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out_v3() {
+        within_30s("v3", || {
+            a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out(
+                Version::V3,
+            )
+        });
+    }
+
+    #[test]
+    fn a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out_v41() {
+        within_30s("v41", || {
+            a_files_counters_count_write_at_calls_and_show_the_writes_on_the_wire_as_wb_out(
+                Version::V41,
+            )
+        });
+    }
+
+    fn a_write_over_bytes_in_flight_waits_for_them(version: Version) {
+        let (server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: Duration::from_millis(30),
                 ..Behaviour::default()
             },
         );
+        let base = server.answered();
         file.write_at(&[1u8; 100], 0).unwrap();
         file.write_at(&[2u8; 100], 50).unwrap();
         // The second was sent only once the first was answered.
-        assert!(server.answered() >= 1);
+        assert!(server.answered() > base, "{version:?}");
         file.fsync().unwrap();
         let seen = server.seen();
-        assert_eq!(seen.writes.len(), 2);
+        assert_eq!(seen.writes.len(), 2, "{version:?}");
         assert_eq!(
             seen.writes[0].1[0], 1,
-            "the older write reached the server first"
+            "{version:?}: the older write reached the server first"
         );
     }
 
     #[test]
-    fn a_failed_write_is_reported_by_the_next_fsync_once() {
-        let (_server, _client, file) = setup(
+    fn a_write_over_bytes_in_flight_waits_for_them_v3() {
+        within_30s("v3", || {
+            a_write_over_bytes_in_flight_waits_for_them(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_write_over_bytes_in_flight_waits_for_them_v41() {
+        within_30s("v41", || {
+            a_write_over_bytes_in_flight_waits_for_them(Version::V41)
+        });
+    }
+
+    fn a_failed_write_is_reported_by_the_next_fsync_once(version: Version) {
+        let (_server, _client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 write_error: Some(nfsstat3::NFS3ERR_NOSPC),
@@ -1051,20 +1177,42 @@ mod tests {
         file.write_at(&[1u8; 100], 0).unwrap();
         file.write_at(&[1u8; 100], 1000).unwrap();
         let err = file.fsync().unwrap_err();
-        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
-        assert!(err.to_string().contains("WRITE /f"), "{err}");
+        assert_eq!(err.errno(), libc::ENOSPC, "{version:?}: {err}");
+        assert!(err.to_string().contains("WRITE /f"), "{version:?}: {err}");
         // Reported once, as Linux's writeback errors.
         file.fsync().unwrap();
-        assert_eq!(file.client().stats().files[0].totals.write_behind_errors, 2);
+        assert_eq!(
+            file.client().stats().files[0].totals.write_behind_errors,
+            2,
+            "{version:?}"
+        );
         // And by a flush (the C library's close) when no fsync came first.
         file.write_at(&[1u8; 100], 0).unwrap();
-        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+        assert_eq!(
+            file.flush_write_behind().unwrap_err().errno(),
+            libc::ENOSPC,
+            "{version:?}"
+        );
         file.flush_write_behind().unwrap();
     }
 
     #[test]
-    fn dropping_the_file_waits_for_its_writes() {
-        let (server, client, file) = setup(
+    fn a_failed_write_is_reported_by_the_next_fsync_once_v3() {
+        within_30s("v3", || {
+            a_failed_write_is_reported_by_the_next_fsync_once(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_by_the_next_fsync_once_v41() {
+        within_30s("v41", || {
+            a_failed_write_is_reported_by_the_next_fsync_once(Version::V41)
+        });
+    }
+
+    fn dropping_the_file_waits_for_its_writes(version: Version) {
+        let (server, client, file) = setup_on(
+            version,
             1 << 20,
             Behaviour {
                 delay: late(),
@@ -1072,13 +1220,30 @@ mod tests {
             },
         );
         file.write_at(&[1u8; 100], 0).unwrap();
+        assert!(
+            server.seen().writes.is_empty(),
+            "{version:?}: not yet answered"
+        );
         drop(file);
-        assert_eq!(server.answered(), 1);
+        // Answered before the drop returned (then, on NFSv4.1, the CLOSE).
+        assert_eq!(server.seen().writes.len(), 1, "{version:?}");
         let stats = client.stats();
         assert_eq!(
             stats.files[0].totals.write_behind_bytes, 0,
-            "gauge back to 0"
+            "{version:?}: gauge back to 0"
         );
+    }
+
+    #[test]
+    fn dropping_the_file_waits_for_its_writes_v3() {
+        within_30s("v3", || dropping_the_file_waits_for_its_writes(Version::V3));
+    }
+
+    #[test]
+    fn dropping_the_file_waits_for_its_writes_v41() {
+        within_30s("v41", || {
+            dropping_the_file_waits_for_its_writes(Version::V41)
+        });
     }
 
     /// Coalescing on: the test's file and server.
@@ -1088,9 +1253,10 @@ mod tests {
         (server, client, file)
     }
 
-    #[test]
-    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit() {
-        let (server, _client, file) = coalescing(Behaviour::default());
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit(version: Version) {
+        let (server, _client, file) = setup_on(version, 1 << 20, Behaviour::default());
+        file.set_write_coalescing(true);
+        let base = server.answered();
         // A WAL frame: a 24-byte header, then the page; then the next.
         let mut all = Vec::new();
         for (i, len) in [24usize, 1000, 24, 1000].into_iter().enumerate() {
@@ -1099,16 +1265,35 @@ mod tests {
             all.extend_from_slice(&data);
         }
         std::thread::sleep(Duration::from_millis(20));
-        assert_eq!(server.answered(), 0, "held, not sent");
-        assert_eq!(file.write_behind_bytes(), all.len());
-        // The fake server refuses COMMIT: this fsync succeeds only
-        // because the single WRITE went FILE_SYNC.
+        assert_eq!(server.answered(), base, "{version:?}: held, not sent");
+        assert_eq!(file.write_behind_bytes(), all.len(), "{version:?}");
+        // No COMMIT: the single WRITE went FILE_SYNC (the NFSv3 fake
+        // refuses COMMIT, so this fsync would fail otherwise).
         file.fsync().unwrap();
-        assert_eq!(file.write_behind_bytes(), 0);
+        assert_eq!(file.write_behind_bytes(), 0, "{version:?}");
         let seen = server.seen();
-        assert_eq!(seen.writes, vec![(0, all)]);
-        assert_eq!(seen.stables, vec![nfs3::stable_how::FILE_SYNC]);
-        assert_eq!(server.answered(), 1);
+        assert_eq!(seen.writes, vec![(0, all)], "{version:?}");
+        assert_eq!(
+            seen.stables,
+            vec![nfs3::stable_how::FILE_SYNC],
+            "{version:?}"
+        );
+        assert_eq!(seen.commits, 0, "{version:?}");
+        assert_eq!(server.answered(), base + 1, "{version:?}");
+    }
+
+    #[test]
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit_v3() {
+        within_30s("v3", || {
+            adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit(Version::V3)
+        });
+    }
+
+    #[test]
+    fn adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit_v41() {
+        within_30s("v41", || {
+            adjacent_writes_go_as_one_file_sync_write_at_fsync_without_commit(Version::V41)
+        });
     }
 
     #[test]
@@ -1144,10 +1329,10 @@ mod tests {
             .all(|s| *s == nfs3::stable_how::UNSTABLE));
     }
 
-    #[test]
-    fn a_write_sends_what_other_files_hold_first() {
-        let (server, client, a) = coalescing(Behaviour::default());
-        let b = File::detached(&client, "/b");
+    fn a_write_sends_what_other_files_hold_first(version: Version) {
+        let (server, client, a) = setup_on(version, 1 << 20, Behaviour::default());
+        a.set_write_coalescing(true);
+        let b = open_on(version, &client, "/b");
         b.set_write_coalescing(true);
         a.write_at(&[1u8; 100], 0).unwrap();
         b.write_at(&[2u8; 100], 0).unwrap();
@@ -1155,26 +1340,48 @@ mod tests {
         assert_eq!(
             server.seen().writes,
             vec![(0, vec![1u8; 100])],
-            "a's write left before b's, which is held"
+            "{version:?}: a's write left before b's, which is held"
         );
         b.fsync().unwrap();
         a.fsync().unwrap();
-        assert_eq!(server.seen().writes.len(), 2);
+        assert_eq!(server.seen().writes.len(), 2, "{version:?}");
     }
 
     #[test]
-    fn a_batch_write_sends_the_held_writes_of_every_file_first() {
-        let (server, client, a) = coalescing(Behaviour::default());
-        let b = File::detached(&client, "/b");
+    fn a_write_sends_what_other_files_hold_first_v3() {
+        within_30s("v3", || {
+            a_write_sends_what_other_files_hold_first(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_write_sends_what_other_files_hold_first_v41() {
+        within_30s("v41", || {
+            a_write_sends_what_other_files_hold_first(Version::V41)
+        });
+    }
+
+    fn a_batch_write_sends_the_held_writes_of_every_file_first(version: Version) {
+        let (server, client, a) = setup_on(version, 1 << 20, Behaviour::default());
+        a.set_write_coalescing(true);
+        let b = open_on(version, &client, "/b");
         // Another file's held write was made before the batch's.
         a.write_at(&[1u8; 100], 0).unwrap();
         let mut batch = crate::Batch::new(&client);
         batch.write(&b, 0, &[2u8; 100], 1).unwrap();
-        assert_eq!(batch.wait(1, None)[0].result.as_ref().ok(), Some(&100));
+        assert_eq!(
+            batch.wait(1, None)[0].result.as_ref().ok(),
+            Some(&100),
+            "{version:?}"
+        );
         // The same file's, elsewhere than the batch's bytes.
         a.write_at(&[3u8; 100], 1000).unwrap();
         batch.write(&a, 9000, &[4u8; 100], 2).unwrap();
-        assert_eq!(batch.wait(1, None)[0].result.as_ref().ok(), Some(&100));
+        assert_eq!(
+            batch.wait(1, None)[0].result.as_ref().ok(),
+            Some(&100),
+            "{version:?}"
+        );
         a.fsync().unwrap();
         let order: Vec<(u64, u8)> = server
             .seen()
@@ -1185,13 +1392,27 @@ mod tests {
         assert_eq!(
             order,
             vec![(0, 1), (0, 2), (1000, 3), (9000, 4)],
-            "the writes left in the order they were made"
+            "{version:?}: the writes left in the order they were made"
         );
     }
 
     #[test]
-    fn coalescing_stops_at_the_transfer_size() {
-        let (server, _client, file) = coalescing(Behaviour::default());
+    fn a_batch_write_sends_the_held_writes_of_every_file_first_v3() {
+        within_30s("v3", || {
+            a_batch_write_sends_the_held_writes_of_every_file_first(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_batch_write_sends_the_held_writes_of_every_file_first_v41() {
+        within_30s("v41", || {
+            a_batch_write_sends_the_held_writes_of_every_file_first(Version::V41)
+        });
+    }
+
+    fn coalescing_stops_at_the_transfer_size(version: Version) {
+        let (server, _client, file) = setup_on(version, 1 << 20, Behaviour::default());
+        file.set_write_coalescing(true);
         for i in 0..5u64 {
             file.write_at(&[i as u8; 1000], i * 1000).unwrap();
         }
@@ -1202,74 +1423,158 @@ mod tests {
             .iter()
             .map(|(o, d)| (*o, d.len()))
             .collect();
-        assert_eq!(got, vec![(0, 4000), (4000, 1000)]);
+        assert_eq!(got, vec![(0, 4000), (4000, 1000)], "{version:?}");
     }
 
     #[test]
-    fn dropping_the_handle_sends_and_waits_for_held_writes() {
-        let (server, client, file) = coalescing(Behaviour::default());
+    fn coalescing_stops_at_the_transfer_size_v3() {
+        within_30s("v3", || coalescing_stops_at_the_transfer_size(Version::V3));
+    }
+
+    #[test]
+    fn coalescing_stops_at_the_transfer_size_v41() {
+        within_30s("v41", || {
+            coalescing_stops_at_the_transfer_size(Version::V41)
+        });
+    }
+
+    fn dropping_the_handle_sends_and_waits_for_held_writes(version: Version) {
+        let (server, client, file) = setup_on(version, 1 << 20, Behaviour::default());
+        file.set_write_coalescing(true);
         file.write_at(&[5u8; 100], 0).unwrap();
         let clone = file.clone();
         drop(file);
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(server.seen().writes.len(), 1, "sent when a handle went");
+        assert_eq!(
+            server.seen().writes.len(),
+            1,
+            "{version:?}: sent when a handle went"
+        );
         clone.write_at(&[6u8; 100], 100).unwrap();
         drop(clone);
-        assert_eq!(server.answered(), 2, "the last handle sent and waited");
-        assert_eq!(client.stats().files[0].totals.write_behind_bytes, 0);
+        assert_eq!(
+            server.seen().writes.len(),
+            2,
+            "{version:?}: the last handle sent and waited"
+        );
+        assert_eq!(
+            client.stats().files[0].totals.write_behind_bytes,
+            0,
+            "{version:?}"
+        );
     }
 
     #[test]
-    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once() {
-        let (_server, client, file) = coalescing(Behaviour {
-            write_error: Some(nfsstat3::NFS3ERR_NOSPC),
-            ..Behaviour::default()
+    fn dropping_the_handle_sends_and_waits_for_held_writes_v3() {
+        within_30s("v3", || {
+            dropping_the_handle_sends_and_waits_for_held_writes(Version::V3)
         });
+    }
+
+    #[test]
+    fn dropping_the_handle_sends_and_waits_for_held_writes_v41() {
+        within_30s("v41", || {
+            dropping_the_handle_sends_and_waits_for_held_writes(Version::V41)
+        });
+    }
+
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once(version: Version) {
+        let (_server, client, file) = setup_on(
+            version,
+            1 << 20,
+            Behaviour {
+                write_error: Some(nfsstat3::NFS3ERR_NOSPC),
+                ..Behaviour::default()
+            },
+        );
+        file.set_write_coalescing(true);
         file.write_at(&[1u8; 100], 0).unwrap();
         let err = file.fsync().unwrap_err();
-        assert_eq!(err.errno(), libc::ENOSPC, "{err}");
+        assert_eq!(err.errno(), libc::ENOSPC, "{version:?}: {err}");
         file.fsync().unwrap();
         // The client-wide barriers send and wait for held writes too.
         file.write_at(&[1u8; 100], 0).unwrap();
         client.send_held_writes();
         client.wait_write_behind();
-        assert_eq!(file.write_behind_bytes(), 0);
-        assert_eq!(file.flush_write_behind().unwrap_err().errno(), libc::ENOSPC);
+        assert_eq!(file.write_behind_bytes(), 0, "{version:?}");
+        assert_eq!(
+            file.flush_write_behind().unwrap_err().errno(),
+            libc::ENOSPC,
+            "{version:?}"
+        );
     }
 
     #[test]
-    fn a_writer_waits_for_the_client_bound_while_its_file_has_room() {
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once_v3() {
+        within_30s("v3", || {
+            a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once_v41() {
+        within_30s("v41", || {
+            a_failed_file_sync_write_of_held_writes_is_reported_by_fsync_once(Version::V41)
+        });
+    }
+
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room(version: Version) {
         let options = MountOptions {
             stable: StableMode::Unstable,
             write_behind: 1 << 20,
             write_behind_client: 8192,
             ..MountOptions::default()
         };
-        let client = Client::detached(options, 4096, 4096);
-        let (a, b) = (File::detached(&client, "/a"), File::detached(&client, "/b"));
-        let server = FakeServer::start(
-            &client,
-            Behaviour {
-                delay: Duration::from_millis(50),
-                ..Behaviour::default()
-            },
-        );
+        let behaviour = Behaviour {
+            delay: Duration::from_millis(50),
+            ..Behaviour::default()
+        };
+        let (server, client, a) = serve(version, options, behaviour);
+        let b = open_on(version, &client, "/b");
+        let base = server.answered();
         a.write_at(&[1u8; 4096], 0).unwrap();
         b.write_at(&[2u8; 4096], 0).unwrap();
-        assert_eq!(server.answered(), 0);
+        assert_eq!(server.answered(), base, "{version:?}");
         // The client is full; `a` has 1 MiB - 4 KiB of room left, yet
         // its writer waits for a reply (to either file's WRITE).
         let started = Instant::now();
         a.write_at(&[3u8; 4096], 4096).unwrap();
-        assert!(server.answered() >= 1, "returned before any reply");
-        assert!(started.elapsed() >= Duration::from_millis(40));
-        assert!(a.write_behind_bytes() + b.write_behind_bytes() <= 8192);
+        assert!(
+            server.answered() > base,
+            "{version:?}: returned before any reply"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(40),
+            "{version:?}"
+        );
+        assert!(
+            a.write_behind_bytes() + b.write_behind_bytes() <= 8192,
+            "{version:?}"
+        );
         // B's caller never came back: the waiter reaped B's reply itself.
         a.fsync().unwrap();
         b.fsync().unwrap();
-        assert_eq!(a.write_behind_bytes() + b.write_behind_bytes(), 0);
+        assert_eq!(
+            a.write_behind_bytes() + b.write_behind_bytes(),
+            0,
+            "{version:?}"
+        );
         drop((a, b));
         drop(server);
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room_v3() {
+        within_30s("v3", || {
+            a_writer_waits_for_the_client_bound_while_its_file_has_room(Version::V3)
+        });
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_client_bound_while_its_file_has_room_v41() {
+        within_30s("v41", || {
+            a_writer_waits_for_the_client_bound_while_its_file_has_room(Version::V41)
+        });
     }
 
     #[test]

@@ -30,11 +30,12 @@ pub(crate) struct Slot {
 
 /// Slots pipelined batches leave to everything else (blocking calls,
 /// lease renewal, a batch's own blocking path): at least one, a quarter
-/// of what the server granted. A batch holds its slots until it reaps
+/// of the `usable` ones (those the server granted, up to its
+/// `sr_target_highest_slotid`). A batch holds its slots until it reaps
 /// their replies, so without them a thread that submits a batch and then
 /// makes a blocking call before reaping it would wait for itself.
-pub(super) fn reserved(granted: u32) -> u32 {
-    (granted / 4).max(1)
+pub(super) fn reserved(usable: u32) -> u32 {
+    (usable / 4).max(1)
 }
 
 /// The slot table of one session, and whether a reclaim holds it.
@@ -64,6 +65,12 @@ impl Table {
         self.granted
     }
 
+    /// Slots new requests may take now: the granted ones up to the
+    /// server's `sr_target_highest_slotid`.
+    pub(super) fn usable(&self) -> u32 {
+        self.slots.usable() as u32
+    }
+
     /// A free slot for a request that may wait for one (`None`: wait
     /// and ask again): none while a reclaim is in progress, unless the
     /// request is the reclaim's.
@@ -86,7 +93,13 @@ impl Table {
     /// batches would take one of the [`reserved`] ones, or a reclaim is
     /// in progress.
     pub(super) fn take_for_batch(&mut self, batch_held: u32) -> Option<Ticket> {
-        if self.reclaiming || batch_held + reserved(self.granted) >= self.granted {
+        // Counted from the slots the server wants used now, not from
+        // those it granted: a server that lowered its target (to one
+        // slot, say) would otherwise see the batches take every slot a
+        // blocking call may use, and the writer that holds them unreaped
+        // wait for itself.
+        let usable = self.usable();
+        if self.reclaiming || batch_held + reserved(usable) >= usable {
             return None;
         }
         self.slots.acquire()
@@ -194,6 +207,23 @@ mod tests {
         assert_eq!(fill_with_batches(&mut Table::new(2), &tally), 1);
         let tally = Tally::default();
         assert_eq!(fill_with_batches(&mut Table::new(1), &tally), 0);
+    }
+
+    #[test]
+    fn batches_leave_a_quarter_of_the_slots_the_server_wants_used() {
+        // 64 granted, but the server wants only slots 0..=7 used.
+        let mut t = Table::new(64);
+        t.set_target_highest(7);
+        let tally = Tally::default();
+        assert_eq!(fill_with_batches(&mut t, &tally), 6);
+        let blocking: Vec<_> = std::iter::from_fn(|| t.take(false)).collect();
+        assert_eq!(blocking.len(), 2, "the quarter of 8 is left");
+        // Down to one slot: no batch takes it, a blocking call does.
+        let mut t = Table::new(64);
+        t.set_target_highest(0);
+        let tally = Tally::default();
+        assert_eq!(fill_with_batches(&mut t, &tally), 0);
+        assert!(t.take(false).is_some());
     }
 
     #[test]
