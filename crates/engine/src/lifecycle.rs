@@ -1119,15 +1119,15 @@ impl<C: Request + Clone> Engine<C> {
                 return;
             }
             self.hedge_due.pop();
-            let Some(original) = self
+            let alone = self
                 .channels
                 .get(c)
                 .filter(|ch| ch.health.is_up())
                 .and_then(|ch| ch.table.get(xid))
-                .filter(|f| f.twin.is_none() && !f.hedge_copy && f.call.hedgeable())
-            else {
+                .is_some_and(|f| f.twin.is_none() && !f.hedge_copy && f.call.hedgeable());
+            if !alone {
                 continue;
-            };
+            }
             let Some(c2) = self.choose_hedge(c) else {
                 continue;
             };
