@@ -8,6 +8,13 @@
 //! The redo file is the log class (`File::set_io_class`), the OLTP file
 //! handle data and the scan's bulk; with classes off the engine treats
 //! them all as data (`directnfs_engine::class`).
+//!
+//! Where the log's tail goes: for each log write the redo thread's own
+//! wait for a CPU during it (the run-queue delay of
+//! `/proc/thread-self/schedstat`), and over each phase the run-queue delay
+//! of all the bench's threads and, with `--server-pid`, of the server's
+//! (`/proc/PID/task/*/schedstat`), printed after the table. `--log-fifo`
+//! runs the redo thread SCHED_FIFO.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -21,6 +28,13 @@ use super::BenchOpts;
 #[derive(Debug, Default)]
 struct Samples {
     lat: [Vec<u64>; 3],
+    /// Per log write (as `lat[log]`): the redo thread's run-queue delay
+    /// during it.
+    log_wait: Vec<u64>,
+    /// Run-queue delay over the measured time: the bench's threads, the
+    /// server's (`--server-pid`).
+    self_wait_ns: u64,
+    server_wait_ns: Option<u64>,
     bytes: [u64; 3],
     errors: u64,
 }
@@ -70,6 +84,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
         duration.as_secs_f64()
     );
     let mut rows = Vec::new();
+    let mut waits = Vec::new();
     let mut ok = true;
     for on in [false, true] {
         let mut target = super::engines::target_of(&url, config.as_deref())?;
@@ -87,6 +102,8 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
             depth,
             scan_block,
             write_pct: o.write_pct,
+            log_fifo: o.log_fifo,
+            server_pid: o.server_pid,
         };
         for mixed in [false, true] {
             let s = plan.phase(mixed, warmup, duration)?;
@@ -101,9 +118,13 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
                 }
                 rows.push(row(label, load, class, &s, duration));
             }
+            waits.push(wait_line(label, load, &s, duration));
         }
     }
     print_table(&rows);
+    for w in &waits {
+        println!("{w}");
+    }
     if let Some(path) = &o.json {
         let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
@@ -121,6 +142,8 @@ struct Plan<'a> {
     depth: usize,
     scan_block: usize,
     write_pct: u32,
+    log_fifo: bool,
+    server_pid: Option<u32>,
 }
 
 impl Plan<'_> {
@@ -148,7 +171,9 @@ impl Plan<'_> {
             stop: &stop,
             measuring: &measuring,
             out: &out,
+            log_fifo: self.log_fifo,
         };
+        let mut waited = (0, None);
         std::thread::scope(|s| {
             let ctx = &ctx;
             s.spawn(|| ctx.redo(&redo, self.redo_size));
@@ -163,12 +188,21 @@ impl Plan<'_> {
                 }
             }
             std::thread::sleep(warmup);
+            let me = std::process::id();
+            let before = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
             ctx.measuring.store(true, Ordering::SeqCst);
             std::thread::sleep(duration);
             ctx.measuring.store(false, Ordering::SeqCst);
+            let after = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
+            waited = (
+                after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
+                after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
+            );
             ctx.stop.store(true, Ordering::SeqCst);
         });
-        Ok(out.into_inner().unwrap_or_else(|p| p.into_inner()))
+        let mut s = out.into_inner().unwrap_or_else(|p| p.into_inner());
+        (s.self_wait_ns, s.server_wait_ns) = waited;
+        Ok(s)
     }
 }
 
@@ -176,6 +210,35 @@ struct Ctx<'a> {
     stop: &'a AtomicBool,
     measuring: &'a AtomicBool,
     out: &'a Mutex<Samples>,
+    log_fifo: bool,
+}
+
+/// The calling thread's run-queue delay so far, ns (the second field of
+/// `/proc/thread-self/schedstat`).
+fn thread_run_delay() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The run-queue delay of every thread of process `pid` so far, ns.
+fn run_delay_of(pid: u32) -> Option<u64> {
+    let mut sum = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(v) = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            sum += v;
+        }
+    }
+    Some(sum)
 }
 
 impl Ctx<'_> {
@@ -183,15 +246,22 @@ impl Ctx<'_> {
     /// measuring go to `class`.
     fn each(&self, class: IoClass, mut io: impl FnMut() -> Result<u64, String>) {
         let mut lat = Vec::with_capacity(1 << 16);
+        let mut waits = Vec::new();
         let (mut bytes, mut errors) = (0u64, 0u64);
+        let log = class == IoClass::Log;
         while !self.stop.load(Ordering::Relaxed) {
+            let w0 = if log { thread_run_delay() } else { None };
             let t = Instant::now();
             let r = io();
             let ns = t.elapsed().as_nanos() as u64;
+            let w1 = if log { thread_run_delay() } else { None };
             let counted = self.measuring.load(Ordering::Relaxed);
             match r {
                 Ok(n) if counted => {
                     lat.push(ns);
+                    if log {
+                        waits.push(w1.zip(w0).map_or(0, |(a, b)| a.saturating_sub(b)));
+                    }
                     bytes += n;
                 }
                 Ok(_) => {}
@@ -206,11 +276,24 @@ impl Ctx<'_> {
         }
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         out.lat[class.index()].append(&mut lat);
+        out.log_wait.append(&mut waits);
         out.bytes[class.index()] += bytes;
         out.errors += errors;
     }
 
     fn redo(&self, file: &File, size: u64) {
+        if self.log_fifo {
+            let param = libc::sched_param { sched_priority: 10 };
+            // SAFETY: sets the calling thread's policy; `param` is valid.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+                eprintln!(
+                    "mixed: --log-fifo: sched_setscheduler: {}",
+                    std::io::Error::last_os_error()
+                );
+                self.out.lock().unwrap_or_else(|p| p.into_inner()).errors += 1;
+                return;
+            }
+        }
         let buf = vec![0x5au8; 64 << 10];
         let mut rng = Rng(0x0123_4567);
         let mut off = 0u64;
@@ -290,6 +373,34 @@ fn row(classes: &'static str, load: &'static str, class: IoClass, s: &Samples, d
         p99_us: pct(0.99),
         p999_us: pct(0.999),
     }
+}
+
+/// Where the log writes' tail went in one phase: the writes at or above
+/// their p99, their mean latency and the redo thread's mean wait for a CPU
+/// during them; the threads waiting for a CPU on average (the bench's, the
+/// server's).
+fn wait_line(classes: &str, load: &str, s: &Samples, d: Duration) -> String {
+    let lat = &s.lat[IoClass::Log.index()];
+    let mut order: Vec<usize> = (0..lat.len().min(s.log_wait.len())).collect();
+    order.sort_unstable_by_key(|&i| lat[i]);
+    let tail = &order[order.len() * 99 / 100..];
+    let n = tail.len().max(1) as f64;
+    let mean_lat = tail.iter().map(|&i| lat[i]).sum::<u64>() as f64 / n / 1000.0;
+    let mean_wait = tail.iter().map(|&i| s.log_wait[i]).sum::<u64>() as f64 / n / 1000.0;
+    let all_wait = s.log_wait.iter().sum::<u64>() as f64 / s.log_wait.len().max(1) as f64 / 1000.0;
+    let secs = d.as_nanos().max(1) as f64;
+    let server = s
+        .server_wait_ns
+        .map_or_else(|| "-".to_owned(), |w| format!("{:.2}", w as f64 / secs));
+    format!(
+        "wait {classes}/{load}: log writes >= p99: {} of {}, mean {mean_lat:.0} us, of it the redo \
+         thread's wait for a CPU {mean_wait:.0} us ({:.0}%); all log writes' mean wait {all_wait:.0} us; \
+         threads waiting for a CPU on average: bench {:.2}, server {server}",
+        tail.len(),
+        lat.len(),
+        if mean_lat > 0.0 { mean_wait * 100.0 / mean_lat } else { 0.0 },
+        s.self_wait_ns as f64 / secs,
+    )
 }
 
 fn print_table(rows: &[Row]) {

@@ -148,6 +148,10 @@ pub struct BenchOpts {
     /// Quiet: no progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// mixed: run the redo writer's thread SCHED_FIFO (priority 10; needs
+    /// CAP_SYS_NICE), to see how much of its tail is the wait for a CPU.
+    #[arg(long)]
+    pub log_fifo: bool,
     /// The dnfstab given with the global `--config` (set by `run`).
     #[arg(skip)]
     pub config: Option<std::path::PathBuf>,
