@@ -15,6 +15,12 @@
 //! of all the bench's threads and, with `--server-pid`, of the server's
 //! (`/proc/PID/task/*/schedstat`), printed after the table. `--log-fifo`
 //! runs the redo thread SCHED_FIFO.
+//!
+//! With `libnfs` among `--engine` (the default) and libnfs loadable, the
+//! same mix runs a third time through libnfs for reference: its async API,
+//! one context (one connection) per thread, as `dnfs bench oltp` runs it,
+//! the redo file opened O_SYNC (FILE_SYNC writes). It has no classes; each
+//! thread having its own connection, the log never shares a socket.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -22,6 +28,8 @@ use std::time::{Duration, Instant};
 
 use directnfs::{Client, File, IoClass};
 
+use super::engines::{self, Kind, Session};
+use super::job::{Engine, Job, Location, Workload};
 use super::BenchOpts;
 
 /// One phase's samples per class (nanoseconds), and bytes moved.
@@ -68,7 +76,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
     let data = super::prepare::prepare_nfs(&url, config.as_deref(), size, true, "", o.quiet)?;
     let redo_size: u64 = 64 << 20;
     super::prepare::prepare_nfs(&url, config.as_deref(), redo_size, false, ".redo", o.quiet)?;
-    let rel = data.rel_path.ok_or("no data file path")?;
+    let rel = data.rel_path.clone().ok_or("no data file path")?;
     let duration = Duration::from_secs_f64(o.duration.unwrap_or(10.0));
     let warmup = Duration::from_secs_f64(o.warmup.unwrap_or(1.0));
     let sessions = o.sessions.unwrap_or(4).max(1);
@@ -119,6 +127,53 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
                 rows.push(row(label, load, class, &s, duration));
             }
             waits.push(wait_line(label, load, &s, duration));
+        }
+    }
+    if o.engine.split(',').any(|e| e.trim() == "libnfs") {
+        match engines::probe_libnfs() {
+            Err(e) => eprintln!("mixed: libnfs not run: {e}"),
+            Ok(()) => {
+                let target = super::engines::target_of(&url, config.as_deref())?;
+                let loc = Location {
+                    url: Some(url.clone()),
+                    config: config.clone(),
+                    host: target.paths.first().map(|p| p.server.clone()),
+                    nfs_port: target.options.nfs_port,
+                    mount_port: target.options.mount_port,
+                    uid: target.options.uid,
+                    gid: target.options.gid,
+                    export: data.export.clone(),
+                    rel_path: Some(rel.clone()),
+                    local_path: None,
+                };
+                let lib = LibPlan {
+                    loc,
+                    size,
+                    redo_size,
+                    sessions,
+                    workers,
+                    depth,
+                    scan_block,
+                    write_pct: o.write_pct,
+                    log_fifo: o.log_fifo,
+                    server_pid: o.server_pid,
+                };
+                for mixed in [false, true] {
+                    let s = lib.phase(mixed, warmup, duration);
+                    ok &= s.errors == 0;
+                    if s.errors > 0 {
+                        eprintln!("mixed: {} I/O errors (libnfs)", s.errors);
+                    }
+                    let load = if mixed { "mixed" } else { "alone" };
+                    for class in IoClass::ALL {
+                        if !mixed && class != IoClass::Log {
+                            continue;
+                        }
+                        rows.push(row("libnfs", load, class, &s, duration));
+                    }
+                    waits.push(wait_line("libnfs", load, &s, duration));
+                }
+            }
         }
     }
     print_table(&rows);
@@ -206,6 +261,174 @@ impl Plan<'_> {
     }
 }
 
+/// The same mix through libnfs (see the module doc).
+struct LibPlan {
+    loc: Location,
+    size: u64,
+    redo_size: u64,
+    sessions: usize,
+    workers: usize,
+    depth: usize,
+    scan_block: usize,
+    write_pct: u32,
+    log_fifo: bool,
+    server_pid: Option<u32>,
+}
+
+impl LibPlan {
+    /// A libnfs session of `depth` slots of `buf` bytes on the data file,
+    /// or the redo file (`redo`).
+    fn open(&self, redo: bool, depth: usize, buf: usize) -> Result<Box<dyn Session>, String> {
+        let mut loc = self.loc.clone();
+        if redo {
+            loc.rel_path = loc.rel_path.map(|r| format!("{r}.redo"));
+        }
+        let job = Job {
+            workload: if redo { Workload::Redo } else { Workload::Oltp },
+            engine: Engine::Libnfs,
+            loc,
+            sessions: 1,
+            queue_depth: depth,
+            block: buf as u64,
+            write_pct: self.write_pct,
+            duration_s: 0.0,
+            warmup_s: 0.0,
+            file_size: self.size,
+            workers: 1,
+            connections: 1,
+            server_pid: None,
+            verify: false,
+            progress: false,
+            reap_min: 1,
+            fsync_every: 0,
+        };
+        engines::open(&job, depth, buf)
+    }
+
+    fn phase(&self, mixed: bool, warmup: Duration, duration: Duration) -> Samples {
+        let stop = AtomicBool::new(false);
+        let measuring = AtomicBool::new(false);
+        let out = Mutex::new(Samples::default());
+        let next_scan = AtomicU64::new(0);
+        let ctx = Ctx {
+            stop: &stop,
+            measuring: &measuring,
+            out: &out,
+            log_fifo: self.log_fifo,
+        };
+        let mut waited = (0, None);
+        let failed = |ctx: &Ctx, e: String| {
+            eprintln!("mixed: libnfs: {e}");
+            ctx.out.lock().unwrap_or_else(|p| p.into_inner()).errors += 1;
+        };
+        std::thread::scope(|s| {
+            let ctx = &ctx;
+            s.spawn(move || match self.open(true, 1, 64 << 10) {
+                Ok(mut session) => {
+                    let mut rng = Rng(0x0123_4567);
+                    let mut off = 0u64;
+                    ctx.redo_with(|| {
+                        let len = 8192 * (1 + rng.below(8)) as usize;
+                        if off + len as u64 > self.redo_size {
+                            off = 0;
+                        }
+                        let n = one(&mut *session, Kind::Write, off, len)?;
+                        off += len as u64;
+                        Ok(n)
+                    });
+                }
+                Err(e) => failed(ctx, e),
+            });
+            if mixed {
+                for seed in 0..self.sessions {
+                    s.spawn(move || match self.open(false, 1, 8192) {
+                        Ok(mut session) => {
+                            let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (seed as u64 + 1));
+                            let blocks = (self.size / 8192).max(1);
+                            ctx.each(IoClass::Data, || {
+                                let off = rng.below(blocks) * 8192;
+                                let kind = if (rng.below(100) as u32) < self.write_pct {
+                                    Kind::Write
+                                } else {
+                                    Kind::Read
+                                };
+                                one(&mut *session, kind, off, 8192)
+                            });
+                        }
+                        Err(e) => failed(ctx, e),
+                    });
+                }
+                for _ in 0..self.workers {
+                    let next = &next_scan;
+                    s.spawn(
+                        move || match self.open(false, self.depth, self.scan_block) {
+                            Ok(mut session) => {
+                                let len = (self.scan_block * self.depth) as u64;
+                                ctx.each(IoClass::Bulk, || {
+                                    let off =
+                                        next.fetch_add(len, Ordering::Relaxed) % self.size.max(1);
+                                    let mut n = 0;
+                                    for slot in 0..self.depth {
+                                        let at = off + (slot * self.scan_block) as u64;
+                                        if at >= self.size {
+                                            break;
+                                        }
+                                        let piece = (self.size - at).min(self.scan_block as u64);
+                                        session.submit(slot, Kind::Read, at, piece as usize)?;
+                                        n += 1;
+                                    }
+                                    reap(&mut *session, n)
+                                });
+                            }
+                            Err(e) => failed(ctx, e),
+                        },
+                    );
+                }
+            }
+            std::thread::sleep(warmup);
+            let me = std::process::id();
+            let before = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
+            ctx.measuring.store(true, Ordering::SeqCst);
+            std::thread::sleep(duration);
+            ctx.measuring.store(false, Ordering::SeqCst);
+            let after = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
+            waited = (
+                after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
+                after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
+            );
+            ctx.stop.store(true, Ordering::SeqCst);
+        });
+        let mut s = out.into_inner().unwrap_or_else(|p| p.into_inner());
+        (s.self_wait_ns, s.server_wait_ns) = waited;
+        s
+    }
+}
+
+/// One I/O on slot 0 of `session`, waited for: the bytes moved.
+fn one(session: &mut dyn Session, kind: Kind, off: u64, len: usize) -> Result<u64, String> {
+    session.submit(0, kind, off, len)?;
+    reap(session, 1)
+}
+
+/// Waits for `n` completions of `session`: the bytes they moved.
+fn reap(session: &mut dyn Session, n: usize) -> Result<u64, String> {
+    let mut done = Vec::with_capacity(n);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("no reply in 60 s".into());
+        }
+        let want = n - done.len();
+        session.reap(&mut done, want, left)?;
+    }
+    let mut bytes = 0;
+    for (_, r) in done {
+        bytes += r? as u64;
+    }
+    Ok(bytes)
+}
+
 struct Ctx<'a> {
     stop: &'a AtomicBool,
     measuring: &'a AtomicBool,
@@ -282,6 +505,23 @@ impl Ctx<'_> {
     }
 
     fn redo(&self, file: &File, size: u64) {
+        let buf = vec![0x5au8; 64 << 10];
+        let mut rng = Rng(0x0123_4567);
+        let mut off = 0u64;
+        self.redo_with(|| {
+            let len = 8192 * (1 + rng.below(8)) as usize;
+            if off + len as u64 > size {
+                off = 0;
+            }
+            let n = file.write_at(&buf[..len], off).map_err(|e| e.to_string())?;
+            off += len as u64;
+            Ok(n as u64)
+        });
+    }
+
+    /// The redo writer's loop around `write` (SCHED_FIFO first with
+    /// `--log-fifo`).
+    fn redo_with(&self, write: impl FnMut() -> Result<u64, String>) {
         if self.log_fifo {
             let param = libc::sched_param { sched_priority: 10 };
             // SAFETY: sets the calling thread's policy; `param` is valid.
@@ -294,18 +534,7 @@ impl Ctx<'_> {
                 return;
             }
         }
-        let buf = vec![0x5au8; 64 << 10];
-        let mut rng = Rng(0x0123_4567);
-        let mut off = 0u64;
-        self.each(IoClass::Log, || {
-            let len = 8192 * (1 + rng.below(8)) as usize;
-            if off + len as u64 > size {
-                off = 0;
-            }
-            let n = file.write_at(&buf[..len], off).map_err(|e| e.to_string())?;
-            off += len as u64;
-            Ok(n as u64)
-        });
+        self.each(IoClass::Log, write);
     }
 
     fn oltp(&self, file: &File, size: u64, write_pct: u32, seed: u64) {
