@@ -46,7 +46,7 @@ pub enum BenchCommand {
     /// oltp at 1, 2, 4 .. --max-sessions sessions: the IOPS/latency curve.
     Sweep(Box<BenchOpts>),
     /// redo + oltp + scan at once in one process, on one mount: latency per
-    /// I/O class, with `io_classes` off then on (directnfs only).
+    /// I/O class, with `io_classes` off then on, then through libnfs.
     Mixed(Box<BenchOpts>),
     /// Random 8 KiB reads, one in flight per session, with `hedge` off
     /// then on (directnfs only; make one path of the target slow first).
