@@ -250,4 +250,59 @@ mod tests {
         }
         assert_eq!(slow.delay(&policy()), 200 * MS);
     }
+
+    #[test]
+    fn a_path_is_slow_only_beyond_both_the_factor_and_the_minimum() {
+        let mut l = PathLatencies::default();
+        for _ in 0..WINDOW {
+            l.record(0, 100_000, 2 * MS);
+            // 15x the best, but under the 2 ms minimum: not slow.
+            l.record(1, 1_500_000, 2 * MS);
+        }
+        assert!(!l.slow(1, 2 * MS) && !l.any_slow(2 * MS));
+        // Beyond both: slow.
+        for _ in 0..WINDOW {
+            l.record(1, 5 * MS, 2 * MS);
+        }
+        assert!(l.slow(1, 2 * MS) && !l.slow(0, 2 * MS));
+        // 4x the best exactly is not beyond it.
+        let mut m = PathLatencies::default();
+        for _ in 0..WINDOW {
+            m.record(0, MS, 0);
+            m.record(1, 4 * MS, 0);
+        }
+        assert!(!m.slow(1, 0));
+    }
+
+    #[test]
+    fn one_answer_in_time_restores_a_slow_path() {
+        let mut l = PathLatencies::default();
+        for _ in 0..WINDOW {
+            l.record(0, MS, 0);
+            l.record(1, 50 * MS, 0);
+        }
+        assert!(l.slow(1, 0));
+        // A slow answer keeps it slow; one within 4x the best restores it.
+        l.record(1, 60 * MS, 0);
+        assert!(l.slow(1, 0));
+        l.record(1, 2 * MS, 0);
+        assert!(!l.slow(1, 0));
+        assert_eq!(l.delay(&policy()), 2 * MS);
+    }
+
+    #[test]
+    fn the_budget_allows_a_burst_then_a_tenth_of_the_requests() {
+        let mut b = Budget::default();
+        let mut sent = 0;
+        for _ in 0..1000 {
+            b.on_request();
+            if b.allows() {
+                b.spend();
+                sent += 1;
+            }
+        }
+        // The full bucket wastes the first request's tenth.
+        let most = BUDGET_BURST + 1000 * BUDGET_PERCENT / 100;
+        assert!((most - 1..=most).contains(&sent), "{sent}");
+    }
 }
