@@ -181,9 +181,11 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
         p99(&hedged)
     );
     // Steering: once the slow path is timed, first copies avoid it; only
-    // probe copies (one READ in 64) and the odd hedge go there.
+    // probe copies (one READ in 64) and hedges (the fast path has no other
+    // channel) go there: at most 7 + 48 by construction, about 200 without
+    // steering.
     assert!(
-        slow_calls <= 20,
+        slow_calls <= 60,
         "{slow_calls} calls went down the slow path in 400 READs"
     );
     // The budget: hedges at most 10% of READs plus a burst of 8, probes
