@@ -147,8 +147,8 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
     drop(off);
 
     let on = mount(&parsed, fast.local_addr().port(), "on", false);
-    // Warm-up: the fast path's first 32 READs set the hedge delay (10 ms
-    // until then, `hedge_max_ms`).
+    // Warm-up: each path's first 8 READs set the hedge delay and show the
+    // slow path slow (the delay is 10 ms until then, `hedge_max_ms`).
     let _ = random_reads(&on, &path, 100, 2);
     let (sent0, won0) = hedges(&on);
     let slow0 = slow.counts().forwarded;

@@ -11,8 +11,10 @@
 //!   95th percentile of the recent READ latencies of the fastest path
 //!   (the lowest of the paths' p95s; each path keeps its last
 //!   [`WINDOW`] READ latencies), clamped to `[min, max]` of the
-//!   [`HedgePolicy`]. Before a path has [`WINDOW`] samples the delay is
-//!   `max`. The lowest p95 and not the READ's own path's: a path that is
+//!   [`HedgePolicy`]. Before a path has [`FIRST`] samples the delay is
+//!   `max`; from then on its p95 is that of the samples it has, recomputed
+//!   every [`FIRST`] (so a new mount hedges, and steers, after a few READs
+//!   of each path, not [`WINDOW`]). The lowest p95 and not the READ's own path's: a path that is
 //!   uniformly slow has a slow p95, and its READs are exactly the ones to
 //!   hedge.
 //! * **Where**: the least-loaded other channel that is up, a channel of
@@ -50,6 +52,10 @@ use std::time::Duration;
 
 /// Latencies each path keeps for its p95.
 pub const WINDOW: usize = 32;
+
+/// Samples a path needs before its p95 counts; its p95 is recomputed every
+/// this many.
+pub const FIRST: usize = WINDOW / 4;
 
 /// A path is slow when its p95 is more than this many times the best
 /// path's (see the module doc).
@@ -119,11 +125,14 @@ impl PathLatencies {
             w.next = 0;
             w.filled = true;
         }
-        if w.filled && w.next % (WINDOW / 4) == 0 {
+        let n = if w.filled { WINDOW } else { w.next };
+        if n >= FIRST && w.next % FIRST == 0 {
             let mut sorted = w.samples;
+            let sorted = &mut sorted[..n];
             sorted.sort_unstable();
-            // The 95th percentile by nearest rank.
-            w.p95 = Some(sorted[(WINDOW * 95).div_ceil(100) - 1]);
+            // The 95th percentile by nearest rank (of 8 samples: the
+            // largest).
+            w.p95 = Some(sorted[(n * 95).div_ceil(100) - 1]);
             self.update_best();
         }
     }
@@ -214,15 +223,21 @@ mod tests {
     }
 
     #[test]
-    fn the_delay_is_the_maximum_until_a_path_has_a_full_window() {
+    fn the_delay_is_the_maximum_until_a_path_has_its_first_samples() {
         let mut l = PathLatencies::default();
         assert_eq!(l.delay(&policy()), 200 * MS);
-        for _ in 0..WINDOW - 1 {
+        for _ in 0..FIRST - 1 {
             l.record(0, 5 * MS, 0);
         }
         assert_eq!(l.delay(&policy()), 200 * MS);
         l.record(0, 5 * MS, 0);
         assert_eq!(l.delay(&policy()), 5 * MS);
+        // A partial window's p95 is of the samples it has: 16 samples, one
+        // of 9 ms, is its 16th by nearest rank.
+        for i in 0..FIRST {
+            l.record(0, if i == 3 { 9 * MS } else { 4 * MS }, 0);
+        }
+        assert_eq!(l.delay(&policy()), 9 * MS);
     }
 
     #[test]

@@ -183,7 +183,7 @@ option_table![
     ),
     (
         "`hedge_min_ms`, `hedge_max_ms`",
-        "the bounds of the hedge delay, in milliseconds (1 to 10000, `hedge_max_ms` at least `hedge_min_ms`); the delay is `hedge_max_ms` until 32 READs of a path were timed",
+        "the bounds of the hedge delay, in milliseconds (1 to 10000, `hedge_max_ms` at least `hedge_min_ms`); the delay is `hedge_max_ms` until 8 READs of a path were timed",
         "2, 200",
     ),
     (
