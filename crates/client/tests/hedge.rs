@@ -175,10 +175,15 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
         "hedge=off: the slow path's delay must show in the p99: {:?}",
         p99(&unhedged)
     );
+    // Far below the slow path's delay, unless the machine is so loaded
+    // that the fast path alone is not (its p99 reached 20 ms under CI-like
+    // load once).
+    let bound = Duration::from_millis(25).max(p99(&alone) * 2);
     assert!(
-        p99(&hedged) < Duration::from_millis(25),
-        "hedge=on: p99 {:?} is not far below the slow path's {SLOW:?}",
-        p99(&hedged)
+        p99(&hedged) < bound,
+        "hedge=on: p99 {:?} is not below {bound:?} (the fast path alone: {:?})",
+        p99(&hedged),
+        p99(&alone)
     );
     // Steering: once the slow path is timed, first copies avoid it; only
     // probe copies (one READ in 64) and hedges (the fast path has no other
