@@ -415,6 +415,17 @@ impl Inner {
     /// A `ro` mount refuses anything that would change the server (EROFS)
     /// before sending it.
     pub(crate) fn call<P: Procedure>(&self, args: &P::Args, path: &str) -> Result<(P::Res, u32)> {
+        self.call_classed::<P>(args, path, directnfs_engine::IoClass::Data)
+    }
+
+    /// [`call`](Self::call) of I/O class `class` (a file's COMMIT takes
+    /// the file's).
+    pub(crate) fn call_classed<P: Procedure>(
+        &self,
+        args: &P::Args,
+        path: &str,
+        class: directnfs_engine::IoClass,
+    ) -> Result<(P::Res, u32)> {
         self.check_writable(P::PROC, P::NAME, path)?;
         // Every NFSv3 call passes here: what NFSv4.1 does not route to
         // `crate::v4` is refused, never sent with a v3 handle.
@@ -432,6 +443,7 @@ impl Inner {
             Sink::Record,
             Notify::Group(Arc::clone(&group)),
         );
+        call.set_class(class);
         self.run(Arc::clone(&call), &group);
         let attempts = call.attempts();
         let bytes = match call

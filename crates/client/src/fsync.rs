@@ -191,7 +191,8 @@ impl File {
         }
     }
 
-    /// NFSv3's COMMIT of the whole file (`rpcops.rs` `commit_file`);
+    /// NFSv3's COMMIT of the whole file (`rpcops.rs` `commit_file`), of
+    /// the file's I/O class;
     /// returns the server's write verifier. (NFS3ERR_JUKEBOX was retried
     /// by the engine; RPC errors are turned into `Error`s by `Inner::call`.)
     pub(crate) fn commit_v3(&self) -> Result<writeverf3> {
@@ -200,7 +201,12 @@ impl File {
             offset: 0,
             count: 0,
         };
-        match self.inner().call::<nfs3::Commit>(&args, self.path())?.0 {
+        // The file's class: a log file's COMMIT takes its lane.
+        match self
+            .inner()
+            .call_classed::<nfs3::Commit>(&args, self.path(), self.io_class())?
+            .0
+        {
             Nfs3Res::Ok(ok) => {
                 self.inner().note_verifier(ok.verf);
                 Ok(ok.verf)

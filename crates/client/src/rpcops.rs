@@ -215,7 +215,7 @@ impl File {
         match self.proto() {
             Proto::V3 => self.commit_v3(),
             Proto::V41(open) => {
-                let verf = open.commit_file()?;
+                let verf = open.commit_file(self.io_class())?;
                 self.inner().note_verifier(verf);
                 Ok(verf)
             }

@@ -119,6 +119,45 @@ on_each_version! {
     }
 }
 
+/// COMMIT calls per channel of the one path.
+fn commits(c: &Client) -> Vec<u64> {
+    c.stats().servers[0].paths[0]
+        .channels
+        .iter()
+        .map(|ch| ch.totals.calls_by_proc.get("COMMIT").copied().unwrap_or(0))
+        .collect()
+}
+
+/// Ten unstable 8 KiB writes of `f`, each followed by an `fsync` (its
+/// COMMIT); the COMMITs per channel they took.
+fn ten_commits(c: &Client, f: &directnfs::File) -> Vec<u64> {
+    let before = commits(c);
+    for i in 0..10u64 {
+        f.write_at(&[3u8; 8192], i * 8192).unwrap();
+        f.fsync().unwrap();
+    }
+    commits(c).iter().zip(&before).map(|(a, b)| a - b).collect()
+}
+
+on_each_version! {
+    fn a_log_files_commits_take_the_lane_and_a_data_files_do_not_all(version) {
+        let c = version.client(&format!("connections={CONNECTIONS}&stable=unstable"));
+        let path = unique("class-commit");
+        let log = c.create(&format!("{path}.log")).unwrap();
+        log.set_io_class(IoClass::Log);
+        let on_log = ten_commits(&c, &log);
+        assert_eq!(on_log[LANE], 10, "log COMMITs off the lane: {on_log:?}");
+        // A data file's COMMITs go to the least-loaded channel, the tie
+        // rotating: not all on the lane (what makes the above a test).
+        let data = c.create(&path).unwrap();
+        let on_data = ten_commits(&c, &data);
+        assert_eq!(on_data.iter().sum::<u64>(), 10, "{on_data:?}");
+        assert!(on_data[LANE] < 10, "data COMMITs all on the lane: {on_data:?}");
+        c.remove(&format!("{path}.log")).unwrap();
+        c.remove(&path).unwrap();
+    }
+}
+
 on_each_version! {
     fn with_io_classes_off_bulk_reads_share_every_connection(version) {
         let c = version.client(&format!("connections={CONNECTIONS}&io_classes=off"));

@@ -4,10 +4,12 @@
 //! `directnfs_testkit::proxy`, the second holding every call for
 //! [`SLOW`] (a slow path). Random 8 KiB reads one at a time, every one
 //! checked: with `hedge=off` about half go down the slow path and its delay
-//! shows in the p99; with `hedge=on` a READ outstanding past the fast path's
-//! p95 (at least 2 ms) is sent again on the fast path, its reply wins, and
-//! the p99 stays far below the slow path's delay. Margins are generous: a
-//! shared 2-core machine.
+//! shows in the p99; with `hedge=on`, once the slow path is timed, first
+//! copies avoid it (only probe copies go there), the p99 stays far below
+//! the slow path's delay and the second copies within the budget. The p99
+//! of the fast path alone is printed beside it; the issue's aim (hedged p99
+//! within 1.5x of it) is not asserted: on a shared 2-core machine either
+//! p99 of 400 reads moves by several times from run to run.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -48,13 +50,19 @@ fn two_proxies(upstream: SocketAddr) -> (FaultProxy, FaultProxy) {
     panic!("no port free on both 127.0.0.1 and 127.0.0.2");
 }
 
-fn mount(parsed: &NfsUrl, port: u16, hedge: &str) -> Client {
+/// A mount over both paths, or over the fast one only (`healthy_only`).
+fn mount(parsed: &NfsUrl, port: u16, hedge: &str, healthy_only: bool) -> Client {
     let mut target = Target::from_url(parsed);
-    target.paths = ["127.0.0.1", "127.0.0.2"]
-        .into_iter()
+    let paths: &[&str] = if healthy_only {
+        &["127.0.0.1"]
+    } else {
+        &["127.0.0.1", "127.0.0.2"]
+    };
+    target.paths = paths
+        .iter()
         .map(|server| PathSpec {
             local: None,
-            server: server.into(),
+            server: (*server).into(),
         })
         .collect();
     target.options.nfs_port = Some(port);
@@ -117,7 +125,7 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
     // look at here: `crates/engine/tests/hedge.rs`).
     {
         slow.set_call_delay(Duration::ZERO);
-        let c = mount(&parsed, fast.local_addr().port(), "off");
+        let c = mount(&parsed, fast.local_addr().port(), "off", true);
         let f = c.create(&path).unwrap();
         let mut data = vec![0u8; BLOCKS as usize * BLOCK_SIZE];
         for (i, b) in data.chunks_mut(BLOCK_SIZE).enumerate() {
@@ -128,23 +136,34 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
         slow.set_call_delay(SLOW);
     }
 
-    let off = mount(&parsed, fast.local_addr().port(), "off");
+    let healthy = mount(&parsed, fast.local_addr().port(), "off", true);
+    let _ = random_reads(&healthy, &path, 50, 4);
+    let alone = random_reads(&healthy, &path, 400, 5);
+    drop(healthy);
+
+    let off = mount(&parsed, fast.local_addr().port(), "off", false);
     let unhedged = random_reads(&off, &path, 200, 1);
     assert_eq!(hedges(&off), (0, 0), "hedge=off sends no hedge");
     drop(off);
 
-    let on = mount(&parsed, fast.local_addr().port(), "on");
-    // Warm-up: the fast path's first 32 READs set the hedge delay (10 ms
-    // until then, `hedge_max_ms`).
+    let on = mount(&parsed, fast.local_addr().port(), "on", false);
+    // Warm-up: each path's first 8 READs set the hedge delay and show the
+    // slow path slow (the delay is 10 ms until then, `hedge_max_ms`).
     let _ = random_reads(&on, &path, 100, 2);
     let (sent0, won0) = hedges(&on);
+    let slow0 = slow.counts().forwarded;
     let hedged = random_reads(&on, &path, 400, 3);
     let (sent, won) = hedges(&on);
+    let slow_calls = slow.counts().forwarded - slow0;
     let (sent, won) = (sent - sent0, won - won0);
     println!(
-        "RESULT hedge: slow path +{} ms; 8 KiB random reads QD1: p50/p99 hedge=off {:.1}/{:.1} ms \
-         (200 reads), hedge=on {:.1}/{:.1} ms (400 reads); hedges sent {sent} ({:.0}% extra READs), won {won}",
+        "RESULT hedge: slow path +{} ms; 8 KiB random reads QD1: p50/p99 healthy path only \
+         {:.2}/{:.2} ms (400 reads), hedge=off {:.1}/{:.1} ms (200 reads), hedge=on {:.2}/{:.2} ms \
+         (400 reads); second copies sent {sent} ({:.1}% extra READs), won {won}; calls on the slow \
+         path {slow_calls}",
         SLOW.as_millis(),
+        ms(alone[alone.len() / 2]),
+        ms(p99(&alone)),
         ms(unhedged[unhedged.len() / 2]),
         ms(p99(&unhedged)),
         ms(hedged[hedged.len() / 2]),
@@ -156,12 +175,28 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
         "hedge=off: the slow path's delay must show in the p99: {:?}",
         p99(&unhedged)
     );
+    // Far below the slow path's delay, unless the machine is so loaded
+    // that the fast path alone is not (its p99 reached 20 ms under CI-like
+    // load once).
+    let bound = Duration::from_millis(25).max(p99(&alone) * 2);
     assert!(
-        p99(&hedged) < Duration::from_millis(25),
-        "hedge=on: p99 {:?} is not far below the slow path's {SLOW:?}",
-        p99(&hedged)
+        p99(&hedged) < bound,
+        "hedge=on: p99 {:?} is not below {bound:?} (the fast path alone: {:?})",
+        p99(&hedged),
+        p99(&alone)
     );
-    assert!(won > 0 && sent >= won, "hedges sent {sent}, won {won}");
+    // Steering: once the slow path is timed, first copies avoid it; only
+    // probe copies (one READ in 64) and hedges (the fast path has no other
+    // channel) go there: at most 7 + 48 by construction, about 200 without
+    // steering.
+    assert!(
+        slow_calls <= 60,
+        "{slow_calls} calls went down the slow path in 400 READs"
+    );
+    // The budget: hedges at most 10% of READs plus a burst of 8, probes
+    // 1 in 64 besides.
+    assert!(sent <= 60, "{sent} second copies for 400 READs");
+    assert!(sent >= won, "hedges sent {sent}, won {won}");
     on.remove(&path).unwrap();
 }
 

@@ -56,7 +56,7 @@ use directnfs_wire::nfs3::NFSPROC3_NULL;
 use crate::choose::{least_loaded_by, Candidate};
 use crate::class::{admits, IoClass, LOG_HEADROOM};
 use crate::health::Health;
-use crate::hedge::{HedgePolicy, PathLatencies};
+use crate::hedge::{Budget, HedgePolicy, PathLatencies, GHOSTS, PROBE_EVERY};
 use crate::inflight::InflightTable;
 use crate::retry::{AfterFailure, Backoff, RetryPolicy};
 use crate::stats::IoStats;
@@ -313,6 +313,20 @@ struct Channel<C> {
     path: usize,
     /// Its path's log lane (see [`Engine::set_lane`]).
     lane: bool,
+    /// Copies dropped because their twin was answered first: (epoch, XID,
+    /// sent at), the last [`GHOSTS`], so that their late replies are timed
+    /// ([`crate::hedge`]).
+    ghosts: VecDeque<(u64, u32, u64)>,
+}
+
+/// How the channel choice treats slow paths ([`Engine::choose`]); the
+/// policy's `min` in nanoseconds. `Probe`: as `Avoid`, and a copy goes to
+/// a slow path too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Steer {
+    Any,
+    Avoid(u64),
+    Probe(u64),
 }
 
 /// The request lifecycle of one client; see the module doc.
@@ -344,8 +358,14 @@ pub struct Engine<C> {
     /// (due, channel, XID), earliest first. Entries of requests answered
     /// since are found stale and skipped when they come due.
     hedge_due: BinaryHeap<Reverse<(u64, usize, u32)>>,
-    /// Recent READ latencies per path (the hedge delay).
+    /// Recent READ latencies per path (the hedge delay, steering).
     latencies: PathLatencies,
+    /// The hedge budget ([`crate::hedge`]).
+    budget: Budget,
+    /// Hedges due and not sent for want of budget.
+    over_budget: u64,
+    /// Hedgeable requests placed while a path was slow (the probe count).
+    steered: u64,
 }
 
 impl<C: Request + Clone> Engine<C> {
@@ -370,6 +390,7 @@ impl<C: Request + Clone> Engine<C> {
                 stats: Arc::new(IoStats::new()),
                 path: 0,
                 lane: false,
+                ghosts: VecDeque::new(),
             })
             .collect();
         Self {
@@ -389,6 +410,9 @@ impl<C: Request + Clone> Engine<C> {
             hedge: None,
             hedge_due: BinaryHeap::new(),
             latencies: PathLatencies::default(),
+            budget: Budget::default(),
+            over_budget: 0,
+            steered: 0,
         }
     }
 
@@ -450,7 +474,19 @@ impl<C: Request + Clone> Engine<C> {
         if ch.epoch != epoch {
             return None;
         }
-        let mut flight = ch.table.take(xid)?;
+        let Some(mut flight) = ch.table.take(xid) else {
+            // The late reply of a copy that lost to its twin: timed, so
+            // that a slow path is seen slow (`crate::hedge`).
+            if let Some(i) = ch.ghosts.iter().position(|g| g.0 == epoch && g.1 == xid) {
+                let (_, _, sent) = ch.ghosts.remove(i)?;
+                let path = ch.path;
+                if let (Some(p), Answer::Final) = (self.hedge, answer) {
+                    self.latencies
+                        .record(path, now.saturating_sub(sent), nanos(p.min));
+                }
+            }
+            return None;
+        };
         self.in_flight -= 1;
         remove_load(&mut ch.load, &flight.call);
         ch.gauge.publish(&ch.load);
@@ -475,8 +511,10 @@ impl<C: Request + Clone> Engine<C> {
             }
             self.drop_twin(twin);
         }
-        if self.hedge.is_some() && flight.call.hedgeable() && answer == Answer::Final {
-            self.latencies.record(path, latency_ns);
+        if let Some(p) = self.hedge.filter(|_| flight.call.hedgeable()) {
+            if answer == Answer::Final {
+                self.latencies.record(path, latency_ns, nanos(p.min));
+            }
         }
         if !self.parked.is_empty() {
             // Room was made: requests parked for want of it go now.
@@ -590,6 +628,19 @@ impl<C: Request + Clone> Engine<C> {
         if policy.is_none() {
             self.hedge_due.clear();
         }
+    }
+
+    /// Hedges that were due and not sent because the budget was spent
+    /// ([`crate::hedge`]).
+    pub fn hedges_over_budget(&self) -> u64 {
+        self.over_budget
+    }
+
+    /// Whether first copies avoid `path` now (hedging on and the path
+    /// slow, see [`crate::hedge`]).
+    pub fn path_steered_off(&self, path: usize) -> bool {
+        self.hedge
+            .is_some_and(|p| self.latencies.slow(path, nanos(p.min)))
     }
 
     /// The current hedge delay in nanoseconds (`None`: hedging is off).
@@ -841,7 +892,8 @@ impl<C: Request + Clone> Engine<C> {
         // is the request's only copy, and may be hedged in turn.
         flight.hedge_copy = false;
         let class = self.class_of(&flight.call);
-        let Some(c) = self.choose(flight.last_channel, class) else {
+        let steer = self.steer_for(&flight.call);
+        let Some(c) = self.choose(flight.last_channel, class, steer) else {
             self.park(flight);
             return Ok(());
         };
@@ -873,6 +925,7 @@ impl<C: Request + Clone> Engine<C> {
                 }
                 ch.stats.on_submit(call.proc_());
                 if let Some(policy) = self.hedge.filter(|_| call.hedgeable()) {
+                    self.budget.on_request();
                     let due = now.saturating_add(self.latencies.delay(&policy));
                     if self.hedge_due.peek().is_none_or(|Reverse(t)| t.0 > due) {
                         // Earlier than the maintenance thread's sleep.
@@ -887,6 +940,14 @@ impl<C: Request + Clone> Engine<C> {
                     call,
                     attempt,
                 });
+                if let Steer::Probe(min) = steer {
+                    // A copy on a slow path at once: timed, it tells
+                    // whether the path has recovered; the caller waits
+                    // for whichever copy answers first.
+                    if let Some(c2) = self.choose_probe(c, min) {
+                        self.send_copy(c, xid, c2, now);
+                    }
+                }
                 Ok(())
             }
             Err(mut flight) => {
@@ -911,11 +972,31 @@ impl<C: Request + Clone> Engine<C> {
         }
     }
 
+    /// How the channel choice treats slow paths for `call`
+    /// ([`crate::hedge`]): only hedgeable requests with hedging on are
+    /// steered, and one in [`PROBE_EVERY`] of them probes a slow path.
+    fn steer_for(&mut self, call: &C) -> Steer {
+        let Some(p) = self.hedge.filter(|_| call.hedgeable()) else {
+            return Steer::Any;
+        };
+        let min = nanos(p.min);
+        if !self.latencies.any_slow(min) {
+            return Steer::Any;
+        }
+        self.steered += 1;
+        if self.steered % PROBE_EVERY == 0 {
+            Steer::Probe(min)
+        } else {
+            Steer::Avoid(min)
+        }
+    }
+
     /// The least-loaded channel that is up and has room, avoiding `avoid`
     /// when another one qualifies. With classes on, first among the
     /// channels `class` may use ([`admits`]: log on lanes, bulk off them),
-    /// then, if none of those qualifies, among all.
-    fn choose(&mut self, avoid: Option<usize>, class: IoClass) -> Option<usize> {
+    /// then, if none of those qualifies, among all. `steer`: first among
+    /// the channels of paths that are not slow, then as without it.
+    fn choose(&mut self, avoid: Option<usize>, class: IoClass, steer: Steer) -> Option<usize> {
         let channels = &self.channels;
         // One channel (`connections=1`, one path): no choice to make.
         if channels.len() == 1 {
@@ -923,7 +1004,12 @@ impl<C: Request + Clone> Engine<C> {
             return (ch.health.is_up() && !ch.table.is_full()).then_some(0);
         }
         self.rotate = self.rotate.wrapping_add(1);
-        let pick = |only: bool| {
+        let latencies = &self.latencies;
+        let steered = |path: usize| match steer {
+            Steer::Any => true,
+            Steer::Avoid(min) | Steer::Probe(min) => !latencies.slow(path, min),
+        };
+        let pick = |only: bool, steering: bool| {
             least_loaded_by(
                 channels.len(),
                 |i| {
@@ -931,7 +1017,8 @@ impl<C: Request + Clone> Engine<C> {
                     Candidate {
                         up: ch.health.is_up()
                             && !ch.table.is_full()
-                            && (!only || admits(class, ch.lane)),
+                            && (!only || admits(class, ch.lane))
+                            && (!steering || steered(ch.path)),
                         outstanding_bytes: ch.load.bytes,
                         outstanding_requests: ch.load.requests,
                     }
@@ -940,12 +1027,17 @@ impl<C: Request + Clone> Engine<C> {
                 avoid,
             )
         };
-        if self.classes && class != IoClass::Data {
-            if let Some(c) = pick(true) {
+        if steer != Steer::Any {
+            if let Some(c) = pick(false, true) {
                 return Some(c);
             }
         }
-        pick(false)
+        if self.classes && class != IoClass::Data {
+            if let Some(c) = pick(true, false) {
+                return Some(c);
+            }
+        }
+        pick(false, false)
     }
 
     /// Parks a request with no channel up, or none with room; it is sent
@@ -1001,6 +1093,10 @@ impl<C: Request + Clone> Engine<C> {
         remove_load(&mut ch.load, &flight.call);
         ch.gauge.publish(&ch.load);
         ch.stats.on_hedge_dropped();
+        if ch.ghosts.len() == GHOSTS {
+            ch.ghosts.pop_front();
+        }
+        ch.ghosts.push_back((ch.epoch, xid, flight.sent_ns));
     }
 
     /// The other copy of a hedged request is gone: this one carries it
@@ -1023,60 +1119,100 @@ impl<C: Request + Clone> Engine<C> {
                 return;
             }
             self.hedge_due.pop();
-            let Some(original) = self
+            let alone = self
                 .channels
                 .get(c)
                 .filter(|ch| ch.health.is_up())
                 .and_then(|ch| ch.table.get(xid))
-                .filter(|f| f.twin.is_none() && !f.hedge_copy && f.call.hedgeable())
-            else {
+                .is_some_and(|f| f.twin.is_none() && !f.hedge_copy && f.call.hedgeable());
+            if !alone {
                 continue;
-            };
+            }
             let Some(c2) = self.choose_hedge(c) else {
                 continue;
             };
-            let copy = Flight {
-                call: original.call.clone(),
-                attempts: original.attempts,
-                jukebox: original.jukebox,
-                submitted_ns: original.submitted_ns,
-                sent_ns: now,
-                last_channel: Some(c2),
-                twin: Some((c, xid)),
-                hedge_copy: true,
-            };
-            let attempt = copy.attempts;
-            let call = copy.call.clone();
-            let deadline = now.saturating_add(nanos(self.config.policy.timeo));
-            let ch = &mut self.channels[c2];
-            let Ok(xid2) = ch.table.insert(copy, deadline) else {
+            if !self.budget.allows() {
+                self.over_budget += 1;
                 continue;
-            };
-            self.in_flight += 1;
-            add_load(&mut ch.load, &call);
-            ch.gauge.publish(&ch.load);
-            ch.stats.on_submit(call.proc_());
-            ch.stats.on_hedge_sent();
-            let epoch = ch.epoch;
-            if let Some(f) = self.channels[c].table.get_mut(xid) {
-                f.twin = Some((c2, xid2));
             }
-            self.actions.push_back(Action::Send {
-                channel: c2,
-                epoch,
-                xid: xid2,
-                call,
-                attempt,
-            });
+            if self.send_copy(c, xid, c2, now) {
+                self.budget.spend();
+            }
         }
     }
 
+    /// Sends a second copy of the request `xid` in flight on channel `c`
+    /// on channel `c2`, the two twinned (first reply wins). False when `c2`
+    /// has no room or the request is gone.
+    fn send_copy(&mut self, c: usize, xid: u32, c2: usize, now: u64) -> bool {
+        let Some(original) = self.channels.get(c).and_then(|ch| ch.table.get(xid)) else {
+            return false;
+        };
+        let copy = Flight {
+            call: original.call.clone(),
+            attempts: original.attempts,
+            jukebox: original.jukebox,
+            submitted_ns: original.submitted_ns,
+            sent_ns: now,
+            last_channel: Some(c2),
+            twin: Some((c, xid)),
+            hedge_copy: true,
+        };
+        let attempt = copy.attempts;
+        let call = copy.call.clone();
+        let deadline = now.saturating_add(nanos(self.config.policy.timeo));
+        let ch = &mut self.channels[c2];
+        let Ok(xid2) = ch.table.insert(copy, deadline) else {
+            return false;
+        };
+        self.in_flight += 1;
+        add_load(&mut ch.load, &call);
+        ch.gauge.publish(&ch.load);
+        ch.stats.on_submit(call.proc_());
+        ch.stats.on_hedge_sent();
+        let epoch = ch.epoch;
+        if let Some(f) = self.channels[c].table.get_mut(xid) {
+            f.twin = Some((c2, xid2));
+        }
+        self.actions.push_back(Action::Send {
+            channel: c2,
+            epoch,
+            xid: xid2,
+            call,
+            attempt,
+        });
+        true
+    }
+
+    /// The least-loaded channel up with room on a slow path, for a probe
+    /// copy ([`crate::hedge`]); never `from`.
+    fn choose_probe(&self, from: usize, min: u64) -> Option<usize> {
+        self.channels
+            .iter()
+            .enumerate()
+            .filter(|(i, ch)| {
+                *i != from
+                    && ch.health.is_up()
+                    && !ch.table.is_full()
+                    && self.latencies.slow(ch.path, min)
+            })
+            .min_by_key(|(_, ch)| {
+                ch.load.bytes.saturating_add(
+                    ch.load
+                        .requests
+                        .saturating_mul(crate::choose::REQUEST_COST_BYTES),
+                )
+            })
+            .map(|(i, _)| i)
+    }
+
     /// The channel a hedge of a request in flight on `from` goes on: the
-    /// least-loaded one up with room on another path, else on the same
-    /// path; never `from` itself.
+    /// least-loaded one up with room on another path that is not slow,
+    /// else on the same path, else on a slow path; never `from` itself.
     fn choose_hedge(&self, from: usize) -> Option<usize> {
         let path = self.channels.get(from)?.path;
-        let mut best: Option<(bool, u64, usize)> = None;
+        let min = self.hedge.map_or(0, |p| nanos(p.min));
+        let mut best: Option<(bool, bool, u64, usize)> = None;
         for (i, ch) in self.channels.iter().enumerate() {
             if i == from || !ch.health.is_up() || ch.table.is_full() {
                 continue;
@@ -1086,12 +1222,13 @@ impl<C: Request + Clone> Engine<C> {
                     .requests
                     .saturating_mul(crate::choose::REQUEST_COST_BYTES),
             );
-            let key = (ch.path == path, load, i);
+            let slow = ch.path != path && self.latencies.slow(ch.path, min);
+            let key = (slow, ch.path == path, load, i);
             if best.is_none_or(|b| key < b) {
                 best = Some(key);
             }
         }
-        best.map(|(_, _, i)| i)
+        best.map(|(_, _, _, i)| i)
     }
 
     /// NFS3ERR_JUKEBOX: pause and re-send while the mount allows (hard:
@@ -1180,7 +1317,7 @@ impl<C: Request + Clone> Engine<C> {
 
     /// Sends parked requests, oldest first, while a channel is up with room.
     fn kick_parked(&mut self, now: u64) {
-        while !self.parked.is_empty() && self.choose(None, IoClass::Data).is_some() {
+        while !self.parked.is_empty() && self.choose(None, IoClass::Data, Steer::Any).is_some() {
             if let Some(flight) = self.parked.pop_front() {
                 let _ = self.place(flight, now, false);
             }

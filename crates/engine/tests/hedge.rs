@@ -245,3 +245,151 @@ fn the_hedge_delay_follows_the_fastest_paths_recent_reads() {
     assert_eq!(hedge.len(), 1, "hedged after 3 ms, not 20");
     assert_ne!(hedge[0].channel, first[0].channel);
 }
+
+/// What a simulated run saw.
+struct Run {
+    /// Each read's latency, in the order they completed.
+    latencies: Vec<u64>,
+    /// First copies sent per channel.
+    first: Vec<u64>,
+    /// Hedges sent.
+    hedges: u64,
+    now: u64,
+}
+
+/// `reads` READs one at a time through `e` (channel `i` on path `i`),
+/// each copy answered `latency(channel, now)` after it is sent, the
+/// engine ticked every 100 µs; starts at `now`.
+fn simulate(
+    e: &mut Engine<Req>,
+    reads: u64,
+    mut now: u64,
+    latency: impl Fn(usize, u64) -> u64,
+) -> Run {
+    const STEP: u64 = 100_000;
+    let mut run = Run {
+        latencies: Vec::new(),
+        first: vec![0; e.channel_count()],
+        hedges: 0,
+        now,
+    };
+    // Replies due: (at, send).
+    let mut due: Vec<(u64, Sent)> = Vec::new();
+    let mut next_id = 1_000_000 * (now / MS + 1);
+    let mut current: Option<(u64, u64)> = None;
+    let mut done = 0;
+    while done < reads {
+        if current.is_none() {
+            e.submit(read(next_id), now).unwrap();
+            current = Some((next_id, now));
+            next_id += 1;
+        }
+        e.on_tick(now);
+        for s in sends(e) {
+            if current.is_some_and(|(id, _)| id == s.id) && due.iter().any(|d| d.1.id == s.id) {
+                run.hedges += 1;
+            } else {
+                run.first[s.channel] += 1;
+            }
+            due.push((now + latency(s.channel, now), s));
+        }
+        due.sort_by_key(|d| d.0);
+        while due.first().is_some_and(|d| d.0 <= now) {
+            let (_, s) = due.remove(0);
+            if let Some(id) = reply(e, s, now) {
+                let (cur, start) = current.take().unwrap();
+                assert_eq!(id, cur, "delivered once, the read in flight");
+                run.latencies.push(now - start);
+                done += 1;
+            }
+        }
+        now += STEP;
+    }
+    // The losers' late replies, for their timing.
+    for (at, s) in due {
+        assert_eq!(reply(e, s, at.max(now)), None, "no double delivery");
+    }
+    run.now = now + 100 * MS;
+    run
+}
+
+fn p99(l: &[u64]) -> u64 {
+    let mut l = l.to_vec();
+    l.sort_unstable();
+    l[(l.len() * 99).div_ceil(100) - 1]
+}
+
+#[test]
+fn first_copies_avoid_a_path_far_slower_than_the_best() {
+    let (mut e, _) = engine(2, true);
+    // Path 0: 1 ms; path 1: 50 ms. Warm up until both windows are full
+    // (path 1's from the late replies of its copies that lost).
+    let slow = |c: usize, _| if c == 1 { 50 * MS } else { MS };
+    let warm = simulate(&mut e, 200, 0, slow);
+    assert!(e.path_steered_off(1), "path 1 is seen slow");
+    assert!(!e.path_steered_off(0));
+    let run = simulate(&mut e, 1000, warm.now, slow);
+    // No first copy goes to the slow path; one READ in PROBE_EVERY sends
+    // a probe copy there besides (counted as a second copy), and nothing
+    // else is hedged.
+    assert_eq!(run.first[1], 0, "first copies: {:?}", run.first);
+    let probes = 1000 / directnfs_engine::hedge::PROBE_EVERY;
+    assert!(
+        (probes - 1..=probes + 1).contains(&run.hedges),
+        "second copies: {}",
+        run.hedges
+    );
+    // The p99 is the fast path's, not hedge delay plus a round trip.
+    assert!(
+        p99(&run.latencies) <= MS + MS / 5,
+        "{}",
+        p99(&run.latencies)
+    );
+}
+
+#[test]
+fn a_steered_off_path_is_probed_and_comes_back_once_it_answers_in_time() {
+    let (mut e, _) = engine(2, true);
+    let warm = simulate(&mut e, 200, 0, |c, _| if c == 1 { 50 * MS } else { MS });
+    assert!(e.path_steered_off(1));
+    // Path 1 recovers: 1.2 ms from now on.
+    let run = simulate(
+        &mut e,
+        400,
+        warm.now,
+        |c, _| {
+            if c == 1 {
+                MS + MS / 5
+            } else {
+                MS
+            }
+        },
+    );
+    assert!(
+        !e.path_steered_off(1),
+        "a probe answered in time restored it"
+    );
+    assert!(
+        run.first[1] >= 100,
+        "first copies on path 1 again: {:?}",
+        run.first
+    );
+}
+
+#[test]
+fn hedges_stay_within_the_budget_when_every_path_is_slow() {
+    let (mut e, _) = engine(2, true);
+    // Both paths 25 ms: the delay is clamped to 20 ms, so every READ is
+    // past it: without a budget every one would be hedged.
+    let run = simulate(&mut e, 400, 0, |_, _| 25 * MS);
+    let allowed = 400 * directnfs_engine::hedge::BUDGET_PERCENT / 100
+        + directnfs_engine::hedge::BUDGET_BURST
+        + 1;
+    assert!(
+        run.hedges <= allowed && run.hedges >= allowed - 3,
+        "{} hedges for 400 reads",
+        run.hedges
+    );
+    assert!(e.hedges_over_budget() >= 300);
+    assert!(!e.path_steered_off(0) && !e.path_steered_off(1));
+}

@@ -8,6 +8,19 @@
 //! The redo file is the log class (`File::set_io_class`), the OLTP file
 //! handle data and the scan's bulk; with classes off the engine treats
 //! them all as data (`directnfs_engine::class`).
+//!
+//! Where the log's tail goes: for each log write the redo thread's own
+//! wait for a CPU during it (the run-queue delay of
+//! `/proc/thread-self/schedstat`), and over each phase the run-queue delay
+//! of all the bench's threads and, with `--server-pid`, of the server's
+//! (`/proc/PID/task/*/schedstat`), printed after the table. `--log-fifo`
+//! runs the redo thread SCHED_FIFO.
+//!
+//! With `libnfs` among `--engine` (the default) and libnfs loadable, the
+//! same mix runs a third time through libnfs for reference: its async API,
+//! one context (one connection) per thread, as `dnfs bench oltp` runs it,
+//! the redo file opened O_SYNC (FILE_SYNC writes). It has no classes; each
+//! thread having its own connection, the log never shares a socket.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -15,12 +28,21 @@ use std::time::{Duration, Instant};
 
 use directnfs::{Client, File, IoClass};
 
+use super::engines::{self, Kind, Session};
+use super::job::{Engine, Job, Location, Workload};
 use super::BenchOpts;
 
 /// One phase's samples per class (nanoseconds), and bytes moved.
 #[derive(Debug, Default)]
 struct Samples {
     lat: [Vec<u64>; 3],
+    /// Per log write (as `lat[log]`): the redo thread's run-queue delay
+    /// during it.
+    log_wait: Vec<u64>,
+    /// Run-queue delay over the measured time: the bench's threads, the
+    /// server's (`--server-pid`).
+    self_wait_ns: u64,
+    server_wait_ns: Option<u64>,
     bytes: [u64; 3],
     errors: u64,
 }
@@ -54,7 +76,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
     let data = super::prepare::prepare_nfs(&url, config.as_deref(), size, true, "", o.quiet)?;
     let redo_size: u64 = 64 << 20;
     super::prepare::prepare_nfs(&url, config.as_deref(), redo_size, false, ".redo", o.quiet)?;
-    let rel = data.rel_path.ok_or("no data file path")?;
+    let rel = data.rel_path.clone().ok_or("no data file path")?;
     let duration = Duration::from_secs_f64(o.duration.unwrap_or(10.0));
     let warmup = Duration::from_secs_f64(o.warmup.unwrap_or(1.0));
     let sessions = o.sessions.unwrap_or(4).max(1);
@@ -70,6 +92,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
         duration.as_secs_f64()
     );
     let mut rows = Vec::new();
+    let mut waits = Vec::new();
     let mut ok = true;
     for on in [false, true] {
         let mut target = super::engines::target_of(&url, config.as_deref())?;
@@ -87,6 +110,8 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
             depth,
             scan_block,
             write_pct: o.write_pct,
+            log_fifo: o.log_fifo,
+            server_pid: o.server_pid,
         };
         for mixed in [false, true] {
             let s = plan.phase(mixed, warmup, duration)?;
@@ -101,9 +126,60 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
                 }
                 rows.push(row(label, load, class, &s, duration));
             }
+            waits.push(wait_line(label, load, &s, duration));
+        }
+    }
+    if o.engine.split(',').any(|e| e.trim() == "libnfs") {
+        match engines::probe_libnfs() {
+            Err(e) => eprintln!("mixed: libnfs not run: {e}"),
+            Ok(()) => {
+                let target = super::engines::target_of(&url, config.as_deref())?;
+                let loc = Location {
+                    url: Some(url.clone()),
+                    config: config.clone(),
+                    host: target.paths.first().map(|p| p.server.clone()),
+                    nfs_port: target.options.nfs_port,
+                    mount_port: target.options.mount_port,
+                    uid: target.options.uid,
+                    gid: target.options.gid,
+                    export: data.export.clone(),
+                    rel_path: Some(rel.clone()),
+                    local_path: None,
+                };
+                let lib = LibPlan {
+                    loc,
+                    size,
+                    redo_size,
+                    sessions,
+                    workers,
+                    depth,
+                    scan_block,
+                    write_pct: o.write_pct,
+                    log_fifo: o.log_fifo,
+                    server_pid: o.server_pid,
+                };
+                for mixed in [false, true] {
+                    let s = lib.phase(mixed, warmup, duration);
+                    ok &= s.errors == 0;
+                    if s.errors > 0 {
+                        eprintln!("mixed: {} I/O errors (libnfs)", s.errors);
+                    }
+                    let load = if mixed { "mixed" } else { "alone" };
+                    for class in IoClass::ALL {
+                        if !mixed && class != IoClass::Log {
+                            continue;
+                        }
+                        rows.push(row("libnfs", load, class, &s, duration));
+                    }
+                    waits.push(wait_line("libnfs", load, &s, duration));
+                }
+            }
         }
     }
     print_table(&rows);
+    for w in &waits {
+        println!("{w}");
+    }
     if let Some(path) = &o.json {
         let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
@@ -121,6 +197,8 @@ struct Plan<'a> {
     depth: usize,
     scan_block: usize,
     write_pct: u32,
+    log_fifo: bool,
+    server_pid: Option<u32>,
 }
 
 impl Plan<'_> {
@@ -148,7 +226,9 @@ impl Plan<'_> {
             stop: &stop,
             measuring: &measuring,
             out: &out,
+            log_fifo: self.log_fifo,
         };
+        let mut waited = (0, None);
         std::thread::scope(|s| {
             let ctx = &ctx;
             s.spawn(|| ctx.redo(&redo, self.redo_size));
@@ -163,19 +243,225 @@ impl Plan<'_> {
                 }
             }
             std::thread::sleep(warmup);
+            let me = std::process::id();
+            let before = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
             ctx.measuring.store(true, Ordering::SeqCst);
             std::thread::sleep(duration);
             ctx.measuring.store(false, Ordering::SeqCst);
+            let after = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
+            waited = (
+                after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
+                after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
+            );
             ctx.stop.store(true, Ordering::SeqCst);
         });
-        Ok(out.into_inner().unwrap_or_else(|p| p.into_inner()))
+        let mut s = out.into_inner().unwrap_or_else(|p| p.into_inner());
+        (s.self_wait_ns, s.server_wait_ns) = waited;
+        Ok(s)
     }
+}
+
+/// The same mix through libnfs (see the module doc).
+struct LibPlan {
+    loc: Location,
+    size: u64,
+    redo_size: u64,
+    sessions: usize,
+    workers: usize,
+    depth: usize,
+    scan_block: usize,
+    write_pct: u32,
+    log_fifo: bool,
+    server_pid: Option<u32>,
+}
+
+impl LibPlan {
+    /// A libnfs session of `depth` slots of `buf` bytes on the data file,
+    /// or the redo file (`redo`).
+    fn open(&self, redo: bool, depth: usize, buf: usize) -> Result<Box<dyn Session>, String> {
+        let mut loc = self.loc.clone();
+        if redo {
+            loc.rel_path = loc.rel_path.map(|r| format!("{r}.redo"));
+        }
+        let job = Job {
+            workload: if redo { Workload::Redo } else { Workload::Oltp },
+            engine: Engine::Libnfs,
+            loc,
+            sessions: 1,
+            queue_depth: depth,
+            block: buf as u64,
+            write_pct: self.write_pct,
+            duration_s: 0.0,
+            warmup_s: 0.0,
+            file_size: self.size,
+            workers: 1,
+            connections: 1,
+            server_pid: None,
+            verify: false,
+            progress: false,
+            reap_min: 1,
+            fsync_every: 0,
+        };
+        engines::open(&job, depth, buf)
+    }
+
+    fn phase(&self, mixed: bool, warmup: Duration, duration: Duration) -> Samples {
+        let stop = AtomicBool::new(false);
+        let measuring = AtomicBool::new(false);
+        let out = Mutex::new(Samples::default());
+        let next_scan = AtomicU64::new(0);
+        let ctx = Ctx {
+            stop: &stop,
+            measuring: &measuring,
+            out: &out,
+            log_fifo: self.log_fifo,
+        };
+        let mut waited = (0, None);
+        let failed = |ctx: &Ctx, e: String| {
+            eprintln!("mixed: libnfs: {e}");
+            ctx.out.lock().unwrap_or_else(|p| p.into_inner()).errors += 1;
+        };
+        std::thread::scope(|s| {
+            let ctx = &ctx;
+            s.spawn(move || match self.open(true, 1, 64 << 10) {
+                Ok(mut session) => {
+                    let mut rng = Rng(0x0123_4567);
+                    let mut off = 0u64;
+                    ctx.redo_with(|| {
+                        let len = 8192 * (1 + rng.below(8)) as usize;
+                        if off + len as u64 > self.redo_size {
+                            off = 0;
+                        }
+                        let n = one(&mut *session, Kind::Write, off, len)?;
+                        off += len as u64;
+                        Ok(n)
+                    });
+                }
+                Err(e) => failed(ctx, e),
+            });
+            if mixed {
+                for seed in 0..self.sessions {
+                    s.spawn(move || match self.open(false, 1, 8192) {
+                        Ok(mut session) => {
+                            let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (seed as u64 + 1));
+                            let blocks = (self.size / 8192).max(1);
+                            ctx.each(IoClass::Data, || {
+                                let off = rng.below(blocks) * 8192;
+                                let kind = if (rng.below(100) as u32) < self.write_pct {
+                                    Kind::Write
+                                } else {
+                                    Kind::Read
+                                };
+                                one(&mut *session, kind, off, 8192)
+                            });
+                        }
+                        Err(e) => failed(ctx, e),
+                    });
+                }
+                for _ in 0..self.workers {
+                    let next = &next_scan;
+                    s.spawn(
+                        move || match self.open(false, self.depth, self.scan_block) {
+                            Ok(mut session) => {
+                                let len = (self.scan_block * self.depth) as u64;
+                                ctx.each(IoClass::Bulk, || {
+                                    let off =
+                                        next.fetch_add(len, Ordering::Relaxed) % self.size.max(1);
+                                    let mut n = 0;
+                                    for slot in 0..self.depth {
+                                        let at = off + (slot * self.scan_block) as u64;
+                                        if at >= self.size {
+                                            break;
+                                        }
+                                        let piece = (self.size - at).min(self.scan_block as u64);
+                                        session.submit(slot, Kind::Read, at, piece as usize)?;
+                                        n += 1;
+                                    }
+                                    reap(&mut *session, n)
+                                });
+                            }
+                            Err(e) => failed(ctx, e),
+                        },
+                    );
+                }
+            }
+            std::thread::sleep(warmup);
+            let me = std::process::id();
+            let before = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
+            ctx.measuring.store(true, Ordering::SeqCst);
+            std::thread::sleep(duration);
+            ctx.measuring.store(false, Ordering::SeqCst);
+            let after = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
+            waited = (
+                after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
+                after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
+            );
+            ctx.stop.store(true, Ordering::SeqCst);
+        });
+        let mut s = out.into_inner().unwrap_or_else(|p| p.into_inner());
+        (s.self_wait_ns, s.server_wait_ns) = waited;
+        s
+    }
+}
+
+/// One I/O on slot 0 of `session`, waited for: the bytes moved.
+fn one(session: &mut dyn Session, kind: Kind, off: u64, len: usize) -> Result<u64, String> {
+    session.submit(0, kind, off, len)?;
+    reap(session, 1)
+}
+
+/// Waits for `n` completions of `session`: the bytes they moved.
+fn reap(session: &mut dyn Session, n: usize) -> Result<u64, String> {
+    let mut done = Vec::with_capacity(n);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while done.len() < n {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err("no reply in 60 s".into());
+        }
+        let want = n - done.len();
+        session.reap(&mut done, want, left)?;
+    }
+    let mut bytes = 0;
+    for (_, r) in done {
+        bytes += r? as u64;
+    }
+    Ok(bytes)
 }
 
 struct Ctx<'a> {
     stop: &'a AtomicBool,
     measuring: &'a AtomicBool,
     out: &'a Mutex<Samples>,
+    log_fifo: bool,
+}
+
+/// The calling thread's run-queue delay so far, ns (the second field of
+/// `/proc/thread-self/schedstat`).
+fn thread_run_delay() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The run-queue delay of every thread of process `pid` so far, ns.
+fn run_delay_of(pid: u32) -> Option<u64> {
+    let mut sum = 0u64;
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .flatten()
+    {
+        let Ok(text) = std::fs::read_to_string(t.path().join("schedstat")) else {
+            continue;
+        };
+        if let Some(v) = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            sum += v;
+        }
+    }
+    Some(sum)
 }
 
 impl Ctx<'_> {
@@ -183,15 +469,22 @@ impl Ctx<'_> {
     /// measuring go to `class`.
     fn each(&self, class: IoClass, mut io: impl FnMut() -> Result<u64, String>) {
         let mut lat = Vec::with_capacity(1 << 16);
+        let mut waits = Vec::new();
         let (mut bytes, mut errors) = (0u64, 0u64);
+        let log = class == IoClass::Log;
         while !self.stop.load(Ordering::Relaxed) {
+            let w0 = if log { thread_run_delay() } else { None };
             let t = Instant::now();
             let r = io();
             let ns = t.elapsed().as_nanos() as u64;
+            let w1 = if log { thread_run_delay() } else { None };
             let counted = self.measuring.load(Ordering::Relaxed);
             match r {
                 Ok(n) if counted => {
                     lat.push(ns);
+                    if log {
+                        waits.push(w1.zip(w0).map_or(0, |(a, b)| a.saturating_sub(b)));
+                    }
                     bytes += n;
                 }
                 Ok(_) => {}
@@ -206,6 +499,7 @@ impl Ctx<'_> {
         }
         let mut out = self.out.lock().unwrap_or_else(|p| p.into_inner());
         out.lat[class.index()].append(&mut lat);
+        out.log_wait.append(&mut waits);
         out.bytes[class.index()] += bytes;
         out.errors += errors;
     }
@@ -214,7 +508,7 @@ impl Ctx<'_> {
         let buf = vec![0x5au8; 64 << 10];
         let mut rng = Rng(0x0123_4567);
         let mut off = 0u64;
-        self.each(IoClass::Log, || {
+        self.redo_with(|| {
             let len = 8192 * (1 + rng.below(8)) as usize;
             if off + len as u64 > size {
                 off = 0;
@@ -223,6 +517,24 @@ impl Ctx<'_> {
             off += len as u64;
             Ok(n as u64)
         });
+    }
+
+    /// The redo writer's loop around `write` (SCHED_FIFO first with
+    /// `--log-fifo`).
+    fn redo_with(&self, write: impl FnMut() -> Result<u64, String>) {
+        if self.log_fifo {
+            let param = libc::sched_param { sched_priority: 10 };
+            // SAFETY: sets the calling thread's policy; `param` is valid.
+            if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+                eprintln!(
+                    "mixed: --log-fifo: sched_setscheduler: {}",
+                    std::io::Error::last_os_error()
+                );
+                self.out.lock().unwrap_or_else(|p| p.into_inner()).errors += 1;
+                return;
+            }
+        }
+        self.each(IoClass::Log, write);
     }
 
     fn oltp(&self, file: &File, size: u64, write_pct: u32, seed: u64) {
@@ -290,6 +602,34 @@ fn row(classes: &'static str, load: &'static str, class: IoClass, s: &Samples, d
         p99_us: pct(0.99),
         p999_us: pct(0.999),
     }
+}
+
+/// Where the log writes' tail went in one phase: the writes at or above
+/// their p99, their mean latency and the redo thread's mean wait for a CPU
+/// during them; the threads waiting for a CPU on average (the bench's, the
+/// server's).
+fn wait_line(classes: &str, load: &str, s: &Samples, d: Duration) -> String {
+    let lat = &s.lat[IoClass::Log.index()];
+    let mut order: Vec<usize> = (0..lat.len().min(s.log_wait.len())).collect();
+    order.sort_unstable_by_key(|&i| lat[i]);
+    let tail = &order[order.len() * 99 / 100..];
+    let n = tail.len().max(1) as f64;
+    let mean_lat = tail.iter().map(|&i| lat[i]).sum::<u64>() as f64 / n / 1000.0;
+    let mean_wait = tail.iter().map(|&i| s.log_wait[i]).sum::<u64>() as f64 / n / 1000.0;
+    let all_wait = s.log_wait.iter().sum::<u64>() as f64 / s.log_wait.len().max(1) as f64 / 1000.0;
+    let secs = d.as_nanos().max(1) as f64;
+    let server = s
+        .server_wait_ns
+        .map_or_else(|| "-".to_owned(), |w| format!("{:.2}", w as f64 / secs));
+    format!(
+        "wait {classes}/{load}: log writes >= p99: {} of {}, mean {mean_lat:.0} us, of it the redo \
+         thread's wait for a CPU {mean_wait:.0} us ({:.0}%); all log writes' mean wait {all_wait:.0} us; \
+         threads waiting for a CPU on average: bench {:.2}, server {server}",
+        tail.len(),
+        lat.len(),
+        if mean_lat > 0.0 { mean_wait * 100.0 / mean_lat } else { 0.0 },
+        s.self_wait_ns as f64 / secs,
+    )
 }
 
 fn print_table(rows: &[Row]) {

@@ -46,7 +46,7 @@ pub enum BenchCommand {
     /// oltp at 1, 2, 4 .. --max-sessions sessions: the IOPS/latency curve.
     Sweep(Box<BenchOpts>),
     /// redo + oltp + scan at once in one process, on one mount: latency per
-    /// I/O class, with `io_classes` off then on (directnfs only).
+    /// I/O class, with `io_classes` off then on, then through libnfs.
     Mixed(Box<BenchOpts>),
     /// Random 8 KiB reads, one in flight per session, with `hedge` off
     /// then on (directnfs only; make one path of the target slow first).
@@ -148,6 +148,10 @@ pub struct BenchOpts {
     /// Quiet: no progress line.
     #[arg(long)]
     pub quiet: bool,
+    /// mixed: run the redo writer's thread SCHED_FIFO (priority 10; needs
+    /// CAP_SYS_NICE), to see how much of its tail is the wait for a CPU.
+    #[arg(long)]
+    pub log_fifo: bool,
     /// The dnfstab given with the global `--config` (set by `run`).
     #[arg(skip)]
     pub config: Option<std::path::PathBuf>,

@@ -19,6 +19,10 @@ pub struct Rates {
     pub processes: usize,
     /// Per server and export, summed over processes.
     pub servers: Vec<ScopeRate>,
+    /// Per server, export and I/O class (`filer1:/vol log`), summed over
+    /// processes: the reads and writes of that class's files as their
+    /// callers saw them (`ServerStats::io_classes`).
+    pub io_classes: Vec<ScopeRate>,
     /// Per path (server, local, remote), summed over processes.
     pub paths: Vec<ScopeRate>,
     /// Per channel of each process.
@@ -222,6 +226,7 @@ fn nth_alike<'a, T>(before: &[T], earlier: &'a [T], same: impl Fn(&&T) -> bool) 
 pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
     let secs = secs.max(1e-3);
     let mut servers: BTreeMap<String, Delta> = BTreeMap::new();
+    let mut classes: BTreeMap<String, Delta> = BTreeMap::new();
     let mut paths: BTreeMap<String, Delta> = BTreeMap::new();
     let mut channels = Vec::new();
     let mut files = Vec::new();
@@ -239,9 +244,16 @@ pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
                 None => Delta::first(cur),
             };
             servers
-                .entry(key)
+                .entry(key.clone())
                 .or_default()
                 .add(&delta(&srv.totals, old.map(|o| &o.totals)));
+            for (class, io) in &srv.io_classes {
+                let old_class = old.and_then(|o| o.io_classes.get(class));
+                classes
+                    .entry(format!("{key} {class}"))
+                    .or_default()
+                    .add(&delta(io, old_class));
+            }
             for path in &srv.paths {
                 let local = path.local.as_deref().unwrap_or("*");
                 let key = format!("{} {local}->{}", srv.name, path.remote);
@@ -282,6 +294,10 @@ pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
             .into_iter()
             .map(|(k, d)| d.rate(k, None, secs))
             .collect(),
+        io_classes: classes
+            .into_iter()
+            .map(|(k, d)| d.rate(k, None, secs))
+            .collect(),
         paths: paths
             .into_iter()
             .map(|(k, d)| d.rate(k, None, secs))
@@ -292,8 +308,8 @@ pub fn between(prev: &HostStats, cur: &HostStats, secs: f64) -> Rates {
 }
 
 /// Text tables of the rates, `iostat -x` style: one table each for
-/// servers, paths and the `top_files` busiest files (channels too when
-/// `channels`). Latency in ms.
+/// servers, their I/O classes, paths and the `top_files` busiest files
+/// (channels too when `channels`). Latency in ms.
 pub fn render(r: &Rates, top_files: usize, channels: bool) -> String {
     let mut out = String::new();
     let header =
@@ -342,6 +358,7 @@ pub fn render(r: &Rates, top_files: usize, channels: bool) -> String {
         out.push('\n');
     };
     table("SERVER", &r.servers);
+    table("IO CLASS", &r.io_classes);
     table("PATH", &r.paths);
     if channels {
         table("CHANNEL", &r.channels);
@@ -493,6 +510,47 @@ mod tests {
         let r = between(&a, &b, 1.0);
         assert_eq!(r.servers[0].reads_per_s, 0.0);
         assert!(r.servers[0].read_ms.is_none());
+    }
+
+    #[test]
+    fn each_io_class_has_its_rates_and_p99_over_the_interval() {
+        let with_classes = |log: IoSnapshot, bulk: IoSnapshot| {
+            let mut h = host(3, io(0, 0.0, vec![]));
+            let srv = &mut h.processes[0].stats.servers[0];
+            srv.io_classes.insert("log".into(), log);
+            srv.io_classes.insert("bulk".into(), bulk);
+            h
+        };
+        // Log: 100 reads in the interval, 99 at 0.1 ms and 1 at 25 ms;
+        // bulk: 10 reads at 4 ms.
+        let a = with_classes(
+            io(10, 1_000.0, vec![(102.4, 10)]),
+            io(5, 20_000.0, vec![(4096.0, 5)]),
+        );
+        let b = with_classes(
+            io(
+                110,
+                1_000.0 + 99.0 * 100.0 + 25_000.0,
+                vec![(102.4, 109), (25_600.0, 1)],
+            ),
+            io(15, 60_000.0, vec![(4096.0, 15)]),
+        );
+        let r = between(&a, &b, 1.0);
+        let names: Vec<&str> = r.io_classes.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["f:/e bulk", "f:/e log"]);
+        let log = &r.io_classes[1];
+        assert_eq!(log.reads_per_s, 100.0);
+        let (_, p99) = log.read_ms.expect("log latency");
+        assert!((p99 - 0.1024).abs() < 1e-9, "{p99}");
+        let (mean, p99) = r.io_classes[0].read_ms.expect("bulk latency");
+        assert!((mean - 4.0).abs() < 1e-9 && (p99 - 4.096).abs() < 1e-9);
+        let text = render(&r, 10, false);
+        assert!(text.contains("IO CLASS"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("f:/e log") && l.contains("0.10")),
+            "{text}"
+        );
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `dnfs top`: a live view of every directnfs process's I/O, like
-//! `iostat -x` / `nfsiostat`: per server, path and busiest file, IOPS,
+//! `iostat -x` / `nfsiostat`: per server, I/O class, path and busiest file, IOPS,
 //! MB/s, mean and p99 latency, in flight, errors; redrawn every interval,
 //! `q` quits. Plain ANSI escapes and termios only (works over SSH and
 //! under tmux/screen).

@@ -178,12 +178,12 @@ option_table![
     ),
     (
         "`hedge`",
-        "flag, NFSv3 only: hedged reads: a READ outstanding longer than the lowest recent p95 READ latency of the paths (clamped to `hedge_min_ms`..`hedge_max_ms`) is sent again on another channel, another path first, and the first reply wins; writes and COMMIT never are (see the book's multipath chapter)",
+        "flag, NFSv3 only: hedged reads: a READ outstanding longer than the lowest recent p95 READ latency of the paths (clamped to `hedge_min_ms`..`hedge_max_ms`) is sent again on another channel, another path first, and the first reply wins; a path whose p95 is over 4x the best path's is avoided (probed by one READ in 64), and hedges are at most 10% of READs plus 8; writes and COMMIT never are (see the book's multipath chapter)",
         "off",
     ),
     (
         "`hedge_min_ms`, `hedge_max_ms`",
-        "the bounds of the hedge delay, in milliseconds (1 to 10000, `hedge_max_ms` at least `hedge_min_ms`); the delay is `hedge_max_ms` until 32 READs of a path were timed",
+        "the bounds of the hedge delay, in milliseconds (1 to 10000, `hedge_max_ms` at least `hedge_min_ms`); the delay is `hedge_max_ms` until 8 READs of a path were timed",
         "2, 200",
     ),
     (

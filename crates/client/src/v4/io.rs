@@ -222,11 +222,12 @@ impl OpenFile {
         })
     }
 
-    /// COMMIT of the whole file: the server's write verifier. Refused after
-    /// a lost lock, as every I/O of the file is.
-    pub(crate) fn commit_file(&self) -> Result<writeverf3> {
+    /// COMMIT of the whole file, its calls of `class` (the file's): the
+    /// server's write verifier. Refused after a lost lock, as every I/O of
+    /// the file is.
+    pub(crate) fn commit_file(&self, class: directnfs_engine::IoClass) -> Result<writeverf3> {
         self.check_locks("COMMIT")?;
-        self.commit(0, 0).map(|v| writeverf3(v.0))
+        self.commit(0, 0, class).map(|v| writeverf3(v.0))
     }
 }
 

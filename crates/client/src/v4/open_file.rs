@@ -426,11 +426,13 @@ impl OpenFile {
         out.extend_from_slice(&tmp[SEQ_PREFIX..]);
     }
 
-    /// COMMIT of a range: the server's write verifier.
+    /// COMMIT of a range, its calls of `class` (the file's): the server's
+    /// write verifier.
     pub(crate) fn commit(
         &self,
         offset: u64,
         count: u32,
+        class: directnfs_engine::IoClass,
     ) -> Result<directnfs_wire::nfs4::verifier4> {
         let s = self.session()?;
         let encode = |out: &mut Vec<u8>| {
@@ -444,12 +446,13 @@ impl OpenFile {
             );
             out.extend_from_slice(&tmp[SEQ_PREFIX..]);
         };
-        let req = self.request(
+        let mut req = self.request(
             &[nfs_opnum4::OP_PUTFH, nfs_opnum4::OP_COMMIT],
             &encode,
             "COMMIT",
             STAT_COMMIT,
         );
+        req.class = class;
         let settled = s.compound(self.remote(), &req)?;
         let reply = decode_commit_reply(&mut XdrReader::new(&settled.record))
             .map_err(|e| self.protocol("COMMIT", e))?;

@@ -51,6 +51,9 @@ pub(crate) struct Request<'a> {
     /// completed (a blocking request waits for them; a batch owns its
     /// buffers or waits in its scope).
     pub read_into: Option<(*mut u8, usize)>,
+    /// The I/O class its calls carry (the file's, for a COMMIT; data for
+    /// everything else).
+    pub class: directnfs_engine::IoClass,
 }
 
 impl<'a> Request<'a> {
@@ -73,6 +76,7 @@ impl<'a> Request<'a> {
             path,
             reclaim: false,
             read_into: None,
+            class: directnfs_engine::IoClass::Data,
         }
     }
 

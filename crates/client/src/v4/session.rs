@@ -332,6 +332,7 @@ impl Session {
     fn send(&self, remote: &Remote, req: &Request<'_>, body: &Arc<[u8]>) -> Result<First> {
         let group = Group::new(1);
         let call = sequence::start(req, body, Notify::Group(Arc::clone(&group)));
+        call.set_class(req.class);
         remote.run(Arc::clone(&call), &group);
         first_reply(&call, req.op, req.path)
     }
