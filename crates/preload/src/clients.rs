@@ -225,10 +225,13 @@ fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
 }
 
 /// Errors worth waiting out: the server (or the path to it) is not there
-/// yet. A refused export, a bad config or credential is the answer.
+/// yet. A refused export, a bad config or credential is the answer: so is
+/// EACCES from reaching the server (no Kerberos ticket, or a flavor the
+/// export does not take), which a hard mount would otherwise wait on for
+/// ever.
 fn retryable(e: &Error) -> bool {
     !matches!(
         e,
         Error::Mount { .. } | Error::Auth { .. } | Error::Config(_) | Error::InvalidInput(_)
-    )
+    ) && e.errno() != libc::EACCES
 }
