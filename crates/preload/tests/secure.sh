@@ -50,23 +50,27 @@ group_secure() {
         kport=$(sed -n 's/.*nfsport=\([0-9]*\).*/\1/p' <<<"$kq")
         kmport=$(sed -n 's/.*mountport=\([0-9]*\).*/\1/p' <<<"$kq")
         # krb5p on each version; krb5i, which this export refuses.
-        printf 'server: k3\npath: %s\nport: %s\nmount_port: %s\nsecurity_default: krb5p\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-k3\n' \
-            "$kh" "$kport" "$kmport" "$kview" >>"$tab"
-        printf 'server: k41\npath: %s\nport: %s\nnfs_version: nfsv4.1\nsecurity_default: krb5p\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-k41\n' \
-            "$kh" "$kport" "$kview" >>"$tab"
-        printf 'server: ki3\npath: %s\nport: %s\nmount_port: %s\nsecurity_default: krb5i\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-ki3\n' \
-            "$kh" "$kport" "$kmport" "$kview" >>"$tab"
+        {
+            printf 'server: k3\npath: %s\nport: %s\nmount_port: %s\nsecurity_default: krb5p\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-k3\n' \
+                "$kh" "$kport" "$kmport" "$kview"
+            printf 'server: k41\npath: %s\nport: %s\nnfs_version: nfsv4.1\nsecurity_default: krb5p\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-k41\n' \
+                "$kh" "$kport" "$kview"
+            printf 'server: ki3\npath: %s\nport: %s\nmount_port: %s\nsecurity_default: krb5i\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-ki3\n' \
+                "$kh" "$kport" "$kmport" "$kview"
+        } >>"$tab"
     fi
     if ((have_tls)); then
         local ca=$DNFS_TEST_TLS_DIR/ca.pem tport=$DNFS_TEST_TLS_PORT
         # The front relays the main server's NFS port; MOUNT goes to the
         # server itself (in clear: docs/security.md).
-        printf 'server: t3\npath: %s\nport: %s\nmount_port: %s\nxprtsec: tls\ntls_ca: %s\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-t3\n' \
-            "$host" "$tport" "$mountport" "$ca" "$export_path" >>"$tab"
-        printf 'server: t41\npath: %s\nport: %s\nnfs_version: nfsv4.1\nxprtsec: tls\ntls_ca: %s\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-t41\n' \
-            "$host" "$tport" "$ca" "$export_path" >>"$tab"
-        printf 'server: tplain\npath: %s\nport: %s\nmount_port: %s\nsoft\ntimeo: 10\nretrans: 1\nmnt_timeout: 1\nexport: %s mount: /dnfs-secure-tplain\n' \
-            "$host" "$tport" "$mountport" "$export_path" >>"$tab"
+        {
+            printf 'server: t3\npath: %s\nport: %s\nmount_port: %s\nxprtsec: tls\ntls_ca: %s\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-t3\n' \
+                "$host" "$tport" "$mountport" "$ca" "$export_path"
+            printf 'server: t41\npath: %s\nport: %s\nnfs_version: nfsv4.1\nxprtsec: tls\ntls_ca: %s\nmnt_timeout: 10\nexport: %s mount: /dnfs-secure-t41\n' \
+                "$host" "$tport" "$ca" "$export_path"
+            printf 'server: tplain\npath: %s\nport: %s\nmount_port: %s\nsoft\ntimeo: 10\nretrans: 1\nmnt_timeout: 1\nexport: %s mount: /dnfs-secure-tplain\n' \
+                "$host" "$tport" "$mountport" "$export_path"
+        } >>"$tab"
     fi
     chmod 644 "$tab"
     local SRUN=("$DNFS_BIN" --config "$tab" run --)
