@@ -411,6 +411,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn mnt_lists_flavors_by_their_rfc_2623_numbers() {
+        for f in [Flavor::Sys, Flavor::Krb5, Flavor::Krb5i, Flavor::Krb5p] {
+            assert_eq!(flavor_name(flavor_number(f)), f.name());
+        }
+        assert_eq!(flavor_number(Flavor::Krb5p), 390005);
+        assert_eq!(flavor_name(0), "none");
+        assert_eq!(flavor_name(6), "flavor 6");
+    }
+
+    #[test]
     fn mount_paths_over_mntpathlen_are_refused_before_sending() {
         let long = format!("/{}", "a".repeat(MNTPATHLEN));
         assert_eq!(long.len(), MNTPATHLEN + 1);
