@@ -691,7 +691,7 @@ server_lane() {
     else
         skip_step "the Debian package test: not root (apt-get install)"
     fi
-    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks through dnfs run (~10 min)"
+    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks, Kerberos and TLS through dnfs run (~10 min)"
     step bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         log "interception library on NFSv4.1 mounts: every served call, the edge cases, random calls, coreutils, sqlite3, fio, MariaDB, I/O classes (~1 min; the silly group is NFSv3 only: on NFSv4.1 its race loop saw 1 error in 1,715 opens under load)"
