@@ -14,7 +14,8 @@
 #           `xprtsec` (the front closes the connection) fail: so what
 #           worked was krb5p, or TLS. Without a ticket (KRB5CCNAME naming
 #           an empty cache, no client keytab): EACCES and a message naming
-#           kinit, within seconds.
+#           kinit, within seconds; a server certificate without the name
+#           asked for (`tls_name`): the error at once, on a hard mount.
 #
 # Uses run.sh's helpers and variables (DNFS_BIN, WORK, RUNID, host,
 # export_path, mountport, DNFS_TEST_EXPORT_DIR, check, ok, bad, step).
@@ -71,6 +72,8 @@ group_secure() {
                 "$host" "$tport" "$mountport" "$ca" "$BOUND" "$export_path"
             printf 'server: t41\npath: %s\nport: %s\nnfs_version: nfsv4.1\nxprtsec: tls\ntls_ca: %s\n%b\nexport: %s mount: /dnfs-secure-t41\n' \
                 "$host" "$tport" "$ca" "$BOUND" "$export_path"
+            printf 'server: tname\npath: %s\nport: %s\nmount_port: %s\nxprtsec: tls\ntls_ca: %s\ntls_name: other.test\nexport: %s mount: /dnfs-secure-tname\n' \
+                "$host" "$tport" "$mountport" "$ca" "$export_path"
             printf 'server: tplain\npath: %s\nport: %s\nmount_port: %s\nsoft\ntimeo: 10\nretrans: 1\nmnt_timeout: 1\nexport: %s mount: /dnfs-secure-tplain\n' \
                 "$host" "$tport" "$mountport" "$export_path"
         } >>"$tab"
@@ -141,5 +144,14 @@ group_secure() {
         secure_mount "TLS, NFSv3" /dnfs-secure-t3 "$DNFS_TEST_EXPORT_DIR"
         secure_mount "TLS, NFSv4.1" /dnfs-secure-t41 "$DNFS_TEST_EXPORT_DIR"
         refused "the front's STARTTLS port refuses a mount without xprtsec" /dnfs-secure-tplain
+        # A certificate that does not carry the name asked for: a hard
+        # mount, failed at once with the reason (it used to wait for ever).
+        local t0=$SECONDS out code=0
+        out=$("${SRUN[@]}" ls /dnfs-secure-tname 2>&1) || code=$?
+        if ((code > 0 && code < 128 && SECONDS - t0 <= 5)) && [[ $out == *'not valid for name "other.test"'* ]]; then
+            ok "TLS, a certificate without the name asked for: an error naming it in $((SECONDS - t0)) s (hard mount)"
+        else
+            bad "TLS, a certificate without the name asked for" "exit $code after $((SECONDS - t0)) s: $out"
+        fi
     fi
 }
