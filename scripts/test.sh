@@ -9,7 +9,8 @@
 #    without a lock manager (NLM), and as root a second one with NLM in a
 #    network namespace for the NFSv3 lock tests (preload run.sh `nlm`),
 #    and a third that takes Kerberos, with its KDC (scripts/server/kdc.sh), for
-#    the RPCSEC_GSS tests (DNFS_TEST_URL_KRB5), and an RPC-with-TLS front
+#    the RPCSEC_GSS tests (DNFS_TEST_URL_KRB5; a second export of it takes
+#    krb5p only: DNFS_TEST_URL_KRB5P), and an RPC-with-TLS front
 #    (scripts/server/tls-front.py) before the first one's NFS port for the
 #    TLS tests (crates/client/tests/tls.rs: DNFS_TEST_TLS_DIR, _PORT),
 #    and runs every test against them: Rust unit/property/real-server tests
@@ -70,6 +71,10 @@ NLM_EXPORT_DIR=${DNFS_TEST_NLM_EXPORT_DIR:-/tmp/dnfs-test-nlm-export}
 KDC_STATE_DIR=${DNFS_TEST_KDC_STATE_DIR:-/tmp/dnfs-test-kdc}
 KRB5_STATE_DIR=${DNFS_TEST_KRB5_STATE_DIR:-/tmp/dnfs-test-krb5-server}
 KRB5_EXPORT_DIR=${DNFS_TEST_KRB5_EXPORT_DIR:-/tmp/dnfs-test-krb5-export}
+# Its second export, which takes krb5p only (DNFS_TEST_URL_KRB5P): the front
+# ends' Kerberos tests (tests/c/test_secure.c, crates/sqlite/tests/secure.rs,
+# run.sh's secure group) work there, and other flavors are refused.
+KRB5P_EXPORT_DIR=${DNFS_TEST_KRB5P_EXPORT_DIR:-/tmp/dnfs-test-krb5p-export}
 # The RPC-with-TLS front (its certificates and PID) and its first of four
 # ports (STARTTLS, mtls, TLS from the first byte, no TLS); tls.rs's
 # reconnect test starts a front of its own on the next four.
@@ -692,7 +697,7 @@ server_lane() {
     else
         skip_step "the Debian package test: not root (apt-get install)"
     fi
-    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks through dnfs run (~10 min)"
+    log "interception library: PostgreSQL, MariaDB, sqlite3, fio, coreutils, git, NFSv3 locks, Kerberos and TLS through dnfs run (~10 min)"
     step bash crates/preload/tests/run.sh
     if [[ -n ${DNFS_TEST_URL_V41:-} ]]; then
         log "interception library on NFSv4.1 mounts: every served call, the edge cases, random calls, coreutils, sqlite3, fio, MariaDB, I/O classes (~1 min; the silly group is NFSv3 only: on NFSv4.1 its race loop saw 1 error in 1,715 opens under load)"
@@ -764,9 +769,14 @@ start_kerberos() {
     export DNFS_TEST_URL_KRB5 DNFS_TEST_REQUIRE_KRB5=1
     DNFS_TEST_URL_KRB5=$(DNFS_STATE_DIR="$KRB5_STATE_DIR" DNFS_KDC_STATE_DIR="$KDC_STATE_DIR" \
         DNFS_KRB5=1 DNFS_NFS4=1 DNFS_NFS4_GRACE=0 DNFS_PRIVATE_RPCBIND=1 DNFS_NFS_PORT=${DNFS_TEST_KRB5_NFS_PORT:-2552} \
-        DNFS_MNT_PORT=${DNFS_TEST_KRB5_MNT_PORT:-20552} \
+        DNFS_MNT_PORT=${DNFS_TEST_KRB5_MNT_PORT:-20552} DNFS_KRB5P_EXPORT="$KRB5P_EXPORT_DIR" \
         bash scripts/server/nfs-server.sh start "$KRB5_EXPORT_DIR" | tail -n 1)
     log "Kerberos server: $DNFS_TEST_URL_KRB5"
+    export DNFS_TEST_URL_KRB5P
+    DNFS_TEST_URL_KRB5P=$(DNFS_STATE_DIR="$KRB5_STATE_DIR" bash scripts/server/nfs-server.sh status |
+        sed -n 's/^krb5p_url=//p')
+    [[ -n $DNFS_TEST_URL_KRB5P ]] || { log "the Kerberos server has no krb5p-only export"; return 1; }
+    log "Kerberos server, krb5p-only export: $DNFS_TEST_URL_KRB5P"
 }
 
 # The fault soak (scripts/ci/soak.sh): DNFS_SOAK_MINUTES of faults (default

@@ -20,7 +20,7 @@ BOOK = "docs/book/src"
 CLIENT_TESTS = {
     "hostile", "environment", "mounting", "logging", "real_server", "root_export",
     "late_server", "handles_links_attrs", "write_behind", "multipath", "v41",
-    "links", "examples", "nlm",
+    "links", "examples", "nlm", "kerberos", "kerberos_no_ticket", "kerberos_renewal", "tls",
 }
 
 
@@ -42,7 +42,8 @@ def place(parts):
     if "/" in head:
         crate, suite = head.split("/", 1)
         return {"cli": "crates/cli/tests/", "wire": "crates/wire/tests/",
-                "engine": "crates/engine/tests/"}.get(crate, "\0") + suite
+                "engine": "crates/engine/tests/",
+                "sqlite": "crates/sqlite/tests/"}.get(crate, "\0") + suite
     if head in CLIENT_TESTS:
         return "crates/client/tests/" + head
     if head == "client":

@@ -72,6 +72,11 @@
 #                      principals of the realm that scripts/server/kdc.sh runs
 #                      (start it first, with the same DNFS_KDC_STATE_DIR);
 #                      Ganesha gets that realm's KRB5_CONFIG and KRB5_KTNAME
+#   DNFS_KRB5P_EXPORT  with DNFS_KRB5=1: a second export of this directory
+#                      (made, mode 0777; its Pseudo path is the directory)
+#                      that takes krb5p only: a client at sec=sys, krb5 or
+#                      krb5i must be refused. `status` prints its URL as
+#                      krb5p_url= (NFSv3 form; the same ports)
 #
 # Ganesha needs rpcbind: we use a running one, or start our own and stop it
 # again on `stop`. Only one Ganesha may register with one rpcbind (see
@@ -94,7 +99,7 @@ GANESHA_WRAPPER=()
 # State variables come only from the state file, never from the caller.
 unset BIND_ADDR NFS_PORT MNT_PORT EXPORT_DIR EXPORT_PATH EXPORT_CREATED RPCBIND_STARTED RPCBIND_PID RPCBIND_MODE
 unset NFS4 NFS4_GRACE NFS4_LEASE NLM NLM_PORT STATD_PORT STATD_PID NETNS NETNS_CREATED NLM_PATHS NLM_BY_ADDRESS
-unset KRB5 KRB5_CONF_FILE KRB5_KEYTAB
+unset KRB5 KRB5_CONF_FILE KRB5_KEYTAB KRB5P_EXPORT
 RPCBIND_NS=()
 
 STATE_FILE=$STATE_DIR/state.env
@@ -127,6 +132,7 @@ load_state() {
     KRB5=${KRB5:-0}
     KRB5_CONF_FILE=${KRB5_CONF_FILE:-}
     KRB5_KEYTAB=${KRB5_KEYTAB:-}
+    KRB5P_EXPORT=${KRB5P_EXPORT:-}
 }
 
 save_state() {
@@ -154,6 +160,7 @@ NLM_BY_ADDRESS=$NLM_BY_ADDRESS
 KRB5=$KRB5
 KRB5_CONF_FILE=$KRB5_CONF_FILE
 KRB5_KEYTAB=$KRB5_KEYTAB
+KRB5P_EXPORT=$KRB5P_EXPORT
 EOF
 }
 
@@ -379,14 +386,15 @@ launch_and_wait() {
     local NLM_PORT=$NLM_PORT
     [[ $NLM == 1 ]] || NLM_PORT=
     [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
-    [[ $KRB5 == 1 ]] && krb5_ganesha_setup "$STATE_DIR/krb5cc"
+    [[ $KRB5 == 1 ]] && krb5_ganesha_setup "$STATE_DIR/krb5cc" "$KRB5P_EXPORT"
     # Several paths: every address of the namespace (ours alone).
     local bind=$BIND_ADDR
     [[ $NLM == 1 && ${NLM_PATHS:-1} -gt 1 ]] && bind=0.0.0.0
     write_ganesha_conf "$CONF" "$bind" "$NFS_PORT" "$MNT_PORT" "$EXPORT_DIR" "$EXPORT_PATH" "${v4[@]}"
     log "starting ganesha on $BIND_ADDR nfs=$NFS_PORT mnt=$MNT_PORT export $EXPORT_DIR as $EXPORT_PATH$(
         [[ $NFS4 == 1 ]] && echo " (NFSv4.1 too, grace ${NFS4_GRACE}s)")$(
-        [[ $KRB5 == 1 ]] && echo " (Kerberos: krb5, krb5i, krb5p, sys)")"
+        [[ $KRB5 == 1 ]] && echo " (Kerberos: krb5, krb5i, krb5p, sys)")$(
+        [[ -n $KRB5P_EXPORT ]] && echo " and $KRB5P_EXPORT (krb5p only)")"
     start_ganesha "$CONF" "$GANESHA_LOG" "$GANESHA_PIDFILE" "$GANESHA_OUT"
     local deadline=$((SECONDS + START_TIMEOUT))
     local step steps=(pidfile nfs mount rpcbind nfsls)
@@ -481,6 +489,13 @@ new_state() {
     KRB5_CONF_FILE=
     KRB5_KEYTAB=
     [[ $KRB5 == 1 ]] && krb5_find_realm
+    KRB5P_EXPORT=
+    if [[ -n ${DNFS_KRB5P_EXPORT:-} ]]; then
+        [[ $KRB5 == 1 ]] || die "DNFS_KRB5P_EXPORT needs DNFS_KRB5=1"
+        mkdir -p "$DNFS_KRB5P_EXPORT"
+        chmod 0777 "$DNFS_KRB5P_EXPORT"
+        KRB5P_EXPORT=$(realpath "$DNFS_KRB5P_EXPORT")
+    fi
     NETNS=${NETNS:-}
     NETNS_CREATED=${NETNS_CREATED:-0}
     STATD_PID=${STATD_PID:-}
@@ -615,6 +630,8 @@ EOF
         echo "recovery_root=$RECOVERY_ROOT"
         echo "url_v41=$(server_url41)"
     fi
+    [[ -n $KRB5P_EXPORT ]] &&
+        echo "krb5p_url=nfs://$BIND_ADDR$KRB5P_EXPORT?nfsport=$NFS_PORT&mountport=$MNT_PORT"
     server_url
 }
 

@@ -8,6 +8,13 @@
 # exports it) adds the byte-range lock tests, which need NFSv4.1; without
 # it they are skipped (failed with DNFS_TEST_REQUIRE_SERVER).
 #
+# test_secure: the same library under Kerberos and RPC-with-TLS, with the
+# servers scripts/test.sh starts: DNFS_TEST_URL_KRB5P (the Kerberos
+# server's krb5p-only export, with KRB5_CONFIG and KRB5CCNAME), and
+# DNFS_TEST_TLS_DIR/DNFS_TEST_TLS_PORT (the TLS front before the main
+# server). Without them its tests say SKIPPED, or fail where
+# DNFS_TEST_REQUIRE_KRB5/DNFS_TEST_REQUIRE_TLS say they must run.
+#
 # Without DNFS_TEST_URL the programs are still built (so the header and the
 # library link are checked) and the run is skipped loudly (exit 0).
 #
@@ -48,10 +55,10 @@ if command -v pkg-config >/dev/null; then
         || { echo "run.sh: $LIBDIR/directnfs.pc missing or invalid" >&2; exit 1; }
 fi
 
-for prog in example test_capi; do
+for prog in example test_capi test_secure; do
     "$CC" "${CFLAGS[@]}" -o "$OUT/$prog" "$ROOT/tests/c/$prog.c" "${LIBS[@]}"
 done
-echo "run.sh: built $OUT/example and $OUT/test_capi"
+echo "run.sh: built $OUT/example, $OUT/test_capi and $OUT/test_secure"
 
 if [[ -z ${DNFS_TEST_URL:-} ]]; then
     if [[ -n ${DNFS_TEST_REQUIRE_SERVER:-} ]]; then
@@ -74,3 +81,5 @@ echo "== example"
 "$OUT/example" "$DNFS_TEST_URL"
 echo "== test_capi"
 "$OUT/test_capi"
+echo "== test_secure"
+"$OUT/test_secure"

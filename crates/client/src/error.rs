@@ -310,6 +310,9 @@ fn nfs4_errno(status: nfsstat4) -> i32 {
             libc::EAGAIN
         }
         nfsstat4::NFS4ERR_WRONG_TYPE => libc::EINVAL,
+        // The object's export does not take the mount's flavor (RFC 8881
+        // §2.6.3.1), as AUTH_TOOWEAK on NFSv3.
+        nfsstat4::NFS4ERR_WRONGSEC => libc::EACCES,
         nfsstat4::NFS4ERR_BADNAME | nfsstat4::NFS4ERR_BADCHAR => libc::EINVAL,
         _ => libc::EIO,
     }

@@ -217,7 +217,9 @@ fn shortest_alias<'a>(
     root: &nfs_fh3,
 ) -> Result<&'a str> {
     for shorter in candidates.iter().rev().filter(|c| c.len() < export.len()) {
-        match mnt(spec, cred, shorter) {
+        // The flavors are `export`'s, checked already: the same handle is
+        // the same export.
+        match mnt_listing(spec, cred, shorter).map(|(h, _)| h) {
             Ok(h) if h == *root => {
                 tracing::debug!(
                     "MNT {export} and MNT {shorter} give the same handle: the export is {shorter}"
@@ -260,14 +262,66 @@ fn check_mount_path(export: &str) -> Result<()> {
     Ok(())
 }
 
+/// MNT of `export`: its root handle, once the flavors the reply lists
+/// (RFC 1813 §5.2.1 `auth_flavors`) include the mount's own. A server
+/// that lists none is taken at its word (its NFS calls are then the test
+/// of the flavor).
 fn mnt(spec: &ConnectSpec, cred: MountAuth<'_>, export: &str) -> Result<nfs_fh3> {
+    let (root, flavors) = mnt_listing(spec, cred, export)?;
+    let ours = cred.gss.map_or(Flavor::Sys, |(flavor, _)| flavor);
+    if flavors.is_empty() || flavors.contains(&flavor_number(ours)) {
+        return Ok(root);
+    }
+    let names: Vec<String> = flavors.iter().map(|&f| flavor_name(f)).collect();
+    Err(Error::Connect {
+        server: spec.remote.to_string(),
+        source: io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "the export {export} takes sec={} (MOUNT), not sec={}",
+                names.join(","),
+                ours.name()
+            ),
+        ),
+    })
+}
+
+/// MNT of `export`: its root handle and the flavors the reply lists.
+fn mnt_listing(
+    spec: &ConnectSpec,
+    cred: MountAuth<'_>,
+    export: &str,
+) -> Result<(nfs_fh3, Vec<i32>)> {
     check_mount_path(export)?;
     match mount_rpc::<mount::Mnt>(spec, cred, &dirpath(export.as_bytes().to_vec()))? {
-        mountres3::Ok(ok) => Ok(ok.fhandle),
+        mountres3::Ok(ok) => Ok((ok.fhandle, ok.auth_flavors)),
         mountres3::Err(status) => Err(Error::Mount {
             export: export.to_string(),
             status,
         }),
+    }
+}
+
+/// The number MNT lists a flavor by: AUTH_SYS 1, the Kerberos V5
+/// pseudo-flavors 390003-390005 (RFC 2623 §2.2).
+fn flavor_number(flavor: Flavor) -> i32 {
+    match flavor {
+        Flavor::Sys => 1,
+        Flavor::Krb5 => 390003,
+        Flavor::Krb5i => 390004,
+        Flavor::Krb5p => 390005,
+    }
+}
+
+/// A listed flavor as `sec=` names it (`none` for AUTH_NONE), else its number.
+fn flavor_name(number: i32) -> String {
+    match number {
+        0 => "none".into(),
+        1 => "sys".into(),
+        390003 => "krb5".into(),
+        390004 => "krb5i".into(),
+        390005 => "krb5p".into(),
+        n => format!("flavor {n}"),
     }
 }
 
@@ -355,6 +409,16 @@ pub(crate) const COLD_TIMEOUT: Duration = Duration::from_secs(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mnt_lists_flavors_by_their_rfc_2623_numbers() {
+        for f in [Flavor::Sys, Flavor::Krb5, Flavor::Krb5i, Flavor::Krb5p] {
+            assert_eq!(flavor_name(flavor_number(f)), f.name());
+        }
+        assert_eq!(flavor_number(Flavor::Krb5p), 390005);
+        assert_eq!(flavor_name(0), "none");
+        assert_eq!(flavor_name(6), "flavor 6");
+    }
 
     #[test]
     fn mount_paths_over_mntpathlen_are_refused_before_sending() {

@@ -695,3 +695,46 @@ on_both_versions! {
         assert!(after.lost > before.lost, "no context was lost: {before:?} -> {after:?}");
     }
 }
+
+on_both_versions! {
+    /// The Kerberos server's second export takes krb5p only
+    /// (`DNFS_TEST_URL_KRB5P`): a mount at krb5, krb5i or sys fails at once
+    /// with EACCES naming krb5p (NFSv3: MNT's flavor list; NFSv4.1: SECINFO
+    /// after NFS4ERR_WRONGSEC), and one at krb5p works.
+    fn a_flavor_the_export_does_not_take_is_eacces_naming_the_ones_it_does(vers) {
+        let Some(url) = directnfs_testkit::server::url_krb5p("kerberos") else {
+            return;
+        };
+        let url = match vers {
+            Vers::V3 => url,
+            Vers::V41 => {
+                let t = target(&url);
+                format!("nfs://{}{}?vers=4.1&nfsport={}", t.host, t.path, t.nfs.port())
+            }
+        };
+        for flavor in ["krb5", "krb5i", "sys"] {
+            let started = std::time::Instant::now();
+            let e = match directnfs::Client::connect(&format!("{url}&sec={flavor}&mnt_timeout=30")) {
+                Ok(_) => panic!("{vers:?}: the krb5p-only export took sec={flavor}"),
+                Err(e) => e,
+            };
+            let text = e.to_string();
+            assert_eq!(e.errno(), libc::EACCES, "{text}");
+            assert!(
+                text.contains("takes sec=krb5p") && text.contains(&format!("not sec={flavor}")),
+                "{text}"
+            );
+            assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        }
+        let c = directnfs::Client::connect(&format!("{url}&sec=krb5p&mnt_timeout=10"))
+            .expect("a krb5p mount of the krb5p-only export");
+        if vers == Vers::V41 {
+            assert_eq!(c.export_flavors(), ["krb5p"], "SECINFO_NO_NAME of the export");
+        }
+        let name = format!("/krb5p-only-{vers:?}-{}", std::process::id());
+        let f = c.create(&name).expect("create at krb5p");
+        assert_eq!(f.write_at(b"sealed", 0).expect("write"), 6);
+        drop(f);
+        c.remove(&name).expect("remove");
+    }
+}

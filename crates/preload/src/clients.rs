@@ -225,10 +225,23 @@ fn make(state: &State, m: usize, parent: Option<&Client>) -> Res<Client> {
 }
 
 /// Errors worth waiting out: the server (or the path to it) is not there
-/// yet. A refused export, a bad config or credential is the answer.
+/// yet. A refused export, a bad config or credential is the answer: so is
+/// EACCES (no Kerberos ticket, a flavor the export does not take) and a
+/// connection the server refused to secure (RPC-with-TLS: no STARTTLS, a
+/// certificate that does not check, InvalidData or InvalidInput), which
+/// the client's own mount does not wait out either and a hard mount would
+/// otherwise wait on for ever.
 fn retryable(e: &Error) -> bool {
-    !matches!(
-        e,
-        Error::Mount { .. } | Error::Auth { .. } | Error::Config(_) | Error::InvalidInput(_)
-    )
+    match e {
+        Error::Mount { .. } | Error::Auth { .. } | Error::Config(_) | Error::InvalidInput(_) => {
+            false
+        }
+        Error::Connect { source, .. } => !matches!(
+            source.kind(),
+            std::io::ErrorKind::PermissionDenied
+                | std::io::ErrorKind::InvalidData
+                | std::io::ErrorKind::InvalidInput
+        ),
+        _ => e.errno() != libc::EACCES,
+    }
 }

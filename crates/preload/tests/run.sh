@@ -102,6 +102,14 @@
 #              patterns (log_files: */pg_wal/*, bulk_files: */backup/*
 #              on the main mount): dd and cp through dnfs run, each
 #              process's reads and writes per class from its exit report
+#   secure     `dnfs run` under Kerberos and RPC-with-TLS, NFSv3 and
+#              NFSv4.1 (tests/secure.sh, tests/secure.py; needs
+#              DNFS_TEST_URL_KRB5P, the Kerberos server's krb5p-only
+#              export, and the TLS front's DNFS_TEST_TLS_DIR/_PORT): python3
+#              writes, fsyncs, reads, renames on a `security_default: krb5p`
+#              mount and an `xprtsec: tls` one, compared with a local
+#              directory; krb5i refused there, no TLS refused by the front;
+#              no ticket: EACCES naming kinit within seconds
 #   nlm        NFSv3 locks through the server's NLM (tests/nlm.sh; needs
 #              DNFS_TEST_URL_NLM, a server started with DNFS_NLM=1):
 #              two hosts exclude each other, sqlite3 read-modify-write
@@ -132,7 +140,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges silly random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes nlm)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges silly random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes secure nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -176,6 +184,8 @@ MAIN_VERS=${MAIN_VERS:-nolock}
 source "$ROOT/crates/preload/tests/nlm.sh"
 # shellcheck source-path=SCRIPTDIR source=random.sh
 source "$ROOT/crates/preload/tests/random.sh"
+# shellcheck source-path=SCRIPTDIR source=secure.sh
+source "$ROOT/crates/preload/tests/secure.sh"
 # The main mount classes its files as the book advises for PostgreSQL
 # (the pg groups run with their WAL as the log class) and the classes group
 # checks.

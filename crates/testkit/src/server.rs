@@ -124,6 +124,27 @@ pub fn url_krb5(test: &str) -> Option<String> {
     None
 }
 
+/// `DNFS_TEST_URL_KRB5P`: the NFSv3 URL of an export of the Kerberos
+/// server that takes krb5p only (`DNFS_KRB5P_EXPORT` of
+/// `scripts/server/nfs-server.sh`): a mount at any other flavor is
+/// refused, so I/O that works there was sealed with krb5p. Skipped
+/// without it, unless `DNFS_TEST_REQUIRE_KRB5` is set: then a failure.
+pub fn url_krb5p(test: &str) -> Option<String> {
+    if let Some(url) = var("DNFS_TEST_URL_KRB5P") {
+        return Some(url);
+    }
+    assert!(
+        var("DNFS_TEST_REQUIRE_KRB5").is_none(),
+        "{test}: DNFS_TEST_REQUIRE_KRB5 is set but DNFS_TEST_URL_KRB5P is not"
+    );
+    skipped(
+        test,
+        "DNFS_TEST_URL_KRB5P is not set (a Kerberos server started with \
+         DNFS_KRB5P_EXPORT=DIR: its krb5p-only export)",
+    );
+    None
+}
+
 /// The RPC-with-TLS front of the tests (`scripts/server/tls-front.py`, in
 /// front of the main server's NFS port): its state directory (the CA,
 /// server and client certificates) from `DNFS_TEST_TLS_DIR` and its first

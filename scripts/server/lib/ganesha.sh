@@ -135,7 +135,9 @@ attr_cache_lines() {
 # (start_statd) and an rpcbind both can reach.
 # GANESHA_SECTYPE (environment, default sys): the export's SecType list;
 # GANESHA_EXTRA_BLOCK: a block written before the export (lib/krb5.sh sets
-# both for the Kerberos mode).
+# both for the Kerberos mode). GANESHA_SECOND_EXPORT (environment, "DIR
+# SECTYPE"): a second export of DIR (Pseudo DIR, Export_Id 2) that takes
+# only the flavors SECTYPE lists (lib/krb5.sh: the krb5p-only export).
 write_ganesha_conf() {
     local file=$1 bind=$2 nfs_port=$3 mnt_port=$4 dir=$5 pseudo=$6
     local recovery=${7:-} grace=${8:-0} lease=${9:-}
@@ -183,11 +185,36 @@ $(transfer_size_lines)
         Name = VFS;
     }
 }
+$(second_export_block "$protocols")
 
 LOG {
     Default_Log_Level = EVENT;
 }
 EOF
+}
+
+# The export GANESHA_SECOND_EXPORT ("DIR SECTYPE") names, if any: as the
+# first, with its own directory (also its Pseudo path) and flavors.
+#   second_export_block PROTOCOLS
+second_export_block() {
+    [[ -n ${GANESHA_SECOND_EXPORT:-} ]] || return 0
+    local dir=${GANESHA_SECOND_EXPORT%% *} sectype=${GANESHA_SECOND_EXPORT#* }
+    cat <<EOB
+EXPORT {
+    Export_Id = 2;
+    Path = "$dir";
+    Pseudo = "$dir";
+    Protocols = $1;
+    Access_Type = RW;
+    Squash = No_Root_Squash;
+    SecType = $sectype;
+$(attr_cache_lines)
+$(transfer_size_lines)
+    FSAL {
+        Name = VFS;
+    }
+}
+EOB
 }
 
 # The NFSV4 block: minor version 1 only; client records under RECOVERY for

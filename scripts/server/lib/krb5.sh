@@ -20,12 +20,18 @@ krb5_find_realm() {
 
 # Sets what write_ganesha_conf and start_ganesha read: the export's flavours
 # (Kerberos first, AUTH_SYS still allowed for the other tests' clients) and
-# the NFS_KRB5 block; exports the realm to the Ganesha process.
+# the NFS_KRB5 block; exports the realm to the Ganesha process. KRB5P_DIR,
+# when given, is a second export that takes krb5p only.
+#   krb5_ganesha_setup CCACHE_DIR [KRB5P_DIR]
 krb5_ganesha_setup() {
-    local ccache_dir=$1
+    local ccache_dir=$1 krb5p_dir=${2:-}
     mkdir -p "$ccache_dir"
     # shellcheck disable=SC2034 # read by write_ganesha_conf (lib/ganesha.sh)
     GANESHA_SECTYPE="krb5, krb5i, krb5p, sys"
+    # shellcheck disable=SC2034 # read by write_ganesha_conf (lib/ganesha.sh)
+    GANESHA_SECOND_EXPORT=
+    # shellcheck disable=SC2034
+    [[ -n $krb5p_dir ]] && GANESHA_SECOND_EXPORT="$krb5p_dir krb5p"
     # shellcheck disable=SC2034 # read by write_ganesha_conf (lib/ganesha.sh)
     GANESHA_EXTRA_BLOCK=$(
         cat <<EOB

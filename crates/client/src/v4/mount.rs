@@ -9,9 +9,10 @@
 use std::sync::Arc;
 
 use directnfs_wire::nfs4::{
-    bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, rpc_gss_svc_t, secinfo4,
-    secinfo_style4, GETATTR4args, LOOKUP4args, Nfs4Res, PUTFH4args, FATTR4_FSID, FATTR4_LEASE_TIME,
-    FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE, NFS4_PROGRAM, NFS_V4,
+    bitmap4, nfs_argop4, nfs_fh4, nfs_ftype4, nfs_opnum4, nfs_resop4, nfsstat4, rpc_gss_svc_t,
+    secinfo4, secinfo_style4, GETATTR4args, LOOKUP4args, Nfs4Res, PUTFH4args, SECINFO4args,
+    FATTR4_FSID, FATTR4_LEASE_TIME, FATTR4_MAXREAD, FATTR4_MAXWRITE, FATTR4_TYPE, NFS4_PROGRAM,
+    NFS_V4,
 };
 use directnfs_wire::Encode;
 
@@ -110,11 +111,20 @@ pub(crate) fn mount_once(
     // The export is the root of the file system the target path is in
     // (as NFSv3's MOUNT export): the target path itself may be a file, a
     // directory below the export or not exist yet (`dnfs cp` to it).
+    // NFS4ERR_WRONGSEC on the way: the export does not take the mount's
+    // flavor (AUTH_SYS included); EACCES naming those it takes.
+    let refused = |e: Error, path: &str| match e {
+        Error::Nfs4 {
+            status: nfsstat4::NFS4ERR_WRONGSEC,
+            ..
+        } => wrong_flavor(&remote, &session, target, nfs_port, path, options.security),
+        e => e,
+    };
     let (export, rest) = match &target.export {
         Some(e) => (e.clone(), None),
-        None => split_export(&remote, &session, &export)?,
+        None => split_export(&remote, &session, &export).map_err(|e| refused(e, &export))?,
     };
-    let found = find_export(&remote, &session, &export)?;
+    let found = find_export(&remote, &session, &export).map_err(|e| refused(e, &export))?;
     session.root = found.fh;
     if options.security != Flavor::Sys {
         session.flavors = export_flavors(&remote, &session, &export, found.fh);
@@ -251,21 +261,86 @@ fn export_flavors(remote: &Remote, s: &Session, export: &str, fh: nfs_fh4) -> Ve
         nfs_argop4::OP_PUTFH(PUTFH4args { object: fh }),
         nfs_argop4::OP_SECINFO_NO_NAME(secinfo_style4::SECINFO_STYLE4_CURRENT_FH),
     ];
+    secinfo_call(remote, s, export, &args)
+}
+
+/// The error of a mount whose path met NFS4ERR_WRONGSEC: EACCES naming the
+/// flavors the path takes, asked as RFC 8881 §2.6.3.1 says a client asks
+/// after NFS4ERR_WRONGSEC on a LOOKUP: PUTROOTFH, LOOKUP of each
+/// component but the last, SECINFO of the last one (the first on the way
+/// the mount's flavor cannot enter gives the answer). A server that does
+/// not say gets the error without the names.
+fn wrong_flavor(
+    remote: &Remote,
+    s: &Session,
+    target: &Target,
+    nfs_port: u16,
+    path: &str,
+    ours: Flavor,
+) -> Error {
+    let mut takes = Vec::new();
+    if let Ok(comps) = ops::components(path) {
+        // The shortest prefix whose SECINFO answers: the first export on
+        // the way that takes other flavors.
+        for depth in 1..=comps.len() {
+            let mut args = vec![nfs_argop4::OP_PUTROOTFH];
+            args.extend(
+                comps[..depth - 1]
+                    .iter()
+                    .map(|c| nfs_argop4::OP_LOOKUP(LOOKUP4args { objname: c.clone() })),
+            );
+            args.push(nfs_argop4::OP_SECINFO(SECINFO4args {
+                name: comps[depth - 1].clone(),
+            }));
+            let listed = secinfo_call(remote, s, path, &args);
+            if !listed.is_empty() && !listed.iter().any(|f| f == ours.name()) {
+                takes = listed;
+                break;
+            }
+        }
+    }
+    let detail = if takes.is_empty() {
+        format!(
+            "the export of {path} does not take sec={} (NFS4ERR_WRONGSEC)",
+            ours.name()
+        )
+    } else {
+        format!(
+            "the export of {path} takes sec={} (SECINFO), not sec={}",
+            takes.join(","),
+            ours.name()
+        )
+    };
+    Error::Connect {
+        server: format!("{}:{nfs_port}", target.name),
+        source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, detail),
+    }
+}
+
+/// The flavors the last operation of `args` (SECINFO or SECINFO_NO_NAME)
+/// lists, named as `sec=` names them; empty when the server does not
+/// answer (logged, not an error).
+fn secinfo_call(remote: &Remote, s: &Session, export: &str, args: &[nfs_argop4]) -> Vec<String> {
     let nums: Vec<nfs_opnum4> = args.iter().map(nfs_argop4::opnum).collect();
+    let op = match args.last() {
+        Some(nfs_argop4::OP_SECINFO(_)) => "SECINFO",
+        _ => "SECINFO_NO_NAME",
+    };
     let encode = |out: &mut Vec<u8>| {
-        for a in &args {
+        for a in args {
             a.encode(out);
         }
     };
-    let req = Request::ops(&args, &nums, &encode, "SECINFO_NO_NAME", export);
+    let req = Request::ops(args, &nums, &encode, op, export);
     let found = s.compound(remote, &req).and_then(|settled| {
         if !settled.status.is_ok() {
-            return Err(nfs4_error("SECINFO_NO_NAME", export, settled.status));
+            return Err(nfs4_error(op, export, settled.status));
         }
-        Ok(results(&settled, &nums, "SECINFO_NO_NAME")?
+        Ok(results(&settled, &nums, op)?
             .into_iter()
             .find_map(|r| match r {
-                nfs_resop4::OP_SECINFO_NO_NAME(Nfs4Res::Ok(ok)) => Some(ok.0),
+                nfs_resop4::OP_SECINFO_NO_NAME(Nfs4Res::Ok(ok))
+                | nfs_resop4::OP_SECINFO(Nfs4Res::Ok(ok)) => Some(ok.0),
                 _ => None,
             })
             .unwrap_or_default())
@@ -273,7 +348,7 @@ fn export_flavors(remote: &Remote, s: &Session, export: &str, fh: nfs_fh4) -> Ve
     match found {
         Ok(list) => list.iter().map(flavor_name).collect(),
         Err(e) => {
-            tracing::debug!("NFSv4.1 SECINFO_NO_NAME of {export}: {e}");
+            tracing::debug!("NFSv4.1 {op} of {export}: {e}");
             Vec::new()
         }
     }
@@ -330,6 +405,11 @@ fn split_export(remote: &Remote, s: &Session, path: &str) -> Result<(String, Opt
     };
     let req = Request::ops(&args, &nums, &encode, "LOOKUP", path);
     let settled = s.compound(remote, &req)?;
+    // An export on the way that does not take the mount's flavor: no
+    // shorter export stands in for it (RFC 8881 §2.6.3.1).
+    if settled.status == nfsstat4::NFS4ERR_WRONGSEC {
+        return Err(nfs4_error("LOOKUP", path, settled.status));
+    }
     // The fsid of each component found, in order (a failed LOOKUP ends it).
     let fsids: Vec<_> = results(&settled, &nums, "LOOKUP")?
         .into_iter()

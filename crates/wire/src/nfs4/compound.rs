@@ -6,7 +6,8 @@
 use super::dir::{READDIR4args, READDIR4res};
 use super::fh::{
     GETFH4res, LOOKUP4args, LOOKUP4res, LOOKUPP4res, PUTFH4args, PUTFH4res, PUTROOTFH4res,
-    RESTOREFH4res, SAVEFH4res, SECINFO_NO_NAME4args, SECINFO_NO_NAME4res,
+    RESTOREFH4res, SAVEFH4res, SECINFO4args, SECINFO4res, SECINFO_NO_NAME4args,
+    SECINFO_NO_NAME4res,
 };
 use super::getattr::{
     ACCESS4args, ACCESS4res, GETATTR4args, GETATTR4res, SETATTR4args, SETATTR4res,
@@ -213,6 +214,8 @@ op_table! {
         OP_REMOVE(REMOVE4args) => REMOVE4res,
         /// §18.26 RENAME.
         OP_RENAME(RENAME4args) => RENAME4res,
+        /// §18.29 SECINFO.
+        OP_SECINFO(SECINFO4args) => SECINFO4res,
         /// §18.30 SETATTR.
         OP_SETATTR(SETATTR4args) => SETATTR4res,
         /// §18.32 WRITE.

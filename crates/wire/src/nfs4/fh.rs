@@ -1,6 +1,6 @@
 //! The current and saved file handles of a COMPOUND (RFC 8881 §16.2.3)
 //! and how to find objects: PUTROOTFH, PUTFH, GETFH, LOOKUP, LOOKUPP,
-//! SAVEFH, RESTOREFH and SECINFO_NO_NAME.
+//! SAVEFH, RESTOREFH, SECINFO and SECINFO_NO_NAME.
 
 use super::result::Nfs4Res;
 use super::session::rpc_gss_svc_t;
@@ -109,6 +109,28 @@ wire_enum!(
         SECINFO_STYLE4_PARENT = 1,
     }
 );
+
+xdr_struct!(
+    /// RFC 8881 §18.29.1
+    /// ```text
+    /// struct SECINFO4args {
+    ///         /* CURRENT_FH: directory */
+    ///         component4     name;
+    /// };
+    /// ```
+    /// The flavors that `name` in the current directory takes: what a
+    /// client asks after NFS4ERR_WRONGSEC on a LOOKUP of it (§2.6.3.1).
+    #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+    pub struct SECINFO4args {
+        /// The name in the current directory.
+        pub name: component4,
+    }
+);
+
+/// RFC 8881 §18.29.2 `union SECINFO4res switch (nfsstat4 status) { case
+/// NFS4_OK: SECINFO4resok resok4; default: void; };` (the current handle
+/// is consumed: none after it)
+pub type SECINFO4res = Nfs4Res<SECINFO4resok>;
 
 /// RFC 8881 §18.45.1 `typedef secinfo_style4 SECINFO_NO_NAME4args;`
 #[allow(non_camel_case_types)]

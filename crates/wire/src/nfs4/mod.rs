@@ -11,8 +11,8 @@
 //! * one module per group of operations: [`session`] (EXCHANGE_ID,
 //!   CREATE_SESSION, SEQUENCE, BIND_CONN_TO_SESSION, DESTROY_SESSION,
 //!   DESTROY_CLIENTID, RECLAIM_COMPLETE), [`fh`] (PUTROOTFH, PUTFH, GETFH,
-//!   LOOKUP, LOOKUPP, SAVEFH, RESTOREFH, SECINFO_NO_NAME), [`getattr`]
-//!   (GETATTR, SETATTR, ACCESS), [`open`] (OPEN, CLOSE, DELEGRETURN,
+//!   LOOKUP, LOOKUPP, SAVEFH, RESTOREFH, SECINFO, SECINFO_NO_NAME),
+//!   [`getattr`] (GETATTR, SETATTR, ACCESS), [`open`] (OPEN, CLOSE, DELEGRETURN,
 //!   FREE_STATEID, TEST_STATEID), [`io`] (READ, WRITE, COMMIT),
 //!   [`namespace`] (CREATE, REMOVE, RENAME, LINK, READLINK), [`dir`] (READDIR),
 //!   [`lock`] (LOCK, LOCKT, LOCKU);
@@ -23,7 +23,7 @@
 //!
 //! Not implemented (XDR in RFC 5662 §2): pNFS (layouts, devices),
 //! directory delegations, NVERIFY/VERIFY, OPENATTR, OPEN_DOWNGRADE,
-//! SECINFO, SET_SSV, WANT_DELEGATION, BACKCHANNEL_CTL, and the
+//! SET_SSV, WANT_DELEGATION, BACKCHANNEL_CTL, and the
 //! NFSv4.0-only operations.
 //!
 //! # What a client layer does with these types

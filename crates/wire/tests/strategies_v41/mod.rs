@@ -798,6 +798,7 @@ pub fn argop() -> impl Strategy<Value = nfs_argop4> {
         stateid()
             .prop_map(|fsa_stateid| nfs_argop4::OP_FREE_STATEID(FREE_STATEID4args { fsa_stateid })),
         any::<u32>().prop_map(|s| nfs_argop4::OP_SECINFO_NO_NAME(secinfo_style4(s))),
+        component().prop_map(|name| nfs_argop4::OP_SECINFO(SECINFO4args { name })),
         sequence_args().prop_map(nfs_argop4::OP_SEQUENCE),
         test_stateid_args().prop_map(nfs_argop4::OP_TEST_STATEID),
         any::<u64>().prop_map(|dca_clientid| nfs_argop4::OP_DESTROY_CLIENTID(
@@ -852,6 +853,7 @@ pub fn resop() -> impl Strategy<Value = nfs_resop4> {
         status(nfs_resop4::OP_DESTROY_SESSION),
         status(nfs_resop4::OP_FREE_STATEID),
         secinfo_res().prop_map(nfs_resop4::OP_SECINFO_NO_NAME),
+        secinfo_res().prop_map(nfs_resop4::OP_SECINFO),
         sequence_res().prop_map(nfs_resop4::OP_SEQUENCE),
         test_stateid_res().prop_map(nfs_resop4::OP_TEST_STATEID),
         status(nfs_resop4::OP_DESTROY_CLIENTID),
