@@ -17,6 +17,8 @@
 //! | `exchange.rs` | a TCP connection with a context: the handshake, then calls one at a time |
 //! | `sealer.rs` | a transport connection's context: seal each call as it is written, open each reply |
 
+pub mod cfx;
+pub mod enctype;
 pub mod exchange;
 pub mod gssapi;
 pub mod rpcsec;
