@@ -194,7 +194,10 @@ impl CfxContext {
         if header[2] & FLAG_SEALED != 0 {
             return Err(CfxError::Malformed("a MIC token marked sealed".into()));
         }
-        if keys.recv_sign.verify_checksum(&[msg, header], &token[HEADER..]) {
+        if keys
+            .recv_sign
+            .verify_checksum(&[msg, header], &token[HEADER..])
+        {
             Ok(())
         } else {
             Err(CfxError::Crypto(CryptoError::BadIntegrity))
@@ -317,13 +320,8 @@ fn fill_random(out: &mut [u8; BLOCK]) {
             let mut filled = 0;
             while filled < POOL {
                 // SAFETY: the pointer and length are the rest of `buf`.
-                let n = unsafe {
-                    libc::getrandom(
-                        buf[filled..].as_mut_ptr().cast(),
-                        POOL - filled,
-                        0,
-                    )
-                };
+                let n =
+                    unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), POOL - filled, 0) };
                 if n <= 0 {
                     // EINTR, or no getrandom(2): the time and address keep
                     // confounders distinct (they need not be secret: RFC 3961

@@ -509,9 +509,8 @@ fn nfold(input: &[u8], out_len: usize) -> Vec<u8> {
     let lcm = inb / gcd(inb, out_len) * out_len;
     let mut byte: u32 = 0;
     for i in (0..lcm).rev() {
-        let msbit =
-            (((inb << 3) - 1) + (((inb << 3) + 13) * (i / inb)) + ((inb - (i % inb)) << 3))
-                % (inb << 3);
+        let msbit = (((inb << 3) - 1) + (((inb << 3) + 13) * (i / inb)) + ((inb - (i % inb)) << 3))
+            % (inb << 3);
         let hi = u32::from(input[((inb - 1) - (msbit >> 3)) % inb]) << 8;
         let lo = u32::from(input[(inb - (msbit >> 3)) % inb]);
         byte += ((hi | lo) >> ((msbit & 7) + 1)) & 0xff;
@@ -600,8 +599,14 @@ mod tests {
         let text = b"I would like the General Gau's Chicken, please, and wonton soup.";
         let cases = [
             (17, "c6353568f2bf8cb4d8a580362da7ff7f97"),
-            (31, "fc00783e0efdb2c1d445d4c8eff7ed2297687268d6ecccc0c07b25e25ecfe5"),
-            (32, "39312523a78662d5be7fcbcc98ebf5a897687268d6ecccc0c07b25e25ecfe584"),
+            (
+                31,
+                "fc00783e0efdb2c1d445d4c8eff7ed2297687268d6ecccc0c07b25e25ecfe5",
+            ),
+            (
+                32,
+                "39312523a78662d5be7fcbcc98ebf5a897687268d6ecccc0c07b25e25ecfe584",
+            ),
             (
                 47,
                 "97687268d6ecccc0c07b25e25ecfe584b3fffd940c16a18c1b5549d2f838029e\
@@ -650,9 +655,18 @@ mod tests {
             derive_key(e, &h(base), &[0, 0, 0, 2, c], len).expect("kdf")
         };
         let e19 = Enctype::Aes128Sha256;
-        assert_eq!(d(e19, BASE19, 0x99, 16), h("b31a018a48f54776f403e9a396325dc3"));
-        assert_eq!(d(e19, BASE19, 0xAA, 16), h("9b197dd1e8c5609d6e67c3e37c62c72e"));
-        assert_eq!(d(e19, BASE19, 0x55, 16), h("9fda0e56ab2d85e1569a688696c26a6c"));
+        assert_eq!(
+            d(e19, BASE19, 0x99, 16),
+            h("b31a018a48f54776f403e9a396325dc3")
+        );
+        assert_eq!(
+            d(e19, BASE19, 0xAA, 16),
+            h("9b197dd1e8c5609d6e67c3e37c62c72e")
+        );
+        assert_eq!(
+            d(e19, BASE19, 0x55, 16),
+            h("9fda0e56ab2d85e1569a688696c26a6c")
+        );
         let e20 = Enctype::Aes256Sha384;
         assert_eq!(
             d(e20, BASE20, 0x99, 24),
@@ -711,13 +725,24 @@ mod tests {
             for at in [0, want.len() / 4, want.len() / 2 - 1] {
                 let mut bad = h(want);
                 bad[at] ^= 0x80;
-                assert_eq!(keys.decrypt_in_place(&mut bad), Err(CryptoError::BadIntegrity));
+                assert_eq!(
+                    keys.decrypt_in_place(&mut bad),
+                    Err(CryptoError::BadIntegrity)
+                );
             }
         }
         let msg = h("000102030405060708090a0b0c0d0e0f1011121314");
         for (enctype, base, want) in [
-            (Enctype::Aes128Sha256, BASE19, "d78367186643d67b411cba9139fc1dee"),
-            (Enctype::Aes256Sha384, BASE20, "45ee791567eefca37f4ac1e0222de80d43c3bfa06699672a"),
+            (
+                Enctype::Aes128Sha256,
+                BASE19,
+                "d78367186643d67b411cba9139fc1dee",
+            ),
+            (
+                Enctype::Aes256Sha384,
+                BASE20,
+                "45ee791567eefca37f4ac1e0222de80d43c3bfa06699672a",
+            ),
         ] {
             let keys = UsageKeys::derive(enctype, &h(base), 2).expect("keys");
             assert_eq!(keys.checksum(&[&msg]).as_slice(), h(want));
@@ -749,7 +774,10 @@ mod tests {
     fn short_or_wrong_keys_and_ciphertexts_are_errors() {
         assert!(matches!(
             UsageKeys::derive(Enctype::Aes256Sha1, &[0; 16], 22),
-            Err(CryptoError::KeyLength { enctype: 18, len: 16 })
+            Err(CryptoError::KeyLength {
+                enctype: 18,
+                len: 16
+            })
         ));
         let keys = UsageKeys::derive(Enctype::Aes128Sha1, &[1; 16], 22).expect("keys");
         for len in 0..BLOCK + 12 {
