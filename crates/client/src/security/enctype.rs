@@ -192,15 +192,26 @@ impl UsageKeys {
     /// HMAC of the plaintext; RFC 8009 §5 for 19 and 20: of the IV and the
     /// ciphertext).
     pub fn encrypt_in_place(&self, buf: &mut Vec<u8>, start: usize) {
-        let tag = match self.enctype.hash() {
-            Hash::Sha1 => {
-                let tag = self.ki.tag(&[&buf[start..]]);
-                cts_encrypt(&self.ke, &mut buf[start..]);
-                tag
+        // The HMAC runs over each stretch just before (17, 18: plaintext)
+        // or after (19, 20: ciphertext) it is encrypted, while it is in
+        // the cache.
+        let tag = match &self.ki {
+            MacKey::Sha1(m, n) => {
+                let mut m = m.clone();
+                cts_encrypt_with(&self.ke, &mut buf[start..], |p| m.update(p), |_| ());
+                Tag::of(&m.finalize().into_bytes(), *n)
             }
-            Hash::Sha256 | Hash::Sha384 => {
-                cts_encrypt(&self.ke, &mut buf[start..]);
-                self.ki.tag(&[&[0u8; BLOCK], &buf[start..]])
+            MacKey::Sha256(m, n) => {
+                let mut m = m.clone();
+                m.update(&[0u8; BLOCK]);
+                cts_encrypt_with(&self.ke, &mut buf[start..], |_| (), |c| m.update(c));
+                Tag::of(&m.finalize().into_bytes(), *n)
+            }
+            MacKey::Sha384(m, n) => {
+                let mut m = m.clone();
+                m.update(&[0u8; BLOCK]);
+                cts_encrypt_with(&self.ke, &mut buf[start..], |_| (), |c| m.update(c));
+                Tag::of(&m.finalize().into_bytes(), *n)
             }
         };
         buf.extend_from_slice(tag.as_slice());
@@ -216,19 +227,30 @@ impl UsageKeys {
         }
         let n = data.len() - mac;
         let (body, tag) = data.split_at_mut(n);
-        match self.enctype.hash() {
-            Hash::Sha1 => {
-                cts_decrypt(&self.ke, body);
-                if !self.ki.verify(&[body], tag) {
-                    return Err(CryptoError::BadIntegrity);
-                }
+        // The HMAC runs over each stretch as it is decrypted (17, 18: the
+        // plaintext after; 19, 20: the ciphertext before). A ciphertext
+        // that fails leaves garbage in `body`, never returned.
+        let ok = match &self.ki {
+            MacKey::Sha1(m, _) => {
+                let mut m = m.clone();
+                cts_decrypt_with(&self.ke, body, |_| (), |p| m.update(p));
+                m.verify_truncated_left(tag).is_ok()
             }
-            Hash::Sha256 | Hash::Sha384 => {
-                if !self.ki.verify(&[&[0u8; BLOCK], body], tag) {
-                    return Err(CryptoError::BadIntegrity);
-                }
-                cts_decrypt(&self.ke, body);
+            MacKey::Sha256(m, _) => {
+                let mut m = m.clone();
+                m.update(&[0u8; BLOCK]);
+                cts_decrypt_with(&self.ke, body, |c| m.update(c), |_| ());
+                m.verify_truncated_left(tag).is_ok()
             }
+            MacKey::Sha384(m, _) => {
+                let mut m = m.clone();
+                m.update(&[0u8; BLOCK]);
+                cts_decrypt_with(&self.ke, body, |c| m.update(c), |_| ());
+                m.verify_truncated_left(tag).is_ok()
+            }
+        };
+        if !ok {
+            return Err(CryptoError::BadIntegrity);
         }
         Ok(n)
     }
@@ -242,6 +264,12 @@ pub struct Tag {
 }
 
 impl Tag {
+    fn of(full: &[u8], len: usize) -> Self {
+        let mut bytes = [0u8; 48];
+        bytes[..len].copy_from_slice(&full[..len]);
+        Tag { bytes, len }
+    }
+
     /// Its bytes.
     pub fn as_slice(&self) -> &[u8] {
         &self.bytes[..self.len]
@@ -364,29 +392,64 @@ fn block_at(data: &[u8], i: usize) -> [u8; BLOCK] {
     b
 }
 
+/// How many blocks are decrypted at once (AES-NI pipelines eight) and
+/// handed to the HMAC together.
+const BATCH: usize = 8;
+
 /// AES-CBC with ciphertext stealing and a zero IV (RFC 3962 §5: the last
 /// two blocks swapped, the last one cut to the plaintext's length), in
 /// place. `data` is at least one block (every caller's starts with a
 /// confounder); shorter data is left as it is.
+#[cfg(test)]
 fn cts_encrypt(cipher: &Cipher, data: &mut [u8]) {
+    cts_encrypt_with(cipher, data, |_| (), |_| ());
+}
+
+/// [`cts_encrypt`], handing the plaintext to `plain` just before it is
+/// encrypted and the ciphertext to `cipher_out` once it is final, each in
+/// order and whole.
+fn cts_encrypt_with(
+    cipher: &Cipher,
+    data: &mut [u8],
+    mut plain: impl FnMut(&[u8]),
+    mut cipher_out: impl FnMut(&[u8]),
+) {
     let n = data.len();
     if n < BLOCK {
         return;
     }
     let blocks = n.div_ceil(BLOCK);
-    let mut prev = [0u8; BLOCK];
-    for i in 0..blocks - 1 {
-        let mut b = block_at(data, i);
-        xor_into(&mut b, &prev);
-        cipher.encrypt(&mut b);
-        data[i * BLOCK..(i + 1) * BLOCK].copy_from_slice(&b);
-        prev = b;
-    }
     if blocks == 1 {
+        plain(data);
         let mut b = block_at(data, 0);
         cipher.encrypt(&mut b);
         data.copy_from_slice(&b);
+        cipher_out(data);
         return;
+    }
+    let mut prev = [0u8; BLOCK];
+    let mut i = 0;
+    // Blocks 0..m-1 chained; those before m-2 are final at once.
+    while i < blocks - 1 {
+        let k = BATCH.min(blocks - 1 - i);
+        let end = if i + k == blocks - 1 {
+            n
+        } else {
+            (i + k) * BLOCK
+        };
+        plain(&data[i * BLOCK..end]);
+        for j in i..i + k {
+            let mut b = block_at(data, j);
+            xor_into(&mut b, &prev);
+            cipher.encrypt(&mut b);
+            data[j * BLOCK..(j + 1) * BLOCK].copy_from_slice(&b);
+            prev = b;
+        }
+        let final_end = (i + k).min(blocks - 2);
+        if final_end > i {
+            cipher_out(&data[i * BLOCK..final_end * BLOCK]);
+        }
+        i += k;
     }
     // prev is E(P[m-1] ^ C[m-2]); the last, possibly partial, block is
     // padded with zeros and chained to it.
@@ -398,24 +461,38 @@ fn cts_encrypt(cipher: &Cipher, data: &mut [u8]) {
     cipher.encrypt(&mut d);
     data[last..].copy_from_slice(&prev[..tail]);
     data[last - BLOCK..last].copy_from_slice(&d);
+    cipher_out(&data[last - BLOCK..]);
 }
 
-/// The inverse of [`cts_encrypt`], in place; the blocks before the last two
-/// are decrypted eight at a time (AES-NI pipelines them).
+/// The inverse of [`cts_encrypt`], in place.
+#[cfg(test)]
 fn cts_decrypt(cipher: &Cipher, data: &mut [u8]) {
+    cts_decrypt_with(cipher, data, |_| (), |_| ());
+}
+
+/// [`cts_decrypt`], handing the ciphertext to `cipher_in` just before it
+/// is decrypted and the plaintext to `plain` just after, each in order and
+/// whole. The blocks before the last two are decrypted [`BATCH`] at a time.
+fn cts_decrypt_with(
+    cipher: &Cipher,
+    data: &mut [u8],
+    mut cipher_in: impl FnMut(&[u8]),
+    mut plain: impl FnMut(&[u8]),
+) {
     let n = data.len();
     if n < BLOCK {
         return;
     }
     let blocks = n.div_ceil(BLOCK);
     if blocks == 1 {
+        cipher_in(data);
         let mut b = block_at(data, 0);
         cipher.decrypt(&mut b);
         data.copy_from_slice(&b);
+        plain(data);
         return;
     }
     // Plain CBC for blocks 0..m-2.
-    const BATCH: usize = 8;
     let cbc = blocks - 2;
     let mut prev = [0u8; BLOCK];
     let mut i = 0;
@@ -423,6 +500,7 @@ fn cts_decrypt(cipher: &Cipher, data: &mut [u8]) {
         let k = BATCH.min(cbc - i);
         let mut batch = [Block::default(); BATCH];
         let mut saved = [[0u8; BLOCK]; BATCH];
+        cipher_in(&data[i * BLOCK..(i + k) * BLOCK]);
         for j in 0..k {
             saved[j] = block_at(data, i + j);
             batch[j].copy_from_slice(&saved[j]);
@@ -434,12 +512,14 @@ fn cts_decrypt(cipher: &Cipher, data: &mut [u8]) {
             xor_into(&mut p, if j == 0 { &prev } else { &saved[j - 1] });
             data[(i + j) * BLOCK..(i + j + 1) * BLOCK].copy_from_slice(&p);
         }
+        plain(&data[i * BLOCK..(i + k) * BLOCK]);
         prev = saved[k - 1];
         i += k;
     }
     // The swapped pair: X = C'[m-1] (whole), Y = C'[m] (the tail).
     let last = (blocks - 1) * BLOCK;
     let tail = n - last;
+    cipher_in(&data[last - BLOCK..]);
     let mut y = [0u8; BLOCK];
     y[..tail].copy_from_slice(&data[last..]);
     let mut dn = block_at(data, blocks - 2);
@@ -453,6 +533,7 @@ fn cts_decrypt(cipher: &Cipher, data: &mut [u8]) {
     cipher.decrypt(&mut e);
     xor_into(&mut e, &prev);
     data[last - BLOCK..last].copy_from_slice(&e);
+    plain(&data[last - BLOCK..]);
 }
 
 /// A derived key of `len` bytes: RFC 3961 §5.1 DK (n-fold of the label,
