@@ -245,6 +245,50 @@ impl CfxContext {
         }
     }
 
+    /// Opens the peer's Wrap `token` into `out` (appended): returns the
+    /// range of `out` that holds the data and whether it was encrypted. An
+    /// encrypted, unrotated token (what MIT's `gss_wrap` sends) is
+    /// decrypted straight from `token`, no copy of it made: its
+    /// plaintext, confounder first, starts where `out` ended. Any other is
+    /// copied and opened in place. On an error `out` is as it was.
+    pub fn unwrap_append(
+        &self,
+        token: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<(std::ops::Range<usize>, bool), CfxError> {
+        let at = out.len();
+        let direct = token.len() > HEADER
+            && token[2] & FLAG_SEALED != 0
+            && usize::from(u16::from_be_bytes([token[6], token[7]])) % (token.len() - HEADER) == 0;
+        if !direct {
+            out.extend_from_slice(token);
+            return match self.unwrap_in_place(&mut out[at..]) {
+                Ok((r, conf)) => Ok((at + r.start..at + r.end, conf)),
+                Err(e) => {
+                    out.truncate(at);
+                    Err(e)
+                }
+            };
+        }
+        let mut header = [0u8; HEADER];
+        header.copy_from_slice(&token[..HEADER]);
+        if header[..2] != TOK_WRAP || header[3] != 0xFF {
+            return Err(CfxError::Malformed(
+                "not a Wrap token (identifier or filler)".into(),
+            ));
+        }
+        let keys = &self.recv_keys(header[2])?.recv_seal;
+        keys.decrypt_append(&token[HEADER..], out)
+            .map_err(CfxError::Crypto)?;
+        match sealed_data(&header, &out[at..]) {
+            Ok(r) => Ok((at + r.start..at + r.end, true)),
+            Err(e) => {
+                out.truncate(at);
+                Err(e)
+            }
+        }
+    }
+
     /// Opens the peer's Wrap `token` in place: returns the range of
     /// `token` that holds the data and whether it was encrypted. A rotated
     /// token (RRC, §4.2.5) is turned back first.
@@ -272,19 +316,8 @@ impl CfxContext {
         }
         if flags & FLAG_SEALED != 0 {
             let n = keys.decrypt_in_place(body).map_err(CfxError::Crypto)?;
-            // Confounder, data, EC bytes of filler, the header again.
-            let data_end = n
-                .checked_sub(ec + HEADER)
-                .filter(|&end| end >= BLOCK)
-                .ok_or_else(|| malformed(format!("EC {ec} longer than the data")))?;
-            let inner = &body[data_end + ec..n];
-            // The inner header is the outer one but for RRC (§4.2.5).
-            if inner[..6] != header[..6] || inner[8..] != header[8..] {
-                return Err(malformed(
-                    "the encrypted header differs from the token's".into(),
-                ));
-            }
-            Ok((HEADER + BLOCK..HEADER + data_end, true))
+            let r = sealed_data(&header, &body[..n])?;
+            Ok((HEADER + r.start..HEADER + r.end, true))
         } else {
             if ec != mac {
                 return Err(malformed(format!("EC {ec} instead of {mac}")));
@@ -302,6 +335,26 @@ impl CfxContext {
             Ok((HEADER..HEADER + data_end, false))
         }
     }
+}
+
+/// The data's range in the decrypted body `plain` of a sealed Wrap token
+/// whose header is `header`: confounder, data, EC bytes of filler, the
+/// header again (RFC 4121 §4.2.4), which must be the outer one but for RRC
+/// (§4.2.5).
+fn sealed_data(header: &[u8; HEADER], plain: &[u8]) -> Result<std::ops::Range<usize>, CfxError> {
+    let ec = usize::from(u16::from_be_bytes([header[4], header[5]]));
+    let data_end = plain
+        .len()
+        .checked_sub(ec + HEADER)
+        .filter(|&end| end >= BLOCK)
+        .ok_or_else(|| CfxError::Malformed(format!("EC {ec} longer than the data")))?;
+    let inner = &plain[data_end + ec..];
+    if inner[..6] != header[..6] || inner[8..] != header[8..] {
+        return Err(CfxError::Malformed(
+            "the encrypted header differs from the token's".into(),
+        ));
+    }
+    Ok(BLOCK..data_end)
 }
 
 /// Confounders: random bytes from the kernel (getrandom(2)), taken a page
@@ -378,6 +431,9 @@ mod tests {
                 for conf in [true, false] {
                     let mut tok = Vec::new();
                     b.wrap(&[b"reply ", b"body"], conf, &mut tok);
+                    let mut out = vec![7u8; 3];
+                    let (range, sealed) = a.unwrap_append(&tok, &mut out).expect("unwraps");
+                    assert_eq!((&out[range], sealed), (&b"reply body"[..], conf));
                     let (range, sealed) = a.unwrap_in_place(&mut tok).expect("unwraps");
                     assert_eq!((&tok[range], sealed), (&b"reply body"[..], conf));
                 }
@@ -395,6 +451,9 @@ mod tests {
                 let body_len = tok.len() - HEADER;
                 tok[HEADER..].rotate_right(rrc % body_len);
                 tok[6..8].copy_from_slice(&(rrc as u16).to_be_bytes());
+                let mut out = Vec::new();
+                let (range, _) = a.unwrap_append(&tok, &mut out).expect("unwraps");
+                assert_eq!(&out[range], b"rotated data", "RRC {rrc}");
                 let (range, _) = a.unwrap_in_place(&mut tok).expect("unwraps");
                 assert_eq!(&tok[range], b"rotated data", "RRC {rrc}");
             }
@@ -418,11 +477,18 @@ mod tests {
                 // RRC 256: a whole turn of this 64-byte body, the same token.
                 continue;
             }
+            let mut out = vec![1];
+            assert!(
+                a.unwrap_append(&bad, &mut out).is_err(),
+                "byte {at} flipped"
+            );
+            assert_eq!(out, [1]);
             assert!(a.unwrap_in_place(&mut bad).is_err(), "byte {at} flipped");
         }
         for ec in [1u16, 16, 40, 0xFFFF] {
             let mut bad = good.clone();
             bad[4..6].copy_from_slice(&ec.to_be_bytes());
+            assert!(a.unwrap_append(&bad, &mut Vec::new()).is_err(), "EC {ec}");
             assert!(a.unwrap_in_place(&mut bad).is_err(), "EC {ec}");
         }
         let mut integ = Vec::new();
@@ -456,6 +522,7 @@ mod tests {
                 junk[3] = 0xFF;
             }
             let _ = a.verify_mic(&junk, &junk);
+            assert!(a.unwrap_append(&junk, &mut Vec::new()).is_err());
             assert!(a.unwrap_in_place(&mut junk).is_err());
         }
     }

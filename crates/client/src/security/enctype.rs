@@ -12,6 +12,7 @@
 //! error, never a panic.
 
 use aes::cipher::generic_array::GenericArray;
+use aes::cipher::inout::InOutBuf;
 use aes::cipher::{BlockDecrypt, BlockEncrypt, KeyInit};
 use aes::{Aes128, Aes256};
 use hmac::{Hmac, Mac};
@@ -256,6 +257,48 @@ impl UsageKeys {
     }
 }
 
+impl UsageKeys {
+    /// Decrypts `input` (a ciphertext and its tag) into `out`, appended:
+    /// as many bytes as the ciphertext, the plaintext with its confounder
+    /// first. The received bytes are read once, no copy of them made; the
+    /// tag is checked on the way. On an error `out` is as it was.
+    pub fn decrypt_append(&self, input: &[u8], out: &mut Vec<u8>) -> Result<(), CryptoError> {
+        let mac = self.enctype.mac_len();
+        if input.len() < BLOCK + mac {
+            return Err(CryptoError::TooShort(input.len()));
+        }
+        let n = input.len() - mac;
+        let (body, tag) = input.split_at(n);
+        let at = out.len();
+        out.resize(at + n, 0);
+        let dst = &mut out[at..];
+        let ok = match &self.ki {
+            MacKey::Sha1(m, _) => {
+                let mut m = m.clone();
+                cts_decrypt_to(&self.ke, body, dst, |_| (), |p| m.update(p));
+                m.verify_truncated_left(tag).is_ok()
+            }
+            MacKey::Sha256(m, _) => {
+                let mut m = m.clone();
+                m.update(&[0u8; BLOCK]);
+                cts_decrypt_to(&self.ke, body, dst, |c| m.update(c), |_| ());
+                m.verify_truncated_left(tag).is_ok()
+            }
+            MacKey::Sha384(m, _) => {
+                let mut m = m.clone();
+                m.update(&[0u8; BLOCK]);
+                cts_decrypt_to(&self.ke, body, dst, |c| m.update(c), |_| ());
+                m.verify_truncated_left(tag).is_ok()
+            }
+        };
+        if !ok {
+            out.truncate(at);
+            return Err(CryptoError::BadIntegrity);
+        }
+        Ok(())
+    }
+}
+
 /// A truncated HMAC.
 #[derive(Debug, Clone, Copy)]
 pub struct Tag {
@@ -369,6 +412,19 @@ impl Cipher {
         match self {
             Cipher::A128(c) => c.decrypt_block(b),
             Cipher::A256(c) => c.decrypt_block(b),
+        }
+    }
+
+    /// Decrypts `input`'s whole blocks into `out` (the same length, a
+    /// multiple of [`BLOCK`]), many at once.
+    fn decrypt_b2b(&self, input: &[u8], out: &mut [u8]) {
+        let Ok(buf) = InOutBuf::new(input, out) else {
+            return;
+        };
+        let (blocks, _) = buf.into_chunks::<aes::cipher::consts::U16>();
+        match self {
+            Cipher::A128(c) => c.decrypt_blocks_inout(blocks),
+            Cipher::A256(c) => c.decrypt_blocks_inout(blocks),
         }
     }
 
@@ -534,6 +590,73 @@ fn cts_decrypt_with(
     xor_into(&mut e, &prev);
     data[last - BLOCK..last].copy_from_slice(&e);
     plain(&data[last - BLOCK..]);
+}
+
+/// [`cts_decrypt_with`] from `input` into `out` (the same length): the
+/// blocks before the last two 256 at a time, decrypted straight into `out`
+/// and chained with the ciphertext still in `input`.
+fn cts_decrypt_to(
+    cipher: &Cipher,
+    input: &[u8],
+    out: &mut [u8],
+    mut cipher_in: impl FnMut(&[u8]),
+    mut plain: impl FnMut(&[u8]),
+) {
+    const CHUNK: usize = 256;
+    let n = input.len();
+    if n < BLOCK || out.len() != n {
+        return;
+    }
+    let blocks = n.div_ceil(BLOCK);
+    if blocks == 1 {
+        cipher_in(input);
+        let mut b = block_at(input, 0);
+        cipher.decrypt(&mut b);
+        out.copy_from_slice(&b);
+        plain(out);
+        return;
+    }
+    let cbc = blocks - 2;
+    let mut i = 0;
+    while i < cbc {
+        let k = CHUNK.min(cbc - i);
+        let (from, to) = (i * BLOCK, (i + k) * BLOCK);
+        cipher_in(&input[from..to]);
+        cipher.decrypt_b2b(&input[from..to], &mut out[from..to]);
+        // P[j] = D(C[j]) ^ C[j-1], C[-1] the zero IV.
+        let chain_from = from.saturating_sub(BLOCK);
+        let skip = if i == 0 { BLOCK } else { 0 };
+        for (o, c) in out[from + skip..to]
+            .iter_mut()
+            .zip(&input[chain_from..to - BLOCK])
+        {
+            *o ^= c;
+        }
+        plain(&out[from..to]);
+        i += k;
+    }
+    let prev = if cbc > 0 {
+        block_at(input, cbc - 1)
+    } else {
+        [0u8; BLOCK]
+    };
+    // The swapped pair: X = C'[m-1] (whole), Y = C'[m] (the tail).
+    let last = (blocks - 1) * BLOCK;
+    let tail = n - last;
+    cipher_in(&input[last - BLOCK..]);
+    let mut y = [0u8; BLOCK];
+    y[..tail].copy_from_slice(&input[last..]);
+    let mut dn = block_at(input, blocks - 2);
+    cipher.decrypt(&mut dn);
+    let mut e = dn;
+    e[..tail].copy_from_slice(&y[..tail]);
+    for j in 0..tail {
+        out[last + j] = dn[j] ^ y[j];
+    }
+    cipher.decrypt(&mut e);
+    xor_into(&mut e, &prev);
+    out[last - BLOCK..last].copy_from_slice(&e);
+    plain(&out[last - BLOCK..]);
 }
 
 /// A derived key of `len` bytes: RFC 3961 §5.1 DK (n-fold of the label,
@@ -716,11 +839,14 @@ mod tests {
     #[test]
     fn cts_round_trips_every_length_past_many_batches() {
         let cipher = Cipher::new(&[7u8; 32]).expect("key");
-        for len in (16..=300).chain([1000, 4096, 65_536 + 5]) {
+        for len in (16..=300).chain([1000, 4096, 4111, 4112, 4113, 4128, 4129, 65_536 + 5]) {
             let plain: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
             let mut data = plain.clone();
             cts_encrypt(&cipher, &mut data);
             assert_ne!(data, plain);
+            let mut out = vec![0u8; len];
+            cts_decrypt_to(&cipher, &data, &mut out, |_| (), |_| ());
+            assert_eq!(out, plain, "{len} bytes out of place");
             cts_decrypt(&cipher, &mut data);
             assert_eq!(data, plain, "{len} bytes");
         }
@@ -800,6 +926,10 @@ mod tests {
             buf.extend_from_slice(&h(plain));
             keys.encrypt_in_place(&mut buf, 3);
             assert_eq!(&buf[3..], h(want), "{enctype:?} {plain}");
+            let mut out = vec![9u8];
+            keys.decrypt_append(&buf[3..], &mut out)
+                .expect("decrypts to a buffer");
+            assert_eq!(&out[1 + BLOCK..], h(plain));
             let n = keys.decrypt_in_place(&mut buf[3..]).expect("decrypts");
             assert_eq!(&buf[3 + BLOCK..3 + n], h(plain));
             // One bit flipped anywhere: refused.
@@ -837,7 +967,9 @@ mod tests {
         for enctype in [Enctype::Aes128Sha1, Enctype::Aes256Sha1] {
             let base = vec![0x42; enctype.key_len()];
             let keys = UsageKeys::derive(enctype, &base, 24).expect("keys");
-            for len in [0, 1, 15, 16, 17, 100, 5000] {
+            for len in [
+                0, 1, 15, 16, 17, 100, 4080, 4081, 4095, 4096, 4097, 5000, 70_000,
+            ] {
                 let plain: Vec<u8> = (0..BLOCK + len).map(|i| i as u8).collect();
                 let mut buf = plain.clone();
                 keys.encrypt_in_place(&mut buf, 0);
@@ -845,6 +977,10 @@ mod tests {
                 // RFC 3961 §5.3: the tag is the HMAC of confounder and
                 // plaintext, not of the ciphertext.
                 assert_eq!(&buf[plain.len()..], keys.ki.tag(&[&plain]).as_slice());
+                let mut out = Vec::new();
+                keys.decrypt_append(&buf, &mut out)
+                    .expect("decrypts to a buffer");
+                assert_eq!(out, plain);
                 let n = keys.decrypt_in_place(&mut buf).expect("decrypts");
                 assert_eq!(&buf[..n], &plain[..]);
             }

@@ -490,6 +490,36 @@ impl SecContext {
         Ok(())
     }
 
+    /// GSS_Unwrap of `token` into `out` (appended): the range of `out` that
+    /// holds the message. In-process, an encrypted token is decrypted
+    /// straight into `out`, its confounder first (the message starts 16
+    /// bytes after where `out` ended). A token that was not encrypted is
+    /// refused. On an error `out` is as it was.
+    pub fn unwrap_append(
+        &mut self,
+        token: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<std::ops::Range<usize>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let at = out.len();
+            let (range, conf) = cfx
+                .unwrap_append(token, out)
+                .map_err(|e| token_failed("gss_unwrap", e))?;
+            if !conf {
+                out.truncate(at);
+                return Err(GssError::Failed {
+                    call: "gss_unwrap",
+                    detail: "the reply was not encrypted".into(),
+                });
+            }
+            return Ok(range);
+        }
+        let plain = self.unwrap(token)?;
+        let at = out.len();
+        out.extend_from_slice(&plain);
+        Ok(at..out.len())
+    }
+
     /// GSS_Unwrap of `token` in place: the range of `token` that holds
     /// the message. A token that was not encrypted is refused.
     pub fn unwrap_in_place(

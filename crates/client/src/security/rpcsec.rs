@@ -243,26 +243,40 @@ impl GssContext {
             GssService::RPC_GSS_SVC_PRIVACY => {
                 let wrapped =
                     gss::decode_priv_data(body, max_body).map_err(|e| malformed(e.to_string()))?;
-                let at = out.len();
-                out.extend_from_slice(wrapped);
+                // Decrypted where the confounder and the sequence number
+                // (20 bytes) end at `keep`, the results land right after
+                // what `out` held, with no copy; those 20 bytes are put
+                // back after.
+                let keep = out.len();
+                let start = keep.saturating_sub(BLOCK_AND_SEQ);
+                let saved = out[start..].to_vec();
+                out.truncate(start);
                 let range = gss
-                    .unwrap_in_place(&mut out[at..])
+                    .unwrap_append(wrapped, out)
                     .map_err(|e| self.gss_failed(e))?;
-                let plain = &out[at + range.start..at + range.end];
-                let results_len = gss::data_body_args(plain, seq_num)
+                let results_len = gss::data_body_args(&out[range.clone()], seq_num)
                     .map_err(|e| malformed(e.to_string()))?
                     .len();
-                // The results are the data body's end: move them down to
-                // `at` (over the token's header and confounder).
-                let end = at + range.end;
-                out.copy_within(end - results_len..end, at);
-                out.truncate(at + results_len);
+                let results_at = range.end - results_len;
+                if results_at != keep {
+                    // Another layout (MIT's path): move the results.
+                    if out.len() < keep + results_len {
+                        out.resize(keep + results_len, 0);
+                    }
+                    out.copy_within(results_at..results_at + results_len, keep);
+                }
+                out[start..keep].copy_from_slice(&saved);
+                out.truncate(keep + results_len);
             }
             _ => out.extend_from_slice(body),
         }
         Ok(())
     }
 }
+
+/// A Wrap token's confounder (one AES block) and the data body's sequence
+/// number: what precedes a private reply's results once decrypted.
+const BLOCK_AND_SEQ: usize = 16 + 4;
 
 /// Appends the XDR opaque (length, bytes, padding) whose bytes are the
 /// concatenation of `parts`.
