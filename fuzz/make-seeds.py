@@ -170,6 +170,14 @@ hand = {
         bytes([2]) + opaque(w(7) + b"args") + opaque(b"checksum"),
         bytes([3]) + opaque(b"wrapped-token"),
     ],
+    # first byte: enctype 17 + low 2 bits, bit 2 acceptor subkey, bit 3 sealed;
+    # then a Wrap token header (id, flags sent-by-acceptor|sealed, filler, EC,
+    # RRC, SND_SEQ) and a body, or a MIC token
+    "krb5_tokens": [
+        bytes([9]) + bytes([5, 4, 3, 0xFF, 0, 0, 0, 28]) + bytes(8) + bytes(range(60)),
+        bytes([6]) + bytes([5, 4, 5, 0xFF, 0, 16, 0, 0]) + bytes(8) + b"data" + bytes(16),
+        bytes([0]) + bytes([4, 4, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]) + bytes(8) + bytes(12),
+    ],
     "record_reassembly": [
         bytes([16, 3]) + w(0x00000004) + b"abcd" + w(0x80000002) + b"ef",
         bytes([2, 0]) + w(0xFFFFFFFF),

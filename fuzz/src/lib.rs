@@ -466,3 +466,40 @@ pub fn rpc_gss(data: &[u8]) {
         }
     }
 }
+
+/// RFC 4121 tokens made in-process (`directnfs::security::cfx`): the first
+/// byte picks the enctype (17 to 20, low 2 bits), an acceptor subkey (bit
+/// 2) and confidentiality (bit 3). The rest, taken as a peer's MIC or Wrap
+/// token, is checked or opened without a panic (refused, in practice: it
+/// does not carry the keys' checksum, but every length, EC and RRC is
+/// parsed first); and the peer's own Wrap token of the rest opens to it.
+pub fn krb5_tokens(data: &[u8]) {
+    use directnfs::security::cfx::{CfxContext, CfxKeys};
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let etype = 17 + u32::from(pick % 4);
+    let len = if etype == 17 || etype == 19 { 16 } else { 32 };
+    let (key, sub) = (vec![0x11u8; len], vec![0x22u8; len]);
+    let keys = |initiator| CfxKeys {
+        initiator,
+        send_seq: 0,
+        ctx_key: (etype, &key[..]),
+        acceptor_subkey: (pick & 4 != 0).then_some((etype, &sub[..])),
+    };
+    let (Ok(me), Ok(peer)) = (CfxContext::new(&keys(true)), CfxContext::new(&keys(false))) else {
+        panic!("no context for enctype {etype}");
+    };
+    let _ = me.verify_mic(rest, rest);
+    let mut token = rest.to_vec();
+    if let Ok((range, _)) = me.unwrap_in_place(&mut token) {
+        assert!(range.start <= range.end && range.end <= token.len());
+    }
+    let conf = pick & 8 != 0;
+    let mut wrapped = Vec::new();
+    peer.wrap(&[rest], conf, &mut wrapped);
+    let (range, sealed) = me
+        .unwrap_in_place(&mut wrapped)
+        .expect("the peer's own token opens");
+    assert_eq!((&wrapped[range], sealed), (rest, conf));
+}

@@ -131,7 +131,7 @@ impl GssConnection {
         Ok((
             xid,
             self.context
-                .seal(xid, (self.prog, self.vers, proc_), args)?,
+                .seal(xid, (self.prog, self.vers, proc_), &[args])?,
         ))
     }
 
@@ -150,7 +150,7 @@ impl GssConnection {
             let xid = self.next_xid;
             let sealed = self
                 .context
-                .seal(xid, (self.prog, self.vers, proc_), args)?;
+                .seal(xid, (self.prog, self.vers, proc_), &[args])?;
             let record = exchange(&mut self.stream, &sealed.message, timeout)
                 .map_err(|e| io_failed(&self.context_server(), e))?;
             (xid, sealed, record)

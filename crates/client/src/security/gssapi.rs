@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 
 use libloading::Library;
 
+use super::cfx::{CfxContext, CfxKeys};
+
 type OmUint32 = u32;
 type GssName = *mut c_void;
 type GssCtx = *mut c_void;
@@ -123,6 +125,63 @@ type Unwrap = unsafe extern "C" fn(
 type ReleaseBuffer = unsafe extern "C" fn(*mut OmUint32, *mut GssBuffer) -> OmUint32;
 type DeleteSecContext =
     unsafe extern "C" fn(*mut OmUint32, *mut GssCtx, *mut GssBuffer) -> OmUint32;
+/// A set of buffers (MIT's `gss_buffer_set_desc`).
+#[repr(C)]
+struct GssBufferSet {
+    count: usize,
+    elements: *mut GssBuffer,
+}
+type InquireSecContextByOid =
+    unsafe extern "C" fn(*mut OmUint32, GssCtx, *mut GssOid, *mut *mut GssBufferSet) -> OmUint32;
+type ReleaseBufferSet = unsafe extern "C" fn(*mut OmUint32, *mut *mut GssBufferSet) -> OmUint32;
+type FreeLucidSecContext = unsafe extern "C" fn(*mut OmUint32, *mut c_void) -> OmUint32;
+
+/// MIT's `gss_krb5_lucid_key_t` (gssapi_krb5.h).
+#[repr(C)]
+struct LucidKey {
+    enctype: OmUint32,
+    length: OmUint32,
+    data: *mut c_void,
+}
+
+/// MIT's `gss_krb5_rfc1964_keydata_t`.
+#[repr(C)]
+struct LucidRfc1964 {
+    sign_alg: OmUint32,
+    seal_alg: OmUint32,
+    ctx_key: LucidKey,
+}
+
+/// MIT's `gss_krb5_cfx_keydata_t`.
+#[repr(C)]
+struct LucidCfx {
+    have_acceptor_subkey: OmUint32,
+    ctx_key: LucidKey,
+    acceptor_subkey: LucidKey,
+}
+
+/// MIT's `gss_krb5_lucid_context_v1_t`: what an established context
+/// exports for a kernel (or us) to make its tokens.
+#[repr(C)]
+struct LucidV1 {
+    version: OmUint32,
+    initiate: OmUint32,
+    endtime: OmUint32,
+    send_seq: u64,
+    recv_seq: u64,
+    /// 0: RFC 1964 tokens; 1: RFC 4121 (CFX).
+    protocol: OmUint32,
+    rfc1964: LucidRfc1964,
+    cfx: LucidCfx,
+}
+
+/// GSS_KRB5_EXPORT_LUCID_SEC_CONTEXT_OID 1.2.840.113554.1.2.2.5.6 with the
+/// version (1) appended, as `gss_krb5_export_lucid_sec_context` composes
+/// it. Asked through `gss_inquire_sec_context_by_oid` directly: that
+/// wrapper also deletes the context, which must stay for the enctypes left
+/// to MIT.
+const LUCID_V1_OID: &[u8] = b"\x2a\x86\x48\x86\xf7\x12\x01\x02\x02\x05\x06\x01";
+
 type DisplayStatus = unsafe extern "C" fn(
     *mut OmUint32,
     OmUint32,
@@ -144,9 +203,18 @@ struct Api {
     release_buffer: ReleaseBuffer,
     delete_sec_context: DeleteSecContext,
     display_status: DisplayStatus,
+    /// The lucid export (absent from a library without it: MIT's path).
+    lucid: Option<LucidApi>,
     // Keeps the library mapped while the pointers above are in use (for
     // the life of the process: it is never dropped).
     _lib: Library,
+}
+
+/// The calls that export an established context's keys.
+struct LucidApi {
+    inquire_by_oid: InquireSecContextByOid,
+    release_buffer_set: ReleaseBufferSet,
+    free_lucid: FreeLucidSecContext,
 }
 
 /// The library's file name on Debian and most Linux systems.
@@ -178,6 +246,14 @@ fn load() -> Result<Api, String> {
             release_buffer: *sym(&lib, b"gss_release_buffer\0")?,
             delete_sec_context: *sym(&lib, b"gss_delete_sec_context\0")?,
             display_status: *sym(&lib, b"gss_display_status\0")?,
+            lucid: (|| -> Result<LucidApi, String> {
+                Ok(LucidApi {
+                    inquire_by_oid: *sym(&lib, b"gss_inquire_sec_context_by_oid\0")?,
+                    release_buffer_set: *sym(&lib, b"gss_release_buffer_set\0")?,
+                    free_lucid: *sym(&lib, b"gss_krb5_free_lucid_sec_context\0")?,
+                })
+            })()
+            .ok(),
             _lib: lib,
         })
     }
@@ -292,6 +368,9 @@ pub struct SecContext {
     /// complete (the ticket's remaining life); `None`: indefinite, or not
     /// complete yet.
     lifetime: Option<std::time::Duration>,
+    /// The context's tokens made in-process (RFC 4121 with an AES enctype),
+    /// once complete; `None`: MIT's library makes them.
+    cfx: Option<CfxContext>,
 }
 
 // SAFETY: the handles are only used through &mut self or under a lock the
@@ -328,6 +407,7 @@ impl SecContext {
             target,
             complete: false,
             lifetime: None,
+            cfx: None,
         })
     }
 
@@ -378,6 +458,7 @@ impl SecContext {
             // GSS_C_INDEFINITE (all ones): no end.
             self.lifetime = (time_rec != OmUint32::MAX)
                 .then(|| std::time::Duration::from_secs(u64::from(time_rec)));
+            self.cfx = in_process_tokens(api, self.ctx);
         }
         Ok((out, self.complete))
     }
@@ -389,8 +470,97 @@ impl SecContext {
         self.lifetime
     }
 
+    /// The enctype whose tokens this context makes in-process (RFC 4121,
+    /// `cfx.rs`); `None`: MIT's library makes them (an enctype other than
+    /// 17 to 20, RFC 1964 tokens, or a library without the lucid export).
+    pub fn in_process_enctype(&self) -> Option<u32> {
+        self.cfx.as_ref().map(|c| c.enctype().id())
+    }
+
+    /// Appends to `out` the Wrap token (with confidentiality) of the
+    /// concatenation of `parts`: no copy of the data but into `out` when
+    /// the tokens are made in-process.
+    pub fn wrap_into(&mut self, parts: &[&[u8]], out: &mut Vec<u8>) -> Result<(), GssError> {
+        if let Some(cfx) = &self.cfx {
+            cfx.wrap(parts, true, out);
+            return Ok(());
+        }
+        let msg = parts.concat();
+        out.extend_from_slice(&self.wrap(&msg)?);
+        Ok(())
+    }
+
+    /// GSS_Unwrap of `token` into `out` (appended): the range of `out` that
+    /// holds the message. In-process, an encrypted token is decrypted
+    /// straight into `out`, its confounder first (the message starts 16
+    /// bytes after where `out` ended). A token that was not encrypted is
+    /// refused. On an error `out` is as it was.
+    pub fn unwrap_append(
+        &mut self,
+        token: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<std::ops::Range<usize>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let at = out.len();
+            let (range, conf) = cfx
+                .unwrap_append(token, out)
+                .map_err(|e| token_failed("gss_unwrap", e))?;
+            if !conf {
+                out.truncate(at);
+                return Err(GssError::Failed {
+                    call: "gss_unwrap",
+                    detail: "the reply was not encrypted".into(),
+                });
+            }
+            return Ok(range);
+        }
+        let plain = self.unwrap(token)?;
+        let at = out.len();
+        out.extend_from_slice(&plain);
+        Ok(at..out.len())
+    }
+
+    /// GSS_Unwrap of `token` in place: the range of `token` that holds
+    /// the message. A token that was not encrypted is refused.
+    pub fn unwrap_in_place(
+        &mut self,
+        token: &mut [u8],
+    ) -> Result<std::ops::Range<usize>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let (range, conf) = cfx
+                .unwrap_in_place(token)
+                .map_err(|e| token_failed("gss_unwrap", e))?;
+            if !conf {
+                return Err(GssError::Failed {
+                    call: "gss_unwrap",
+                    detail: "the reply was not encrypted".into(),
+                });
+            }
+            return Ok(range);
+        }
+        let plain = self.unwrap(token)?;
+        token[..plain.len()].copy_from_slice(&plain);
+        Ok(0..plain.len())
+    }
+
+    /// GSS_GetMIC of the concatenation of `parts` (copied together only
+    /// for MIT's library).
+    pub fn get_mic_of(&mut self, parts: &[&[u8]]) -> Result<Vec<u8>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let mut out = Vec::with_capacity(40);
+            cfx.get_mic(parts, &mut out);
+            return Ok(out);
+        }
+        self.get_mic(&parts.concat())
+    }
+
     /// GSS_GetMIC of `msg` (default quality of protection).
     pub fn get_mic(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let mut out = Vec::with_capacity(40);
+            cfx.get_mic(&[msg], &mut out);
+            return Ok(out);
+        }
         let api = self.api;
         let mut min = 0;
         let mut input = GssBuffer::input(msg);
@@ -405,6 +575,11 @@ impl SecContext {
 
     /// GSS_VerifyMIC: true when `mic` is this context's checksum of `msg`.
     pub fn verify_mic(&mut self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
+        if let Some(cfx) = &self.cfx {
+            return cfx
+                .verify_mic(msg, mic)
+                .map_err(|e| token_failed("gss_verify_mic", e));
+        }
         let api = self.api;
         let mut min = 0;
         let mut input = GssBuffer::input(msg);
@@ -418,6 +593,11 @@ impl SecContext {
     /// GSS_Wrap with confidentiality (privacy): the token carrying `msg`
     /// encrypted and checksummed.
     pub fn wrap(&mut self, msg: &[u8]) -> Result<Vec<u8>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let mut out = Vec::new();
+            cfx.wrap(&[msg], true, &mut out);
+            return Ok(out);
+        }
         let api = self.api;
         let mut min = 0;
         let mut input = GssBuffer::input(msg);
@@ -441,6 +621,21 @@ impl SecContext {
     /// GSS_Unwrap: the message inside `token`, after checking its checksum.
     /// A token that was not encrypted is refused (privacy was asked for).
     pub fn unwrap(&mut self, token: &[u8]) -> Result<Vec<u8>, GssError> {
+        if let Some(cfx) = &self.cfx {
+            let mut buf = token.to_vec();
+            let (range, conf) = cfx
+                .unwrap_in_place(&mut buf)
+                .map_err(|e| token_failed("gss_unwrap", e))?;
+            if !conf {
+                return Err(GssError::Failed {
+                    call: "gss_unwrap",
+                    detail: "the reply was not encrypted".into(),
+                });
+            }
+            buf.truncate(range.end);
+            buf.drain(..range.start);
+            return Ok(buf);
+        }
         let api = self.api;
         let mut min = 0;
         let mut input = GssBuffer::input(token);
@@ -471,6 +666,114 @@ impl SecContext {
     }
 }
 
+fn token_failed(call: &'static str, e: super::cfx::CfxError) -> GssError {
+    GssError::Failed {
+        call,
+        detail: e.to_string(),
+    }
+}
+
+/// The established context `ctx`'s tokens made in-process, when MIT
+/// exports its keys (the lucid context, version 1) and they are RFC 4121
+/// ones of an AES enctype; `None` leaves them to the library (said at
+/// debug level).
+fn in_process_tokens(api: &Api, ctx: GssCtx) -> Option<CfxContext> {
+    let lucid = api.lucid.as_ref()?;
+    let mut min = 0;
+    let mut oid = GssOid {
+        length: LUCID_V1_OID.len() as OmUint32,
+        elements: LUCID_V1_OID.as_ptr() as *mut c_void,
+    };
+    let mut set: *mut GssBufferSet = ptr::null_mut();
+    // SAFETY: the context is the library's, complete; `set` is an
+    // out-pointer released below.
+    let maj = unsafe { (lucid.inquire_by_oid)(&mut min, ctx, &mut oid, &mut set) };
+    let mut kctx: *mut c_void = ptr::null_mut();
+    if maj & GSS_ROUTINE_ERROR_MASK == 0 && !set.is_null() {
+        // SAFETY: the library filled `set`: `count` buffers at `elements`;
+        // the lucid export is one buffer holding the lucid context's
+        // address (MIT's gss_krb5_export_lucid_sec_context reads it so).
+        unsafe {
+            let s = &*set;
+            if s.count == 1 && !s.elements.is_null() {
+                let b = &*s.elements;
+                if b.length == std::mem::size_of::<*mut c_void>() && !b.value.is_null() {
+                    kctx = ptr::read_unaligned(b.value as *const *mut c_void);
+                }
+            }
+        }
+    }
+    if !set.is_null() {
+        // SAFETY: released once; the lucid context itself is not in it.
+        unsafe { (lucid.release_buffer_set)(&mut min, &mut set) };
+    }
+    if kctx.is_null() {
+        tracing::debug!(
+            "the GSS-API library exported no lucid context (major {maj:#x}): its own tokens"
+        );
+        return None;
+    }
+    // SAFETY: version 1 of the lucid context was asked for, whose layout
+    // `LucidV1` mirrors; it stays valid until freed just below.
+    let made = unsafe { cfx_of(&*(kctx as *const LucidV1)) };
+    // SAFETY: freed once, as the library allocated it.
+    unsafe { (lucid.free_lucid)(&mut min, kctx) };
+    match made {
+        Ok(cfx) => {
+            tracing::debug!(
+                enctype = cfx.enctype().id(),
+                "Kerberos tokens made in-process"
+            );
+            Some(cfx)
+        }
+        Err(why) => {
+            tracing::debug!("Kerberos tokens left to the GSS-API library: {why}");
+            None
+        }
+    }
+}
+
+/// The tokens of a lucid context, or why they stay with the library.
+///
+/// # Safety
+/// The keys' `data` must point at `length` readable bytes (or be null).
+unsafe fn cfx_of(l: &LucidV1) -> Result<CfxContext, String> {
+    if l.version != 1 {
+        return Err(format!("lucid context version {}", l.version));
+    }
+    if l.protocol != 1 {
+        return Err(format!(
+            "RFC 1964 tokens (enctype {})",
+            l.rfc1964.ctx_key.enctype
+        ));
+    }
+    /// # Safety
+    /// As for `cfx_of`.
+    unsafe fn bytes(k: &LucidKey) -> (u32, &[u8]) {
+        let data = if k.data.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: the caller's promise.
+            unsafe { std::slice::from_raw_parts(k.data as *const u8, k.length as usize) }
+        };
+        (k.enctype, data)
+    }
+    // SAFETY: the caller's promise, for both keys.
+    let (ctx_key, acceptor_subkey) = unsafe {
+        (
+            bytes(&l.cfx.ctx_key),
+            (l.cfx.have_acceptor_subkey != 0).then(|| bytes(&l.cfx.acceptor_subkey)),
+        )
+    };
+    CfxContext::new(&CfxKeys {
+        initiator: l.initiate != 0,
+        send_seq: l.send_seq,
+        ctx_key,
+        acceptor_subkey,
+    })
+    .map_err(|e| e.to_string())
+}
+
 impl Drop for SecContext {
     fn drop(&mut self) {
         let mut min = 0;
@@ -484,5 +787,241 @@ impl Drop for SecContext {
                 (self.api.release_name)(&mut min, &mut self.target);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Our RFC 4121 tokens against MIT's own, both ways: a context set up
+    //! between this process's initiator and an MIT acceptor holding the
+    //! test realm's service keytab (`scripts/server/kdc.sh`, beside its
+    //! `KRB5_CONFIG`).
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    type AcceptSecContext = unsafe extern "C" fn(
+        *mut OmUint32,
+        *mut GssCtx,
+        *mut c_void,
+        *mut GssBuffer,
+        *mut c_void,
+        *mut GssName,
+        *mut *mut GssOid,
+        *mut GssBuffer,
+        *mut OmUint32,
+        *mut OmUint32,
+        *mut *mut c_void,
+    ) -> OmUint32;
+    type RegisterAcceptorIdentity = unsafe extern "C" fn(*const std::ffi::c_char) -> OmUint32;
+
+    /// MIT's side of the context: the acceptor, all its tokens MIT's.
+    struct MitAcceptor {
+        api: &'static Api,
+        accept: AcceptSecContext,
+        ctx: GssCtx,
+    }
+
+    impl MitAcceptor {
+        fn new(keytab: &std::path::Path) -> Self {
+            let api = api().expect("library");
+            let lib = unsafe { Library::new(LIBRARY) }.expect("library");
+            // SAFETY: MIT's signatures (gssapi.h, gssapi_krb5.h).
+            let (accept, register) = unsafe {
+                let a: AcceptSecContext = *sym(&lib, b"gss_accept_sec_context\0").unwrap();
+                let r: RegisterAcceptorIdentity =
+                    *sym(&lib, b"krb5_gss_register_acceptor_identity\0").unwrap();
+                (a, r)
+            };
+            std::mem::forget(lib);
+            let path = std::ffi::CString::new(keytab.to_str().unwrap()).unwrap();
+            // SAFETY: a NUL-terminated path the library copies.
+            assert_eq!(unsafe { register(path.as_ptr()) }, GSS_S_COMPLETE);
+            Self {
+                api,
+                accept,
+                ctx: ptr::null_mut(),
+            }
+        }
+
+        fn step(&mut self, token: &[u8]) -> Vec<u8> {
+            let (mut min, mut flags, mut time) = (0, 0, 0);
+            let mut input = GssBuffer::input(token);
+            let mut output = GssBuffer::empty();
+            // SAFETY: valid pointers; the output is taken below.
+            let maj = unsafe {
+                (self.accept)(
+                    &mut min,
+                    &mut self.ctx,
+                    ptr::null_mut(),
+                    &mut input,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    &mut output,
+                    &mut flags,
+                    &mut time,
+                    ptr::null_mut(),
+                )
+            };
+            let out = unsafe { take_buffer(self.api, &mut output) };
+            check(self.api, "gss_accept_sec_context", maj, min).expect("accepts");
+            out
+        }
+
+        fn get_mic(&self, msg: &[u8]) -> Vec<u8> {
+            let mut min = 0;
+            let mut input = GssBuffer::input(msg);
+            let mut token = GssBuffer::empty();
+            let maj = unsafe { (self.api.get_mic)(&mut min, self.ctx, 0, &mut input, &mut token) };
+            let out = unsafe { take_buffer(self.api, &mut token) };
+            check(self.api, "gss_get_mic", maj, min).expect("MIT MIC");
+            out
+        }
+
+        fn verify_mic(&self, msg: &[u8], mic: &[u8]) -> Result<(), GssError> {
+            let (mut min, mut qop) = (0, 0);
+            let mut input = GssBuffer::input(msg);
+            let mut token = GssBuffer::input(mic);
+            let maj = unsafe {
+                (self.api.verify_mic)(&mut min, self.ctx, &mut input, &mut token, &mut qop)
+            };
+            check(self.api, "gss_verify_mic", maj, min)
+        }
+
+        fn wrap(&self, msg: &[u8], conf: bool) -> Vec<u8> {
+            let (mut min, mut conf_state) = (0, 0);
+            let mut input = GssBuffer::input(msg);
+            let mut output = GssBuffer::empty();
+            let maj = unsafe {
+                (self.api.wrap)(
+                    &mut min,
+                    self.ctx,
+                    c_int::from(conf),
+                    0,
+                    &mut input,
+                    &mut conf_state,
+                    &mut output,
+                )
+            };
+            let out = unsafe { take_buffer(self.api, &mut output) };
+            check(self.api, "gss_wrap", maj, min).expect("MIT wrap");
+            assert_eq!(conf_state != 0, conf);
+            out
+        }
+
+        fn unwrap(&self, token: &[u8]) -> Result<(Vec<u8>, bool), GssError> {
+            let (mut min, mut conf, mut qop) = (0, 0, 0);
+            let mut input = GssBuffer::input(token);
+            let mut output = GssBuffer::empty();
+            let maj = unsafe {
+                (self.api.unwrap)(
+                    &mut min,
+                    self.ctx,
+                    &mut input,
+                    &mut output,
+                    &mut conf,
+                    &mut qop,
+                )
+            };
+            let out = unsafe { take_buffer(self.api, &mut output) };
+            check(self.api, "gss_unwrap", maj, min)?;
+            Ok((out, conf != 0))
+        }
+    }
+
+    #[test]
+    fn in_process_tokens_interoperate_with_mit_both_ways() {
+        let test = "in_process_tokens_interoperate_with_mit_both_ways";
+        let Some(url) = directnfs_testkit::server::url_krb5(test) else {
+            return;
+        };
+        let host = url
+            .strip_prefix("nfs://")
+            .and_then(|r| r.split('/').next())
+            .expect("URL host");
+        let conf = std::env::var("KRB5_CONFIG").expect("KRB5_CONFIG beside DNFS_TEST_URL_KRB5");
+        let keytab = std::path::Path::new(&conf).with_file_name("server.keytab");
+        let mut acceptor = MitAcceptor::new(&keytab);
+        let mut init = SecContext::new(&format!("nfs@{host}")).expect("name");
+        let mut reply: Option<Vec<u8>> = None;
+        for _ in 0..4 {
+            let (token, done) = init.step(reply.as_deref()).expect("initiator step");
+            if !token.is_empty() {
+                reply = Some(acceptor.step(&token));
+            }
+            if done {
+                break;
+            }
+        }
+        assert!(init.complete, "the context did not complete");
+        let enctype = init
+            .in_process_enctype()
+            .expect("an AES context's tokens are made in-process");
+        assert!((17..=20).contains(&enctype), "enctype {enctype}");
+        let msg: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
+
+        // Ours, checked by MIT.
+        let mic = init.get_mic(&msg).expect("our MIC");
+        acceptor
+            .verify_mic(&msg, &mic)
+            .expect("MIT verifies our MIC");
+        assert!(acceptor.verify_mic(&msg[1..], &mic).is_err());
+        for conf in [true, false] {
+            let mut token = Vec::new();
+            init.cfx
+                .as_ref()
+                .unwrap()
+                .wrap(&[&msg[..100], &msg[100..]], conf, &mut token);
+            let (plain, sealed) = acceptor.unwrap(&token).expect("MIT unwraps ours");
+            assert_eq!((plain, sealed), (msg.clone(), conf));
+        }
+        let sealed = init.wrap(&msg).expect("our wrap");
+        assert!(!sealed.windows(64).any(|w| w == &msg[..64]), "encrypted");
+        let mut altered = sealed.clone();
+        altered[40] ^= 1;
+        assert!(
+            acceptor.unwrap(&altered).is_err(),
+            "MIT refuses an altered token"
+        );
+
+        // MIT's, checked by ours.
+        let mic = acceptor.get_mic(&msg);
+        init.verify_mic(&msg, &mic).expect("we verify MIT's MIC");
+        assert!(init.verify_mic(b"other", &mic).is_err());
+        for conf in [true, false] {
+            let mut token = acceptor.wrap(&msg, conf);
+            let (range, sealed) = init
+                .cfx
+                .as_ref()
+                .unwrap()
+                .unwrap_in_place(&mut token)
+                .expect("we unwrap MIT's");
+            assert_eq!((&token[range], sealed), (&msg[..], conf));
+        }
+        let token = acceptor.wrap(&msg, true);
+        assert_eq!(init.unwrap(&token).expect("unwrap"), msg);
+        for at in [0, 2, 17, token.len() / 2, token.len() - 1] {
+            let mut bad = token.clone();
+            bad[at] ^= 0x10;
+            assert!(init.unwrap(&bad).is_err(), "MIT's token altered at {at}");
+        }
+        assert!(
+            init.unwrap(&acceptor.wrap(&msg, false)).is_err(),
+            "not encrypted"
+        );
+
+        // MIT's initiator context outlives the lucid export (the path kept
+        // for other enctypes uses it).
+        let mut min = 0;
+        let mut input = GssBuffer::input(&msg);
+        let mut token = GssBuffer::empty();
+        let maj = unsafe { (init.api.get_mic)(&mut min, init.ctx, 0, &mut input, &mut token) };
+        let mit_mic = unsafe { take_buffer(init.api, &mut token) };
+        check(init.api, "gss_get_mic", maj, min).expect("MIT's initiator context still works");
+        acceptor
+            .verify_mic(&msg, &mit_mic)
+            .expect("and its MIC checks");
+        eprintln!("in-process Kerberos tokens checked against MIT with enctype {enctype}");
     }
 }

@@ -1,6 +1,8 @@
 //! Kerberos for NFS: RPCSEC_GSS (RFC 2203) with the Kerberos V5 mechanism
 //! (RFC 2623 flavors krb5, krb5i, krb5p), through the system's MIT GSS-API
-//! library.
+//! library for the context, and for each call's tokens this crate's own
+//! RFC 4121 code when the context's enctype is an AES one ([`cfx`],
+//! [`enctype`]; MIT's calls otherwise).
 //!
 //! The GSS-API binding ([`gssapi`]), one context's sealing and opening of
 //! calls ([`rpcsec`]), the sequence window meter ([`window`]), a blocking
@@ -11,12 +13,16 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | `gssapi.rs` | the MIT GSS-API library, loaded at first use: names, context steps, MIC, wrap |
+//! | `gssapi.rs` | the MIT GSS-API library, loaded at first use: names, context steps, MIC, wrap; the lucid export of a context's keys |
+//! | `enctype.rs` | the AES enctypes (RFC 3961/3962/8009): key derivation, CBC-CTS, HMAC, encrypt and checksum |
+//! | `cfx.rs` | RFC 4121 MIC and Wrap tokens made and checked in-process |
 //! | `window.rs` | at most the server's window of calls in flight per context |
 //! | `rpcsec.rs` | seal a call, open its reply; the INIT call and reply |
 //! | `exchange.rs` | a TCP connection with a context: the handshake, then calls one at a time |
 //! | `sealer.rs` | a transport connection's context: seal each call as it is written, open each reply |
 
+pub mod cfx;
+pub mod enctype;
 pub mod exchange;
 pub mod gssapi;
 pub mod rpcsec;

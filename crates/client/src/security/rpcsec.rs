@@ -11,6 +11,7 @@ use directnfs_wire::rpc::gss::{self, GssCred, GssProc, GssService, MAXSEQ};
 use directnfs_wire::rpc::{
     encode_call_header, AcceptedReply, AuthStat, OpaqueAuth, RejectedReply, ReplyBody, ReplyHeader,
 };
+use directnfs_wire::xdr::pad_len;
 use directnfs_wire::{Decode, Encode, XdrReader};
 
 use super::gssapi::SecContext;
@@ -96,12 +97,14 @@ impl GssContext {
 
     /// Seals one call with a new sequence number: a retransmission must be
     /// sealed again (RFC 2203 §5.3.3.1: the server drops a number it has
-    /// seen). `args` are the procedure's encoded arguments.
+    /// seen). The procedure's encoded arguments are the concatenation of
+    /// `args` (a WRITE's data and its padding apart, never copied together
+    /// first).
     pub fn seal(
         &self,
         xid: u32,
         (prog, vers, proc_): (u32, u32, u32),
-        args: &[u8],
+        args: &[&[u8]],
     ) -> Result<SealedCall, SecurityError> {
         let seq_num = self.next_seq.fetch_add(1, Ordering::Relaxed);
         if seq_num >= MAXSEQ {
@@ -116,7 +119,11 @@ impl GssContext {
             handle: self.handle.clone(),
         }
         .to_opaque_auth();
-        let mut message = Vec::with_capacity(128 + args.len());
+        let args_len: usize = args.iter().map(|a| a.len()).sum();
+        // Header, credential, verifier, and a token's overhead (64 bytes
+        // is more than RFC 4121's 16-byte header, confounder, inner header
+        // and 24-byte tag need together with the XDR lengths).
+        let mut message = Vec::with_capacity(192 + self.handle.len() + args_len);
         let mut cred_bytes = Vec::with_capacity(32 + self.handle.len());
         cred.encode(&mut cred_bytes);
         encode_call_header(&mut message, xid, prog, vers, proc_, &cred_bytes);
@@ -129,20 +136,31 @@ impl GssContext {
             body: mic,
         }
         .encode(&mut message);
+        let seq = seq_num.to_be_bytes();
+        let mut body: Vec<&[u8]> = Vec::with_capacity(args.len() + 1);
+        body.push(&seq);
+        body.extend_from_slice(args);
         match self.service {
             GssService::RPC_GSS_SVC_INTEGRITY => {
-                let mut plain = Vec::with_capacity(4 + args.len());
-                gss::encode_data_body(&mut plain, seq_num, args);
-                let checksum = gss.get_mic(&plain).map_err(|e| self.gss_failed(e))?;
-                gss::encode_integ_data(&mut message, &plain, &checksum);
+                // rpc_gss_integ_data (RFC 2203 §5.3.2.2): the data body
+                // (sequence number and arguments) as an opaque, then its
+                // checksum.
+                let checksum = gss.get_mic_of(&body).map_err(|e| self.gss_failed(e))?;
+                put_opaque_parts(&mut message, &body);
+                put_opaque_parts(&mut message, &[&checksum]);
             }
             GssService::RPC_GSS_SVC_PRIVACY => {
-                let mut plain = Vec::with_capacity(4 + args.len());
-                gss::encode_data_body(&mut plain, seq_num, args);
-                let wrapped = gss.wrap(&plain).map_err(|e| self.gss_failed(e))?;
-                gss::encode_priv_data(&mut message, &wrapped);
+                // rpc_gss_priv_data (§5.3.2.3): the Wrap token as an opaque,
+                // made straight into the message.
+                let at = message.len();
+                message.extend_from_slice(&[0; 4]);
+                gss.wrap_into(&body, &mut message)
+                    .map_err(|e| self.gss_failed(e))?;
+                let len = message.len() - at - 4;
+                message[at..at + 4].copy_from_slice(&(len as u32).to_be_bytes());
+                message.extend_from_slice(&[0u8; 3][..pad_len(len)]);
             }
-            _ => message.extend_from_slice(args),
+            _ => args.iter().for_each(|a| message.extend_from_slice(a)),
         }
         Ok(SealedCall { message, seq_num })
     }
@@ -158,6 +176,22 @@ impl GssContext {
         seq_num: u32,
         max_body: usize,
     ) -> Result<Vec<u8>, SecurityError> {
+        let mut out = Vec::new();
+        self.open_into(record, xid, seq_num, max_body, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::open`], the results appended to `out` (a private body is
+    /// decrypted in `out`, the only copy made of it). On an error `out`
+    /// may hold part of the body: the caller drops it.
+    pub fn open_into(
+        &self,
+        record: &[u8],
+        xid: u32,
+        seq_num: u32,
+        max_body: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), SecurityError> {
         let malformed = |detail: String| SecurityError::Malformed {
             server: self.server.clone(),
             detail,
@@ -196,28 +230,61 @@ impl GssContext {
                 detail: e.to_string(),
             })?;
         let body = r.rest();
-        let results = match self.service {
+        match self.service {
             GssService::RPC_GSS_SVC_INTEGRITY => {
                 let d =
                     gss::decode_integ_data(body, max_body).map_err(|e| malformed(e.to_string()))?;
                 gss.verify_mic(d.databody, d.checksum)
                     .map_err(|e| self.gss_failed(e))?;
-                gss::data_body_args(d.databody, seq_num)
-                    .map_err(|e| malformed(e.to_string()))?
-                    .to_vec()
+                let results = gss::data_body_args(d.databody, seq_num)
+                    .map_err(|e| malformed(e.to_string()))?;
+                out.extend_from_slice(results);
             }
             GssService::RPC_GSS_SVC_PRIVACY => {
                 let wrapped =
                     gss::decode_priv_data(body, max_body).map_err(|e| malformed(e.to_string()))?;
-                let plain = gss.unwrap(wrapped).map_err(|e| self.gss_failed(e))?;
-                gss::data_body_args(&plain, seq_num)
+                // Decrypted where the confounder and the sequence number
+                // (20 bytes) end at `keep`, the results land right after
+                // what `out` held, with no copy; those 20 bytes are put
+                // back after.
+                let keep = out.len();
+                let start = keep.saturating_sub(BLOCK_AND_SEQ);
+                let saved = out[start..].to_vec();
+                out.truncate(start);
+                let range = gss
+                    .unwrap_append(wrapped, out)
+                    .map_err(|e| self.gss_failed(e))?;
+                let results_len = gss::data_body_args(&out[range.clone()], seq_num)
                     .map_err(|e| malformed(e.to_string()))?
-                    .to_vec()
+                    .len();
+                let results_at = range.end - results_len;
+                if results_at != keep {
+                    // Another layout (MIT's path): move the results.
+                    if out.len() < keep + results_len {
+                        out.resize(keep + results_len, 0);
+                    }
+                    out.copy_within(results_at..results_at + results_len, keep);
+                }
+                out[start..keep].copy_from_slice(&saved);
+                out.truncate(keep + results_len);
             }
-            _ => body.to_vec(),
-        };
-        Ok(results)
+            _ => out.extend_from_slice(body),
+        }
+        Ok(())
     }
+}
+
+/// A Wrap token's confounder (one AES block) and the data body's sequence
+/// number: what precedes a private reply's results once decrypted.
+const BLOCK_AND_SEQ: usize = 16 + 4;
+
+/// Appends the XDR opaque (length, bytes, padding) whose bytes are the
+/// concatenation of `parts`.
+fn put_opaque_parts(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    out.extend_from_slice(&(len as u32).to_be_bytes());
+    parts.iter().for_each(|p| out.extend_from_slice(p));
+    out.extend_from_slice(&[0u8; 3][..pad_len(len)]);
 }
 
 /// An INIT or CONTINUE_INIT call (RFC 2203 §5.2.2): a NULL procedure call

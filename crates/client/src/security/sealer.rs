@@ -214,14 +214,12 @@ impl ConnectionSealer {
                 detail: "internal: a call body too short to seal".into(),
             })?;
         let sealed = match payload {
-            None => self.context.seal(xid, prog_vers_proc, args)?,
-            Some(p) => {
-                let mut all = Vec::with_capacity(args.len() + p.len() + 3);
-                all.extend_from_slice(args);
-                all.extend_from_slice(p);
-                all.extend_from_slice(&[0u8; 3][..pad_len(p.len())]);
-                self.context.seal(xid, prog_vers_proc, &all)?
-            }
+            None => self.context.seal(xid, prog_vers_proc, &[args])?,
+            Some(p) => self.context.seal(
+                xid,
+                prog_vers_proc,
+                &[args, p, &[0u8; 3][..pad_len(p.len())]],
+            )?,
         };
         let mut sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         let seqs = sent.entry(xid).or_default();
@@ -264,14 +262,14 @@ impl ConnectionSealer {
             .unwrap_or_default();
         let mut last = None;
         for &seq in seqs.iter().rev() {
-            match self.context.open(rec, xid, seq, max_body) {
-                Ok(results) => {
+            // The plain reply header, then the results opened after it.
+            let mut plain = Vec::with_capacity(24 + rec.len());
+            for word in [xid, 1, 0, AuthFlavor::AUTH_NONE.0, 0, 0] {
+                plain.extend_from_slice(&word.to_be_bytes());
+            }
+            match self.context.open_into(rec, xid, seq, max_body, &mut plain) {
+                Ok(()) => {
                     self.proven.store(true, Ordering::Relaxed);
-                    let mut plain = Vec::with_capacity(24 + results.len());
-                    for word in [xid, 1, 0, AuthFlavor::AUTH_NONE.0, 0, 0] {
-                        plain.extend_from_slice(&word.to_be_bytes());
-                    }
-                    plain.extend_from_slice(&results);
                     return Ok(Some(plain));
                 }
                 // Another transmission's number may be the one answered.
