@@ -79,7 +79,9 @@ pub(crate) struct TlsRequest {
 
 /// A ready TLS set-up for the connections of one server: the rustls
 /// configuration (trust, client certificate), the name to check, and the
-/// RPC program the probes name.
+/// RPC program the probes name (NFS, or MOUNT, the portmapper or NLM:
+/// RFC 9289 applies to every RPC program; [`TlsSpec::for_program`]).
+#[derive(Clone)]
 pub(crate) struct TlsSpec {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
@@ -93,6 +95,7 @@ impl fmt::Debug for TlsSpec {
         f.debug_struct("TlsSpec")
             .field("name", &self.name)
             .field("starttls", &self.starttls)
+            .field("prog", &self.prog)
             .field(
                 "client_cert",
                 &self.config.client_auth_cert_resolver.has_certs(),
@@ -139,6 +142,28 @@ impl TlsSpec {
             vers,
         })
     }
+
+    /// The same set-up (trust, certificate, name) for the connections of
+    /// another RPC program of the same server: its probes and NULL check
+    /// name `prog`/`vers`.
+    pub(crate) fn for_program(&self, prog: u32, vers: u32) -> Self {
+        TlsSpec {
+            prog,
+            vers,
+            ..self.clone()
+        }
+    }
+}
+
+/// The program a connection is for, as errors name it.
+fn program_name(prog: u32) -> &'static str {
+    match prog {
+        100_000 => "the portmapper",
+        100_003 => "NFS",
+        100_005 => "MOUNT",
+        100_021 => "NLM",
+        _ => "the RPC program",
+    }
 }
 
 /// Runs the probe, the handshake and the NULL check on `tcp` (all within
@@ -149,6 +174,7 @@ pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Re
     let peer = tcp
         .peer_addr()
         .map_or_else(|_| "the server".to_owned(), |a| a.to_string());
+    let peer = format!("{} at {peer}", program_name(spec.prog));
     if spec.starttls {
         starttls(&tcp, spec, deadline).map_err(|e| step(e, &peer, "AUTH_TLS probe"))?;
     }
