@@ -72,8 +72,8 @@ KRB5_STATE_DIR=${DNFS_TEST_KRB5_STATE_DIR:-/tmp/dnfs-test-krb5-server}
 KRB5_EXPORT_DIR=${DNFS_TEST_KRB5_EXPORT_DIR:-/tmp/dnfs-test-krb5-export}
 # The RPC-with-TLS front (its certificates and PID) and its first port: four
 # ports (STARTTLS, mtls, TLS from the first byte, no TLS) per server port,
-# PORT to PORT+19 in all (start_servers); tls.rs's reconnect test starts a
-# front of its own on PORT+4.
+# PORT to PORT+31 in all (start_servers; +20 to +31 for the NLM server, as
+# root); tls.rs's reconnect test starts a front of its own on PORT+4.
 TLS_STATE_DIR=${DNFS_TEST_TLS_STATE_DIR:-/tmp/dnfs-test-tls-front}
 TLS_PORT=${DNFS_TEST_TLS_FRONT_PORT:-2560}
 
@@ -647,10 +647,22 @@ start_servers() {
     mnt_port=$(url_port "$url" mountport)
     krb5_nfs=$(url_port "$DNFS_TEST_URL_KRB5" nfsport)
     krb5_mnt=$(url_port "$DNFS_TEST_URL_KRB5" mountport)
-    log "starting the RPC-with-TLS front on ports $TLS_PORT-$((TLS_PORT + 19))"
+    local nlm_pairs=()
+    if [[ -n ${DNFS_TEST_URL_NLM:-} ]]; then
+        # The NLM server's NFS, MOUNT and NLM ports (PORT+20 to PORT+31):
+        # tls.rs's NLM test.
+        local nlm_status nlm_addr
+        nlm_status=$(DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/server/nfs-server.sh status)
+        nlm_addr=$(sed -n 's/^bind_addr=//p' <<<"$nlm_status")
+        nlm_pairs=("$nlm_addr:$(sed -n 's/^nfs_port=//p' <<<"$nlm_status")" $((TLS_PORT + 20))
+            "$nlm_addr:$(sed -n 's/^mnt_port=//p' <<<"$nlm_status")" $((TLS_PORT + 24))
+            "$nlm_addr:$(sed -n 's/^nlm_port=//p' <<<"$nlm_status")" $((TLS_PORT + 28)))
+        export DNFS_TEST_TLS_NLM_PORT=$((TLS_PORT + 20))
+    fi
+    log "starting the RPC-with-TLS front on ports $TLS_PORT-$((TLS_PORT + 31))"
     python3 scripts/server/tls-front.py start "$TLS_STATE_DIR" "$nfs_port" "$TLS_PORT" \
         "$mnt_port" $((TLS_PORT + 8)) "$krb5_nfs" $((TLS_PORT + 12)) \
-        "$krb5_mnt" $((TLS_PORT + 16)) >/dev/null
+        "$krb5_mnt" $((TLS_PORT + 16)) "${nlm_pairs[@]}" >/dev/null
     export DNFS_TEST_TLS_DIR="$TLS_STATE_DIR" DNFS_TEST_TLS_PORT="$TLS_PORT" DNFS_TEST_REQUIRE_TLS=1
 }
 

@@ -410,6 +410,68 @@ fn first_call_answered_without_starttls(listener: &std::net::TcpListener) -> Vec
     words
 }
 
+/// The first of the front's 12 ports before the NLM test server's NFS,
+/// MOUNT and NLM ports (`DNFS_TEST_TLS_NLM_PORT`, which `scripts/test.sh`
+/// sets where it starts that server, as root) and that server's URL;
+/// `None` where there is none (skipped, or a failure under
+/// `DNFS_TEST_REQUIRE_NLM`).
+fn nlm_front(test: &str) -> Option<(String, u16)> {
+    let url = directnfs_testkit::server::url_nlm(test)?;
+    match std::env::var("DNFS_TEST_TLS_NLM_PORT")
+        .ok()
+        .and_then(|p| p.parse().ok())
+    {
+        Some(port) => Some((url, port)),
+        None => {
+            directnfs_testkit::server::cannot_check(
+                test,
+                "DNFS_TEST_URL_NLM is set but DNFS_TEST_TLS_NLM_PORT is not (a TLS front \
+                 before the NLM server's NFS, MOUNT and NLM ports)",
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn nlm_locks_go_through_tls_too() {
+    // NFS, MOUNT and NLM each through the front's STARTTLS port, which
+    // closes a connection whose first call is not the AUTH_TLS probe: a
+    // lock granted and refused proves NLM's calls went through TLS.
+    let test = "nlm_locks_go_through_tls_too";
+    let Some(front) = front(test) else {
+        return;
+    };
+    let Some((url, base)) = nlm_front(test) else {
+        return;
+    };
+    let (head, _) = url.split_once('?').unwrap();
+    let path = head.split_once("://").unwrap().1;
+    let path = &path[path.find('/').unwrap()..];
+    let url = format!(
+        "nfs://127.0.0.1{path}?nfsport={base}&mountport={}&nlm_port={}&xprtsec=tls&tls_ca={}&{SHORT_WAIT}",
+        base + 4,
+        base + 8,
+        front.file("ca.pem")
+    );
+    let c = Client::connect(&url).unwrap_or_else(|e| panic!("{url}: {e}"));
+    let name = unique("tls-nlm");
+    let f = c.create(&name).unwrap();
+    let fh = f.handle();
+    let (a, b) = (
+        directnfs::NlmOwner::process_of(4101),
+        directnfs::NlmOwner::process_of(4102),
+    );
+    c.nlm_lock(&fh, &a, (0, 100), true, false).unwrap();
+    let e = c.nlm_lock(&fh, &b, (50, 10), true, false).unwrap_err();
+    assert_eq!(e.errno(), libc::EAGAIN, "{e}");
+    c.nlm_unlock(&fh, &a, (0, 0)).unwrap();
+    c.nlm_lock(&fh, &b, (50, 10), true, false).unwrap();
+    c.nlm_unlock(&fh, &b, (0, 0)).unwrap();
+    drop(f);
+    c.remove(&name).unwrap();
+}
+
 /// Kerberos contexts made so far in this process.
 fn contexts() -> u64 {
     directnfs::security::counters().contexts
