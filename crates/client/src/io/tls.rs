@@ -480,7 +480,7 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
                     break;
                 }
             };
-            match feed(&mut conn, &wire[..n], &mut held, &mut buf) {
+            match feed(&mut conn, &wire[..n], (&mut held, sent), &mut local) {
                 Ok(true) => {}
                 Ok(false) => {
                     ended = Some("the server closed the TLS session".to_owned());
@@ -488,7 +488,7 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
                 }
                 Err(e) => {
                     let _ = flush_tls(&mut conn, &mut tcp, true);
-                    ended = Some(format!("TLS: {e}"));
+                    ended = Some(e);
                     break;
                 }
             }
@@ -528,25 +528,49 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
 }
 
 /// Hands `bytes` (TLS records from the server, in any cut) to `conn` and
-/// appends the plaintext they carry to `held` (`scratch`: a buffer for
-/// the copy). False once the server ended the session (close_notify).
+/// passes the plaintext they carry on: straight to the driver's end
+/// `local` while nothing is held for it (`held[sent..]` empty), else (and
+/// what `local` does not take) to the end of `held`. False once the server
+/// ended the session (close_notify); an error says which side failed.
 fn feed(
     conn: &mut ClientConnection,
     mut bytes: &[u8],
-    held: &mut Vec<u8>,
-    scratch: &mut [u8],
+    (held, sent): (&mut Vec<u8>, usize),
+    local: &mut std::os::unix::net::UnixStream,
 ) -> Result<bool, String> {
+    use std::io::BufRead;
     while !bytes.is_empty() {
         // `&[u8]` reads advance the slice: each call takes what fits in
         // rustls's buffer (a record at most) from the front.
         match conn.read_tls(&mut bytes) {
             Ok(0) => return Ok(false),
             Ok(_) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(format!("TLS: {e}")),
         }
-        let state = conn.process_new_packets().map_err(|e| e.to_string())?;
-        while let Ok(n @ 1..) = conn.reader().read(scratch) {
-            held.extend_from_slice(&scratch[..n]);
+        let state = conn
+            .process_new_packets()
+            .map_err(|e| format!("TLS: {e}"))?;
+        let mut reader = conn.reader();
+        loop {
+            let chunk = match reader.fill_buf() {
+                Ok(c) if !c.is_empty() => c,
+                _ => break,
+            };
+            let len = chunk.len();
+            let mut taken = 0;
+            if held.len() == sent {
+                match local.write(chunk) {
+                    Ok(n) => taken = n,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => return Err(format!("local end: {e}")),
+                }
+            }
+            held.extend_from_slice(&chunk[taken..]);
+            reader.consume(len);
         }
         if state.peer_has_closed() {
             return Ok(false);
