@@ -480,7 +480,7 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
                     break;
                 }
             };
-            match feed(&mut conn, &wire[..n], (&mut held, sent), &mut local) {
+            match feed(&mut conn, &wire[..n], &mut held) {
                 Ok(true) => {}
                 Ok(false) => {
                     ended = Some("the server closed the TLS session".to_owned());
@@ -528,16 +528,12 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
 }
 
 /// Hands `bytes` (TLS records from the server, in any cut) to `conn` and
-/// passes the plaintext they carry on: straight to the driver's end
-/// `local` while nothing is held for it (`held[sent..]` empty), else (and
-/// what `local` does not take) to the end of `held`. False once the server
-/// ended the session (close_notify); an error says which side failed.
-fn feed(
-    conn: &mut ClientConnection,
-    mut bytes: &[u8],
-    (held, sent): (&mut Vec<u8>, usize),
-    local: &mut std::os::unix::net::UnixStream,
-) -> Result<bool, String> {
+/// appends the plaintext they carry to `held`, straight from rustls's
+/// buffer. Not written to the driver's end here: the caller writes all
+/// that one read brought at once (a write per 16 KiB record would wake
+/// the driver once per record). False once the server ended the session
+/// (close_notify).
+fn feed(conn: &mut ClientConnection, mut bytes: &[u8], held: &mut Vec<u8>) -> Result<bool, String> {
     use std::io::BufRead;
     while !bytes.is_empty() {
         // `&[u8]` reads advance the slice: each call takes what fits in
@@ -551,25 +547,9 @@ fn feed(
             .process_new_packets()
             .map_err(|e| format!("TLS: {e}"))?;
         let mut reader = conn.reader();
-        loop {
-            let chunk = match reader.fill_buf() {
-                Ok(c) if !c.is_empty() => c,
-                _ => break,
-            };
+        while let Ok(chunk @ [_, ..]) = reader.fill_buf() {
             let len = chunk.len();
-            let mut taken = 0;
-            if held.len() == sent {
-                match local.write(chunk) {
-                    Ok(n) => taken = n,
-                    Err(e)
-                        if matches!(
-                            e.kind(),
-                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
-                        ) => {}
-                    Err(e) => return Err(format!("local end: {e}")),
-                }
-            }
-            held.extend_from_slice(&chunk[taken..]);
+            held.extend_from_slice(chunk);
             reader.consume(len);
         }
         if state.peer_has_closed() {
