@@ -374,6 +374,16 @@ fn the_portmapper_is_asked_in_tls_too() {
                 );
                 return;
             }
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                // As the NLM tests: only root may play a server on port 111.
+                directnfs_testkit::server::skipped(
+                    test,
+                    &format!(
+                        "not root: cannot listen on 127.0.0.1:111 to play the portmapper: {e}"
+                    ),
+                );
+                return;
+            }
             Err(e) => {
                 directnfs_testkit::server::cannot_check(
                     test,
