@@ -178,6 +178,14 @@ hand = {
         bytes([6]) + bytes([5, 4, 5, 0xFF, 0, 16, 0, 0]) + bytes(8) + b"data" + bytes(16),
         bytes([0]) + bytes([4, 4, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF]) + bytes(8) + bytes(12),
     ],
+    # the probe's xid, then the reply: STARTTLS, an empty verifier (no TLS),
+    # PROG_UNAVAIL, AUTH_ERROR
+    "tls_probe_answer": [
+        w(9) + w(9, 1, 0, 0) + opaque(b"STARTTLS") + w(0),
+        w(9) + w(9, 1, 0, 0, 0, 0),
+        w(9) + w(9, 1, 0, 0, 0, 1),
+        w(9) + w(9, 1, 1, 1, 1),
+    ],
     "record_reassembly": [
         bytes([16, 3]) + w(0x00000004) + b"abcd" + w(0x80000002) + b"ef",
         bytes([2, 0]) + w(0xFFFFFFFF),

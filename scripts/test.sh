@@ -75,9 +75,10 @@ KRB5_EXPORT_DIR=${DNFS_TEST_KRB5_EXPORT_DIR:-/tmp/dnfs-test-krb5-export}
 # ends' Kerberos tests (tests/c/test_secure.c, crates/sqlite/tests/secure.rs,
 # run.sh's secure group) work there, and other flavors are refused.
 KRB5P_EXPORT_DIR=${DNFS_TEST_KRB5P_EXPORT_DIR:-/tmp/dnfs-test-krb5p-export}
-# The RPC-with-TLS front (its certificates and PID) and its first of four
-# ports (STARTTLS, mtls, TLS from the first byte, no TLS); tls.rs's
-# reconnect test starts a front of its own on the next four.
+# The RPC-with-TLS front (its certificates and PID) and its first port: four
+# ports (STARTTLS, mtls, TLS from the first byte, no TLS) per server port,
+# PORT to PORT+31 in all (start_servers; +20 to +31 for the NLM server, as
+# root); tls.rs's reconnect test starts a front of its own on PORT+4.
 TLS_STATE_DIR=${DNFS_TEST_TLS_STATE_DIR:-/tmp/dnfs-test-tls-front}
 TLS_PORT=${DNFS_TEST_TLS_FRONT_PORT:-2560}
 
@@ -610,6 +611,12 @@ finish_lane() {
     return "$rc"
 }
 
+# The value of option KEY (nfsport, mountport) in URL.
+url_port() {
+    local v=${1##*"$2"=}
+    echo "${v%%&*}"
+}
+
 # Both servers for the test steps: the main one (NFSv3 and NFSv4.1), and as
 # root the NLM one. Exports their URLs for the steps.
 SERVERS_STARTED=0
@@ -642,11 +649,31 @@ start_servers() {
     # (set -e), it is never a skip.
     log "starting the test KDC (realm DIRECTNFS.TEST) and a Kerberized NFS-Ganesha"
     start_kerberos
-    # RPC-with-TLS: Ganesha has none, so a front relays to its NFS port.
-    local nfs_port=${url##*nfsport=}
-    nfs_port=${nfs_port%%&*}
-    log "starting the RPC-with-TLS front on ports $TLS_PORT-$((TLS_PORT + 3)) -> $nfs_port"
-    python3 scripts/server/tls-front.py start "$TLS_STATE_DIR" "$nfs_port" "$TLS_PORT" >/dev/null
+    # RPC-with-TLS: Ganesha has none, so a front relays to its ports, four
+    # ports each (tls.rs): PORT the NFS port, PORT+8 the MOUNT port, PORT+12
+    # and PORT+16 the Kerberized server's NFS and MOUNT ports (PORT+4 is
+    # tls.rs's own front's).
+    local nfs_port mnt_port krb5_nfs krb5_mnt
+    nfs_port=$(url_port "$url" nfsport)
+    mnt_port=$(url_port "$url" mountport)
+    krb5_nfs=$(url_port "$DNFS_TEST_URL_KRB5" nfsport)
+    krb5_mnt=$(url_port "$DNFS_TEST_URL_KRB5" mountport)
+    local nlm_pairs=()
+    if [[ -n ${DNFS_TEST_URL_NLM:-} ]]; then
+        # The NLM server's NFS, MOUNT and NLM ports (PORT+20 to PORT+31):
+        # tls.rs's NLM test.
+        local nlm_status nlm_addr
+        nlm_status=$(DNFS_STATE_DIR="$NLM_STATE_DIR" bash scripts/server/nfs-server.sh status)
+        nlm_addr=$(sed -n 's/^bind_addr=//p' <<<"$nlm_status")
+        nlm_pairs=("$nlm_addr:$(sed -n 's/^nfs_port=//p' <<<"$nlm_status")" $((TLS_PORT + 20))
+            "$nlm_addr:$(sed -n 's/^mnt_port=//p' <<<"$nlm_status")" $((TLS_PORT + 24))
+            "$nlm_addr:$(sed -n 's/^nlm_port=//p' <<<"$nlm_status")" $((TLS_PORT + 28)))
+        export DNFS_TEST_TLS_NLM_PORT=$((TLS_PORT + 20))
+    fi
+    log "starting the RPC-with-TLS front on ports $TLS_PORT-$((TLS_PORT + 31))"
+    python3 scripts/server/tls-front.py start "$TLS_STATE_DIR" "$nfs_port" "$TLS_PORT" \
+        "$mnt_port" $((TLS_PORT + 8)) "$krb5_nfs" $((TLS_PORT + 12)) \
+        "$krb5_mnt" $((TLS_PORT + 16)) "${nlm_pairs[@]}" >/dev/null
     export DNFS_TEST_TLS_DIR="$TLS_STATE_DIR" DNFS_TEST_TLS_PORT="$TLS_PORT" DNFS_TEST_REQUIRE_TLS=1
 }
 

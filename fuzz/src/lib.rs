@@ -503,3 +503,31 @@ pub fn krb5_tokens(data: &[u8]) {
         .expect("the peer's own token opens");
     assert_eq!((&wrapped[range], sealed), (rest, conf));
 }
+
+/// The reader of a server's answer to the AUTH_TLS probe (RFC 9289 §4.1):
+/// the first 4 bytes are the xid the probe was sent with, the rest the
+/// reply record. It never panics, and it says "start TLS" only for an
+/// accepted SUCCESS reply to that xid whose verifier is AUTH_NONE
+/// "STARTTLS".
+pub fn tls_probe_answer(data: &[u8]) {
+    use directnfs_wire::rpc::tls::{probe_answer, ProbeAnswer};
+    use directnfs_wire::rpc::{AcceptedReply, ReplyBody, ReplyHeader};
+    let Some((xid, record)) = data.split_first_chunk::<4>() else {
+        return;
+    };
+    let xid = u32::from_be_bytes(*xid);
+    if let Ok(ProbeAnswer::StartTls) = probe_answer(record, xid) {
+        let h = ReplyHeader::decode(&mut XdrReader::new(record)).expect("accepted, so decodes");
+        assert_eq!(h.xid, xid);
+        match h.body {
+            ReplyBody::Accepted {
+                verf,
+                stat: AcceptedReply::Success,
+            } => {
+                assert_eq!(verf.flavor, directnfs_wire::rpc::auth::AuthFlavor::AUTH_NONE);
+                assert_eq!(verf.body, b"STARTTLS");
+            }
+            other => panic!("StartTls for {other:?}"),
+        }
+    }
+}

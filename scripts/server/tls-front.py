@@ -2,7 +2,9 @@
 """tls-front.py: an RPC-with-TLS (RFC 9289) front for a plain NFS server, for tests.
 
 NFS-Ganesha has no RPC-with-TLS. This front listens on four ports in front of
-one NFS port of a server and relays every connection to it:
+each backend port it is given (the NFS port, and the MOUNT or NLM port when
+those must be in TLS too: RFC 9289 applies to every RPC program) and relays
+every connection to it:
 
   BASE    STARTTLS: answers the AUTH_TLS NULL probe (RFC 9289 section 4.1:
           accepted, verifier AUTH_NONE "STARTTLS"), then the TLS 1.3 server
@@ -14,7 +16,8 @@ one NFS port of a server and relays every connection to it:
   BASE+3  no TLS at all: the same relay in clear, to measure the relay's cost
 
 Usage:
-  tls-front.py start STATE_DIR BACKEND_PORT BASE_PORT   start in the background
+  tls-front.py start STATE_DIR BACKEND_PORT BASE_PORT [BACKEND_PORT BASE_PORT ...]
+                                                        start in the background
   tls-front.py stop STATE_DIR                           stop the one started
   tls-front.py status STATE_DIR                         exit 3 if not running
 
@@ -22,8 +25,10 @@ Usage:
 (for IP 127.0.0.1 and the name nfs.test), client.pem/client.key (signed by
 the CA) and other-ca.pem (a CA that signed nothing here). It writes the PID
 to STATE_DIR/front.pid, the log to STATE_DIR/front.log, and prints
-key=value lines (dir, ports). The backend is 127.0.0.1:BACKEND_PORT.
-Only loopback is used. `stop` kills exactly the PID in the file.
+key=value lines (dir, the first pair's ports). A BACKEND_PORT is a port on
+127.0.0.1 or HOST:PORT (a test server in a network namespace); the fronts
+listen on 127.0.0.1 only. One process serves all the pairs with the same
+certificates. `stop` kills exactly the PID in the file.
 """
 
 import os
@@ -131,7 +136,7 @@ def relay(a, b):
         return
 
 
-def serve_conn(conn, mode, ctx, backend_port):
+def serve_conn(conn, mode, ctx, backend):
     upstream = None
     try:
         conn.settimeout(30)
@@ -152,7 +157,7 @@ def serve_conn(conn, mode, ctx, backend_port):
         else:
             first = b""
         conn.settimeout(None)
-        upstream = socket.create_connection(("127.0.0.1", backend_port))
+        upstream = socket.create_connection(backend)
         upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if first:
             upstream.sendall(first)
@@ -179,28 +184,43 @@ def context(d, mtls):
     return ctx
 
 
-def serve(d, backend_port, base):
+def backend_addr(spec):
+    """BACKEND_PORT or HOST:PORT as an address to connect to."""
+    host, _, port = spec.rpartition(":")
+    return (host or "127.0.0.1", int(port))
+
+
+def serve(d, pairs):
     modes = [("starttls", context(d, False)), ("mtls", context(d, True)),
              ("direct", context(d, False)), ("plain", None)]
     listeners = []
-    for i, (mode, ctx) in enumerate(modes):
-        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        ls.bind(("127.0.0.1", base + i))
-        ls.listen(128)
-        listeners.append((ls, mode, ctx))
-    print(f"listening on 127.0.0.1:{base}..{base + 3} -> 127.0.0.1:{backend_port}", flush=True)
+    for backend, base in pairs:
+        for i, (mode, ctx) in enumerate(modes):
+            ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            ls.bind(("127.0.0.1", base + i))
+            ls.listen(128)
+            listeners.append((ls, mode, ctx, backend))
+        print(f"listening on 127.0.0.1:{base}..{base + 3} -> {backend[0]}:{backend[1]}",
+              flush=True)
 
-    def accept(ls, mode, ctx):
+    def accept(ls, mode, ctx, backend):
         while True:
             conn, _ = ls.accept()
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=serve_conn, args=(conn, mode, ctx, backend_port),
+            threading.Thread(target=serve_conn, args=(conn, mode, ctx, backend),
                              daemon=True).start()
 
-    for ls, mode, ctx in listeners:
-        threading.Thread(target=accept, args=(ls, mode, ctx), daemon=True).start()
+    for ls, mode, ctx, backend in listeners:
+        threading.Thread(target=accept, args=(ls, mode, ctx, backend), daemon=True).start()
     signal.sigwait([signal.SIGTERM, signal.SIGINT])
+
+
+def parse_pairs(args):
+    """[BACKEND, BASE, BACKEND, BASE, ...] as [((host, port), base), ...]."""
+    if not args or len(args) % 2:
+        raise ValueError("BACKEND_PORT BASE_PORT pairs expected")
+    return [(backend_addr(args[i]), int(args[i + 1])) for i in range(0, len(args), 2)]
 
 
 def pid_of(d):
@@ -220,33 +240,37 @@ def main(argv):
     cmd, d = argv[1], os.path.abspath(argv[2])
     if cmd == "serve":
         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])
-        serve(d, int(argv[3]), int(argv[4]))
+        serve(d, parse_pairs(argv[3:]))
         return 0
     if cmd == "start":
-        if len(argv) != 5:
+        try:
+            pairs = parse_pairs(argv[3:])
+        except ValueError:
             print(__doc__, file=sys.stderr)
             return 2
-        backend, base = int(argv[3]), int(argv[4])
+        base = pairs[0][1]
         os.makedirs(d, exist_ok=True)
         make_certs(d)
         if pid_of(d) is None:
             log = open(os.path.join(d, "front.log"), "a")
             p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "serve", d,
-                                  str(backend), str(base)],
+                                  *argv[3:]],
                                  stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                  start_new_session=True)
             with open(os.path.join(d, "front.pid"), "w") as f:
                 f.write(f"{p.pid}\n")
             deadline = time.time() + 10
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", base + 3), timeout=1).close()
-                    break
-                except OSError:
-                    if p.poll() is not None or time.time() > deadline:
-                        print(f"tls-front: did not start; see {d}/front.log", file=sys.stderr)
-                        return 1
-                    time.sleep(0.1)
+            for _, b in pairs:
+                while True:
+                    try:
+                        socket.create_connection(("127.0.0.1", b + 3), timeout=1).close()
+                        break
+                    except OSError:
+                        if p.poll() is not None or time.time() > deadline:
+                            print(f"tls-front: did not start; see {d}/front.log",
+                                  file=sys.stderr)
+                            return 1
+                        time.sleep(0.1)
         print(f"dir={d}\nstarttls_port={base}\nmtls_port={base + 1}\n"
               f"direct_port={base + 2}\nplain_port={base + 3}")
         return 0

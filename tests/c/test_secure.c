@@ -100,7 +100,10 @@ static void with_port(const char *url, int port, const char *extra, char *out, s
         p++;
         const char *end = strchr(p, '&');
         int plen = end ? (int)(end - p) : (int)strlen(p);
-        if (strncmp(p, "nfsport=", 8) != 0 && plen > 0)
+        /* MOUNT goes in TLS too: the front's port for it is PORT+8 */
+        if (strncmp(p, "mountport=", 10) == 0)
+            n += snprintf(out + n, len - (size_t)n, "&mountport=%d", port + 8);
+        else if (strncmp(p, "nfsport=", 8) != 0 && plen > 0)
             n += snprintf(out + n, len - (size_t)n, "&%.*s", plen, p);
         p = end;
     }

@@ -38,7 +38,8 @@ use crate::io::oneshot::rpc_once;
 use crate::io::socket::{connect, ConnectSpec};
 use crate::security::{Flavor, GssConnection, SecurityError};
 
-/// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`.
+/// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`;
+/// in RPC-with-TLS when `base.tls` is set.
 ///
 /// Every failure names the portmapper, what was asked, and how to do
 /// without it (`nfsport=`, `mountport=`): no rpcbind listening is
@@ -48,6 +49,12 @@ use crate::security::{Flavor, GssConnection, SecurityError};
 pub(crate) fn getport(base: &ConnectSpec, cred: &[u8], prog: u32, vers: u32) -> Result<u16> {
     let mut spec = base.clone();
     spec.remote = SocketAddr::new(base.remote.ip(), portmap::PMAP_PORT);
+    // RPC-with-TLS asked (`xprtsec=`): the portmapper too, its probe
+    // naming the portmapper's program (RFC 9289 applies to every program).
+    spec.tls = base
+        .tls
+        .as_ref()
+        .map(|t| std::sync::Arc::new(t.for_program(portmap::PMAP_PROG, portmap::PMAP_VERS)));
     let name = match prog {
         directnfs_wire::nfs3::NFS_PROGRAM => "NFS",
         mount::MOUNT_PROGRAM => "MOUNT",

@@ -247,7 +247,7 @@ pub(crate) fn start_transport(
 /// The RPC-with-TLS set-up of the connections to `server` that
 /// `options` ask for (`xprtsec=`), shared by all of its channels; `None`
 /// for plain TCP. Reads the CA, certificate and key files once, here.
-fn tls_spec(
+pub(crate) fn tls_spec(
     options: &MountOptions,
     server: &str,
     (prog, vers): (u32, u32),

@@ -65,8 +65,9 @@ group_secure() {
     fi
     if ((have_tls)); then
         local ca=$DNFS_TEST_TLS_DIR/ca.pem tport=$DNFS_TEST_TLS_PORT
-        # The front relays the main server's NFS port; MOUNT goes to the
-        # server itself (in clear: docs/security.md).
+        # The front relays the main server's NFS port at tport and its MOUNT
+        # port at tport+8 (MOUNT goes in TLS too: docs/security.md).
+        local mountport=$((DNFS_TEST_TLS_PORT + 8))
         {
             printf 'server: t3\npath: %s\nport: %s\nmount_port: %s\nxprtsec: tls\ntls_ca: %s\n%b\nexport: %s mount: /dnfs-secure-t3\n' \
                 "$host" "$tport" "$mountport" "$ca" "$BOUND" "$export_path"

@@ -31,13 +31,18 @@ fn v41(url: &str) -> String {
     format!("{head}?vers=4.1&nfsport={port}")
 }
 
-/// `url` with its NFS port replaced by `port` and `extra` options added.
+/// `url` with its NFS port replaced by `port`, its MOUNT port (if any) by
+/// `port + 8` (the test front's STARTTLS port for MOUNT) and `extra` options added.
 fn with_port(url: &str, port: u16, extra: &str) -> String {
     let (head, query) = url.split_once('?').expect("a URL with options");
     let mut kv: Vec<String> = query
         .split('&')
         .filter(|kv| !kv.starts_with("nfsport="))
-        .map(str::to_string)
+        // MOUNT goes in TLS too: the test front's port for it is PORT+8.
+        .map(|kv| match kv.strip_prefix("mountport=") {
+            Some(_) => format!("mountport={}", port + 8),
+            None => kv.to_string(),
+        })
         .collect();
     kv.push(format!("nfsport={port}"));
     kv.push(extra.to_string());

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::io::oneshot::nobody_answered;
 use crate::io::socket::ConnectSpec;
 use crate::mount::{self, COLD_TIMEOUT};
-use crate::remote::{resolve, socket_buffers, start_transport, Remote};
+use crate::remote::{resolve, socket_buffers, start_transport, tls_spec, Remote};
 
 impl Client {
     /// Mounts the export of an `nfs://host[:port]/export/path?options` URL.
@@ -200,6 +200,19 @@ impl Client {
         timeout: Duration,
     ) -> Result<Discovered> {
         let ip = resolve(&path.server, 0)?.ip();
+        // RPC-with-TLS (`xprtsec=`) covers MOUNT and the portmapper too
+        // (RFC 9289 applies to every RPC program): their connections make
+        // the AUTH_TLS probe for their own program, and a server that
+        // answers it without STARTTLS fails the mount, naming the program.
+        let tls = tls_spec(
+            options,
+            &path.server,
+            (
+                directnfs_wire::mount::MOUNT_PROGRAM,
+                directnfs_wire::mount::MOUNT_V3,
+            ),
+        )
+        .map_err(|e| Error::InvalidInput(format!("xprtsec for {}: {e}", path.server)))?;
         let cold = |port: u16| ConnectSpec {
             remote: SocketAddr::new(ip, port),
             local: path.local,
@@ -207,7 +220,7 @@ impl Client {
             dontroute: options.dontroute,
             resvport: options.resvport,
             buffers: socket_buffers(options),
-            tls: None,
+            tls: tls.clone(),
         };
         let nfs_port = match options.nfs_port {
             Some(p) => p,

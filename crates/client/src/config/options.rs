@@ -258,8 +258,9 @@ pub struct MountOptions {
     /// [`MIN_WRITE_BEHIND`](Self::MIN_WRITE_BEHIND)..=[`MAX_WRITE_BEHIND_CLIENT`](Self::MAX_WRITE_BEHIND_CLIENT).
     /// Default 64 MiB.
     pub write_behind_client: usize,
-    /// RPC-with-TLS (RFC 9289) on every NFS connection (`xprtsec=`, the
-    /// Linux and libnfs key). MOUNT, the portmapper and NLM stay in clear.
+    /// RPC-with-TLS (RFC 9289) on every connection of the mount (`xprtsec=`,
+    /// the Linux and libnfs key): NFS, and MOUNT, the portmapper and NLM
+    /// too; a server that does not do it on one of them fails the mount.
     /// Default [`Xprtsec::None`].
     pub xprtsec: Xprtsec,
     /// PEM file of the CA(s) that sign the server's certificate

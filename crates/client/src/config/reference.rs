@@ -193,7 +193,7 @@ option_table![
     ),
     (
         "`xprtsec`",
-        "`none`, `tls` or `mtls` (the Linux and libnfs key): RPC-with-TLS (RFC 9289) on every NFS connection, reconnects included: the AUTH_TLS probe, then TLS 1.3 (ALPN `sunrpc`), the server's certificate checked against `tls_ca` and `tls_name`; `mtls` also sends `tls_cert`. MOUNT, the portmapper and NLM stay in clear (see docs/security.md)",
+        "`none`, `tls` or `mtls` (the Linux and libnfs key): RPC-with-TLS (RFC 9289) on every connection, reconnects included: NFS, MOUNT, the portmapper and NLM, each with the AUTH_TLS probe, then TLS 1.3 (ALPN `sunrpc`), the server's certificate checked against `tls_ca` and `tls_name`; `mtls` also sends `tls_cert`. A program whose server answers the probe without STARTTLS fails the mount, nothing sent in clear (see docs/security.md)",
         "`none`",
     ),
     (

@@ -37,15 +37,12 @@ use std::time::{Duration, Instant};
 
 use directnfs_wire::rpc::auth::AuthFlavor;
 use directnfs_wire::rpc::record::fragment_header;
-use directnfs_wire::rpc::{encode_call_header, ReplyBody, ReplyHeader};
+use directnfs_wire::rpc::tls::{probe_answer, ProbeAnswer};
+use directnfs_wire::rpc::ReplyHeader;
 use directnfs_wire::{Decode, XdrReader};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
-
-/// The verifier body of a server's answer to the AUTH_TLS probe (RFC 9289
-/// §4.1).
-const STARTTLS: &[u8] = b"STARTTLS";
 
 /// The ALPN protocol id of RPC-with-TLS (RFC 9289 §7.2).
 const ALPN_SUNRPC: &[u8] = b"sunrpc";
@@ -79,7 +76,9 @@ pub(crate) struct TlsRequest {
 
 /// A ready TLS set-up for the connections of one server: the rustls
 /// configuration (trust, client certificate), the name to check, and the
-/// RPC program the probes name.
+/// RPC program the probes name (NFS, or MOUNT, the portmapper or NLM:
+/// RFC 9289 applies to every RPC program; [`TlsSpec::for_program`]).
+#[derive(Clone)]
 pub(crate) struct TlsSpec {
     config: Arc<ClientConfig>,
     name: ServerName<'static>,
@@ -93,6 +92,7 @@ impl fmt::Debug for TlsSpec {
         f.debug_struct("TlsSpec")
             .field("name", &self.name)
             .field("starttls", &self.starttls)
+            .field("prog", &self.prog)
             .field(
                 "client_cert",
                 &self.config.client_auth_cert_resolver.has_certs(),
@@ -139,6 +139,28 @@ impl TlsSpec {
             vers,
         })
     }
+
+    /// The same set-up (trust, certificate, name) for the connections of
+    /// another RPC program of the same server: its probes and NULL check
+    /// name `prog`/`vers`.
+    pub(crate) fn for_program(&self, prog: u32, vers: u32) -> Self {
+        TlsSpec {
+            prog,
+            vers,
+            ..self.clone()
+        }
+    }
+}
+
+/// The program a connection is for, as errors name it.
+fn program_name(prog: u32) -> &'static str {
+    match prog {
+        100_000 => "the portmapper",
+        100_003 => "NFS",
+        100_005 => "MOUNT",
+        100_021 => "NLM",
+        _ => "the RPC program",
+    }
 }
 
 /// Runs the probe, the handshake and the NULL check on `tcp` (all within
@@ -149,6 +171,7 @@ pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Re
     let peer = tcp
         .peer_addr()
         .map_or_else(|_| "the server".to_owned(), |a| a.to_string());
+    let peer = format!("{} at {peer}", program_name(spec.prog));
     if spec.starttls {
         starttls(&tcp, spec, deadline).map_err(|e| step(e, &peer, "AUTH_TLS probe"))?;
     }
@@ -201,7 +224,8 @@ fn starttls(tcp: &TcpStream, spec: &TlsSpec, deadline: Instant) -> io::Result<()
     let msg = null_call(xid, spec.prog, spec.vers, AuthFlavor::AUTH_TLS);
     NoSigpipe(tcp).write_all(&msg)?;
     let record = read_record(&mut NoSigpipe(tcp), deadline)?;
-    let header = decode_reply(&record)?;
+    let answer = probe_answer(&record, xid)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("malformed reply: {e}")))?;
     let refused = |what: String| {
         // Not ConnectionRefused: a server that answers without STARTTLS
         // will not learn it by being asked again (no mount retry).
@@ -210,24 +234,15 @@ fn starttls(tcp: &TcpStream, spec: &TlsSpec, deadline: Instant) -> io::Result<()
                  nothing else was sent on this connection"
         ))
     };
-    if header.xid != xid {
-        return Err(invalid(format!("reply to xid {:#x}, not ours", header.xid)));
-    }
-    match header.body {
-        ReplyBody::Accepted { verf, stat: _ } if header.is_success() => {
-            if verf.flavor == AuthFlavor::AUTH_NONE && verf.body == STARTTLS {
-                Ok(())
-            } else {
-                Err(refused(format!(
-                    "it accepted the AUTH_TLS probe without the STARTTLS verifier \
-                     (flavour {:?}, {} bytes)",
-                    verf.flavor,
-                    verf.body.len()
-                )))
-            }
-        }
-        ReplyBody::Accepted { stat, .. } => Err(refused(format!("probe answered {stat:?}"))),
-        ReplyBody::Denied(r) => Err(refused(format!("probe refused: {r:?}"))),
+    match answer {
+        ProbeAnswer::StartTls => Ok(()),
+        ProbeAnswer::OtherXid(other) => Err(invalid(format!("reply to xid {other:#x}, not ours"))),
+        ProbeAnswer::NoStartTls { flavor, len } => Err(refused(format!(
+            "it accepted the AUTH_TLS probe without the STARTTLS verifier \
+             (flavour {flavor:?}, {len} bytes)"
+        ))),
+        ProbeAnswer::NotSuccess(stat) => Err(refused(format!("probe answered {stat:?}"))),
+        ProbeAnswer::Denied(r) => Err(refused(format!("probe refused: {r:?}"))),
     }
 }
 
@@ -239,12 +254,7 @@ fn decode_reply(record: &[u8]) -> io::Result<ReplyHeader> {
 /// A record-marked NULL call with credential `flavor` (empty body) and
 /// an AUTH_NONE verifier.
 fn null_call(xid: u32, prog: u32, vers: u32, flavor: AuthFlavor) -> Vec<u8> {
-    let mut auth = Vec::with_capacity(16);
-    for w in [flavor.0, 0, AuthFlavor::AUTH_NONE.0, 0] {
-        auth.extend_from_slice(&w.to_be_bytes());
-    }
-    let mut body = Vec::with_capacity(64);
-    encode_call_header(&mut body, xid, prog, vers, 0, &auth);
+    let body = directnfs_wire::rpc::tls::null_call(xid, prog, vers, flavor);
     let mut out = fragment_header(body.len(), true).to_vec();
     out.extend_from_slice(&body);
     out
@@ -427,6 +437,8 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
     // Bytes of `held` already written to the driver's end.
     let mut sent = 0usize;
     let mut buf = vec![0u8; 256 * 1024];
+    // TLS records as read from the server's socket, before rustls.
+    let mut wire = vec![0u8; 256 * 1024];
     let why = loop {
         // 1. Driver -> server.
         if !conn.wants_write() {
@@ -449,28 +461,34 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
         }
         // 2. Server -> driver: all the socket holds now (up to HELD_MAX
         // pending), then as much as the driver's end takes. One record at
-        // a time would cost a wake-up per 16 KiB record.
+        // a time would cost a wake-up per 16 KiB record. The socket is
+        // read here in large pieces and the bytes handed to rustls from
+        // memory: its own `read_tls` reads at most 4 KiB per call, 256
+        // system calls per 1 MiB READ reply.
         let mut ended = None;
         while held.len() - sent < HELD_MAX {
-            match conn.read_tls(&mut tcp) {
+            let n = match (&tcp).read(&mut wire) {
                 Ok(0) => {
                     ended = Some("the server closed the connection".to_owned());
                     break;
                 }
-                Ok(_) => {
-                    if let Err(e) = conn.process_new_packets() {
-                        let _ = flush_tls(&mut conn, &mut tcp, true);
-                        ended = Some(format!("TLS: {e}"));
-                        break;
-                    }
-                    while let Ok(n @ 1..) = conn.reader().read(&mut buf) {
-                        held.extend_from_slice(&buf[..n]);
-                    }
-                }
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     ended = Some(format!("receiving: {e}"));
+                    break;
+                }
+            };
+            match feed(&mut conn, &wire[..n], &mut held) {
+                Ok(true) => {}
+                Ok(false) => {
+                    ended = Some("the server closed the TLS session".to_owned());
+                    break;
+                }
+                Err(e) => {
+                    let _ = flush_tls(&mut conn, &mut tcp, true);
+                    ended = Some(e);
                     break;
                 }
             }
@@ -507,6 +525,38 @@ fn relay(mut conn: ClientConnection, mut tcp: TcpStream, local: OwnedFd) {
     }
     let _ = tcp.shutdown(std::net::Shutdown::Both);
     let _ = local.shutdown(std::net::Shutdown::Both);
+}
+
+/// Hands `bytes` (TLS records from the server, in any cut) to `conn` and
+/// appends the plaintext they carry to `held`, straight from rustls's
+/// buffer. Not written to the driver's end here: the caller writes all
+/// that one read brought at once (a write per 16 KiB record would wake
+/// the driver once per record). False once the server ended the session
+/// (close_notify).
+fn feed(conn: &mut ClientConnection, mut bytes: &[u8], held: &mut Vec<u8>) -> Result<bool, String> {
+    use std::io::BufRead;
+    while !bytes.is_empty() {
+        // `&[u8]` reads advance the slice: each call takes what fits in
+        // rustls's buffer (a record at most) from the front.
+        match conn.read_tls(&mut bytes) {
+            Ok(0) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => return Err(format!("TLS: {e}")),
+        }
+        let state = conn
+            .process_new_packets()
+            .map_err(|e| format!("TLS: {e}"))?;
+        let mut reader = conn.reader();
+        while let Ok(chunk @ [_, ..]) = reader.fill_buf() {
+            let len = chunk.len();
+            held.extend_from_slice(chunk);
+            reader.consume(len);
+        }
+        if state.peer_has_closed() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 fn into_raw(fd: OwnedFd) -> libc::c_int {

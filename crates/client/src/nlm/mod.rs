@@ -91,6 +91,7 @@ use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::io::kept::Kept;
 use crate::io::socket::{BufferRequest, ConnectSpec};
+use crate::io::tls::TlsSpec;
 use crate::remote::Remote;
 use crate::v4::LockConflict;
 
@@ -379,6 +380,10 @@ trait Side {
     /// The mount's paths to the server, in order: (server address, local
     /// address to bind). Empty: the lock manager's own address, unbound.
     fn routes(&self) -> Vec<Route>;
+    /// The RPC-with-TLS set-up of the mount's NFS connections to `ip`
+    /// (`xprtsec=`): NLM's connections there use the same trust and name,
+    /// probing for the NLM program (RFC 9289 applies to every program).
+    fn tls(&self, ip: IpAddr) -> Option<Arc<TlsSpec>>;
     /// True when the mount's NFS traffic found path `index` dead (every
     /// connection of it failed): lock calls leave it before they wait on
     /// it. False when not known.
@@ -402,6 +407,9 @@ impl Side for Remote {
     fn routes(&self) -> Vec<Route> {
         self.transport.routes()
     }
+    fn tls(&self, ip: IpAddr) -> Option<Arc<TlsSpec>> {
+        self.transport.tls_to(ip)
+    }
     fn route_down(&self, index: usize) -> bool {
         self.transport.route_down(index)
     }
@@ -415,15 +423,18 @@ struct Caller {
     options: MountOptions,
     cred: Vec<u8>,
     routes: Vec<Route>,
+    tls: Vec<(IpAddr, Option<Arc<TlsSpec>>)>,
 }
 
 impl Caller {
     fn of(side: &dyn Side) -> Self {
+        let routes = side.routes();
         Caller {
             name: side.name().to_owned(),
             options: side.options().clone(),
             cred: side.cred().to_vec(),
-            routes: side.routes(),
+            tls: routes.iter().map(|&(ip, _)| (ip, side.tls(ip))).collect(),
+            routes,
         }
     }
 }
@@ -440,6 +451,12 @@ impl Side for Caller {
     }
     fn routes(&self) -> Vec<Route> {
         self.routes.clone()
+    }
+    fn tls(&self, ip: IpAddr) -> Option<Arc<TlsSpec>> {
+        self.tls
+            .iter()
+            .find(|(a, _)| *a == ip)
+            .and_then(|(_, t)| t.clone())
     }
     /// The watcher has no transport to ask: its calls find a dead path
     /// by their own timeout.
@@ -827,7 +844,12 @@ impl Manager {
             dontroute: false,
             resvport: o.resvport,
             buffers: BufferRequest::Auto,
-            tls: None,
+            // With `xprtsec=`, NLM in TLS too (and its GETPORT: `getport`
+            // probes for the portmapper), as the mount's NFS connections
+            // to the same address.
+            tls: remote
+                .tls(ip)
+                .map(|t| Arc::new(t.for_program(nlm4::NLM_PROG, nlm4::NLM4_VERS))),
         }
     }
 }

@@ -369,6 +369,17 @@ impl Transport {
         self.shared.retire_path(path, why);
     }
 
+    /// The RPC-with-TLS set-up of the connections to server address `ip`
+    /// (`xprtsec=`), for a side protocol (NLM) to the same server: `None`
+    /// when they are plain TCP or no channel goes there.
+    pub(crate) fn tls_to(&self, ip: std::net::IpAddr) -> Option<Arc<super::tls::TlsSpec>> {
+        self.shared
+            .channels
+            .iter()
+            .find(|c| c.spec.remote.ip() == ip)
+            .and_then(|c| c.spec.tls.clone())
+    }
+
     /// The paths, in order: the server address each connects to and the
     /// local address it binds (a side protocol such as NLM goes over the
     /// same routes to the same server).
