@@ -26,24 +26,7 @@ static dnfs_client *g_client;
 static char g_dir[64]; /* per-run directory under the export */
 static int g_failed;
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "    %s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, \
-                    __LINE__, #cond, dnfs_last_error());                             \
-            return 1;                                                                \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "    %s:%d: %s == %lld, expected %s == %lld; last error: %s\n", \
-                    __FILE__, __LINE__, #a, a_, #b, b_, dnfs_last_error());                 \
-            return 1;                                                                       \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
 
 /* g_dir/name, in one of 4 rotating per-thread buffers (so that two paths
  * can be arguments of one call). */

@@ -40,24 +40,7 @@ static const char *g_tls_dir; /* the front's certificates */
 static int g_tls_port;        /* the front's STARTTLS port */
 static const char *g_self;    /* argv[0] */
 
-#define CHECK(cond)                                                                  \
-    do {                                                                             \
-        if (!(cond)) {                                                               \
-            fprintf(stderr, "    %s:%d: CHECK(%s) failed; last error: %s\n", __FILE__, \
-                    __LINE__, #cond, dnfs_last_error());                             \
-            return 1;                                                                \
-        }                                                                            \
-    } while (0)
-
-#define CHECK_EQ(a, b)                                                                      \
-    do {                                                                                    \
-        long long a_ = (long long)(a), b_ = (long long)(b);                                 \
-        if (a_ != b_) {                                                                     \
-            fprintf(stderr, "    %s:%d: %s == %lld, expected %s == %lld; last error: %s\n", \
-                    __FILE__, __LINE__, #a, a_, #b, b_, dnfs_last_error());                 \
-            return 1;                                                                       \
-        }                                                                                   \
-    } while (0)
+#include "check.h"
 
 static double now(void)
 {

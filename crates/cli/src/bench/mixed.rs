@@ -242,18 +242,7 @@ impl Plan<'_> {
                     s.spawn(move || ctx.scan(scan, self.size, self.scan_block, self.depth, next));
                 }
             }
-            std::thread::sleep(warmup);
-            let me = std::process::id();
-            let before = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
-            ctx.measuring.store(true, Ordering::SeqCst);
-            std::thread::sleep(duration);
-            ctx.measuring.store(false, Ordering::SeqCst);
-            let after = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
-            waited = (
-                after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
-                after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
-            );
-            ctx.stop.store(true, Ordering::SeqCst);
+            waited = ctx.measure(warmup, duration, self.server_pid);
         });
         let mut s = out.into_inner().unwrap_or_else(|p| p.into_inner());
         (s.self_wait_ns, s.server_wait_ns) = waited;
@@ -385,18 +374,7 @@ impl LibPlan {
                     );
                 }
             }
-            std::thread::sleep(warmup);
-            let me = std::process::id();
-            let before = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
-            ctx.measuring.store(true, Ordering::SeqCst);
-            std::thread::sleep(duration);
-            ctx.measuring.store(false, Ordering::SeqCst);
-            let after = (run_delay_of(me), self.server_pid.and_then(run_delay_of));
-            waited = (
-                after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
-                after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
-            );
-            ctx.stop.store(true, Ordering::SeqCst);
+            waited = ctx.measure(warmup, duration, self.server_pid);
         });
         let mut s = out.into_inner().unwrap_or_else(|p| p.into_inner());
         (s.self_wait_ns, s.server_wait_ns) = waited;
@@ -465,6 +443,29 @@ fn run_delay_of(pid: u32) -> Option<u64> {
 }
 
 impl Ctx<'_> {
+    /// Lets the workers warm up, then counts their samples for `duration`
+    /// and stops them: the run-queue delay of this process and of the
+    /// server's (if its PID is known) over the measured window, ns.
+    fn measure(
+        &self,
+        warmup: Duration,
+        duration: Duration,
+        server_pid: Option<u32>,
+    ) -> (u64, Option<u64>) {
+        std::thread::sleep(warmup);
+        let me = std::process::id();
+        let before = (run_delay_of(me), server_pid.and_then(run_delay_of));
+        self.measuring.store(true, Ordering::SeqCst);
+        std::thread::sleep(duration);
+        self.measuring.store(false, Ordering::SeqCst);
+        let after = (run_delay_of(me), server_pid.and_then(run_delay_of));
+        self.stop.store(true, Ordering::SeqCst);
+        (
+            after.0.unwrap_or(0).saturating_sub(before.0.unwrap_or(0)),
+            after.1.zip(before.1).map(|(a, b)| a.saturating_sub(b)),
+        )
+    }
+
     /// Runs `io` until stopped, timing each call; samples taken while
     /// measuring go to `class`.
     fn each(&self, class: IoClass, mut io: impl FnMut() -> Result<u64, String>) {
