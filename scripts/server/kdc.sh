@@ -11,7 +11,8 @@
 # Everything lives in the state dir; the machine's /etc/krb5.conf is never
 # read or written (KRB5_CONFIG and KRB5_KDC_PROFILE point into the state
 # dir). The realm has:
-#   nfs/127.0.0.1, nfs/localhost, nfs/<hostname>   the NFS service, in
+#   nfs/127.0.0.1, nfs/127.0.0.2, nfs/localhost, nfs/<hostname>   the NFS
+#                    service (127.0.0.2: a second loopback path), in
 #                    server.keytab (Ganesha's KeytabPath)
 #   dnfsuser         the test user, in client.keytab; `start` leaves its
 #                    ticket in the cache user.ccache
@@ -125,13 +126,17 @@ EOF
 
 # The database, principals and keytabs are made once per state dir.
 ensure_realm() {
-    [[ -f $STATE_DIR/principal && -f $SERVER_KEYTAB && -f $CLIENT_KEYTAB && -f $SHORT_KEYTAB ]] && return 0
+    # realm-2: made with nfs/127.0.0.2 (a realm made before is made again).
+    [[ -f $STATE_DIR/principal && -f $SERVER_KEYTAB && -f $CLIENT_KEYTAB && -f $SHORT_KEYTAB &&
+        -f $STATE_DIR/realm-2 ]] && return 0
     rm -f "$STATE_DIR"/principal* "$STATE_DIR/stash" "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB"
     log "creating realm $REALM in $STATE_DIR"
     kdb5_util create -s -r "$REALM" -P "dnfs-master-$$-$RANDOM" >/dev/null
     local host svc=()
     host=$(hostname)
-    for h in 127.0.0.1 localhost "$host"; do
+    # 127.0.0.2: a second loopback path to the same server (the tests'
+    # multipath mounts under Kerberos); the principal follows the path.
+    for h in 127.0.0.1 127.0.0.2 localhost "$host"; do
         svc+=("nfs/$h")
     done
     local p
@@ -146,6 +151,7 @@ ensure_realm() {
     # Tickets of SHORT_LIFE seconds (its principal's max life caps them).
     kadmin.local -r "$REALM" -q "addprinc -randkey -maxlife \"$SHORT_LIFE seconds\" -maxrenewlife \"$SHORT_LIFE seconds\" $SHORT_PRINCIPAL@$REALM" 2>&1 >/dev/null | grep -v '^No policy specified' >&2 || true
     kadmin.local -r "$REALM" -q "ktadd -k $SHORT_KEYTAB $SHORT_PRINCIPAL@$REALM" >/dev/null
+    touch "$STATE_DIR/realm-2"
     chmod 600 "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB"
 }
 

@@ -11,13 +11,16 @@
 
 mod common;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::unique;
 use common::versions::Version;
-use directnfs::Client;
+use directnfs::config::NfsUrl;
+use directnfs::{Client, PathSpec, Target};
+use directnfs_testkit::tap::TapRelay;
 
 /// The front's ports: STARTTLS, STARTTLS requiring a client certificate,
 /// TLS from the first byte, no TLS.
@@ -574,6 +577,78 @@ on_each_version! {
         assert!(!contains(&sent, probe), "TLS: WRITE data seen in clear");
         assert!(!contains(&received, probe), "TLS: READ data seen in clear");
     }
+}
+
+on_each_version! {
+    fn kerberos_over_tls_on_two_paths_goes_on_when_one_is_cut(version) {
+        // Every path of a multipath mount gets TLS and Kerberos contexts of
+        // its own (principal nfs/<path's host>): two paths, 127.0.0.1 and
+        // 127.0.0.2, each through a TCP relay of the test kit to the front's
+        // STARTTLS port before the Kerberized server (the front closes a
+        // connection without TLS; its certificate names nfs.test). Both
+        // paths carry I/O; then the second relay is cut (its connections
+        // closed, new ones closed at once) and the I/O goes on over the
+        // first, with no error reaching the caller.
+        let test = "kerberos_over_tls_on_two_paths_goes_on_when_one_is_cut";
+        let Some(front) = front(test) else {
+            return;
+        };
+        let options = format!(
+            "sec=krb5i&xprtsec=tls&tls_ca={}&tls_name=nfs.test&connections=2&{SHORT_WAIT}",
+            front.file("ca.pem")
+        );
+        let Some(url) = front.krb5_url(test, version, STARTTLS, &options) else {
+            return;
+        };
+        let upstream = SocketAddr::from(([127, 0, 0, 1], port_of(&url, "nfsport")));
+        let (first, second) = two_relays(upstream);
+        let parsed = NfsUrl::parse(&url).unwrap();
+        let mut target = Target::from_url(&parsed);
+        target.paths = ["127.0.0.1", "127.0.0.2"]
+            .into_iter()
+            .map(|server| PathSpec {
+                local: None,
+                server: server.into(),
+            })
+            .collect();
+        target.options.nfs_port = Some(first.local_addr().port());
+        let before = contexts();
+        let c = Client::mount(&target).unwrap_or_else(|e| panic!("{url}: two paths: {e}"));
+        write_and_read_back(&c);
+        let replies = |c: &Client| -> Vec<(String, u64)> {
+            c.stats().servers[0]
+                .paths
+                .iter()
+                .map(|p| (p.remote.clone(), p.totals.receives))
+                .collect()
+        };
+        let both = replies(&c);
+        assert!(
+            both.len() == 2 && both.iter().all(|(_, n)| *n > 0),
+            "replies per path: {both:?}"
+        );
+        assert!(contexts() - before >= 4, "{} Kerberos contexts made", contexts() - before);
+        second.cut();
+        write_and_read_back(&c);
+        let after = replies(&c);
+        assert!(after[0].1 > both[0].1, "nothing more on the first path: {both:?} then {after:?}");
+        drop(c);
+        drop(first);
+    }
+}
+
+/// Two relays of the test kit to `upstream` on the same port, one on
+/// 127.0.0.1 and one on 127.0.0.2 (two paths to one server). Byte relays:
+/// TLS passes through them unchanged.
+fn two_relays(upstream: SocketAddr) -> (TapRelay, TapRelay) {
+    for _ in 0..20 {
+        let first = TapRelay::start(upstream).unwrap();
+        let port = first.local_addr().port();
+        if let Ok(second) = TapRelay::start_on(SocketAddr::from(([127, 0, 0, 2], port)), upstream) {
+            return (first, second);
+        }
+    }
+    panic!("no port free on both 127.0.0.1 and 127.0.0.2");
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -5,6 +5,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
@@ -17,20 +18,37 @@ pub struct TapRelay {
     local: SocketAddr,
     to_server: Arc<Mutex<Vec<u8>>>,
     to_client: Arc<Mutex<Vec<u8>>>,
+    /// Set by [`cut`](Self::cut): connections are closed, new ones too.
+    cut: Arc<AtomicBool>,
+    /// Both ends of every connection relayed, for `cut`.
+    streams: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl TapRelay {
     /// Listens on 127.0.0.1 (a free port) and relays each connection to
     /// `server`. Its threads end when the connections close.
     pub fn start(server: SocketAddr) -> io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), server)
+    }
+
+    /// Listens on `listen` (port 0: a free one) and relays each connection
+    /// to `server`.
+    pub fn start_on(listen: SocketAddr, server: SocketAddr) -> io::Result<Self> {
+        let listener = TcpListener::bind(listen)?;
         let local = listener.local_addr()?;
         let to_server = Arc::new(Mutex::new(Vec::new()));
         let to_client = Arc::new(Mutex::new(Vec::new()));
+        let cut = Arc::new(AtomicBool::new(false));
+        let streams = Arc::new(Mutex::new(Vec::new()));
         let (up, down) = (Arc::clone(&to_server), Arc::clone(&to_client));
+        let (is_cut, all) = (Arc::clone(&cut), Arc::clone(&streams));
         thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
+                if is_cut.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
                 let Ok(server) = TcpStream::connect(server) else {
                     let _ = client.shutdown(Shutdown::Both);
                     continue;
@@ -38,6 +56,12 @@ impl TapRelay {
                 let (Ok(c2), Ok(s2)) = (client.try_clone(), server.try_clone()) else {
                     continue;
                 };
+                {
+                    let mut all = all.lock().unwrap_or_else(|p| p.into_inner());
+                    if let (Ok(c3), Ok(s3)) = (client.try_clone(), server.try_clone()) {
+                        all.extend([c3, s3]);
+                    }
+                }
                 let (up, down) = (Arc::clone(&up), Arc::clone(&down));
                 thread::spawn(move || copy(client, server, &up));
                 thread::spawn(move || copy(s2, c2, &down));
@@ -47,7 +71,23 @@ impl TapRelay {
             local,
             to_server,
             to_client,
+            cut,
+            streams,
         })
+    }
+
+    /// Cuts the relay, as a path that goes away: every connection is
+    /// closed at once, and a new one is closed as soon as it is accepted.
+    pub fn cut(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+        for s in self
+            .streams
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            let _ = s.shutdown(Shutdown::Both);
+        }
     }
 
     /// The address clients connect to.
