@@ -586,15 +586,16 @@ on_each_version! {
         // 127.0.0.2, each through a TCP relay of the test kit to the front's
         // STARTTLS port before the Kerberized server (the front closes a
         // connection without TLS; its certificate names nfs.test). Both
-        // paths carry I/O; then the second relay is cut (its connections
-        // closed, new ones closed at once) and the I/O goes on over the
-        // first, with no error reaching the caller.
+        // paths carry I/O (4 connections each); then the second relay is
+        // cut (its connections closed, new ones closed at once) while
+        // calls are in flight, and the I/O goes on over the first, with
+        // no error reaching the caller.
         let test = "kerberos_over_tls_on_two_paths_goes_on_when_one_is_cut";
         let Some(front) = front(test) else {
             return;
         };
         let options = format!(
-            "sec=krb5i&xprtsec=tls&tls_ca={}&tls_name=nfs.test&connections=2&{SHORT_WAIT}",
+            "sec=krb5i&xprtsec=tls&tls_ca={}&tls_name=nfs.test&connections=4&{SHORT_WAIT}",
             front.file("ca.pem")
         );
         let Some(url) = front.krb5_url(test, version, STARTTLS, &options) else {
@@ -627,8 +628,16 @@ on_each_version! {
             both.len() == 2 && both.iter().all(|(_, n)| *n > 0),
             "replies per path: {both:?}"
         );
-        assert!(contexts() - before >= 4, "{} Kerberos contexts made", contexts() - before);
-        second.cut();
+        assert!(contexts() - before >= 8, "{} Kerberos contexts made", contexts() - before);
+        // The cut lands while the 128 pieces of an 8 MiB write and 16
+        // threads' I/O are in flight.
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(30));
+                second.cut();
+            });
+            write_and_read_back(&c);
+        });
         write_and_read_back(&c);
         let after = replies(&c);
         assert!(after[0].1 > both[0].1, "nothing more on the first path: {both:?} then {after:?}");
