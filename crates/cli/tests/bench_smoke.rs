@@ -258,7 +258,7 @@ fn redo_fsync_every_runs_with_write_behind_on_and_off_and_verifies() {
 }
 
 #[test]
-fn mixed_reports_every_class_with_io_classes_off_and_on() {
+fn mixed_reports_every_class_with_io_classes_off_on_and_through_libnfs() {
     let Some((url, dir)) = env_or_skip() else {
         return;
     };
@@ -301,8 +301,19 @@ fn mixed_reports_every_class_with_io_classes_off_and_on() {
     let text = std::fs::read_to_string(&json).expect("json written");
     let rows: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let rows = rows.as_array().expect("rows");
-    // Per mode: the log alone, then log, data and bulk under the mix.
-    assert_eq!(rows.len(), 8, "{text}");
+    // Per mode (classes off, on, then the same mix through libnfs): the
+    // log alone, then log, data and bulk under the mix.
+    assert_eq!(rows.len(), 12, "{text}");
+    let modes: Vec<_> = rows.iter().map(|r| r["classes"].as_str()).collect();
+    assert_eq!(
+        modes,
+        [["off"; 4], ["on"; 4], ["libnfs"; 4]]
+            .concat()
+            .into_iter()
+            .map(Some)
+            .collect::<Vec<_>>(),
+        "{text}"
+    );
     for r in rows {
         assert!(
             r["ops"].as_u64().unwrap_or(0) > 0,
@@ -317,7 +328,7 @@ fn mixed_reports_every_class_with_io_classes_off_and_on() {
 }
 
 #[test]
-fn hedge_reports_a_row_with_hedging_off_and_one_with_it_on() {
+fn hedge_reports_the_healthy_path_then_hedging_off_and_on() {
     let Some((url, dir)) = env_or_skip() else {
         return;
     };
@@ -355,16 +366,19 @@ fn hedge_reports_a_row_with_hedging_off_and_one_with_it_on() {
     let text = std::fs::read_to_string(&json).expect("json written");
     let rows: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let rows = rows.as_array().expect("rows");
-    assert_eq!(rows.len(), 2, "{text}");
+    // The target's first path alone, then hedging off and on.
+    assert_eq!(rows.len(), 3, "{text}");
     assert_eq!(
-        (rows[0]["hedge"].as_str(), rows[1]["hedge"].as_str()),
-        (Some("off"), Some("on"))
+        rows.iter().map(|r| r["hedge"].as_str()).collect::<Vec<_>>(),
+        [Some("healthy"), Some("off"), Some("on")]
     );
-    assert_eq!(
-        rows[0]["hedges_sent"].as_u64(),
-        Some(0),
-        "hedge=off hedged: {text}"
-    );
+    for r in &rows[..2] {
+        assert_eq!(
+            r["hedges_sent"].as_u64(),
+            Some(0),
+            "hedged without hedge=on: {text}"
+        );
+    }
     for r in rows {
         assert!(r["ops"].as_u64().unwrap_or(0) > 0, "no reads: {r}");
         assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
