@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::versions::Version;
-use directnfs::config::NfsUrl;
 use directnfs::Client;
 use directnfs_testkit::ganesha::OwnGanesha;
 
@@ -44,19 +43,10 @@ fn own_kerberized(
         .expect("krb5.conf in the KDC's state dir")
         .display()
         .to_string();
-    let server = OwnGanesha::start(
-        test,
-        &[
-            ("DNFS_KRB5", "1"),
-            ("DNFS_KDC_STATE_DIR", &kdc_dir),
-            ("DNFS_PRIVATE_RPCBIND", "1"),
-            ("DNFS_NFS_PORT", nfs),
-            ("DNFS_MNT_PORT", mnt),
-            ("DNFS_NFS4", "1"),
-            ("DNFS_NFS4_GRACE", "0"),
-        ],
-    )
-    .unwrap_or_else(|e| panic!("{test}: a Kerberized server of its own: {e}"));
+    let mut env = vec![("DNFS_KRB5", "1"), ("DNFS_KDC_STATE_DIR", kdc_dir.as_str())];
+    env.extend(common::versions::own_env(nfs, mnt));
+    let server = OwnGanesha::start(test, &env)
+        .unwrap_or_else(|e| panic!("{test}: a Kerberized server of its own: {e}"));
     // The test user has no account on this host: Ganesha maps it to the
     // anonymous id, which must be able to create files.
     std::fs::set_permissions(
@@ -64,18 +54,7 @@ fn own_kerberized(
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .unwrap();
-    let url = match version {
-        Version::V3 => format!("{}&{options}", server.url()),
-        Version::V41 => {
-            let port = NfsUrl::parse(server.url())
-                .unwrap()
-                .options
-                .nfs_port
-                .unwrap();
-            let (base, _) = server.url().split_once('?').unwrap();
-            format!("{base}?vers=4.1&nfsport={port}&{options}")
-        }
-    };
+    let url = version.own_url(&server, options);
     Some((server, url))
 }
 

@@ -115,18 +115,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
         };
         for mixed in [false, true] {
             let s = plan.phase(mixed, warmup, duration)?;
-            ok &= s.errors == 0;
-            if s.errors > 0 {
-                eprintln!("mixed: {} I/O errors (classes {label})", s.errors);
-            }
-            let load = if mixed { "mixed" } else { "alone" };
-            for class in IoClass::ALL {
-                if !mixed && class != IoClass::Log {
-                    continue;
-                }
-                rows.push(row(label, load, class, &s, duration));
-            }
-            waits.push(wait_line(label, load, &s, duration));
+            ok &= record(&mut rows, &mut waits, label, mixed, &s, duration);
         }
     }
     if o.engine.split(',').any(|e| e.trim() == "libnfs") {
@@ -160,18 +149,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
                 };
                 for mixed in [false, true] {
                     let s = lib.phase(mixed, warmup, duration);
-                    ok &= s.errors == 0;
-                    if s.errors > 0 {
-                        eprintln!("mixed: {} I/O errors (libnfs)", s.errors);
-                    }
-                    let load = if mixed { "mixed" } else { "alone" };
-                    for class in IoClass::ALL {
-                        if !mixed && class != IoClass::Log {
-                            continue;
-                        }
-                        rows.push(row("libnfs", load, class, &s, duration));
-                    }
-                    waits.push(wait_line("libnfs", load, &s, duration));
+                    ok &= record(&mut rows, &mut waits, "libnfs", mixed, &s, duration);
                 }
             }
         }
@@ -579,6 +557,30 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
     }
+}
+
+/// A phase's rows (the log alone, or every class under the mix) and its
+/// run-queue line, labelled `classes` ("off", "on", "libnfs"); false if
+/// it had I/O errors (said on stderr).
+fn record(
+    rows: &mut Vec<Row>,
+    waits: &mut Vec<String>,
+    classes: &'static str,
+    mixed: bool,
+    s: &Samples,
+    d: Duration,
+) -> bool {
+    if s.errors > 0 {
+        eprintln!("mixed: {} I/O errors ({classes})", s.errors);
+    }
+    let load = if mixed { "mixed" } else { "alone" };
+    for class in IoClass::ALL {
+        if mixed || class == IoClass::Log {
+            rows.push(row(classes, load, class, s, d));
+        }
+    }
+    waits.push(wait_line(classes, load, s, d));
+    s.errors == 0
 }
 
 fn row(classes: &'static str, load: &'static str, class: IoClass, s: &Samples, d: Duration) -> Row {
