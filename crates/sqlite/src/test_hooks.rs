@@ -17,7 +17,10 @@
 //! the open got is then stale at the server, and so is the one this
 //! process's client keeps for the name: what NFS-Ganesha was seen to hand
 //! out in a CREATE reply ([`crate::vfs`]'s `Conn::with_file`). Unset, it
-//! costs one load of a cached value per open.
+//! costs one load of a cached value per open. `SUFFIX:remove` removes the
+//! file and makes none in its place (says `test removed <path> after
+//! opening it`): the stale handle of a CREATE that made no file, which
+//! NFS-Ganesha was seen to answer too.
 //!
 //! The variables' names say what they are for; no other setting reaches
 //! them.
@@ -65,10 +68,14 @@ pub fn opened(client: &dnfs::Client, path: &str, name: &str, main_db: bool) {
             .ok()
             .filter(|s| !s.is_empty())
     });
-    let Some(suffix) = suffix else {
+    let Some(spec) = suffix else {
         return;
     };
-    if main_db || !name.ends_with(suffix.as_str()) || DONE.swap(true, Ordering::Relaxed) {
+    let (suffix, only_remove) = match spec.strip_suffix(":remove") {
+        Some(s) => (s, true),
+        None => (spec.as_str(), false),
+    };
+    if main_db || !name.ends_with(suffix) || DONE.swap(true, Ordering::Relaxed) {
         return;
     }
     let (url, _) = crate::names::split_url_suffix(name);
@@ -81,11 +88,15 @@ pub fn opened(client: &dnfs::Client, path: &str, name: &str, main_db: bool) {
             )));
         }
         other.remove(path)?;
+        if only_remove {
+            return Ok(());
+        }
         other.create(path).map(drop)
     });
+    let done = if only_remove { "removed" } else { "replaced" };
     // Said either way: the test looks for the first line.
     match replaced {
-        Ok(()) => eprintln!("directnfs-sqlite: test replaced {path} after opening it"),
+        Ok(()) => eprintln!("directnfs-sqlite: test {done} {path} after opening it"),
         Err(e) => eprintln!("directnfs-sqlite: test could not replace {path}: {e}"),
     }
 }

@@ -898,10 +898,27 @@ fn ownerless_lock_file_of_an_older_version_is_broken_on_first_use_once_unchanged
 /// first look at the WAL's size failed with SQLITE_IOERR_FSTAT.
 #[test]
 fn a_wal_file_whose_handle_is_stale_before_its_first_use_is_opened_again_by_name() {
-    let Some(base) = server_url("stale_wal") else {
+    stale_wal("stale_wal", "-wal", "replaced");
+}
+
+/// The stale handle of a CREATE that made no file (NFS-Ganesha answered a
+/// WAL file's CREATE so, and the LOOKUP after it said NFS3ERR_NOENT: a
+/// writer of `sigkilled_writer_with_write_behind_loses_no_commit_in_wal_mode`
+/// failed its first query): the open again by name creates the file, as
+/// the first open meant to.
+#[test]
+fn a_wal_file_whose_handle_is_stale_and_whose_name_is_gone_is_created_again() {
+    stale_wal("stale_wal_gone", "-wal:remove", "removed");
+}
+
+/// A reader whose WAL file's handle the hook makes stale right after the
+/// open (`hook`: the hook's value; `done`: the word it says) reads every
+/// row.
+fn stale_wal(test: &str, hook: &str, done: &str) {
+    let Some(base) = server_url(test) else {
         return;
     };
-    let db = fresh_db(&base, "stale_wal");
+    let db = fresh_db(&base, test);
     {
         let c = open(&db).expect("open");
         journal_mode(&c, "wal");
@@ -917,11 +934,12 @@ fn a_wal_file_whose_handle_is_stale_before_its_first_use_is_opened_again_by_name
     let found = open_elsewhere(
         &db,
         None,
-        &[("DIRECTNFS_SQLITE_TEST_REPLACE_AFTER_OPEN", "-wal")],
+        &[("DIRECTNFS_SQLITE_TEST_REPLACE_AFTER_OPEN", hook)],
     );
     assert!(
-        found.stderr.contains("test replaced") && found.stderr.contains("-wal after opening it"),
-        "the hook did not replace the WAL file: {}",
+        found.stderr.contains(&format!("test {done}"))
+            && found.stderr.contains("-wal after opening it"),
+        "the hook did not change the WAL file: {}",
         found.stderr
     );
     // NFSv4.1: the reader's OPEN keeps the removed file usable at the

@@ -42,6 +42,9 @@ pub(super) struct Conn {
     /// No call on `file` has succeeded yet, and the open neither verified
     /// the handle nor made the file exclusively ([`Conn::with_file`]).
     pub(super) unproven: bool,
+    /// The open may create the file (SQLite asked for SQLITE_OPEN_CREATE
+    /// on a writable file): an open again by name may too.
+    pub(super) create: bool,
 }
 
 impl Conn {
@@ -68,7 +71,8 @@ impl Conn {
 
     /// Runs `op` on the file. If the server says its handle is stale
     /// before any call on it succeeded, forgets the handle, opens the name
-    /// again (without creating it) and runs `op` once more on that file.
+    /// again (creating it if the first open could, and only then) and
+    /// runs `op` once more on that file.
     ///
     /// Why that is safe: nothing was read or written through the first
     /// handle, so using the file the name leads to now is what an open a
@@ -76,9 +80,12 @@ impl Conn {
     /// been seen to answer a CREATE of a WAL file with the handle of a
     /// file of the same inode number removed seconds before, stale at
     /// once (docs/server-notes.md); SQLite then failed its first query
-    /// with SQLITE_IOERR_FSTAT. A main database is never unproven (its
-    /// open asks for its attributes), nor a file made with
-    /// SQLITE_OPEN_EXCLUSIVE (the one this open created is the one meant).
+    /// with SQLITE_IOERR_FSTAT. Once the name led nowhere after such a
+    /// CREATE (the LOOKUP said NFS3ERR_NOENT: the server had made no
+    /// file), so the open again creates it as the first meant to. A main
+    /// database is never unproven (its open asks for its attributes), nor
+    /// a file made with SQLITE_OPEN_EXCLUSIVE (the one this open created
+    /// is the one meant).
     pub(super) fn with_file<T>(
         &mut self,
         mut op: impl FnMut(&File) -> Result<T, Error>,
@@ -94,9 +101,12 @@ impl Conn {
         self.unproven = false;
         let client = self.file.client().clone();
         client.forget_handle(&self.path);
-        let again = match names::fresh(&client, &self.path, || {
-            client.open_with(&self.path, OpenOptions::default())
-        }) {
+        let opts = OpenOptions {
+            create: self.create,
+            mode: Some(0o644),
+            ..OpenOptions::default()
+        };
+        let again = match names::fresh(&client, &self.path, || client.open_with(&self.path, opts)) {
             Ok(f) => f,
             Err(e) => {
                 crate::report(
@@ -208,5 +218,6 @@ pub(super) fn open_conn(name: &str, flags: c_int) -> Result<Conn, Error> {
         opened_by: std::process::id(),
         refused: false,
         unproven: flags & SQLITE_OPEN_MAIN_DB == 0 && !opts.create_new,
+        create,
     })
 }
