@@ -229,13 +229,12 @@ pub(crate) fn start_transport(
             gss,
             io_classes: options.io_classes,
             // NFSv3 only: an NFSv4.1 READ's second copy would reuse its
-            // session slot and sequence id.
-            hedge: (options.hedge && vers == nfs3::NFS_V3).then_some(
-                directnfs_engine::HedgePolicy {
+            // session slot and sequence id. Auto: on with two or more paths.
+            hedge: (options.hedge.unwrap_or(target.paths.len() >= 2) && vers == nfs3::NFS_V3)
+                .then_some(directnfs_engine::HedgePolicy {
                     min: options.hedge_min,
                     max: options.hedge_max,
-                },
-            ),
+                }),
         },
     )
     .map_err(|e| Error::Connect {

@@ -65,7 +65,7 @@ pub fn run(o: BenchOpts) -> Result<bool, String> {
             target.paths.truncate(1);
         }
         target.options.connections = connections;
-        target.options.hedge = on;
+        target.options.hedge = Some(on);
         let client = Client::mount(&target).map_err(|e| format!("mount {url}: {e}"))?;
         let file = client.open(&rel).map_err(|e| format!("open {rel}: {e}"))?;
         rows.push(phase(

@@ -230,8 +230,11 @@ pub struct MountOptions {
     /// READ outstanding past the lowest recent p95 READ latency of the
     /// paths, clamped to [`hedge_min`](Self::hedge_min)..=[`hedge_max`](Self::hedge_max),
     /// is sent again on another channel (another path first) and the first
-    /// reply wins. Never writes, never NFSv4.1. Default off.
-    pub hedge: bool,
+    /// reply wins. Never writes, never NFSv4.1. `None` (the default,
+    /// `hedge=auto`): on for a mount of two or more paths, off for one path
+    /// (where a second copy goes to the same server by the same route and
+    /// only adds to its load).
+    pub hedge: Option<bool>,
     /// The shortest hedge delay (`hedge_min_ms`):
     /// [`MIN_HEDGE`](Self::MIN_HEDGE)..=[`MAX_HEDGE`](Self::MAX_HEDGE). Default 2 ms.
     pub hedge_min: Duration,
@@ -323,7 +326,7 @@ impl Default for MountOptions {
             owner_reuse: true,
             fork_spares: true,
             io_classes: true,
-            hedge: false,
+            hedge: None,
             hedge_min: Duration::from_millis(2),
             hedge_max: Duration::from_millis(200),
             alert_log: None,
@@ -670,7 +673,7 @@ impl MountOptions {
             Key::OwnerReuse => self.owner_reuse = p.flag()?,
             Key::ForkSpares => self.fork_spares = p.flag()?,
             Key::IoClasses => self.io_classes = p.flag()?,
-            Key::Hedge => self.hedge = p.flag()?,
+            Key::Hedge => self.hedge = p.auto_flag()?,
             Key::HedgeMin => {
                 self.hedge_min = Duration::from_millis(p.ranged(
                     Self::MIN_HEDGE.as_millis() as u64,
@@ -932,6 +935,16 @@ impl ValueParser<'_> {
             "0" | "false" | "no" | "off" => Ok(false),
             _ => Err(self.invalid("expected no value or one of true/false, yes/no, on/off, 1/0")),
         }
+    }
+
+    /// `auto` (None), or a flag.
+    fn auto_flag(&self) -> Result<Option<bool>, OptionError> {
+        if self.value.eq_ignore_ascii_case("auto") {
+            return Ok(None);
+        }
+        self.flag().map(Some).map_err(|_| {
+            self.invalid("expected auto, or no value or one of true/false, yes/no, on/off, 1/0")
+        })
     }
 
     fn stable(&self) -> Result<StableMode, OptionError> {
@@ -1423,9 +1436,12 @@ mod tests {
     }
 
     #[test]
-    fn hedge_is_off_by_default_and_its_bounds_are_checked() {
+    fn hedge_is_auto_by_default_and_its_bounds_are_checked() {
         let d = MountOptions::default();
-        assert!(!d.hedge);
+        assert_eq!(d.hedge, None);
+        assert_eq!(set(&[("hedge", "auto")]).unwrap().hedge, None);
+        assert_eq!(set(&[("hedge", "off")]).unwrap().hedge, Some(false));
+        assert!(set(&[("hedge", "sometimes")]).is_err());
         assert_eq!(
             (d.hedge_min, d.hedge_max),
             (Duration::from_millis(2), Duration::from_millis(200))
@@ -1436,7 +1452,7 @@ mod tests {
             ("hedge_max_ms", "50"),
         ])
         .unwrap();
-        assert!(o.hedge);
+        assert_eq!(o.hedge, Some(true));
         assert_eq!(
             (o.hedge_min, o.hedge_max),
             (Duration::from_millis(5), Duration::from_millis(50))

@@ -178,8 +178,8 @@ option_table![
     ),
     (
         "`hedge`",
-        "flag, NFSv3 only: hedged reads: a READ outstanding longer than the lowest recent p95 READ latency of the paths (clamped to `hedge_min_ms`..`hedge_max_ms`) is sent again on another channel, another path first, and the first reply wins; a path whose p95 is over 4x the best path's is avoided (probed by one READ in 64), and hedges are at most 10% of READs plus 8; writes and COMMIT never are (see the book's multipath chapter)",
-        "off",
+        "`auto` or a flag, NFSv3 only: hedged reads: a READ outstanding longer than the lowest recent p95 READ latency of the paths (clamped to `hedge_min_ms`..`hedge_max_ms`) is sent again on another channel, another path first, and the first reply wins; a path whose p95 is over 4x the best path's is avoided (probed by one READ in 64), and hedges are at most 10% of READs plus 8; writes and COMMIT never are (see the book's multipath chapter); `auto`: on for a mount of two or more paths, off for one path (a second copy would go to the same server by the same route)",
+        "auto",
     ),
     (
         "`hedge_min_ms`, `hedge_max_ms`",
