@@ -4,7 +4,8 @@
 //! `directnfs_testkit::proxy`, the second holding every call for
 //! [`SLOW`] (a slow path). Random 8 KiB reads one at a time, every one
 //! checked: with `hedge=off` about half go down the slow path and its delay
-//! shows in the p99; with `hedge=on`, once the slow path is timed, first
+//! shows in the p99; with `hedge=auto` (the default: on for two paths, off
+//! for one), once the slow path is timed, first
 //! copies avoid it (only probe copies go there), the p99 stays far below
 //! the slow path's delay and the second copies within the budget. The p99
 //! of the fast path alone is printed beside it; the aim (hedged p99
@@ -136,9 +137,11 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
         slow.set_call_delay(SLOW);
     }
 
-    let healthy = mount(&parsed, fast.local_addr().port(), "off", true);
+    // `hedge=auto` (the default) on one path: no hedge.
+    let healthy = mount(&parsed, fast.local_addr().port(), "auto", true);
     let _ = random_reads(&healthy, &path, 50, 4);
     let alone = random_reads(&healthy, &path, 400, 5);
+    assert_eq!(hedges(&healthy), (0, 0), "hedge=auto hedged on one path");
     drop(healthy);
 
     let off = mount(&parsed, fast.local_addr().port(), "off", false);
@@ -146,7 +149,8 @@ fn hedged_reads_keep_the_p99_far_below_a_slow_paths_delay() {
     assert_eq!(hedges(&off), (0, 0), "hedge=off sends no hedge");
     drop(off);
 
-    let on = mount(&parsed, fast.local_addr().port(), "on", false);
+    // `hedge=auto` (the default) on two paths: on.
+    let on = mount(&parsed, fast.local_addr().port(), "auto", false);
     // Warm-up: each path's first 8 READs set the hedge delay and show the
     // slow path slow (the delay is 10 ms until then, `hedge_max_ms`).
     let _ = random_reads(&on, &path, 100, 2);
