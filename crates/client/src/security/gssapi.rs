@@ -64,12 +64,50 @@ const GSS_C_MUTUAL_FLAG: OmUint32 = 2;
 const GSS_C_CONF_FLAG: OmUint32 = 16;
 const GSS_C_INTEG_FLAG: OmUint32 = 32;
 
+/// MIT's `gss_channel_bindings_struct` (RFC 2744 §3.11): addresses
+/// unspecified, the application data the binding.
+#[repr(C)]
+struct GssChannelBindings {
+    initiator_addrtype: OmUint32,
+    initiator_address: GssBuffer,
+    acceptor_addrtype: OmUint32,
+    acceptor_address: GssBuffer,
+    application_data: GssBuffer,
+}
+
+/// GSS_C_AF_UNSPEC: no address in the bindings.
+const GSS_C_AF_UNSPEC: OmUint32 = 0;
+
+impl GssChannelBindings {
+    /// Bindings carrying `data` (borrowed: it must outlive the call).
+    fn of(data: &[u8]) -> Self {
+        Self {
+            initiator_addrtype: GSS_C_AF_UNSPEC,
+            initiator_address: GssBuffer::empty(),
+            acceptor_addrtype: GSS_C_AF_UNSPEC,
+            acceptor_address: GssBuffer::empty(),
+            application_data: GssBuffer::input(data),
+        }
+    }
+}
+
+/// The GSS-API channel bindings' application data for a TLS session whose
+/// `tls-exporter` value (RFC 9266) is `exporter`: the channel binding
+/// type's prefix `tls-exporter:` then the value (RFC 5056 §2.1).
+pub fn tls_exporter_binding(exporter: &[u8]) -> Vec<u8> {
+    let mut data = b"tls-exporter:".to_vec();
+    data.extend_from_slice(exporter);
+    data
+}
+
 const GSS_S_COMPLETE: OmUint32 = 0;
 const GSS_S_CONTINUE_NEEDED: OmUint32 = 1;
 /// The routine-error field of a major status (RFC 2744 §3.9.1).
 const GSS_ROUTINE_ERROR_MASK: OmUint32 = 0xff << 16;
 const GSS_S_NO_CRED: OmUint32 = 7 << 16;
 const GSS_S_CREDENTIALS_EXPIRED: OmUint32 = 11 << 16;
+/// The peers' channel bindings differ (RFC 2744 §3.9.1).
+pub const GSS_S_BAD_BINDINGS: OmUint32 = 4 << 16;
 const GSS_C_GSS_CODE: c_int = 1;
 const GSS_C_MECH_CODE: c_int = 2;
 
@@ -371,6 +409,10 @@ pub struct SecContext {
     /// The context's tokens made in-process (RFC 4121 with an AES enctype),
     /// once complete; `None`: MIT's library makes them.
     cfx: Option<CfxContext>,
+    /// The channel bindings' application data given to each
+    /// GSS_Init_sec_context step (a TLS session's, [`tls_exporter_binding`]);
+    /// `None`: no bindings (GSS_C_NO_CHANNEL_BINDINGS).
+    bindings: Option<Vec<u8>>,
 }
 
 // SAFETY: the handles are only used through &mut self or under a lock the
@@ -408,7 +450,16 @@ impl SecContext {
             complete: false,
             lifetime: None,
             cfx: None,
+            bindings: None,
         })
+    }
+
+    /// Binds the context to a channel (RFC 5056): `application_data` goes
+    /// into the GSS-API channel bindings of every step, and an acceptor
+    /// given other bindings refuses the context (GSS_S_BAD_BINDINGS). MIT's
+    /// acceptor given none ignores them. Before the first [`step`](Self::step).
+    pub fn bind_channel(&mut self, application_data: Vec<u8>) {
+        self.bindings = Some(application_data);
     }
 
     /// One step of GSS_Init_sec_context: `token` is the server's last
@@ -428,9 +479,14 @@ impl SecContext {
         let mut output = GssBuffer::empty();
         let mut ret_flags = 0;
         let mut time_rec: OmUint32 = 0;
-        // SAFETY: every pointer is valid for the call; the context handle
-        // is ours (null at first, then the library's); `output` is taken
-        // and released below.
+        let mut bindings = self.bindings.as_deref().map(GssChannelBindings::of);
+        let bindings_ptr = bindings
+            .as_mut()
+            .map_or(ptr::null_mut(), |b| b as *mut GssChannelBindings as *mut c_void);
+        // SAFETY: every pointer is valid for the call (the bindings borrow
+        // `self.bindings`, unchanged during it); the context handle is ours
+        // (null at first, then the library's); `output` is taken and
+        // released below.
         let maj = unsafe {
             (api.init_sec_context)(
                 &mut min,
@@ -440,7 +496,7 @@ impl SecContext {
                 &mut mech,
                 GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG | GSS_C_CONF_FLAG,
                 0,
-                ptr::null_mut(),
+                bindings_ptr,
                 input_ptr,
                 ptr::null_mut(),
                 &mut output,
@@ -820,7 +876,14 @@ mod tests {
         api: &'static Api,
         accept: AcceptSecContext,
         ctx: GssCtx,
+        /// The channel bindings' application data the acceptor is given
+        /// (`None`: GSS_C_NO_CHANNEL_BINDINGS, as NFS-Ganesha passes).
+        bindings: Option<Vec<u8>>,
     }
+
+    /// GSS_C_CHANNEL_BOUND_FLAG (MIT 1.19 and later): the acceptor's
+    /// bindings and the initiator's were both given and agree.
+    const GSS_C_CHANNEL_BOUND_FLAG: OmUint32 = 2048;
 
     impl MitAcceptor {
         fn new(keytab: &std::path::Path) -> Self {
@@ -841,13 +904,25 @@ mod tests {
                 api,
                 accept,
                 ctx: ptr::null_mut(),
+                bindings: None,
             }
         }
 
         fn step(&mut self, token: &[u8]) -> Vec<u8> {
+            let (out, _flags) = self.try_step(token).expect("accepts");
+            out
+        }
+
+        /// One GSS_Accept_sec_context step: the token to send back and the
+        /// context's flags, or the major status of a refusal.
+        fn try_step(&mut self, token: &[u8]) -> Result<(Vec<u8>, OmUint32), OmUint32> {
             let (mut min, mut flags, mut time) = (0, 0, 0);
             let mut input = GssBuffer::input(token);
             let mut output = GssBuffer::empty();
+            let mut bindings = self.bindings.as_deref().map(GssChannelBindings::of);
+            let bindings_ptr = bindings
+                .as_mut()
+                .map_or(ptr::null_mut(), |b| b as *mut GssChannelBindings as *mut c_void);
             // SAFETY: valid pointers; the output is taken below.
             let maj = unsafe {
                 (self.accept)(
@@ -855,7 +930,7 @@ mod tests {
                     &mut self.ctx,
                     ptr::null_mut(),
                     &mut input,
-                    ptr::null_mut(),
+                    bindings_ptr,
                     ptr::null_mut(),
                     ptr::null_mut(),
                     &mut output,
@@ -865,8 +940,14 @@ mod tests {
                 )
             };
             let out = unsafe { take_buffer(self.api, &mut output) };
-            check(self.api, "gss_accept_sec_context", maj, min).expect("accepts");
-            out
+            if maj & GSS_ROUTINE_ERROR_MASK != 0 {
+                eprintln!(
+                    "gss_accept_sec_context: {}",
+                    status_text(self.api, maj, min)
+                );
+                return Err(maj);
+            }
+            Ok((out, flags))
         }
 
         fn get_mic(&self, msg: &[u8]) -> Vec<u8> {
@@ -1023,5 +1104,102 @@ mod tests {
             .verify_mic(&msg, &mit_mic)
             .expect("and its MIC checks");
         eprintln!("in-process Kerberos tokens checked against MIT with enctype {enctype}");
+    }
+
+    /// The Kerberos test realm's service keytab and the server's host, or
+    /// `None` (the test SKIPPED, or FAILED under DNFS_TEST_REQUIRE_KRB5)
+    /// without the realm.
+    fn realm(test: &str) -> Option<(std::path::PathBuf, String)> {
+        let url = directnfs_testkit::server::url_krb5(test)?;
+        let host = url
+            .strip_prefix("nfs://")
+            .and_then(|r| r.split('/').next())
+            .expect("URL host")
+            .to_owned();
+        let conf = std::env::var("KRB5_CONFIG").expect("KRB5_CONFIG beside DNFS_TEST_URL_KRB5");
+        let keytab = std::path::Path::new(&conf).with_file_name("server.keytab");
+        Some((keytab, host))
+    }
+
+    /// Sets up a context between this crate's initiator, given
+    /// `initiator` as its channel bindings' data (as a connection in TLS
+    /// does: `exchange.rs`), and an MIT acceptor given `acceptor`: the
+    /// acceptor's flags once complete, or the major status it refused with.
+    fn bound_context(
+        keytab: &std::path::Path,
+        host: &str,
+        initiator: Option<Vec<u8>>,
+        acceptor: Option<Vec<u8>>,
+    ) -> Result<OmUint32, OmUint32> {
+        let mut mit = MitAcceptor::new(keytab);
+        mit.bindings = acceptor;
+        let mut init = SecContext::new(&format!("nfs@{host}")).expect("name");
+        if let Some(data) = initiator {
+            init.bind_channel(data);
+        }
+        let mut reply: Option<Vec<u8>> = None;
+        let mut flags = None;
+        for _ in 0..4 {
+            let (token, done) = init.step(reply.as_deref()).expect("initiator step");
+            if !token.is_empty() {
+                let (out, f) = mit.try_step(&token)?;
+                flags = Some(f);
+                reply = Some(out);
+            }
+            if done {
+                break;
+            }
+        }
+        assert!(init.complete, "the context did not complete");
+        Ok(flags.expect("the acceptor answered"))
+    }
+
+    #[test]
+    fn a_context_bound_to_one_tls_session_is_refused_by_an_acceptor_of_another() {
+        let test = "a_context_bound_to_one_tls_session_is_refused_by_an_acceptor_of_another";
+        let Some((keytab, host)) = realm(test) else {
+            return;
+        };
+        use crate::io::tls::{exporter, sessions};
+        // Two TLS sessions; the client's end of the first binds the
+        // context, as `exchange.rs` does on a connection in TLS.
+        let (client, server) = sessions::pair();
+        let (_, other_server) = sessions::pair();
+        let ours = tls_exporter_binding(&exporter(&client).unwrap());
+        let same = tls_exporter_binding(&exporter(&server).unwrap());
+        let other = tls_exporter_binding(&exporter(&other_server).unwrap());
+        assert!(ours.starts_with(b"tls-exporter:") && ours.len() == 13 + 32);
+
+        // The server's end of the same session: accepted, and bound.
+        let flags = bound_context(&keytab, &host, Some(ours.clone()), Some(same))
+            .expect("an acceptor of the same TLS session accepts");
+        assert_ne!(
+            flags & GSS_C_CHANNEL_BOUND_FLAG,
+            0,
+            "the acceptor says the context is channel-bound"
+        );
+
+        // Another session's value: refused, GSS_S_BAD_BINDINGS.
+        let refused = bound_context(&keytab, &host, Some(ours.clone()), Some(other))
+            .expect_err("an acceptor of another TLS session refuses");
+        assert_eq!(
+            refused & GSS_ROUTINE_ERROR_MASK,
+            GSS_S_BAD_BINDINGS,
+            "major {refused:#x}"
+        );
+
+        // An acceptor given no bindings (NFS-Ganesha's, behind a TLS
+        // front that it cannot see) ignores ours: accepted, not bound.
+        let flags = bound_context(&keytab, &host, Some(ours), None)
+            .expect("an acceptor without bindings accepts a bound context");
+        assert_eq!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0);
+
+        // And MIT's acceptor given bindings takes a context made without
+        // any (since 1.19), not bound: a server that requires the binding
+        // has to check the flag.
+        let same_again = tls_exporter_binding(&exporter(&server).unwrap());
+        let flags = bound_context(&keytab, &host, None, Some(same_again))
+            .expect("MIT accepts an unbound context where bindings were given");
+        assert_eq!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0);
     }
 }

@@ -122,6 +122,8 @@ pub struct ConnectionSealer {
 impl ConnectionSealer {
     /// Sets up a context on the fresh connection `stream` to program
     /// `prog` version `vers` of `host` and gives the stream back with it.
+    /// `tls_exporter`: the connection's TLS session's `tls-exporter` value,
+    /// to which the context is bound (RFC 9289 §4.2.1); `None` without TLS.
     ///
     /// `previous`: the context of the connection this one replaces. When
     /// that one was replaced for its renewal, a context that ends no later
@@ -135,8 +137,10 @@ impl ConnectionSealer {
         flavor: Flavor,
         timeout: Duration,
         previous: Option<&ConnectionSealer>,
+        tls_exporter: Option<&[u8]>,
     ) -> Result<(TcpStream, Self), SecurityError> {
-        let conn = GssConnection::establish(stream, host, prog_vers, flavor, timeout)?;
+        let conn =
+            GssConnection::establish_bound(stream, host, prog_vers, flavor, timeout, tls_exporter)?;
         let (stream, context) = conn.into_parts();
         let window = context.window().limit();
         let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
