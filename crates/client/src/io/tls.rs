@@ -713,6 +713,26 @@ pub(crate) mod sessions {
     const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBrzCCAVagAwIBAgIUYk/MWRfWjX1H+h68nGuRgWjF67cwCgYIKoZIzj0EAwIw\nHDEaMBgGA1UEAwwRZGlyZWN0bmZzIHRlc3QgQ0EwIBcNMjYxMTI5MTQyMjIxWhgP\nMjEyNjExMDUxNDIyMjFaMBYxFDASBgNVBAMMC3NlcnZlci50ZXN0MFkwEwYHKoZI\nzj0CAQYIKoZIzj0DAQcDQgAEntZZIrKEvEVJ1NcNmS6XpBtoB6IfbUdNLTsa7hAa\nNMtmdUY9Ow8/jg1PcNEEtaEqzDuHGxSNFIN+xbcMQDOq+qN6MHgwCQYDVR0TBAIw\nADAWBgNVHREEDzANggtzZXJ2ZXIudGVzdDATBgNVHSUEDDAKBggrBgEFBQcDATAd\nBgNVHQ4EFgQUkr9koj7wpFVy5iuA3hMaVii+S54wHwYDVR0jBBgwFoAU5uHGnHl5\nXdN/w97L6MjZodJ8ldowCgYIKoZIzj0EAwIDRwAwRAIgXWjJHN+Za9dQM2MMQzBe\nqkEOxtxDPpvwLDuhEUYE0yYCIAlkFiQP7hM+TlHRQ+0anviAwd7t7o+ODd7I2Qjz\nSR/x\n-----END CERTIFICATE-----\n";
     const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg/KrJFEiYQa1/pq7M\nrbRBS6lUvBiSXTK27BkaN1b+UnehRANCAASe1lkisoS8RUnU1w2ZLpekG2gHoh9t\nR00tOxruEBo0y2Z1Rj07Dz+ODU9w0QS1oSrMO4cbFI0Ug37FtwxAM6r6\n-----END PRIVATE KEY-----\n";
 
+    /// The test CA's certificate, PEM (for a `tls_ca` file).
+    pub(crate) const CA_PEM: &str = CA;
+
+    /// A TLS 1.3 server configuration with the certificate for
+    /// `server.test`.
+    pub(crate) fn server_config() -> Arc<ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        Arc::new(
+            ServerConfig::builder_with_provider(provider)
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(
+                    vec![CertificateDer::from_pem_slice(CERT.as_bytes()).unwrap()],
+                    PrivateKeyDer::from_pem_slice(KEY.as_bytes()).unwrap(),
+                )
+                .unwrap(),
+        )
+    }
+
     /// Runs one handshake between a client and a server in memory and
     /// returns both ends, established.
     pub(crate) fn pair() -> (ClientConnection, ServerConnection) {
@@ -726,18 +746,9 @@ pub(crate) mod sessions {
             .unwrap()
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let server = ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from_pem_slice(CERT.as_bytes()).unwrap()],
-                PrivateKeyDer::from_pem_slice(KEY.as_bytes()).unwrap(),
-            )
-            .unwrap();
         let name = ServerName::try_from("server.test").unwrap();
         let mut c = ClientConnection::new(Arc::new(client), name).unwrap();
-        let mut s = ServerConnection::new(Arc::new(server)).unwrap();
+        let mut s = ServerConnection::new(server_config()).unwrap();
         for _ in 0..10 {
             if !c.is_handshaking() && !s.is_handshaking() {
                 break;

@@ -1202,4 +1202,170 @@ mod tests {
             .expect("MIT accepts an unbound context where bindings were given");
         assert_eq!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0);
     }
+
+    /// Reads one record-marked RPC message (all fragments, bounded).
+    fn read_message(r: &mut impl std::io::Read) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let mut mark = [0u8; 4];
+            r.read_exact(&mut mark).expect("record mark");
+            let word = u32::from_be_bytes(mark);
+            let len = (word & 0x7fff_ffff) as usize;
+            assert!(out.len() + len < 1 << 20, "record too large");
+            let at = out.len();
+            out.resize(at + len, 0);
+            r.read_exact(&mut out[at..]).expect("record");
+            if word & 0x8000_0000 != 0 {
+                return out;
+            }
+        }
+    }
+
+    /// Writes an accepted, successful reply to `xid`: verifier `(flavor,
+    /// body)`, then `results`, record-marked.
+    fn write_reply(w: &mut impl std::io::Write, xid: u32, verf: (u32, &[u8]), results: &[u8]) {
+        let mut m = Vec::new();
+        for word in [xid, 1, 0, verf.0, verf.1.len() as u32] {
+            m.extend_from_slice(&word.to_be_bytes());
+        }
+        m.extend_from_slice(verf.1);
+        m.resize(m.len().next_multiple_of(4), 0);
+        m.extend_from_slice(&0u32.to_be_bytes());
+        m.extend_from_slice(results);
+        let mut rec = (0x8000_0000u32 | m.len() as u32).to_be_bytes().to_vec();
+        rec.extend_from_slice(&m);
+        w.write_all(&rec).expect("reply");
+        w.flush().expect("flush");
+    }
+
+    /// The GSS token of an RPCSEC_GSS INIT call: after the header, the
+    /// credential and the verifier, one opaque.
+    fn init_token(call: &[u8]) -> Vec<u8> {
+        let word = |at: usize| u32::from_be_bytes(call[at..at + 4].try_into().unwrap()) as usize;
+        let mut at = 24; // xid, CALL, rpcvers, prog, vers, proc
+        for _ in 0..2 {
+            at += 8 + word(at + 4).next_multiple_of(4); // flavor, body
+        }
+        let len = word(at);
+        call[at + 4..at + 4 + len].to_vec()
+    }
+
+    /// One connection of an RPC-with-TLS server that makes RPCSEC_GSS
+    /// contexts with an MIT acceptor whose channel bindings are this TLS
+    /// session's `tls-exporter` value, or `other` when given (a server on
+    /// the far side of something that ended TLS). Returns the acceptor's
+    /// flags or the major status it refused with.
+    fn serve_one_bound_context(
+        listener: std::net::TcpListener,
+        keytab: std::path::PathBuf,
+        other: Option<Vec<u8>>,
+    ) -> Result<OmUint32, OmUint32> {
+        use crate::io::tls::{exporter, sessions};
+        let (mut tcp, _) = listener.accept().expect("accept");
+        // The AUTH_TLS probe, answered STARTTLS (RFC 9289 §4.1).
+        let probe = read_message(&mut tcp);
+        let xid = u32::from_be_bytes(probe[..4].try_into().unwrap());
+        write_reply(&mut tcp, xid, (0, b"STARTTLS"), &[]);
+        let conn = rustls::ServerConnection::new(sessions::server_config()).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        // The client's NULL call inside TLS.
+        let null = read_message(&mut tls);
+        write_reply(&mut tls, u32::from_be_bytes(null[..4].try_into().unwrap()), (0, b""), &[]);
+        let ours = tls_exporter_binding(&exporter(&tls.conn).unwrap());
+        let mut mit = MitAcceptor::new(&keytab);
+        mit.bindings = Some(other.unwrap_or(ours));
+        let call = read_message(&mut tls);
+        let xid = u32::from_be_bytes(call[..4].try_into().unwrap());
+        let mut res = Vec::new();
+        let answer = mit.try_step(&init_token(&call));
+        let window = 32u32;
+        match &answer {
+            Ok((token, _)) => {
+                let mic = mit.get_mic(&window.to_be_bytes());
+                for w in [4u32, u32::from_be_bytes(*b"ctx1"), 0, 0, window] {
+                    res.extend_from_slice(&w.to_be_bytes());
+                }
+                res.extend_from_slice(&(token.len() as u32).to_be_bytes());
+                res.extend_from_slice(token);
+                res.resize(res.len().next_multiple_of(4), 0);
+                write_reply(&mut tls, xid, (6, &mic), &res);
+            }
+            Err(major) => {
+                for w in [0u32, *major, 0, 0, 0] {
+                    res.extend_from_slice(&w.to_be_bytes());
+                }
+                write_reply(&mut tls, xid, (0, b""), &res);
+            }
+        }
+        answer.map(|(_, flags)| flags)
+    }
+
+    #[test]
+    fn a_kerberos_context_made_in_tls_is_bound_to_that_tls_connection() {
+        let test = "a_kerberos_context_made_in_tls_is_bound_to_that_tls_connection";
+        let Some((keytab, host)) = realm(test) else {
+            return;
+        };
+        use crate::io::socket::{connect_bound, BufferRequest, ConnectSpec};
+        use crate::io::tls::{exporter, sessions, TlsRequest, TlsSpec};
+        use crate::security::{Flavor, GssConnection};
+        let dir = std::env::temp_dir().join(format!("dnfs-cb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, sessions::CA_PEM).unwrap();
+        let req = TlsRequest {
+            ca: Some(ca),
+            name: Some("server.test".into()),
+            starttls: true,
+            ..TlsRequest::default()
+        };
+        let (_, other_server) = sessions::pair();
+        let other = tls_exporter_binding(&exporter(&other_server).unwrap());
+        for server_bindings in [None, Some(other)] {
+            let refuse = server_bindings.is_some();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let spec = ConnectSpec {
+                remote: listener.local_addr().unwrap(),
+                local: None,
+                timeout: std::time::Duration::from_secs(10),
+                dontroute: false,
+                resvport: false,
+                buffers: BufferRequest::Auto,
+                tls: Some(std::sync::Arc::new(
+                    TlsSpec::new(&req, "127.0.0.1", 100_003, 3).unwrap(),
+                )),
+            };
+            let kt = keytab.clone();
+            let server =
+                std::thread::spawn(move || serve_one_bound_context(listener, kt, server_bindings));
+            // What the transport and MOUNT do on a connection in TLS.
+            let (stream, tls_exporter) = connect_bound(&spec).expect("STARTTLS and handshake");
+            let made = GssConnection::establish_bound(
+                stream,
+                &host,
+                (100_003, 3),
+                Flavor::Krb5,
+                std::time::Duration::from_secs(10),
+                tls_exporter.as_ref().map(|e| &e[..]),
+            );
+            let accepted = server.join().unwrap();
+            if refuse {
+                let e = made.expect_err("refused by a server of another TLS session");
+                assert_eq!(
+                    accepted.expect_err("the acceptor refused") & GSS_ROUTINE_ERROR_MASK,
+                    GSS_S_BAD_BINDINGS
+                );
+                let text = e.to_string();
+                assert!(
+                    text.contains("GSS_S_BAD_BINDINGS") && text.contains("this TLS session"),
+                    "{text}"
+                );
+            } else {
+                made.expect("a server of this TLS connection accepts the context");
+                let flags = accepted.expect("the acceptor accepted");
+                assert_ne!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0, "bound to the connection");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
