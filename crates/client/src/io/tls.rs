@@ -759,7 +759,8 @@ pub(crate) mod sessions {
             }
             if !wire.is_empty() {
                 s.read_tls(&mut &wire[..]).unwrap();
-                s.process_new_packets().expect("server accepts the client's flight");
+                s.process_new_packets()
+                    .expect("server accepts the client's flight");
             }
             let mut wire = Vec::new();
             while s.wants_write() {
@@ -767,7 +768,8 @@ pub(crate) mod sessions {
             }
             if !wire.is_empty() {
                 c.read_tls(&mut &wire[..]).unwrap();
-                c.process_new_packets().expect("client accepts the server's flight");
+                c.process_new_packets()
+                    .expect("client accepts the server's flight");
             }
         }
         assert!(!c.is_handshaking() && !s.is_handshaking(), "handshake done");

@@ -1,7 +1,8 @@
 //! The system's MIT GSS-API library (`libgssapi_krb5.so.2`), loaded at the
 //! first Kerberos mount: a client that never asks for Kerberos neither
 //! links nor loads it. Only the calls RPCSEC_GSS needs (RFC 2744 names):
-//! name import, context initiation, MIC make/check, wrap/unwrap.
+//! name import, context initiation (bound to a TLS session with channel
+//! bindings when the connection is in TLS), MIC make/check, wrap/unwrap.
 //!
 //! Credentials come from where MIT finds them: the ticket cache
 //! (`KRB5CCNAME`), else the client keytab (`KRB5_CLIENT_KTNAME`), from
@@ -480,9 +481,9 @@ impl SecContext {
         let mut ret_flags = 0;
         let mut time_rec: OmUint32 = 0;
         let mut bindings = self.bindings.as_deref().map(GssChannelBindings::of);
-        let bindings_ptr = bindings
-            .as_mut()
-            .map_or(ptr::null_mut(), |b| b as *mut GssChannelBindings as *mut c_void);
+        let bindings_ptr = bindings.as_mut().map_or(ptr::null_mut(), |b| {
+            b as *mut GssChannelBindings as *mut c_void
+        });
         // SAFETY: every pointer is valid for the call (the bindings borrow
         // `self.bindings`, unchanged during it); the context handle is ours
         // (null at first, then the library's); `output` is taken and
@@ -920,9 +921,9 @@ mod tests {
             let mut input = GssBuffer::input(token);
             let mut output = GssBuffer::empty();
             let mut bindings = self.bindings.as_deref().map(GssChannelBindings::of);
-            let bindings_ptr = bindings
-                .as_mut()
-                .map_or(ptr::null_mut(), |b| b as *mut GssChannelBindings as *mut c_void);
+            let bindings_ptr = bindings.as_mut().map_or(ptr::null_mut(), |b| {
+                b as *mut GssChannelBindings as *mut c_void
+            });
             // SAFETY: valid pointers; the output is taken below.
             let maj = unsafe {
                 (self.accept)(
@@ -1270,7 +1271,12 @@ mod tests {
         let mut tls = rustls::StreamOwned::new(conn, tcp);
         // The client's NULL call inside TLS.
         let null = read_message(&mut tls);
-        write_reply(&mut tls, u32::from_be_bytes(null[..4].try_into().unwrap()), (0, b""), &[]);
+        write_reply(
+            &mut tls,
+            u32::from_be_bytes(null[..4].try_into().unwrap()),
+            (0, b""),
+            &[],
+        );
         let ours = tls_exporter_binding(&exporter(&tls.conn).unwrap());
         let mut mit = MitAcceptor::new(&keytab);
         mit.bindings = Some(other.unwrap_or(ours));
@@ -1363,7 +1369,11 @@ mod tests {
             } else {
                 made.expect("a server of this TLS connection accepts the context");
                 let flags = accepted.expect("the acceptor accepted");
-                assert_ne!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0, "bound to the connection");
+                assert_ne!(
+                    flags & GSS_C_CHANNEL_BOUND_FLAG,
+                    0,
+                    "bound to the connection"
+                );
             }
         }
         let _ = std::fs::remove_dir_all(&dir);

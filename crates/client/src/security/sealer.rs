@@ -168,6 +168,7 @@ impl ConnectionSealer {
         tracing::debug!(
             host,
             lifetime = ?context.lifetime(),
+            tls_bound = tls_exporter.is_some(),
             "RPCSEC_GSS context set up on a new connection"
         );
         Ok((
