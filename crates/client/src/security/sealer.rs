@@ -45,6 +45,7 @@ const MIN_CONTEXT_USE: Duration = Duration::from_secs(1);
 static CONTEXTS: AtomicU64 = AtomicU64::new(0);
 static RENEWALS: AtomicU64 = AtomicU64::new(0);
 static LOST: AtomicU64 = AtomicU64::new(0);
+static TLS_BOUND: AtomicU64 = AtomicU64::new(0);
 static RENEW_EARLY: AtomicBool = AtomicBool::new(true);
 
 /// Process-wide counts of the transport's RPCSEC_GSS contexts (all
@@ -59,6 +60,9 @@ pub struct GssCounters {
     /// Connections replaced because the server said it no longer holds
     /// a context that had worked (CTXPROBLEM, CREDPROBLEM).
     pub lost: u64,
+    /// Of `contexts`, those made on a connection in TLS and bound to its
+    /// session (GSS-API channel bindings, `tls-exporter`).
+    pub tls_bound: u64,
 }
 
 /// The counts so far.
@@ -67,6 +71,7 @@ pub fn counters() -> GssCounters {
         contexts: CONTEXTS.load(Ordering::Relaxed),
         renewals: RENEWALS.load(Ordering::Relaxed),
         lost: LOST.load(Ordering::Relaxed),
+        tls_bound: TLS_BOUND.load(Ordering::Relaxed),
     }
 }
 
@@ -144,6 +149,9 @@ impl ConnectionSealer {
         let (stream, context) = conn.into_parts();
         let window = context.window().limit();
         let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
+        if tls_exporter.is_some() {
+            TLS_BOUND.fetch_add(1, Ordering::Relaxed);
+        }
         let made = Instant::now();
         let ends = context.lifetime().map(|life| made + life);
         // Only a renewal's replacement is judged so: a connection replaced
