@@ -35,7 +35,7 @@ use directnfs_wire::{Decode, Encode, Procedure, XdrReader};
 
 use crate::error::{Error, Result};
 use crate::io::oneshot::rpc_once;
-use crate::io::socket::{connect, ConnectSpec};
+use crate::io::socket::{connect_bound, ConnectSpec};
 use crate::security::{Flavor, GssConnection, SecurityError};
 
 /// Asks the portmapper at `host:111` for the TCP port of `prog`/`vers`;
@@ -378,12 +378,19 @@ fn mount_rpc<P: Procedure>(
             detail: e.to_string(),
         },
     };
-    let stream = connect(spec).map_err(|source| Error::Connect {
+    let (stream, tls_exporter) = connect_bound(spec).map_err(|source| Error::Connect {
         server: server.clone(),
         source,
     })?;
-    let mut conn = GssConnection::establish(stream, host, (P::PROG, P::VERS), flavor, spec.timeout)
-        .map_err(failed)?;
+    let mut conn = GssConnection::establish_bound(
+        stream,
+        host,
+        (P::PROG, P::VERS),
+        flavor,
+        spec.timeout,
+        tls_exporter.as_ref().map(|e| &e[..]),
+    )
+    .map_err(failed)?;
     let mut body = Vec::with_capacity(256);
     args.encode(&mut body);
     let results = conn.call(P::PROC, &body, spec.timeout).map_err(failed)?;

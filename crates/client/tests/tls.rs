@@ -492,12 +492,18 @@ fn contexts() -> u64 {
     directnfs::security::counters().contexts
 }
 
+/// Of those, the ones bound to their connection's TLS session.
+fn tls_bound_contexts() -> u64 {
+    directnfs::security::counters().tls_bound
+}
+
 on_each_version! {
     fn kerberos_over_tls_writes_and_reads_back_at_each_flavor(version) {
         // sec=krb5* and xprtsec=tls together: each connection does the
         // AUTH_TLS probe and the handshake, then sets up its Kerberos
-        // context inside TLS. The front refuses clear (above), and the
-        // contexts counted show Kerberos was used.
+        // context inside TLS, bound to the session (channel bindings,
+        // which Ganesha ignores). The front refuses clear (above), and the
+        // contexts counted show Kerberos was used, and bound.
         let test = "kerberos_over_tls_writes_and_reads_back_at_each_flavor";
         let Some(front) = front(test) else {
             return;
@@ -510,11 +516,13 @@ on_each_version! {
             let Some(url) = front.krb5_url(test, version, STARTTLS, &options) else {
                 return;
             };
-            let before = contexts();
+            let (before, bound_before) = (contexts(), tls_bound_contexts());
             let c = Client::connect(&url).unwrap_or_else(|e| panic!("{flavor}: {url}: {e}"));
             write_and_read_back(&c);
             let made = contexts() - before;
             assert!(made >= 2, "{flavor}: {made} Kerberos contexts made");
+            let bound = tls_bound_contexts() - bound_before;
+            assert!(bound >= 2, "{flavor}: {bound} of them bound to their TLS session");
         }
     }
 }

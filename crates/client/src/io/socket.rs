@@ -70,6 +70,15 @@ pub(crate) enum BufferRequest {
 /// Opens a tuned TCP connection as `spec` says; with `spec.tls`, runs the
 /// RPC-with-TLS start on it and returns the relay's local end.
 pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
+    connect_bound(spec).map(|(stream, _)| stream)
+}
+
+/// [`connect`], and with `spec.tls` the TLS session's `tls-exporter`
+/// value (RFC 9266), for a Kerberos context made on the connection to be
+/// bound to it; `None` without TLS.
+pub(crate) fn connect_bound(
+    spec: &ConnectSpec,
+) -> io::Result<(TcpStream, Option<[u8; super::tls::EXPORTER_LEN]>)> {
     let domain = Domain::for_address(spec.remote);
     // Moved above the descriptor floor at once: the connect may wait.
     let socket = crate::fdfloor::made(|| Socket::new(domain, Type::STREAM, Some(Protocol::TCP)))?;
@@ -105,8 +114,9 @@ pub(crate) fn connect(spec: &ConnectSpec) -> io::Result<TcpStream> {
             .with_interval(Duration::from_secs(2)),
     )?;
     match &spec.tls {
-        Some(tls) => super::tls::start(socket.into(), tls, spec.timeout),
-        None => Ok(socket.into()),
+        Some(tls) => super::tls::start(socket.into(), tls, spec.timeout)
+            .map(|started| (started.stream, Some(started.exporter))),
+        None => Ok((socket.into(), None)),
     }
 }
 

@@ -26,6 +26,10 @@
 //!    over, so a refusal (no certificate, an unknown one) arrives as an
 //!    alert only when the first record is read. Reading it here gives the
 //!    caller that alert as the error, not a connection closed later.
+//! 4. The session's `tls-exporter` value (RFC 9266) is kept with the
+//!    returned stream ([`Started::exporter`]): a Kerberos context made on
+//!    the connection is bound to this TLS session with it (RFC 9289 §4.2.1,
+//!    `security/gssapi.rs`).
 
 use std::fmt;
 use std::io::{self, Read, Write};
@@ -163,10 +167,34 @@ fn program_name(prog: u32) -> &'static str {
     }
 }
 
+/// The label of the `tls-exporter` channel binding (RFC 9266 §2).
+const EXPORTER_LABEL: &[u8] = b"EXPORTER-Channel-Binding";
+
+/// Length of the `tls-exporter` value (RFC 9266 §2).
+pub(crate) const EXPORTER_LEN: usize = 32;
+
+/// The `tls-exporter` channel binding value of an established TLS 1.3
+/// session (RFC 9266: the exporter with label `EXPORTER-Channel-Binding`,
+/// no context, 32 bytes). Both ends of one session compute the same value;
+/// another session (even to the same server) has another one.
+pub(crate) fn exporter<D>(conn: &rustls::ConnectionCommon<D>) -> io::Result<[u8; EXPORTER_LEN]> {
+    conn.export_keying_material([0u8; EXPORTER_LEN], EXPORTER_LABEL, None)
+        .map_err(|e| io::Error::other(format!("TLS: no tls-exporter value: {e}")))
+}
+
+/// A connection in TLS: the driver's end of the relay and the session's
+/// `tls-exporter` value.
+pub(crate) struct Started {
+    /// The driver's end: plaintext records in and out.
+    pub stream: TcpStream,
+    /// The session's `tls-exporter` channel binding value.
+    pub exporter: [u8; EXPORTER_LEN],
+}
+
 /// Runs the probe, the handshake and the NULL check on `tcp` (all within
 /// `timeout`), then hands the session to a relay thread: the returned
 /// stream is the driver's end. Errors say which step failed and why.
-pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Result<TcpStream> {
+pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Result<Started> {
     let deadline = Instant::now() + timeout;
     let peer = tcp
         .peer_addr()
@@ -196,13 +224,17 @@ pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Re
             "TLS handshake",
         ));
     }
+    let exporter = exporter(&*conn).map_err(|e| step(e, &peer, "TLS handshake"))?;
     tcp.set_read_timeout(None)?;
     tcp.set_write_timeout(None)?;
     tcp.set_nonblocking(true)?;
     let (mine, theirs) = socketpair()?;
     let relay_end = mine;
     crate::signals::spawn("dnfs-tls", move || relay(conn, tcp, relay_end))?;
-    Ok(TcpStream::from(theirs))
+    Ok(Started {
+        stream: TcpStream::from(theirs),
+        exporter,
+    })
 }
 
 /// Wraps `e` with the server and the step, keeping its kind.
@@ -661,6 +693,90 @@ fn poll_one(fd: libc::c_int, events: libc::c_short, ms: libc::c_int) {
     unsafe { libc::poll(&mut p, 1, ms) };
 }
 
+/// One TLS 1.3 session made in memory between this module's client
+/// configuration and a rustls server (no socket), for tests of what both
+/// ends derive from it.
+#[cfg(test)]
+pub(crate) mod sessions {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::sync::Arc;
+
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use rustls::{ClientConnection, RootCertStore, ServerConfig, ServerConnection};
+
+    // A throwaway CA and a certificate it signed for `server.test`
+    // (P-256, valid until 2126), made with openssl for these tests only:
+    // the key protects nothing.
+    const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIBnjCCAUWgAwIBAgIUKlPIAU6NrWsAhw5zxMz2D/tTlw4wCgYIKoZIzj0EAwIw\nHDEaMBgGA1UEAwwRZGlyZWN0bmZzIHRlc3QgQ0EwIBcNMjYxMTI5MTQyMjIxWhgP\nMjEyNjExMDUxNDIyMjFaMBwxGjAYBgNVBAMMEWRpcmVjdG5mcyB0ZXN0IENBMFkw\nEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAECj0xSBeDJCMJuBnJLeZnFXbRWn7dNezI\n8F8DZxK1n3axs93z4ESMmooHEpe3wRmVfdsqhJQF4twoMk9DVSP0R6NjMGEwHQYD\nVR0OBBYEFObhxpx5eV3Tf8Pey+jI2aHSfJXaMB8GA1UdIwQYMBaAFObhxpx5eV3T\nf8Pey+jI2aHSfJXaMA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgIEMAoG\nCCqGSM49BAMCA0cAMEQCICa+ftuEUFrZ+XVPVmT8XqIl39zShO41HUmH93qjuHGq\nAiB2h7q3uyVfkuobIqS4U/MNCVWXxcOKCR8PE4KtE9rZ6g==\n-----END CERTIFICATE-----\n";
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nMIIBrzCCAVagAwIBAgIUYk/MWRfWjX1H+h68nGuRgWjF67cwCgYIKoZIzj0EAwIw\nHDEaMBgGA1UEAwwRZGlyZWN0bmZzIHRlc3QgQ0EwIBcNMjYxMTI5MTQyMjIxWhgP\nMjEyNjExMDUxNDIyMjFaMBYxFDASBgNVBAMMC3NlcnZlci50ZXN0MFkwEwYHKoZI\nzj0CAQYIKoZIzj0DAQcDQgAEntZZIrKEvEVJ1NcNmS6XpBtoB6IfbUdNLTsa7hAa\nNMtmdUY9Ow8/jg1PcNEEtaEqzDuHGxSNFIN+xbcMQDOq+qN6MHgwCQYDVR0TBAIw\nADAWBgNVHREEDzANggtzZXJ2ZXIudGVzdDATBgNVHSUEDDAKBggrBgEFBQcDATAd\nBgNVHQ4EFgQUkr9koj7wpFVy5iuA3hMaVii+S54wHwYDVR0jBBgwFoAU5uHGnHl5\nXdN/w97L6MjZodJ8ldowCgYIKoZIzj0EAwIDRwAwRAIgXWjJHN+Za9dQM2MMQzBe\nqkEOxtxDPpvwLDuhEUYE0yYCIAlkFiQP7hM+TlHRQ+0anviAwd7t7o+ODd7I2Qjz\nSR/x\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg/KrJFEiYQa1/pq7M\nrbRBS6lUvBiSXTK27BkaN1b+UnehRANCAASe1lkisoS8RUnU1w2ZLpekG2gHoh9t\nR00tOxruEBo0y2Z1Rj07Dz+ODU9w0QS1oSrMO4cbFI0Ug37FtwxAM6r6\n-----END PRIVATE KEY-----\n";
+
+    /// The test CA's certificate, PEM (for a `tls_ca` file).
+    pub(crate) const CA_PEM: &str = CA;
+
+    /// A TLS 1.3 server configuration with the certificate for
+    /// `server.test`.
+    pub(crate) fn server_config() -> Arc<ServerConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        Arc::new(
+            ServerConfig::builder_with_provider(provider)
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .unwrap()
+                .with_no_client_auth()
+                .with_single_cert(
+                    vec![CertificateDer::from_pem_slice(CERT.as_bytes()).unwrap()],
+                    PrivateKeyDer::from_pem_slice(KEY.as_bytes()).unwrap(),
+                )
+                .unwrap(),
+        )
+    }
+
+    /// Runs one handshake between a client and a server in memory and
+    /// returns both ends, established.
+    pub(crate) fn pair() -> (ClientConnection, ServerConnection) {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(CA.as_bytes()).unwrap())
+            .unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = ServerName::try_from("server.test").unwrap();
+        let mut c = ClientConnection::new(Arc::new(client), name).unwrap();
+        let mut s = ServerConnection::new(server_config()).unwrap();
+        for _ in 0..10 {
+            if !c.is_handshaking() && !s.is_handshaking() {
+                break;
+            }
+            let mut wire = Vec::new();
+            while c.wants_write() {
+                c.write_tls(&mut wire).unwrap();
+            }
+            if !wire.is_empty() {
+                s.read_tls(&mut &wire[..]).unwrap();
+                s.process_new_packets()
+                    .expect("server accepts the client's flight");
+            }
+            let mut wire = Vec::new();
+            while s.wants_write() {
+                s.write_tls(&mut wire).unwrap();
+            }
+            if !wire.is_empty() {
+                c.read_tls(&mut &wire[..]).unwrap();
+                c.process_new_packets()
+                    .expect("client accepts the server's flight");
+            }
+        }
+        assert!(!c.is_handshaking() && !s.is_handshaking(), "handshake done");
+        (c, s)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -688,5 +804,29 @@ mod tests {
         };
         let e = TlsSpec::new(&req, "127.0.0.1", 100003, 3).unwrap_err();
         assert!(e.to_string().contains("tls_ca /nonexistent/ca.pem"), "{e}");
+    }
+
+    #[test]
+    fn both_ends_of_a_tls_session_derive_the_same_tls_exporter_value() {
+        let (client, server) = sessions::pair();
+        let ours = exporter(&client).unwrap();
+        let theirs = exporter(&server).unwrap();
+        assert_eq!(ours, theirs, "client and server of one session");
+        assert_ne!(ours, [0u8; EXPORTER_LEN]);
+        // RFC 9266's label and empty context, written out here: TLS 1.3
+        // makes "no context" the same as an empty one (RFC 8446 §7.5),
+        // which `exporter` relies on.
+        let rfc9266 = server
+            .export_keying_material([0u8; EXPORTER_LEN], b"EXPORTER-Channel-Binding", Some(&[]))
+            .unwrap();
+        assert_eq!(ours, rfc9266);
+        // Another label is another value: the label is RFC 9266's.
+        let other_label = client
+            .export_keying_material([0u8; EXPORTER_LEN], b"EXPORTER-other", None)
+            .unwrap();
+        assert_ne!(ours, other_label);
+        // Another session, another value.
+        let (again, _) = sessions::pair();
+        assert_ne!(ours, exporter(&again).unwrap(), "a second session");
     }
 }

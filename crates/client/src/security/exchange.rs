@@ -40,11 +40,27 @@ impl GssConnection {
     /// reply. The credentials are the process's: its ticket cache
     /// (`KRB5CCNAME`) or client keytab (`KRB5_CLIENT_KTNAME`).
     pub fn establish(
+        stream: TcpStream,
+        host: &str,
+        prog_vers: (u32, u32),
+        flavor: Flavor,
+        timeout: Duration,
+    ) -> Result<Self, SecurityError> {
+        Self::establish_bound(stream, host, prog_vers, flavor, timeout, None)
+    }
+
+    /// [`establish`](Self::establish) on a connection in TLS whose session's
+    /// `tls-exporter` value (RFC 9266) is `tls_exporter`: the context is
+    /// bound to that session with GSS-API channel bindings (RFC 9289
+    /// §4.2.1, RFC 5056), so a server that checks them refuses a context
+    /// made over another TLS session. `None`: no bindings (no TLS).
+    pub fn establish_bound(
         mut stream: TcpStream,
         host: &str,
         (prog, vers): (u32, u32),
         flavor: Flavor,
         timeout: Duration,
+        tls_exporter: Option<&[u8]>,
     ) -> Result<Self, SecurityError> {
         let server = stream
             .peer_addr()
@@ -57,6 +73,9 @@ impl GssConnection {
             source,
         };
         let mut sec = SecContext::new(&format!("nfs@{host}")).map_err(gss_failed)?;
+        if let Some(exporter) = tls_exporter {
+            sec.bind_channel(super::gssapi::tls_exporter_binding(exporter));
+        }
         let service = service_of(flavor);
         let mut xid = 0x4753_0000 ^ std::process::id().rotate_left(12);
         let (mut token, mut complete) = sec.step(None).map_err(gss_failed)?;
@@ -68,10 +87,21 @@ impl GssConnection {
                 exchange(&mut stream, &call, timeout).map_err(|e| io_failed(&server, e))?;
             let (verf, res) = init_reply(&record, xid, &server)?;
             if res.gss_major != GSS_S_COMPLETE && res.gss_major != GSS_S_CONTINUE_NEEDED {
+                let why = if res.gss_major & (0xff << 16) == super::gssapi::GSS_S_BAD_BINDINGS {
+                    if tls_exporter.is_some() {
+                        ": its channel bindings are not this TLS session's (GSS_S_BAD_BINDINGS; \
+                         is something ending TLS between the client and the server?)"
+                    } else {
+                        ": it asks for channel bindings and the connection has none \
+                         (GSS_S_BAD_BINDINGS; xprtsec=tls gives them)"
+                    }
+                } else {
+                    ""
+                };
                 return Err(SecurityError::Malformed {
                     server,
                     detail: format!(
-                        "the server's GSS-API refused the context (major {:#x}, minor {:#x})",
+                        "the server's GSS-API refused the context (major {:#x}, minor {:#x}){why}",
                         res.gss_major, res.gss_minor
                     ),
                 });

@@ -1,7 +1,8 @@
 //! The system's MIT GSS-API library (`libgssapi_krb5.so.2`), loaded at the
 //! first Kerberos mount: a client that never asks for Kerberos neither
 //! links nor loads it. Only the calls RPCSEC_GSS needs (RFC 2744 names):
-//! name import, context initiation, MIC make/check, wrap/unwrap.
+//! name import, context initiation (bound to a TLS session with channel
+//! bindings when the connection is in TLS), MIC make/check, wrap/unwrap.
 //!
 //! Credentials come from where MIT finds them: the ticket cache
 //! (`KRB5CCNAME`), else the client keytab (`KRB5_CLIENT_KTNAME`), from
@@ -64,12 +65,50 @@ const GSS_C_MUTUAL_FLAG: OmUint32 = 2;
 const GSS_C_CONF_FLAG: OmUint32 = 16;
 const GSS_C_INTEG_FLAG: OmUint32 = 32;
 
+/// MIT's `gss_channel_bindings_struct` (RFC 2744 §3.11): addresses
+/// unspecified, the application data the binding.
+#[repr(C)]
+struct GssChannelBindings {
+    initiator_addrtype: OmUint32,
+    initiator_address: GssBuffer,
+    acceptor_addrtype: OmUint32,
+    acceptor_address: GssBuffer,
+    application_data: GssBuffer,
+}
+
+/// GSS_C_AF_UNSPEC: no address in the bindings.
+const GSS_C_AF_UNSPEC: OmUint32 = 0;
+
+impl GssChannelBindings {
+    /// Bindings carrying `data` (borrowed: it must outlive the call).
+    fn of(data: &[u8]) -> Self {
+        Self {
+            initiator_addrtype: GSS_C_AF_UNSPEC,
+            initiator_address: GssBuffer::empty(),
+            acceptor_addrtype: GSS_C_AF_UNSPEC,
+            acceptor_address: GssBuffer::empty(),
+            application_data: GssBuffer::input(data),
+        }
+    }
+}
+
+/// The GSS-API channel bindings' application data for a TLS session whose
+/// `tls-exporter` value (RFC 9266) is `exporter`: the channel binding
+/// type's prefix `tls-exporter:` then the value (RFC 5056 §2.1).
+pub fn tls_exporter_binding(exporter: &[u8]) -> Vec<u8> {
+    let mut data = b"tls-exporter:".to_vec();
+    data.extend_from_slice(exporter);
+    data
+}
+
 const GSS_S_COMPLETE: OmUint32 = 0;
 const GSS_S_CONTINUE_NEEDED: OmUint32 = 1;
 /// The routine-error field of a major status (RFC 2744 §3.9.1).
 const GSS_ROUTINE_ERROR_MASK: OmUint32 = 0xff << 16;
 const GSS_S_NO_CRED: OmUint32 = 7 << 16;
 const GSS_S_CREDENTIALS_EXPIRED: OmUint32 = 11 << 16;
+/// The peers' channel bindings differ (RFC 2744 §3.9.1).
+pub const GSS_S_BAD_BINDINGS: OmUint32 = 4 << 16;
 const GSS_C_GSS_CODE: c_int = 1;
 const GSS_C_MECH_CODE: c_int = 2;
 
@@ -371,6 +410,10 @@ pub struct SecContext {
     /// The context's tokens made in-process (RFC 4121 with an AES enctype),
     /// once complete; `None`: MIT's library makes them.
     cfx: Option<CfxContext>,
+    /// The channel bindings' application data given to each
+    /// GSS_Init_sec_context step (a TLS session's, [`tls_exporter_binding`]);
+    /// `None`: no bindings (GSS_C_NO_CHANNEL_BINDINGS).
+    bindings: Option<Vec<u8>>,
 }
 
 // SAFETY: the handles are only used through &mut self or under a lock the
@@ -408,7 +451,16 @@ impl SecContext {
             complete: false,
             lifetime: None,
             cfx: None,
+            bindings: None,
         })
+    }
+
+    /// Binds the context to a channel (RFC 5056): `application_data` goes
+    /// into the GSS-API channel bindings of every step, and an acceptor
+    /// given other bindings refuses the context (GSS_S_BAD_BINDINGS). MIT's
+    /// acceptor given none ignores them. Before the first [`step`](Self::step).
+    pub fn bind_channel(&mut self, application_data: Vec<u8>) {
+        self.bindings = Some(application_data);
     }
 
     /// One step of GSS_Init_sec_context: `token` is the server's last
@@ -428,9 +480,14 @@ impl SecContext {
         let mut output = GssBuffer::empty();
         let mut ret_flags = 0;
         let mut time_rec: OmUint32 = 0;
-        // SAFETY: every pointer is valid for the call; the context handle
-        // is ours (null at first, then the library's); `output` is taken
-        // and released below.
+        let mut bindings = self.bindings.as_deref().map(GssChannelBindings::of);
+        let bindings_ptr = bindings.as_mut().map_or(ptr::null_mut(), |b| {
+            b as *mut GssChannelBindings as *mut c_void
+        });
+        // SAFETY: every pointer is valid for the call (the bindings borrow
+        // `self.bindings`, unchanged during it); the context handle is ours
+        // (null at first, then the library's); `output` is taken and
+        // released below.
         let maj = unsafe {
             (api.init_sec_context)(
                 &mut min,
@@ -440,7 +497,7 @@ impl SecContext {
                 &mut mech,
                 GSS_C_MUTUAL_FLAG | GSS_C_INTEG_FLAG | GSS_C_CONF_FLAG,
                 0,
-                ptr::null_mut(),
+                bindings_ptr,
                 input_ptr,
                 ptr::null_mut(),
                 &mut output,
@@ -820,7 +877,14 @@ mod tests {
         api: &'static Api,
         accept: AcceptSecContext,
         ctx: GssCtx,
+        /// The channel bindings' application data the acceptor is given
+        /// (`None`: GSS_C_NO_CHANNEL_BINDINGS, as NFS-Ganesha passes).
+        bindings: Option<Vec<u8>>,
     }
+
+    /// GSS_C_CHANNEL_BOUND_FLAG (MIT 1.19 and later): the acceptor's
+    /// bindings and the initiator's were both given and agree.
+    const GSS_C_CHANNEL_BOUND_FLAG: OmUint32 = 2048;
 
     impl MitAcceptor {
         fn new(keytab: &std::path::Path) -> Self {
@@ -841,13 +905,25 @@ mod tests {
                 api,
                 accept,
                 ctx: ptr::null_mut(),
+                bindings: None,
             }
         }
 
         fn step(&mut self, token: &[u8]) -> Vec<u8> {
+            let (out, _flags) = self.try_step(token).expect("accepts");
+            out
+        }
+
+        /// One GSS_Accept_sec_context step: the token to send back and the
+        /// context's flags, or the major status of a refusal.
+        fn try_step(&mut self, token: &[u8]) -> Result<(Vec<u8>, OmUint32), OmUint32> {
             let (mut min, mut flags, mut time) = (0, 0, 0);
             let mut input = GssBuffer::input(token);
             let mut output = GssBuffer::empty();
+            let mut bindings = self.bindings.as_deref().map(GssChannelBindings::of);
+            let bindings_ptr = bindings.as_mut().map_or(ptr::null_mut(), |b| {
+                b as *mut GssChannelBindings as *mut c_void
+            });
             // SAFETY: valid pointers; the output is taken below.
             let maj = unsafe {
                 (self.accept)(
@@ -855,7 +931,7 @@ mod tests {
                     &mut self.ctx,
                     ptr::null_mut(),
                     &mut input,
-                    ptr::null_mut(),
+                    bindings_ptr,
                     ptr::null_mut(),
                     ptr::null_mut(),
                     &mut output,
@@ -865,8 +941,14 @@ mod tests {
                 )
             };
             let out = unsafe { take_buffer(self.api, &mut output) };
-            check(self.api, "gss_accept_sec_context", maj, min).expect("accepts");
-            out
+            if maj & GSS_ROUTINE_ERROR_MASK != 0 {
+                eprintln!(
+                    "gss_accept_sec_context: {}",
+                    status_text(self.api, maj, min)
+                );
+                return Err(maj);
+            }
+            Ok((out, flags))
         }
 
         fn get_mic(&self, msg: &[u8]) -> Vec<u8> {
@@ -1023,5 +1105,277 @@ mod tests {
             .verify_mic(&msg, &mit_mic)
             .expect("and its MIC checks");
         eprintln!("in-process Kerberos tokens checked against MIT with enctype {enctype}");
+    }
+
+    /// The Kerberos test realm's service keytab and the server's host, or
+    /// `None` (the test SKIPPED, or FAILED under DNFS_TEST_REQUIRE_KRB5)
+    /// without the realm.
+    fn realm(test: &str) -> Option<(std::path::PathBuf, String)> {
+        let url = directnfs_testkit::server::url_krb5(test)?;
+        let host = url
+            .strip_prefix("nfs://")
+            .and_then(|r| r.split('/').next())
+            .expect("URL host")
+            .to_owned();
+        let conf = std::env::var("KRB5_CONFIG").expect("KRB5_CONFIG beside DNFS_TEST_URL_KRB5");
+        let keytab = std::path::Path::new(&conf).with_file_name("server.keytab");
+        Some((keytab, host))
+    }
+
+    /// Sets up a context between this crate's initiator, given
+    /// `initiator` as its channel bindings' data (as a connection in TLS
+    /// does: `exchange.rs`), and an MIT acceptor given `acceptor`: the
+    /// acceptor's flags once complete, or the major status it refused with.
+    fn bound_context(
+        keytab: &std::path::Path,
+        host: &str,
+        initiator: Option<Vec<u8>>,
+        acceptor: Option<Vec<u8>>,
+    ) -> Result<OmUint32, OmUint32> {
+        let mut mit = MitAcceptor::new(keytab);
+        mit.bindings = acceptor;
+        let mut init = SecContext::new(&format!("nfs@{host}")).expect("name");
+        if let Some(data) = initiator {
+            init.bind_channel(data);
+        }
+        let mut reply: Option<Vec<u8>> = None;
+        let mut flags = None;
+        for _ in 0..4 {
+            let (token, done) = init.step(reply.as_deref()).expect("initiator step");
+            if !token.is_empty() {
+                let (out, f) = mit.try_step(&token)?;
+                flags = Some(f);
+                reply = Some(out);
+            }
+            if done {
+                break;
+            }
+        }
+        assert!(init.complete, "the context did not complete");
+        Ok(flags.expect("the acceptor answered"))
+    }
+
+    #[test]
+    fn a_context_bound_to_one_tls_session_is_refused_by_an_acceptor_of_another() {
+        let test = "a_context_bound_to_one_tls_session_is_refused_by_an_acceptor_of_another";
+        let Some((keytab, host)) = realm(test) else {
+            return;
+        };
+        use crate::io::tls::{exporter, sessions};
+        // Two TLS sessions; the client's end of the first binds the
+        // context, as `exchange.rs` does on a connection in TLS.
+        let (client, server) = sessions::pair();
+        let (_, other_server) = sessions::pair();
+        let ours = tls_exporter_binding(&exporter(&client).unwrap());
+        let same = tls_exporter_binding(&exporter(&server).unwrap());
+        let other = tls_exporter_binding(&exporter(&other_server).unwrap());
+        assert!(ours.starts_with(b"tls-exporter:") && ours.len() == 13 + 32);
+
+        // The server's end of the same session: accepted, and bound.
+        let flags = bound_context(&keytab, &host, Some(ours.clone()), Some(same))
+            .expect("an acceptor of the same TLS session accepts");
+        assert_ne!(
+            flags & GSS_C_CHANNEL_BOUND_FLAG,
+            0,
+            "the acceptor says the context is channel-bound"
+        );
+
+        // Another session's value: refused, GSS_S_BAD_BINDINGS.
+        let refused = bound_context(&keytab, &host, Some(ours.clone()), Some(other))
+            .expect_err("an acceptor of another TLS session refuses");
+        assert_eq!(
+            refused & GSS_ROUTINE_ERROR_MASK,
+            GSS_S_BAD_BINDINGS,
+            "major {refused:#x}"
+        );
+
+        // An acceptor given no bindings (NFS-Ganesha's, behind a TLS
+        // front that it cannot see) ignores ours: accepted, not bound.
+        let flags = bound_context(&keytab, &host, Some(ours), None)
+            .expect("an acceptor without bindings accepts a bound context");
+        assert_eq!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0);
+
+        // And MIT's acceptor given bindings takes a context made without
+        // any (since 1.19), not bound: a server that requires the binding
+        // has to check the flag.
+        let same_again = tls_exporter_binding(&exporter(&server).unwrap());
+        let flags = bound_context(&keytab, &host, None, Some(same_again))
+            .expect("MIT accepts an unbound context where bindings were given");
+        assert_eq!(flags & GSS_C_CHANNEL_BOUND_FLAG, 0);
+    }
+
+    /// Reads one record-marked RPC message (all fragments, bounded).
+    fn read_message(r: &mut impl std::io::Read) -> Vec<u8> {
+        let mut out = Vec::new();
+        loop {
+            let mut mark = [0u8; 4];
+            r.read_exact(&mut mark).expect("record mark");
+            let word = u32::from_be_bytes(mark);
+            let len = (word & 0x7fff_ffff) as usize;
+            assert!(out.len() + len < 1 << 20, "record too large");
+            let at = out.len();
+            out.resize(at + len, 0);
+            r.read_exact(&mut out[at..]).expect("record");
+            if word & 0x8000_0000 != 0 {
+                return out;
+            }
+        }
+    }
+
+    /// Writes an accepted, successful reply to `xid`: verifier `(flavor,
+    /// body)`, then `results`, record-marked.
+    fn write_reply(w: &mut impl std::io::Write, xid: u32, verf: (u32, &[u8]), results: &[u8]) {
+        let mut m = Vec::new();
+        for word in [xid, 1, 0, verf.0, verf.1.len() as u32] {
+            m.extend_from_slice(&word.to_be_bytes());
+        }
+        m.extend_from_slice(verf.1);
+        m.resize(m.len().next_multiple_of(4), 0);
+        m.extend_from_slice(&0u32.to_be_bytes());
+        m.extend_from_slice(results);
+        let mut rec = (0x8000_0000u32 | m.len() as u32).to_be_bytes().to_vec();
+        rec.extend_from_slice(&m);
+        w.write_all(&rec).expect("reply");
+        w.flush().expect("flush");
+    }
+
+    /// The GSS token of an RPCSEC_GSS INIT call: after the header, the
+    /// credential and the verifier, one opaque.
+    fn init_token(call: &[u8]) -> Vec<u8> {
+        let word = |at: usize| u32::from_be_bytes(call[at..at + 4].try_into().unwrap()) as usize;
+        let mut at = 24; // xid, CALL, rpcvers, prog, vers, proc
+        for _ in 0..2 {
+            at += 8 + word(at + 4).next_multiple_of(4); // flavor, body
+        }
+        let len = word(at);
+        call[at + 4..at + 4 + len].to_vec()
+    }
+
+    /// One connection of an RPC-with-TLS server that makes RPCSEC_GSS
+    /// contexts with an MIT acceptor whose channel bindings are this TLS
+    /// session's `tls-exporter` value, or `other` when given (a server on
+    /// the far side of something that ended TLS). Returns the acceptor's
+    /// flags or the major status it refused with.
+    fn serve_one_bound_context(
+        listener: std::net::TcpListener,
+        keytab: std::path::PathBuf,
+        other: Option<Vec<u8>>,
+    ) -> Result<OmUint32, OmUint32> {
+        use crate::io::tls::{exporter, sessions};
+        let (mut tcp, _) = listener.accept().expect("accept");
+        // The AUTH_TLS probe, answered STARTTLS (RFC 9289 §4.1).
+        let probe = read_message(&mut tcp);
+        let xid = u32::from_be_bytes(probe[..4].try_into().unwrap());
+        write_reply(&mut tcp, xid, (0, b"STARTTLS"), &[]);
+        let conn = rustls::ServerConnection::new(sessions::server_config()).unwrap();
+        let mut tls = rustls::StreamOwned::new(conn, tcp);
+        // The client's NULL call inside TLS.
+        let null = read_message(&mut tls);
+        write_reply(
+            &mut tls,
+            u32::from_be_bytes(null[..4].try_into().unwrap()),
+            (0, b""),
+            &[],
+        );
+        let ours = tls_exporter_binding(&exporter(&tls.conn).unwrap());
+        let mut mit = MitAcceptor::new(&keytab);
+        mit.bindings = Some(other.unwrap_or(ours));
+        let call = read_message(&mut tls);
+        let xid = u32::from_be_bytes(call[..4].try_into().unwrap());
+        let mut res = Vec::new();
+        let answer = mit.try_step(&init_token(&call));
+        let window = 32u32;
+        match &answer {
+            Ok((token, _)) => {
+                let mic = mit.get_mic(&window.to_be_bytes());
+                for w in [4u32, u32::from_be_bytes(*b"ctx1"), 0, 0, window] {
+                    res.extend_from_slice(&w.to_be_bytes());
+                }
+                res.extend_from_slice(&(token.len() as u32).to_be_bytes());
+                res.extend_from_slice(token);
+                res.resize(res.len().next_multiple_of(4), 0);
+                write_reply(&mut tls, xid, (6, &mic), &res);
+            }
+            Err(major) => {
+                for w in [0u32, *major, 0, 0, 0] {
+                    res.extend_from_slice(&w.to_be_bytes());
+                }
+                write_reply(&mut tls, xid, (0, b""), &res);
+            }
+        }
+        answer.map(|(_, flags)| flags)
+    }
+
+    #[test]
+    fn a_kerberos_context_made_in_tls_is_bound_to_that_tls_connection() {
+        let test = "a_kerberos_context_made_in_tls_is_bound_to_that_tls_connection";
+        let Some((keytab, host)) = realm(test) else {
+            return;
+        };
+        use crate::io::socket::{connect_bound, BufferRequest, ConnectSpec};
+        use crate::io::tls::{exporter, sessions, TlsRequest, TlsSpec};
+        use crate::security::{Flavor, GssConnection};
+        let dir = std::env::temp_dir().join(format!("dnfs-cb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, sessions::CA_PEM).unwrap();
+        let req = TlsRequest {
+            ca: Some(ca),
+            name: Some("server.test".into()),
+            starttls: true,
+            ..TlsRequest::default()
+        };
+        let (_, other_server) = sessions::pair();
+        let other = tls_exporter_binding(&exporter(&other_server).unwrap());
+        for server_bindings in [None, Some(other)] {
+            let refuse = server_bindings.is_some();
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let spec = ConnectSpec {
+                remote: listener.local_addr().unwrap(),
+                local: None,
+                timeout: std::time::Duration::from_secs(10),
+                dontroute: false,
+                resvport: false,
+                buffers: BufferRequest::Auto,
+                tls: Some(std::sync::Arc::new(
+                    TlsSpec::new(&req, "127.0.0.1", 100_003, 3).unwrap(),
+                )),
+            };
+            let kt = keytab.clone();
+            let server =
+                std::thread::spawn(move || serve_one_bound_context(listener, kt, server_bindings));
+            // What the transport and MOUNT do on a connection in TLS.
+            let (stream, tls_exporter) = connect_bound(&spec).expect("STARTTLS and handshake");
+            let made = GssConnection::establish_bound(
+                stream,
+                &host,
+                (100_003, 3),
+                Flavor::Krb5,
+                std::time::Duration::from_secs(10),
+                tls_exporter.as_ref().map(|e| &e[..]),
+            );
+            let accepted = server.join().unwrap();
+            if refuse {
+                let e = made.expect_err("refused by a server of another TLS session");
+                assert_eq!(
+                    accepted.expect_err("the acceptor refused") & GSS_ROUTINE_ERROR_MASK,
+                    GSS_S_BAD_BINDINGS
+                );
+                let text = e.to_string();
+                assert!(
+                    text.contains("GSS_S_BAD_BINDINGS") && text.contains("this TLS session"),
+                    "{text}"
+                );
+            } else {
+                made.expect("a server of this TLS connection accepts the context");
+                let flags = accepted.expect("the acceptor accepted");
+                assert_ne!(
+                    flags & GSS_C_CHANNEL_BOUND_FLAG,
+                    0,
+                    "bound to the connection"
+                );
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -45,6 +45,7 @@ const MIN_CONTEXT_USE: Duration = Duration::from_secs(1);
 static CONTEXTS: AtomicU64 = AtomicU64::new(0);
 static RENEWALS: AtomicU64 = AtomicU64::new(0);
 static LOST: AtomicU64 = AtomicU64::new(0);
+static TLS_BOUND: AtomicU64 = AtomicU64::new(0);
 static RENEW_EARLY: AtomicBool = AtomicBool::new(true);
 
 /// Process-wide counts of the transport's RPCSEC_GSS contexts (all
@@ -59,6 +60,9 @@ pub struct GssCounters {
     /// Connections replaced because the server said it no longer holds
     /// a context that had worked (CTXPROBLEM, CREDPROBLEM).
     pub lost: u64,
+    /// Of `contexts`, those made on a connection in TLS and bound to its
+    /// session (GSS-API channel bindings, `tls-exporter`).
+    pub tls_bound: u64,
 }
 
 /// The counts so far.
@@ -67,6 +71,7 @@ pub fn counters() -> GssCounters {
         contexts: CONTEXTS.load(Ordering::Relaxed),
         renewals: RENEWALS.load(Ordering::Relaxed),
         lost: LOST.load(Ordering::Relaxed),
+        tls_bound: TLS_BOUND.load(Ordering::Relaxed),
     }
 }
 
@@ -122,6 +127,8 @@ pub struct ConnectionSealer {
 impl ConnectionSealer {
     /// Sets up a context on the fresh connection `stream` to program
     /// `prog` version `vers` of `host` and gives the stream back with it.
+    /// `tls_exporter`: the connection's TLS session's `tls-exporter` value,
+    /// to which the context is bound (RFC 9289 §4.2.1); `None` without TLS.
     ///
     /// `previous`: the context of the connection this one replaces. When
     /// that one was replaced for its renewal, a context that ends no later
@@ -135,11 +142,16 @@ impl ConnectionSealer {
         flavor: Flavor,
         timeout: Duration,
         previous: Option<&ConnectionSealer>,
+        tls_exporter: Option<&[u8]>,
     ) -> Result<(TcpStream, Self), SecurityError> {
-        let conn = GssConnection::establish(stream, host, prog_vers, flavor, timeout)?;
+        let conn =
+            GssConnection::establish_bound(stream, host, prog_vers, flavor, timeout, tls_exporter)?;
         let (stream, context) = conn.into_parts();
         let window = context.window().limit();
         let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
+        if tls_exporter.is_some() {
+            TLS_BOUND.fetch_add(1, Ordering::Relaxed);
+        }
         let made = Instant::now();
         let ends = context.lifetime().map(|life| made + life);
         // Only a renewal's replacement is judged so: a connection replaced
@@ -164,6 +176,7 @@ impl ConnectionSealer {
         tracing::debug!(
             host,
             lifetime = ?context.lifetime(),
+            tls_bound = tls_exporter.is_some(),
             "RPCSEC_GSS context set up on a new connection"
         );
         Ok((

@@ -538,7 +538,7 @@ impl Shared {
         let ch = &self.channels[channel];
         let mut gss_sealer = None;
         let result = (|| {
-            let mut stream = crate::io::socket::connect(&ch.spec)?;
+            let (mut stream, tls_exporter) = crate::io::socket::connect_bound(&ch.spec)?;
             stream.set_write_timeout(Some(ch.spec.timeout))?;
             // A forked child's first connection needs no proof that the
             // server answers NFS on it: its parent's client had that
@@ -559,6 +559,7 @@ impl Shared {
                     gss.flavor,
                     ch.spec.timeout,
                     previous.as_deref(),
+                    tls_exporter.as_ref().map(|e| &e[..]),
                 )
                 .map_err(|e| {
                     // A connection that broke is retried as any; no
