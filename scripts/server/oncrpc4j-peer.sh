@@ -82,9 +82,10 @@ build() {
 }
 
 mvn_package() {
-    local mvn=(mvn -q -B "-Dmaven.repo.local=$M2" -Dmaven.test.skip=true package)
+    local mvn=(mvn -q -B -f "$PROJECT/pom.xml" "-Dmaven.repo.local=$M2" -Dmaven.test.skip=true
+        package)
     # Offline once the repository holds everything; online the first time.
-    if ! "${mvn[@]}" -o >"$PROJECT/target/build.log" 2>&1; then
+    if ! [[ -d $M2/org/dcache ]] || ! "${mvn[@]}" -o >"$PROJECT/target/build.log" 2>&1; then
         echo "oncrpc4j-peer: building (Maven fetches its dependencies into $M2 once)" >&2
         if ! "${mvn[@]}" >"$PROJECT/target/build.log" 2>&1; then
             cat "$PROJECT/target/build.log" >&2
