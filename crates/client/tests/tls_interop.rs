@@ -190,7 +190,7 @@ fn a_mount_through_oncrpc4j_probes_starts_tls_and_calls_in_tls() {
         .collect();
     let seen = |prog: u32, proc_: u32, flavor: u32, tls: bool| {
         let line = format!("{mine}prog={prog} vers=3 proc={proc_} flavor={flavor} tls={tls}");
-        calls.iter().any(|l| *l == line)
+        calls.contains(&line)
     };
     // Each program's connections begin with the AUTH_TLS probe (flavor 7,
     // in clear: RFC 9289 section 4.1), then the client's NULL inside TLS.
