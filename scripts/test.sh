@@ -273,6 +273,9 @@ install_packages() {
     command -v cc >/dev/null || missing+=(gcc libc6-dev)
     # The TLS front's certificates (scripts/server/tls-front.py).
     command -v openssl >/dev/null || missing+=(openssl)
+    # The independent RPC-with-TLS peer (scripts/server/oncrpc4j-peer.sh, tls_interop.rs).
+    command -v java >/dev/null || missing+=(default-jdk-headless)
+    command -v mvn >/dev/null || missing+=(maven)
     local pg_new=
     if [[ ! -x /usr/lib/postgresql/15/bin/postgres ]]; then
         missing+=(postgresql)
@@ -739,6 +742,10 @@ server_lane() {
 # topology per machine, so never two of them at once), then the CPU-bound
 # steps that need no server of their own.
 netns_lane() {
+    # Built here, beside the main lane's cargo test, whose tls_interop.rs
+    # starts it (that test would build it itself, under the same lock).
+    log "building the oncrpc4j RPC-with-TLS peer (tls_interop.rs; its Maven dependencies fetched into the tree)"
+    step bash scripts/server/oncrpc4j-peer.sh build
     log "multipath tests (network namespaces, needs root)"
     if [[ $(id -u) == 0 ]]; then
         step bash scripts/ci/multipath-tests.sh
