@@ -272,6 +272,7 @@ group_pgkrb() {
     pgkrb_rows "$L"
     check "${L}the new table's rows" "10000|50005000" "$("${PSQL[@]}" -c "SELECT count(*), sum(id) FROM v41" 2>&1)"
     expect "${L}clean shutdown" "${PG[@]}" "$PGBIN/pg_ctl" -D "$data" -m fast -w -t 120 stop
+    # shellcheck disable=SC2034 # read by run.sh's cleanup
     PGKRB_PIDFILE=
     check "pgkrb: every file of the cluster on the server is postgres's" "0 not postgres's, PG_VERSION 15" \
         "$(find "$view" ! -user postgres | wc -l) not postgres's, PG_VERSION $(cat "$view/data/PG_VERSION" 2>/dev/null)"
