@@ -18,6 +18,11 @@
 #                    ticket in the cache user.ccache
 #   dnfsshort        a user whose tickets live DNFS_KDC_SHORT_LIFE seconds
 #                    (default 40), in short.keytab: the ticket renewal test
+#   postgres         a daemon's principal, in postgres.keytab (mode 0600,
+#                    owned by the local postgres user when there is one):
+#                    PostgreSQL's postmaster under `dnfs run` gets its
+#                    tickets from it (KRB5_CLIENT_KTNAME); nfs-server.sh's
+#                    DNFS_KRB5 server maps it to the local postgres user
 #
 # `env` prints:
 #   KRB5_CONFIG      the realm's krb5.conf
@@ -27,6 +32,8 @@
 #   DNFS_KRB5_PRINCIPAL       the test user's principal
 #   DNFS_KRB5_SHORT_KEYTAB    the short-lived user's keytab
 #   DNFS_KRB5_SHORT_PRINCIPAL the short-lived user's principal
+#   DNFS_KRB5_POSTGRES_KEYTAB    the postgres principal's keytab
+#   DNFS_KRB5_POSTGRES_PRINCIPAL the postgres principal
 #
 # Environment:
 #   DNFS_KDC_STATE_DIR  state directory (default /tmp/directnfs-kdc)
@@ -46,6 +53,7 @@ PORT=${DNFS_KDC_PORT:-2688}
 REALM=${DNFS_KDC_REALM:-DIRECTNFS.TEST}
 USER_PRINCIPAL=dnfsuser
 SHORT_PRINCIPAL=dnfsshort
+DAEMON_PRINCIPAL=postgres
 SHORT_LIFE=${DNFS_KDC_SHORT_LIFE:-40}
 KDC_PACKAGES=(krb5-kdc krb5-admin-server krb5-user)
 
@@ -56,6 +64,7 @@ KDC_LOG=$STATE_DIR/krb5kdc.log
 SERVER_KEYTAB=$STATE_DIR/server.keytab
 CLIENT_KEYTAB=$STATE_DIR/client.keytab
 SHORT_KEYTAB=$STATE_DIR/short.keytab
+DAEMON_KEYTAB=$STATE_DIR/postgres.keytab
 USER_CCACHE=$STATE_DIR/user.ccache
 
 usage() {
@@ -129,7 +138,7 @@ ensure_realm() {
     # realm-2: made with nfs/127.0.0.2 (a realm made before is made again).
     [[ -f $STATE_DIR/principal && -f $SERVER_KEYTAB && -f $CLIENT_KEYTAB && -f $SHORT_KEYTAB &&
         -f $STATE_DIR/realm-2 ]] && return 0
-    rm -f "$STATE_DIR"/principal* "$STATE_DIR/stash" "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB"
+    rm -f "$STATE_DIR"/principal* "$STATE_DIR/stash" "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB" "$DAEMON_KEYTAB"
     log "creating realm $REALM in $STATE_DIR"
     kdb5_util create -s -r "$REALM" -P "dnfs-master-$$-$RANDOM" >/dev/null
     local host svc=()
@@ -153,6 +162,23 @@ ensure_realm() {
     kadmin.local -r "$REALM" -q "ktadd -k $SHORT_KEYTAB $SHORT_PRINCIPAL@$REALM" >/dev/null
     touch "$STATE_DIR/realm-2"
     chmod 600 "$SERVER_KEYTAB" "$CLIENT_KEYTAB" "$SHORT_KEYTAB"
+}
+
+# The daemon principal, added to a realm made before it too (the realm is
+# not made again: a running server keeps its keys). Its keytab is readable
+# by the local user of the same name only (chowned at every start: the
+# user may come after the realm).
+ensure_daemon_principal() {
+    if [[ ! -f $DAEMON_KEYTAB ]]; then
+        kadmin.local -r "$REALM" -q "addprinc -randkey $DAEMON_PRINCIPAL@$REALM" 2>&1 >/dev/null |
+            grep -v '^No policy specified\|already exists' >&2 || true
+        kadmin.local -r "$REALM" -q "ktadd -k $DAEMON_KEYTAB.new $DAEMON_PRINCIPAL@$REALM" >/dev/null
+        chmod 600 "$DAEMON_KEYTAB.new"
+        mv "$DAEMON_KEYTAB.new" "$DAEMON_KEYTAB"
+    fi
+    if id "$DAEMON_PRINCIPAL" >/dev/null 2>&1; then
+        chown "$DAEMON_PRINCIPAL" "$DAEMON_KEYTAB"
+    fi
 }
 
 kdc_pid() { cat "$KDC_PIDFILE" 2>/dev/null || true; }
@@ -179,6 +205,8 @@ print_env() {
     echo "DNFS_KRB5_PRINCIPAL=$USER_PRINCIPAL@$REALM"
     echo "DNFS_KRB5_SHORT_KEYTAB=$SHORT_KEYTAB"
     echo "DNFS_KRB5_SHORT_PRINCIPAL=$SHORT_PRINCIPAL@$REALM"
+    echo "DNFS_KRB5_POSTGRES_KEYTAB=$DAEMON_KEYTAB"
+    echo "DNFS_KRB5_POSTGRES_PRINCIPAL=$DAEMON_PRINCIPAL@$REALM"
 }
 
 cmd_start() {
@@ -188,6 +216,7 @@ cmd_start() {
     flock -w 60 9 || die "state dir $STATE_DIR is locked by another command"
     write_configs
     ensure_realm
+    ensure_daemon_principal
     if ! kdc_running; then
         port_in_use "$PORT" && die "port $PORT is taken; set DNFS_KDC_PORT"
         start_kdc 9>&-

@@ -71,7 +71,11 @@
 #                      krb5i, krb5p and sys, and Ganesha accepts the nfs/
 #                      principals of the realm that scripts/server/kdc.sh runs
 #                      (start it first, with the same DNFS_KDC_STATE_DIR);
-#                      Ganesha gets that realm's KRB5_CONFIG and KRB5_KTNAME
+#                      Ganesha gets that realm's KRB5_CONFIG and KRB5_KTNAME,
+#                      and maps a principal USER@REALM to the local account
+#                      USER (STATE_DIR/idmapd.conf, Local-Realms = REALM):
+#                      kdc.sh's postgres@REALM is the postgres user; one with
+#                      no account here (dnfsuser) is the anonymous uid
 #   DNFS_KRB5P_EXPORT  with DNFS_KRB5=1: a second export of this directory
 #                      (made, mode 0777; its Pseudo path is the directory)
 #                      that takes krb5p only: a client at sec=sys, krb5 or
@@ -386,7 +390,7 @@ launch_and_wait() {
     local NLM_PORT=$NLM_PORT
     [[ $NLM == 1 ]] || NLM_PORT=
     [[ $NFS4 == 1 ]] && v4=("$RECOVERY_ROOT" "$NFS4_GRACE" "$NFS4_LEASE")
-    [[ $KRB5 == 1 ]] && krb5_ganesha_setup "$STATE_DIR/krb5cc" "$KRB5P_EXPORT"
+    [[ $KRB5 == 1 ]] && krb5_ganesha_setup "$STATE_DIR/krb5cc" "$STATE_DIR/idmapd.conf" "$KRB5P_EXPORT"
     # Several paths: every address of the namespace (ours alone).
     local bind=$BIND_ADDR
     [[ $NLM == 1 && ${NLM_PATHS:-1} -gt 1 ]] && bind=0.0.0.0

@@ -110,6 +110,13 @@
 #              mount and an `xprtsec: tls` one, compared with a local
 #              directory; krb5i refused there, no TLS refused by the front;
 #              no ticket: EACCES naming kinit within seconds
+#   pgkrb      PostgreSQL 15 through `dnfs run` on that krb5p-only export,
+#              NFSv3 and NFSv4.1 (tests/secure.sh): every process gets its
+#              tickets from the postgres principal's keytab
+#              (KRB5_CLIENT_KTNAME; kdc.sh's postgres.keytab), the server
+#              maps postgres@REALM to the postgres user: initdb, pg_ctl
+#              start, pgbench, the rows checked, stop, every file on the
+#              server owned by postgres
 #   nlm        NFSv3 locks through the server's NLM (tests/nlm.sh; needs
 #              DNFS_TEST_URL_NLM, a server started with DNFS_NLM=1):
 #              two hosts exclude each other, sqlite3 read-modify-write
@@ -140,7 +147,7 @@ fi
 [[ $(id -u) == 0 ]] || { echo "run.sh: needs root (runuser, chown)" >&2; exit 1; }
 
 GROUPS_TO_RUN=("$@")
-((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges silly random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes secure nlm)
+((${#GROUPS_TO_RUN[@]})) || GROUPS_TO_RUN=(cost start boards calls edges silly random untouched coreutils sqlite fio wb bad pg pgparents pgwb pglinks mariadb v4locks classes secure pgkrb nlm)
 
 # --- the server and the dnfstab ---------------------------------------------
 url=${DNFS_TEST_URL#nfs://}
@@ -214,6 +221,8 @@ MY_STARTED=
 cleanup() {
     local d
     if [[ -n $MY_STARTED && -e $MY_STARTED ]]; then kill -9 "$(cat "$MY_STARTED")" 2>/dev/null || true; fi
+    # The pgkrb group's postmaster (its data directory is on NFS only).
+    if [[ -n ${PGKRB_PIDFILE:-} && -e $PGKRB_PIDFILE ]]; then kill -QUIT "$(head -1 "$PGKRB_PIDFILE")" 2>/dev/null || true; fi
     for d in "${PG_STARTED[@]}"; do
         runuser -u postgres -- /usr/lib/postgresql/15/bin/pg_ctl -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
     done
