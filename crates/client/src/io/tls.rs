@@ -25,7 +25,11 @@
 //!    the client's certificate after the client thinks the handshake is
 //!    over, so a refusal (no certificate, an unknown one) arrives as an
 //!    alert only when the first record is read. Reading it here gives the
-//!    caller that alert as the error, not a connection closed later.
+//!    caller that alert as the error, not a connection closed later. A
+//!    server that asked for a client certificate, got none (`xprtsec=tls`)
+//!    and closed the connection without an alert (oncrpc4j does) fails
+//!    the connection with EACCES saying so ([`NoCertificate`]), not with
+//!    an end of file that a mount would retry until `mnt_timeout`.
 //! 4. The session's `tls-exporter` value (RFC 9266) is kept with the
 //!    returned stream ([`Started::exporter`]): a Kerberos context made on
 //!    the connection is bound to this TLS session with it (RFC 9289 §4.2.1,
@@ -36,6 +40,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -85,6 +90,8 @@ pub(crate) struct TlsRequest {
 #[derive(Clone)]
 pub(crate) struct TlsSpec {
     config: Arc<ClientConfig>,
+    /// Without a client certificate: how often a server asked for one.
+    no_certificate: Option<Arc<NoCertificate>>,
     name: ServerName<'static>,
     starttls: bool,
     prog: u32,
@@ -116,6 +123,7 @@ impl TlsSpec {
             .with_protocol_versions(&[&rustls::version::TLS13])
             .map_err(|e| io::Error::other(format!("TLS set-up: {e}")))?
             .with_root_certificates(roots);
+        let mut no_certificate = None;
         let mut config = match &req.client {
             Some((cert, key)) => {
                 let chain = load_certs(cert, "tls_cert")?;
@@ -129,7 +137,11 @@ impl TlsSpec {
                     .with_client_auth_cert(chain, key)
                     .map_err(|e| invalid(format!("tls_cert/tls_key: {e}")))?
             }
-            None => builder.with_no_client_auth(),
+            None => {
+                let resolver = Arc::new(NoCertificate::default());
+                no_certificate = Some(Arc::clone(&resolver));
+                builder.with_client_cert_resolver(resolver)
+            }
         };
         config.alpn_protocols = vec![ALPN_SUNRPC.to_vec()];
         let wanted = req.name.as_deref().unwrap_or(server);
@@ -137,6 +149,7 @@ impl TlsSpec {
             .map_err(|e| invalid(format!("tls_name {wanted:?}: not a DNS name or IP: {e}")))?;
         Ok(TlsSpec {
             config: Arc::new(config),
+            no_certificate,
             name,
             starttls: req.starttls,
             prog,
@@ -154,6 +167,49 @@ impl TlsSpec {
             ..self.clone()
         }
     }
+}
+
+/// The client-certificate side of a set-up without one (`xprtsec=tls`):
+/// sends none, as `with_no_client_auth` would, and counts the servers'
+/// requests for one. The count is shared by the set-up's connections (one
+/// server, one configuration): one that grew during a failed handshake
+/// says the server asked.
+#[derive(Debug, Default)]
+pub(crate) struct NoCertificate {
+    asked: AtomicU64,
+}
+
+impl NoCertificate {
+    fn asked(&self) -> u64 {
+        self.asked.load(Ordering::Relaxed)
+    }
+}
+
+impl rustls::client::ResolvesClientCert for NoCertificate {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.asked.fetch_add(1, Ordering::Relaxed);
+        None
+    }
+
+    fn has_certs(&self) -> bool {
+        false
+    }
+}
+
+/// The error of a handshake that ended without an alert after the server
+/// asked for the client certificate this set-up does not have.
+fn certificate_wanted(e: io::Error) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "the server asked for a client certificate and closed the connection when none \
+             came ({e}): it wants xprtsec=mtls with tls_cert and tls_key"
+        ),
+    )
 }
 
 /// The program a connection is for, as errors name it.
@@ -211,12 +267,26 @@ pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Re
     let xid = next_xid();
     conn.writer()
         .write_all(&null_call(xid, spec.prog, spec.vers, AuthFlavor::AUTH_NONE))?;
+    let asked_before = spec.no_certificate.as_ref().map(|n| n.asked());
     let reply = {
         let mut sock = NoSigpipe(&tcp);
         let mut tls = rustls::Stream::new(&mut conn, &mut sock);
         read_record(&mut tls, deadline)
     };
-    let reply = reply.map_err(|e| step(e, &peer, "TLS handshake"))?;
+    let reply = reply
+        .map_err(|e| {
+            let asked = spec.no_certificate.as_ref().map(|n| n.asked()) > asked_before;
+            let closed = matches!(
+                e.kind(),
+                io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
+            ) || e.to_string().contains("close_notify");
+            if asked && closed {
+                certificate_wanted(e)
+            } else {
+                e
+            }
+        })
+        .map_err(|e| step(e, &peer, "TLS handshake"))?;
     if !matches!(decode_reply(&reply), Ok(h) if h.xid == xid) {
         return Err(step(
             invalid("the first reply inside TLS is not the answer to our NULL call".into()),
