@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Helpers of scripts/bench/pgbench-backup.sh.
+
+    pgbench_backup.py sched PID
+        prints "RUN_NS WAIT_NS" so far, summed over every thread of PID
+        (/proc/PID/task/*/schedstat: time on a CPU, time runnable and
+        waiting for one): a caller takes two around a run.
+    pgbench_backup.py latency PREFIX
+        reads pgbench's per-transaction logs PREFIX.* (`pgbench -l
+        --log-prefix PREFIX`) and prints "COUNT AVG_MS P50_MS P99_MS P999_MS".
+    pgbench_backup.py classes LOG...
+        reads the exit reports of DIRECTNFS_PRELOAD_STATS=1 ("io classes
+        for /mnt: data=1r/2w log=0r/48w") in LOG files and prints "REPORTS
+        WITH_LOG WITH_BULK WITH_BOTH LOG_WRITES BULK_WRITES": how many
+        processes did log-class I/O, bulk-class I/O, and both.
+    pgbench_backup.py table RESULTS
+        prints the side-by-side table of RESULTS, one line per run:
+        "PASS CLASSES LOAD TPS COUNT AVG P50 P99 P999 BACKUPS BACKUP_BYTES
+        SECONDS SRV_RUN_NS SRV_WAIT_NS", medians over the passes.
+"""
+import collections
+import glob
+import os
+import re
+import statistics
+import sys
+
+
+def sched(pid):
+    run = wait = 0
+    for task in glob.glob(f"/proc/{pid}/task/*/schedstat"):
+        try:
+            with open(task) as f:
+                r, w, _ = f.read().split()
+        except (OSError, ValueError):
+            continue  # a thread that ended in between
+        run += int(r)
+        wait += int(w)
+    print(run, wait)
+
+
+def percentile(sorted_values, q):
+    if not sorted_values:
+        return float("nan")
+    i = min(len(sorted_values) - 1, max(0, round(q * len(sorted_values)) - 1))
+    return sorted_values[i]
+
+
+def latency(prefix):
+    lat = []
+    for path in glob.glob(glob.escape(prefix) + ".*"):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                # client_id transaction_no time script_no time_epoch time_us
+                if len(parts) >= 6 and parts[2].isdigit():
+                    lat.append(int(parts[2]))
+    lat.sort()
+    if not lat:
+        print("0 nan nan nan nan")
+        return
+    ms = lambda us: f"{us / 1000:.2f}"
+    print(
+        len(lat),
+        ms(sum(lat) / len(lat)),
+        ms(percentile(lat, 0.50)),
+        ms(percentile(lat, 0.99)),
+        ms(percentile(lat, 0.999)),
+    )
+
+
+REPORT = re.compile(r"io classes for \S+: (.*)$")
+CLASS = re.compile(r"(\w+)=(\d+)r/(\d+)w")
+
+
+def classes(paths):
+    reports = with_log = with_bulk = both = log_w = bulk_w = 0
+    for path in paths:
+        try:
+            f = open(path, errors="replace")
+        except OSError:
+            continue
+        with f:
+            for line in f:
+                m = REPORT.search(line)
+                if not m:
+                    continue
+                reports += 1
+                io = {k: (int(r), int(w)) for k, r, w in CLASS.findall(m.group(1))}
+                lg = sum(io.get("log", (0, 0)))
+                bk = sum(io.get("bulk", (0, 0)))
+                log_w += io.get("log", (0, 0))[1]
+                bulk_w += io.get("bulk", (0, 0))[1]
+                with_log += lg > 0
+                with_bulk += bk > 0
+                both += lg > 0 and bk > 0
+    print(reports, with_log, with_bulk, both, log_w, bulk_w)
+
+
+def table(path):
+    runs = collections.defaultdict(list)
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) != 14:
+                continue
+            runs[(p[1], p[2])].append([float(x) for x in p[3:]])
+    med = lambda rows, i: statistics.median(r[i] for r in rows)
+    passes = max((len(v) for v in runs.values()), default=0)
+    print(f"medians of {passes} pass(es); latency per transaction from pgbench -l")
+    print()
+    print(
+        "| classes | load | TPS | latency avg ms | p50 ms | p99 ms | p99.9 ms "
+        "| backups done | backup MB/s | server CPU (cores) | server threads waiting for a CPU |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for load in ("alone", "backup"):
+        for cls in ("off", "on"):
+            rows = runs.get((cls, load))
+            if not rows:
+                continue
+            # TPS COUNT AVG P50 P99 P999 BACKUPS BYTES SECONDS RUN WAIT
+            mbs = statistics.median(r[7] / r[8] / 1e6 for r in rows)
+            cpu = statistics.median(r[9] / (r[8] * 1e9) for r in rows)
+            waiting = statistics.median(r[10] / (r[8] * 1e9) for r in rows)
+            backups = "-" if load == "alone" else f"{med(rows, 6):g}"
+            mb = "-" if load == "alone" else f"{mbs:.1f}"
+            print(
+                f"| {cls} | {load} | {med(rows, 0):,.0f} | {med(rows, 2):.2f} | {med(rows, 3):.2f} "
+                f"| {med(rows, 4):.2f} | {med(rows, 5):.2f} | {backups} | {mb} | {cpu:.2f} "
+                f"| {waiting:.2f} |"
+            )
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    if cmd == "sched":
+        sched(args[0])
+    elif cmd == "latency":
+        latency(args[0])
+    elif cmd == "classes":
+        classes(args)
+    elif cmd == "table":
+        table(args[0])
+    else:
+        sys.exit(f"pgbench_backup.py: unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("LC_ALL", "C")
+    main()
