@@ -35,6 +35,7 @@
 #   DNFS_PGBB_PG_PORT      PostgreSQL's port (default 5437)
 #   DNFS_PGBB_EXPORT       exported directory (default /tmp/dnfs-pgbb-export)
 #   DNFS_PGBB_OUT          results directory (default bench-results)
+#   DNFS_PGBB_KEEP=1       keep the cluster, the postmaster's and the backups' logs
 #   DNFS_PGBB_DNFS         a `dnfs` binary (its library next to it) instead
 #                          of this tree's release build, built now
 #   DNFS_STATE_DIR, DNFS_NFS_PORT, DNFS_MNT_PORT: passed to nfs-server.sh
@@ -64,7 +65,6 @@ PGPORT=${DNFS_PGBB_PG_PORT:-5437}
 EXPORT=${DNFS_PGBB_EXPORT:-/tmp/dnfs-pgbb-export}
 OUT=${DNFS_PGBB_OUT:-bench-results}
 export DNFS_STATE_DIR=${DNFS_STATE_DIR:-/tmp/dnfs-pgbb-server}
-export DIRECTNFS_PRELOAD_STATS=1
 PGBIN=/usr/lib/postgresql/15/bin
 MNT=/dnfs-pgbb
 PY=$ROOT/scripts/bench/lib/pgbench_backup.py
@@ -114,9 +114,11 @@ pg() { # MODE PROGRAM ARGS...: a PostgreSQL program as postgres through `dnfs ru
     shift 2
     runuser -u postgres -- "$DNFS" --config "${TAB[$mode]}" run -- "$PGBIN/$prog" "$@"
 }
+# The cluster's processes and the backups report their I/O per class at exit.
+pg_stats() { DIRECTNFS_PRELOAD_STATS=1 pg "$@"; }
 UP=
 start_pg() { # MODE LOG
-    pg "$1" pg_ctl -D "$DATA" -l "$2" -w -t 300 \
+    pg_stats "$1" pg_ctl -D "$DATA" -l "$2" -w -t 300 \
         -o "-p $PGPORT -k $WORK/sock -c listen_addresses='' -c shared_buffers=128MB -c max_connections=40" \
         start >/dev/null
     UP=$1
@@ -137,8 +139,12 @@ stop_pg() {
 }
 cleanup() {
     stop_pg 2>/dev/null || true
-    "${RUN[@]}" rm -rf "$MNT/pg" "$MNT/backup" 2>/dev/null || true
-    rm -rf "$WORK"
+    if [[ ${DNFS_PGBB_KEEP:-} == 1 ]]; then
+        echo "kept: the cluster in $EXPORT/pg, the logs in $WORK" >&2
+    else
+        "${RUN[@]}" rm -rf "$MNT/pg" "$MNT/backup" 2>/dev/null || true
+        rm -rf "$WORK"
+    fi
     if ((STARTED)); then bash scripts/server/nfs-server.sh stop >/dev/null 2>&1 || true; fi
 }
 trap cleanup EXIT
@@ -164,9 +170,9 @@ backup_loop() {
         i=$((i + 1))
         dir=$MNT/backup/$tag.$i
         rc=0
-        timeout -s TERM -k 10 "$left" runuser -u postgres -- "$DNFS" --config "${TAB[$mode]}" run -- \
-            "$PGBIN/pg_basebackup" -h "$WORK/sock" -p "$PGPORT" -D "$dir" -Ft -c fast -X fetch -w \
-            >>"$WORK/log/$tag.backup.log" 2>&1 || rc=$?
+        timeout -s TERM -k 10 "$left" env DIRECTNFS_PRELOAD_STATS=1 runuser -u postgres -- \
+            "$DNFS" --config "${TAB[$mode]}" run -- "$PGBIN/pg_basebackup" -h "$WORK/sock" -p "$PGPORT" -D "$dir" -Ft -c fast \
+            -X fetch -w >>"$WORK/log/$tag.backup.log" 2>&1 || rc=$?
         if ((rc == 0)); then echo ok >>"$WORK/$tag.backups"; fi
         if [[ -d $EXPORT/backup/$tag.$i ]]; then
             echo "bytes $(du -sb "$EXPORT/backup/$tag.$i" | cut -f1)" >>"$WORK/$tag.backups"
@@ -191,7 +197,7 @@ for ((pass = 1; pass <= PASSES; pass++)); do
             tag=$mode.$load.$pass
             say "pass $pass, classes $mode, $load: pgbench -c 4 -j 2 -T $SECS"
             : >"$WORK/$tag.backups"
-            read -r run0 wait0 < <(python3 "$PY" sched "$SRVPID")
+            python3 "$PY" sched "$SRVPID" "$WORK/sched"
             w0=$(date +%s.%N)
             bpid=
             if [[ $load == backup ]]; then
@@ -202,13 +208,13 @@ for ((pass = 1; pass <= PASSES; pass++)); do
                 -T "$SECS" -l --log-prefix="$WORK/txn/$tag" postgres 2>&1) || die "pgbench: $out"
             if [[ -n $bpid ]]; then wait "$bpid"; fi
             w1=$(date +%s.%N)
-            read -r run1 wait1 < <(python3 "$PY" sched "$SRVPID")
+            read -r srvcpu srvwait < <(python3 "$PY" sched-delta "$SRVPID" "$WORK/sched")
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1)
             read -r count avg p50 p99 p999 < <(python3 "$PY" latency "$WORK/txn/$tag")
             backups=$(grep -c "^ok" "$WORK/$tag.backups" || true)
             bytes=$(awk '$1 == "bytes" {s += $2} END {print s + 0}' "$WORK/$tag.backups")
             secs=$(python3 -c "print(f'{$w1 - $w0:.3f}')")
-            echo "$pass $mode $load $tps $count $avg $p50 $p99 $p999 $backups $bytes $secs $((run1 - run0)) $((wait1 - wait0))" >>"$RESULTS"
+            echo "$pass $mode $load $tps $count $avg $p50 $p99 $p999 $backups $bytes $secs $srvcpu $srvwait" >>"$RESULTS"
             echo "  TPS $tps, latency avg $avg ms, p99 $p99 ms; backups $backups ($((bytes / 1000000)) MB)" >&2
         done
         stop_pg

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """Helpers of scripts/bench/pgbench-backup.sh.
 
-    pgbench_backup.py sched PID
-        prints "RUN_NS WAIT_NS" so far, summed over every thread of PID
-        (/proc/PID/task/*/schedstat: time on a CPU, time runnable and
-        waiting for one): a caller takes two around a run.
+    pgbench_backup.py sched PID FILE
+        keeps in FILE what PID's threads have waited for a CPU so far
+        (/proc/PID/task/*/schedstat: time runnable, not running) and the
+        process's CPU time so far (/proc/PID/stat: user + system, its ended
+        threads' included), for `sched-delta`.
+    pgbench_backup.py sched-delta PID FILE
+        prints "CPU_NS WAIT_NS" since `sched PID FILE`: the CPU time, and
+        the wait for a CPU of the threads alive now (a thread that ended in
+        between is left out; one that started counts from zero).
     pgbench_backup.py latency PREFIX
         reads pgbench's per-transaction logs PREFIX.* (`pgbench -l
         --log-prefix PREFIX`) and prints "COUNT AVG_MS P50_MS P99_MS P999_MS".
@@ -16,27 +21,43 @@
     pgbench_backup.py table RESULTS
         prints the side-by-side table of RESULTS, one line per run:
         "PASS CLASSES LOAD TPS COUNT AVG P50 P99 P999 BACKUPS BACKUP_BYTES
-        SECONDS SRV_RUN_NS SRV_WAIT_NS", medians over the passes.
+        SECONDS SRV_CPU_NS SRV_WAIT_NS", medians over the passes.
 """
 import collections
 import glob
+import json
 import os
 import re
 import statistics
 import sys
 
 
-def sched(pid):
-    run = wait = 0
+def snapshot(pid):
+    """(CPU ns of the process, {tid: wait ns})."""
+    with open(f"/proc/{pid}/stat") as f:
+        stat = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(stat[11]) + int(stat[12])) * 10**9 // os.sysconf("SC_CLK_TCK")
+    waits = {}
     for task in glob.glob(f"/proc/{pid}/task/*/schedstat"):
         try:
             with open(task) as f:
-                r, w, _ = f.read().split()
-        except (OSError, ValueError):
+                waits[task.split("/")[4]] = int(f.read().split()[1])
+        except (OSError, ValueError, IndexError):
             continue  # a thread that ended in between
-        run += int(r)
-        wait += int(w)
-    print(run, wait)
+    return cpu, waits
+
+
+def sched(pid, path):
+    with open(path, "w") as f:
+        json.dump(snapshot(pid), f)
+
+
+def sched_delta(pid, path):
+    with open(path) as f:
+        cpu0, waits0 = json.load(f)
+    cpu1, waits1 = snapshot(pid)
+    wait = sum(w - waits0.get(tid, 0) for tid, w in waits1.items())
+    print(cpu1 - cpu0, wait)
 
 
 def percentile(sorted_values, q):
@@ -135,7 +156,9 @@ def table(path):
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     if cmd == "sched":
-        sched(args[0])
+        sched(args[0], args[1])
+    elif cmd == "sched-delta":
+        sched_delta(args[0], args[1])
     elif cmd == "latency":
         latency(args[0])
     elif cmd == "classes":
