@@ -22,7 +22,9 @@
 # log-class I/O, bulk-class I/O and both.
 #
 # Prints one side-by-side table (medians over the passes): TPS, latency
-# average, p50, p99 and p99.9 (pgbench -l, every transaction), backups
+# average, p50, p99 and p99.9 (pgbench -l, every transaction), the WAL
+# writes' p50 and p99 (the log class's writes of every process, from two
+# `dnfs stats --json` taken 1 s into the run and 1 s before its end), backups
 # completed and the backup's MB/s (bytes written to the mount, the last,
 # cut off one included), and the NFS server's CPU and run-queue wait
 # (threads waiting for a CPU on average, /proc/PID/task/*/schedstat).
@@ -204,18 +206,30 @@ for ((pass = 1; pass <= PASSES; pass++)); do
                 backup_loop "$mode" $(($(date +%s) + SECS)) "$tag" &
                 bpid=$!
             fi
+            # The log class's writes (WAL) and data reads of every process,
+            # between 1 s into the run and 1 s before its end (dnfs stats).
+            (
+                sleep 1
+                "$DNFS" stats --json >"$WORK/stats.a" 2>/dev/null || true
+                sleep $((SECS > 2 ? SECS - 2 : 0))
+                "$DNFS" stats --json >"$WORK/stats.b" 2>/dev/null || true
+            ) &
+            spid=$!
             out=$(runuser -u postgres -- "$PGBIN/pgbench" -h "$WORK/sock" -p "$PGPORT" -c 4 -j 2 \
                 -T "$SECS" -l --log-prefix="$WORK/txn/$tag" postgres 2>&1) || die "pgbench: $out"
+            wait "$spid"
             if [[ -n $bpid ]]; then wait "$bpid"; fi
             w1=$(date +%s.%N)
             read -r srvcpu srvwait < <(python3 "$PY" sched-delta "$SRVPID" "$WORK/sched")
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1)
             read -r count avg p50 p99 p999 < <(python3 "$PY" latency "$WORK/txn/$tag")
+            read -r logw logp50 logp99 datar datap99 < <(python3 "$PY" stats-delta "$WORK/stats.a" "$WORK/stats.b")
+            rm -f "$WORK/stats.a" "$WORK/stats.b"
             backups=$(grep -c "^ok" "$WORK/$tag.backups" || true)
             bytes=$(awk '$1 == "bytes" {s += $2} END {print s + 0}' "$WORK/$tag.backups")
             secs=$(python3 -c "print(f'{$w1 - $w0:.3f}')")
-            echo "$pass $mode $load $tps $count $avg $p50 $p99 $p999 $backups $bytes $secs $srvcpu $srvwait" >>"$RESULTS"
-            echo "  TPS $tps, latency avg $avg ms, p99 $p99 ms; backups $backups ($((bytes / 1000000)) MB)" >&2
+            echo "$pass $mode $load $tps $count $avg $p50 $p99 $p999 $backups $bytes $secs $srvcpu $srvwait $logw $logp50 $logp99 $datar $datap99" >>"$RESULTS"
+            echo "  TPS $tps, latency avg $avg ms, p99 $p99 ms; WAL writes p99 $logp99 ms; backups $backups ($((bytes / 1000000)) MB)" >&2
         done
         stop_pg
     done

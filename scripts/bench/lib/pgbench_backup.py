@@ -13,6 +13,12 @@
     pgbench_backup.py latency PREFIX
         reads pgbench's per-transaction logs PREFIX.* (`pgbench -l
         --log-prefix PREFIX`) and prints "COUNT AVG_MS P50_MS P99_MS P999_MS".
+    pgbench_backup.py stats-delta A B
+        reads two `dnfs stats --json` snapshots and prints "LOG_WRITES
+        LOG_P50_MS LOG_P99_MS DATA_READS DATA_P99_MS": the log-class writes
+        and data-class reads made between them by the processes alive at B
+        (each process's latency histogram at B less its histogram at A;
+        buckets within ~3.2%), summed over the processes.
     pgbench_backup.py classes LOG...
         reads the exit reports of DIRECTNFS_PRELOAD_STATS=1 ("io classes
         for /mnt: data=1r/2w log=0r/48w") in LOG files and prints "REPORTS
@@ -21,7 +27,8 @@
     pgbench_backup.py table RESULTS
         prints the side-by-side table of RESULTS, one line per run:
         "PASS CLASSES LOAD TPS COUNT AVG P50 P99 P999 BACKUPS BACKUP_BYTES
-        SECONDS SRV_CPU_NS SRV_WAIT_NS", medians over the passes.
+        SECONDS SRV_CPU_NS SRV_WAIT_NS" and the five fields of stats-delta,
+        medians over the passes.
 """
 import collections
 import glob
@@ -90,6 +97,49 @@ def latency(prefix):
     )
 
 
+def histograms(path, cls, op):
+    """{pid: {bucket upper bound: count}} of class CLS, call OP."""
+    out = {}
+    try:
+        with open(path) as f:
+            snap = json.load(f)
+    except (OSError, ValueError):
+        return out
+    for p in snap.get("processes", []):
+        h = out.setdefault(p["pid"], collections.Counter())
+        for srv in p["stats"].get("servers", []):
+            lat = srv.get("io_classes", {}).get(cls, {}).get("latency_us", {}).get(op)
+            for ub, n in (lat or {}).get("buckets", []):
+                h[ub] += n
+    return out
+
+
+def quantile_ms(buckets, q):
+    n = sum(buckets.values())
+    if n <= 0:
+        return float("nan")
+    seen = 0
+    for ub in sorted(buckets):
+        seen += buckets[ub]
+        if seen >= q * n:
+            return ub / 1000
+    return max(buckets) / 1000
+
+
+def stats_delta(a, b):
+    fields = []
+    for cls, op, qs in (("log", "write", (0.5, 0.99)), ("data", "read", (0.99,))):
+        before, after = histograms(a, cls, op), histograms(b, cls, op)
+        total = collections.Counter()
+        for pid, h in after.items():
+            h = h.copy()
+            h.subtract(before.get(pid, {}))
+            total.update({ub: n for ub, n in h.items() if n > 0})
+        fields.append(str(sum(total.values())))
+        fields += [f"{quantile_ms(total, q):.2f}" for q in qs]
+    print(" ".join(fields))
+
+
 REPORT = re.compile(r"io classes for \S+: (.*)$")
 CLASS = re.compile(r"(\w+)=(\d+)r/(\d+)w")
 
@@ -123,7 +173,7 @@ def table(path):
     with open(path) as f:
         for line in f:
             p = line.split()
-            if len(p) != 14:
+            if len(p) != 19:
                 continue
             runs[(p[1], p[2])].append([float(x) for x in p[3:]])
     med = lambda rows, i: statistics.median(r[i] for r in rows)
@@ -132,15 +182,17 @@ def table(path):
     print()
     print(
         "| classes | load | TPS | latency avg ms | p50 ms | p99 ms | p99.9 ms "
-        "| backups done | backup MB/s | server CPU (cores) | server threads waiting for a CPU |"
+        "| WAL writes p50 / p99 ms | backups done | backup MB/s | server CPU (cores) "
+        "| server threads waiting for a CPU |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for load in ("alone", "backup"):
         for cls in ("off", "on"):
             rows = runs.get((cls, load))
             if not rows:
                 continue
-            # TPS COUNT AVG P50 P99 P999 BACKUPS BYTES SECONDS RUN WAIT
+            # TPS COUNT AVG P50 P99 P999 BACKUPS BYTES SECONDS CPU WAIT
+            # LOG_WRITES LOG_P50 LOG_P99 DATA_READS DATA_P99
             mbs = statistics.median(r[7] / r[8] / 1e6 for r in rows)
             cpu = statistics.median(r[9] / (r[8] * 1e9) for r in rows)
             waiting = statistics.median(r[10] / (r[8] * 1e9) for r in rows)
@@ -148,7 +200,8 @@ def table(path):
             mb = "-" if load == "alone" else f"{mbs:.1f}"
             print(
                 f"| {cls} | {load} | {med(rows, 0):,.0f} | {med(rows, 2):.2f} | {med(rows, 3):.2f} "
-                f"| {med(rows, 4):.2f} | {med(rows, 5):.2f} | {backups} | {mb} | {cpu:.2f} "
+                f"| {med(rows, 4):.2f} | {med(rows, 5):.2f} | {med(rows, 12):.2f} / {med(rows, 13):.2f} "
+                f"| {backups} | {mb} | {cpu:.2f} "
                 f"| {waiting:.2f} |"
             )
 
@@ -161,6 +214,8 @@ def main():
         sched_delta(args[0], args[1])
     elif cmd == "latency":
         latency(args[0])
+    elif cmd == "stats-delta":
+        stats_delta(args[0], args[1])
     elif cmd == "classes":
         classes(args)
     elif cmd == "table":
