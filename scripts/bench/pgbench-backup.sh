@@ -14,7 +14,8 @@
 # SCALE, then per pass and per mode (`on`, `off`; the order alternates
 # from pass to pass) the cluster is started with that mode's dnfstab and
 # pgbench -c 4 -j 2 -T SECONDS runs twice: alone, then with the backup
-# loop. The two dnfstabs differ only in `io_classes: off`; both have
+# loop, each after a CHECKPOINT. The two dnfstabs differ only in
+# `io_classes: off`; both have
 #   connections: 2 (a log lane per path; DNFS_PGBB_CONNECTIONS)
 #   log_files: */pg_wal/*   data_files: */base/*   bulk_files: MOUNT/backup/*
 # Every process reports its reads and writes per class at exit
@@ -29,7 +30,7 @@
 # cut off one included), and the NFS server's CPU and run-queue wait
 # (threads waiting for a CPU on average, /proc/PID/task/*/schedstat).
 # Writes it to bench-results/pgbench-backup.md (+ the raw runs, .runs).
-# About 5 minutes at the defaults (-T 30 -n 1 -s 10); each more pass adds
+# About 5 minutes at the defaults (-T 30 -n 1 -s 5); each more pass adds
 # 4 x SECONDS plus two restarts.
 #
 # Environment (all optional):
@@ -49,7 +50,7 @@ cd "$ROOT"
 
 SECS=30
 PASSES=1
-SCALE=10
+SCALE=5
 usage() { sed -n '9,10p' "${BASH_SOURCE[0]}" | sed 's/^# *//' >&2; exit 2; }
 while (($#)); do
     case $1 in
@@ -122,7 +123,7 @@ UP=
 start_pg() { # MODE LOG
     pg_stats "$1" pg_ctl -D "$DATA" -l "$2" -w -t 300 \
         -o "-p $PGPORT -k $WORK/sock -c listen_addresses='' -c shared_buffers=128MB -c max_connections=40" \
-        start >/dev/null
+        start 2> >(grep -v '^directnfs\[' >&2) >/dev/null
     UP=$1
 }
 # As pgbench.sh: pg_ctl may read postmaster.pid while it is removed; ask again.
@@ -199,6 +200,10 @@ for ((pass = 1; pass <= PASSES; pass++)); do
             tag=$mode.$load.$pass
             say "pass $pass, classes $mode, $load: pgbench -c 4 -j 2 -T $SECS"
             : >"$WORK/$tag.backups"
+            # Every run starts with no dirty buffer: the backup's own
+            # checkpoint then writes what this run dirtied, not what earlier
+            # ones left (untimed).
+            runuser -u postgres -- "$PGBIN/psql" -h "$WORK/sock" -p "$PGPORT" -qXc CHECKPOINT postgres
             python3 "$PY" sched "$SRVPID" "$WORK/sched"
             w0=$(date +%s.%N)
             bpid=
