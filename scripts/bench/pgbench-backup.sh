@@ -96,6 +96,8 @@ DNFS=$(dnfs_binary "${DNFS_PGBB_DNFS:-}")
 nfs_server_up "$EXPORT"
 chmod 755 "$EXPORT"
 SRVPID=$(cat "$DNFS_STATE_DIR/ganesha.pid")
+rest=/${URL#nfs://*/}
+EXPORT_PATH=${rest%%\?*} # the path clients mount, as `dnfs stats` names it
 
 WORK=$(mktemp -d /tmp/dnfs-pgbb.XXXXXX)
 chmod 755 "$WORK"
@@ -228,7 +230,7 @@ for ((pass = 1; pass <= PASSES; pass++)); do
             read -r srvcpu srvwait < <(python3 "$PY" sched-delta "$SRVPID" "$WORK/sched")
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out" | head -1)
             read -r count avg p50 p99 p999 < <(python3 "$PY" latency "$WORK/txn/$tag")
-            read -r logw logp50 logp99 datar datap99 < <(python3 "$PY" stats-delta "$WORK/stats.a" "$WORK/stats.b")
+            read -r logw logp50 logp99 datar datap99 < <(python3 "$PY" stats-delta "$EXPORT_PATH" "$WORK/stats.a" "$WORK/stats.b")
             rm -f "$WORK/stats.a" "$WORK/stats.b"
             backups=$(grep -c "^ok" "$WORK/$tag.backups" || true)
             bytes=$(awk '$1 == "bytes" {s += $2} END {print s + 0}' "$WORK/$tag.backups")

@@ -13,10 +13,11 @@
     pgbench_backup.py latency PREFIX
         reads pgbench's per-transaction logs PREFIX.* (`pgbench -l
         --log-prefix PREFIX`) and prints "COUNT AVG_MS P50_MS P99_MS P999_MS".
-    pgbench_backup.py stats-delta A B
+    pgbench_backup.py stats-delta EXPORT A B
         reads two `dnfs stats --json` snapshots and prints "LOG_WRITES
         LOG_P50_MS LOG_P99_MS DATA_READS DATA_P99_MS": the log-class writes
-        and data-class reads made between them by the processes alive at B
+        and data-class reads made between them on the server export EXPORT
+        (other users of the host are left out) by the processes alive at B
         (each process's latency histogram at B less its histogram at A;
         buckets within ~3.2%), summed over the processes.
     pgbench_backup.py classes LOG...
@@ -97,8 +98,8 @@ def latency(prefix):
     )
 
 
-def histograms(path, cls, op):
-    """{pid: {bucket upper bound: count}} of class CLS, call OP."""
+def histograms(path, export, cls, op):
+    """{pid: {bucket upper bound: count}} of class CLS, call OP, on EXPORT."""
     out = {}
     try:
         with open(path) as f:
@@ -108,6 +109,8 @@ def histograms(path, cls, op):
     for p in snap.get("processes", []):
         h = out.setdefault(p["pid"], collections.Counter())
         for srv in p["stats"].get("servers", []):
+            if srv.get("export") != export:
+                continue
             lat = srv.get("io_classes", {}).get(cls, {}).get("latency_us", {}).get(op)
             for ub, n in (lat or {}).get("buckets", []):
                 h[ub] += n
@@ -126,10 +129,10 @@ def quantile_ms(buckets, q):
     return max(buckets) / 1000
 
 
-def stats_delta(a, b):
+def stats_delta(export, a, b):
     fields = []
     for cls, op, qs in (("log", "write", (0.5, 0.99)), ("data", "read", (0.99,))):
-        before, after = histograms(a, cls, op), histograms(b, cls, op)
+        before, after = histograms(a, export, cls, op), histograms(b, export, cls, op)
         total = collections.Counter()
         for pid, h in after.items():
             h = h.copy()
@@ -215,7 +218,7 @@ def main():
     elif cmd == "latency":
         latency(args[0])
     elif cmd == "stats-delta":
-        stats_delta(args[0], args[1])
+        stats_delta(args[0], args[1], args[2])
     elif cmd == "classes":
         classes(args)
     elif cmd == "table":
