@@ -23,9 +23,11 @@
 // Test code: a failed expectation is a test failure, said in words.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The two tests share this process's ticket cache.
@@ -115,6 +117,39 @@ fn kinit(s: &Setup, keytab: &str, principal: &str, renewable: bool) {
     );
 }
 
+/// Ends the process (a test failure) if not dropped within `limit`: a
+/// call that hangs is what these tests are about, and a thread blocked in
+/// it would keep the test from ever failing.
+struct Watchdog(Arc<AtomicBool>);
+
+impl Watchdog {
+    fn new(limit: Duration, what: &'static str) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&done);
+        let until = Instant::now() + limit;
+        std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                if Instant::now() >= until {
+                    // Not eprintln!: the harness's capture would lose it.
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "FAILED: {what}: still waiting after {limit:?} (a call hangs)"
+                    );
+                    std::process::exit(101);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Self(done)
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// One mount's file and the pattern written to it.
 struct Mounted {
     client: directnfs::Client,
@@ -172,6 +207,7 @@ fn a_ticket_that_ran_out_is_eacces_naming_kinit_until_kinit_again() {
     kinit(&s, &s.exp_keytab, "dnfsexp", false);
     let end = issued + s.life;
     let before = directnfs::security::counters();
+    let watchdog = Watchdog::new(s.life + BOUND * 6, "the calls across the ticket's end");
     let failures: Vec<(Mounted, u64, Instant, directnfs::Error)> = std::thread::scope(|sc| {
         let handles: Vec<_> = s
             .urls
@@ -261,6 +297,7 @@ fn a_ticket_that_ran_out_is_eacces_naming_kinit_until_kinit_again() {
     for (m, ..) in failures {
         m.remove();
     }
+    drop(watchdog);
 }
 
 /// A renewable ticket (`kinit -r`) under load from 4 threads per version:

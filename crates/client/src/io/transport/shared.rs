@@ -1110,6 +1110,12 @@ fn deliver_read4(dest: &ReadDest, results: &[u8]) -> Reply {
     Reply::Results(results.to_vec())
 }
 
+/// Locks a mutex of the shared state; a poisoned lock (a panic while
+/// holding it) still hands out its value: each update is one assignment.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use directnfs_wire::xdr::XdrWrite;
@@ -1174,10 +1180,4 @@ mod tests {
         assert!(matches!(deliver_read4(&dest, cut), Reply::Results(r) if r == cut));
         assert!(buf.iter().all(|&b| b == 0), "nothing written");
     }
-}
-
-/// Locks a mutex of the shared state; a poisoned lock (a panic while
-/// holding it) still hands out its value: each update is one assignment.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
