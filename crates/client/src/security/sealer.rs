@@ -60,11 +60,18 @@ static CACHE: RwLock<()> = RwLock::new(());
 static RENEWED_UNTIL: AtomicU64 = AtomicU64::new(0);
 /// A context could not be made for want of credentials, and none has
 /// been made since: the next attempts first look for a ticket in the
-/// cache themselves (read only), and fail at once without one. A context
-/// attempt without a ticket leaves entries in the cache each time (MIT):
-/// the attempts of every connection, every few seconds, would grow it
-/// without bound.
+/// cache themselves (read only), and fail at once without one, but for
+/// one through the GSS-API library every [`MISSING_RETRY`] (a client
+/// keytab the library could use again, a KDC back). A context attempt
+/// without a ticket leaves entries in the cache each time (MIT): the
+/// attempts of every connection, every few seconds, would grow it without
+/// bound.
 static MISSING: AtomicBool = AtomicBool::new(false);
+/// When the last context attempt through the library was made while
+/// credentials were missing (milliseconds since the Unix epoch).
+static MISSING_TRIED_MS: AtomicU64 = AtomicU64::new(0);
+/// See [`MISSING`].
+const MISSING_RETRY: Duration = Duration::from_secs(30);
 
 /// Process-wide counts of the transport's RPCSEC_GSS contexts (all
 /// mounts).
@@ -389,14 +396,18 @@ fn make_context(
         .peer_addr()
         .map_or_else(|_| host.to_owned(), |a| a.to_string());
     let expired = |server| {
-        MISSING.store(true, Ordering::Relaxed);
+        set_missing();
         SecurityError::Gss {
             server,
             source: GssError::NoCredentials("no ticket that has not ended".into()),
         }
     };
     if MISSING.load(Ordering::Relaxed) && !ccache::holds_a_ticket() {
-        return Err(expired(server));
+        let last = MISSING_TRIED_MS.load(Ordering::Relaxed);
+        if now_ms().saturating_sub(last) < MISSING_RETRY.as_millis() as u64 {
+            return Err(expired(server));
+        }
+        MISSING_TRIED_MS.store(now_ms(), Ordering::Relaxed);
     }
     let conn = match GssConnection::establish_bound(
         stream,
@@ -413,7 +424,7 @@ fn make_context(
                 ..
             },
         ) => {
-            MISSING.store(true, Ordering::Relaxed);
+            set_missing();
             return Err(e);
         }
         Err(e) => return Err(e),
@@ -426,6 +437,20 @@ fn make_context(
     }
     MISSING.store(false, Ordering::Relaxed);
     Ok((stream, context))
+}
+
+/// Notes that a context could not be made for want of credentials (see
+/// [`MISSING`]).
+fn set_missing() {
+    if !MISSING.swap(true, Ordering::Relaxed) {
+        MISSING_TRIED_MS.store(now_ms(), Ordering::Relaxed);
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// A missing-credentials error with what the ticket cache holds (its
