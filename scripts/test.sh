@@ -798,6 +798,11 @@ start_kerberos() {
     # The short-lived user's keytab: kerberos_renewal.rs (tickets of 40 s).
     export DNFS_KRB5_SHORT_KEYTAB
     DNFS_KRB5_SHORT_KEYTAB=$(sed -n 's/^DNFS_KRB5_SHORT_KEYTAB=//p' <<<"$env_lines")
+    # The expiry test's users (kerberos_expiry.rs, tickets of 20 s): never renewable, renewable.
+    export DNFS_KRB5_EXP_KEYTAB DNFS_KRB5_RENEW_KEYTAB DNFS_KDC_EXP_LIFE
+    DNFS_KRB5_EXP_KEYTAB=$(sed -n 's/^DNFS_KRB5_EXP_KEYTAB=//p' <<<"$env_lines")
+    DNFS_KRB5_RENEW_KEYTAB=$(sed -n 's/^DNFS_KRB5_RENEW_KEYTAB=//p' <<<"$env_lines")
+    DNFS_KDC_EXP_LIFE=$(sed -n 's/^DNFS_KDC_EXP_LIFE=//p' <<<"$env_lines")
     # The test user has no account here: Ganesha maps it to the anonymous
     # id (docs/server-notes.md), which must be able to create files.
     mkdir -p "$KRB5_EXPORT_DIR"

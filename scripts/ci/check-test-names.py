@@ -21,7 +21,7 @@ CLIENT_TESTS = {
     "hostile", "environment", "mounting", "logging", "real_server", "root_export",
     "late_server", "handles_links_attrs", "write_behind", "multipath", "v41",
     "links", "examples", "nlm", "kerberos", "kerberos_no_ticket", "kerberos_renewal", "kerberos_restart", "tls",
-    "tls_interop",
+    "tls_interop", "kerberos_expiry",
 }
 
 

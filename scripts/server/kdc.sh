@@ -23,6 +23,11 @@
 #                    PostgreSQL's postmaster under `dnfs run` gets its
 #                    tickets from it (KRB5_CLIENT_KTNAME); nfs-server.sh's
 #                    DNFS_KRB5 server maps it to the local postgres user
+#   dnfsexp          a user whose tickets live DNFS_KDC_EXP_LIFE seconds
+#                    (default 20) and are never renewable, in exp.keytab
+#                    (the test refills a ticket cache with it: kinit -k)
+#   dnfsrenew        as dnfsexp, but renewable for 10 minutes (kinit -r),
+#                    in renew.keytab: kerberos_expiry.rs
 #
 # `env` prints:
 #   KRB5_CONFIG      the realm's krb5.conf
@@ -34,6 +39,9 @@
 #   DNFS_KRB5_SHORT_PRINCIPAL the short-lived user's principal
 #   DNFS_KRB5_POSTGRES_KEYTAB    the postgres principal's keytab
 #   DNFS_KRB5_POSTGRES_PRINCIPAL the postgres principal
+#   DNFS_KRB5_EXP_KEYTAB      dnfsexp's keytab (never renewable)
+#   DNFS_KRB5_RENEW_KEYTAB    dnfsrenew's keytab (renewable)
+#   DNFS_KDC_EXP_LIFE         their tickets' life in seconds
 #
 # Environment:
 #   DNFS_KDC_STATE_DIR  state directory (default /tmp/directnfs-kdc)
@@ -41,6 +49,8 @@
 #   DNFS_KDC_REALM      realm name (default DIRECTNFS.TEST)
 #   DNFS_KDC_SHORT_LIFE dnfsshort's ticket life in seconds (default 40; set
 #                       when the realm is made)
+#   DNFS_KDC_EXP_LIFE   dnfsexp's and dnfsrenew's ticket life in seconds
+#                       (default 20; set when they are made)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -55,6 +65,9 @@ USER_PRINCIPAL=dnfsuser
 SHORT_PRINCIPAL=dnfsshort
 DAEMON_PRINCIPAL=postgres
 SHORT_LIFE=${DNFS_KDC_SHORT_LIFE:-40}
+EXP_PRINCIPAL=dnfsexp
+RENEW_PRINCIPAL=dnfsrenew
+EXP_LIFE=${DNFS_KDC_EXP_LIFE:-20}
 KDC_PACKAGES=(krb5-kdc krb5-admin-server krb5-user)
 
 KRB5_CONF=$STATE_DIR/krb5.conf
@@ -65,6 +78,8 @@ SERVER_KEYTAB=$STATE_DIR/server.keytab
 CLIENT_KEYTAB=$STATE_DIR/client.keytab
 SHORT_KEYTAB=$STATE_DIR/short.keytab
 DAEMON_KEYTAB=$STATE_DIR/postgres.keytab
+EXP_KEYTAB=$STATE_DIR/exp.keytab
+RENEW_KEYTAB=$STATE_DIR/renew.keytab
 USER_CCACHE=$STATE_DIR/user.ccache
 
 usage() {
@@ -181,6 +196,25 @@ ensure_daemon_principal() {
     fi
 }
 
+# The expiry test's users, added to a realm made before them (its other
+# keys, and a running server's keytab, stay as they are).
+ensure_expiry_users() {
+    [[ -f $EXP_KEYTAB && -f $RENEW_KEYTAB ]] && return 0
+    log "adding $EXP_PRINCIPAL and $RENEW_PRINCIPAL (tickets of $EXP_LIFE s)"
+    rm -f "$EXP_KEYTAB" "$RENEW_KEYTAB"
+    local p
+    for p in "$EXP_PRINCIPAL" "$RENEW_PRINCIPAL"; do
+        kadmin.local -r "$REALM" -q "delprinc -force $p@$REALM" >/dev/null 2>&1 || true
+    done
+    # maxrenewlife 0: kinit asks for a renewable ticket (renew_lifetime
+    # above) and gets one that is not.
+    kadmin.local -r "$REALM" -q "addprinc -randkey -maxlife \"$EXP_LIFE seconds\" -maxrenewlife 0 $EXP_PRINCIPAL@$REALM" 2>&1 >/dev/null | grep -v '^No policy specified' >&2 || true
+    kadmin.local -r "$REALM" -q "addprinc -randkey -maxlife \"$EXP_LIFE seconds\" -maxrenewlife \"10 minutes\" $RENEW_PRINCIPAL@$REALM" 2>&1 >/dev/null | grep -v '^No policy specified' >&2 || true
+    kadmin.local -r "$REALM" -q "ktadd -k $EXP_KEYTAB $EXP_PRINCIPAL@$REALM" >/dev/null
+    kadmin.local -r "$REALM" -q "ktadd -k $RENEW_KEYTAB $RENEW_PRINCIPAL@$REALM" >/dev/null
+    chmod 600 "$EXP_KEYTAB" "$RENEW_KEYTAB"
+}
+
 kdc_pid() { cat "$KDC_PIDFILE" 2>/dev/null || true; }
 kdc_running() { pid_is "$(kdc_pid)" "$STATE_DIR"; }
 
@@ -207,6 +241,9 @@ print_env() {
     echo "DNFS_KRB5_SHORT_PRINCIPAL=$SHORT_PRINCIPAL@$REALM"
     echo "DNFS_KRB5_POSTGRES_KEYTAB=$DAEMON_KEYTAB"
     echo "DNFS_KRB5_POSTGRES_PRINCIPAL=$DAEMON_PRINCIPAL@$REALM"
+    echo "DNFS_KRB5_EXP_KEYTAB=$EXP_KEYTAB"
+    echo "DNFS_KRB5_RENEW_KEYTAB=$RENEW_KEYTAB"
+    echo "DNFS_KDC_EXP_LIFE=$EXP_LIFE"
 }
 
 cmd_start() {
@@ -217,6 +254,7 @@ cmd_start() {
     write_configs
     ensure_realm
     ensure_daemon_principal
+    ensure_expiry_users
     if ! kdc_running; then
         port_in_use "$PORT" && die "port $PORT is taken; set DNFS_KDC_PORT"
         start_kdc 9>&-

@@ -167,6 +167,23 @@ pub enum Error {
         /// What was tried and how it failed.
         detail: String,
     },
+    /// The call was not sent: no connection to the server can be made for
+    /// want of credentials (the user's Kerberos ticket ran out, and no
+    /// client keytab). EACCES; `detail` names the server, the ticket cache
+    /// and its principal, and what to do (kinit). The next call tries
+    /// again with the ticket cache as it is then.
+    #[error("{op} {path}: {detail}")]
+    NoCredentials {
+        /// Operation.
+        op: &'static str,
+        /// Path.
+        path: String,
+        /// Why, in the words of `security::SecurityError`.
+        detail: String,
+        /// Whether the call had been written to a connection before (it
+        /// may have reached the server, and run); false: never sent.
+        sent: bool,
+    },
     /// Could not reach the server at all, or (`PermissionDenied`, EACCES)
     /// could not authenticate to it: no Kerberos ticket.
     #[error("{}", connect_message(server, source))]
@@ -225,6 +242,7 @@ impl Error {
                 _ => libc::EIO,
             },
             Error::Auth { status, .. } => auth_errno(*status),
+            Error::NoCredentials { .. } => libc::EACCES,
             Error::Rpc { .. }
             | Error::Protocol { .. }
             | Error::NotDurable { .. }
@@ -268,6 +286,12 @@ impl Error {
             CallError::TimedOut { attempts } => Error::TimedOut { op, path, attempts },
             CallError::Shutdown => Error::Shutdown { op, path },
             CallError::Auth(status) => Error::Auth { op, path, status },
+            CallError::NoCredentials { detail, sent } => Error::NoCredentials {
+                op,
+                path,
+                detail,
+                sent,
+            },
             CallError::Decode(d) => Error::Protocol {
                 op,
                 path,

@@ -186,6 +186,14 @@ pub enum Failure {
     },
     /// The engine was shut down.
     Shutdown,
+    /// The driver refused the requests waiting for a channel: none can
+    /// connect until someone acts (the user's Kerberos ticket ran out),
+    /// so waiting on a hard mount would be for ever
+    /// ([`Engine::refuse_parked`]).
+    Refused {
+        /// Times the request was sent.
+        attempts: u32,
+    },
 }
 
 /// Something the driver must do, queued by an event.
@@ -579,6 +587,35 @@ impl<C: Request + Clone> Engine<C> {
             ch.health.on_failure(now, &self.config.backoff);
             self.wake = true;
         }
+    }
+
+    /// Fails every request waiting for a channel, when no channel is up:
+    /// the driver found that no connection can be made until someone acts
+    /// (a connection attempt failed for want of credentials), so the
+    /// requests would wait for ever on a hard mount. Each comes back in an
+    /// [`Action::Complete`] with [`Failure::Refused`]; requests submitted
+    /// later are parked and sent as usual when a channel comes up (the
+    /// driver refuses them too if the next attempt fails the same way).
+    /// Returns how many were refused.
+    pub fn refuse_parked(&mut self) -> usize {
+        if self.shutdown || self.channels.iter().any(|c| c.health.is_up()) {
+            return 0;
+        }
+        let n = self.parked.len();
+        for flight in self.parked.drain(..) {
+            // A hedged request completes once: by its first copy (no
+            // channel is up, so both wait here).
+            if flight.hedge_copy && flight.twin.is_some() {
+                continue;
+            }
+            self.actions.push_back(Action::Complete {
+                failure: Failure::Refused {
+                    attempts: flight.attempts,
+                },
+                call: flight.call,
+            });
+        }
+        n
     }
 
     /// Takes `channel` out of use for good (the driver found that its

@@ -389,6 +389,37 @@ fn with_every_path_down_a_hard_mount_parks_its_calls_until_one_reconnects() {
 }
 
 #[test]
+fn refused_parked_calls_fail_on_a_hard_mount_only_while_no_channel_is_up() {
+    let mut sim = Sim::new(2, config(true, 1));
+    sim.tick_at(0);
+    // A channel up: nothing is refused (the calls go there).
+    assert_eq!(sim.engine.refuse_parked(), 0);
+    sim.reachable = vec![false, false];
+    sim.fail(0);
+    sim.fail(1);
+    let ids: Vec<u64> = (0..3).map(|_| sim.submit(NFSPROC3_READ)).collect();
+    assert_eq!(sim.engine.waiting(), 3, "parked");
+    // The driver found that no connection can be made (no credentials).
+    assert_eq!(sim.engine.refuse_parked(), 3);
+    sim.pump();
+    assert_eq!(sim.engine.waiting(), 0);
+    for id in &ids {
+        assert_eq!(
+            sim.ends(*id),
+            &[End::Failed(Failure::Refused { attempts: 0 })]
+        );
+    }
+    // A later call parks, and goes when a channel comes up.
+    let later = sim.submit(NFSPROC3_READ);
+    sim.reachable[0] = true;
+    let t = sim.engine.next_deadline().unwrap();
+    sim.run_until(t);
+    assert_eq!(sim.wire.len(), 1, "sent once channel 0 connected");
+    sim.reply_all_but(None);
+    assert!(matches!(sim.ends(later)[0], End::Replied { .. }));
+}
+
+#[test]
 fn with_every_path_down_a_soft_mount_fails_after_timeo_times_retrans_plus_one() {
     let retrans = 2;
     let mut sim = Sim::new(1, config(false, retrans));

@@ -282,6 +282,9 @@ pub(crate) struct Call {
     pub attempts: AtomicU32,
     /// Size counted against channel load (payload or expected reply data).
     pub weight: u64,
+    /// Written to a connection at least once (it may have reached the
+    /// server); false: never sent ([`Call::written`]).
+    written: AtomicBool,
     /// Its I/O class (`IoClass::index`; `directnfs_engine::class`), set by
     /// the file that makes it ([`Call::set_class`]); data by default.
     class: AtomicU8,
@@ -420,6 +423,7 @@ impl Call {
             class: AtomicU8::new(IoClass::Data.index() as u8),
             sink,
             attempts: AtomicU32::new(0),
+            written: AtomicBool::new(false),
             notify,
             result: ResultSlot::new(),
         })
@@ -460,6 +464,7 @@ impl Call {
             *c.class.get_mut() = IoClass::Data.index() as u8;
             c.sink = sink;
             *c.attempts.get_mut() = 0;
+            *c.written.get_mut() = false;
             c.notify = notify;
             c.result.reset();
             return arc;
@@ -483,6 +488,18 @@ impl Call {
             Sink::Write => 140,
             Sink::Record => 60,
         }
+    }
+
+    /// Notes that the call's bytes were written to a connection (whether
+    /// it was sent at all decides what a failure leaves behind: an NFSv4.1
+    /// slot's sequence id).
+    pub(crate) fn mark_written(&self) {
+        self.written.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the call was ever written to a connection.
+    pub(crate) fn written(&self) -> bool {
+        self.written.load(Ordering::Relaxed)
     }
 
     /// Records the outcome (and the attempts it took) and tells the waiter.

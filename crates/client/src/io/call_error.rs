@@ -12,6 +12,13 @@ pub(crate) enum CallError {
     /// The client is shutting down.
     #[error("client is shut down")]
     Shutdown,
+    /// No connection can be made for want of credentials (the user's
+    /// Kerberos ticket ran out): the message names the server, the ticket
+    /// cache and its principal, and what to do.
+    /// `sent`: the call was written to a connection before (it may have
+    /// reached the server); false: never sent.
+    #[error("{detail}")]
+    NoCredentials { detail: String, sent: bool },
     /// The server denied the call (RPC_MISMATCH).
     #[error("server rejected the call: RPC version mismatch (supports {low}..={high})")]
     RpcMismatch { low: u32, high: u32 },

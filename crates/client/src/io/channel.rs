@@ -189,6 +189,9 @@ impl Channel {
                 }
             }
             send_all_vectored(stream, &mut slices[..n])?;
+            for (_, call) in chunk {
+                call.borrow().mark_written();
+            }
             self.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
         Ok(())
@@ -235,6 +238,9 @@ impl Channel {
                 .flat_map(|(head, message)| [IoSlice::new(head), IoSlice::new(message)])
                 .collect();
             send_all_vectored(stream, &mut slices)?;
+            for (_, call) in chunk {
+                call.borrow().mark_written();
+            }
             self.sent.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
         Ok(())

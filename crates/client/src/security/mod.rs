@@ -9,10 +9,12 @@
 //! connection that sets up a context and makes sealed calls ([`exchange`]),
 //! and what the pipelined transport does with each connection of a
 //! `sec=krb5*` mount, NFSv3 or NFSv4.1 ([`sealer`]: with each context's
-//! renewal before its ticket ends). See docs/security.md.
+//! renewal before its ticket ends, and the renewal of a renewable ticket
+//! in the cache, [`ccache`]). See docs/security.md.
 //!
 //! | module | job |
 //! |---|---|
+//! | `ccache.rs` | the user's ticket cache (MIT's Kerberos library): whose it is, renewing its ticket |
 //! | `gssapi.rs` | the MIT GSS-API library, loaded at first use: names, context steps, MIC, wrap; the lucid export of a context's keys |
 //! | `enctype.rs` | the AES enctypes (RFC 3961/3962/8009): key derivation, CBC-CTS, HMAC, encrypt and checksum |
 //! | `cfx.rs` | RFC 4121 MIC and Wrap tokens made and checked in-process |
@@ -21,6 +23,7 @@
 //! | `exchange.rs` | a TCP connection with a context: the handshake, then calls one at a time |
 //! | `sealer.rs` | a transport connection's context: seal each call as it is written, open each reply |
 
+pub mod ccache;
 pub mod cfx;
 pub mod enctype;
 pub mod exchange;

@@ -15,8 +15,8 @@
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::sync::{Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use directnfs_wire::rpc::auth::AuthFlavor;
 use directnfs_wire::rpc::{AcceptedReply, AuthStat, RejectedReply, ReplyBody, ReplyHeader};
@@ -24,7 +24,7 @@ use directnfs_wire::xdr::pad_len;
 use directnfs_wire::{Decode, XdrReader};
 
 use super::rpcsec::GssContext;
-use super::{Flavor, GssConnection, SecurityError};
+use super::{ccache, Flavor, GssConnection, GssError, SecurityError};
 
 /// Sequence numbers kept per XID: the transmissions of one call on one
 /// connection whose reply may still come (a call re-sent after JUKEBOX).
@@ -46,7 +46,32 @@ static CONTEXTS: AtomicU64 = AtomicU64::new(0);
 static RENEWALS: AtomicU64 = AtomicU64::new(0);
 static LOST: AtomicU64 = AtomicU64::new(0);
 static TLS_BOUND: AtomicU64 = AtomicU64::new(0);
+static EXPIRED: AtomicU64 = AtomicU64::new(0);
+static TICKET_RENEWALS: AtomicU64 = AtomicU64::new(0);
 static RENEW_EARLY: AtomicBool = AtomicBool::new(true);
+
+/// The ticket cache: read (shared) while a context is made from it,
+/// replaced (exclusive) by a renewal, which empties it for a moment: a
+/// context made then would find no ticket.
+static CACHE: RwLock<()> = RwLock::new(());
+/// When the ticket the last renewal stored ends, in seconds since the
+/// epoch (0: none): connections replaced after it take the renewed
+/// ticket without renewing it again.
+static RENEWED_UNTIL: AtomicU64 = AtomicU64::new(0);
+/// A context could not be made for want of credentials, and none has
+/// been made since: the next attempts first look for a ticket in the
+/// cache themselves (read only), and fail at once without one, but for
+/// one through the GSS-API library every [`MISSING_RETRY`] (a client
+/// keytab the library could use again, a KDC back). A context attempt
+/// without a ticket leaves entries in the cache each time (MIT): the
+/// attempts of every connection, every few seconds, would grow it without
+/// bound.
+static MISSING: AtomicBool = AtomicBool::new(false);
+/// When the last context attempt through the library was made while
+/// credentials were missing (milliseconds since the Unix epoch).
+static MISSING_TRIED_MS: AtomicU64 = AtomicU64::new(0);
+/// See [`MISSING`].
+const MISSING_RETRY: Duration = Duration::from_secs(30);
 
 /// Process-wide counts of the transport's RPCSEC_GSS contexts (all
 /// mounts).
@@ -63,6 +88,11 @@ pub struct GssCounters {
     /// Of `contexts`, those made on a connection in TLS and bound to its
     /// session (GSS-API channel bindings, `tls-exporter`).
     pub tls_bound: u64,
+    /// Connections replaced because their context's ticket had ended
+    /// (there was no newer one to replace it with before).
+    pub expired: u64,
+    /// Renewable tickets renewed in the ticket cache (`kinit -R`).
+    pub ticket_renewals: u64,
 }
 
 /// The counts so far.
@@ -72,12 +102,14 @@ pub fn counters() -> GssCounters {
         renewals: RENEWALS.load(Ordering::Relaxed),
         lost: LOST.load(Ordering::Relaxed),
         tls_bound: TLS_BOUND.load(Ordering::Relaxed),
+        expired: EXPIRED.load(Ordering::Relaxed),
+        ticket_renewals: TICKET_RENEWALS.load(Ordering::Relaxed),
     }
 }
 
-/// Whether a context is replaced before it expires (the default). Off
-/// only for tests that need the server's own word at expiry (its
-/// CTXPROBLEM or CREDPROBLEM, taken by the lost-context path).
+/// Whether a context is replaced before it expires, and never used after
+/// (the default). Off only for tests that need the server's own word at
+/// expiry (its CTXPROBLEM or CREDPROBLEM, taken by the lost-context path).
 pub fn set_renew_before_expiry(on: bool) {
     RENEW_EARLY.store(on, Ordering::Relaxed);
 }
@@ -120,6 +152,8 @@ pub struct ConnectionSealer {
     renew_at: Option<Instant>,
     /// The renewal was counted (once per context).
     renewing: AtomicBool,
+    /// The expiry was counted (once per context).
+    expired: AtomicBool,
     /// When the context expires; `None`: no end given.
     ends: Option<Instant>,
 }
@@ -131,10 +165,14 @@ impl ConnectionSealer {
     /// to which the context is bound (RFC 9289 §4.2.1); `None` without TLS.
     ///
     /// `previous`: the context of the connection this one replaces. When
-    /// that one was replaced for its renewal, a context that ends no later
-    /// than it (the library had no newer ticket: no client keytab, nobody
-    /// ran kinit) is not replaced before its end: another connection would
-    /// only get the same ticket again.
+    /// that one was replaced for its renewal and the library has no newer
+    /// ticket (no client keytab, nobody ran kinit), a renewable ticket in
+    /// the cache is renewed (`kinit -R`) and the context made again from
+    /// it; failing that, a context that ends no later than the previous
+    /// one is not replaced before its end: another connection would only
+    /// get the same ticket again. At its end it is replaced, and the
+    /// ticket that ran out gives no new one: this fails with
+    /// [`GssError::NoCredentials`], naming the cache and its principal.
     pub fn establish(
         stream: TcpStream,
         host: &str,
@@ -144,30 +182,44 @@ impl ConnectionSealer {
         previous: Option<&ConnectionSealer>,
         tls_exporter: Option<&[u8]>,
     ) -> Result<(TcpStream, Self), SecurityError> {
-        let conn =
-            GssConnection::establish_bound(stream, host, prog_vers, flavor, timeout, tls_exporter)?;
-        let (stream, context) = conn.into_parts();
-        let window = context.window().limit();
-        let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
-        if tls_exporter.is_some() {
-            TLS_BOUND.fetch_add(1, Ordering::Relaxed);
-        }
-        let made = Instant::now();
-        let ends = context.lifetime().map(|life| made + life);
+        // A second context on the same connection, after a renewal.
+        let spare = stream.try_clone().ok();
+        let (mut stream, mut context) =
+            make_context(stream, host, prog_vers, flavor, timeout, tls_exporter)
+                .map_err(ran_out)?;
+        let mut made = Instant::now();
+        let mut ends = context.lifetime().map(|life| made + life);
         // Only a renewal's replacement is judged so: a connection replaced
         // for another reason may well get the same ticket again.
         let replaced = previous.filter(|p| p.renewing.load(Ordering::Relaxed));
-        let no_newer = match (ends, replaced.and_then(|p| p.ends)) {
+        let old_end = replaced.and_then(|p| p.ends);
+        let no_newer = |ends: Option<Instant>| match (ends, old_end) {
             (Some(new), Some(old)) => new <= old + Duration::from_secs(1),
             _ => false,
         };
+        if let (true, Some(old), Some(spare)) = (no_newer(ends), old_end, spare) {
+            if renew_cache(host, old) {
+                (stream, context) =
+                    make_context(spare, host, prog_vers, flavor, timeout, tls_exporter)
+                        .map_err(ran_out)?;
+                made = Instant::now();
+                ends = context.lifetime().map(|life| made + life);
+            }
+        }
+        let no_newer = no_newer(ends);
         if no_newer {
             tracing::warn!(
                 host,
                 "the Kerberos ticket ends in {:?} and no newer one is available (kinit, or a \
-                 client keytab in KRB5_CLIENT_KTNAME): this connection keeps its context",
+                 client keytab in KRB5_CLIENT_KTNAME): this connection keeps its context until \
+                 then",
                 context.lifetime().unwrap_or_default()
             );
+        }
+        let window = context.window().limit();
+        let n = CONTEXTS.fetch_add(1, Ordering::Relaxed);
+        if tls_exporter.is_some() {
+            TLS_BOUND.fetch_add(1, Ordering::Relaxed);
         }
         let renew_at = context
             .lifetime()
@@ -188,18 +240,32 @@ impl ConnectionSealer {
                 proven: AtomicBool::new(false),
                 renew_at,
                 renewing: AtomicBool::new(false),
+                expired: AtomicBool::new(false),
                 ends,
             },
         ))
     }
 
-    /// True when the context is about to expire: the connection should be
-    /// replaced (a new context, from a ticket that is still valid or
-    /// that the library gets anew from the client keytab) before the
-    /// next call is written on it. Counted once per context.
+    /// True when the context is about to expire, or has: the connection
+    /// should be replaced (a new context, from a ticket that is still
+    /// valid, renewed, or that the library gets anew from the client
+    /// keytab) before the next call is written on it. A context whose
+    /// ticket ended is never used again, whatever the server would take
+    /// (NFS-Ganesha 4.3 takes expired contexts): the user's credentials
+    /// end with the ticket. Counted once per context.
     pub fn renewal_due(&self) -> bool {
-        let due = RENEW_EARLY.load(Ordering::Relaxed)
-            && self.renew_at.is_some_and(|at| Instant::now() >= at);
+        if !RENEW_EARLY.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = Instant::now();
+        if self.ends.is_some_and(|end| now >= end) {
+            if !self.expired.swap(true, Ordering::Relaxed) {
+                EXPIRED.fetch_add(1, Ordering::Relaxed);
+            }
+            self.renewing.store(true, Ordering::Relaxed);
+            return true;
+        }
+        let due = self.renew_at.is_some_and(|at| now >= at);
         if due && !self.renewing.swap(true, Ordering::Relaxed) {
             RENEWALS.fetch_add(1, Ordering::Relaxed);
         }
@@ -311,6 +377,124 @@ impl ConnectionSealer {
             LOST.fetch_add(1, Ordering::Relaxed);
         }
         lost
+    }
+}
+
+/// A context on `stream` made from the ticket cache as it is (never
+/// while a renewal replaces its contents). A context whose ticket has
+/// already ended is no context: no credentials.
+fn make_context(
+    stream: TcpStream,
+    host: &str,
+    prog_vers: (u32, u32),
+    flavor: Flavor,
+    timeout: Duration,
+    tls_exporter: Option<&[u8]>,
+) -> Result<(TcpStream, GssContext), SecurityError> {
+    let _cache = CACHE.read().unwrap_or_else(|p| p.into_inner());
+    let server = stream
+        .peer_addr()
+        .map_or_else(|_| host.to_owned(), |a| a.to_string());
+    let expired = |server| {
+        set_missing();
+        SecurityError::Gss {
+            server,
+            source: GssError::NoCredentials("no ticket that has not ended".into()),
+        }
+    };
+    if MISSING.load(Ordering::Relaxed) && !ccache::holds_a_ticket() {
+        let last = MISSING_TRIED_MS.load(Ordering::Relaxed);
+        if now_ms().saturating_sub(last) < MISSING_RETRY.as_millis() as u64 {
+            return Err(expired(server));
+        }
+        MISSING_TRIED_MS.store(now_ms(), Ordering::Relaxed);
+    }
+    let conn = match GssConnection::establish_bound(
+        stream,
+        host,
+        prog_vers,
+        flavor,
+        timeout,
+        tls_exporter,
+    ) {
+        Ok(conn) => conn,
+        Err(
+            e @ SecurityError::Gss {
+                source: GssError::NoCredentials(_),
+                ..
+            },
+        ) => {
+            set_missing();
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
+    let (stream, context) = conn.into_parts();
+    // MIT makes a context from a service ticket that has ended, and the
+    // server may take it (NFS-Ganesha 4.3 does): not a credential.
+    if context.lifetime() == Some(Duration::ZERO) {
+        return Err(expired(server));
+    }
+    MISSING.store(false, Ordering::Relaxed);
+    Ok((stream, context))
+}
+
+/// Notes that a context could not be made for want of credentials (see
+/// [`MISSING`]).
+fn set_missing() {
+    if !MISSING.swap(true, Ordering::Relaxed) {
+        MISSING_TRIED_MS.store(now_ms(), Ordering::Relaxed);
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A missing-credentials error with what the ticket cache holds (its
+/// name and principal: whose ticket ran out, or that it is empty).
+fn ran_out(e: SecurityError) -> SecurityError {
+    match e {
+        SecurityError::Gss {
+            server,
+            source: GssError::NoCredentials(detail),
+        } => SecurityError::Gss {
+            server,
+            source: GssError::NoCredentials(format!("{detail}; {}", ccache::describe())),
+        },
+        other => other,
+    }
+}
+
+/// Renews the cache's ticket, whose contexts end at `old_end`, unless a
+/// renewal since made it end later: whether the cache now holds a ticket
+/// that ends later. A ticket that cannot be renewed is said once per
+/// context (warn).
+fn renew_cache(host: &str, old_end: Instant) -> bool {
+    let _cache = CACHE.write().unwrap_or_else(|p| p.into_inner());
+    let old = SystemTime::now() + old_end.saturating_duration_since(Instant::now());
+    let old_secs = old.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    if RENEWED_UNTIL.load(Ordering::Relaxed) > old_secs + 1 {
+        return true;
+    }
+    match ccache::renew(old + Duration::from_secs(1)) {
+        Ok(until) => {
+            let secs = until.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            RENEWED_UNTIL.store(secs, Ordering::Relaxed);
+            TICKET_RENEWALS.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(
+                host,
+                "renewed the Kerberos ticket in the cache: it ends in {:?}",
+                until.duration_since(SystemTime::now()).unwrap_or_default()
+            );
+            true
+        }
+        Err(why) => {
+            tracing::warn!(host, "{why}");
+            false
+        }
     }
 }
 

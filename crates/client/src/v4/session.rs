@@ -272,6 +272,12 @@ impl Session {
         let (record, sequence) = loop {
             let (record, sequence) = match sent {
                 Ok(v) => v,
+                // Never sent (no credentials to make a connection with):
+                // the slot's sequence id was not used.
+                Err(e @ Error::NoCredentials { sent: false, .. }) => {
+                    self.finish_slot(&slot, Outcome::NotExecuted);
+                    return Err(e);
+                }
                 Err(e) => {
                     self.finish_slot(&slot, Outcome::Lost);
                     return Err(e);

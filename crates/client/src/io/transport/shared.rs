@@ -98,6 +98,12 @@ pub(crate) struct Shared {
     watch: ServerWatch,
     /// Paths taken out of use for good (`retire_path`).
     retired: Mutex<Vec<usize>>,
+    /// Kerberos: the last connection attempt found no credentials (the
+    /// user's ticket ran out: `security/sealer.rs`), and why. While set,
+    /// calls waiting for a connection fail with it (EACCES) instead of
+    /// waiting for ever, and a call submitted while no channel is up
+    /// starts a connection attempt at once (the user may have run kinit).
+    no_credentials: Mutex<Option<String>>,
     /// The maintenance and fallback threads (started with the transport
     /// or when first needed: threads.rs).
     pub threads: Threads,
@@ -200,6 +206,7 @@ impl Shared {
             me: me.clone(),
             watch: ServerWatch::default(),
             retired: Mutex::new(Vec::new()),
+            no_credentials: Mutex::new(None),
             threads,
             skip_first_probe,
             spares: Mutex::new(Vec::new()),
@@ -275,8 +282,38 @@ impl Shared {
             }
             now
         });
+        self.retry_credentials();
         if !self.threads.started() && self.threads.due(now) {
             self.start_threads();
+        }
+    }
+
+    /// While the credentials are missing (see `no_credentials`) and no
+    /// channel is up: a connection attempt now, with the ticket cache as
+    /// it is now, for the calls just submitted: they go if the user ran
+    /// kinit, and fail with EACCES if not, instead of waiting for the
+    /// back-off (or, before, for ever).
+    fn retry_credentials(&self) {
+        if lock(&self.no_credentials).is_none() {
+            return;
+        }
+        let down = {
+            let e = self.engine();
+            let retired = lock(&self.retired);
+            self.channels
+                .iter()
+                .filter(|c| !retired.contains(&c.path))
+                .all(|c| !e.health(c.id).is_some_and(|h| h.is_up()))
+                .then(|| {
+                    self.channels
+                        .iter()
+                        .find(|c| !retired.contains(&c.path))
+                        .map(|c| c.id)
+                })
+                .flatten()
+        };
+        if let Some(channel) = down {
+            self.spawn_connect(channel);
         }
     }
 
@@ -360,6 +397,15 @@ impl Shared {
                                 (attempts, CallError::TimedOut { attempts })
                             }
                             Failure::Shutdown => (call.attempts(), CallError::Shutdown),
+                            Failure::Refused { attempts } => (
+                                attempts,
+                                CallError::NoCredentials {
+                                    detail: lock(&self.no_credentials).clone().unwrap_or_else(
+                                        || "no Kerberos credentials (run kinit)".into(),
+                                    ),
+                                    sent: call.written(),
+                                },
+                            ),
                         };
                         call.complete_after(attempts, Err(error));
                     }
@@ -537,6 +583,7 @@ impl Shared {
     pub(crate) fn connect_channel(&self, channel: usize) -> io::Result<()> {
         let ch = &self.channels[channel];
         let mut gss_sealer = None;
+        let mut no_credentials = None;
         let result = (|| {
             let (mut stream, tls_exporter) = crate::io::socket::connect_bound(&ch.spec)?;
             stream.set_write_timeout(Some(ch.spec.timeout))?;
@@ -569,6 +616,13 @@ impl Shared {
                         _ if e.errno() == libc::EACCES => io::ErrorKind::PermissionDenied,
                         _ => io::ErrorKind::Other,
                     };
+                    if let crate::security::SecurityError::Gss {
+                        source: crate::security::GssError::NoCredentials(_),
+                        ..
+                    } = &e
+                    {
+                        no_credentials = Some(e.to_string());
+                    }
                     io::Error::new(kind, e.to_string())
                 })?;
                 // Calls in flight per connection stay within the window
@@ -626,7 +680,25 @@ impl Shared {
                 return Err(io::Error::other(why));
             }
             Err(Refusal::Io(e)) => {
-                self.drive(|e, now| e.on_connect_failed(channel, now));
+                let refuse = no_credentials.is_some();
+                if let Some(why) = no_credentials {
+                    let mut missing = lock(&self.no_credentials);
+                    if missing.is_none() {
+                        tracing::warn!(channel, "{why}");
+                    }
+                    *missing = Some(why);
+                }
+                let refused = self.drive(|e, now| {
+                    e.on_connect_failed(channel, now);
+                    if refuse {
+                        e.refuse_parked()
+                    } else {
+                        0
+                    }
+                });
+                if refused > 0 {
+                    tracing::warn!(channel, "{refused} call(s) failed for want of credentials");
+                }
                 return Err(io::Error::new(
                     e.kind(),
                     format!("connect to {} failed: {e}", ch.spec.remote),
@@ -637,6 +709,9 @@ impl Shared {
         // this connection, before the engine sends anything on it. (Only a
         // connection changes a channel's epoch while it is not up.)
         let epoch = self.engine().epoch(channel) + 1;
+        if gss_sealer.is_some() && lock(&self.no_credentials).take().is_some() {
+            tracing::info!(channel, "Kerberos credentials found again: calls go on");
+        }
         if let Err(e) = ch.install(stream, (epoch, bound), self.config.max_record, gss_sealer) {
             self.drive(|e, now| e.on_connect_failed(channel, now));
             return Err(e);
@@ -1033,6 +1108,12 @@ fn deliver_read4(dest: &ReadDest, results: &[u8]) -> Reply {
         }
     }
     Reply::Results(results.to_vec())
+}
+
+/// Locks a mutex of the shared state; a poisoned lock (a panic while
+/// holding it) still hands out its value: each update is one assignment.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
