@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use directnfs_wire::rpc::auth::AuthFlavor;
@@ -117,22 +117,6 @@ pub struct ConnectionSealer {
     renewing: AtomicBool,
     /// When the context expires; `None`: no end given.
     ends: Option<Instant>,
-    /// The buffer replies are opened into ([`Self::open_reusing`]): at
-    /// most one record's size (the largest reply opened) kept per
-    /// connection.
-    spare: ReplyBuffer,
-}
-
-/// The reply buffer of a connection; its `Debug` shows its size only (it
-/// holds the plaintext of the last reply).
-#[derive(Default)]
-struct ReplyBuffer(Mutex<Vec<u8>>);
-
-impl std::fmt::Debug for ReplyBuffer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let cap = self.0.try_lock().map(|b| b.capacity()).ok();
-        f.debug_struct("ReplyBuffer").field("capacity", &cap).finish()
-    }
 }
 
 impl ConnectionSealer {
@@ -192,7 +176,6 @@ impl ConnectionSealer {
                 renew_at,
                 renewing: AtomicBool::new(false),
                 ends,
-                spare: ReplyBuffer::default(),
             },
         ))
     }
@@ -257,35 +240,6 @@ impl ConnectionSealer {
     /// came. A reply that fails its checks becomes an AUTH_ERROR
     /// (AUTH_BADVERF) reply to its call: its results are never used.
     pub fn open(&self, rec: &[u8], max_body: usize) -> Result<Option<Vec<u8>>, SecurityError> {
-        self.open_in(rec, max_body, Vec::new())
-    }
-
-    /// [`Self::open`] into this connection's reply buffer, which the
-    /// result hands back when dropped: the next reply is opened in the same
-    /// memory (no allocation, and no page of it cold or zeroed anew per
-    /// reply). One receiver at a time per connection: should two overlap,
-    /// the second gets a buffer of its own.
-    pub fn open_reusing(
-        self: &Arc<Self>,
-        rec: &[u8],
-        max_body: usize,
-    ) -> Result<Option<OpenedReply>, SecurityError> {
-        let buf = match self.spare.0.try_lock() {
-            Ok(mut spare) => std::mem::take(&mut *spare),
-            Err(_) => Vec::new(),
-        };
-        Ok(self.open_in(rec, max_body, buf)?.map(|plain| OpenedReply {
-            plain,
-            home: Arc::clone(self),
-        }))
-    }
-
-    fn open_in(
-        &self,
-        rec: &[u8],
-        max_body: usize,
-        mut plain: Vec<u8>,
-    ) -> Result<Option<Vec<u8>>, SecurityError> {
         let mut r = XdrReader::new(rec);
         let Ok(header) = ReplyHeader::decode(&mut r) else {
             return Ok(None);
@@ -309,8 +263,7 @@ impl ConnectionSealer {
         let mut last = None;
         for &seq in seqs.iter().rev() {
             // The plain reply header, then the results opened after it.
-            plain.clear();
-            plain.reserve(24 + rec.len());
+            let mut plain = Vec::with_capacity(24 + rec.len());
             for word in [xid, 1, 0, AuthFlavor::AUTH_NONE.0, 0, 0] {
                 plain.extend_from_slice(&word.to_be_bytes());
             }
@@ -328,41 +281,6 @@ impl ConnectionSealer {
             server: String::new(),
             detail: format!("reply XID {xid:#x} answers no call sealed on this connection"),
         }))
-    }
-}
-
-/// A reply [`ConnectionSealer::open_reusing`] opened: the plain record,
-/// in the connection's reply buffer, given back to it when dropped.
-pub struct OpenedReply {
-    plain: Vec<u8>,
-    home: Arc<ConnectionSealer>,
-}
-
-impl std::fmt::Debug for OpenedReply {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the plaintext.
-        f.debug_struct("OpenedReply")
-            .field("len", &self.plain.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl std::ops::Deref for OpenedReply {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        &self.plain
-    }
-}
-
-impl Drop for OpenedReply {
-    fn drop(&mut self) {
-        let plain = std::mem::take(&mut self.plain);
-        if let Ok(mut spare) = self.home.spare.0.try_lock() {
-            if spare.capacity() < plain.capacity() {
-                *spare = plain;
-            }
-        }
     }
 }
 

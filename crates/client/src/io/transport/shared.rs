@@ -794,12 +794,12 @@ impl ChannelReplies<'_> {
         ))
     }
 
-    fn open(&self, rec: &[u8]) -> Option<Opened> {
+    fn open(&self, rec: &[u8]) -> Option<Vec<u8>> {
         self.shared.config.gss.as_ref()?;
         let ch = &self.shared.channels[self.channel];
         let sealer = ch.sealer(self.epoch)?;
-        match sealer.open_reusing(rec, self.shared.config.max_record) {
-            Ok(plain) => plain.map(Opened::Reused),
+        match sealer.open(rec, self.shared.config.max_record) {
+            Ok(plain) => plain,
             Err(e) => {
                 let xid = rec
                     .get(..4)
@@ -810,28 +810,8 @@ impl ChannelReplies<'_> {
                     "Kerberos reply from {} fails its checks: {e}",
                     ch.spec.remote
                 );
-                Some(Opened::Rejected(crate::security::sealer::rejected_reply(
-                    xid,
-                )))
+                Some(crate::security::sealer::rejected_reply(xid))
             }
-        }
-    }
-}
-
-/// A Kerberos reply opened: in the connection's reply buffer, or the
-/// AUTH_ERROR that stands for one that failed its checks.
-enum Opened {
-    Reused(crate::security::sealer::OpenedReply),
-    Rejected(Vec<u8>),
-}
-
-impl std::ops::Deref for Opened {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Opened::Reused(r) => r,
-            Opened::Rejected(v) => v,
         }
     }
 }
