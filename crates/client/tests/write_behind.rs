@@ -495,8 +495,11 @@ fn enospc(version: Version) {
         return;
     }
     let name = format!("wb-enospc-{version:?}").to_lowercase();
-    // The export directory of `own_server`'s server of that name.
-    let export = format!("/tmp/dnfs-test-{name}-export");
+    // The export directory of `own_server`'s server of that name (its
+    // prefix as `OwnGanesha::start` takes it).
+    let prefix =
+        std::env::var("DNFS_TEST_OWN_PREFIX").unwrap_or_else(|_| "/tmp/dnfs-test-".into());
+    let export = format!("{prefix}{name}-export");
     let export = Path::new(&export);
     let _ = Command::new("umount").arg(export).status();
     std::fs::create_dir_all(export).unwrap();
