@@ -497,8 +497,7 @@ fn enospc(version: Version) {
     let name = format!("wb-enospc-{version:?}").to_lowercase();
     // The export directory of `own_server`'s server of that name (its
     // prefix as `OwnGanesha::start` takes it).
-    let prefix =
-        std::env::var("DNFS_TEST_OWN_PREFIX").unwrap_or_else(|_| "/tmp/dnfs-test-".into());
+    let prefix = std::env::var("DNFS_TEST_OWN_PREFIX").unwrap_or_else(|_| "/tmp/dnfs-test-".into());
     let export = format!("{prefix}{name}-export");
     let export = Path::new(&export);
     let _ = Command::new("umount").arg(export).status();
