@@ -74,22 +74,18 @@ PY=$ROOT/scripts/bench/lib/pgbench_backup.py
 
 # shellcheck source=scripts/bench/lib/preload.sh
 . "$ROOT/scripts/bench/lib/preload.sh"
+# shellcheck source=scripts/lib/apt.sh
+. "$ROOT/scripts/lib/apt.sh"
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'pgbench-backup.sh: %s\n' "$*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "run as root (PostgreSQL runs as the postgres user through runuser)"
 
 missing=()
 command -v ganesha.nfsd >/dev/null || missing+=(nfs-ganesha nfs-ganesha-vfs rpcbind)
-if [[ ! -x $PGBIN/postgres ]]; then
-    missing+=(postgresql)
-    mkdir -p /etc/postgresql-common
-    [[ -e /etc/postgresql-common/createcluster.conf ]] ||
-        echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
-fi
+want_postgresql "$PGBIN"
 if ((${#missing[@]})); then
     say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+    apt_install_quiet "${missing[@]}"
 fi
 DNFS=$(dnfs_binary "${DNFS_PGBB_DNFS:-}")
 

@@ -77,6 +77,8 @@ MNT=/dnfs-pgbench
 
 # shellcheck source=scripts/bench/lib/preload.sh
 . "$ROOT/scripts/bench/lib/preload.sh"
+# shellcheck source=scripts/lib/apt.sh
+. "$ROOT/scripts/lib/apt.sh"
 
 say() { printf '\n== %s\n' "$*" >&2; }
 die() { printf 'pgbench.sh: %s\n' "$*" >&2; exit 1; }
@@ -103,16 +105,10 @@ esac
 missing=()
 command -v ganesha.nfsd >/dev/null || missing+=(nfs-ganesha nfs-ganesha-vfs rpcbind)
 command -v fio >/dev/null || missing+=(fio)
-if [[ ! -x $PGBIN/postgres ]]; then
-    missing+=(postgresql)
-    mkdir -p /etc/postgresql-common
-    [[ -e /etc/postgresql-common/createcluster.conf ]] ||
-        echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
-fi
+want_postgresql "$PGBIN"
 if ((${#missing[@]})); then
     say "installing ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o Dpkg::Options::=--force-confold "${missing[@]}" >/dev/null
+    apt_install_quiet "${missing[@]}"
 fi
 say "building (release)"
 cargo build --release -p directnfs-cli -p directnfs-preload

@@ -19,3 +19,14 @@ apt_install_quiet() {
     if ((ours)); then rm -f "$policy"; fi
     return "$rc"
 }
+
+# want_postgresql BIN_DIR: when BIN_DIR/postgres is missing, adds
+# postgresql to the caller's `missing` array and makes the package create
+# no "main" cluster (the scripts make their own clusters).
+want_postgresql() {
+    [[ -x $1/postgres ]] && return 0
+    missing+=(postgresql)
+    mkdir -p /etc/postgresql-common
+    [[ -e /etc/postgresql-common/createcluster.conf ]] ||
+        echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
+}
