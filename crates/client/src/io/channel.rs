@@ -342,7 +342,9 @@ impl Channel {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+/// Locks `m`; a poisoned lock (a panic while holding it) still hands out
+/// its value: every update of the state it guards is one assignment.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -24,7 +24,7 @@ use directnfs_wire::{Decode, XdrReader};
 use crate::alert::{Alerts, ServerWatch};
 use crate::io::call::{Call, ReadDest, Reply, Sink};
 use crate::io::call_error::CallError;
-use crate::io::channel::{Channel, ReadClaim};
+use crate::io::channel::{lock, Channel, ReadClaim};
 use crate::io::clock::monotonic_ns;
 use crate::io::lead::Lead;
 use crate::io::receive::{Due, Replies};
@@ -104,6 +104,9 @@ pub(crate) struct Shared {
     /// waiting for ever, and a call submitted while no channel is up
     /// starts a connection attempt at once (the user may have run kinit).
     no_credentials: Mutex<Option<String>>,
+    /// `no_credentials` is set (both change under its lock): read
+    /// without that lock on every submission ([`Shared::retry_credentials`]).
+    credentials_missing: AtomicBool,
     /// The maintenance and fallback threads (started with the transport
     /// or when first needed: threads.rs).
     pub threads: Threads,
@@ -207,6 +210,7 @@ impl Shared {
             watch: ServerWatch::default(),
             retired: Mutex::new(Vec::new()),
             no_credentials: Mutex::new(None),
+            credentials_missing: AtomicBool::new(false),
             threads,
             skip_first_probe,
             spares: Mutex::new(Vec::new()),
@@ -294,25 +298,22 @@ impl Shared {
     /// kinit, and fail with EACCES if not, instead of waiting for the
     /// back-off (or, before, for ever).
     fn retry_credentials(&self) {
-        if lock(&self.no_credentials).is_none() {
+        if !self.credentials_missing.load(Ordering::Relaxed) {
             return;
         }
-        let down = {
+        // The first channel of a path in use, unless one is up.
+        let mut first = None;
+        {
             let e = self.engine();
             let retired = lock(&self.retired);
-            self.channels
-                .iter()
-                .filter(|c| !retired.contains(&c.path))
-                .all(|c| !e.health(c.id).is_some_and(|h| h.is_up()))
-                .then(|| {
-                    self.channels
-                        .iter()
-                        .find(|c| !retired.contains(&c.path))
-                        .map(|c| c.id)
-                })
-                .flatten()
-        };
-        if let Some(channel) = down {
+            for c in self.channels.iter().filter(|c| !retired.contains(&c.path)) {
+                if e.health(c.id).is_some_and(|h| h.is_up()) {
+                    return;
+                }
+                first.get_or_insert(c.id);
+            }
+        }
+        if let Some(channel) = first {
             self.spawn_connect(channel);
         }
     }
@@ -687,6 +688,7 @@ impl Shared {
                         tracing::warn!(channel, "{why}");
                     }
                     *missing = Some(why);
+                    self.credentials_missing.store(true, Ordering::Relaxed);
                 }
                 let refused = self.drive(|e, now| {
                     e.on_connect_failed(channel, now);
@@ -709,8 +711,13 @@ impl Shared {
         // this connection, before the engine sends anything on it. (Only a
         // connection changes a channel's epoch while it is not up.)
         let epoch = self.engine().epoch(channel) + 1;
-        if gss_sealer.is_some() && lock(&self.no_credentials).take().is_some() {
-            tracing::info!(channel, "Kerberos credentials found again: calls go on");
+        if gss_sealer.is_some() && self.credentials_missing.load(Ordering::Relaxed) {
+            // Cleared with the reason, under its lock, as it is set.
+            let mut missing = lock(&self.no_credentials);
+            if missing.take().is_some() {
+                self.credentials_missing.store(false, Ordering::Relaxed);
+                tracing::info!(channel, "Kerberos credentials found again: calls go on");
+            }
         }
         if let Err(e) = ch.install(stream, (epoch, bound), self.config.max_record, gss_sealer) {
             self.drive(|e, now| e.on_connect_failed(channel, now));
@@ -731,7 +738,7 @@ impl Shared {
     /// `Transport::retire_path`).
     pub(crate) fn retire_path(&self, path: usize, why: &str) {
         {
-            let mut retired = self.retired.lock().unwrap_or_else(|p| p.into_inner());
+            let mut retired = lock(&self.retired);
             if retired.contains(&path) {
                 return;
             }
@@ -1108,12 +1115,6 @@ fn deliver_read4(dest: &ReadDest, results: &[u8]) -> Reply {
         }
     }
     Reply::Results(results.to_vec())
-}
-
-/// Locks a mutex of the shared state; a poisoned lock (a panic while
-/// holding it) still hands out its value: each update is one assignment.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 #[cfg(test)]
