@@ -19,6 +19,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use libloading::Library;
 
+use super::library_fn;
+
 type Krb5Error = i32;
 type Krb5Context = *mut c_void;
 type Krb5Ccache = *mut c_void;
@@ -109,37 +111,29 @@ fn load() -> Result<Api, String> {
     // which have no preconditions.
     let lib =
         unsafe { Library::new(LIBRARY) }.map_err(|e| format!("cannot load {LIBRARY}: {e}"))?;
-    /// # Safety
-    /// `T` must be the function type of the symbol `name`.
-    unsafe fn sym<T: Copy>(lib: &Library, name: &[u8]) -> Result<T, String> {
-        // SAFETY: the caller names the right type.
-        unsafe { lib.get::<T>(name) }
-            .map(|s| *s)
-            .map_err(|e| format!("{LIBRARY} has no {}: {e}", String::from_utf8_lossy(name)))
-    }
     // SAFETY: each symbol is looked up with its C signature of MIT's krb5.h;
     // the types above mirror it.
     unsafe {
         Ok(Api {
-            init_context: sym(&lib, b"krb5_init_context\0")?,
-            free_context: sym(&lib, b"krb5_free_context\0")?,
-            cc_default: sym(&lib, b"krb5_cc_default\0")?,
-            cc_close: sym(&lib, b"krb5_cc_close\0")?,
-            cc_get_principal: sym(&lib, b"krb5_cc_get_principal\0")?,
-            cc_get_full_name: sym(&lib, b"krb5_cc_get_full_name\0")?,
-            cc_initialize: sym(&lib, b"krb5_cc_initialize\0")?,
-            cc_store_cred: sym(&lib, b"krb5_cc_store_cred\0")?,
-            free_principal: sym(&lib, b"krb5_free_principal\0")?,
-            unparse_name: sym(&lib, b"krb5_unparse_name\0")?,
-            free_unparsed_name: sym(&lib, b"krb5_free_unparsed_name\0")?,
-            free_string: sym(&lib, b"krb5_free_string\0")?,
-            get_renewed_creds: sym(&lib, b"krb5_get_renewed_creds\0")?,
-            free_cred_contents: sym(&lib, b"krb5_free_cred_contents\0")?,
-            cc_start_seq_get: sym(&lib, b"krb5_cc_start_seq_get\0")?,
-            cc_next_cred: sym(&lib, b"krb5_cc_next_cred\0")?,
-            cc_end_seq_get: sym(&lib, b"krb5_cc_end_seq_get\0")?,
-            get_error_message: sym(&lib, b"krb5_get_error_message\0")?,
-            free_error_message: sym(&lib, b"krb5_free_error_message\0")?,
+            init_context: library_fn(&lib, LIBRARY, b"krb5_init_context\0")?,
+            free_context: library_fn(&lib, LIBRARY, b"krb5_free_context\0")?,
+            cc_default: library_fn(&lib, LIBRARY, b"krb5_cc_default\0")?,
+            cc_close: library_fn(&lib, LIBRARY, b"krb5_cc_close\0")?,
+            cc_get_principal: library_fn(&lib, LIBRARY, b"krb5_cc_get_principal\0")?,
+            cc_get_full_name: library_fn(&lib, LIBRARY, b"krb5_cc_get_full_name\0")?,
+            cc_initialize: library_fn(&lib, LIBRARY, b"krb5_cc_initialize\0")?,
+            cc_store_cred: library_fn(&lib, LIBRARY, b"krb5_cc_store_cred\0")?,
+            free_principal: library_fn(&lib, LIBRARY, b"krb5_free_principal\0")?,
+            unparse_name: library_fn(&lib, LIBRARY, b"krb5_unparse_name\0")?,
+            free_unparsed_name: library_fn(&lib, LIBRARY, b"krb5_free_unparsed_name\0")?,
+            free_string: library_fn(&lib, LIBRARY, b"krb5_free_string\0")?,
+            get_renewed_creds: library_fn(&lib, LIBRARY, b"krb5_get_renewed_creds\0")?,
+            free_cred_contents: library_fn(&lib, LIBRARY, b"krb5_free_cred_contents\0")?,
+            cc_start_seq_get: library_fn(&lib, LIBRARY, b"krb5_cc_start_seq_get\0")?,
+            cc_next_cred: library_fn(&lib, LIBRARY, b"krb5_cc_next_cred\0")?,
+            cc_end_seq_get: library_fn(&lib, LIBRARY, b"krb5_cc_end_seq_get\0")?,
+            get_error_message: library_fn(&lib, LIBRARY, b"krb5_get_error_message\0")?,
+            free_error_message: library_fn(&lib, LIBRARY, b"krb5_free_error_message\0")?,
             _lib: lib,
         })
     }

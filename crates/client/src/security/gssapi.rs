@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use libloading::Library;
 
 use super::cfx::{CfxContext, CfxKeys};
+use super::library_fn;
 
 type OmUint32 = u32;
 type GssName = *mut c_void;
@@ -275,35 +276,27 @@ fn load() -> Result<Api, String> {
     // and MIT's gssapi.h; the types above mirror it.
     unsafe {
         Ok(Api {
-            import_name: *sym(&lib, b"gss_import_name\0")?,
-            release_name: *sym(&lib, b"gss_release_name\0")?,
-            init_sec_context: *sym(&lib, b"gss_init_sec_context\0")?,
-            get_mic: *sym(&lib, b"gss_get_mic\0")?,
-            verify_mic: *sym(&lib, b"gss_verify_mic\0")?,
-            wrap: *sym(&lib, b"gss_wrap\0")?,
-            unwrap: *sym(&lib, b"gss_unwrap\0")?,
-            release_buffer: *sym(&lib, b"gss_release_buffer\0")?,
-            delete_sec_context: *sym(&lib, b"gss_delete_sec_context\0")?,
-            display_status: *sym(&lib, b"gss_display_status\0")?,
+            import_name: library_fn(&lib, LIBRARY, b"gss_import_name\0")?,
+            release_name: library_fn(&lib, LIBRARY, b"gss_release_name\0")?,
+            init_sec_context: library_fn(&lib, LIBRARY, b"gss_init_sec_context\0")?,
+            get_mic: library_fn(&lib, LIBRARY, b"gss_get_mic\0")?,
+            verify_mic: library_fn(&lib, LIBRARY, b"gss_verify_mic\0")?,
+            wrap: library_fn(&lib, LIBRARY, b"gss_wrap\0")?,
+            unwrap: library_fn(&lib, LIBRARY, b"gss_unwrap\0")?,
+            release_buffer: library_fn(&lib, LIBRARY, b"gss_release_buffer\0")?,
+            delete_sec_context: library_fn(&lib, LIBRARY, b"gss_delete_sec_context\0")?,
+            display_status: library_fn(&lib, LIBRARY, b"gss_display_status\0")?,
             lucid: (|| -> Result<LucidApi, String> {
                 Ok(LucidApi {
-                    inquire_by_oid: *sym(&lib, b"gss_inquire_sec_context_by_oid\0")?,
-                    release_buffer_set: *sym(&lib, b"gss_release_buffer_set\0")?,
-                    free_lucid: *sym(&lib, b"gss_krb5_free_lucid_sec_context\0")?,
+                    inquire_by_oid: library_fn(&lib, LIBRARY, b"gss_inquire_sec_context_by_oid\0")?,
+                    release_buffer_set: library_fn(&lib, LIBRARY, b"gss_release_buffer_set\0")?,
+                    free_lucid: library_fn(&lib, LIBRARY, b"gss_krb5_free_lucid_sec_context\0")?,
                 })
             })()
             .ok(),
             _lib: lib,
         })
     }
-}
-
-/// # Safety
-/// `T` must be the function type of the symbol `name`.
-unsafe fn sym<'l, T>(lib: &'l Library, name: &[u8]) -> Result<libloading::Symbol<'l, T>, String> {
-    // SAFETY: the caller names the right type.
-    unsafe { lib.get(name) }
-        .map_err(|e| format!("{LIBRARY} has no {}: {e}", String::from_utf8_lossy(name)))
 }
 
 /// A GSS-API failure, with the library's own words.
@@ -892,9 +885,10 @@ mod tests {
             let lib = unsafe { Library::new(LIBRARY) }.expect("library");
             // SAFETY: MIT's signatures (gssapi.h, gssapi_krb5.h).
             let (accept, register) = unsafe {
-                let a: AcceptSecContext = *sym(&lib, b"gss_accept_sec_context\0").unwrap();
+                let a: AcceptSecContext =
+                    library_fn(&lib, LIBRARY, b"gss_accept_sec_context\0").unwrap();
                 let r: RegisterAcceptorIdentity =
-                    *sym(&lib, b"krb5_gss_register_acceptor_identity\0").unwrap();
+                    library_fn(&lib, LIBRARY, b"krb5_gss_register_acceptor_identity\0").unwrap();
                 (a, r)
             };
             std::mem::forget(lib);

@@ -186,6 +186,23 @@ impl std::error::Error for SecurityError {
     }
 }
 
+/// The function `name` (its C name, NUL-terminated) of the system library
+/// `lib`, loaded from the file `file` (which the error names): how
+/// [`gssapi`] and [`ccache`] resolve their entry points.
+///
+/// # Safety
+/// `T` must be the C function type of the symbol `name`.
+unsafe fn library_fn<T: Copy>(
+    lib: &libloading::Library,
+    file: &str,
+    name: &[u8],
+) -> Result<T, String> {
+    // SAFETY: the caller names the right type.
+    unsafe { lib.get::<T>(name) }
+        .map(|s| *s)
+        .map_err(|e| format!("{file} has no {}: {e}", String::from_utf8_lossy(name)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
