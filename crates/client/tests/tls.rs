@@ -14,10 +14,10 @@ mod common;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::unique;
 use common::versions::Version;
+use common::{mount_fails, unique};
 use directnfs::config::NfsUrl;
 use directnfs::{Client, PathSpec, Target};
 use directnfs_testkit::tap::TapRelay;
@@ -147,22 +147,6 @@ fn write_and_read_back(c: &Client) {
     );
     assert!(server.inflight_peak >= 8, "{server:?}");
     c.remove(&path).unwrap();
-}
-
-/// Mounts `url`, which must fail within `within`; returns the message.
-fn mount_fails(url: &str, within: Duration) -> String {
-    let started = Instant::now();
-    let err = match Client::connect(url) {
-        Ok(_) => panic!("{url}: mounted, expected a failure"),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        started.elapsed() < within,
-        "{url}: took {:?} to fail: {err}",
-        started.elapsed()
-    );
-    eprintln!("{url}: {err}");
-    err
 }
 
 on_each_version! {

@@ -25,11 +25,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::mount_fails;
 use directnfs::{Client, FileType};
 use directnfs_testkit::server::{required, skipped};
 
@@ -142,22 +145,6 @@ fn peer(test: &str) -> Option<&'static Peer> {
             None
         }
     }
-}
-
-/// Mounts `url`, which must fail within `within`; returns the message.
-fn mount_fails(url: &str, within: Duration) -> String {
-    let started = Instant::now();
-    let err = match Client::connect(url) {
-        Ok(_) => panic!("{url}: mounted, expected a failure"),
-        Err(e) => e.to_string(),
-    };
-    assert!(
-        started.elapsed() < within,
-        "{url}: took {:?} to fail: {err}",
-        started.elapsed()
-    );
-    eprintln!("{url}: {err}");
-    err
 }
 
 /// The root's attributes came back as the peer serves them.

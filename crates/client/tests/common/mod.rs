@@ -125,3 +125,19 @@ pub fn unique(prefix: &str) -> String {
         N.fetch_add(1, Ordering::Relaxed)
     )
 }
+
+/// Mounts `url`, which must fail within `within`; returns the message.
+pub fn mount_fails(url: &str, within: std::time::Duration) -> String {
+    let started = std::time::Instant::now();
+    let err = match directnfs::Client::connect(url) {
+        Ok(_) => panic!("{url}: mounted, expected a failure"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        started.elapsed() < within,
+        "{url}: took {:?} to fail: {err}",
+        started.elapsed()
+    );
+    eprintln!("{url}: {err}");
+    err
+}
