@@ -279,7 +279,7 @@ pub(crate) fn start(tcp: TcpStream, spec: &TlsSpec, timeout: Duration) -> io::Re
             let closed = matches!(
                 e.kind(),
                 io::ErrorKind::UnexpectedEof | io::ErrorKind::ConnectionReset
-            ) || e.to_string().contains("close_notify");
+            );
             if asked && closed {
                 certificate_wanted(e)
             } else {
